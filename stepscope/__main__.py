@@ -1,0 +1,5 @@
+"""``python -m stepscope``."""
+
+from stepscope.cli import main
+
+main()

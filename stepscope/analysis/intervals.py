@@ -1,0 +1,114 @@
+"""Vectorised interval algebra on int64 ns intervals: the one "clever" module analyses share.
+
+An interval set is a pair ``(starts, ends)`` of int64 arrays. Functions that return a set return
+it *normalised*: sorted, non-overlapping, non-empty intervals.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+I64 = npt.NDArray[np.int64]
+Intervals = tuple[I64, I64]
+
+EMPTY: Intervals = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+
+def union(starts: npt.ArrayLike, ends: npt.ArrayLike) -> Intervals:
+    """Merge overlapping or touching intervals (running max of ends, cumsum of gap flags)."""
+    s = np.asarray(starts, np.int64)
+    e = np.asarray(ends, np.int64)
+    keep = e > s
+    s, e = s[keep], e[keep]
+    if len(s) == 0:
+        return EMPTY
+    order = np.argsort(s, kind="stable")
+    s, e = s[order], e[order]
+    run_end = np.maximum.accumulate(e)
+    new = np.ones(len(s), bool)
+    new[1:] = s[1:] > run_end[:-1]
+    group = np.cumsum(new) - 1
+    out_s = s[new]
+    out_e = np.zeros(len(out_s), np.int64)
+    np.maximum.at(out_e, group, e)
+    return out_s, out_e
+
+
+def total(iv: Intervals) -> int:
+    """Summed length of a normalised set, ns."""
+    return int((iv[1] - iv[0]).sum())
+
+
+def intersect(a: Intervals, b: Intervals) -> Intervals:
+    """Intersection of two normalised sets."""
+    if len(a[0]) == 0 or len(b[0]) == 0:
+        return EMPTY
+    # boundaries sweep: +1 at starts, -1 at ends of each set; both sets active where depth == 2
+    pts = np.concatenate([a[0], a[1], b[0], b[1]])
+    delta = np.concatenate([np.ones(len(a[0]), np.int64), -np.ones(len(a[1]), np.int64),
+                            np.ones(len(b[0]), np.int64), -np.ones(len(b[1]), np.int64)])
+    order = np.lexsort((delta, pts))  # ends before starts at the same point: touching is not overlap
+    pts, depth = pts[order], np.cumsum(delta[order])
+    on = np.flatnonzero(depth == 2)
+    s, e = pts[on], pts[np.minimum(on + 1, len(pts) - 1)]
+    return union(s, e)
+
+
+def subtract(a: Intervals, b: Intervals) -> Intervals:
+    """The parts of ``a`` not covered by ``b`` (both normalised)."""
+    if len(a[0]) == 0 or len(b[0]) == 0:
+        return a
+    return _complement_within(b, a)
+
+
+def _complement_within(b: Intervals, a: Intervals) -> Intervals:
+    lo = int(min(a[0][0], b[0][0])) - 1
+    hi = int(max(a[1][-1], b[1][-1])) + 1
+    gaps_s = np.concatenate([[lo], b[1]])
+    gaps_e = np.concatenate([b[0], [hi]])
+    return intersect(a, union(gaps_s, gaps_e))
+
+
+def clip(iv: Intervals, lo: int, hi: int) -> Intervals:
+    """A normalised set cut to the window [lo, hi)."""
+    s = np.maximum(iv[0], lo)
+    e = np.minimum(iv[1], hi)
+    keep = e > s
+    return s[keep], e[keep]
+
+
+def covered_in_windows(iv: Intervals, win_starts: I64, win_ends: I64) -> I64:
+    """Length of a normalised set inside each window (windows may overlap each other), ns."""
+    if len(iv[0]) == 0 or len(win_starts) == 0:
+        return np.zeros(len(win_starts), np.int64)
+    cum = np.concatenate([[0], np.cumsum(iv[1] - iv[0])])
+    return _covered_before(iv, cum, win_ends) - _covered_before(iv, cum, win_starts)
+
+
+def _covered_before(iv: Intervals, cum: I64, t: I64) -> I64:
+    """Covered length in (-inf, t) for each t."""
+    k = np.searchsorted(iv[0], t, side="right")  # intervals starting before or at t
+    full = cum[np.maximum(k - 1, 0)]
+    last = np.maximum(k - 1, 0)
+    partial = np.clip(t - iv[0][last], 0, iv[1][last] - iv[0][last])
+    return np.where(k > 0, full + partial, 0)
+
+
+def gaps(iv: Intervals) -> Intervals:
+    """The holes between consecutive intervals of a normalised set."""
+    if len(iv[0]) < 2:
+        return EMPTY
+    return iv[1][:-1].copy(), iv[0][1:].copy()
+
+
+def concurrency(starts: I64, ends: I64, weights: npt.ArrayLike | None = None) -> tuple[I64, npt.NDArray[np.float64]]:
+    """Step function of summed weights of active intervals: change points and the value after each."""
+    w = np.ones(len(starts)) if weights is None else np.asarray(weights, np.float64)
+    pts = np.concatenate([starts, ends])
+    d = np.concatenate([w, -w])
+    order = np.argsort(pts, kind="stable")
+    pts, val = pts[order], np.cumsum(d[order])
+    last = np.ones(len(pts), bool)
+    last[:-1] = pts[1:] != pts[:-1]
+    return pts[last], val[last]

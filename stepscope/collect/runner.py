@@ -1,0 +1,168 @@
+"""Profile an unmodified training script: the engine behind ``stepscope run -- python train.py ...``.
+
+The script runs in this process through :mod:`runpy` (as ``__main__``, with its own ``sys.argv``)
+while three hooks are in place:
+
+* a global optimizer step post-hook advances the profiler schedule and the :class:`StepTimer`
+  at each ``optimizer.step()`` of the first optimizer that steps (a GAN's second optimizer does
+  not count twice);
+* ``DataLoader`` iterators' ``__next__`` is timed as the step's reader cost;
+* the :class:`~stepscope.collect.sampler.SystemSampler` writes counter tracks into each trace.
+
+Everything is undone when the script ends, however it ends.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import runpy
+import sys
+import traceback
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from stepscope.collect.profiler import ProfileOptions, ProfileSession, import_torch, profile
+from stepscope.collect.step_timer import StepRecord, StepTimer
+from stepscope.errors import UsageError
+
+_PYTHON_RE = re.compile(r"^python[0-9.]*(\.exe)?$")
+#: interpreter flags accepted (and ignored) before the script, e.g. ``python -u train.py``
+_IGNORED_FLAGS = frozenset({"-u", "-B", "-O", "-OO"})
+
+
+@dataclass(frozen=True)
+class ScriptTarget:
+    """What to run: a script path or a module (``-m``), and the arguments it sees."""
+
+    kind: str  # "path" | "module"
+    name: str
+    args: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """The outcome of one profiled run."""
+
+    out_dir: Path
+    trace_files: tuple[Path, ...]
+    records: tuple[StepRecord, ...]
+    exit_code: int  # the script's: 0 ok, its sys.exit code, 1 on an exception, 130 on Ctrl-C
+
+
+def parse_command(argv: Sequence[str]) -> ScriptTarget:
+    """Read ``python [-u] train.py args`` / ``python -m pkg.mod args`` / ``train.py args``.
+
+    Raises:
+        UsageError: nothing to run, or an interpreter flag this in-process runner cannot honour.
+    """
+    words = list(argv)
+    if words and _PYTHON_RE.match(os.path.basename(words[0])):
+        words = words[1:]
+    while words and words[0] in _IGNORED_FLAGS:
+        words = words[1:]
+    if not words:
+        raise UsageError("nothing to run: give the command after --, e.g. -- python train.py")
+    if words[0] == "-m":
+        if len(words) < 2:
+            raise UsageError("-m needs a module name")
+        return ScriptTarget("module", words[1], tuple(words[2:]))
+    if words[0].startswith("-"):
+        raise UsageError(f"interpreter option {words[0]} is not supported by stepscope run")
+    if not Path(words[0]).is_file():
+        raise UsageError(f"no such script: {words[0]}")
+    return ScriptTarget("path", words[0], tuple(words[1:]))
+
+
+@contextmanager
+def _script_context(target: ScriptTarget) -> Iterator[None]:
+    """``sys.argv`` and ``sys.path[0]`` as ``python`` would set them; restored afterwards."""
+    old_argv, old_path = sys.argv[:], sys.path[:]
+    if target.kind == "path":
+        sys.argv = [target.name, *target.args]
+        sys.path.insert(0, str(Path(target.name).resolve().parent))
+    else:
+        sys.argv = [target.name, *target.args]
+        sys.path.insert(0, os.getcwd())
+    try:
+        yield
+    finally:
+        sys.argv, sys.path[:] = old_argv, old_path
+
+
+def _exec_script(target: ScriptTarget) -> int:
+    """Run the target as ``__main__``; returns its exit code instead of raising."""
+    try:
+        with _script_context(target):
+            if target.kind == "module":
+                runpy.run_module(target.name, run_name="__main__", alter_sys=True)
+            else:
+                runpy.run_path(target.name, run_name="__main__")
+    except SystemExit as exc:
+        code = exc.code
+        if code is None or isinstance(code, int):
+            return int(code or 0)
+        print(code, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except Exception:
+        traceback.print_exc()
+        return 1
+    return 0
+
+
+@contextmanager
+def step_hooks(session: ProfileSession, timer: StepTimer) -> Iterator[None]:
+    """Step the profiler and the timer at each optimizer step; time DataLoader ``__next__``."""
+    torch = import_torch()
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    first: list[int] = []
+
+    def on_step(optimizer: Any, args: Any, kwargs: Any) -> None:
+        if not first:
+            first.append(id(optimizer))
+        if id(optimizer) == first[0]:
+            session.step()
+            timer.step()
+
+    handle = register_optimizer_step_post_hook(on_step)
+    loader_iter = torch.utils.data.dataloader._BaseDataLoaderIter
+    original_next = loader_iter.__next__
+
+    def timed_next(self: Any) -> Any:
+        with timer.reading():
+            return original_next(self)
+
+    loader_iter.__next__ = timed_next
+    try:
+        yield
+    finally:
+        loader_iter.__next__ = original_next
+        handle.remove()
+
+
+def run_script(
+    argv: Sequence[str],
+    out_dir: str | os.PathLike[str],
+    options: ProfileOptions | None = None,
+    log_every: int = 10,
+    worker_name: str | None = None,
+    sample_interval_s: float = 0.1,
+) -> RunResult:
+    """Run a training script with the profiler armed; see the module docstring.
+
+    Raises:
+        UsageError: bad command, bad schedule, or torch missing.
+    """
+    target = parse_command(argv)
+    opts = options or ProfileOptions()
+    timer = StepTimer(log_every=log_every, log=lambda line: print(f"[stepscope] {line}", file=sys.stderr))
+    with profile(out_dir, options=opts, worker_name=worker_name,
+                 sample_interval_s=sample_interval_s) as session, step_hooks(session, timer):
+        code = _exec_script(target)
+    return RunResult(Path(out_dir), session.trace_files, timer.records, code)

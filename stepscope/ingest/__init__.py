@@ -1,0 +1,110 @@
+"""``load(path)``: any supported trace path → the canonical, linked :class:`Trace` (cached).
+
+Flow: layout (which files, which span) → cache lookup by content hash → Kineto reader (chunks in
+parallel) → assemble (tables per file) → derive (links once) → cache write.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import xxhash
+
+from stepscope.errors import UsageError
+from stepscope.ingest.build import build_trace, rank_of
+from stepscope.ingest.kineto import read_kineto_files
+from stepscope.ingest.layout import RunFiles, resolve
+from stepscope.model import store
+from stepscope.model.diagnostics import DiagnosticsBuilder
+from stepscope.model.strings import StringPool
+from stepscope.model.trace import Trace
+
+log = logging.getLogger(__name__)
+INGEST_VERSION = "1"  # bump when the reader or model changes what it produces
+DEFAULT_TRACE = Path(__file__).resolve().parent.parent / "data" / "default_trace.pt.trace.json.gz"
+
+ProgressFactory = Callable[[int], Callable[[int], None]]
+
+
+def cache_dir() -> Path:
+    """Where parsed traces are cached: $STEPSCOPE_CACHE_DIR, else $XDG_CACHE_HOME/stepscope, else ~/.cache."""
+    env = os.environ.get("STEPSCOPE_CACHE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "stepscope"
+
+
+def content_key(files: Sequence[str], extra: str) -> str:
+    """A hash of every file's bytes plus the ingest version and selection options."""
+    h = xxhash.xxh3_128()
+    h.update(f"{INGEST_VERSION}|{extra}|".encode())
+    for f in files:
+        h.update(f"{os.path.getsize(f)}|".encode())
+        with open(f, "rb") as fh:
+            while block := fh.read(16 << 20):
+                h.update(block)
+    return h.hexdigest()
+
+
+def load(path: str | Path | None = None, *, use_cache: bool = True, span: str | int | None = None,
+         ranks: Sequence[int] | None = None, workers: int | None = None,
+         progress: ProgressFactory | None = None) -> Trace:
+    """Load a trace file or run directory into the canonical model.
+
+    Args:
+        path: a ``.json`` / ``.json.gz`` trace, or a directory of rank files
+            (``tensorboard_trace_handler`` layout included). None loads the embedded sample.
+        use_cache: reuse / write the parsed copy keyed by the files' content.
+        span: for directories with several profiling windows, which one (1-based or timestamp).
+        ranks: keep only these ranks.
+        workers: decoding processes (default: one per core for large inputs).
+        progress: called with the total event estimate, returns a per-chunk callback.
+    """
+    run = resolve(path if path is not None else DEFAULT_TRACE, span)
+    key = content_key(run.files, f"{run.span}|{sorted(ranks) if ranks else ''}") if use_cache else ""
+    target = cache_dir() / key
+    if use_cache and (target / "meta.json").exists():
+        try:
+            return store.load(target)
+        except store.CorruptStoreError as exc:
+            log.info("cache entry %s unreadable (%s); rebuilding", target, exc)
+    trace = _parse(run, path if path is not None else DEFAULT_TRACE, ranks, workers, progress)
+    if use_cache:
+        try:
+            store.save(trace, target)
+        except OSError as exc:
+            log.info("could not write cache %s: %s", target, exc)
+    return trace
+
+
+def _parse(run: RunFiles, path: str | Path, ranks: Sequence[int] | None, workers: int | None,
+           progress: ProgressFactory | None) -> Trace:
+    pool = StringPool()
+    total = sum(os.path.getsize(f) for f in run.files)
+    cb = progress(total) if progress is not None else None
+    batches = read_kineto_files(list(run.files), pool, workers, cb)
+    diags = DiagnosticsBuilder(source=str(path))
+    chosen = []
+    seen: set[int] = set()
+    for i, b in enumerate(batches):
+        r = rank_of(b.meta, b.path, i)
+        if r in seen:
+            diags.add("duplicate-rank", "warning", f"{b.path} claims rank {r} again; given rank {i + 1000}",
+                      source=b.path)
+            r = i + 1000
+        seen.add(r)
+        if ranks is None or r in ranks:
+            chosen.append((b, r, run.span))
+    if ranks is not None and not chosen:
+        raise UsageError(f"none of the ranks {list(ranks)} is in this run (have {sorted(seen)})", path)
+    if len(run.spans) > 1:
+        diags.add("multiple-spans", "info", f"{len(run.spans)} spans found; showing span {run.span} "
+                  f"(choose with --span N)", source=str(path))
+    return build_trace(sorted(chosen, key=lambda t: t[1]), pool, diags, str(path))
+
+
+__all__ = ["DEFAULT_TRACE", "cache_dir", "load"]

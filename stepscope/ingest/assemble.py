@@ -1,0 +1,180 @@
+"""Split one file's decoded columns by phase into the model's tables (events, tracks, memory ...).
+
+Everything here is vectorised over the file; per-string decisions come from lookup tables built
+once per unique string (:class:`Lut`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.ingest.kineto import FileBatch
+from stepscope.ingest.normalize import kind_of_category, memcpy_kind, memcpy_pageable, phase_code
+from stepscope.model.diagnostics import DiagnosticsBuilder
+from stepscope.model.schema import GPU_KINDS, HOST_KINDS, EventKind, TrackKind
+from stepscope.model.strings import StringPool
+
+MAX_DUR_NS = 24 * 3600 * 10**9
+Cols = dict[str, npt.NDArray[Any]]
+
+
+class Lut:
+    """A per-string-id lookup table that only computes entries for strings added since last use."""
+
+    def __init__(self, fn: Callable[[str], int], dtype: type[np.generic] = np.int32, missing: int = 0) -> None:
+        self.fn, self.dtype, self.missing = fn, dtype, missing
+        self.values: list[int] = []
+        self.pool: StringPool | None = None
+
+    def get(self, pool: StringPool) -> npt.NDArray[np.generic]:
+        if pool is not self.pool:  # a new trace: start over
+            self.pool, self.values = pool, []
+        strings = pool.strings
+        if len(self.values) < len(strings):
+            self.values.extend(self.fn(s) for s in strings[len(self.values):])
+        return np.array([*self.values, self.missing], dtype=self.dtype)
+
+
+PHASE = Lut(phase_code)
+KIND = Lut(kind_of_category, np.int8)
+COPY_KIND = Lut(memcpy_kind, np.int8)
+PAGEABLE = Lut(memcpy_pageable, np.int8, -1)
+
+
+@dataclass
+class FileTables:
+    events: Cols
+    tracks: Cols
+    memory: Cols
+    counters: Cols
+    flows: Cols
+    thread_names: dict[tuple[int, int], int]
+
+
+def _ph(cols: Cols, pool: StringPool) -> npt.NDArray[np.int32]:
+    return PHASE.get(pool)[cols["ph"]].astype(np.int32)
+
+
+def split_file(b: FileBatch, pool: StringPool, diags: DiagnosticsBuilder) -> FileTables:
+    """Tables of one file; track ids are local to the file (offset later)."""
+    cols = b.cols
+    if not cols:
+        return FileTables({}, {}, {}, {}, {}, {})
+    ph = _ph(cols, pool)
+    ok = cols["ts_ok"]
+    _count(diags, ~ok & (ph != ord("M")), "event-missing-ts", "error", "an event without a usable ts was dropped")
+    mem_name = pool.find("[memory]")
+    instant = np.isin(ph, [ord("i"), ord("I"), ord("n")])
+    is_mem = instant & (cols["name"] == mem_name) & ok
+    is_event = ((ph == ord("X")) | (instant & ~is_mem)) & ok
+    _count(diags, np.isin(ph, [ord("B"), ord("E")]), "phase-b-e-unsupported", "warning",
+           "begin/end ('B'/'E') events are not paired yet and were skipped")
+    known = is_event | is_mem | np.isin(ph, [ord("M"), ord("C"), ord("s"), ord("f"), ord("t"), ord("B"), ord("E")])
+    _count(diags, ~known & ok, "phase-unknown", "info", "events of an unknown phase were skipped")
+    key = (cols["pid"].astype(np.int64) << 32) | (cols["tid"].astype(np.int64) & 0xFFFFFFFF)
+    used = is_event | is_mem | (ph == ord("s")) | (ph == ord("f")) | (ph == ord("t"))
+    uniq, track_of = np.unique(key[used], return_inverse=True)
+    track = np.full(len(key), -1, np.int32)
+    track[used] = track_of
+    events = _events(cols, is_event, track, pool, diags)
+    tracks = _tracks(uniq, events, cols, is_event, pool)
+    return FileTables(events, tracks, _memory(cols, is_mem, track), _counters(cols, ph == ord("C"), ok, pool),
+                      _flows(cols, np.isin(ph, [ord("s"), ord("f"), ord("t")]) & ok, track, ph),
+                      _thread_names(cols, ph, pool))
+
+
+def _count(diags: DiagnosticsBuilder, mask: npt.NDArray[np.bool_], name: str, sev: str, example: str) -> None:
+    n = int(mask.sum())
+    if n:
+        diags.add(name, sev, example, n)
+
+
+def _events(cols: Cols, sel: npt.NDArray[np.bool_], track: npt.NDArray[np.int32], pool: StringPool,
+            diags: DiagnosticsBuilder) -> Cols:
+    out: Cols = {k: cols[k][sel] for k in (
+        "ts_ns", "dur_ns", "name", "cat", "corr", "ext_id", "grid_x", "grid_y", "grid_z", "block_x",
+        "block_y", "block_z", "regs", "shmem_bytes", "blocks_per_sm", "occupancy_pct", "bytes",
+        "input_dims", "input_types", "call_stack", "seq", "fwd_tid", "flops", "coll_name", "in_nelems",
+        "out_nelems", "coll_dtype", "group_size", "pg_name", "pg_desc", "pg_ranks")}
+    out["track"] = track[sel]
+    kind = KIND.get(pool)[out["cat"]]
+    ph = _ph(cols, pool)[sel]
+    kind = np.where((ph != ord("X")) & (kind == 0), np.int8(EventKind.INSTANT), kind)
+    out["kind"] = kind
+    dur = out["dur_ns"]
+    missing = (ph == ord("X")) & (dur == -1000)
+    _count(diags, missing, "event-missing-dur", "warning", "complete event without dur: taken as 0")
+    _count(diags, (dur < 0) & ~missing & (ph == ord("X")), "event-negative-duration", "warning", "negative dur clamped to 0")
+    dur = np.where((dur < 0) | (ph != ord("X")), 0, dur)
+    huge = dur > MAX_DUR_NS
+    _count(diags, huge, "event-absurd-duration", "error", "event longer than 24 h dropped")
+    out["dur_ns"] = dur
+    is_copy = kind == EventKind.MEMCPY
+    out["copy_kind"] = np.where(is_copy, COPY_KIND.get(pool)[out["name"]], 0).astype(np.int8)
+    out["pageable"] = np.where(is_copy, PAGEABLE.get(pool)[out["name"]], -1).astype(np.int8)
+    out["_device"] = cols["device"][sel]
+    out["_stream"] = cols["stream"][sel]
+    if huge.any():
+        out = {k: v[~huge] for k, v in out.items()}
+    return out
+
+
+def _tracks(uniq: npt.NDArray[np.int64], ev: Cols, cols: Cols, sel: npt.NDArray[np.bool_], pool: StringPool) -> Cols:
+    n = len(uniq)
+    pid = (uniq >> 32).astype(np.int32)
+    tid = (uniq & 0xFFFFFFFF).astype(np.int32)
+    kind = np.full(n, int(TrackKind.OTHER), np.int8)
+    if len(ev) and len(ev["track"]):
+        t = ev["track"]
+        is_gpu = np.isin(ev["kind"], [int(k) for k in GPU_KINDS])
+        is_host = np.isin(ev["kind"], [int(k) for k in HOST_KINDS])
+        gpu_tracks = np.bincount(t[is_gpu], minlength=n) > 0
+        host_tracks = np.bincount(t[is_host], minlength=n) > 0
+        kind[host_tracks] = int(TrackKind.CPU_THREAD)
+        kind[gpu_tracks] = int(TrackKind.GPU_STREAM)
+        device = np.full(n, -1, np.int64)
+        stream = np.full(n, -1, np.int64)
+        np.maximum.at(device, t[is_gpu], ev["_device"][is_gpu])
+        np.maximum.at(stream, t[is_gpu], ev["_stream"][is_gpu])
+    else:
+        device = np.full(n, -1, np.int64)
+        stream = np.full(n, -1, np.int64)
+    return {"kind": kind, "pid": pid, "tid": tid, "device": device.astype(np.int32), "stream": stream,
+            "name": np.full(n, -1, np.int32)}
+
+
+def _memory(cols: Cols, sel: npt.NDArray[np.bool_], track: npt.NDArray[np.int32]) -> Cols:
+    return {"ts_ns": cols["ts_ns"][sel], "track": track[sel], "device_type": cols["device_type"][sel],
+            "device": cols["mem_device"][sel], "addr": cols["addr"][sel], "bytes": cols["mem_bytes"][sel],
+            "total_allocated": cols["total_allocated"][sel], "total_reserved": cols["total_reserved"][sel]}
+
+
+def _counters(cols: Cols, sel: npt.NDArray[np.bool_], ok: npt.NDArray[np.bool_], pool: StringPool) -> Cols:
+    sel = sel & ok
+    return {"ts_ns": cols["ts_ns"][sel], "name": cols["name"][sel], "value": cols["value"][sel]}
+
+
+def _flows(cols: Cols, sel: npt.NDArray[np.bool_], track: npt.NDArray[np.int32], ph: npt.NDArray[np.int32]) -> Cols:
+    return {"ts_ns": cols["ts_ns"][sel], "track": track[sel], "cat": cols["cat"][sel],
+            "flow_id": cols["flow_id"][sel], "phase": ph[sel].astype(np.int8)}
+
+
+def _thread_names(cols: Cols, ph: npt.NDArray[np.int32], pool: StringPool) -> dict[tuple[int, int], int]:
+    """(pid id, tid id) → name id from ``thread_name`` metadata; (pid id, -1) from ``process_name``."""
+    out: dict[tuple[int, int], int] = {}
+    meta = np.flatnonzero(ph == ord("M"))
+    tn, pn = pool.find("thread_name"), pool.find("process_name")
+    for i in meta.tolist():  # metadata events: a handful per thread, not per event
+        name, label = int(cols["name"][i]), int(cols["label"][i])
+        if label < 0:
+            continue
+        if name == tn:
+            out[(int(cols["pid"][i]), int(cols["tid"][i]))] = label
+        elif name == pn:
+            out[(int(cols["pid"][i]), -1)] = label
+    return out

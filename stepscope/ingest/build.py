@@ -1,0 +1,145 @@
+"""Assemble per-file tables into one linked :class:`Trace` (ranks, tracks, steps, links)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.ingest.assemble import FileTables, split_file
+from stepscope.ingest.kineto import FileBatch
+from stepscope.model import derive
+from stepscope.model.diagnostics import DiagnosticsBuilder
+from stepscope.model.schema import (
+    COUNTER_COLUMNS,
+    EVENT_COLUMNS,
+    FLOW_COLUMNS,
+    MEMORY_COLUMNS,
+    TRACK_COLUMNS,
+    TrackKind,
+)
+from stepscope.model.strings import StringPool
+from stepscope.model.table import Table
+from stepscope.model.trace import DeviceInfo, RankInfo, Trace
+
+RANK_IN_NAME = re.compile(r"(?:worker|rank)[-_]?(\d+)", re.IGNORECASE)
+Cols = dict[str, npt.NDArray[Any]]
+
+
+def rank_of(meta: dict[str, Any], path: str, fallback: int) -> int:
+    """Rank from ``distributedInfo``, else from the file name (worker3, rank-3), else the file order."""
+    info = meta.get("distributedInfo")
+    if isinstance(info, dict) and isinstance(info.get("rank"), int):
+        return int(info["rank"])
+    m = RANK_IN_NAME.search(Path(path).name)
+    return int(m.group(1)) if m else fallback
+
+
+def _devices(meta: dict[str, Any]) -> tuple[DeviceInfo, ...]:
+    props = meta.get("deviceProperties")
+    if not isinstance(props, list):
+        return ()
+    out = []
+    for i, p in enumerate(props):
+        if not isinstance(p, dict):
+            continue
+        name = str(p.get("name", ""))
+        vendor = "amd" if re.search(r"AMD|Instinct|Radeon|MI\d{3}", name) else "nvidia"
+        out.append(DeviceInfo(
+            index=int(p.get("id", i)), name=name, total_memory_bytes=p.get("totalGlobalMem"),
+            compute_major=p.get("computeMajor"), compute_minor=p.get("computeMinor"), sm_count=p.get("numSms"),
+            max_threads_per_block=p.get("maxThreadsPerBlock"),
+            max_threads_per_sm=p.get("maxThreadsPerMultiprocessor"), regs_per_block=p.get("regsPerBlock"),
+            regs_per_sm=p.get("regsPerMultiprocessor"), warp_size=p.get("warpSize"),
+            shared_mem_per_block=p.get("sharedMemPerBlock"),
+            shared_mem_per_sm=p.get("sharedMemPerMultiprocessor"),
+            shared_mem_per_block_optin=p.get("sharedMemPerBlockOptin"), vendor=vendor))
+    return tuple(out)
+
+
+def rank_info(b: FileBatch, rank: int, span: str, has_gpu: bool) -> RankInfo:
+    meta = b.meta
+    dist = meta.get("distributedInfo") if isinstance(meta.get("distributedInfo"), dict) else {}
+    devices = _devices(meta)
+    platform = "cpu" if not has_gpu else ("rocm" if devices and devices[0].vendor == "amd" else "cuda")
+    keep = {k: v for k, v in meta.items() if k not in ("deviceProperties", "distributedInfo", "traceEvents")}
+    base = meta.get("baseTimeNanoseconds")
+    return RankInfo(rank=rank, source=b.path, world_size=dist.get("world_size") if dist else None,
+                    backend=dist.get("backend") if dist else None, devices=devices,
+                    distributed=dict(dist or {}), metadata=keep,
+                    time_base_ns=int(base) if isinstance(base, int) else 0, span=span, platform=platform)
+
+
+def _diagnose_file(b: FileBatch, diags: DiagnosticsBuilder) -> None:
+    for name, example in b.dropped:
+        diags.add(name, "error", example, source=b.path)
+    if not b.complete:
+        diags.add("truncated-file", "error",
+                  f"the events array never closes: {b.lost_bytes} bytes after the last complete event "
+                  f"were dropped ({len(b.cols.get('ph', []))} complete events kept)", source=b.path)
+    if b.meta_error:
+        diags.add("metadata-unreadable", "warning", b.meta_error, source=b.path)
+
+
+def _offset(ft: FileTables, rank: int, track_base: int, pool: StringPool) -> None:
+    for tab in (ft.events, ft.memory, ft.flows):
+        if tab:
+            tab["track"] = tab["track"] + track_base
+            tab["rank"] = np.full(len(tab["track"]), rank, np.int32)
+    if ft.counters:
+        ft.counters["rank"] = np.full(len(ft.counters["ts_ns"]), rank, np.int32)
+    if ft.tracks:
+        ft.tracks["rank"] = np.full(len(ft.tracks["kind"]), rank, np.int32)
+        names = [ft.thread_names.get((p, t), ft.thread_names.get((p, -1), -1))
+                 for p, t in zip(ft.tracks["pid"].tolist(), ft.tracks["tid"].tolist())]  # per track
+        ft.tracks["name"] = np.array(names, np.int32)
+
+
+def _table(schema: Any, parts: list[Cols]) -> Table:
+    parts = [p for p in parts if p]
+    if not parts:
+        return Table.empty(schema)
+    cols = {k: np.concatenate([p[k] for p in parts]) for k in schema if k in parts[0]}
+    return Table(schema, cols, len(next(iter(cols.values()))))
+
+
+def build_trace(batches: list[tuple[FileBatch, int, str]], pool: StringPool, diags: DiagnosticsBuilder,
+                source: str) -> Trace:
+    """Split, offset and concatenate every file, then derive all links once."""
+    tables: list[FileTables] = []
+    ranks: list[RankInfo] = []
+    base = 0
+    for b, rank, span in batches:
+        _diagnose_file(b, diags)
+        ft = split_file(b, pool, diags)
+        _offset(ft, rank, base, pool)
+        base += len(ft.tracks.get("kind", []))
+        has_gpu = bool(ft.tracks) and bool((ft.tracks["kind"] == TrackKind.GPU_STREAM).any())
+        ranks.append(rank_info(b, rank, span, has_gpu))
+        tables.append(ft)
+    ev = _table(EVENT_COLUMNS, [t.events for t in tables])
+    tracks = _table(TRACK_COLUMNS, [t.tracks for t in tables])
+    return _link(ev, tracks, tables, pool, diags, tuple(ranks), source)
+
+
+def _link(ev: Table, tracks: Table, tables: list[FileTables], pool: StringPool, diags: DiagnosticsBuilder,
+          ranks: tuple[RankInfo, ...], source: str) -> Trace:
+    ev = ev.take(derive.sort_order(ev))
+    parent, depth, self_ns = derive.nest(ev, diags)
+    launch = derive.link_launches(ev)
+    op = derive.link_ops(ev, parent, launch)
+    ev = ev.with_columns(parent=parent, depth=depth, self_ns=self_ns, launch=launch, op=op)
+    steps = derive.find_steps(ev, pool)
+    step_of, steps = derive.assign_steps(ev, steps, launch)
+    ev = ev.with_columns(step=step_of)
+    mem = _table(MEMORY_COLUMNS, [t.memory for t in tables])
+    if len(mem):
+        mem = mem.with_columns(op=derive.innermost_host_event(ev, parent, mem["track"], mem["ts_ns"]))
+        mem = mem.take(np.lexsort((mem["ts_ns"], mem["rank"])))
+    counters = _table(COUNTER_COLUMNS, [t.counters for t in tables])
+    flows = _table(FLOW_COLUMNS, [t.flows for t in tables])
+    return Trace(events=ev, tracks=tracks, steps=steps, memory=mem, counters=counters, flows=flows,
+                 strings=pool, ranks=ranks, diagnostics=diags.freeze(), source=source)

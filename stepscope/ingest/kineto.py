@@ -1,0 +1,160 @@
+"""Read Kineto chrome-trace files (``.json`` / ``.json.gz``) into per-file column batches.
+
+All chunks of all files go through one process pool (one worker per core), bounded so that at
+most a few chunks are in flight; the main process remaps string ids as results arrive.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from typing import Any
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.ingest.jsonscan import scan_events
+from stepscope.ingest.kineto_chunks import (
+    ChunkJob,
+    ChunkResult,
+    decode_chunk,
+    is_gzip,
+    iter_gzip_chunks,
+    locate_events,
+    plan_plain,
+)
+from stepscope.ingest.kineto_decode import FAST_DECODER
+from stepscope.model.strings import StringPool
+
+STRING_COLUMNS = ("ph", "cat", "name", "pid", "tid", "input_dims", "input_types", "call_stack",
+                  "coll_name", "coll_dtype", "pg_name", "pg_desc", "pg_ranks", "label", "labels")
+PRECISE_TS_ABOVE_US = 2e12  # float64 keeps every ns digit of a µs timestamp only below this
+PARALLEL_ABOVE_BYTES = 16 << 20
+
+Progress = Callable[[int], None]
+
+
+@dataclass
+class FileBatch:
+    """Everything read from one file: columns with global string ids, its JSON metadata, losses."""
+
+    path: str
+    size_bytes: int
+    cols: dict[str, npt.NDArray[Any]] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+    dropped: list[tuple[str, str]] = field(default_factory=list)
+    lost_bytes: int = 0
+    complete: bool = True
+    meta_error: str = ""
+
+
+def _needs_precise(head: bytes, at: int) -> bool:
+    res = scan_events(head[at : at + (1 << 20)])
+    if len(res.starts) == 0:
+        return False
+    body = head[at + int(res.starts[0]) : at + int(res.ends[-1])]
+    try:
+        evs = FAST_DECODER.decode(b"[" + body + b"]")
+    except msgspec.MsgspecError:
+        return False
+    return any(type(e.ts) is float and abs(e.ts) > PRECISE_TS_ABOVE_US for e in evs[:2000])
+
+
+def _jobs(paths: list[str], heads: list[tuple[bytes, int, bool]]) -> Iterator[ChunkJob]:
+    for i, (path, (head, at, _bare)) in enumerate(zip(paths, heads)):
+        precise = _needs_precise(head, at)
+        if is_gzip(path):
+            yield from iter_gzip_chunks(i, path, at, precise)
+        else:
+            yield from plan_plain(i, path, os.path.getsize(path), at, precise)
+
+
+def _bounded_map(pool: ProcessPoolExecutor | None, jobs: Iterable[ChunkJob], inflight: int) -> Iterator[ChunkResult]:
+    """Results in job order, never more than ``inflight`` jobs submitted ahead."""
+    if pool is None:
+        yield from map(decode_chunk, jobs)
+        return
+    pending: deque[Future[ChunkResult]] = deque()
+    for job in jobs:
+        pending.append(pool.submit(decode_chunk, job))
+        if len(pending) >= inflight:
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()
+
+
+def _worker_count(paths: list[str], workers: int | None) -> int:
+    if workers is not None:
+        return max(1, workers)
+    total = sum(os.path.getsize(p) for p in paths)
+    if total < PARALLEL_ABOVE_BYTES:
+        return 1
+    return max(1, len(os.sched_getaffinity(0)))
+
+
+def read_kineto_files(paths: list[str], pool_strings: StringPool, workers: int | None = None,
+                      progress: Progress | None = None) -> list[FileBatch]:
+    """Decode every file (chunks in parallel) into FileBatch columns sharing ``pool_strings``."""
+    heads = [locate_events(p) for p in paths]
+    batches = [FileBatch(p, os.path.getsize(p)) for p in paths]
+    parts: list[list[dict[str, npt.NDArray[Any]]]] = [[] for _ in paths]
+    tails: list[bytes] = [b""] * len(paths)
+    n = _worker_count(paths, workers)
+    pool = ProcessPoolExecutor(n, mp_context=get_context("fork")) if n > 1 else None
+    try:
+        for res in _bounded_map(pool, _jobs(paths, heads), inflight=n + 1):
+            b = batches[res.file_index]
+            parts[res.file_index].append(_remap(res, pool_strings))
+            b.dropped.extend(res.columns.dropped)
+            if res.tail or res.lost_bytes or not res.complete:
+                tails[res.file_index] = res.tail
+                b.lost_bytes += res.lost_bytes
+                b.complete = res.complete
+            if progress is not None:
+                progress(res.columns.n)
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    for i, b in enumerate(batches):
+        b.cols = _concat(parts[i])
+        b.meta, b.meta_error = _parse_meta(heads[i], tails[i], b.complete)
+    return batches
+
+
+def _remap(res: ChunkResult, pool: StringPool) -> dict[str, npt.NDArray[Any]]:
+    cols = res.columns.cols
+    if res.columns.n == 0:
+        return {}
+    remap = np.append(pool.intern_many(res.columns.strings), np.int32(-1))
+    for name in STRING_COLUMNS:
+        cols[name] = remap[cols[name]]
+    return cols
+
+
+def _concat(parts: list[dict[str, npt.NDArray[Any]]]) -> dict[str, npt.NDArray[Any]]:
+    parts = [p for p in parts if p]
+    if not parts:
+        return {}
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+def _parse_meta(head_info: tuple[bytes, int, bool], tail: bytes, complete: bool) -> tuple[dict[str, Any], str]:
+    """The trace's top-level keys other than traceEvents (header before it, trailer after it)."""
+    head, at, bare = head_info
+    if bare:
+        return {}, ""
+    key_at = head.rfind(b'"traceEvents"', 0, at)
+    text = head[:key_at] + b'"traceEvents": null' + (tail if complete and tail.strip() else b"}")
+    try:
+        meta = msgspec.json.decode(text)
+    except msgspec.DecodeError as exc:
+        try:  # the trailer may be damaged: the header alone still has the device properties
+            meta = msgspec.json.decode(head[:key_at] + b'"traceEvents": null}')
+        except msgspec.DecodeError:
+            return {}, str(exc)
+    return (meta if isinstance(meta, dict) else {}), ""

@@ -1,0 +1,199 @@
+"""Plan a Kineto file into chunks that end at event boundaries, and decode one chunk.
+
+Plain files are split by byte range and each worker reads its own range; gzip files are
+decompressed as a stream by the caller and handed over as bytes. A chunk that does not decode
+as a whole (a wrong split, junk, or the truncated tail) is rescanned event by event.
+"""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from stepscope.errors import TraceFormatError
+from stepscope.ingest.jsonscan import event_separator, find_events_array, scan_events
+from stepscope.ingest.kineto_columns import events_to_columns
+from stepscope.ingest.kineto_decode import ChunkColumns, decode_events
+
+CHUNK_BYTES = 24 << 20
+HEAD_BYTES = 8 << 20
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+@dataclass(frozen=True)
+class ChunkJob:
+    """One unit of decoding work: a byte range of a plain file, or bytes already in memory."""
+
+    file_index: int
+    path: str
+    start: int
+    end: int
+    data: bytes | None
+    is_last: bool
+    precise: bool
+
+
+@dataclass
+class ChunkResult:
+    file_index: int
+    columns: ChunkColumns
+    tail: bytes  # bytes after the events array (the JSON trailer), last chunk only
+    lost_bytes: int  # bytes after the last complete event when the array never closes
+    complete: bool  # the events array was closed
+
+
+def is_gzip(path: str) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(2) == GZIP_MAGIC
+
+
+def read_head(path: str, nbytes: int = HEAD_BYTES) -> bytes:
+    """The first bytes of a file, decompressing gzip; raises TraceFormatError on gzip junk."""
+    try:
+        if is_gzip(path):
+            with gzip.open(path, "rb") as fh:
+                return fh.read(nbytes)
+        with open(path, "rb") as fh:
+            return fh.read(nbytes)
+    except (OSError, EOFError, zlib.error) as exc:
+        if isinstance(exc, EOFError):  # gzip stream cut short: decode what is there
+            return _salvage_gzip(path, nbytes)
+        raise TraceFormatError(f"not a readable gzip file ({exc})", path) from None
+
+
+def _salvage_gzip(path: str, nbytes: int) -> bytes:
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    with open(path, "rb") as fh:
+        out = bytearray()
+        while len(out) < nbytes:
+            block = fh.read(1 << 20)
+            if not block:
+                break
+            try:
+                out += d.decompress(block)
+            except zlib.error:
+                break
+        return bytes(out[:nbytes])
+
+
+def plan_plain(file_index: int, path: str, size: int, events_at: int, precise: bool) -> list[ChunkJob]:
+    """Byte ranges of roughly CHUNK_BYTES that start at an event's '{'."""
+    with open(path, "rb") as fh:
+        fh.seek(events_at)
+        sep = event_separator(fh.read(1 << 20))
+        cuts = [events_at]
+        target = events_at + CHUNK_BYTES
+        while sep is not None and target < size - CHUNK_BYTES // 4:
+            fh.seek(target)
+            window = fh.read(4 << 20)
+            idx = window.find(sep)
+            if idx < 0:
+                break
+            cuts.append(target + idx + len(sep) - 1)
+            target = cuts[-1] + CHUNK_BYTES
+    cuts.append(size)
+    return [ChunkJob(file_index, path, a, b, None, i == len(cuts) - 2, precise)
+            for i, (a, b) in enumerate(zip(cuts[:-1], cuts[1:]))]
+
+
+def iter_gzip_chunks(file_index: int, path: str, events_at: int, precise: bool) -> Iterator[ChunkJob]:
+    """Stream-decompress a gzip file into jobs of roughly CHUNK_BYTES ending at event boundaries."""
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    buf = bytearray()
+    skip = events_at
+    sep: bytes | None = None
+    with open(path, "rb") as fh:
+        while True:
+            block = fh.read(4 << 20)
+            try:
+                data = d.decompress(block) if block else d.flush()
+            except zlib.error:
+                data, block = b"", b""  # corrupt tail of the stream: keep what we have
+            if skip:
+                cut = min(skip, len(data))
+                data, skip = data[cut:], skip - cut
+            buf += data
+            if sep is None and len(buf) > (1 << 20):
+                sep = event_separator(bytes(buf[: 1 << 20]))
+            if not block:
+                break
+            if sep is not None and len(buf) >= CHUNK_BYTES:
+                idx = buf.rfind(sep)
+                if idx > 0:
+                    cut_at = idx + len(sep) - 1
+                    yield ChunkJob(file_index, path, 0, 0, bytes(buf[:cut_at]), False, precise)
+                    del buf[:cut_at]
+    yield ChunkJob(file_index, path, 0, 0, bytes(buf), True, precise)
+
+
+def _job_bytes(job: ChunkJob) -> bytes:
+    if job.data is not None:
+        return job.data
+    with open(job.path, "rb") as fh:
+        fh.seek(job.start)
+        return fh.read(job.end - job.start)
+
+
+def decode_chunk(job: ChunkJob) -> ChunkResult:
+    """Decode every complete event of one chunk (runs in a worker process)."""
+    buf = _job_bytes(job)
+    if not job.is_last:
+        body = buf.rstrip().rstrip(b",")
+        try:
+            evs, dropped = decode_events(b"[" + body + b"]", job.precise)
+            return ChunkResult(job.file_index, events_to_columns(evs, dropped), b"", 0, True)
+        except msgspec.DecodeError:
+            pass
+    return _decode_by_scan(job, buf)
+
+
+def _decode_by_scan(job: ChunkJob, buf: bytes) -> ChunkResult:
+    res = scan_events(buf)
+    evs: list[Any] = []
+    dropped: list[tuple[str, str]] = []
+    if len(res.starts):
+        body = buf[int(res.starts[0]) : int(res.ends[-1])]
+        try:
+            evs, dropped = decode_events(b"[" + body + b"]", job.precise)
+        except msgspec.DecodeError:
+            evs, dropped = _decode_each(buf, res.starts.tolist(), res.ends.tolist(), job.precise)
+    tail = buf[res.array_end + 1 :] if res.array_end >= 0 else b""
+    lost = 0
+    if job.is_last and res.array_end < 0:
+        last_end = int(res.ends[-1]) if len(res.ends) else 0
+        lost = len(buf.rstrip()) - last_end
+    return ChunkResult(job.file_index, events_to_columns(evs, dropped), tail, max(lost, 0),
+                       res.array_end >= 0)
+
+
+def _decode_each(buf: bytes, starts: list[int], ends: list[int], precise: bool) -> tuple[list[Any], list[tuple[str, str]]]:
+    """Slow path: events one at a time; malformed ones are dropped and counted."""
+    evs: list[Any] = []
+    dropped: list[tuple[str, str]] = []
+    for a, b in zip(starts, ends):
+        try:
+            got, bad = decode_events(b"[" + buf[a:b] + b"]", precise)
+            evs.extend(got)
+            dropped.extend(bad)
+        except msgspec.DecodeError as exc:
+            dropped.append(("event-malformed", f"{exc}: {buf[a:min(b, a + 160)]!r}"))
+    return evs, dropped
+
+
+def locate_events(path: str) -> tuple[bytes, int, bool]:
+    """The head of a file, the offset of its events array body, and whether it is a bare list."""
+    head = read_head(path)
+    if not head.strip():
+        raise TraceFormatError("file is empty", path)
+    at, bare = find_events_array(head)
+    if at < 0:
+        first = head.lstrip()[:1]
+        if first not in (b"{", b"["):
+            raise TraceFormatError("not a JSON trace (does not start with '{' or '[')", path)
+        raise TraceFormatError("no \"traceEvents\" array found in the first 8 MiB", path)
+    return head, at, bare

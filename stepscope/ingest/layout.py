@@ -1,0 +1,81 @@
+"""Which files make up a run: one file, a ``tensorboard_trace_handler`` directory, or per-rank files.
+
+``tensorboard_trace_handler`` writes ``<worker>.<timestamp>.pt.trace.json[.gz]``: several workers
+are ranks, several timestamps of one worker are spans (successive profiling windows).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from stepscope.errors import NoTraceFoundError, TraceFormatError, UsageError
+
+TB_NAME = re.compile(r"^(?P<worker>.+)\.(?P<ts>\d+)\.pt\.trace\.json(?:\.gz)?$")
+TRACE_SUFFIXES = (".json", ".json.gz")
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    """The files chosen for one load, with their worker names and span labels."""
+
+    files: tuple[str, ...]
+    workers: tuple[str, ...]
+    span: str  # the chosen span's timestamp ("" when not a tensorboard_trace_handler layout)
+    spans: tuple[str, ...]  # every span found (timestamps, ascending)
+
+
+def _is_trace_name(p: Path) -> bool:
+    return p.is_file() and p.name.endswith(TRACE_SUFFIXES) and not p.name.startswith(".")
+
+
+def _candidates(root: Path) -> list[Path]:
+    direct = sorted(p for p in root.iterdir() if _is_trace_name(p))
+    if direct:
+        return direct
+    return sorted(p for p in root.rglob("*") if _is_trace_name(p))
+
+
+def resolve(path: str | Path, span: str | int | None = None) -> RunFiles:
+    """The trace files a path stands for; ``span`` picks a span by 1-based index or timestamp."""
+    p = Path(path)
+    if not p.exists():
+        raise TraceFormatError("no such file or directory", p)
+    if p.is_file():
+        return RunFiles((str(p),), (p.name,), "", ())
+    files = _candidates(p)
+    if not files:
+        raise NoTraceFoundError("no trace file (*.json, *.json.gz) in this directory", p)
+    tb = [(f, TB_NAME.match(f.name)) for f in files]
+    if not all(m for _, m in tb):
+        return RunFiles(tuple(map(str, files)), tuple(f.name for f in files), "", ())
+    first_worker = sorted({m.group("worker") for _, m in tb if m})[0]
+    spans = sorted((m.group("ts") for _, m in tb if m and m.group("worker") == first_worker), key=int)
+    chosen = _pick_span(spans, span, p)
+    picked = [(f, m) for f, m in tb if m and _span_of(m.group("worker"), m.group("ts"), tb) == chosen]
+    return RunFiles(tuple(str(f) for f, _ in picked), tuple(m.group("worker") for _, m in picked if m),
+                    chosen, tuple(spans))
+
+
+def _span_of(worker: str, ts: str, tb: list[tuple[Path, re.Match[str] | None]]) -> str:
+    """A worker's k-th timestamp belongs to span k; spans are labelled by the first worker's timestamps."""
+    mine = sorted((m.group("ts") for _, m in tb if m and m.group("worker") == worker), key=int)
+    k = mine.index(ts)
+    first_worker = sorted({m.group("worker") for _, m in tb if m})[0]
+    ref = sorted((m.group("ts") for _, m in tb if m and m.group("worker") == first_worker), key=int)
+    return ref[min(k, len(ref) - 1)]
+
+
+def _pick_span(spans: list[str], span: str | int | None, p: Path) -> str:
+    workers_spans = spans
+    if span is None:
+        return workers_spans[-1]
+    if isinstance(span, int) or (isinstance(span, str) and span.isdigit() and len(span) < 6):
+        k = int(span)
+        if not 1 <= k <= len(workers_spans):
+            raise UsageError(f"span {k} not found: this run has spans 1..{len(workers_spans)}", p)
+        return workers_spans[k - 1]
+    if span not in workers_spans:
+        raise UsageError(f"span {span} not found (have {', '.join(workers_spans)})", p)
+    return span

@@ -1,0 +1,235 @@
+"""One-time link derivation at the end of ingest; analyses never search for these again.
+
+* nesting: ``parent``, ``depth``, ``self_ns`` of host events per thread (pointer jumping, vectorised)
+* launch: GPU activity → its runtime call (same rank, same correlation id)
+* op: runtime call → innermost enclosing CPU op; GPU activity → the op of its launch
+  (or, when no runtime call matches, the CPU op with the same External id)
+* steps: ProfilerStep#N spans per rank; host events by time, GPU activity by its launch's step,
+  each step's end stretched to the end of the last GPU activity launched in it (TB)
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.model.diagnostics import DiagnosticsBuilder
+from stepscope.model.schema import GPU_KINDS, HOST_KINDS, STEP_COLUMNS, EventKind
+from stepscope.model.strings import StringPool
+from stepscope.model.table import Table
+
+I32 = npt.NDArray[np.int32]
+I64 = npt.NDArray[np.int64]
+STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
+
+
+def sort_order(ev: Table) -> I64:
+    """Row order by (track, ts, longer first): a parent always precedes its children."""
+    return np.lexsort((-ev["dur_ns"], ev["ts_ns"], ev["track"])).astype(np.int64)
+
+
+def nest(ev: Table, diags: DiagnosticsBuilder) -> tuple[I32, npt.NDArray[np.int16], I64]:
+    """Parent row, depth and self time of host events; events must be in :func:`sort_order`."""
+    n = len(ev)
+    host = np.isin(ev["kind"], [int(k) for k in HOST_KINDS])
+    idx = np.flatnonzero(host)
+    parent = np.full(n, -1, np.int32)
+    if len(idx) == 0:
+        return parent, np.zeros(n, np.int16), ev["dur_ns"].copy()
+    track, ts = ev["track"][idx], ev["ts_ns"][idx]
+    end = ts + ev["dur_ns"][idx]
+    cand = np.arange(len(idx)) - 1
+    cand[1:][track[1:] != track[:-1]] = -1
+    cand[0] = -1
+    _count_overlaps(ts, end, cand, diags)
+    local = _jump_to_container(cand, end)
+    parent[idx] = np.where(local >= 0, idx[np.maximum(local, 0)], -1)
+    depth = _depths(local)
+    depth_full = np.zeros(n, np.int16)
+    depth_full[idx] = depth
+    self_ns = ev["dur_ns"].copy()
+    has = parent >= 0
+    child_sum = np.bincount(parent[has], weights=ev["dur_ns"][has], minlength=n)
+    self_ns[host] = np.maximum(ev["dur_ns"][host] - child_sum[host].astype(np.int64), 0)
+    return parent, depth_full, self_ns
+
+
+def _jump_to_container(cand: I64, end: I64) -> I64:
+    """For each event, the nearest earlier event on its track that ends no earlier than it does."""
+    cand = cand.copy()
+    todo = np.flatnonzero(cand >= 0)
+    while len(todo):
+        c = cand[todo]
+        contains = end[c] >= end[todo]
+        todo = todo[~contains]
+        cand[todo] = cand[cand[todo]]
+        todo = todo[cand[todo] >= 0]
+    return cand
+
+
+def _depths(parent: I64) -> npt.NDArray[np.int16]:
+    depth = np.zeros(len(parent), np.int16)
+    cur = parent.copy()
+    live = np.flatnonzero(cur >= 0)
+    while len(live):
+        depth[live] += 1
+        cur[live] = parent[cur[live]]
+        live = live[cur[live] >= 0]
+    return depth
+
+
+def _count_overlaps(ts: I64, end: I64, prev: I64, diags: DiagnosticsBuilder) -> None:
+    has = prev >= 0
+    p = prev[has]
+    partial = (end[p] > ts[has]) & (end[p] < end[has])
+    n = int(partial.sum())
+    if n:
+        diags.add("events-overlap-on-thread", "warning",
+                  "an event starts inside the previous one and ends after it; nested under the enclosing one",
+                  n)
+
+
+def link_launches(ev: Table) -> I32:
+    """GPU activity → row of the runtime/driver call with the same (rank, correlation id)."""
+    launch = np.full(len(ev), -1, np.int32)
+    rt = np.flatnonzero(np.isin(ev["kind"], [EventKind.RUNTIME, EventKind.DRIVER]) & (ev["corr"] >= 0))
+    gpu = np.flatnonzero(np.isin(ev["kind"], [int(k) for k in GPU_KINDS]) & (ev["corr"] >= 0))
+    if len(rt) == 0 or len(gpu) == 0:
+        return launch
+    found = _match_keys(_key(ev["rank"][rt], ev["corr"][rt]), _key(ev["rank"][gpu], ev["corr"][gpu]))
+    ok = found >= 0
+    launch[gpu[ok]] = rt[found[ok]]
+    return launch
+
+
+def _key(rank: npt.NDArray[np.int32], ids: I64) -> I64:
+    return (rank.astype(np.int64) << 44) | (ids & ((1 << 44) - 1))
+
+
+def _match_keys(keys: I64, queries: I64) -> I64:
+    """Index into ``keys`` of each query's first equal key, -1 when absent."""
+    order = np.argsort(keys, kind="stable")
+    sk = keys[order]
+    pos = np.searchsorted(sk, queries)
+    pos_c = np.minimum(pos, len(sk) - 1)
+    hit = (pos < len(sk)) & (sk[pos_c] == queries)
+    return np.where(hit, order[pos_c], -1)
+
+
+def link_ops(ev: Table, parent: I32, launch: I32) -> I32:
+    """Runtime → innermost CPU op ancestor; GPU → its launch's op, else the op with its External id."""
+    n = len(ev)
+    kind = ev["kind"]
+    is_op = kind == EventKind.CPU_OP
+    cur = parent.copy()
+    live = np.flatnonzero((cur >= 0) & np.isin(kind, [EventKind.RUNTIME, EventKind.DRIVER]))
+    op = np.full(n, -1, np.int32)
+    while len(live):
+        hit = is_op[cur[live]]
+        op[live[hit]] = cur[live[hit]]
+        live = live[~hit]
+        cur[live] = parent[cur[live]]
+        live = live[cur[live] >= 0]
+    gpu = np.flatnonzero(np.isin(kind, [int(k) for k in GPU_KINDS]))
+    has_launch = launch[gpu] >= 0
+    op[gpu[has_launch]] = op[launch[gpu[has_launch]]]
+    orphan = gpu[(op[gpu] < 0) & (ev["ext_id"][gpu] >= 0)]
+    ops = np.flatnonzero(is_op & (ev["ext_id"] >= 0))
+    if len(orphan) and len(ops):
+        found = _match_keys(_key(ev["rank"][ops], ev["ext_id"][ops]), _key(ev["rank"][orphan], ev["ext_id"][orphan]))
+        op[orphan[found >= 0]] = ops[found[found >= 0]]
+    return op
+
+
+def find_steps(ev: Table, strings: StringPool) -> Table:
+    """ProfilerStep#N host events → the steps table (one row per rank and N, by start time)."""
+    num = strings.map(_step_number)
+    host = np.isin(ev["kind"], [EventKind.CPU_OP, EventKind.USER_ANNOTATION])
+    rows = np.flatnonzero(host & (num[ev["name"]] >= 0))
+    if len(rows) == 0:
+        return Table.empty(STEP_COLUMNS)
+    rank, step = ev["rank"][rows], num[ev["name"]][rows]
+    order = np.lexsort((-ev["dur_ns"][rows], rank.astype(np.int64) * (1 << 32) + step))
+    rows, rank, step = rows[order], rank[order], step[order]
+    first = np.ones(len(rows), bool)
+    first[1:] = (rank[1:] != rank[:-1]) | (step[1:] != step[:-1])
+    rows = rows[first]
+    rows = rows[np.lexsort((ev["ts_ns"][rows], ev["rank"][rows]))]
+    start = ev["ts_ns"][rows]
+    end = start + ev["dur_ns"][rows]
+    return Table(STEP_COLUMNS, {"rank": ev["rank"][rows], "step": num[ev["name"]][rows], "row": rows,
+                                "start_ns": start, "host_end_ns": end, "end_ns": end})
+
+
+def _step_number(name: str) -> int:
+    m = STEP_NAME.match(name)
+    return int(m.group(1)) if m else -1
+
+
+def assign_steps(ev: Table, steps: Table, launch: I32) -> tuple[I32, Table]:
+    """Step of every event, and the steps with ``end_ns`` stretched over the GPU work they launched."""
+    step_of = np.full(len(ev), -1, np.int32)
+    if len(steps) == 0:
+        return step_of, steps
+    host = np.isin(ev["kind"], [int(k) for k in HOST_KINDS])
+    by_time = _step_by_time(ev, steps, steps["host_end_ns"])
+    step_of[host] = by_time[host]
+    gpu = np.isin(ev["kind"], [int(k) for k in GPU_KINDS]) | (ev["kind"] == EventKind.GPU_USER_ANNOTATION)
+    launched = gpu & (launch >= 0)
+    step_of[launched] = step_of[launch[launched]]
+    gpu_end = ev["ts_ns"] + ev["dur_ns"]
+    end = steps["host_end_ns"].copy()
+    srow = _step_row(ev, steps, step_of)
+    sel = launched & (srow >= 0)
+    np.maximum.at(end, srow[sel], gpu_end[sel])
+    steps = steps.with_columns(end_ns=end)
+    rest = gpu & ~launched
+    step_of[rest] = _step_by_time(ev, steps, end)[rest]
+    return step_of, steps
+
+
+def _step_by_time(ev: Table, steps: Table, end_ns: I64) -> I32:
+    """Step number of each event whose start lies in [start, end) of a step of its rank."""
+    out = np.full(len(ev), -1, np.int32)
+    for rank in np.unique(steps["rank"]).tolist():  # per rank, not per event
+        s = np.flatnonzero(steps["rank"] == rank)
+        starts = steps["start_ns"][s]
+        rows = np.flatnonzero(ev["rank"] == rank)
+        pos = np.searchsorted(starts, ev["ts_ns"][rows], side="right") - 1
+        ok = pos >= 0
+        pos_c = np.maximum(pos, 0)
+        ok &= ev["ts_ns"][rows] < end_ns[s][pos_c]
+        out[rows[ok]] = steps["step"][s][pos_c[ok]]
+    return out
+
+
+def _step_row(ev: Table, steps: Table, step_of: I32) -> I64:
+    """Row in the steps table of each event's (rank, step), -1 when none."""
+    keys = steps["rank"].astype(np.int64) * (1 << 32) + steps["step"]
+    q = ev["rank"].astype(np.int64) * (1 << 32) + step_of
+    found = _match_keys(keys, q)
+    return np.where(step_of >= 0, found, -1)
+
+
+def innermost_host_event(ev: Table, parent: I32, track: I32, ts: I64) -> I32:
+    """For instants (memory events), the innermost host event on their track that contains them."""
+    out = np.full(len(ts), -1, np.int32)
+    host = np.isin(ev["kind"], [int(k) for k in HOST_KINDS])
+    for t in np.unique(track[track >= 0]).tolist():  # per track, vectorised within
+        q = np.flatnonzero(track == t)
+        rows = np.flatnonzero((ev["track"] == t) & host)
+        if len(rows) == 0:
+            continue
+        pos = np.searchsorted(ev["ts_ns"][rows], ts[q], side="right") - 1
+        cand = np.where(pos >= 0, rows[np.maximum(pos, 0)], -1)
+        live = np.flatnonzero(cand >= 0)
+        end = ev["ts_ns"] + ev["dur_ns"]
+        while len(live):
+            inside = end[cand[live]] >= ts[q[live]]
+            live = live[~inside]
+            cand[live] = parent[cand[live]]
+            live = live[cand[live] >= 0]
+        out[q] = cand
+    return out

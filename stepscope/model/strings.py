@@ -1,0 +1,73 @@
+"""Interned strings: every name in the model is an int32 id into one pool per trace."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+
+class StringPool:
+    """An append-only table of unique strings, looked up by id.
+
+    Classify each unique string once (:meth:`mask`, :meth:`map`) and index the
+    result with an id column, instead of looking at strings per event.
+    """
+
+    def __init__(self, strings: Iterable[str] = ()) -> None:
+        self._strings: list[str] = []
+        self._ids: dict[str, int] = {}
+        for s in strings:
+            self.intern(s)
+
+    def __len__(self) -> int:
+        return len(self._strings)
+
+    def __getitem__(self, sid: int) -> str:
+        return self._strings[sid] if sid >= 0 else ""
+
+    def intern(self, s: str) -> int:
+        """Return the id of ``s``, adding it when new."""
+        sid = self._ids.get(s)
+        if sid is None:
+            sid = len(self._strings)
+            self._ids[s] = sid
+            self._strings.append(s)
+        return sid
+
+    def intern_many(self, strings: Sequence[str]) -> npt.NDArray[np.int32]:
+        """Ids of many strings at once (new ones are added)."""
+        return np.fromiter((self.intern(s) for s in strings), dtype=np.int32, count=len(strings))
+
+    def find(self, s: str) -> int:
+        """Id of ``s``, or -1 when the pool does not hold it."""
+        return self._ids.get(s, -1)
+
+    @property
+    def strings(self) -> list[str]:
+        return self._strings
+
+    def as_array(self) -> npt.NDArray[np.object_]:
+        """All strings as an object array, so ``pool.as_array()[ids]`` decodes a column."""
+        arr = np.empty(len(self._strings) + 1, dtype=object)
+        arr[:-1] = self._strings
+        arr[-1] = ""  # id -1 decodes to ""
+        return arr
+
+    def decode(self, ids: npt.NDArray[np.integer]) -> npt.NDArray[np.object_]:
+        """Decode an id column to strings (-1 → "")."""
+        return self.as_array()[ids]
+
+    def mask(self, predicate: Callable[[str], bool]) -> npt.NDArray[np.bool_]:
+        """Boolean per string id (plus a trailing False for id -1): index it with an id column."""
+        out = np.zeros(len(self._strings) + 1, dtype=bool)
+        out[:-1] = [predicate(s) for s in self._strings]
+        return out
+
+    def map(self, fn: Callable[[str], int], dtype: type[np.generic] = np.int32,
+            missing: int = -1) -> npt.NDArray[np.generic]:
+        """An integer per string id (plus ``missing`` for id -1), e.g. a category code."""
+        out = np.full(len(self._strings) + 1, missing, dtype=dtype)
+        out[:-1] = [fn(s) for s in self._strings]
+        return out

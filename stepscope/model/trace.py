@@ -1,0 +1,128 @@
+"""The canonical trace: tables of columns plus per-rank metadata and ingest diagnostics.
+
+A :class:`Trace` is built once by ``stepscope.load`` (readers feed it, ``derive`` links it) and
+never mutated afterwards; analyses only read it.
+
+Tables (see :mod:`stepscope.model.schema` for every column and unit):
+
+=========  =====================================================================
+events     every slice / instant: host ops, runtime calls, kernels, copies ...
+tracks     one row per (rank, pid, tid): CPU thread or GPU stream
+steps      one row per (rank, ProfilerStep#N), host span and GPU-stretched end
+memory     allocator events (``[memory]``): +/- bytes, totals after the event
+counters   counter samples (``ph: C``), system metrics from ``stepscope run``
+flows      raw flow endpoints (``ac2g``, ``fwdbwd``)
+=========  =====================================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.model.diagnostics import Diagnostic
+from stepscope.model.schema import GPU_KINDS, EventKind
+from stepscope.model.strings import StringPool
+from stepscope.model.table import Table
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """One GPU/NPU as the trace's ``deviceProperties`` describe it."""
+
+    index: int
+    name: str
+    total_memory_bytes: int | None = None
+    compute_major: int | None = None
+    compute_minor: int | None = None
+    sm_count: int | None = None
+    max_threads_per_block: int | None = None
+    max_threads_per_sm: int | None = None
+    regs_per_block: int | None = None
+    regs_per_sm: int | None = None
+    warp_size: int | None = None
+    shared_mem_per_block: int | None = None
+    shared_mem_per_sm: int | None = None
+    shared_mem_per_block_optin: int | None = None
+    vendor: str = "nvidia"  # nvidia | amd | ascend | unknown
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class RankInfo:
+    """What one rank's file says about itself."""
+
+    rank: int
+    source: str  # file path it came from
+    world_size: int | None = None
+    backend: str | None = None
+    devices: tuple[DeviceInfo, ...] = ()
+    distributed: dict[str, Any] = field(default_factory=dict)  # distributedInfo as recorded
+    metadata: dict[str, Any] = field(default_factory=dict)  # versions, trace_id, schema ...
+    time_base_ns: int = 0  # add to ts_ns to get the absolute Unix time in ns, when known
+    span: str = ""  # tensorboard_trace_handler timestamp suffix, when read from such a layout
+    platform: str = "cuda"  # cuda | rocm | cpu | ascend
+
+
+@dataclass(frozen=True)
+class Trace:
+    """The canonical, fully linked trace of one run (one or many ranks)."""
+
+    events: Table
+    tracks: Table
+    steps: Table
+    memory: Table
+    counters: Table
+    flows: Table
+    strings: StringPool
+    ranks: tuple[RankInfo, ...]
+    diagnostics: tuple[Diagnostic, ...]
+    source: str
+
+    # ---- small conveniences; analyses build on these, never on per-event loops ----
+    @property
+    def rank_ids(self) -> list[int]:
+        return [r.rank for r in self.ranks]
+
+    def rank_info(self, rank: int) -> RankInfo:
+        for r in self.ranks:
+            if r.rank == rank:
+                return r
+        raise KeyError(rank)
+
+    def names(self, ids: npt.NDArray[np.integer]) -> npt.NDArray[np.object_]:
+        """Decode a string-id column."""
+        return self.strings.decode(ids)
+
+    def kind_mask(self, *kinds: EventKind) -> npt.NDArray[np.bool_]:
+        return np.isin(self.events["kind"], np.array([int(k) for k in kinds], dtype=np.int8))
+
+    def gpu_mask(self) -> npt.NDArray[np.bool_]:
+        return self.kind_mask(*GPU_KINDS)
+
+    def rank_mask(self, rank: int) -> npt.NDArray[np.bool_]:
+        return np.asarray(self.events["rank"] == rank)
+
+    def device_of_rank(self, rank: int) -> DeviceInfo | None:
+        """The GPU that rank's kernels ran on (the most used device), or None for CPU-only ranks."""
+        info = self.rank_info(rank)
+        ev = self.events
+        gpu = self.gpu_mask() & (ev["rank"] == rank)
+        if not gpu.any():
+            return None
+        dev = self.tracks["device"][ev["track"][gpu]]
+        dev = dev[dev >= 0]
+        idx = int(np.bincount(dev).argmax()) if len(dev) else 0
+        for d in info.devices:
+            if d.index == idx:
+                return d
+        return info.devices[0] if info.devices else None
+
+    @property
+    def event_count(self) -> int:
+        return len(self.events)

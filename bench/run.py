@@ -107,7 +107,16 @@ TOOLS: list[Tool] = [
         "raw",
         "peers",
         "file",
-        "read + `msgspec.json.Decoder(Struct)`: ph/cat/name/pid/tid/ts/dur, `args: msgspec.Raw`",
+        "read + `msgspec.json.Decoder(Struct)`: ph/cat/name/pid/tid/ts/dur, `args: msgspec.Raw`,"
+        " Struct declared `gc=False`",
+    ),
+    Tool(
+        "msgspec_typed_gc",
+        "msgspec typed (args raw, gc on)",
+        "raw",
+        "peers",
+        "file",
+        "the same Struct without `gc=False`, i.e. tracked by the cyclic GC (msgspec's default)",
     ),
     Tool("msgspec_untyped", "msgspec untyped", "raw", "peers", "file", "read + `msgspec.json.decode`"),
     Tool("orjson", "orjson", "raw", "peers", "file", "read + `orjson.loads`"),
@@ -139,6 +148,7 @@ TOOLS: list[Tool] = [
     ),
 ]
 TOOL_BY_KEY = {t.key: t for t in TOOLS}
+RAW_KEYS = [t.key for t in TOOLS if t.group == "raw"]
 PROBE_OF = {"stepscope_cache_build": "stepscope_cache", "stepscope_cache": "stepscope_cache"}
 
 PEER_PACKAGES = [
@@ -191,6 +201,17 @@ def versions(python: Path, packages: list[str]) -> dict[str, str]:
         return dict(json.loads(res.stdout))
     except json.JSONDecodeError:
         return {"error": res.stderr.strip()[-300:]}
+
+
+def stepscope_source_digest() -> str:
+    """A digest of stepscope's sources, to tell which (possibly uncommitted) code was measured."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for f in sorted((REPO / "stepscope").rglob("*.py")):
+        h.update(f.relative_to(REPO).as_posix().encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()[:12]
 
 
 def machine() -> dict[str, Any]:
@@ -296,7 +317,12 @@ def measure(cmd: list[str], cwd: Path, timeout_s: float, env: dict[str, str] | N
     """Run ``cmd`` in its own process group; wall time, sampled tree RSS peak, wait4 maxrss."""
     import psutil
 
+    def busy_cpu_s() -> float:
+        c = psutil.cpu_times()
+        return float(sum(c) - c.idle - getattr(c, "iowait", 0.0))
+
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        busy0 = busy_cpu_s()
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err, start_new_session=True, env=env)
         ps = psutil.Process(proc.pid)
@@ -323,6 +349,7 @@ def measure(cmd: list[str], cwd: Path, timeout_s: float, env: dict[str, str] | N
                 status = "timeout"
                 break
             time.sleep(SAMPLE_S)
+        busy = busy_cpu_s() - busy0
         # Leftovers of the tool (e.g. a multiprocessing manager) die with their process group.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
@@ -337,6 +364,11 @@ def measure(cmd: list[str], cwd: Path, timeout_s: float, env: dict[str, str] | N
         "maxrss_largest": rusage.ru_maxrss * 1024 if rusage else None,
         "rc": rc,
     }
+    if rusage is not None:
+        tree_cpu = rusage.ru_utime + rusage.ru_stime
+        result["cpu_s"] = round(tree_cpu, 3)
+        # CPU the rest of the machine used meanwhile (other users' jobs), in cores on average.
+        result["other_load"] = round(max(0.0, busy - tree_cpu) / max(wall, 1e-9), 2)
     probe = None
     for line in stdout.splitlines():
         if line.startswith("PROBE_RESULT "):
@@ -416,6 +448,7 @@ def run(args: argparse.Namespace) -> None:
         {
             "run_id": run_id,
             "argv": sys.argv[1:],
+            "stepscope_src": stepscope_source_digest(),
             "machine": machine(),
             "versions": {
                 "main_venv": versions(main_py, MAIN_PACKAGES),
@@ -447,7 +480,8 @@ def run(args: argparse.Namespace) -> None:
             shown = f"{res.get('work_s', float('nan')):8.2f} s work" if "work_s" in res else " " * 13
             print(
                 f"{res['status']:<7} {shown} {res.get('wall_s', 0):8.2f} s wall "
-                f"{fmt_bytes(res.get('peak_rss_tree')):>10} tree  {res.get('error', '')}",
+                f"{fmt_bytes(res.get('peak_rss_tree')):>10} tree  other load {res.get('other_load', '-')}"
+                f"  {res.get('error', '')}",
                 flush=True,
             )
             RESULTS.write_text(json.dumps(db, indent=1))
@@ -465,13 +499,80 @@ def _ratio(a: float | None, b: float | None) -> str:
     if not a or not b:
         return "-"
     r = a / b
-    return f"{r:.0f}×" if r >= 10 else f"{r:.1f}×" if r >= 1 else f"{r:.2f}×"
+    if r >= 10:
+        return f"{r:.0f}×"
+    return f"{r:.1f}×" if r >= 1 else f"{r:.2f}×" if r >= 0.01 else f"{r:.4f}×"
 
 
 def _secs(x: float | None) -> str:
     if x is None:
         return "-"
     return f"{x:.3f}" if x < 1 else f"{x:.2f}" if x < 100 else f"{x:.0f}"
+
+
+NOTES = [
+    "HolisticTraceAnalysis runs with its default parser configuration; it keeps only the event kinds"
+    " it analyses (about half of the events: no flows, instants or memory events).",
+    "torch-tb-profiler is measured without TensorBoard's HTTP server: the loader is exactly what the"
+    " plugin's `_load_run` runs for a run directory, and it computes every view (overview, operators,"
+    " kernels, memory, trace) before the first page can be shown, so there is no cheaper honest path."
+    " It parses in a spawned child process and pickles the result back; the tree RSS includes the"
+    " child and the multiprocessing manager. No torch is installed.",
+    "msprof-analyze (Ascend's mstt tool) reads a Kineto GPU trace only through its compare tool;"
+    ' `ComparisonInterface(path).disaggregate_perf("overall")` is its single-trace entry point (what'
+    " `msprof-analyze compare --enable_profiling_compare` does for each of its two inputs). It needs"
+    " a plain `.json`: for the real trace it gets a decompressed copy in the temp directory (its time"
+    " excludes gunzip, the other tools' includes it). It streams `traceEvents` with ijson.",
+    "Raw decoders are baselines, not analyses: they only turn the file into Python objects (the typed"
+    " msgspec Struct keeps `args` as undecoded raw bytes).",
+    "All files are read from the page cache (generated just before, 24 GiB RAM), so disk speed is not"
+    " measured.",
+]
+
+
+def _render_bar(db: dict[str, Any], w: Any) -> None:
+    """The issue's bar, checked on the largest file that has a stepscope result."""
+    sized = [k for k in db["results"] if k != "real"]
+    sized.sort(key=lambda k: int(k.removesuffix("mb")))
+    for key in reversed(sized):
+        tools = db["results"][key]["tools"]
+        ss = tools.get("stepscope", {})
+        if ss.get("status") != "ok":
+            continue
+        size = db["results"][key]["size_bytes"]
+        t = ss["work_s"]
+        w("")
+        w(f"## The bar, on the {size / MB:,.0f} MB file")
+        w("")
+        w("| criterion | target | measured | met |")
+        w("|---|---|---:|---|")
+
+        def row(name: str, target: str, value: float | None, ok: bool | None, unit: str = "×") -> None:
+            shown = "-" if value is None else (f"{value:.1f}{unit}" if unit else f"{value:.2f} s")
+            w(f"| {name} | {target} | {shown} | {'-' if ok is None else 'yes' if ok else '**no**'} |")
+
+        def ratio_of(k: str, tools: dict[str, Any] = tools, t: float = t) -> float | None:
+            r = tools.get(k, {})
+            return float(r["work_s"]) / t if r.get("status") == "ok" else None
+
+        hta, tb = ratio_of("hta"), ratio_of("tb_plugin")
+        row("HTA load / stepscope ingest", "≥ 25×", hta, None if hta is None else hta >= 25)
+        row("TB plugin load / stepscope ingest", "≥ 30×", tb, None if tb is None else tb >= 30)
+        raws = [tools[k]["work_s"] for k in RAW_KEYS if tools.get(k, {}).get("status") == "ok"]
+        raw = t / min(raws) if raws else None
+        row("stepscope ingest / fastest raw decode", "≤ 2×", raw, None if raw is None else raw <= 2)
+        rss = ss.get("peak_rss_tree")
+        rss_ratio = rss / size if rss else None
+        row(
+            "stepscope peak RSS / file size",
+            "≤ 1.5×",
+            rss_ratio,
+            None if rss_ratio is None else rss_ratio <= 1.5,
+        )
+        cached = tools.get("stepscope_cache", {})
+        c = cached.get("work_s") if cached.get("status") == "ok" else None
+        row("reopen from cache", "< 1 s", c, None if c is None else c < 1, unit="")
+        return
 
 
 def render(db: dict[str, Any]) -> None:
@@ -493,7 +594,9 @@ def render(db: dict[str, Any]) -> None:
     w("## Setup")
     w("")
     w(f"* Machine: {m.get('cpu', '?')}, {m.get('cores', '?')} cores, {fmt_bytes(m.get('mem_bytes'))} RAM,")
-    w(f"  {m.get('os', '?')}, no GPU. Results from run(s) {', '.join(str(r) for r in used_runs)}.")
+    src = {r.get("run_id"): r.get("stepscope_src") for r in runs}
+    shown_runs = ", ".join(f"{r} (stepscope sources {src[r]})" if src.get(r) else str(r) for r in used_runs)
+    w(f"  {m.get('os', '?')}, no GPU. Results from run(s) {shown_runs}.")
     mv = v.get("main_venv", {})
     pv = v.get("peers_venv", {})
     w("* stepscope venv (`.venv`): " + ", ".join(f"{k} {val}" for k, val in mv.items() if val))
@@ -517,6 +620,10 @@ def render(db: dict[str, Any]) -> None:
     w("  e.g. the TB plugin's spawned parser and multiprocessing manager), sampled every 50 ms with")
     w("  psutil, peak kept. (`ru_maxrss` of the largest single process, from `wait4`, is in")
     w("  `bench/out/results.json` as `maxrss_largest`.)")
+    w("* **CPU s**: user + system CPU time of the whole tree (from `wait4`); above wall s = parallel.")
+    w("* **other load**: CPU the rest of the machine used during the run (other users' jobs), in")
+    w("  cores on average (system busy time − the tree's CPU time) / wall. Bold when ≥ 0.25: that")
+    w("  row shared the 2 cores with someone else and its time is pessimistic.")
     w("* Per-tool timeout 900 s; a timeout is shown as such.")
     w("")
     w("What each row measures:")
@@ -537,8 +644,11 @@ def render(db: dict[str, Any]) -> None:
         w("")
         w(f"### {e['label']}: {e['size_bytes'] / MB:,.1f} MB uncompressed")
         w("")
-        w("| tool | status | work s | wall s | peak RSS (tree) | RSS / file | × stepscope (time) |")
-        w("|---|---|---:|---:|---:|---:|---:|")
+        w(
+            "| tool | status | work s | wall s | CPU s | peak RSS (tree) | RSS / file "
+            "| × stepscope (time) | other load |"
+        )
+        w("|---|---|---:|---:|---:|---:|---:|---:|---:|")
         for t in TOOLS:
             r = tools.get(t.key)
             if r is None:
@@ -550,15 +660,18 @@ def render(db: dict[str, Any]) -> None:
             if status == "timeout":
                 status = f"timeout ({r.get('wall_s', 0):.0f} s)"
             ratio = ("1×" if ss else "-") if t.key == "stepscope" else _ratio(work, ss)
+            cpu = _secs(r.get("cpu_s")) if r.get("cpu_s") is not None else "-"
+            load = r.get("other_load")
+            load_s = "-" if load is None else f"**{load:.2f}**" if load >= 0.25 else f"{load:.2f}"
+            rss_s = fmt_bytes(rss) if rss else "-"
+            per = f"{rss / e['size_bytes']:.1f}×" if rss else "-"
             w(
-                f"| {t.label} | {status} | {_secs(work)} | {_secs(r.get('wall_s'))} | {fmt_bytes(rss)} | "
-                f"{(rss / e['size_bytes']):.1f}× | {ratio} |"
-                if rss
-                else f"| {t.label} | {status} | {_secs(work)} | {_secs(r.get('wall_s'))} | - | - | {ratio} |"
+                f"| {t.label} | {status} | {_secs(work)} | {_secs(r.get('wall_s'))} | {cpu} | {rss_s} | "
+                f"{per} | {ratio} | {load_s} |"
             )
         raws = [
             (tools[k]["work_s"], TOOL_BY_KEY[k].label)
-            for k in ("msgspec_typed", "msgspec_untyped", "orjson", "json_stdlib")
+            for k in RAW_KEYS
             if tools.get(k, {}).get("status") == "ok"
         ]
         if raws:
@@ -584,13 +697,14 @@ def render(db: dict[str, Any]) -> None:
         for n in notes:
             w("")
             w(f"* error: {n}")
-    extra = db.get("notes")
-    if extra:
-        w("")
-        w("## Notes")
-        w("")
-        for n in extra:
-            w(f"* {n}")
+    _render_bar(db, w)
+    w("")
+    w("## Notes")
+    w("")
+    for n in NOTES:
+        w(f"* {n}")
+    for n in db.get("notes", []):
+        w(f"* {n}")
     DOC.parent.mkdir(parents=True, exist_ok=True)
     DOC.write_text("\n".join(lines) + "\n")
 

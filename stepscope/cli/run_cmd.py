@@ -24,7 +24,8 @@ def _summarise(trace_dir: Path) -> str:
     steps = trace.steps
     if len(steps) == 0:
         return "no ProfilerStep spans in the trace"
-    step_ms = float(np.mean(steps["end_ns"] - steps["start_ns"])) / 1e6
+    span_ns = np.asarray(steps["end_ns"], dtype=np.int64) - np.asarray(steps["start_ns"], dtype=np.int64)
+    step_ms = float(span_ns.mean()) / 1e6
     return (f"{len(steps)} profiled steps on {len(trace.ranks)} rank(s), "
             f"mean step {step_ms:.2f} ms, {len(trace.counters)} system counter samples")
 

@@ -95,11 +95,13 @@ def trace_stats(trace_dir: Path) -> TraceStats:
     n = len(steps)
     if n == 0:
         return TraceStats(0, 0.0, 0.0)
-    step_ms = float(np.mean(steps["end_ns"] - steps["start_ns"])) / 1e6
+    span_ns = np.asarray(steps["end_ns"], dtype=np.int64) - np.asarray(steps["start_ns"], dtype=np.int64)
+    step_ms = float(span_ns.mean()) / 1e6
     ev = trace.events
+    in_step = np.asarray(ev["step"], dtype=np.int64) >= 0
     is_dl = trace.strings.mask(lambda s: s.startswith(DATALOADER_PREFIX))[ev["name"]]
-    is_dl &= trace.kind_mask(EventKind.CPU_OP, EventKind.USER_ANNOTATION) & (ev["step"] >= 0)
-    dl_ms = float(ev["dur_ns"][is_dl].sum()) / 1e6 / n
+    is_dl &= trace.kind_mask(EventKind.CPU_OP, EventKind.USER_ANNOTATION) & in_step
+    dl_ms = float(np.asarray(ev["dur_ns"], dtype=np.int64)[is_dl].sum()) / 1e6 / n
     return TraceStats(n, step_ms, dl_ms)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ CROP_SIZE = 88  # random crop taken from it
 BLUR_PASSES = 12  # box-blur passes per sample: the knob for how heavy preprocessing is
 _OFFSETS = [(dy, dx) for dy in range(3) for dx in range(3)][1:]
 NUM_CLASSES = 10
-READ_LATENCY_S = 0.0005  # simulated storage latency per sample read (a sleep, not CPU work)
+READ_LATENCY_S = 0.001  # simulated storage latency per sample read (a sleep, not CPU work)
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class DemoConfig:
     batch_size: int = 32
     steps: int = 24  # optimizer steps in the run
     seed: int = 0
-    options: ProfileOptions = ProfileOptions(wait=2, warmup=1, active=3, repeat=1)
+    options: ProfileOptions = field(default_factory=lambda: ProfileOptions(wait=2, warmup=1, active=3))
 
     @property
     def label(self) -> str:

@@ -21,6 +21,7 @@ and says so once in the log.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import threading
@@ -80,10 +81,8 @@ class _Nvml:
 
     def close(self) -> None:
         if self._handles:
-            try:
+            with contextlib.suppress(Exception):  # a broken NVML at shutdown is not worth an error
                 self._nvml.nvmlShutdown()
-            except Exception:  # shutting down a broken NVML is not worth an error
-                pass
 
 
 class SystemSampler:
@@ -150,17 +149,16 @@ class SystemSampler:
         values: dict[str, float] = {}
         if self._psutil is not None and self._proc is not None:
             try:
-                self._read_host(values, t_ns)
+                self._read_host(self._psutil, self._proc, values, t_ns)
             except Exception as exc:  # a transient /proc failure loses one sample, not the run
                 logger.debug("system sample failed: %s", exc)
         self._nvml.read(values)
         return Sample(t_ns, values)
 
-    def _read_host(self, out: dict[str, float], t_ns: int) -> None:
-        ps = self._psutil
+    def _read_host(self, ps: Any, proc: Any, out: dict[str, float], t_ns: int) -> None:
         out["cpu_pct"] = float(ps.cpu_percent(interval=None))
-        out["proc_cpu_pct"] = float(self._proc.cpu_percent(interval=None))
-        out["rss_bytes"] = float(self._proc.memory_info().rss)
+        out["proc_cpu_pct"] = float(proc.cpu_percent(interval=None))
+        out["rss_bytes"] = float(proc.memory_info().rss)
         disk = ps.disk_io_counters() if hasattr(ps, "disk_io_counters") else None
         if disk is None:
             return

@@ -58,6 +58,13 @@ def trace_base_ns(trace_json: bytes) -> int:
     return int(m.group(1)) if m else 0
 
 
+def _rename_trace(data: bytes, tmp: Path, final: Path) -> bytes:
+    """Point the ``traceName`` header (written last by the exporter) at the final file."""
+    old = json.dumps(str(tmp)).encode()
+    cut = max(0, len(data) - 64 * 1024)
+    return data[:cut] + data[cut:].replace(old, json.dumps(str(final)).encode())
+
+
 class TraceWriter:
     """An ``on_trace_ready`` handler: exports the trace, adds the system counters, writes the file.
 
@@ -93,8 +100,8 @@ class TraceWriter:
         prof.export_chrome_trace(str(tmp))
         try:
             data = tmp.read_bytes()
-            data = self._add_counters(data)
             final = self.out_dir / (name + ".gz" if self.use_gzip else name)
+            data = self._add_counters(_rename_trace(data, tmp, final))
             if self.use_gzip:
                 final.write_bytes(gzip.compress(data, compresslevel=6))
             else:

@@ -32,7 +32,7 @@ from stepscope.ingest.kineto_decode import FAST_DECODER
 from stepscope.model.strings import StringPool
 
 STRING_COLUMNS = ("ph", "cat", "name", "pid", "tid", "input_dims", "input_types", "call_stack",
-                  "coll_name", "coll_dtype", "pg_name", "pg_desc", "pg_ranks", "label", "labels")
+                  "coll_name", "coll_dtype", "pg_name", "pg_desc", "pg_ranks", "label")
 PRECISE_TS_ABOVE_US = 2e12  # float64 keeps every ns digit of a µs timestamp only below this
 PARALLEL_ABOVE_BYTES = 16 << 20
 

@@ -8,6 +8,7 @@ as a whole (a wrong split, junk, or the truncated tail) is rescanned event by ev
 from __future__ import annotations
 
 import gzip
+import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -131,25 +132,78 @@ def iter_gzip_chunks(file_index: int, path: str, events_at: int, precise: bool) 
     yield ChunkJob(file_index, path, 0, 0, bytes(buf), True, precise)
 
 
-def _job_bytes(job: ChunkJob) -> bytes:
+def _job_bytes(job: ChunkJob) -> bytearray:
+    """The chunk's bytes with one spare byte in front (for '['), read without extra copies."""
     if job.data is not None:
-        return job.data
+        buf = bytearray(len(job.data) + 1)
+        buf[1:] = job.data
+        return buf
+    n = job.end - job.start
+    buf = bytearray(n + 1)
     with open(job.path, "rb") as fh:
         fh.seek(job.start)
-        return fh.read(job.end - job.start)
+        got = fh.readinto(memoryview(buf)[1:])
+    del buf[got + 1 :]
+    return buf
+
+
+_WS = frozenset(b" \t\r\n")
+_TAIL_CLOSE = re.compile(rb"\}\s*\]")
+
+
+def _decode_framed(buf: bytearray, end: int, precise: bool) -> tuple[list[Any], list[tuple[str, str]]]:
+    """Decode buf[1:end] as the body of an array: '[' goes in the spare byte, ']' at ``end``."""
+    buf[0] = ord("[")
+    saved = buf[end] if end < len(buf) else None
+    if saved is None:
+        buf.append(ord("]"))
+    else:
+        buf[end] = ord("]")
+    try:
+        return decode_events(memoryview(buf)[: end + 1], precise)
+    finally:
+        if saved is not None:
+            buf[end] = saved
+        else:
+            del buf[end:]
+
+
+def _body_end(buf: bytearray) -> int:
+    """Index just past the last event of a middle chunk (trailing whitespace and comma skipped)."""
+    i = len(buf)
+    while i > 1 and buf[i - 1] in _WS:
+        i -= 1
+    if i > 1 and buf[i - 1] == ord(","):
+        i -= 1
+    return i
 
 
 def decode_chunk(job: ChunkJob) -> ChunkResult:
     """Decode every complete event of one chunk (runs in a worker process)."""
     buf = _job_bytes(job)
-    if not job.is_last:
-        body = buf.rstrip().rstrip(b",")
-        try:
-            evs, dropped = decode_events(b"[" + body + b"]", job.precise)
+    try:
+        if not job.is_last:
+            evs, dropped = _decode_framed(buf, _body_end(buf), job.precise)
             return ChunkResult(job.file_index, events_to_columns(evs, dropped), b"", 0, True)
+        fast = _decode_last(buf, job.precise)
+        if fast is not None:
+            return ChunkResult(job.file_index, events_to_columns(fast[0], fast[1]), fast[2], 0, True)
+    except msgspec.DecodeError:
+        pass
+    return _decode_by_scan(job, bytes(buf[1:]))
+
+
+def _decode_last(buf: bytearray, precise: bool) -> tuple[list[Any], list[tuple[str, str]], bytes] | None:
+    """The closing ']' of the events array is usually the last "}]" of the file: try the last few."""
+    window = max(1, len(buf) - (1 << 16))
+    closes = [m.end() - 1 for m in _TAIL_CLOSE.finditer(buf, window)]
+    for close in reversed(closes[-3:]):
+        try:
+            evs, dropped = _decode_framed(buf, close, precise)
         except msgspec.DecodeError:
-            pass
-    return _decode_by_scan(job, buf)
+            continue
+        return evs, dropped, bytes(buf[close + 1 :])
+    return None
 
 
 def _decode_by_scan(job: ChunkJob, buf: bytes) -> ChunkResult:

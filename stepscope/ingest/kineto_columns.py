@@ -8,12 +8,16 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
+import re
+from operator import attrgetter
+
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from stepscope.ingest.kineto_decode import EMPTY_ARGS, ChunkColumns
+from stepscope.ingest.kineto_decode import EVENT_FIELDS, ChunkColumns
+from stepscope.ingest.normalize import kind_of_category
+from stepscope.model.schema import EventKind
 
 I64 = npt.NDArray[np.int64]
 _NOGRID = (0, 0, 0)
@@ -143,36 +147,78 @@ def _to_float(x: Any) -> float:
         return float("nan")
 
 
-def args_columns(args: tuple[Any, ...], table: dict[str, int]) -> dict[str, npt.NDArray[Any]]:
-    """Numpy columns of the args that matter, for every event of the chunk."""
-    filled = [a if a is not None else EMPTY_ARGS for a in args]
-    (ext_id, ext_old, corr, device, stream, grid, block, regs, shmem, bps, occ, nbytes,
-     dims, dims_old, types, stack, seq, fwd_tid, flops, coll, in_n, out_n, dtype, gsize,
-     pg_name, pg_desc, pg_ranks, mem_bytes, total_alloc, total_res, dev_type, dev_id, addr,
-     label, value, labels, sort_index) = zip(*map(msgspec.structs.astuple, filled))
-    ext = _ints(ext_id)
-    g, b = _dim3(grid), _dim3(block)
-    dims_id = intern_raw(dims, table)
-    dims_old_id = intern_raw(dims_old, table)
-    return {
-        "ext_id": np.where(ext >= 0, ext, _ints(ext_old)), "corr": _ints(corr),
-        "device": _ints(device), "stream": _ints(stream),
-        "grid_x": g[:, 0], "grid_y": g[:, 1], "grid_z": g[:, 2],
-        "block_x": b[:, 0], "block_y": b[:, 1], "block_z": b[:, 2],
-        "regs": _ints(regs), "shmem_bytes": _ints(shmem),
-        "blocks_per_sm": _floats(bps), "occupancy_pct": _floats(occ),
-        "bytes": _ints(nbytes), "input_dims": np.where(dims_id >= 0, dims_id, dims_old_id),
-        "input_types": intern_raw(types, table), "call_stack": intern_strings(stack, table),
-        "seq": _ints(seq), "fwd_tid": _ints(fwd_tid), "flops": _floats(flops),
-        "coll_name": intern_strings(coll, table), "in_nelems": _ints(in_n), "out_nelems": _ints(out_n),
-        "coll_dtype": intern_strings(dtype, table), "group_size": _ints(gsize),
-        "pg_name": intern_strings(pg_name, table), "pg_desc": intern_strings(pg_desc, table),
-        "pg_ranks": intern_raw(pg_ranks, table),
-        "mem_bytes": _ints(mem_bytes), "total_allocated": _ints(total_alloc),
-        "total_reserved": _ints(total_res), "device_type": _ints(dev_type), "mem_device": _ints(dev_id),
-        "addr": _ints(addr), "label": intern_strings(label, table), "value": _floats(value),
-        "labels": intern_strings(labels, table), "sort_index": _ints(sort_index),
-    }
+#: args read per group of events (by kind); every other group gets the column's default
+GROUP_FIELDS: dict[str, tuple[str, ...]] = {
+    "gpu": ("ext_id", "ext_id_old", "correlation", "device", "stream", "grid", "block", "regs", "shmem",
+            "blocks_per_sm", "occupancy", "nbytes"),
+    "runtime": ("ext_id", "ext_id_old", "correlation"),
+    "op": ("ext_id", "ext_id_old", "input_dims", "input_dims_old", "input_types", "call_stack", "seq",
+           "fwd_tid", "flops"),
+    "comm": ("ext_id", "ext_id_old", "input_dims", "input_dims_old", "input_types", "call_stack", "seq",
+             "fwd_tid", "flops", "coll_name", "in_nelems", "out_nelems", "coll_dtype", "group_size",
+             "pg_name", "pg_desc", "pg_ranks"),
+    "memory": ("mem_bytes", "total_alloc", "total_reserved", "dev_type", "dev_id", "addr"),
+    "counter": ("value",),
+    "meta": ("label",),
+}
+#: output column ← (arg field, converter kind)
+INT_FIELDS = {"ext_id": "ext_id", "ext_id_old": "ext_id_old", "correlation": "corr", "device": "device",
+              "stream": "stream", "regs": "regs", "shmem": "shmem_bytes", "nbytes": "bytes", "seq": "seq",
+              "fwd_tid": "fwd_tid", "in_nelems": "in_nelems", "out_nelems": "out_nelems",
+              "group_size": "group_size", "mem_bytes": "mem_bytes", "total_alloc": "total_allocated",
+              "total_reserved": "total_reserved", "dev_type": "device_type", "dev_id": "mem_device",
+              "addr": "addr"}
+FLOAT_FIELDS = {"blocks_per_sm": "blocks_per_sm", "occupancy": "occupancy_pct", "flops": "flops",
+                "value": "value"}
+STR_FIELDS = {"call_stack": "call_stack", "coll_name": "coll_name", "coll_dtype": "coll_dtype",
+              "pg_name": "pg_name", "pg_desc": "pg_desc", "label": "label"}
+RAW_FIELDS = {"input_dims": "input_dims", "input_dims_old": "input_dims_old", "input_types": "input_types",
+              "pg_ranks": "pg_ranks"}
+
+
+def _empty_args(n: int) -> dict[str, npt.NDArray[Any]]:
+    cols: dict[str, npt.NDArray[Any]] = {c: np.full(n, -1, np.int64) for c in INT_FIELDS.values()}
+    for c in ("mem_bytes", "addr"):
+        cols[c] = np.zeros(n, np.int64)
+    cols.update({c: np.full(n, np.nan) for c in FLOAT_FIELDS.values()})
+    cols.update({c: np.full(n, -1, np.int32) for c in (*STR_FIELDS.values(), *RAW_FIELDS.values())})
+    cols.update({f"{d}_{a}": np.zeros(n, np.int64) for d in ("grid", "block") for a in "xyz"})
+    return cols
+
+
+def args_columns(args: list[Any], groups: dict[str, npt.NDArray[np.int64]],
+                 table: dict[str, int]) -> dict[str, npt.NDArray[Any]]:
+    """Numpy columns of the args that matter, reading each group's fields only for its events."""
+    cols = _empty_args(len(args))
+    for group, idx in groups.items():
+        idx = idx[[args[i] is not None for i in idx.tolist()]] if len(idx) else idx
+        if len(idx) == 0:
+            continue
+        sub = [args[i] for i in idx.tolist()]
+        for f in GROUP_FIELDS[group]:
+            vals = tuple(map(attrgetter(f), sub))
+            _store(cols, f, vals, idx, table)
+    ext_old = cols.pop("ext_id_old")
+    cols["ext_id"] = np.where(cols["ext_id"] >= 0, cols["ext_id"], ext_old)
+    dims_old = cols.pop("input_dims_old")
+    cols["input_dims"] = np.where(cols["input_dims"] >= 0, cols["input_dims"], dims_old)
+    return cols
+
+
+def _store(cols: dict[str, npt.NDArray[Any]], f: str, vals: tuple[Any, ...], idx: npt.NDArray[np.int64],
+           table: dict[str, int]) -> None:
+    if f in INT_FIELDS:
+        cols[INT_FIELDS[f]][idx] = _ints(vals)
+    elif f in FLOAT_FIELDS:
+        cols[FLOAT_FIELDS[f]][idx] = _floats(vals)
+    elif f in STR_FIELDS:
+        cols[STR_FIELDS[f]][idx] = intern_strings(vals, table)
+    elif f in RAW_FIELDS:
+        cols[RAW_FIELDS[f]][idx] = intern_raw(vals, table)
+    else:  # grid / block
+        d3 = _dim3(vals)
+        for j, axis in enumerate("xyz"):
+            cols[f"{f}_{axis}"][idx] = d3[:, j]
 
 
 def _dim3(col: tuple[Any, ...]) -> I64:
@@ -181,27 +227,55 @@ def _dim3(col: tuple[Any, ...]) -> I64:
     return np.array([x if type(x) is list and len(x) == 3 else _NOGRID for x in col], dtype=np.int64)
 
 
+_COMM_NAME = re.compile(r"record_param_comms|^nccl|^c10d|^gloo|^hccl|^rccl|allreduce|all_reduce|allgather|"
+                        r"all_gather|reduce_scatter|alltoall|all_to_all|broadcast", re.IGNORECASE)
+
+
+def event_groups(ph: npt.NDArray[np.int32], cat: npt.NDArray[np.int32], name: npt.NDArray[np.int32],
+                 strings: list[str]) -> dict[str, npt.NDArray[np.int64]]:
+    """Row indices of each args group, decided once per unique category / name string."""
+    kind = np.array([kind_of_category(s) for s in strings] + [0], np.int8)[cat]
+    is_comm_name = np.array([bool(_COMM_NAME.search(s)) for s in strings] + [False])[name]
+    mem_id = strings.index("[memory]") if "[memory]" in strings else -2
+    x = ph == ord("X")
+    gpu = x & np.isin(kind, [EventKind.KERNEL, EventKind.MEMCPY, EventKind.MEMSET])
+    rt = x & np.isin(kind, [EventKind.RUNTIME, EventKind.DRIVER])
+    other = x & ~gpu & ~rt
+    return {"gpu": np.flatnonzero(gpu), "runtime": np.flatnonzero(rt),
+            "op": np.flatnonzero(other & ~is_comm_name), "comm": np.flatnonzero(other & is_comm_name),
+            "memory": np.flatnonzero(np.isin(ph, [ord("i"), ord("I")]) & (name == mem_id)),
+            "counter": np.flatnonzero(ph == ord("C")), "meta": np.flatnonzero(ph == ord("M"))}
+
+
 def events_to_columns(evs: list[Any], dropped: list[tuple[str, str]]) -> ChunkColumns:
     """All columns of a decoded chunk (every phase together; the assembler splits by ``ph``)."""
     table: dict[str, int] = {}
     n = len(evs)
     if n == 0:
         return ChunkColumns(0, {}, [], dropped)
-    ph, cat, name, pid, tid, ts, dur, fid, args = zip(*map(msgspec.structs.astuple, evs))
+    ph, cat, name, pid, tid, ts, dur, fid = (tuple(map(attrgetter(f), evs)) for f in EVENT_FIELDS[:8])
+    args = list(map(attrgetter("args"), evs))
     ts_ns, ts_ok, frac_max = ts_to_ns(ts)
     cols: dict[str, npt.NDArray[Any]] = {
         "ph": intern_strings(ph, table), "cat": intern_strings(cat, table),
         "name": intern_strings(name, table),
-        "pid": intern_strings(list(map(str, pid)), table), "tid": intern_strings(list(map(str, tid)), table),
+        "pid": intern_strings(tuple(map(str, pid)), table), "tid": intern_strings(tuple(map(str, tid)), table),
         "ts_ns": ts_ns, "ts_ok": ts_ok,
         "dur_ns": np.round(np.array(dur, dtype=np.float64) * 1000).astype(np.int64),
         "flow_id": _flow_ids(fid),
     }
-    cols.update(args_columns(args, table))
+    strings = _ordered(table)
+    ph_code = np.array([ord(s[0]) if s else 0 for s in strings] + [0], np.int32)[cols["ph"]]
+    groups = event_groups(ph_code, cols["cat"], cols["name"], strings)
+    cols.update(args_columns(args, groups, table))
+    return ChunkColumns(n, cols, _ordered(table), dropped, frac_max)
+
+
+def _ordered(table: dict[str, int]) -> list[str]:
     strings = [""] * len(table)
     for s, i in table.items():
         strings[i] = s
-    return ChunkColumns(n, cols, strings, dropped, frac_max)
+    return strings
 
 
 def _flow_ids(fid: tuple[Any, ...]) -> I64:

@@ -1,0 +1,88 @@
+"""Small helpers shared by the deep analyses: a rank's rows, its step windows, GPU interval sets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.analysis import intervals
+from stepscope.model.schema import GPU_KINDS
+from stepscope.model.trace import Trace
+
+I32 = npt.NDArray[np.int32]
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
+B = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class Windows:
+    """The analysis windows of one rank: its profiled steps, or one window over all its GPU work.
+
+    ``step`` is the ProfilerStep number (-1 for the whole-trace window); ``start_ns`` / ``end_ns``
+    the step span stretched to the end of the GPU work it launched (SPEC §3).
+    """
+
+    step: I32
+    start_ns: I64
+    end_ns: I64
+
+    @property
+    def dur_ns(self) -> I64:
+        return self.end_ns - self.start_ns
+
+    @property
+    def has_steps(self) -> bool:
+        return bool(len(self.step)) and bool(self.step[0] >= 0)
+
+    def __len__(self) -> int:
+        return len(self.step)
+
+
+def step_windows(trace: Trace, rank: int) -> Windows:
+    """Steps of a rank, or the rank's GPU extent (host extent for CPU-only ranks) as one window."""
+    st = trace.steps
+    mine = np.flatnonzero(st["rank"] == rank)
+    if len(mine):
+        order = mine[np.argsort(st["start_ns"][mine], kind="stable")]
+        return Windows(st["step"][order].astype(np.int32), st["start_ns"][order].astype(np.int64),
+                       st["end_ns"][order].astype(np.int64))
+    ev = trace.events
+    rows = np.flatnonzero(ev["rank"] == rank)
+    gpu = rows[np.isin(ev["kind"][rows], [int(k) for k in GPU_KINDS])]
+    use = gpu if len(gpu) else rows
+    if len(use) == 0:
+        return Windows(np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int64))
+    lo = int(ev["ts_ns"][use].min())
+    hi = int((ev["ts_ns"][use] + ev["dur_ns"][use]).max())
+    return Windows(np.array([-1], np.int32), np.array([lo], np.int64), np.array([hi], np.int64))
+
+
+def rank_rows(trace: Trace, rank: int, kinds: tuple[int, ...] | None = None) -> I64:
+    """Row indices of a rank's events, optionally of some kinds only."""
+    ev = trace.events
+    mask = ev["rank"] == rank
+    if kinds is not None:
+        mask &= np.isin(ev["kind"], np.array(kinds, np.int8))
+    return np.flatnonzero(mask).astype(np.int64)
+
+
+def interval_set(trace: Trace, rows: I64) -> intervals.Intervals:
+    """Normalised union of the given events' [ts, ts + dur) intervals."""
+    ts = trace.events["ts_ns"][rows]
+    return intervals.union(ts, ts + trace.events["dur_ns"][rows])
+
+
+def window_of(wins: Windows, ts_ns: I64) -> I64:
+    """Index of the window containing each time, -1 outside every window."""
+    if len(wins) == 0:
+        return np.full(len(ts_ns), -1, np.int64)
+    pos = np.searchsorted(wins.start_ns, ts_ns, side="right") - 1
+    ok = (pos >= 0) & (ts_ns < wins.end_ns[np.maximum(pos, 0)])
+    return np.where(ok, pos, -1).astype(np.int64)
+
+
+def pct(part: float, whole: float) -> float:
+    return 100.0 * part / whole if whole > 0 else 0.0

@@ -1,0 +1,49 @@
+"""``stepscope analyze PATH``: the views, deep analyses and findings of one trace."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from rich.console import Console
+
+from stepscope.analysis.bundle import analyze
+from stepscope.cli.common import echo_json, load_trace, trace_options
+from stepscope.report import json_out, terminal
+
+
+def findings_for(bundle: Any) -> list[Any]:
+    """Advisor findings when the advisor is installed in this build, else none."""
+    try:
+        from stepscope.advisor.engine import advise
+    except ImportError:
+        return []
+    return list(advise(bundle))
+
+
+@click.command("analyze")
+@click.argument("path", required=False, type=click.Path())
+@click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON document (docs/json.md).")
+@click.option("--view", "views", multiple=True, help="Only these views (repeatable), e.g. --view kernels.")
+@click.option("--top", default=10, show_default=True, help="Rows per table.")
+@click.option("--batch-size", type=int, default=None, help="Samples per step, for samples/s.")
+@trace_options
+def command(path: str | None, as_json: bool, views: tuple[str, ...], top: int, batch_size: int | None,
+            no_cache: bool, span: str | None, ranks: tuple[int, ...]) -> None:
+    """Analyze a trace file or run directory (the embedded sample when PATH is omitted)."""
+    trace = load_trace(path, no_cache, span, ranks)
+    bundle = analyze(trace, names=views or None)
+    bundle.cluster.setdefault("options", {"batch_size": batch_size})
+    findings = findings_for(bundle)
+    if as_json:
+        echo_json(json_out.to_json(bundle, [f.to_dict() for f in findings]))
+        return
+    console = Console()
+    renderer = None
+    if findings:
+        from stepscope.report.findings_view import render_findings
+
+        def renderer(c: Console) -> None:
+            render_findings(findings, c, top)
+
+    terminal.render(bundle, console, views or None, top, findings_renderer=renderer)

@@ -1,0 +1,53 @@
+"""Options and helpers shared by the commands: loading with a progress bar, JSON output."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from stepscope.ingest import load
+from stepscope.model.trace import Trace
+
+PROGRESS_ABOVE_BYTES = 64 << 20
+
+
+def _progress_factory() -> Callable[[int], Callable[[int], None]] | None:
+    if not sys.stderr.isatty():
+        return None
+    from rich.progress import Progress
+
+    def start(total_bytes: int) -> Callable[[int], None]:
+        if total_bytes < PROGRESS_ABOVE_BYTES:
+            return lambda n: None
+        prog = Progress(transient=True)
+        prog.start()
+        task = prog.add_task(f"reading {total_bytes / 2**20:,.0f} MiB", total=None)
+
+        def tick(n_events: int) -> None:
+            prog.advance(task, n_events)
+
+        return tick
+
+    return start
+
+
+def load_trace(path: str | None, no_cache: bool, span: str | None, ranks: tuple[int, ...]) -> Trace:
+    """Load with the CLI's conventions (progress bar on big inputs, rank / span selection)."""
+    return load(path, use_cache=not no_cache, span=span, ranks=list(ranks) or None,
+                progress=_progress_factory())
+
+
+def echo_json(doc: Any) -> None:
+    click.echo(json.dumps(doc, indent=2, allow_nan=False))
+
+
+def trace_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--no-cache, --span, --rank: the selection options every trace-reading command takes."""
+    fn = click.option("--no-cache", is_flag=True, help="Parse again; neither read nor write the cache.")(fn)
+    fn = click.option("--span", default=None, help="Profiling window of a run directory (1-based or timestamp).")(fn)
+    fn = click.option("--rank", "ranks", type=int, multiple=True, help="Only these ranks (repeatable).")(fn)
+    return fn

@@ -1,0 +1,60 @@
+"""``stepscope sql PATH "SELECT ..."``: DuckDB over the model's tables, for questions no view answers."""
+
+from __future__ import annotations
+
+import click
+
+from stepscope.cli.common import load_trace, trace_options
+from stepscope.errors import UsageError
+from stepscope.query import connect
+
+
+@click.command("sql")
+@click.argument("path", type=click.Path())
+@click.argument("query")
+@click.option("--csv", "as_csv", is_flag=True, help="Print CSV instead of a table.")
+@click.option("--limit", default=100, show_default=True, help="Rows to print (table output).")
+@trace_options
+def command(path: str, query: str, as_csv: bool, limit: int, no_cache: bool, span: str | None,
+            ranks: tuple[int, ...]) -> None:
+    """Run SQL over the tables events, tracks, steps, memory, counters, flows and strings.
+
+    String ids are joined for you in the views ``ev`` (events with ``name_str``, ``cat_str``) and
+    ``kernels`` (GPU kernels with their name). Example:
+
+      stepscope sql trace.json.gz "SELECT name_str, count(*) n, sum(dur_ns)/1e6 ms FROM ev
+      WHERE kind = 6 GROUP BY 1 ORDER BY ms DESC LIMIT 5"
+    """
+    import duckdb
+
+    trace = load_trace(path, no_cache, span, ranks)
+    con = connect(trace)
+    try:
+        rel = con.sql(query)
+    except duckdb.Error as exc:
+        raise UsageError(f"SQL error: {str(exc).splitlines()[0]}") from None
+    if rel is None:
+        return
+    if as_csv:
+        click.echo(rel.df().to_csv(index=False) if _has_pandas() else _csv(rel))
+        return
+    rel.limit(limit).show(max_width=200)
+
+
+def _has_pandas() -> bool:
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _csv(rel: object) -> str:
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(rel.columns)  # type: ignore[attr-defined]
+    w.writerows(rel.fetchall())  # type: ignore[attr-defined]
+    return buf.getvalue()

@@ -1,0 +1,125 @@
+"""Formatting shared by the HTML and Markdown renderers: escaping, numbers, category colours.
+
+Everything that ends up in the page goes through :func:`esc` (text and attribute values alike), so
+a kernel name such as ``void gemm<float, 128>`` or a hostile ``<script>`` stays inert text.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Mapping
+from typing import Any
+
+#: SPEC §4 breakdown categories in priority order, with display label and colour.
+BREAKDOWN: tuple[tuple[str, str, str], ...] = (
+    ("kernel", "Kernel", "#4c78a8"),
+    ("memcpy", "Memcpy", "#f58518"),
+    ("memset", "Memset", "#e45756"),
+    ("communication", "Communication", "#72b7b2"),
+    ("runtime", "Runtime", "#54a24b"),
+    ("dataloader", "DataLoader", "#eeca3b"),
+    ("cpu_exec", "CPU Exec", "#b279a2"),
+    ("other", "Other", "#bab0ac"),
+)
+BREAKDOWN_KEYS = tuple(k for k, _, _ in BREAKDOWN)
+LABELS = {k: label for k, label, _ in BREAKDOWN}
+COLORS = {k: colour for k, _, colour in BREAKDOWN}
+
+SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2}
+
+
+def esc(value: object) -> str:
+    """HTML-escape any value for text or a quoted attribute."""
+    return html.escape(str(value), quote=True)
+
+
+def num(value: object) -> float | None:
+    """A finite float, or None for null / NaN / non-numbers."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    f = float(value)
+    return f if math.isfinite(f) else None
+
+
+def fmt_ms(value: object, digits: int = 1) -> str:
+    f = num(value)
+    if f is None:
+        return "–"
+    if abs(f) >= 1000:
+        return f"{f / 1000:,.2f} s"
+    if 0 < abs(f) < 0.1:
+        return f"{f * 1000:,.1f} µs"
+    return f"{f:,.{digits}f} ms"
+
+
+def fmt_signed_ms(value: object) -> str:
+    f = num(value)
+    if f is None:
+        return "–"
+    return ("+" if f > 0 else "−" if f < 0 else "±") + fmt_ms(abs(f), 2)
+
+
+def fmt_pct(value: object, digits: int = 1) -> str:
+    f = num(value)
+    return "–" if f is None else f"{f:.{digits}f} %"
+
+
+def fmt_int(value: object) -> str:
+    f = num(value)
+    return "–" if f is None else f"{int(f):,}"
+
+
+def fmt_bytes(value: object) -> str:
+    f = num(value)
+    if f is None:
+        return "–"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(f) < 1024 or unit == "GiB":
+            return f"{f:,.0f} {unit}" if unit == "B" else f"{f:,.1f} {unit}"
+        f /= 1024
+    return f"{f:,.1f} GiB"  # pragma: no cover
+
+
+def data_num(value: object) -> str:
+    """A number for a ``data-*`` attribute: full precision a test can compare, '' when absent."""
+    f = num(value)
+    return "" if f is None else repr(round(f, 6))
+
+
+def rule_title(finding: Mapping[str, Any]) -> str:
+    """The human title of a finding: its own ``title`` when given, else the rule id in words."""
+    title = finding.get("title")
+    if isinstance(title, str) and title:
+        return title
+    rule = str(finding.get("rule", "finding"))
+    return rule.replace("-", " ").replace("_", " ").capitalize()
+
+
+def breakdown_values(obj: Mapping[str, Any] | None) -> dict[str, float]:
+    """The breakdown dict with every SPEC key present (missing / null → 0)."""
+    bd = obj or {}
+    return {k: num(bd.get(k)) or 0.0 for k in BREAKDOWN_KEYS}
+
+
+def verdict_text(doc: Mapping[str, Any]) -> str:
+    """One sentence: the document's own ``verdict`` when present, else built from the numbers."""
+    own = doc.get("verdict")
+    if isinstance(own, str) and own:
+        return own
+    findings = [f for f in doc.get("findings") or [] if isinstance(f, Mapping)]
+    ranks = [r for r in doc.get("ranks") or [] if isinstance(r, Mapping)]
+    ov = (ranks[0].get("overview") or {}) if ranks else {}
+    if findings:
+        top = findings[0]
+        gain = num(top.get("est_gain_pct"))
+        tail = f" — fixing it could save about {gain:.0f} % of each step" if gain else ""
+        return f"{rule_title(top)}{tail}."
+    avg = num(ov.get("avg_step_ms"))
+    if avg is None:
+        return "No findings; step information is not available for this trace."
+    bd = breakdown_values(ov.get("breakdown_ms"))
+    top_key = max(bd, key=lambda k: bd[k])
+    share = 100.0 * bd[top_key] / avg if avg else 0.0
+    return (f"No findings. Average step {fmt_ms(avg)}, mostly {LABELS[top_key]} "
+            f"({share:.0f} % of the step).")

@@ -1,0 +1,94 @@
+"""The versioned JSON contract of ``stepscope analyze --json`` (SPEC §12; every field in docs/json.md).
+
+Each per-rank key is produced by one function in ``RANK_SECTIONS`` from that rank's results, so
+an analysis adds its part by adding one entry. A section whose analysis did not run is ``null``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from stepscope.analysis.bundle import Bundle, RankResults
+from stepscope.model.trace import Trace
+
+SCHEMA_VERSION = "1"
+
+RankSection = Callable[[RankResults, Trace], Any]
+
+
+def _device(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
+    dev = trace.device_of_rank(rr.rank)
+    if dev is None:
+        return None
+    return {"name": dev.name, "sm_count": dev.sm_count, "index": dev.index,
+            "total_memory_bytes": dev.total_memory_bytes,
+            "compute_capability": (f"{dev.compute_major}.{dev.compute_minor}"
+                                   if dev.compute_major is not None else None), "vendor": dev.vendor}
+
+
+def _gpu(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
+    s = rr.get("summary")
+    if s is None or s.gpu_event_count == 0:
+        return None
+    return {"busy_ms": s.gpu_busy_ns / 1e6, "span_ms": s.gpu_span_ns / 1e6}
+
+
+def _events(rr: RankResults, trace: Trace) -> dict[str, int] | None:
+    s = rr.get("summary")
+    return dict(s.event_counts) if s is not None else None
+
+
+#: §12 per-rank keys → builder. Views and deep analyses add their keys here.
+RANK_SECTIONS: dict[str, RankSection] = {
+    "device": _device,
+    "event_counts": _events,
+    "gpu": _gpu,
+}
+
+#: keys every rank object must carry even before their analysis exists (value null / [])
+REQUIRED_RANK_KEYS = {"device": None, "overview": None, "steps": [], "gpu": None, "kernels": [],
+                      "operators": [], "distributed": None, "idle": None}
+
+ClusterSection = Callable[[Bundle], Any]
+CLUSTER_SECTIONS: dict[str, ClusterSection] = {}
+
+
+def to_json(bundle: Bundle, findings: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """The whole §12 document for one analysed trace."""
+    trace = bundle.trace
+    ranks = []
+    for rank, rr in sorted(bundle.ranks.items()):
+        obj: dict[str, Any] = {"rank": rank, **REQUIRED_RANK_KEYS}
+        for key, fn in RANK_SECTIONS.items():
+            obj[key] = fn(rr, trace)
+        obj["skipped"] = dict(rr.skipped)
+        ranks.append(obj)
+    cluster = {k: fn(bundle) for k, fn in CLUSTER_SECTIONS.items()}
+    return clean({
+        "schema_version": SCHEMA_VERSION,
+        "source": trace.source,
+        "ranks": ranks,
+        "cluster": cluster.get("cluster"),
+        **{k: v for k, v in cluster.items() if k != "cluster"},
+        "findings": list(findings),
+        "diagnostics": [d.to_dict() for d in trace.diagnostics],
+    })
+
+
+def clean(obj: Any) -> Any:
+    """Plain JSON types: numpy scalars → Python, NaN/inf → null, tuples → lists."""
+    if isinstance(obj, dict):
+        return {str(k): clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [clean(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return [clean(v) for v in obj.tolist()]
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj

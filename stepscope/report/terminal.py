@@ -1,0 +1,59 @@
+"""The terminal report: header, each view's renderer in order, findings, then diagnostics."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from stepscope.analysis.bundle import Bundle
+from stepscope.model.diagnostics import Diagnostic
+from stepscope.report.views import CLUSTER_RENDERERS, RENDERERS
+
+
+def render_header(bundle: Bundle, console: Console) -> None:
+    trace = bundle.trace
+    console.rule(f"[bold]stepscope[/bold] {trace.source}")
+    for r in trace.ranks:
+        dev = trace.device_of_rank(r.rank)
+        what = f"{dev.name} ({dev.sm_count} SMs)" if dev is not None else "no GPU activity"
+        world = f", world {r.world_size}" if r.world_size else ""
+        console.print(f"rank {r.rank}: {what}, platform {r.platform}{world}")
+    console.print(f"{len(trace.events):,} events, {len(trace.ranks)} rank(s), {len(trace.steps)} step spans")
+
+
+def render(bundle: Bundle, console: Console, views: Iterable[str] | None = None, top: int = 10,
+           findings_renderer: Any = None) -> None:
+    """Everything for the chosen views (all by default), then findings and diagnostics."""
+    wanted = set(views) if views is not None else None
+    render_header(bundle, console)
+    if findings_renderer is not None:
+        findings_renderer(console)
+    for name, fn in CLUSTER_RENDERERS.items():
+        if (wanted is None or name in wanted) and name in bundle.cluster:
+            fn(bundle.cluster[name], console, top)
+    for rank, rr in sorted(bundle.ranks.items()):
+        for name, fn in RENDERERS.items():
+            if wanted is not None and name not in wanted:
+                continue
+            if name in rr.results:
+                fn(rr.results[name], console, top)
+            elif name in rr.skipped and (wanted is None or name in wanted):
+                console.print(f"[dim]{name} (rank {rank}): {rr.skipped[name]}[/dim]")
+    render_diagnostics(bundle.trace.diagnostics, console)
+
+
+def render_diagnostics(diags: Sequence[Diagnostic], console: Console) -> None:
+    """What ingest repaired or dropped; shown in every report."""
+    if not diags:
+        console.print("[green]ingest: no repairs, nothing dropped[/green]")
+        return
+    t = Table(title="ingest diagnostics (what was repaired or dropped)", header_style="bold")
+    for col in ("severity", "what", "count", "example"):
+        t.add_column(col, overflow="fold")
+    for d in diags:
+        colour = {"error": "red", "warning": "yellow"}.get(d.severity, "dim")
+        t.add_row(f"[{colour}]{d.severity}[/{colour}]", d.name, f"{d.count:,}", d.example[:120])
+    console.print(t)

@@ -23,9 +23,10 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis import intervals
-from stepscope.analysis._common import B, F64, I32, I64, Windows, interval_set, pct, rank_rows, step_windows
+from stepscope.analysis._common import B, F64, I32, I64, Windows, interval_set, pct, rank_rows, step_windows, window_of
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.comm import CollType, classify, coll_type_name
+from stepscope.analysis.stragglers import match_collectives
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
 
@@ -60,6 +61,9 @@ class DistributedResult:
     overlap_ns: I64
     other_ns: I64
     overlap_ratio_pct: float
+    wait_ns: I64  # per step: Σ waiting inside communication kernels (see :mod:`.stragglers`)
+    transfer_ns: I64  # per step: Σ transfer time of communication kernels
+    wait_method: str
     kernel_count: int  # kernels in the windows
     comm_kernel_count: int
     # one entry per communication kernel (rows into trace.events), in time order
@@ -104,10 +108,12 @@ def compute_distributed(trace: Trace, rank: int) -> DistributedResult:
     crow = kernels[is_comm & in_win]
     world = trace.rank_info(rank).world_size
     per = _per_collective(trace, crow, world)
+    wait, transfer, method = _wait_transfer(trace, crow, wins)
     return DistributedResult(
         rank=rank, world_size=world, step=wins.step, step_ns=wins.dur_ns,
         computation_ns=split[0], communication_ns=split[1], overlap_ns=split[2], other_ns=split[3],
         overlap_ratio_pct=pct(float(split[2].sum()), float(comm_in.sum())),
+        wait_ns=wait, transfer_ns=transfer, wait_method=method,
         kernel_count=int(in_win.sum()), comm_kernel_count=len(crow), comm_rows=crow, **per,
         collectives=_group(trace, crow, per))
 
@@ -118,6 +124,15 @@ def _split(wins: Windows, comp: intervals.Intervals, comm: intervals.Intervals) 
     both = intervals.covered_in_windows(intervals.intersect(comp, comm), wins.start_ns, wins.end_ns)
     other = wins.dur_ns - comp_in - comm_in + both
     return comp_in - both, comm_in - both, both, other
+
+
+def _wait_transfer(trace: Trace, rows: I64, wins: Windows) -> tuple[I64, I64, str]:
+    match = match_collectives(trace)
+    pos = np.searchsorted(match.rows, rows)
+    win = window_of(wins, trace.events["ts_ns"][rows])
+    wait = np.bincount(win, weights=match.wait_ns[pos], minlength=len(wins)).astype(np.int64)
+    transfer = np.bincount(win, weights=match.transfer_ns[pos], minlength=len(wins)).astype(np.int64)
+    return wait, transfer, match.method
 
 
 def _in_windows(trace: Trace, rows: I64, wins: Windows) -> B:

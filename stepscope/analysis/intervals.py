@@ -112,3 +112,20 @@ def concurrency(starts: I64, ends: I64, weights: npt.ArrayLike | None = None) ->
     last = np.ones(len(pts), bool)
     last[:-1] = pts[1:] != pts[:-1]
     return pts[last], val[last]
+
+
+def split_at(iv: Intervals, cuts: npt.ArrayLike) -> tuple[I64, I64, I64]:
+    """Cut each interval at the cut points strictly inside it: piece starts, ends and source index."""
+    s, e = iv
+    c = np.unique(np.asarray(cuts, np.int64))
+    lo = np.searchsorted(c, s, side="right")
+    inside = np.maximum(np.searchsorted(c, e, side="left") - lo, 0)
+    pieces = inside + 1
+    src = np.repeat(np.arange(len(s)), pieces)
+    first = np.repeat(np.cumsum(pieces) - pieces, pieces)
+    j = np.arange(len(src)) - first
+    k = lo[src] + j
+    c_pad = np.concatenate([c, [0]])
+    ps = np.where(j == 0, s[src], c_pad[np.maximum(k - 1, 0)])
+    pe = np.where(j == inside[src], e[src], c_pad[np.minimum(k, len(c))])
+    return ps.astype(np.int64), pe.astype(np.int64), src.astype(np.int64)

@@ -14,6 +14,7 @@ from pathlib import Path
 import xxhash
 
 from stepscope.errors import UsageError
+from stepscope.ingest.assemble import split_chunk
 from stepscope.ingest.build import build_trace, rank_of
 from stepscope.ingest.kineto import read_kineto_files
 from stepscope.ingest.layout import RunFiles, resolve
@@ -86,8 +87,8 @@ def _parse(run: RunFiles, path: str | Path, ranks: Sequence[int] | None, workers
     pool = StringPool()
     total = sum(os.path.getsize(f) for f in run.files)
     cb = progress(total) if progress is not None else None
-    batches = read_kineto_files(list(run.files), pool, workers, cb)
     diags = DiagnosticsBuilder(source=str(path))
+    batches = read_kineto_files(list(run.files), pool, lambda cols: split_chunk(cols, pool, diags), workers, cb)
     chosen = []
     seen: set[int] = set()
     for i, b in enumerate(batches):

@@ -13,10 +13,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.ingest.kineto import FileBatch
 from stepscope.ingest.normalize import kind_of_category, memcpy_kind, memcpy_pageable, phase_code
 from stepscope.model.diagnostics import DiagnosticsBuilder
-from stepscope.model.schema import GPU_KINDS, HOST_KINDS, EventKind, TrackKind
+from stepscope.model.schema import EVENT_COLUMNS, GPU_KINDS, HOST_KINDS, EventKind, TrackKind
 from stepscope.model.strings import StringPool
 
 MAX_DUR_NS = 24 * 3600 * 10**9
@@ -60,11 +59,8 @@ def _ph(cols: Cols, pool: StringPool) -> npt.NDArray[np.int32]:
     return PHASE.get(pool)[cols["ph"]].astype(np.int32)
 
 
-def split_file(b: FileBatch, pool: StringPool, diags: DiagnosticsBuilder) -> FileTables:
-    """Tables of one file; track ids are local to the file (offset later)."""
-    cols = b.cols
-    if not cols:
-        return FileTables({}, {}, {}, {}, {}, {})
+def split_chunk(cols: Cols, pool: StringPool, diags: DiagnosticsBuilder) -> FileTables:
+    """One decoded chunk → compact tables; rows carry ``_key`` (pid, tid) until the file's tracks exist."""
     ph = _ph(cols, pool)
     ok = cols["ts_ok"]
     _count(diags, ~ok & (ph != ord("M")), "event-missing-ts", "error", "an event without a usable ts was dropped")
@@ -77,15 +73,36 @@ def split_file(b: FileBatch, pool: StringPool, diags: DiagnosticsBuilder) -> Fil
     known = is_event | is_mem | np.isin(ph, [ord("M"), ord("C"), ord("s"), ord("f"), ord("t"), ord("B"), ord("E")])
     _count(diags, ~known & ok, "phase-unknown", "info", "events of an unknown phase were skipped")
     key = (cols["pid"].astype(np.int64) << 32) | (cols["tid"].astype(np.int64) & 0xFFFFFFFF)
-    used = is_event | is_mem | (ph == ord("s")) | (ph == ord("f")) | (ph == ord("t"))
-    uniq, track_of = np.unique(key[used], return_inverse=True)
-    track = np.full(len(key), -1, np.int32)
-    track[used] = track_of
-    events = _events(cols, is_event, track, pool, diags)
-    tracks = _tracks(uniq, events, cols, is_event, pool)
-    return FileTables(events, tracks, _memory(cols, is_mem, track), _counters(cols, ph == ord("C"), ok, pool),
-                      _flows(cols, np.isin(ph, [ord("s"), ord("f"), ord("t")]) & ok, track, ph),
-                      _thread_names(cols, ph, pool))
+    events = _events(cols, is_event, key, pool, diags)
+    flows = np.isin(ph, [ord("s"), ord("f"), ord("t")]) & ok
+    return FileTables(events, {}, _memory(cols, is_mem, key), _counters(cols, ph == ord("C"), ok, pool),
+                      _flows(cols, flows, key, ph), _thread_names(cols, ph, pool))
+
+
+def finish_file(parts: list[FileTables]) -> FileTables:
+    """Concatenate a file's chunk tables and give every (pid, tid) of the file a track id."""
+    events, memory, counters, flows = (_cat([getattr(p, t) for p in parts])
+                                       for t in ("events", "memory", "counters", "flows"))
+    names: dict[tuple[int, int], int] = {}
+    for p in parts:
+        names.update(p.thread_names)
+    keys = [t["_key"] for t in (events, memory, flows) if t]
+    if not keys:
+        return FileTables(events, {}, memory, counters, flows, names)
+    uniq = np.unique(np.concatenate(keys))
+    for t in (events, memory, flows):
+        if t:
+            t["track"] = np.searchsorted(uniq, t.pop("_key")).astype(np.int32)
+    return FileTables(events, _tracks(uniq, events), memory, counters, flows, names)
+
+
+def _cat(tables: list[Cols]) -> Cols:
+    tables = [t for t in tables if t and len(next(iter(t.values())))]
+    if not tables:
+        return {}
+    if len(tables) == 1:
+        return tables[0]
+    return {k: np.concatenate([t[k] for t in tables]) for k in tables[0]}
 
 
 def _count(diags: DiagnosticsBuilder, mask: npt.NDArray[np.bool_], name: str, sev: str, example: str) -> None:
@@ -94,14 +111,15 @@ def _count(diags: DiagnosticsBuilder, mask: npt.NDArray[np.bool_], name: str, se
         diags.add(name, sev, example, n)
 
 
-def _events(cols: Cols, sel: npt.NDArray[np.bool_], track: npt.NDArray[np.int32], pool: StringPool,
+def _events(cols: Cols, sel: npt.NDArray[np.bool_], key: npt.NDArray[np.int64], pool: StringPool,
             diags: DiagnosticsBuilder) -> Cols:
     out: Cols = {k: cols[k][sel] for k in (
         "ts_ns", "dur_ns", "name", "cat", "corr", "ext_id", "grid_x", "grid_y", "grid_z", "block_x",
         "block_y", "block_z", "regs", "shmem_bytes", "blocks_per_sm", "occupancy_pct", "bytes",
         "input_dims", "input_types", "call_stack", "seq", "fwd_tid", "flops", "coll_name", "in_nelems",
         "out_nelems", "coll_dtype", "group_size", "pg_name", "pg_desc", "pg_ranks")}
-    out["track"] = track[sel]
+    out = {k: v.astype(EVENT_COLUMNS[k][0], copy=False) for k, v in out.items()}
+    out["_key"] = key[sel]
     kind = KIND.get(pool)[out["cat"]]
     ph = _ph(cols, pool)[sel]
     kind = np.where((ph != ord("X")) & (kind == 0), np.int8(EventKind.INSTANT), kind)
@@ -124,7 +142,7 @@ def _events(cols: Cols, sel: npt.NDArray[np.bool_], track: npt.NDArray[np.int32]
     return out
 
 
-def _tracks(uniq: npt.NDArray[np.int64], ev: Cols, cols: Cols, sel: npt.NDArray[np.bool_], pool: StringPool) -> Cols:
+def _tracks(uniq: npt.NDArray[np.int64], ev: Cols) -> Cols:
     n = len(uniq)
     pid = (uniq >> 32).astype(np.int32)
     tid = (uniq & 0xFFFFFFFF).astype(np.int32)
@@ -148,8 +166,8 @@ def _tracks(uniq: npt.NDArray[np.int64], ev: Cols, cols: Cols, sel: npt.NDArray[
             "name": np.full(n, -1, np.int32)}
 
 
-def _memory(cols: Cols, sel: npt.NDArray[np.bool_], track: npt.NDArray[np.int32]) -> Cols:
-    return {"ts_ns": cols["ts_ns"][sel], "track": track[sel], "device_type": cols["device_type"][sel],
+def _memory(cols: Cols, sel: npt.NDArray[np.bool_], key: npt.NDArray[np.int64]) -> Cols:
+    return {"ts_ns": cols["ts_ns"][sel], "_key": key[sel], "device_type": cols["device_type"][sel],
             "device": cols["mem_device"][sel], "addr": cols["addr"][sel], "bytes": cols["mem_bytes"][sel],
             "total_allocated": cols["total_allocated"][sel], "total_reserved": cols["total_reserved"][sel]}
 
@@ -159,8 +177,8 @@ def _counters(cols: Cols, sel: npt.NDArray[np.bool_], ok: npt.NDArray[np.bool_],
     return {"ts_ns": cols["ts_ns"][sel], "name": cols["name"][sel], "value": cols["value"][sel]}
 
 
-def _flows(cols: Cols, sel: npt.NDArray[np.bool_], track: npt.NDArray[np.int32], ph: npt.NDArray[np.int32]) -> Cols:
-    return {"ts_ns": cols["ts_ns"][sel], "track": track[sel], "cat": cols["cat"][sel],
+def _flows(cols: Cols, sel: npt.NDArray[np.bool_], key: npt.NDArray[np.int64], ph: npt.NDArray[np.int32]) -> Cols:
+    return {"ts_ns": cols["ts_ns"][sel], "_key": key[sel], "cat": cols["cat"][sel],
             "flow_id": cols["flow_id"][sel], "phase": ph[sel].astype(np.int8)}
 
 

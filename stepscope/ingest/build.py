@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.ingest.assemble import FileTables, split_file
+from stepscope.ingest.assemble import FileTables, finish_file
 from stepscope.ingest.kineto import FileBatch
 from stepscope.model import derive
 from stepscope.model.diagnostics import DiagnosticsBuilder
@@ -79,7 +79,7 @@ def _diagnose_file(b: FileBatch, diags: DiagnosticsBuilder) -> None:
     if not b.complete:
         diags.add("truncated-file", "error",
                   f"the events array never closes: {b.lost_bytes} bytes after the last complete event "
-                  f"were dropped ({len(b.cols.get('ph', []))} complete events kept)", source=b.path)
+                  f"were dropped ({b.n_events} complete events kept)", source=b.path)
     if b.meta_error:
         diags.add("metadata-unreadable", "warning", b.meta_error, source=b.path)
 
@@ -114,7 +114,8 @@ def build_trace(batches: list[tuple[FileBatch, int, str]], pool: StringPool, dia
     base = 0
     for b, rank, span in batches:
         _diagnose_file(b, diags)
-        ft = split_file(b, pool, diags)
+        ft = finish_file(b.parts)
+        b.parts = []
         _offset(ft, rank, base, pool)
         base += len(ft.tracks.get("kind", []))
         has_gpu = bool(ft.tracks) and bool((ft.tracks["kind"] == TrackKind.GPU_STREAM).any())

@@ -45,7 +45,8 @@ class FileBatch:
 
     path: str
     size_bytes: int
-    cols: dict[str, npt.NDArray[Any]] = field(default_factory=dict)
+    parts: list[Any] = field(default_factory=list)  # what ``consume`` made of each chunk
+    n_events: int = 0
     meta: dict[str, Any] = field(default_factory=dict)
     dropped: list[tuple[str, str]] = field(default_factory=list)
     lost_bytes: int = 0
@@ -97,19 +98,24 @@ def _worker_count(paths: list[str], workers: int | None) -> int:
     return max(1, len(os.sched_getaffinity(0)))
 
 
-def read_kineto_files(paths: list[str], pool_strings: StringPool, workers: int | None = None,
+Consume = Callable[[dict[str, npt.NDArray[Any]]], Any]
+
+
+def read_kineto_files(paths: list[str], pool_strings: StringPool, consume: Consume, workers: int | None = None,
                       progress: Progress | None = None) -> list[FileBatch]:
-    """Decode every file (chunks in parallel) into FileBatch columns sharing ``pool_strings``."""
+    """Decode every file (chunks in parallel); ``consume`` turns each chunk's columns (global string
+    ids) into compact parts as soon as it arrives, so wide temporary columns never pile up."""
     heads = [locate_events(p) for p in paths]
     batches = [FileBatch(p, os.path.getsize(p)) for p in paths]
-    parts: list[list[dict[str, npt.NDArray[Any]]]] = [[] for _ in paths]
     tails: list[bytes] = [b""] * len(paths)
     n = _worker_count(paths, workers)
     pool = ProcessPoolExecutor(n, mp_context=get_context("fork")) if n > 1 else None
     try:
         for res in _bounded_map(pool, _jobs(paths, heads), inflight=n + 1):
             b = batches[res.file_index]
-            parts[res.file_index].append(_remap(res, pool_strings))
+            if res.columns.n:
+                b.parts.append(consume(_remap(res, pool_strings)))
+                b.n_events += res.columns.n
             b.dropped.extend(res.columns.dropped)
             if res.tail or res.lost_bytes or not res.complete:
                 tails[res.file_index] = res.tail
@@ -121,7 +127,6 @@ def read_kineto_files(paths: list[str], pool_strings: StringPool, workers: int |
         if pool is not None:
             pool.shutdown()
     for i, b in enumerate(batches):
-        b.cols = _concat(parts[i])
         b.meta, b.meta_error = _parse_meta(heads[i], tails[i], b.complete)
     return batches
 
@@ -134,13 +139,6 @@ def _remap(res: ChunkResult, pool: StringPool) -> dict[str, npt.NDArray[Any]]:
     for name in STRING_COLUMNS:
         cols[name] = remap[cols[name]]
     return cols
-
-
-def _concat(parts: list[dict[str, npt.NDArray[Any]]]) -> dict[str, npt.NDArray[Any]]:
-    parts = [p for p in parts if p]
-    if not parts:
-        return {}
-    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
 def _parse_meta(head_info: tuple[bytes, int, bool], tail: bytes, complete: bool) -> tuple[dict[str, Any], str]:

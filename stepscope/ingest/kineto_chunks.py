@@ -21,7 +21,7 @@ from stepscope.ingest.jsonscan import event_separator, find_events_array, scan_e
 from stepscope.ingest.kineto_columns import events_to_columns
 from stepscope.ingest.kineto_decode import ChunkColumns, decode_events
 
-CHUNK_BYTES = 24 << 20
+CHUNK_BYTES = 16 << 20
 HEAD_BYTES = 8 << 20
 GZIP_MAGIC = b"\x1f\x8b"
 

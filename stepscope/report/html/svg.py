@@ -169,3 +169,30 @@ def legend(layers: Sequence[tuple[str, str]] | Mapping[str, str]) -> str:
     pairs = layers.items() if isinstance(layers, Mapping) else layers
     items = "".join(f'<span class="key"><i style="background:{c}"></i>{esc(lbl)}</span>' for lbl, c in pairs)
     return f'<div class="legend">{items}</div>'
+
+
+def paired_hbars(chart_id: str, items: Sequence[tuple[str, float, float]], *, label: str = "",
+                 colors: tuple[str, str] = ("#9aa5b1", "#4c78a8")) -> str:
+    """Base vs new per name: two thin horizontal bars per row, the diff written at the end."""
+    row_h, name_w = 34.0, 240.0
+    height = row_h * len(items) + 8
+    vmax = max((max(b, n) for _, b, n in items), default=0.0) or 1.0
+    span = WIDTH - name_w - 150
+    parts = [_open(chart_id, height, label)]
+    for i, (name, base, new) in enumerate(items):
+        y = 4 + i * row_h
+        short = name if len(name) <= 36 else name[:33] + "…"
+        parts.append(f'<text class="name" x="{_c(name_w - 8)}" y="{_c(y + 19)}" text-anchor="end">{esc(short)}</text>')
+        for j, (side, v) in enumerate((("base", base), ("new", new))):
+            w = span * max(v, 0.0) / vmax
+            tip = f"{name} · {side}: {fmt_ms(v, 3)}"
+            parts.append(f'<rect class="seg" x="{_c(name_w)}" y="{_c(y + 3 + j * 14)}" width="{_c(max(w, 1.0))}" '
+                         f'height="12" fill="{colors[j]}" data-name="{esc(name)}" data-side="{side}" '
+                         f'data-value="{data_num(v)}" data-tip="{esc(tip)}"/>')
+        d = new - base
+        cls = "pos" if d > 0 else "neg"
+        sign = "+" if d > 0 else "−" if d < 0 else "±"
+        parts.append(f'<text class="axis {cls}" x="{_c(name_w + span + 10)}" y="{_c(y + 19)}">'
+                     f'{sign}{esc(fmt_ms(abs(d), 2))}</text>')
+    parts.append("</svg>")
+    return "".join(parts)

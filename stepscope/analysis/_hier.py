@@ -1,0 +1,60 @@
+"""Walks up the host nesting (``parent`` links), vectorised by levels, for inclusive ("total") sums."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
+B = npt.NDArray[np.bool_]
+
+
+def sum_to_ancestors(parent: npt.NDArray[np.int32], start: I64, weights: npt.ArrayLike, n: int,
+                     include_start: bool = True) -> F64:
+    """Add each weight to its start row and every ancestor of it (one pass per nesting level).
+
+    Returns a length-``n`` array: for every row, the summed weight of the starts at or below it.
+    """
+    w = np.asarray(weights, np.float64)
+    out = np.zeros(n, np.float64)
+    cur = start.astype(np.int64)
+    if not include_start:
+        cur = np.where(cur >= 0, parent[np.maximum(cur, 0)], -1).astype(np.int64)
+    live = cur >= 0
+    cur, w = cur[live], w[live]
+    while len(cur):
+        out += np.bincount(cur, weights=w, minlength=n)
+        cur = parent[cur].astype(np.int64)
+        keep = cur >= 0
+        cur, w = cur[keep], w[keep]
+    return out
+
+
+def nearest_marked_ancestor(parent: npt.NDArray[np.int32], rows: I64, marked: B,
+                            include_self: bool = False) -> I64:
+    """For each row, its nearest ancestor (or itself when ``include_self``) with ``marked`` set, else -1."""
+    out = np.full(len(rows), -1, np.int64)
+    cur = rows.astype(np.int64) if include_self else parent[rows].astype(np.int64)
+    live = np.flatnonzero(cur >= 0)
+    while len(live):
+        hit = marked[cur[live]]
+        out[live[hit]] = cur[live[hit]]
+        live = live[~hit]
+        cur[live] = parent[cur[live]]
+        live = live[cur[live] >= 0]
+    return out
+
+
+def any_descendant(parent: npt.NDArray[np.int32], marked: B) -> B:
+    """Rows that are marked or have a marked descendant."""
+    out = marked.copy()
+    cur = parent[np.flatnonzero(marked)].astype(np.int64)
+    cur = cur[cur >= 0]
+    while len(cur):
+        cur = np.unique(cur)
+        new = cur[~out[cur]]
+        out[new] = True
+        cur = parent[new].astype(np.int64)
+        cur = cur[cur >= 0]
+    return out

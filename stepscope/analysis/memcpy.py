@@ -1,0 +1,106 @@
+"""Memory copies of one rank (Nsight Systems' memcpy analyses, SPEC §5).
+
+Per copy: direction (H2D, D2H, D2D, H2H, P2P), pageable vs pinned host memory (from the copy's
+name), sync vs async (the launching call: ``*MemcpyAsync`` is async, any other memcpy call blocks the
+host), size, GPU duration and achieved bandwidth = bytes / duration (GB/s = bytes/ns). Copies are
+grouped by (direction, pageable, sync); *small* copies are those under ``small_bytes`` (64 KiB by
+default), whose time is dominated by fixed latency: many of them suggest batching.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.analysis._common import F64, I32, I64, pct, rank_rows, step_windows, window_of
+from stepscope.analysis.base import NotApplicable
+from stepscope.model.schema import EventKind, MemcpyKind
+from stepscope.model.trace import Trace
+
+SMALL_BYTES = 64 * 1024
+ASYNC_PATTERN = re.compile(r"Async", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class CopyGroups:
+    """Copies grouped by (direction, pageable, sync); most time first."""
+
+    direction: list[str]  # h2d | d2h | d2d | h2h | p2p | unknown
+    pageable: list[str]  # pageable | pinned | unknown
+    sync: list[str]  # sync | async | unknown
+    count: I64
+    bytes_total: I64
+    time_ns: I64
+    bandwidth_gbps: F64  # Σ bytes / Σ time over copies with a known size
+    small_count: I64
+
+
+@dataclass(frozen=True)
+class MemcpyResult:
+    """Every copy of one rank (arrays aligned with ``rows``) and the grouped view."""
+
+    rank: int
+    small_bytes: int
+    rows: I64
+    step: I32  # step of each copy, -1 outside steps
+    direction: npt.NDArray[np.int8]  # MemcpyKind
+    pageable: npt.NDArray[np.int8]  # 1 pageable, 0 pinned/device, -1 unknown
+    is_sync: npt.NDArray[np.int8]  # 1 blocking call, 0 async, -1 unknown launch
+    bytes: I64
+    dur_ns: I64
+    bandwidth_gbps: F64
+    groups: CopyGroups
+
+    @property
+    def small_count(self) -> int:
+        return int(((self.bytes >= 0) & (self.bytes < self.small_bytes)).sum())
+
+    @property
+    def small_time_pct(self) -> float:
+        small = (self.bytes >= 0) & (self.bytes < self.small_bytes)
+        return pct(float(self.dur_ns[small].sum()), float(self.dur_ns.sum()))
+
+
+def compute_memcpy(trace: Trace, rank: int, small_bytes: int = SMALL_BYTES) -> MemcpyResult:
+    """Direction, pageable/pinned, sync/async, size and bandwidth of every copy of a rank."""
+    ev = trace.events
+    rows = rank_rows(trace, rank, (int(EventKind.MEMCPY),))
+    if len(rows) == 0:
+        raise NotApplicable("no memory copies on this rank")
+    wins = step_windows(trace, rank)
+    win = window_of(wins, ev["ts_ns"][rows])
+    step = np.where(win >= 0, wins.step[np.maximum(win, 0)], -1).astype(np.int32)
+    launch = ev["launch"][rows]
+    is_async = trace.strings.mask(lambda s: bool(ASYNC_PATTERN.search(s)))[ev["name"][np.maximum(launch, 0)]]
+    is_sync = np.where(launch >= 0, (~is_async).astype(np.int8), -1).astype(np.int8)
+    nbytes, dur = ev["bytes"][rows], ev["dur_ns"][rows]
+    bw = np.where((nbytes >= 0) & (dur > 0), nbytes / np.maximum(dur, 1), np.nan)
+    direction = ev["copy_kind"][rows]
+    pageable = ev["pageable"][rows]
+    groups = _group(direction, pageable, is_sync, nbytes, dur, small_bytes)
+    return MemcpyResult(rank, small_bytes, rows, step, direction, pageable, is_sync, nbytes, dur, bw, groups)
+
+
+def _group(direction: npt.NDArray[np.int8], pageable: npt.NDArray[np.int8], is_sync: npt.NDArray[np.int8],
+           nbytes: I64, dur: I64, small_bytes: int) -> CopyGroups:
+    key = np.stack([direction.astype(np.int64), pageable.astype(np.int64), is_sync.astype(np.int64)])
+    uniq, inv = np.unique(key, axis=1, return_inverse=True)
+    inv = np.asarray(inv).reshape(-1)
+    known = nbytes >= 0
+    count = np.bincount(inv)
+    total_b = np.bincount(inv, weights=np.where(known, nbytes, 0))
+    time = np.bincount(inv, weights=dur)
+    t_known = np.bincount(inv, weights=np.where(known, dur, 0))
+    small = np.bincount(inv, weights=(known & (nbytes < small_bytes)).astype(np.float64))
+    order = np.argsort(-time, kind="stable")
+    return CopyGroups(
+        direction=[MemcpyKind(int(d)).name.lower() if d else "unknown" for d in uniq[0][order]],
+        pageable=[{1: "pageable", 0: "pinned"}.get(int(p), "unknown") for p in uniq[1][order]],
+        sync=[{1: "sync", 0: "async"}.get(int(s), "unknown") for s in uniq[2][order]],
+        count=count[order].astype(np.int64), bytes_total=total_b[order].astype(np.int64),
+        time_ns=time[order].astype(np.int64),
+        bandwidth_gbps=np.where(t_known > 0, total_b / np.maximum(t_known, 1), np.nan)[order],
+        small_count=small[order].astype(np.int64))

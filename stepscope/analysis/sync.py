@@ -1,0 +1,124 @@
+"""Host–device synchronisation inside steps (Nsight Systems' sync analysis, SPEC §5).
+
+* **Blocking sync calls**: runtime / driver calls that block the host until the device catches up:
+  ``cuda|hip`` ``DeviceSynchronize``, ``StreamSynchronize``, ``EventSynchronize``, ``cuCtxSynchronize``,
+  and blocking copies (``cudaMemcpy``, ``cudaMemcpy2D``, ``hipMemcpy``, ``hipMemcpyWithStream``,
+  ``cuMemcpyDtoH`` ... — every memcpy call without ``Async``). Time = the call's host duration.
+* **Device-to-host copies** (``Memcpy DtoH``): the copy that feeds ``.item()``, ``.cpu()``,
+  ``.tolist()`` or printing; time = the copy's GPU duration.
+
+Only events inside profiled steps count (the whole trace when it has no steps). Each one is traced
+back to its innermost op (e.g. ``aten::_local_scalar_dense`` for ``.item()``), its outermost op
+below the step, and its Python call site when stacks were recorded (:mod:`.callsite`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from stepscope.analysis._common import I32, I64, Windows, rank_rows, step_windows, window_of
+from stepscope.analysis.callsite import call_sites
+from stepscope.model.schema import EventKind, MemcpyKind
+from stepscope.model.trace import Trace
+
+SYNC_PATTERN = re.compile(
+    r"^(cuda|hip)(Device|Stream|Event)Synchronize|^cu(Ctx|Stream|Event)Synchronize"
+    r"|^(cuda|hip)Memcpy(?!.*Async)|^cuMemcpy(?!.*Async)")
+
+
+def is_sync_call(name: str) -> bool:
+    return bool(SYNC_PATTERN.search(name))
+
+
+@dataclass(frozen=True)
+class SyncSites:
+    """Sync calls and D2H copies grouped by (what, op, top op, call site), most time first."""
+
+    what: list[str]  # sync call name, or the D2H memcpy name
+    op: list[str]
+    top_op: list[str]
+    call_site: list[str]
+    count: I64
+    time_ns: I64
+    example_row: I64  # one event row of the group
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    """Synchronisation of one rank. Per-step arrays align with ``step``."""
+
+    rank: int
+    step: I32
+    step_ns: I64
+    sync_count: I64
+    sync_ns: I64
+    d2h_count: I64
+    d2h_ns: I64
+    d2h_bytes: I64
+    sync_rows: I64  # evidence: every sync call inside steps
+    d2h_rows: I64  # evidence: every D2H copy inside steps
+    sites: SyncSites
+
+    def avg_ns(self, field: str) -> float:
+        arr = getattr(self, field)
+        return float(np.mean(arr)) if len(arr) else 0.0
+
+
+def compute_sync(trace: Trace, rank: int) -> SyncResult:
+    """Blocking sync calls and D2H copies of a rank inside its steps, with who caused them."""
+    ev = trace.events
+    wins = step_windows(trace, rank)
+    rt = rank_rows(trace, rank, (int(EventKind.RUNTIME), int(EventKind.DRIVER)))
+    sync = rt[trace.strings.mask(is_sync_call)[ev["name"][rt]]]
+    sync, sync_win = _inside(trace, sync, wins)
+    cp = rank_rows(trace, rank, (int(EventKind.MEMCPY),))
+    d2h = cp[ev["copy_kind"][cp] == MemcpyKind.D2H]
+    d2h, d2h_win = _inside(trace, d2h, wins)
+    nw = len(wins)
+
+    def per_step(win: I64, weights: I64 | None = None) -> I64:
+        return np.bincount(win, weights=weights, minlength=nw).astype(np.int64)
+
+    return SyncResult(
+        rank=rank, step=wins.step, step_ns=wins.dur_ns,
+        sync_count=per_step(sync_win), sync_ns=per_step(sync_win, ev["dur_ns"][sync]),
+        d2h_count=per_step(d2h_win), d2h_ns=per_step(d2h_win, ev["dur_ns"][d2h]),
+        d2h_bytes=per_step(d2h_win, np.maximum(ev["bytes"][d2h], 0)),
+        sync_rows=sync, d2h_rows=d2h, sites=_sites(trace, sync, d2h))
+
+
+def _inside(trace: Trace, rows: I64, wins: Windows) -> tuple[I64, I64]:
+    win = window_of(wins, trace.events["ts_ns"][rows])
+    keep = win >= 0
+    return rows[keep], win[keep]
+
+
+def _sites(trace: Trace, sync: I64, d2h: I64) -> SyncSites:
+    ev, pool = trace.events, trace.strings
+    launch = ev["launch"][d2h].astype(np.int64)
+    host = np.concatenate([sync, np.where(launch >= 0, launch, d2h)])
+    rows = np.concatenate([sync, d2h])
+    cs = call_sites(trace, host)
+    name = ev["name"]
+    key = np.stack([name[rows].astype(np.int64), _name_or(name, cs.op), _name_or(name, cs.top_op),
+                    cs.site.astype(np.int64)])
+    if len(rows) == 0:
+        return SyncSites([], [], [], [], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
+    uniq, first, inv = np.unique(key, axis=1, return_index=True, return_inverse=True)
+    inv = np.asarray(inv).reshape(-1)
+    count = np.bincount(inv)
+    time = np.bincount(inv, weights=ev["dur_ns"][rows]).astype(np.int64)
+    order = np.argsort(-time, kind="stable")
+    sites = np.array(("",) + cs.site_names, dtype=object)
+    return SyncSites(
+        what=[str(s) for s in pool.decode(uniq[0][order])], op=[str(s) for s in pool.decode(uniq[1][order])],
+        top_op=[str(s) for s in pool.decode(uniq[2][order])],
+        call_site=[str(s) for s in sites[uniq[3][order] + 1]],
+        count=count[order].astype(np.int64), time_ns=time[order], example_row=rows[first[order]])
+
+
+def _name_or(name: I32, rows: I32) -> I64:
+    return np.where(rows >= 0, name[np.maximum(rows, 0)], -1).astype(np.int64)

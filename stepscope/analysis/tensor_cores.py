@@ -1,0 +1,94 @@
+"""Which kernels ran on Tensor Cores (NVIDIA Volta → Blackwell) or matrix cores (AMD MFMA/WMMA), and
+which operators could have: one table each, decided once per unique name.
+
+A kernel's name is the only evidence a trace carries, so the table lists the name fragments that
+the vendor libraries (cuBLAS, cuDNN, CUTLASS, flash-attention, rocBLAS/Tensile, composable_kernel)
+put in Tensor-Core kernels. The fragments name the MMA instruction shape (``h884`` = HMMA 8x8x4 on
+Volta, ``1688`` = 16x8x8 on Turing/Ampere, ``16816`` = 16x8x16 on Ampere+), the library family
+(``xmma``, ``tensorop``, ``gmma`` / ``wgmma`` on Hopper, ``tcgen05`` / ``umma`` on Blackwell) or the AMD
+matrix instruction (``MFMA``, Tensile ``MI32x32x8``). Plain FP32 SIMT kernels (``volta_sgemm``,
+``scudnn``, ``simt_sgemm``, ``implicit_convolve_sgemm``) are deliberately absent.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.model.strings import StringPool
+
+#: (architecture, regex fragment, what it names). Case-insensitive search in the kernel name.
+TC_KERNEL_PATTERNS: tuple[tuple[str, str, str], ...] = (
+    ("volta", r"[hsi]884", "HMMA 8x8x4 cuBLAS/cuDNN kernels (volta_h884gemm, volta_fp16_s884cudnn)"),
+    ("volta", r"hmma|wmma", "explicit HMMA / WMMA kernels (also RDNA3 WMMA on AMD)"),
+    ("turing", r"[hsci]1688|i8816|i8832|imma[_\d]", "Turing/Ampere 16x8x8 and integer IMMA shapes"),
+    ("turing", r"turing_(fp16|h|i8)", "Turing cuBLAS/cuDNN half/int8 kernels"),
+    ("ampere", r"16816|16832|tensor16x8x(8|16|32)", "Ampere+ 16x8x16 (bf16/fp16/tf32) MMA shapes"),
+    ("ampere", r"xmma", "cuDNN/cuBLAS xmma kernels (sm80_xmma_*, xmma_gemm, implicit_gemm)"),
+    ("ampere", r"tensorop", "CUTLASS TensorOp kernels (cutlass_80_tensorop_*, OpClassTensorOp)"),
+    ("ampere", r"ampere_(fp16|bf16|h|tf32|i8)", "Ampere cuBLAS half/bf16/tf32 kernels"),
+    ("ampere", r"dgrad_1x1_stride_2x2|first_layer_wgrad_kernel|conv1x1|conv2d_c1_k1|direct_group",
+     "cuDNN Tensor-Core convolution helpers"),
+    ("hopper", r"gmma|wgmma|warpgroup", "Hopper warp-group MMA (sm90 CUTLASS 3, cuBLAS)"),
+    ("hopper", r"sm9\d_.*(gemm|conv|fprop|dgrad|wgrad|mma)", "sm90 specialised GEMM/conv kernels"),
+    ("hopper", r"nvjet", "cuBLAS nvjet kernels (Hopper/Blackwell)"),
+    ("hopper", r"flash_(fwd|bwd)|flash::|fmha|flashattn", "flash / fused multi-head attention kernels"),
+    ("blackwell", r"tcgen05|(?<![a-z])umma|sm1[02]\da?_.*(gemm|conv|mma)", "Blackwell 5th-gen Tensor Core kernels"),
+    ("amd", r"mfma|smfmac|xdl", "AMD CDNA matrix-core kernels (MFMA, composable_kernel XDL)"),
+    ("amd", r"cijk_.*_mi\d+x\d+x\d+", "rocBLAS/hipBLASLt Tensile kernels built on MFMA (MI shape)"),
+)
+
+_TC_RE = re.compile("|".join(f"(?:{p})" for _, p, _ in TC_KERNEL_PATTERNS), re.IGNORECASE)
+
+#: Operators whose math maps onto Tensor Cores (convolutions, matrix products, attention, RNN cells).
+TC_ELIGIBLE_OPS: frozenset[str] = frozenset({
+    "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::convolution", "aten::_convolution",
+    "aten::_convolution_nogroup", "aten::conv_tbc", "aten::conv_transpose1d", "aten::conv_transpose2d",
+    "aten::conv_transpose3d", "aten::cudnn_convolution", "aten::cudnn_convolution_transpose",
+    "aten::miopen_convolution", "aten::convolution_backward", "aten::cudnn_convolution_backward",
+    "aten::cudnn_convolution_backward_input", "aten::cudnn_convolution_backward_weight",
+    "aten::cudnn_convolution_transpose_backward", "aten::cudnn_convolution_transpose_backward_input",
+    "aten::cudnn_convolution_transpose_backward_weight", "aten::mm", "aten::bmm", "aten::addmm",
+    "aten::addmm_", "aten::addmv", "aten::addr", "aten::addbmm", "aten::baddbmm", "aten::matmul",
+    "aten::mv", "aten::linear", "aten::_scaled_mm", "aten::chain_matmul", "aten::linalg_multi_dot",
+    "aten::prelu", "aten::lstm_cell", "aten::gru_cell", "aten::rnn_tanh_cell", "aten::rnn_relu_cell",
+    "aten::_thnn_fused_lstm_cell", "aten::_thnn_fused_gru_cell", "aten::scaled_dot_product_attention",
+    "aten::_scaled_dot_product_flash_attention", "aten::_scaled_dot_product_efficient_attention",
+    "aten::_scaled_dot_product_cudnn_attention", "aten::_flash_attention_forward",
+    "aten::_flash_attention_backward", "aten::_efficient_attention_forward",
+    "aten::_efficient_attention_backward",
+})
+_TC_OP_RE = re.compile(
+    r"^(autograd::engine::evaluate_function: )?"
+    r"((Cudnn|Miopen|Mkldnn)?Convolution(Transpose)?|Addmm|Addmv|Addbmm|Baddbmm|Bmm|Mm|Mv|Matmul|"
+    r"ScaledDotProduct\w*Attention)Backward\d*$")
+
+
+def is_tc_kernel(name: str) -> bool:
+    """True when the kernel name marks a Tensor-Core / matrix-core kernel."""
+    return _TC_RE.search(name) is not None
+
+
+def is_tc_eligible_op(name: str) -> bool:
+    """True when the operator's math could run on Tensor Cores."""
+    return name in TC_ELIGIBLE_OPS or _TC_OP_RE.match(name) is not None
+
+
+def tc_kernel_mask(strings: StringPool) -> npt.NDArray[np.bool_]:
+    """Per string id (index with a name column): is it a Tensor-Core kernel name."""
+    return strings.mask(is_tc_kernel)
+
+
+def tc_eligible_mask(strings: StringPool) -> npt.NDArray[np.bool_]:
+    """Per string id: is it a Tensor-Core eligible operator name."""
+    return strings.mask(is_tc_eligible_op)
+
+
+def tc_architecture(name: str) -> str | None:
+    """The first table row (architecture family) that matches a kernel name, for explanations."""
+    for arch, pat, _ in TC_KERNEL_PATTERNS:
+        if re.search(pat, name, re.IGNORECASE):
+            return arch
+    return None

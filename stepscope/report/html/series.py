@@ -1,0 +1,117 @@
+"""Memory curves for the report, downsampled so a big trace stays a small page.
+
+A curve comes from the §12 document when the memory view put one there
+(``ranks[i].memory.curves``: ``[{"device": str, "ts_ms": [...], "allocated_mb": [...],
+"reserved_mb": [...] | null}]``), or is computed here from the trace's allocator events:
+allocated = the recorded ``total_allocated`` when present, else the running sum of ±bytes;
+reserved = the recorded ``total_reserved`` when present. Either way at most ``max_points`` points
+per curve survive: the x range is cut into ``max_points / 2`` buckets and each keeps its min and max
+(so peaks are never lost).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.model.trace import Trace
+from stepscope.report.html.fmt import num
+
+
+@dataclass(frozen=True)
+class MemoryCurve:
+    """One device's memory over time (ms from the rank's first memory event, MiB)."""
+
+    device: str
+    ts_ms: tuple[float, ...]
+    allocated_mb: tuple[float, ...]
+    reserved_mb: tuple[float, ...] | None = None
+
+    @property
+    def peak_allocated_mb(self) -> float:
+        return max(self.allocated_mb, default=0.0)
+
+
+def downsample_minmax(x: npt.NDArray[np.float64], y: npt.NDArray[np.float64],
+                      max_points: int) -> npt.NDArray[np.intp]:
+    """Indices (sorted) of at most ``max_points`` points keeping each bucket's min and max of y."""
+    n = len(x)
+    if n <= max_points:
+        return np.arange(n)
+    buckets = max(max_points // 2, 1)
+    edges = np.linspace(x[0], x[-1], buckets + 1)
+    b = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, buckets - 1)
+    order = np.lexsort((y, b))  # by bucket, then y: first = min, last = max of each bucket
+    first = np.flatnonzero(np.r_[True, b[order][1:] != b[order][:-1]])
+    last = np.r_[first[1:] - 1, n - 1]
+    return np.unique(np.concatenate([order[first], order[last]]))
+
+
+def memory_from_trace(trace: Trace, rank: int, max_points: int = 2000) -> list[MemoryCurve]:
+    """One curve per device of ``rank`` that has allocator events (GPU devices first)."""
+    mem = trace.memory
+    out: list[MemoryCurve] = []
+    rows = np.flatnonzero(mem["rank"] == rank)
+    if len(rows) == 0:
+        return out
+    keys = np.unique(np.stack([mem["device_type"][rows], mem["device"][rows]], axis=1), axis=0)
+    for dtype, dev in sorted(keys.tolist(), key=lambda k: (k[0] != 1, k[1])):
+        r = rows[(mem["device_type"][rows] == dtype) & (mem["device"][rows] == dev)]
+        r = r[np.argsort(mem["ts_ns"][r], kind="stable")]
+        curve = _curve(mem, r, max_points, "GPU" if dtype == 1 else "CPU" if dtype == 0 else f"device {dtype}",
+                       int(dev))
+        if curve is not None:
+            out.append(curve)
+    return out
+
+
+def _curve(mem: Any, r: npt.NDArray[np.intp], max_points: int, what: str, dev: int) -> MemoryCurve | None:
+    ts = mem["ts_ns"][r]
+    alloc = mem["total_allocated"][r].astype(np.float64)
+    if (alloc < 0).any():
+        alloc = np.cumsum(mem["bytes"][r].astype(np.float64))
+    reserved = mem["total_reserved"][r].astype(np.float64)
+    has_reserved = bool((reserved >= 0).all()) and len(r) > 0
+    if len(r) < 2:
+        return None
+    x = (ts - ts[0]).astype(np.float64) / 1e6
+    keep = downsample_minmax(x, alloc, max_points)
+    if has_reserved:
+        keep = np.union1d(keep, downsample_minmax(x, reserved, max_points))
+        if len(keep) > max_points:
+            keep = keep[np.linspace(0, len(keep) - 1, max_points).astype(np.intp)]
+    mib = 1.0 / 2**20
+    label = f"{what} {dev}" if dev >= 0 else what
+    return MemoryCurve(label, tuple(np.round(x[keep], 3).tolist()), tuple((alloc[keep] * mib).tolist()),
+                       tuple((reserved[keep] * mib).tolist()) if has_reserved else None)
+
+
+def memory_from_doc(rank_obj: Mapping[str, Any], max_points: int = 2000) -> list[MemoryCurve]:
+    """Curves the document carries (``memory.curves``), downsampled; [] when there are none."""
+    mem = rank_obj.get("memory")
+    curves = mem.get("curves") if isinstance(mem, Mapping) else None
+    out: list[MemoryCurve] = []
+    if not isinstance(curves, Sequence):
+        return out
+    for c in curves:
+        if not isinstance(c, Mapping):
+            continue
+        x = _floats(c.get("ts_ms"))
+        y = _floats(c.get("allocated_mb"))
+        if len(x) < 2 or len(x) != len(y):
+            continue
+        res = _floats(c.get("reserved_mb"))
+        keep = downsample_minmax(x, y, max_points)
+        out.append(MemoryCurve(str(c.get("device", "device")), tuple(x[keep].tolist()), tuple(y[keep].tolist()),
+                               tuple(res[keep].tolist()) if len(res) == len(x) else None))
+    return out
+
+
+def _floats(values: object) -> npt.NDArray[np.float64]:
+    if not isinstance(values, Sequence) or isinstance(values, str):
+        return np.zeros(0)
+    return np.array([num(v) or 0.0 for v in values], dtype=np.float64)

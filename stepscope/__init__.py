@@ -6,6 +6,7 @@ analyses, the advisor and the renderers over it.
 
 from __future__ import annotations
 
+from stepscope.collect import StepTimer, profile
 from stepscope.errors import StepscopeError, TraceFormatError
 from stepscope.ingest import load
 from stepscope.model.trace import Trace
@@ -13,9 +14,11 @@ from stepscope.model.trace import Trace
 __version__ = "0.1.0"
 
 __all__ = [
+    "StepTimer",
     "StepscopeError",
     "Trace",
     "TraceFormatError",
     "__version__",
     "load",
+    "profile",
 ]

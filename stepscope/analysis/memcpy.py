@@ -5,6 +5,9 @@ name), sync vs async (the launching call: ``*MemcpyAsync`` is async, any other m
 host), size, GPU duration and achieved bandwidth = bytes / duration (GB/s = bytes/ns). Copies are
 grouped by (direction, pageable, sync); *small* copies are those under ``small_bytes`` (64 KiB by
 default), whose time is dominated by fixed latency: many of them suggest batching.
+
+Note: ``cudaMemcpyAsync`` from *pageable* memory is staged through a pinned buffer and does not
+overlap with the host; the ``pageable`` column, not ``sync``, is the thing to fix there.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ class CopyGroups:
     """Copies grouped by (direction, pageable, sync); most time first."""
 
     direction: list[str]  # h2d | d2h | d2d | h2h | p2p | unknown
-    pageable: list[str]  # pageable | pinned | unknown
+    pageable: list[str]  # pageable | pinned | device (D2D / P2P) | unknown
     sync: list[str]  # sync | async | unknown
     count: I64
     bytes_total: I64
@@ -98,9 +101,15 @@ def _group(direction: npt.NDArray[np.int8], pageable: npt.NDArray[np.int8], is_s
     order = np.argsort(-time, kind="stable")
     return CopyGroups(
         direction=[MemcpyKind(int(d)).name.lower() if d else "unknown" for d in uniq[0][order]],
-        pageable=[{1: "pageable", 0: "pinned"}.get(int(p), "unknown") for p in uniq[1][order]],
+        pageable=[_memory_label(int(d), int(p)) for d, p in zip(uniq[0][order], uniq[1][order])],
         sync=[{1: "sync", 0: "async"}.get(int(s), "unknown") for s in uniq[2][order]],
         count=count[order].astype(np.int64), bytes_total=total_b[order].astype(np.int64),
         time_ns=time[order].astype(np.int64),
         bandwidth_gbps=np.where(t_known > 0, total_b / np.maximum(t_known, 1), np.nan)[order],
         small_count=small[order].astype(np.int64))
+
+
+def _memory_label(direction: int, pageable: int) -> str:
+    if direction in (MemcpyKind.D2D, MemcpyKind.P2P):
+        return "device"
+    return {1: "pageable", 0: "pinned"}.get(pageable, "unknown")

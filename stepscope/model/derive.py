@@ -43,7 +43,7 @@ def nest(ev: Table, diags: DiagnosticsBuilder) -> tuple[I32, npt.NDArray[np.int1
     cand = np.arange(len(idx)) - 1
     cand[1:][track[1:] != track[:-1]] = -1
     cand[0] = -1
-    _count_overlaps(ts, end, cand, diags)
+    _count_overlaps(ts, end, cand, ev["kind"][idx], diags)
     local = _jump_to_container(cand, end)
     parent[idx] = np.where(local >= 0, idx[np.maximum(local, 0)], -1)
     depth = _depths(local)
@@ -80,15 +80,25 @@ def _depths(parent: I64) -> npt.NDArray[np.int16]:
     return depth
 
 
-def _count_overlaps(ts: I64, end: I64, prev: I64, diags: DiagnosticsBuilder) -> None:
-    has = prev >= 0
+def _count_overlaps(ts: I64, end: I64, prev: I64, kind: npt.NDArray[np.int8], diags: DiagnosticsBuilder) -> None:
+    """Count events that start inside the previous one and end after it (not properly nested).
+
+    A Python frame overlapping the range it opens (``record_function``'s enter call starts before
+    the range and returns inside it) is a known profiler artifact, counted apart as info.
+    """
+    has = np.flatnonzero(prev >= 0)
     p = prev[has]
     partial = (end[p] > ts[has]) & (end[p] < end[has])
-    n = int(partial.sum())
-    if n:
+    python = kind[p] == EventKind.PYTHON_FUNCTION
+    n_py, n_other = int((partial & python).sum()), int((partial & ~python).sum())
+    if n_py:
+        diags.add("python-frame-overlaps-range", "info",
+                  "a Python frame (e.g. record_function's enter) starts before the range it opens and "
+                  "returns inside it; both are kept, as siblings", n_py)
+    if n_other:
         diags.add("events-overlap-on-thread", "warning",
                   "an event starts inside the previous one and ends after it; nested under the enclosing one",
-                  n)
+                  n_other)
 
 
 def link_launches(ev: Table) -> I32:

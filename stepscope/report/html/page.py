@@ -63,7 +63,8 @@ def trim_doc(doc: Mapping[str, Any], limit: int) -> dict[str, Any]:
         if isinstance(rr.get("memory"), Mapping):
             rr["memory"] = {k: v for k, v in rr["memory"].items() if k != "curves"}
         ranks.append(rr)
-    out["ranks"] = ranks
+    if "ranks" in doc:
+        out["ranks"] = ranks
     return out
 
 

@@ -1,0 +1,83 @@
+"""Launch configuration of one rank (Visual Profiler's guided analysis, SPEC §5).
+
+A kernel whose grid has fewer blocks than the device has SMs leaves SMs idle for its whole run,
+however well each block performs. Per kernel: blocks = grid x·y·z; *under-filled* when blocks <
+SM count. Communication kernels are left out (NCCL sizes its grid by channels on purpose).
+Weighted by time: ``underfilled_time_pct`` = time of under-filled kernels / time of all
+kernels with a recorded grid, and ``sm_fill_pct`` = Σ dur · min(1, blocks / SMs) / Σ dur.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from stepscope.analysis._common import F64, I64, pct, rank_rows
+from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.comm import classify
+from stepscope.model.schema import EventKind
+from stepscope.model.trace import Trace
+
+
+@dataclass(frozen=True)
+class UnderfilledKernels:
+    """Under-filled kernels grouped by name, most time first."""
+
+    name: list[str]
+    calls: I64
+    time_ns: I64
+    mean_blocks: F64
+    example_row: I64
+
+
+@dataclass(frozen=True)
+class LaunchConfigResult:
+    """Grid sizes against the SM count of one rank's device."""
+
+    rank: int
+    sm_count: int
+    kernel_count: int  # kernels with a recorded grid
+    kernel_time_ns: int
+    underfilled_rows: I64  # evidence: every under-filled kernel
+    underfilled_time_ns: int
+    sm_fill_pct: float
+    kernels: UnderfilledKernels
+
+    @property
+    def underfilled_time_pct(self) -> float:
+        return pct(self.underfilled_time_ns, self.kernel_time_ns)
+
+
+def compute_launch_config(trace: Trace, rank: int) -> LaunchConfigResult:
+    """Kernels with fewer blocks than SMs, weighted by their time."""
+    dev = trace.device_of_rank(rank)
+    if dev is None or not dev.sm_count:
+        raise NotApplicable("the SM count of the device is not in the trace")
+    ev = trace.events
+    k = rank_rows(trace, rank, (int(EventKind.KERNEL),))
+    k = k[~classify(trace).is_comm[k]]  # collectives use few blocks (channels) by design
+    blocks = ev["grid_x"][k].astype(np.int64) * ev["grid_y"][k] * ev["grid_z"][k]
+    k, blocks = k[blocks > 0], blocks[blocks > 0]
+    if len(k) == 0:
+        raise NotApplicable("no kernel grid sizes in the trace")
+    dur = ev["dur_ns"][k]
+    under = blocks < dev.sm_count
+    fill = np.minimum(1.0, blocks / dev.sm_count)
+    return LaunchConfigResult(
+        rank=rank, sm_count=int(dev.sm_count), kernel_count=len(k), kernel_time_ns=int(dur.sum()),
+        underfilled_rows=k[under], underfilled_time_ns=int(dur[under].sum()),
+        sm_fill_pct=pct(float((dur * fill).sum()), float(dur.sum())),
+        kernels=_by_name(trace, k[under], blocks[under], dur[under]))
+
+
+def _by_name(trace: Trace, rows: I64, blocks: I64, dur: I64) -> UnderfilledKernels:
+    names = trace.events["name"][rows]
+    uniq, first, inv = np.unique(names, return_index=True, return_inverse=True)
+    calls = np.bincount(inv, minlength=len(uniq))
+    time = np.bincount(inv, weights=dur, minlength=len(uniq))
+    mean_blocks = np.bincount(inv, weights=blocks, minlength=len(uniq)) / np.maximum(calls, 1)
+    order = np.argsort(-time, kind="stable")
+    return UnderfilledKernels(name=[str(s) for s in trace.strings.decode(uniq[order])],
+                              calls=calls[order].astype(np.int64), time_ns=time[order].astype(np.int64),
+                              mean_blocks=mean_blocks[order], example_row=rows[first[order]])

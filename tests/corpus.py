@@ -1,12 +1,17 @@
 """A corpus of broken trace files, generated from REAL traces, for the bad-input tests (SPEC §11).
 
-``generate(out_dir)`` writes every case into ``out_dir`` and returns them as :class:`Case` rows:
-what the file is, and what a correct reader must do with it:
+``SPECS`` lists every case statically (tests parametrize over it); ``generate(out_dir)`` writes
+them into ``out_dir`` and returns :class:`Case` rows. Each says what a correct reader does:
 
 * ``expect="error"``: a :class:`~stepscope.errors.StepscopeError` (the CLI: one line naming the
   file, exit code 2, no traceback);
 * ``expect="load"``: the trace loads, and every name in ``diagnostics`` is reported in
-  ``trace.diagnostics`` with a count ≥ 1 (the repair or the loss is counted).
+  ``trace.diagnostics`` with a count ≥ 1 (the repair or the loss is counted);
+* ``expect="any"``: either of those, never another exception.
+
+Directory cases (``no_trace_dir``, ``ranks_dir_missing_one``, ``tb_handler_dir``) and an
+independent oracle for truncation (``complete_events``: stdlib ``json``, not stepscope's scanner)
+are here too.
 
 ``known_bug`` holds the reason of a case the reader gets wrong today (the tests mark it xfail,
 strict, until the reader is fixed).
@@ -20,7 +25,9 @@ from __future__ import annotations
 import copy
 import gzip
 import json
+import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -33,17 +40,45 @@ TRUNCATION_POINTS = (0.01, 0.10, 0.50, 0.90, 0.999)
 DAY_US = 24 * 3600 * 10**6
 
 Doc = dict[str, Any]
+Expect = Literal["error", "load", "any"]
+
+
+@dataclass(frozen=True)
+class Source:
+    """The real trace the mutations start from: its raw (uncompressed) bytes and parsed document."""
+
+    raw: bytes
+    doc: Doc
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One broken input (how to make it) and the behaviour a correct reader shows on it.
+
+    expect: "error" a StepscopeError; "load" the trace loads and reports every name in
+    ``diagnostics`` (count ≥ 1); "any" either, but nothing else (a load must then report at least
+    one diagnostic, since something in the file is wrong).
+    lost_at_most: for mutations of the real trace, how many of its events a load may drop.
+    """
+
+    name: str
+    make: Callable[[Source], bytes]
+    expect: Expect
+    diagnostics: tuple[str, ...] = ()
+    known_bug: str = ""
+    lost_at_most: int | None = None
 
 
 @dataclass(frozen=True)
 class Case:
-    """One broken input and the behaviour a correct reader shows on it."""
+    """A generated file of the corpus."""
 
-    name: str
+    spec: Spec
     path: Path
-    expect: Literal["error", "load"]
-    diagnostics: tuple[str, ...] = ()
-    known_bug: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
 
 
 def shared_traces_missing_reason() -> str | None:
@@ -133,82 +168,109 @@ def _begin_end(doc: Doc) -> None:
     ]
 
 
-def _write(out: Path, name: str, data: bytes) -> Path:
-    p = out / name
-    p.write_bytes(data)
-    return p
+def _specs() -> list[Spec]:
+    specs: list[Spec] = []
 
+    def add(name: str, make: Callable[[Source], bytes], expect: Expect, *diags: str, bug: str = "",
+            lost_at_most: int | None = None) -> None:
+        specs.append(Spec(name, make, expect, diags, bug, lost_at_most))
 
-def generate(out: Path) -> list[Case]:
-    """Write every broken-input case under ``out`` (which must exist) and return them."""
-    reason = shared_traces_missing_reason()
-    if reason is not None:
-        raise FileNotFoundError(reason)
-    raw = real_bytes(BASE_TRACE)
-    base = real_doc(BASE_TRACE)
-    cases: list[Case] = []
+    def const(data: bytes) -> Callable[[Source], bytes]:
+        return lambda _src: data
 
-    def add(name: str, data: bytes, expect: Literal["error", "load"], *diags: str, bug: str = "") -> None:
-        cases.append(Case(name, _write(out, name, data), expect, diags, bug))
+    def mutate(fn: Callable[[Doc], None]) -> Callable[[Source], bytes]:
+        return lambda src: _mutated(src.doc, fn)
 
     # --- not a trace at all ---
-    add("empty.json", b"", "error")
-    add("whitespace.json", b" \n\t\r\n   \n", "error")
-    add("text.json", b"this is not a trace\nat all\n", "error")
-    add("binary_junk.json", bytes((i * 37 + 11) % 256 for i in range(4096)), "error")
-    add("gzip_magic_junk.json.gz", b"\x1f\x8b" + bytes((i * 91 + 7) % 256 for i in range(2048)), "error")
-    add("gzip_of_text.json.gz", gzip.compress(b"hello, I am not JSON"), "error")
-    add("number.json", b"42\n", "error")
-    add("empty_object.json", b"{}", "error")
-    add("events_not_a_list.json", b'{"traceEvents": 5}', "error")
-    add("cut_in_header.json", raw[: raw.index(b'"traceEvents"') - 10], "error")
+    add("empty.json", const(b""), "error")
+    add("whitespace.json", const(b" \n\t\r\n   \n"), "error")
+    add("text.json", const(b"this is not a trace\nat all\n"), "error")
+    add("binary_junk.json", const(bytes((i * 37 + 11) % 256 for i in range(4096))), "error")
+    gz_junk = b"\x1f\x8b" + bytes((i * 91 + 7) % 256 for i in range(2048))
+    add("gzip_magic_junk.json.gz", const(gz_junk), "error")
+    add("gzip_of_text.json.gz", const(gzip.compress(b"hello, I am not JSON")), "error")
+    add("number.json", const(b"42\n"), "error")
+    add("empty_object.json", const(b"{}"), "error")
+    add("events_not_a_list.json", const(b'{"traceEvents": 5}'), "error")
+    add("cut_in_header.json", lambda src: src.raw[: src.raw.index(b'"traceEvents"') - 10], "error")
 
     # --- truncated (a job killed mid-write), plain and gzip ---
     for frac in TRUNCATION_POINTS:
         tag = f"{frac * 100:g}pct".replace(".", "_")
-        add(f"truncated_{tag}.json", cut(raw, frac), "load", "truncated-file")
-        add(f"truncated_{tag}.json.gz", gzip.compress(cut(raw, frac)), "load", "truncated-file")
-    gz = gzip.compress(raw)
-    add("gzip_stream_cut_short.json.gz", cut(gz, 0.5), "load", "truncated-file")
+        add(f"truncated_{tag}.json", lambda src, f=frac: cut(src.raw, f), "load", "truncated-file")
+        add(f"truncated_{tag}.json.gz", lambda src, f=frac: gzip.compress(cut(src.raw, f)), "load",
+            "truncated-file")
+    add("gzip_stream_cut_short.json.gz", lambda src: cut(gzip.compress(src.raw), 0.5), "load",
+        "truncated-file")
 
     # --- valid JSON, events of the wrong types (one event of the real trace mutated) ---
-    add("ts_object.json", _mutated(base, _set("cpu_op", "ts", {"us": 1})), "load", "event-wrong-type")
-    add("dur_string_junk.json", _mutated(base, _set("cpu_op", "dur", "twelve")), "load", "event-wrong-type")
-    add("name_number.json", _mutated(base, _set("cpu_op", "name", 12345)), "load", "event-wrong-type")
-    add("pid_list.json", _mutated(base, _set("cpu_op", "pid", [1, 2])), "load", "event-wrong-type")
-    add("event_not_object.json", _mutated(base, lambda d: d["traceEvents"].insert(7, [1, 2, 3])), "load",
-        "event-wrong-type")
+    add("ts_object.json", mutate(_set("cpu_op", "ts", {"us": 1})), "load", "event-wrong-type", lost_at_most=1)
+    add("dur_string_junk.json", mutate(_set("cpu_op", "dur", "twelve")), "load", "event-wrong-type",
+        lost_at_most=1)
+    add("name_number.json", mutate(_set("cpu_op", "name", 12345)), "load", "event-wrong-type", lost_at_most=1)
+    add("pid_list.json", mutate(_set("cpu_op", "pid", [1, 2])), "load", "event-wrong-type", lost_at_most=1)
+    add("event_not_object.json", mutate(lambda d: d["traceEvents"].insert(7, [1, 2, 3])), "load",
+        "event-wrong-type", lost_at_most=0)
 
-    # --- durations and times ---
-    add("negative_dur.json", _mutated(base, _set("cpu_op", "dur", -250)), "load", "event-negative-duration")
-    add("absurd_dur.json", _mutated(base, _set("kernel", "dur", DAY_US + 3600 * 10**6)), "load",
-        "event-absurd-duration")
-    add("missing_ts.json", _mutated(base, _delete("cpu_op", "ts")), "load", "event-missing-ts")
-    add("missing_dur.json", _mutated(base, _delete("cpu_op", "dur")), "load", "event-missing-dur")
-    add("overlap_on_thread.json", _mutated(base, _overlap), "load", "events-overlap-on-thread")
-    add("duplicate_correlation.json", _mutated(base, _duplicate_correlation), "load", "duplicate-correlation",
-        bug="two runtime calls with one correlation id are linked silently (no diagnostic counts it)")
-    add("begin_end_pair.json", _mutated(base, _begin_end), "load")
-    add("no_device_properties.json", _mutated(base, lambda d: d.pop("deviceProperties")), "load")
-    add("bare_list.json", _dump(base["traceEvents"]), "load")
+    # --- durations, times, ids, phases, metadata ---
+    add("negative_dur.json", mutate(_set("cpu_op", "dur", -250)), "load", "event-negative-duration",
+        lost_at_most=1)
+    add("absurd_dur.json", mutate(_set("kernel", "dur", DAY_US + 3600 * 10**6)), "load",
+        "event-absurd-duration", lost_at_most=1)
+    add("missing_ts.json", mutate(_delete("cpu_op", "ts")), "load", "event-missing-ts", lost_at_most=1)
+    add("missing_dur.json", mutate(_delete("cpu_op", "dur")), "load", "event-missing-dur", lost_at_most=1)
+    add("overlap_on_thread.json", mutate(_overlap), "load", "events-overlap-on-thread", lost_at_most=0)
+    add("duplicate_correlation.json", mutate(_duplicate_correlation), "load", "duplicate-correlation",
+        bug="two runtime calls sharing one correlation id are linked silently; no diagnostic counts it "
+            "(SPEC §11: duplicate ids → a clear error or a counted repair)", lost_at_most=0)
+    add("begin_end_pair.json", mutate(_begin_end), "load", lost_at_most=0)
+    add("no_device_properties.json", mutate(lambda d: d.pop("deviceProperties")), "load", lost_at_most=0)
+    add("bare_list.json", lambda src: _dump(src.doc["traceEvents"]), "load", lost_at_most=0)
 
     # --- values a reader must survive (found while building this corpus) ---
-    add("ts_huge_float.json", _mutated(base, _set("cpu_op", "ts", 1e300)), "load",
+    add("ts_huge_float.json", mutate(_set("cpu_op", "ts", 1e300)), "any", lost_at_most=1,
         bug="ts 1e300 raises OverflowError in kineto_columns._float_us_to_ns")
-    add("dur_huge_float.json", _mutated(base, _set("cpu_op", "dur", 1e300)), "load", "event-absurd-duration",
-        bug="dur 1e300 overflows the int64 cast and is reported as a negative duration")
+    add("dur_huge_float.json", mutate(_set("cpu_op", "dur", 1e300)), "load", "event-absurd-duration",
+        lost_at_most=1, bug="dur 1e300 overflows the int64 cast (RuntimeWarning on stderr) and is "
+                            "reported as event-negative-duration instead of event-absurd-duration")
     add("invalid_utf8_name.json",
-        _mutated(base, _set("cpu_op", "name", "@@BADNAME@@")).replace(b"@@BADNAME@@", b"\xff\xfe"), "load",
-        bug="a name with invalid UTF-8 raises UnicodeDecodeError")
-    add("deeply_nested.json", b'{"traceEvents": [' + b"[" * 100_000 + b"]" * 100_000 + b"]}", "load",
-        bug="a deeply nested array raises RecursionError from msgspec")
-    add("device_id_not_int.json",
-        _mutated(base, lambda d: d["deviceProperties"][0].update(id="gpu0")), "load",
-        bug="deviceProperties id 'gpu0' raises ValueError in build._devices")
-    add("step_number_huge.json",
-        _mutated(base, _set("user_annotation", "name", "ProfilerStep#99999999999", skip=0)), "load",
-        bug="ProfilerStep#99999999999 raises OverflowError (int32 step column)")
+        lambda src: _mutated(src.doc, _set("cpu_op", "name", "@@BAD@@")).replace(b"@@BAD@@", b"\xff\xfe"),
+        "any", lost_at_most=1, bug="a name with invalid UTF-8 raises UnicodeDecodeError")
+    add("deeply_nested.json", const(b'{"traceEvents": [' + b"[" * 100_000 + b"]" * 100_000 + b"]}"), "any",
+        bug="a deeply nested array raises RecursionError (msgspec), not a counted drop or a clear error")
+    add("device_id_not_int.json", mutate(lambda d: d["deviceProperties"][0].update(id="gpu0")), "load",
+        lost_at_most=0, bug="deviceProperties id 'gpu0' raises ValueError in build._devices")
+    add("step_number_huge.json", mutate(_set("user_annotation", "name", "ProfilerStep#99999999999", skip=0)),
+        "load", lost_at_most=0, bug="ProfilerStep#99999999999 raises OverflowError (int32 step column)")
+    return specs
+
+
+#: every case of the corpus (static: tests parametrize over it without the real traces)
+SPECS: list[Spec] = _specs()
+
+
+def base_source() -> Source:
+    return Source(real_bytes(BASE_TRACE), real_doc(BASE_TRACE))
+
+
+def generate(out: Path, specs: list[Spec] | None = None) -> list[Case]:
+    """Write every case (or ``specs``) under ``out`` (which must exist) and return them."""
+    reason = shared_traces_missing_reason()
+    if reason is not None:
+        raise FileNotFoundError(reason)
+    src = base_source()
+    cases = []
+    for spec in specs if specs is not None else SPECS:
+        path = out / spec.name
+        path.write_bytes(spec.make(src))
+        cases.append(Case(spec, path))
     return cases
+
+
+def base_event_count(doc: Doc) -> int:
+    """Slices and instants (not ``[memory]``) of a trace document: what lands in the events table."""
+    return sum(1 for e in doc["traceEvents"] if isinstance(e, dict) and (
+        e.get("ph") == "X" or (e.get("ph") in ("i", "I") and e.get("name") != "[memory]")))
 
 
 def no_trace_dir(out: Path) -> Path:
@@ -248,3 +310,38 @@ def tb_handler_dir(out: Path) -> Path:
     for (worker, _span), ts in TB_LAYOUT.items():
         shutil.copyfile(src[worker], d / f"{worker}.{ts}.pt.trace.json.gz")
     return d
+
+
+def complete_events(data: bytes) -> list[tuple[Any, int]]:
+    """Every element of the ``traceEvents`` array (or bare list) of a COMPLETE trace, with the byte
+    offset just past its serialized end; parsed with the stdlib ``json`` only.
+
+    Latin-1 maps bytes to characters one to one, and UTF-8 multi-byte sequences never contain
+    JSON's structural characters, so character offsets are byte offsets.
+    """
+    text = data.decode("latin-1")
+    m = re.search(r'"traceEvents"\s*:\s*\[', text)
+    pos = m.end() if m is not None else text.index("[") + 1
+    dec = json.JSONDecoder()
+    out: list[tuple[Any, int]] = []
+    n = len(text)
+    while True:
+        while pos < n and text[pos] in " \t\r\n,":
+            pos += 1
+        if text[pos] == "]":
+            return out
+        obj, pos = dec.raw_decode(text, pos)
+        out.append((obj, pos))
+
+
+TABLE_OF_PHASE = {"X": "events", "i": "events", "I": "events", "s": "flows", "f": "flows", "t": "flows",
+                  "C": "counters"}
+
+
+def table_of(event: Any) -> str | None:
+    """Which stepscope table a raw event belongs in ("events", "memory", "flows", "counters"), or None."""
+    if not isinstance(event, dict):
+        return None
+    if event.get("ph") in ("i", "I") and event.get("name") == "[memory]":
+        return "memory"
+    return TABLE_OF_PHASE.get(str(event.get("ph")))

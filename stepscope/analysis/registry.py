@@ -10,7 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from stepscope.analysis.critical_path import compute_critical_path
+from stepscope.analysis.distributed import compute_distributed
+from stepscope.analysis.fusion import compute_fusion
+from stepscope.analysis.idle import compute_idle
+from stepscope.analysis.launch import compute_launch
+from stepscope.analysis.launch_config import compute_launch_config
+from stepscope.analysis.memcpy import compute_memcpy
+from stepscope.analysis.stragglers import compute_cluster
 from stepscope.analysis.summary import compute_summary
+from stepscope.analysis.sync import compute_sync
 
 if TYPE_CHECKING:
     from stepscope.analysis.bundle import Bundle
@@ -21,6 +30,17 @@ ClusterAnalysis = Callable[["Trace", "Bundle"], Any]
 
 RANK_ANALYSES: dict[str, RankAnalysis] = {
     "summary": compute_summary,
+    # deep analyses (SPEC §4 distributed, §5)
+    "distributed": compute_distributed,
+    "idle": compute_idle,
+    "critical_path": compute_critical_path,
+    "sync": compute_sync,
+    "memcpy": compute_memcpy,
+    "launch": compute_launch,
+    "launch_config": compute_launch_config,
+    "fusion": compute_fusion,
 }
 
-CLUSTER_ANALYSES: dict[str, ClusterAnalysis] = {}
+CLUSTER_ANALYSES: dict[str, ClusterAnalysis] = {
+    "cluster": compute_cluster,
+}

@@ -18,6 +18,7 @@ from stepscope.ingest.assemble import split_chunk
 from stepscope.ingest.build import build_trace, rank_of
 from stepscope.ingest.kineto import read_kineto_files
 from stepscope.ingest.layout import RunFiles, resolve
+from stepscope.ingest.nsys_sqlite import is_nsys_sqlite, read_nsys
 from stepscope.model import store
 from stepscope.model.diagnostics import DiagnosticsBuilder
 from stepscope.model.strings import StringPool
@@ -88,7 +89,12 @@ def _parse(run: RunFiles, path: str | Path, ranks: Sequence[int] | None, workers
     total = sum(os.path.getsize(f) for f in run.files)
     cb = progress(total) if progress is not None else None
     diags = DiagnosticsBuilder(source=str(path))
-    batches = read_kineto_files(list(run.files), pool, lambda cols: split_chunk(cols, pool, diags), workers, cb)
+    sqlite = [f for f in run.files if is_nsys_sqlite(f)]
+    kineto = [f for f in run.files if f not in sqlite]
+    by_path = {b.path: b for b in read_kineto_files(kineto, pool, lambda cols: split_chunk(cols, pool, diags),
+                                                    workers, cb)}
+    by_path.update({f: read_nsys(f, pool) for f in sqlite})
+    batches = [by_path[f] for f in run.files]
     chosen = []
     seen: set[int] = set()
     for i, b in enumerate(batches):

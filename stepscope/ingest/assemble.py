@@ -127,7 +127,8 @@ def _events(cols: Cols, sel: npt.NDArray[np.bool_], key: npt.NDArray[np.int64], 
     dur = out["dur_ns"]
     missing = (ph == ord("X")) & (dur == -1000)
     _count(diags, missing, "event-missing-dur", "warning", "complete event without dur: taken as 0")
-    _count(diags, (dur < 0) & ~missing & (ph == ord("X")), "event-negative-duration", "warning", "negative dur clamped to 0")
+    _count(diags, (dur < 0) & ~missing & (ph == ord("X")), "event-negative-duration", "warning",
+           "negative dur clamped to 0")
     dur = np.where((dur < 0) | (ph != ord("X")), 0, dur)
     huge = dur > MAX_DUR_NS
     _count(diags, huge, "event-absurd-duration", "error", "event longer than 24 h dropped")

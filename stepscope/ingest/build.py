@@ -102,8 +102,13 @@ def _table(schema: Any, parts: list[Cols]) -> Table:
     parts = [p for p in parts if p]
     if not parts:
         return Table.empty(schema)
-    cols = {k: np.concatenate([p[k] for p in parts]) for k in schema if k in parts[0]}
-    return Table(schema, cols, len(next(iter(cols.values()))))
+    lengths = [len(next(iter(p.values()))) for p in parts]
+    cols = {}
+    for k, (dtype, fill) in schema.items():
+        if any(k in p for p in parts):
+            cols[k] = np.concatenate([np.asarray(p[k], dtype) if k in p else np.full(n, fill, dtype)
+                                      for p, n in zip(parts, lengths)])
+    return Table(schema, cols, sum(lengths))
 
 
 def build_trace(batches: list[tuple[FileBatch, int, str]], pool: StringPool, diags: DiagnosticsBuilder,

@@ -225,7 +225,8 @@ def _decode_by_scan(job: ChunkJob, buf: bytes) -> ChunkResult:
                        res.array_end >= 0)
 
 
-def _decode_each(buf: bytes, starts: list[int], ends: list[int], precise: bool) -> tuple[list[Any], list[tuple[str, str]]]:
+def _decode_each(buf: bytes, starts: list[int], ends: list[int],
+                 precise: bool) -> tuple[list[Any], list[tuple[str, str]]]:
     """Slow path: events one at a time; malformed ones are dropped and counted."""
     evs: list[Any] = []
     dropped: list[tuple[str, str]] = []

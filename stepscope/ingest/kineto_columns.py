@@ -6,10 +6,9 @@ the trace's pool. ``ts`` is converted to int64 ns exactly: integers and fraction
 
 from __future__ import annotations
 
-from typing import Any
-
 import re
 from operator import attrgetter
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -93,7 +92,8 @@ def intern_strings(values: Any, table: dict[str, int]) -> npt.NDArray[np.int32]:
     local = enc.dictionary.to_pylist()
     remap = np.array([table.setdefault(s, len(table)) for s in local] + [-1], dtype=np.int32)
     idx = enc.indices.fill_null(len(local)).to_numpy(zero_copy_only=False)
-    return remap[idx]
+    out: npt.NDArray[np.int32] = remap[idx]
+    return out
 
 
 def intern_raw(values: tuple[Any, ...], table: dict[str, int]) -> npt.NDArray[np.int32]:
@@ -106,7 +106,8 @@ def intern_raw(values: tuple[Any, ...], table: dict[str, int]) -> npt.NDArray[np
     local = [b.decode("utf-8", "replace") for b in enc.dictionary.to_pylist()]
     remap = np.array([table.setdefault(s, len(table)) for s in local] + [-1], dtype=np.int32)
     idx = enc.indices.fill_null(len(local)).to_numpy(zero_copy_only=False)
-    return remap[idx]
+    out: npt.NDArray[np.int32] = remap[idx]
+    return out
 
 
 def _ints(col: tuple[Any, ...]) -> I64:

@@ -11,9 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
-import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
 
 NAN = float("nan")
 
@@ -146,7 +144,7 @@ class ChunkColumns:
     float_ts_max: float = 0.0  # largest fractional |ts| seen (decides the precise decoder)
 
 
-def decode_events(buf: bytes, precise: bool) -> tuple[list[Any], list[tuple[str, str]]]:
+def decode_events(buf: bytes | memoryview, precise: bool) -> tuple[list[Any], list[tuple[str, str]]]:
     """Decode a JSON array of events; on a type error, decode one by one and drop the bad ones."""
     decoder = PRECISE_DECODER if precise else FAST_DECODER
     try:
@@ -162,18 +160,3 @@ def decode_events(buf: bytes, precise: bool) -> tuple[list[Any], list[tuple[str,
         except msgspec.ValidationError as exc:
             dropped.append(("event-wrong-type", f"{exc}: {bytes(raw)[:160]!r}"))
     return good, dropped
-
-
-def _intern(values: list[Any] | tuple[Any, ...], table: dict[str, int]) -> npt.NDArray[np.int32]:
-    """Local string ids for a column of str / None (None → -1), via Arrow's C hash."""
-    arr = pa.array(values, pa.string())
-    enc = arr.dictionary_encode()
-    local = enc.dictionary.to_pylist()
-    remap = np.array([table.setdefault(s, len(table)) for s in local] + [-1], dtype=np.int32)
-    idx = enc.indices.fill_null(len(local)).to_numpy(zero_copy_only=False)
-    return remap[idx]
-
-
-def _raw_text(values: tuple[Any, ...]) -> list[str | None]:
-    """msgspec.Raw → its JSON text (for Input Dims and the like); None stays None."""
-    return [bytes(v).decode("utf-8", "replace") if v is not None else None for v in values]

@@ -13,7 +13,7 @@ from pathlib import Path
 from stepscope.errors import NoTraceFoundError, TraceFormatError, UsageError
 
 TB_NAME = re.compile(r"^(?P<worker>.+)\.(?P<ts>\d+)\.pt\.trace\.json(?:\.gz)?$")
-TRACE_SUFFIXES = (".json", ".json.gz")
+TRACE_SUFFIXES = (".json", ".json.gz", ".sqlite")
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ def resolve(path: str | Path, span: str | int | None = None) -> RunFiles:
         return RunFiles((str(p),), (p.name,), "", ())
     files = _candidates(p)
     if not files:
-        raise NoTraceFoundError("no trace file (*.json, *.json.gz) in this directory", p)
+        raise NoTraceFoundError("no trace file (*.json, *.json.gz, *.sqlite) in this directory", p)
     tb = [(f, TB_NAME.match(f.name)) for f in files]
     if not all(m for _, m in tb):
         return RunFiles(tuple(map(str, files)), tuple(f.name for f in files), "", ())

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -223,7 +224,7 @@ def _step_row(ev: Table, steps: Table, step_of: I32) -> I64:
     return np.where(step_of >= 0, found, -1)
 
 
-def innermost_host_event(ev: Table, parent: I32, track: I32, ts: I64) -> I32:
+def innermost_host_event(ev: Table, parent: I32, track: npt.NDArray[Any], ts: npt.NDArray[Any]) -> I32:
     """For instants (memory events), the innermost host event on their track that contains them."""
     out = np.full(len(ts), -1, np.int32)
     host = np.isin(ev["kind"], [int(k) for k in HOST_KINDS])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -57,7 +58,8 @@ class StringPool:
 
     def decode(self, ids: npt.NDArray[np.integer]) -> npt.NDArray[np.object_]:
         """Decode an id column to strings (-1 → "")."""
-        return self.as_array()[ids]
+        out: npt.NDArray[np.object_] = self.as_array()[ids]
+        return out
 
     def mask(self, predicate: Callable[[str], bool]) -> npt.NDArray[np.bool_]:
         """Boolean per string id (plus a trailing False for id -1): index it with an id column."""
@@ -66,7 +68,7 @@ class StringPool:
         return out
 
     def map(self, fn: Callable[[str], int], dtype: type[np.generic] = np.int32,
-            missing: int = -1) -> npt.NDArray[np.generic]:
+            missing: int = -1) -> npt.NDArray[Any]:
         """An integer per string id (plus ``missing`` for id -1), e.g. a category code."""
         out = np.full(len(self._strings) + 1, missing, dtype=dtype)
         out[:-1] = [fn(s) for s in self._strings]

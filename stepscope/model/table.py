@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
 Schema = Mapping[str, tuple[type[np.generic], int | float]]
-Column = npt.NDArray[np.generic]
+Column = npt.NDArray[Any]
 
 
 class Table:

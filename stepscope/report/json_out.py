@@ -14,6 +14,7 @@ import numpy as np
 
 from stepscope.analysis.bundle import Bundle, RankResults
 from stepscope.model.trace import Trace
+from stepscope.report.json_deep import DEEP_RANK_SECTIONS, cluster_section
 
 SCHEMA_VERSION = "1"
 
@@ -47,14 +48,17 @@ RANK_SECTIONS: dict[str, RankSection] = {
     "device": _device,
     "event_counts": _events,
     "gpu": _gpu,
+    **DEEP_RANK_SECTIONS,  # distributed, idle and the other deep analyses (json_deep.py)
 }
 
 #: keys every rank object must carry even before their analysis exists (value null / [])
-REQUIRED_RANK_KEYS = {"device": None, "overview": None, "steps": [], "gpu": None, "kernels": [],
+REQUIRED_RANK_KEYS: dict[str, Any] = {"device": None, "overview": None, "steps": [], "gpu": None, "kernels": [],
                       "operators": [], "distributed": None, "idle": None}
 
 ClusterSection = Callable[[Bundle], Any]
-CLUSTER_SECTIONS: dict[str, ClusterSection] = {}
+CLUSTER_SECTIONS: dict[str, ClusterSection] = {
+    "cluster": cluster_section,
+}
 
 
 def to_json(bundle: Bundle, findings: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
@@ -68,7 +72,7 @@ def to_json(bundle: Bundle, findings: Sequence[dict[str, Any]] = ()) -> dict[str
         obj["skipped"] = dict(rr.skipped)
         ranks.append(obj)
     cluster = {k: fn(bundle) for k, fn in CLUSTER_SECTIONS.items()}
-    return clean({
+    doc: dict[str, Any] = clean({
         "schema_version": SCHEMA_VERSION,
         "source": trace.source,
         "ranks": ranks,
@@ -77,6 +81,7 @@ def to_json(bundle: Bundle, findings: Sequence[dict[str, Any]] = ()) -> dict[str
         "findings": list(findings),
         "diagnostics": [d.to_dict() for d in trace.diagnostics],
     })
+    return doc
 
 
 def clean(obj: Any) -> Any:

@@ -41,7 +41,7 @@ details.evidence summary{cursor:pointer;color:var(--muted);font-size:12.5px}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;margin:6px 0 0;font-size:12.5px}
 dt{color:var(--muted)}dd{margin:0;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;
 word-break:break-all}
-.stats{display:grid;grid-template-columns:repeat(auto-fill,minmax(150px,1fr));gap:10px;margin:8px 0}
+.stats{display:grid;grid-template-columns:repeat(auto-fill,minmax(128px,1fr));gap:10px;margin:8px 0}
 .stat{border:1px solid var(--line);border-radius:8px;padding:10px 12px;background:var(--row)}
 .stat .v{font-size:20px;font-weight:650;font-variant-numeric:tabular-nums}
 .stat .k{color:var(--muted);font-size:12px}
@@ -55,7 +55,7 @@ svg .seg:hover,svg .ev:hover{stroke:var(--ink);stroke-width:1}
 svg .line{stroke-width:1.6}
 svg .lane{fill:var(--row)}
 svg .band-dataloader{fill:#eeca3b;opacity:.22}svg .band-sync{fill:#d62728;opacity:.28}
-.tablewrap{overflow-x:auto;margin-top:8px}.tablewrap.narrow{max-width:420px}
+.tablewrap{overflow:auto;margin-top:8px;max-height:460px;border:1px solid var(--line);border-radius:6px}.tablewrap.narrow{max-width:420px}
 table.data{border-collapse:collapse;width:100%;font-size:12.5px;font-variant-numeric:tabular-nums}
 table.data th{text-align:left;color:var(--muted);font-weight:600;border-bottom:2px solid var(--line);
 padding:6px 8px;white-space:nowrap;position:sticky;top:0;background:var(--card)}
@@ -78,6 +78,10 @@ padding:4px 10px;cursor:pointer;font:inherit}.tabs button.on{background:var(--ac
 #tip{position:fixed;pointer-events:none;z-index:10;background:#10141c;color:#fff;font-size:12px;
 padding:6px 9px;border-radius:6px;max-width:560px;display:none;word-break:break-all;
 box-shadow:0 4px 14px rgba(0,0,0,.25)}
+.split{display:grid;grid-template-columns:minmax(260px,360px) 1fr;gap:24px;align-items:start}
+@media (max-width:900px){.split{grid-template-columns:1fr}}
+.hero{border-top:4px solid var(--accent)}.hero .verdict{margin-top:0}
+.hero .stats{grid-template-columns:repeat(auto-fill,minmax(150px,1fr))}
 footer{color:var(--muted);font-size:12px;text-align:center;padding:8px 0 30px}
 """
 

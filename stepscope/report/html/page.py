@@ -101,7 +101,7 @@ def render_html(doc: Mapping[str, Any], *, title: str, timeline: TimelineData | 
     if not ranks:
         body.append(s.section("overview", "Overview", '<p class="empty">The document has no ranks.</p>'))
     body.append(s.diagnostics_html(doc))
-    nav = [("findings", "Findings"), ("overview-r0", "Overview"), ("breakdown-r0", "Step breakdown"),
+    nav = [("findings", "Verdict"), ("overview-r0", "Overview"), ("breakdown-r0", "Step breakdown"),
            ("timeline-r0", "Timeline"), ("kernels-r0", "Kernels"), ("operators-r0", "Operators"),
            ("diagnostics", "Diagnostics")]
     if ranks:

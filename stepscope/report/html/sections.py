@@ -37,14 +37,43 @@ def section(sec_id: str, title: str, body: str, sub: str = "") -> str:
 # ---- findings -------------------------------------------------------------------------------------
 
 def findings_html(doc: Doc) -> str:
-    """The verdict and the ranked findings with their evidence (or "no findings")."""
+    """The top card: verdict, headline numbers, the average step split, and the ranked findings."""
     findings = [f for f in doc.get("findings") or [] if isinstance(f, Mapping)]
     verdict = f'<div class="verdict" id="verdict">{esc(verdict_text(doc))}</div>'
+    head = verdict + _headline(doc)
     if not findings:
-        return section("findings", "Findings", verdict + '<p class="empty" id="no-findings">no findings</p>')
+        body = head + '<h3>Findings</h3><p class="empty" id="no-findings">no findings</p>'
+        return section("findings", "Verdict", body).replace('class="card"', 'class="card hero"', 1)
     cards = "".join(_finding_card(i + 1, f) for i, f in enumerate(findings))
-    return section("findings", f"Findings ({len(findings)})", verdict + f'<ol class="findings">{cards}</ol>',
-                   "Ranked by estimated gain: the time a fix would save per step.")
+    body = (head + f"<h3>Findings ({len(findings)}), ranked by estimated gain per step</h3>"
+            f'<ol class="findings">{cards}</ol>')
+    return section("findings", "Verdict", body).replace('class="card"', 'class="card hero"', 1)
+
+
+def _headline(doc: Doc) -> str:
+    """Key numbers and the average-step split bar of the first rank."""
+    ranks = [r for r in doc.get("ranks") or [] if isinstance(r, Mapping)]
+    if not ranks:
+        return ""
+    r = ranks[0]
+    ov = r.get("overview") or {}
+    avg_bd = breakdown_values(ov.get("breakdown_ms"))
+    avg = num(ov.get("avg_step_ms")) or sum(avg_bd.values())
+    if not avg:
+        return ""
+    top = max(avg_bd, key=lambda k: avg_bd[k])
+    stats = [("average step" + (f" (rank {r.get('rank')})" if len(ranks) > 1 else ""), fmt_ms(avg)),
+             ("GPU utilization", fmt_pct(ov.get("gpu_utilization_pct"))),
+             (f"largest part: {LABELS[top]}", fmt_pct(100.0 * avg_bd[top] / avg)),
+             ("steps profiled", fmt_int(ov.get("step_count")))]
+    tiles = "".join(f'<div class="stat"><div class="v">{esc(v)}</div><div class="k">{esc(k)}</div></div>'
+                    for k, v in stats if v != "–")
+    out = f'<div class="stats">{tiles}</div>'
+    if any(avg_bd.values()):
+        layers = [svg.Series(k, label, c, [avg_bd[k]]) for k, label, c in BREAKDOWN]
+        out += svg.share_bar("headline-breakdown", layers, total=avg, label="average step split")
+        out += svg.legend([(label, colour) for _, label, colour in BREAKDOWN])
+    return out
 
 
 def _finding_card(pos: int, f: Mapping[str, Any]) -> str:
@@ -96,8 +125,9 @@ def overview_html(rank: Mapping[str, Any]) -> str:
         if num(ov.get(key)) is not None:
             stats.append((label, f"{num(ov.get(key)):,.2f}"))
     tiles = "".join(f'<div class="stat"><div class="v">{esc(v)}</div><div class="k">{esc(k)}</div></div>'
-                    for k, v in stats)
-    return f'<div class="stats">{tiles}</div>{device_html(rank.get("device"))}'
+                    for k, v in stats if v != "–")
+    missing = "" if ov else '<p class="note">Step overview not available (no steps, or the view did not run).</p>'
+    return f'<div class="stats">{tiles}</div>{missing}{device_html(rank.get("device"))}'
 
 
 def device_html(dev: object) -> str:
@@ -120,23 +150,21 @@ def breakdown_html(rank: Mapping[str, Any], rank_id: int) -> str:
     steps = [s for s in rank.get("steps") or [] if isinstance(s, Mapping)]
     if not ov.get("breakdown_ms") and not steps:
         return '<p class="empty">No step breakdown for this rank (no ProfilerStep spans, or the view did not run).</p>'
-    parts = [svg.legend([(label, colour) for _, label, colour in BREAKDOWN])]
     avg_bd = breakdown_values(ov.get("breakdown_ms"))
     avg = num(ov.get("avg_step_ms")) or sum(avg_bd.values())
+    left = ""
     if any(avg_bd.values()):
-        layers = [svg.Series(k, label, c, [avg_bd[k]]) for k, label, c in BREAKDOWN]
-        parts.append(f'<h3>Average step: {esc(fmt_ms(avg))}</h3>')
-        parts.append(svg.share_bar(f"avg-breakdown-r{rank_id}", layers, total=avg, label="average step"))
-        parts.append(_avg_table(avg_bd, avg))
+        left = f'<h3>Average step: {esc(fmt_ms(avg))}</h3>' + _avg_table(avg_bd, avg)
+    right = ""
     if steps:
         shown = steps if len(steps) <= MAX_STEP_BARS else steps[:: -(-len(steps) // MAX_STEP_BARS)]
         cols = [str(s.get("step", i)) for i, s in enumerate(shown)]
         bds = [breakdown_values(s.get("breakdown_ms")) for s in shown]
         layers = [svg.Series(k, label, c, [bd[k] for bd in bds]) for k, label, c in BREAKDOWN]
         note = "" if len(shown) == len(steps) else f" (every {len(steps) // len(shown)}th of {len(steps):,})"
-        parts.append(f"<h3>Per step{esc(note)}</h3>")
-        parts.append(svg.stacked_columns(f"step-chart-r{rank_id}", cols, layers, label="time per step"))
-    return "".join(parts)
+        right = (f"<h3>Per step{esc(note)}</h3>" + svg.legend([(label, colour) for _, label, colour in BREAKDOWN])
+                 + svg.stacked_columns(f"step-chart-r{rank_id}", cols, layers, label="time per step"))
+    return f'<div class="split"><div>{left}</div><div>{right}</div></div>'
 
 
 def _avg_table(bd: Mapping[str, float], avg: float) -> str:
@@ -144,7 +172,7 @@ def _avg_table(bd: Mapping[str, float], avg: float) -> str:
                    f'<td class="num">{esc(fmt_ms(v, 2))}</td>'
                    f'<td class="num">{esc(fmt_pct(100.0 * v / avg if avg else None))}</td></tr>'
                    for k, v in bd.items())
-    return (f'<div class="tablewrap narrow"><table class="data"><thead><tr><th class="txt">category</th>'
+    return (f'<div class="tablewrap"><table class="data"><thead><tr><th class="txt">category</th>'
             f'<th class="num">ms / step</th><th class="num">share</th></tr></thead><tbody>{rows}'
             f"</tbody></table></div>")
 
@@ -159,7 +187,8 @@ def kernels_html(rank: Mapping[str, Any], rank_id: int, limit: int) -> str:
     busy = num((rank.get("gpu") or {}).get("busy_ms"))
     items = [(str(k.get("name", "")), _share(k, total),
               f"{k.get('name', '')}: {fmt_ms(k.get('total_ms'), 3)} in {fmt_int(k.get('calls'))} calls")
-             for k in rows[:10]]
+             for k in rows]
+    items = sorted(items, key=lambda it: -it[1])[:10]
     chart = svg.hbars(f"kernel-chart-r{rank_id}", items, color=COLORS["kernel"], label="top kernels by time")
     sub = f'<p class="note">Share of all kernel time ({esc(fmt_ms(total))}'
     sub += f"; GPU busy {esc(fmt_ms(busy))})</p>" if busy is not None else ")</p>"

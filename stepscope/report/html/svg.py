@@ -37,6 +37,16 @@ def nice_ticks(vmax: float, count: int = 5) -> list[float]:
     return [round(i * step, 10) for i in range(n + 1)]
 
 
+def nice_range(lo: float, hi: float, count: int = 6) -> list[float]:
+    """Round tick values inside [lo, hi] (e.g. a time axis that does not start at 0)."""
+    span = hi - lo
+    if span <= 0 or not math.isfinite(span):
+        return [lo]
+    step = nice_ticks(span, count)[1]
+    first = math.ceil(lo / step - 1e-9) * step
+    return [round(first + i * step, 10) for i in range(int((hi - first) / step + 1e-9) + 1)]
+
+
 def _c(x: float) -> str:
     """A coordinate with one decimal (keeps big charts small)."""
     return f"{x:.1f}".rstrip("0").rstrip(".")
@@ -108,8 +118,11 @@ def share_bar(chart_id: str, layers: Sequence[Series], *, total: float, label: s
         tip = f"{s.label}: {fmt_ms(v, 2)} ({pct:.1f} %)"
         parts.append(f'<rect class="seg" x="{_c(x)}" y="4" width="{_c(w)}" height="36" fill="{s.color}" '
                      f'data-cat="{esc(s.key)}" data-value="{data_num(v)}" data-tip="{esc(tip)}"/>')
-        if w > 70:
-            parts.append(f'<text class="inbar" x="{_c(x + 6)}" y="27">{esc(s.label)} {pct:.0f}%</text>')
+        text = f"{s.label} {pct:.0f}%"
+        if w > 7.5 * len(text) + 12:
+            parts.append(f'<text class="inbar" x="{_c(x + 6)}" y="27">{esc(text)}</text>')
+        elif w > 7.5 * len(f"{pct:.0f}%") + 10:
+            parts.append(f'<text class="inbar" x="{_c(x + 5)}" y="27">{pct:.0f}%</text>')
         x += w
     parts.append("</svg>")
     return "".join(parts)
@@ -118,7 +131,7 @@ def share_bar(chart_id: str, layers: Sequence[Series], *, total: float, label: s
 def hbars(chart_id: str, items: Sequence[tuple[str, float, str]], *, color: str, label: str = "",
           value_fmt: str = "pct") -> str:
     """Horizontal bars with a name column: ``items`` are (name, value, tooltip), largest first."""
-    row_h, name_w = 24.0, 380.0
+    row_h, name_w = 21.0, 380.0
     height = row_h * len(items) + 8
     vmax = max((v for _, v, _ in items), default=0.0) or 1.0
     parts = [_open(chart_id, height, label)]
@@ -137,7 +150,7 @@ def hbars(chart_id: str, items: Sequence[tuple[str, float, str]], *, color: str,
     return "".join(parts)
 
 
-def line_chart(chart_id: str, xs: Sequence[float], lines: Sequence[Series], *, x_unit: str = "ms",
+def line_chart(chart_id: str, xs: Sequence[float], lines: Sequence[Series], *, x_unit: str = " ms",
                y_unit: str = "", height: float = 240, label: str = "") -> str:
     """Lines over a shared x axis (e.g. memory over time); points are drawn as given."""
     left, right, top, bottom = 70.0, 12.0, 12.0, 30.0
@@ -148,11 +161,11 @@ def line_chart(chart_id: str, xs: Sequence[float], lines: Sequence[Series], *, x
     xspan = (x1 - x0) or 1.0
     y_of = {t: top + plot_h - plot_h * t / ticks[-1] for t in ticks}
     parts = [_open(chart_id, height, label), *_y_axis(ticks, left, WIDTH - right, y_of, y_unit)]
-    for t in nice_ticks(xspan, 6):
-        if t <= xspan:
-            x = _c(left + plot_w * t / xspan)
-            parts.append(f'<text class="axis" x="{x}" y="{_c(height - 10)}" text-anchor="middle">'
-                         f'{esc(f"{t + x0:g}")}{esc(x_unit)}</text>')
+    for t in nice_range(x0, x1, 6):
+        x = _c(left + plot_w * (t - x0) / xspan)
+        parts.append(f'<line class="grid" x1="{x}" x2="{x}" y1="{_c(top)}" y2="{_c(top + plot_h)}"/>')
+        parts.append(f'<text class="axis" x="{x}" y="{_c(height - 10)}" text-anchor="middle">'
+                     f'{esc(f"{t:g}")}{esc(x_unit)}</text>')
     for s in lines:
         pts = " ".join(f"{_c(left + plot_w * (x - x0) / xspan)},{_c(top + plot_h - plot_h * y / ticks[-1])}"
                        for x, y in zip(xs, s.values))

@@ -23,7 +23,7 @@ class Col:
 
 
 def ms(v: object) -> str:
-    return fmt_ms(v, 3)
+    return fmt_ms(v, 2)
 
 
 def yes_no(v: object) -> str:

@@ -1,0 +1,114 @@
+"""What a rule sees: the bundle, the config, the rank it looks at, and the average step it compares to.
+
+A rule asks for an analysis result with :meth:`RuleContext.result`; when that analysis did not run
+(skipped, or not registered in this build) the call raises
+:class:`~stepscope.analysis.base.NotApplicable` with the reason, and the engine reports the rule as
+"not run" once. Rules build findings with :meth:`RuleContext.finding`, which fills in rank, the
+step list and the severity from the gain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from stepscope.advisor.config import AdvisorConfig
+from stepscope.advisor.finding import Change, Finding, severity_for
+from stepscope.analysis._common import step_windows
+from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.bundle import Bundle
+from stepscope.model.trace import Trace
+
+# Registry names of the analyses the rules read (stepscope/analysis/registry.py).
+BREAKDOWN = "breakdown"
+OVERVIEW = "overview"
+OPERATORS = "operators"
+KERNELS = "kernels"
+MEMORY = "memory"
+TENSOR_CORES = "tensor_cores"
+DISTRIBUTED = "distributed"
+IDLE = "idle"
+LAUNCH = "launch"
+SYNC = "sync"
+MEMCPY = "memcpy"
+LAUNCH_CONFIG = "launch_config"
+FUSION = "fusion"
+CLUSTER = "cluster"
+CRITICAL_PATH = "critical_path"
+
+
+@dataclass(frozen=True)
+class RuleContext:
+    """One rule's view of the bundle: a rank (``rank`` None = the whole cluster) and its step."""
+
+    bundle: Bundle
+    cfg: AdvisorConfig
+    rank: int | None
+    step_ns: int
+    steps: tuple[int, ...]
+
+    @property
+    def trace(self) -> Trace:
+        return self.bundle.trace
+
+    def result(self, name: str) -> Any:
+        """The rank's result of analysis ``name``, or NotApplicable saying why there is none."""
+        if self.rank is None:
+            return self.cluster(name)
+        rr = self.bundle.ranks[self.rank]
+        if name in rr.results:
+            return rr.results[name]
+        raise NotApplicable(rr.skipped.get(name, f"the {name} analysis did not run"))
+
+    def optional(self, name: str) -> Any:
+        """The rank's result of ``name``, or None when it did not run."""
+        try:
+            return self.result(name)
+        except NotApplicable:
+            return None
+
+    def cluster(self, name: str) -> Any:
+        if name in self.bundle.cluster:
+            return self.bundle.cluster[name]
+        raise NotApplicable(self.bundle.cluster_skipped.get(name, f"the {name} analysis did not run"))
+
+    def finding(self, rule: str, gain_ns: float, basis: str, evidence: Mapping[str, Any], change: Change,
+                steps: tuple[int, ...] | None = None) -> Finding:
+        """A finding of this context's rank, severity from the gain's share of the average step."""
+        gain = max(int(round(gain_ns)), 0)
+        sev = severity_for(gain, self.step_ns, self.cfg.severity_high_pct, self.cfg.severity_medium_pct)
+        return Finding(rule=rule, severity=sev, rank=self.rank, steps=self.steps if steps is None else steps,
+                       est_gain_ns=gain, step_ns=self.step_ns, basis=basis, evidence=dict(evidence),
+                       change=change)
+
+    def pct_of_step(self, ns: float) -> float:
+        return 100.0 * ns / self.step_ns if self.step_ns > 0 else 0.0
+
+
+def rank_step(bundle: Bundle, rank: int) -> tuple[int, tuple[int, ...]]:
+    """Average step time (ns) and step numbers of a rank: the breakdown's, else the raw step windows."""
+    rr = bundle.ranks[rank]
+    bd = rr.results.get(BREAKDOWN)
+    if bd is None and OVERVIEW in rr.results:
+        bd = rr.results[OVERVIEW].breakdown
+    if bd is not None and bd.step_count:
+        steps = tuple(int(s) for s in bd.step.tolist() if s >= 0)
+        return int(round(bd.avg_step_ns)), steps
+    wins = step_windows(bundle.trace, rank)
+    if len(wins) == 0:
+        return 0, ()
+    steps = tuple(int(s) for s in wins.step.tolist() if s >= 0)
+    return int(np.mean(wins.dur_ns)), steps
+
+
+def context_for(bundle: Bundle, cfg: AdvisorConfig, rank: int | None) -> RuleContext:
+    """The context of one rank, or of the cluster (median average step over ranks)."""
+    if rank is not None:
+        step_ns, steps = rank_step(bundle, rank)
+        return RuleContext(bundle, cfg, rank, step_ns, steps)
+    per = [rank_step(bundle, r)[0] for r in bundle.ranks]
+    per = [p for p in per if p > 0]
+    return RuleContext(bundle, cfg, None, int(np.median(per)) if per else 0, ())

@@ -1,0 +1,91 @@
+"""Run every rule over an analysed trace and rank what they find by estimated gain.
+
+``advise(bundle)`` is what ``stepscope analyze`` calls; ``run_advisor(bundle)`` also returns the rules
+that could not run (one entry per rule and reason, with the ranks it concerns) and the per-rank
+verdicts, for ``stepscope advise``.
+
+A rule is a module of :mod:`stepscope.advisor.rules` with ``RULE_ID``, ``SCOPE`` (``"rank"`` or
+``"cluster"``) and ``detect(ctx) -> list[Finding]`` (the :class:`Rule` protocol). A rule whose data
+is missing raises :class:`~stepscope.analysis.base.NotApplicable`; any other exception is a bug in the
+rule, recorded as "not run" with the error so that one broken rule never takes the report down.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from stepscope.advisor.config import AdvisorConfig
+from stepscope.advisor.context import RuleContext, context_for
+from stepscope.advisor.finding import Finding, NotRun
+from stepscope.advisor.rules import ALL_RULES
+from stepscope.advisor.verdict import Verdict, verdicts
+from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.bundle import Bundle
+
+log = logging.getLogger(__name__)
+
+
+class Rule(Protocol):
+    """What every rule module provides."""
+
+    @property
+    def RULE_ID(self) -> str: ...  # noqa: N802 - module constant
+
+    @property
+    def SCOPE(self) -> str: ...  # noqa: N802 - module constant
+
+    def detect(self, ctx: RuleContext) -> list[Finding]: ...
+
+
+@dataclass(frozen=True)
+class Advice:
+    """Everything the advisor says about one trace."""
+
+    findings: tuple[Finding, ...]
+    not_run: tuple[NotRun, ...]
+    verdicts: tuple[Verdict, ...]
+
+
+def advise(bundle: Bundle, config: AdvisorConfig | None = None) -> list[Finding]:
+    """Findings of every rule, largest estimated gain first."""
+    return list(run_advisor(bundle, config).findings)
+
+
+def run_advisor(bundle: Bundle, config: AdvisorConfig | None = None,
+                rules: Sequence[Rule] | None = None) -> Advice:
+    """Findings (ranked), the rules that could not run (once each, with why) and the verdicts."""
+    cfg = config or AdvisorConfig()
+    found: list[Finding] = []
+    skipped: dict[tuple[str, str], list[int]] = {}
+    contexts = {r: context_for(bundle, cfg, r) for r in sorted(bundle.ranks)}
+    cluster_ctx = context_for(bundle, cfg, None)
+    for rule in rules if rules is not None else ALL_RULES:
+        targets = [cluster_ctx] if rule.SCOPE == "cluster" else list(contexts.values())
+        for ctx in targets:
+            reason = _run_one(rule, ctx, found)
+            if reason is not None:
+                skipped.setdefault((rule.RULE_ID, reason), []).append(-1 if ctx.rank is None else ctx.rank)
+    not_run = tuple(NotRun(rule_id, reason, tuple(r for r in ranks if r >= 0))
+                    for (rule_id, reason), ranks in skipped.items())
+    return Advice(tuple(rank_findings(found)), not_run, verdicts(bundle))
+
+
+def _run_one(rule: Rule, ctx: RuleContext, out: list[Finding]) -> str | None:
+    """Run one rule on one context; the reason it could not run, or None."""
+    try:
+        out.extend(rule.detect(ctx))
+    except NotApplicable as exc:
+        return exc.reason
+    except Exception as exc:  # a bug in one rule must not hide the others' findings
+        log.debug("rule %s failed on rank %s", rule.RULE_ID, ctx.rank, exc_info=True)
+        return f"internal error: {type(exc).__name__}: {exc}"
+    return None
+
+
+def rank_findings(findings: Sequence[Finding]) -> list[Finding]:
+    """Largest estimated gain first; ties by severity, rule id, rank."""
+    return sorted(findings, key=lambda f: (-f.est_gain_ns, f.severity.order, f.rule,
+                                           -1 if f.rank is None else f.rank))

@@ -1,0 +1,70 @@
+"""``dataloader-bound``: the step waits for its input batch (SPEC §6 row 1; TB plugin, Paddle, Ascend).
+
+Detects: the step breakdown's DataLoader category — time inside ``DataLoader.__next__`` with no
+kernel, copy, memset, communication or runtime call running — is at least ``dataloader_min_pct`` of the
+average step. That category *is* "GPU idle while the host is in the DataLoader" by construction.
+
+Gain: that exposed input time per average step — what a background input pipeline (workers that
+prepare the next batch while this step runs) can hide. It is an upper bound: workers share the host's
+CPU cores with the main process, which slows its remaining work somewhat.
+
+Evidence: per-step DataLoader time, the DataLoader events (their names say single- or multi-process
+loading), the GPU host-wait inside DataLoader periods (idle analysis, when it ran).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stepscope.advisor.context import BREAKDOWN, IDLE, OVERVIEW, RuleContext
+from stepscope.advisor.finding import Change, Finding
+from stepscope.advisor.rules._util import ms, per_step, rank_rows, top_names
+from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.breakdown import StepBreakdown, is_dataloader
+from stepscope.model.schema import EventKind
+
+RULE_ID = "dataloader-bound"
+SCOPE = "rank"
+
+
+def breakdown_of(ctx: RuleContext) -> StepBreakdown:
+    """The rank's step breakdown (its own analysis, else the overview's copy)."""
+    bd = ctx.optional(BREAKDOWN)
+    if bd is None:
+        ov = ctx.optional(OVERVIEW)
+        if ov is None:
+            raise NotApplicable("the step time breakdown did not run")
+        bd = ov.breakdown
+    if bd.step_count == 0 or bd.avg_step_ns <= 0:
+        raise NotApplicable("no steps to break down")
+    return bd  # type: ignore[no-any-return]
+
+
+def detect(ctx: RuleContext) -> list[Finding]:
+    bd = breakdown_of(ctx)
+    col = bd.categories.index("dataloader")
+    dl_ns = float(bd.avg_category_ns[col])
+    pct = 100.0 * dl_ns / bd.avg_step_ns
+    if pct < ctx.cfg.dataloader_min_pct:
+        return []
+    trace = ctx.trace
+    rows = rank_rows(ctx, EventKind.USER_ANNOTATION, EventKind.CPU_OP, EventKind.PYTHON_FUNCTION)
+    rows = rows[trace.strings.mask(is_dataloader)[trace.events["name"][rows]]]
+    events = top_names(trace, rows, per=max(len(ctx.steps), 1))
+    single = any("SingleProcess" in e["name"] for e in events)
+    evidence = {
+        "dataloader_ms": ms(dl_ns), "dataloader_pct": round(pct, 2), "avg_step_ms": ms(bd.avg_step_ns),
+        "per_step_dataloader_ms": [ms(v) for v in bd.category_ns[:, col].tolist()],
+        "steps": [int(s) for s in bd.step.tolist()], "dataloader_events": events,
+        "dataloader_event_ms": ms(per_step(ctx, float(trace.events["dur_ns"][rows].sum()))),
+        "loading": "single-process" if single else ("multi-process" if events else "unknown"),
+    }
+    idle = ctx.optional(IDLE)
+    if idle is not None and len(idle.step):
+        evidence["gpu_host_wait_in_dataloader_ms"] = ms(float(np.mean(idle.host_wait_in_dataloader_ns)))
+    if single or not events:
+        change = Change("set-num-workers", {"num_workers": ctx.cfg.dataloader_default_workers,
+                                            "pin_memory": True, "persistent_workers": True})
+    else:
+        change = Change("speed-up-input-pipeline", {"prefetch_factor": 4, "persistent_workers": True})
+    return [ctx.finding(RULE_ID, dl_ns, "exposed-input-time", evidence, change)]

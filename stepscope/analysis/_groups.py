@@ -1,0 +1,53 @@
+"""Vectorised group-by statistics over a duration column (calls, total, mean, median, min, max, std)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class GroupStats:
+    """Per-group duration statistics, ns; index = group id of :func:`duration_stats`' ``inverse``."""
+
+    calls: I64
+    total_ns: I64
+    mean_ns: F64
+    median_ns: F64
+    min_ns: I64
+    max_ns: I64
+    std_ns: F64
+
+
+def duration_stats(inverse: npt.NDArray[np.integer], dur_ns: I64, groups: int) -> GroupStats:
+    """Statistics of ``dur_ns`` per group (``inverse`` = group of each row, 0..groups-1)."""
+    inv = np.asarray(inverse, np.int64)
+    calls = np.bincount(inv, minlength=groups).astype(np.int64)
+    total = np.bincount(inv, weights=dur_ns, minlength=groups)
+    safe = np.maximum(calls, 1)
+    mean = total / safe
+    sq = np.bincount(inv, weights=dur_ns.astype(np.float64) ** 2, minlength=groups)
+    std = np.sqrt(np.maximum(sq / safe - mean**2, 0.0))
+    order = np.lexsort((dur_ns, inv))
+    sorted_dur = dur_ns[order]
+    first = np.concatenate([[0], np.cumsum(calls)[:-1]])
+    lo = first + (safe - 1) // 2
+    hi = first + safe // 2
+    n = len(sorted_dur)
+    median = np.where(calls > 0, (sorted_dur[np.minimum(lo, n - 1)] + sorted_dur[np.minimum(hi, n - 1)]) / 2.0,
+                      0.0) if n else np.zeros(groups)
+    mn = np.where(calls > 0, sorted_dur[np.minimum(first, max(n - 1, 0))], 0) if n else np.zeros(groups, np.int64)
+    last = first + safe - 1
+    mx = np.where(calls > 0, sorted_dur[np.minimum(last, max(n - 1, 0))], 0) if n else np.zeros(groups, np.int64)
+    return GroupStats(calls, np.rint(total).astype(np.int64), mean, median, np.asarray(mn, np.int64),
+                      np.asarray(mx, np.int64), std)
+
+
+def largest_first(total: npt.ArrayLike) -> I64:
+    """Order of groups by descending total, stable."""
+    return np.argsort(-np.asarray(total, np.float64), kind="stable").astype(np.int64)

@@ -1,0 +1,215 @@
+"""Operator view (SPEC §4, TB "Operator"): host ops by name and by name + input shapes.
+
+Semantics follow the TB plugin:
+
+* operators are ``cpu_op`` events, minus the wrappers TB leaves out (``ProfilerStep#``,
+  ``enumerate(DataLoader)#…__next__``, ``Optimizer.*``, ``DataParallel.forward``,
+  ``DistributedDataParallel.forward``);
+* an op whose only child is an op of the same name is merged into it (autograd's
+  ``_remove_dup_nodes``): one call, the parent's duration, both self times;
+* host self = duration − children (ops, annotations, runtime calls); device self = GPU time
+  (kernels, copies, sets) launched directly by the op; device total = also by its descendants;
+* TC eligible = the op (or any op below it) is in the Tensor-Core op table or launched a
+  Tensor-Core kernel; TC self / total % = Tensor-Core kernel time / device self / total time.
+
+Scope: every op of the rank, inside steps or not (as TB).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.analysis._groups import largest_first
+from stepscope.analysis._hier import any_descendant, sum_to_ancestors
+from stepscope.analysis._memo import per_rank
+from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.frames import TableResult
+from stepscope.analysis.tensor_cores import tc_eligible_mask, tc_kernel_mask
+from stepscope.model.schema import GPU_KINDS, EventKind
+from stepscope.model.trace import Trace
+
+I32 = npt.NDArray[np.int32]
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
+B = npt.NDArray[np.bool_]
+S = npt.NDArray[np.object_]
+
+EXCLUDED_OPS = ("DataParallel.forward", "DistributedDataParallel.forward")
+
+
+def is_excluded_op(name: str) -> bool:
+    """The wrappers TB does not list as operators."""
+    return (name.startswith(("ProfilerStep#", "Optimizer.", "enumerate(DataPipe)#"))
+            or (name.startswith("enumerate(DataLoader)#") and name.endswith(".__next__"))
+            or name in EXCLUDED_OPS)
+
+
+@dataclass(frozen=True)
+class OperatorTable(TableResult):
+    """Operators grouped by name (and input shapes when ``input_shape`` is set); times ns."""
+
+    name: S
+    input_shape: S  # "" when grouped by name only or when not recorded
+    calls: I64
+    host_self_ns: I64
+    host_total_ns: I64
+    device_self_ns: I64
+    device_total_ns: I64
+    tc_eligible: B
+    tc_self_pct: F64
+    tc_total_pct: F64
+    call_stacks: I64  # distinct recorded call stacks
+
+    def columns(self) -> dict[str, npt.NDArray[np.generic]]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class CallStackTable(TableResult):
+    """Operators by name + recorded call stack (only where ``with_stack`` recorded one)."""
+
+    name: S
+    call_stack: S
+    calls: I64
+    host_self_ns: I64
+    device_self_ns: I64
+
+    def columns(self) -> dict[str, npt.NDArray[np.generic]]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class OperatorView:
+    """The operator view of one rank."""
+
+    rank: int
+    by_name: OperatorTable
+    by_name_shape: OperatorTable
+    call_stacks: CallStackTable
+    has_shapes: bool
+    has_call_stacks: bool
+
+
+@dataclass(frozen=True)
+class _RowStats:
+    """Per event row (length n): what each counted op row contributes."""
+
+    rows: I64  # counted op rows
+    host_self: F64
+    device_self: F64
+    device_total: F64
+    tc_self: F64
+    tc_total: F64
+    eligible: B
+
+
+def _merge_targets(trace: Trace, ops: B) -> I64:
+    """Row each op row counts as: itself, or the same-name parent it is merged into (chains resolved)."""
+    ev = trace.events
+    n = len(ev)
+    parent = ev["parent"].astype(np.int64)
+    node = np.isin(ev["kind"], [EventKind.CPU_OP, EventKind.USER_ANNOTATION, EventKind.PYTHON_FUNCTION])
+    has_p = node & (parent >= 0)
+    children = np.bincount(parent[has_p], minlength=n)
+    pc = np.maximum(parent, 0)
+    merge = ops & (parent >= 0) & ops[pc] & (ev["name"] == ev["name"][pc]) & (children[pc] == 1)
+    target = np.arange(n, dtype=np.int64)
+    target[merge] = parent[merge]
+    while True:  # resolve chains a→a→a by pointer jumping
+        nxt = target[target]
+        if np.array_equal(nxt, target):
+            return target
+        target = nxt
+
+
+def _row_stats(trace: Trace, rank: int) -> _RowStats:
+    ev = trace.events
+    n = len(ev)
+    pool = trace.strings
+    ops = (ev["rank"] == rank) & (ev["kind"] == EventKind.CPU_OP) & ~pool.mask(is_excluded_op)[ev["name"]]
+    target = _merge_targets(trace, ops)
+    counted = np.flatnonzero(ops & (target == np.arange(n))).astype(np.int64)
+    host_self = np.bincount(target[ops], weights=ev["self_ns"][ops], minlength=n)
+    gpu = np.flatnonzero((ev["rank"] == rank) & np.isin(ev["kind"], [int(k) for k in GPU_KINDS])
+                         & (ev["op"] >= 0))
+    dur = ev["dur_ns"][gpu].astype(np.float64)
+    tc = tc_kernel_mask(pool)[ev["name"][gpu]] & (ev["kind"][gpu] == EventKind.KERNEL)
+    owner = target[ev["op"][gpu]]
+    dev_self = np.bincount(owner, weights=dur, minlength=n)
+    tc_self = np.bincount(owner, weights=dur * tc, minlength=n)
+    parent = ev["parent"]
+    dev_total = sum_to_ancestors(parent, owner, dur, n)
+    tc_total = sum_to_ancestors(parent, owner, dur * tc, n)
+    eligible = ops & (tc_eligible_mask(pool)[ev["name"]] | (tc_self > 0))
+    eligible = any_descendant(parent, eligible) & ops
+    return _RowStats(counted, host_self, dev_self, dev_total, tc_self, tc_total, eligible)
+
+
+def _table(trace: Trace, rs: _RowStats, inv: I64, groups: int, names: I32, shapes: S) -> OperatorTable:
+    r = rs.rows
+    ev = trace.events
+
+    def total(w: npt.ArrayLike) -> F64:
+        return np.bincount(inv, weights=w, minlength=groups)
+
+    dev_self, dev_total = total(rs.device_self[r]), total(rs.device_total[r])
+    host_self = total(rs.host_self[r])
+    stack = ev["call_stack"][r].astype(np.int64)
+    pairs = np.unique(np.stack([inv, stack], axis=1)[stack >= 0], axis=0)
+    o = np.lexsort((-host_self, -dev_self))
+    return OperatorTable(
+        name=trace.strings.decode(names)[o], input_shape=shapes[o],
+        calls=np.bincount(inv, minlength=groups).astype(np.int64)[o],
+        host_self_ns=np.rint(host_self).astype(np.int64)[o],
+        host_total_ns=np.rint(total(ev["dur_ns"][r])).astype(np.int64)[o],
+        device_self_ns=np.rint(dev_self).astype(np.int64)[o],
+        device_total_ns=np.rint(dev_total).astype(np.int64)[o],
+        tc_eligible=(total(rs.eligible[r].astype(np.float64)) > 0)[o],
+        tc_self_pct=np.where(dev_self > 0, total(rs.tc_self[r]) / np.maximum(dev_self, 1) * 100, 0.0)[o],
+        tc_total_pct=np.where(dev_total > 0, total(rs.tc_total[r]) / np.maximum(dev_total, 1) * 100, 0.0)[o],
+        call_stacks=np.bincount(pairs[:, 0], minlength=groups).astype(np.int64)[o] if len(pairs)
+        else np.zeros(groups, np.int64))
+
+
+def _call_stacks(trace: Trace, rs: _RowStats) -> CallStackTable:
+    ev = trace.events
+    r = rs.rows[ev["call_stack"][rs.rows] >= 0]
+    keys = np.stack([ev["name"][r], ev["call_stack"][r]], axis=1).astype(np.int64)
+    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    host = np.bincount(inv, weights=rs.host_self[r], minlength=len(uniq))
+    dev = np.bincount(inv, weights=rs.device_self[r], minlength=len(uniq))
+    o = np.lexsort((-host, -dev))
+    dec = trace.strings.decode
+    return CallStackTable(name=dec(uniq[o, 0].astype(np.int32)) if len(uniq) else np.zeros(0, object),
+                          call_stack=dec(uniq[o, 1].astype(np.int32)) if len(uniq) else np.zeros(0, object),
+                          calls=np.bincount(inv, minlength=len(uniq)).astype(np.int64)[o],
+                          host_self_ns=np.rint(host).astype(np.int64)[o],
+                          device_self_ns=np.rint(dev).astype(np.int64)[o])
+
+
+@per_rank
+def compute_operators(trace: Trace, rank: int) -> OperatorView:
+    """The operator view of one rank; NotApplicable when the rank recorded no host operators."""
+    rs = _row_stats(trace, rank)
+    if len(rs.rows) == 0:
+        raise NotApplicable("no host operators (cpu_op events) in this trace")
+    ev = trace.events
+    names, inv = np.unique(ev["name"][rs.rows], return_inverse=True)
+    empty = np.full(len(names), "", object)
+    by_name = _table(trace, rs, inv.astype(np.int64), len(names), names.astype(np.int32), empty)
+    keys = np.stack([ev["name"][rs.rows], ev["input_dims"][rs.rows]], axis=1).astype(np.int64)
+    uniq, inv2 = np.unique(keys, axis=0, return_inverse=True)
+    shapes = trace.strings.decode(uniq[:, 1].astype(np.int32))
+    by_shape = _table(trace, rs, inv2.reshape(-1).astype(np.int64), len(uniq), uniq[:, 0].astype(np.int32),
+                      shapes)
+    return OperatorView(rank=rank, by_name=by_name, by_name_shape=by_shape, call_stacks=_call_stacks(trace, rs),
+                        has_shapes=bool((ev["input_dims"][rs.rows] >= 0).any()),
+                        has_call_stacks=bool((ev["call_stack"][rs.rows] >= 0).any()))
+
+
+__all__ = ["CallStackTable", "OperatorTable", "OperatorView", "compute_operators", "is_excluded_op",
+           "largest_first"]

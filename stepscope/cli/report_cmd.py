@@ -1,0 +1,88 @@
+"""``stepscope report PATH -o report.html [--md]``: the shareable report of a trace.
+
+PATH is a trace (file or run directory, like ``analyze``) or a saved ``--json`` document of
+``analyze`` or ``diff`` (then the page is drawn from the document alone, without the timeline).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from stepscope.cli.common import load_trace, trace_options
+from stepscope.errors import StepscopeError
+
+_SNIFF_BYTES = 4096
+
+
+def saved_document(path: str | None) -> dict[str, Any] | None:
+    """The §12 document stored at ``path``, or None when ``path`` is not one (e.g. a trace)."""
+    if path is None:
+        return None
+    p = Path(path)
+    if not p.is_file() or p.suffix != ".json":
+        return None
+    with p.open("rb") as fh:
+        head = fh.read(_SNIFF_BYTES)
+    if b'"schema_version"' not in head or b'"traceEvents"' in head:
+        return None
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise StepscopeError(f"{path}: not a readable stepscope JSON document ({exc})") from exc
+    return doc if isinstance(doc, dict) and ("ranks" in doc or "overall" in doc) else None
+
+
+def _from_trace(path: str | None, title: str | None, step: int | None, no_cache: bool, span: str | None,
+                ranks: tuple[int, ...]) -> tuple[dict[str, Any], str]:
+    from stepscope.analysis.bundle import analyze
+    from stepscope.cli.analyze_cmd import findings_for
+    from stepscope.report import json_out
+    from stepscope.report.html.build import render_trace_report
+
+    trace = load_trace(path, no_cache, span, ranks)
+    bundle = analyze(trace)
+    findings = [f.to_dict() if hasattr(f, "to_dict") else dict(f) for f in findings_for(bundle)]
+    doc = json_out.to_json(bundle, findings)
+    return doc, render_trace_report(doc, trace, title=title, step=step)
+
+
+def _from_document(doc: dict[str, Any], path: str, title: str | None) -> str:
+    from stepscope.report.html import render_diff_html, render_html
+    from stepscope.report.html.build import default_title
+
+    name = title or default_title(str(doc.get("source") or path))
+    if "overall" in doc and "ranks" not in doc:
+        return render_diff_html(doc, title=title or "stepscope diff")
+    return render_html(doc, title=name)
+
+
+@click.command("report")
+@click.argument("path", required=False, type=click.Path())
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Write the self-contained HTML report here.")
+@click.option("--md", "as_md", is_flag=True, help="Print a Markdown summary (for a pull-request comment).")
+@click.option("--title", default=None, help="Page title (default: the trace's name).")
+@click.option("--step", type=int, default=None, help="Step shown in the timeline (default: the median one).")
+@trace_options
+def command(path: str | None, output: str | None, as_md: bool, title: str | None, step: int | None,
+            no_cache: bool, span: str | None, ranks: tuple[int, ...]) -> None:
+    """Write a self-contained HTML report of a trace (or of a saved --json document)."""
+    from stepscope.report.html.build import write_text
+    from stepscope.report.markdown import render_markdown
+
+    if output is None and not as_md:
+        raise click.UsageError("give -o FILE for the HTML report, --md for the Markdown summary, or both")
+    doc = saved_document(path)
+    if doc is not None:
+        page = _from_document(doc, str(path), title)
+    else:
+        doc, page = _from_trace(path, title, step, no_cache, span, ranks)
+    if output is not None:
+        size = write_text(output, page)
+        click.echo(f"wrote {output} ({size / 1024:,.0f} kB)", err=True)
+    if as_md:
+        click.echo(render_markdown(doc, title=title), nl=False)

@@ -1,0 +1,243 @@
+"""Read an Nsight Systems SQLite export (``nsys export --type sqlite``) into the canonical tables.
+
+Kernels, memcpys and memsets become GPU activities on (device, stream) tracks; CUDA runtime calls
+and NVTX ranges become host events on their threads; correlation ids link them as in Kineto.
+Tables and columns differ across export schema versions, so each is read only when present.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.errors import TraceFormatError
+from stepscope.ingest.assemble import FileTables
+from stepscope.ingest.kineto import FileBatch
+from stepscope.model.schema import EventKind, MemcpyKind
+from stepscope.model.strings import StringPool
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+Cols = dict[str, npt.NDArray[Any]]
+_VERSION_SUFFIX = re.compile(r"_v\d+$")
+#: CUPTI copyKind → (MemcpyKind, Kineto-style direction label)
+COPY_KINDS = {1: (MemcpyKind.H2D, "HtoD"), 2: (MemcpyKind.D2H, "DtoH"), 8: (MemcpyKind.D2D, "DtoD"),
+              9: (MemcpyKind.H2H, "HtoH"), 10: (MemcpyKind.P2P, "PtoP"), 11: (MemcpyKind.H2D, "HtoD"),
+              12: (MemcpyKind.D2H, "DtoH"), 13: (MemcpyKind.D2D, "DtoD")}
+MEM_KINDS = {0: "Pageable", 1: "Pinned", 2: "Device", 3: "Array", 4: "Managed"}
+
+
+def is_nsys_sqlite(path: str) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(16) == SQLITE_MAGIC
+
+
+def _tables(con: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+
+
+def _columns(con: sqlite3.Connection, table: str) -> set[str]:
+    return {r[1] for r in con.execute(f"PRAGMA table_info({table})")}
+
+
+def _fetch(con: sqlite3.Connection, sql: str, ncols: int) -> list[npt.NDArray[Any]]:
+    rows = con.execute(sql).fetchall()
+    if not rows:
+        return [np.zeros(0, np.int64) for _ in range(ncols)]
+    return [np.array(col) for col in zip(*rows)]
+
+
+def read_nsys(path: str, pool: StringPool) -> FileBatch:
+    """One SQLite export → a FileBatch with a single, already split part."""
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+        tables = _tables(con)
+    except sqlite3.DatabaseError as exc:
+        raise TraceFormatError(f"not a readable SQLite file ({exc})", path) from None
+    if not {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME"} & tables:
+        raise TraceFormatError("SQLite file without Nsight Systems CUPTI tables", path)
+    strings = _string_ids(con, tables)
+    parts = [p for p in (_kernels(con, tables, strings, pool), _copies(con, tables, pool),
+                         _memsets(con, tables, pool), _runtime(con, tables, strings, pool),
+                         _nvtx(con, tables, strings, pool)) if p]
+    events = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts else {}
+    batch = FileBatch(path, 0, meta=_meta(con, tables))
+    batch.parts = [FileTables(events, {}, {}, {}, {}, {})]
+    batch.n_events = len(events.get("ts_ns", []))
+    con.close()
+    return batch
+
+
+def _string_ids(con: sqlite3.Connection, tables: set[str]) -> dict[int, str]:
+    if "StringIds" not in tables:
+        return {}
+    return dict(con.execute("SELECT id, value FROM StringIds").fetchall())
+
+
+def _event_cols(n: int, kind: EventKind, cat: str, pool: StringPool) -> Cols:
+    """Defaults for every event column the assembler expects."""
+    return {"ts_ns": np.zeros(n, np.int64), "dur_ns": np.zeros(n, np.int64), "name": np.full(n, -1, np.int32),
+            "cat": np.full(n, pool.intern(cat), np.int32), "kind": np.full(n, int(kind), np.int8),
+            "corr": np.full(n, -1, np.int64), "ext_id": np.full(n, -1, np.int64),
+            "copy_kind": np.zeros(n, np.int8), "pageable": np.full(n, -1, np.int8),
+            "bytes": np.full(n, -1, np.int64), "_device": np.full(n, -1, np.int64),
+            "_stream": np.full(n, -1, np.int64), "_key": np.zeros(n, np.int64),
+            **{f"{d}_{a}": np.zeros(n, np.int32) for d in ("grid", "block") for a in "xyz"},
+            "regs": np.full(n, -1, np.int32), "shmem_bytes": np.full(n, -1, np.int32)}
+
+
+def _key(pool: StringPool, pid: npt.NDArray[Any], tid: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
+    """Track key (pid string id, tid string id) as the Kineto path builds it."""
+    pu, pinv = np.unique(pid, return_inverse=True)
+    tu, tinv = np.unique(tid, return_inverse=True)
+    pids = pool.intern_many([str(x) for x in pu.tolist()])[pinv].astype(np.int64)
+    tids = pool.intern_many([str(x) for x in tu.tolist()])[tinv].astype(np.int64)
+    return (pids << 32) | (tids & 0xFFFFFFFF)
+
+
+def _names(pool: StringPool, ids: npt.NDArray[Any], strings: dict[int, str],
+           strip: bool = False) -> npt.NDArray[np.int32]:
+    uniq, inv = np.unique(ids, return_inverse=True)
+    text = [strings.get(int(i), str(i)) for i in uniq.tolist()]
+    if strip:
+        text = [_VERSION_SUFFIX.sub("", t) for t in text]
+    return pool.intern_many(text)[inv]
+
+
+def _gpu_base(start: npt.NDArray[Any], end: npt.NDArray[Any], dev: npt.NDArray[Any], stream: npt.NDArray[Any],
+              corr: npt.NDArray[Any], kind: EventKind, cat: str, pool: StringPool) -> Cols:
+    c = _event_cols(len(start), kind, cat, pool)
+    c["ts_ns"], c["dur_ns"] = start.astype(np.int64), (end - start).astype(np.int64)
+    c["corr"], c["_device"], c["_stream"] = corr.astype(np.int64), dev.astype(np.int64), stream.astype(np.int64)
+    c["_key"] = _key(pool, dev, stream)
+    return c
+
+
+def _kernels(con: sqlite3.Connection, tables: set[str], strings: dict[int, str], pool: StringPool) -> Cols:
+    t = "CUPTI_ACTIVITY_KIND_KERNEL"
+    if t not in tables:
+        return {}
+    cols = _columns(con, t)
+    name_col = "demangledName" if "demangledName" in cols else "shortName"
+    shm = ("staticSharedMemory + dynamicSharedMemory" if "dynamicSharedMemory" in cols else "0")
+    q = (f"SELECT start, end, deviceId, streamId, correlationId, {name_col}, registersPerThread, gridX, gridY, "
+         f"gridZ, blockX, blockY, blockZ, {shm} FROM {t}")
+    start, end, dev, stream, corr, name, regs, gx, gy, gz, bx, by, bz, shmem = _fetch(con, q, 14)
+    if len(start) == 0:
+        return {}
+    c = _gpu_base(start, end, dev, stream, corr, EventKind.KERNEL, "kernel", pool)
+    c["name"] = _names(pool, name, strings)
+    for col, arr in (("regs", regs), ("shmem_bytes", shmem), ("grid_x", gx), ("grid_y", gy), ("grid_z", gz),
+                     ("block_x", bx), ("block_y", by), ("block_z", bz)):
+        c[col] = arr.astype(np.int32)
+    return c
+
+
+def _copies(con: sqlite3.Connection, tables: set[str], pool: StringPool) -> Cols:
+    t = "CUPTI_ACTIVITY_KIND_MEMCPY"
+    if t not in tables:
+        return {}
+    q = f"SELECT start, end, deviceId, streamId, correlationId, bytes, copyKind, srcKind, dstKind FROM {t}"
+    start, end, dev, stream, corr, nbytes, kind, src, dst = _fetch(con, q, 9)
+    if len(start) == 0:
+        return {}
+    c = _gpu_base(start, end, dev, stream, corr, EventKind.MEMCPY, "gpu_memcpy", pool)
+    c["bytes"] = nbytes.astype(np.int64)
+    k = kind.astype(np.int64)
+    c["copy_kind"] = np.array([int(COPY_KINDS.get(x, (MemcpyKind.UNKNOWN, ""))[0]) for x in range(16)],
+                              np.int8)[np.clip(k, 0, 15)]
+    src_i = np.where(src == None, 7, src).astype(np.int64)  # noqa: E711 (object array from SQL NULLs)
+    dst_i = np.where(dst == None, 7, dst).astype(np.int64)  # noqa: E711
+    unknown = (src_i == 7) & (dst_i == 7)
+    c["pageable"] = np.where((src_i == 0) | (dst_i == 0), 1, np.where(unknown, -1, 0)).astype(np.int8)
+    labels = [f"Memcpy {COPY_KINDS.get(a, (0, '?'))[1]} "
+              f"({MEM_KINDS.get(b, 'Unknown')} -> {MEM_KINDS.get(d, 'Unknown')})"
+              for a, b, d in zip(k.tolist(), src_i.tolist(), dst_i.tolist())]
+    c["name"] = pool.intern_many(labels)
+    return c
+
+
+def _memsets(con: sqlite3.Connection, tables: set[str], pool: StringPool) -> Cols:
+    t = "CUPTI_ACTIVITY_KIND_MEMSET"
+    if t not in tables:
+        return {}
+    start, end, dev, stream, corr, nbytes = _fetch(
+        con, f"SELECT start, end, deviceId, streamId, correlationId, bytes FROM {t}", 6)
+    if len(start) == 0:
+        return {}
+    c = _gpu_base(start, end, dev, stream, corr, EventKind.MEMSET, "gpu_memset", pool)
+    c["bytes"] = nbytes.astype(np.int64)
+    c["name"] = np.full(len(start), pool.intern("Memset (Device)"), np.int32)
+    return c
+
+
+def _host(start: npt.NDArray[Any], end: npt.NDArray[Any], gtid: npt.NDArray[Any], kind: EventKind, cat: str,
+          pool: StringPool) -> Cols:
+    c = _event_cols(len(start), kind, cat, pool)
+    c["ts_ns"], c["dur_ns"] = start.astype(np.int64), np.maximum(end - start, 0).astype(np.int64)
+    g = gtid.astype(np.int64)
+    c["_key"] = _key(pool, (g >> 24) & 0xFFFFFF, g & 0xFFFFFF)
+    return c
+
+
+def _runtime(con: sqlite3.Connection, tables: set[str], strings: dict[int, str], pool: StringPool) -> Cols:
+    t = "CUPTI_ACTIVITY_KIND_RUNTIME"
+    if t not in tables:
+        return {}
+    start, end, gtid, corr, name = _fetch(con, f"SELECT start, end, globalTid, correlationId, nameId FROM {t}", 5)
+    if len(start) == 0:
+        return {}
+    c = _host(start, end, gtid, EventKind.RUNTIME, "cuda_runtime", pool)
+    c["corr"] = corr.astype(np.int64)
+    c["name"] = _names(pool, name, strings, strip=True)
+    return c
+
+
+def _nvtx(con: sqlite3.Connection, tables: set[str], strings: dict[int, str], pool: StringPool) -> Cols:
+    if "NVTX_EVENTS" not in tables:
+        return {}
+    cols = _columns(con, "NVTX_EVENTS")
+    text = "COALESCE(text, CAST(textId AS TEXT))" if "textId" in cols else "text"
+    q = (f"SELECT start, end, globalTid, {text} FROM NVTX_EVENTS "
+         "WHERE end IS NOT NULL AND eventType IN (59, 60, 70, 71)")
+    start, end, gtid, label = _fetch(con, q, 4)
+    if len(start) == 0:
+        return {}
+    c = _host(start, end, gtid, EventKind.USER_ANNOTATION, "user_annotation", pool)
+    resolved = [strings.get(int(x), x) if isinstance(x, str) and x.isdigit() else str(x) for x in label.tolist()]
+    c["name"] = pool.intern_many(resolved)
+    return c
+
+
+def _meta(con: sqlite3.Connection, tables: set[str]) -> dict[str, Any]:
+    meta: dict[str, Any] = {"format": "nsys-sqlite"}
+    for t in ("META_DATA_EXPORT", "EXPORT_META_DATA"):
+        if t in tables:
+            meta["export"] = dict(con.execute(f"SELECT name, value FROM {t}").fetchall())
+    if "TARGET_INFO_SESSION_START_TIME" in tables and "utcEpochNs" in _columns(con, "TARGET_INFO_SESSION_START_TIME"):
+        row = con.execute("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME").fetchone()
+        if row and row[0] is not None:
+            meta["baseTimeNanoseconds"] = int(row[0])
+    if "TARGET_INFO_GPU" in tables:
+        meta["deviceProperties"] = _devices(con)
+    return meta
+
+
+def _devices(con: sqlite3.Connection) -> list[dict[str, Any]]:
+    con.row_factory = sqlite3.Row
+    try:
+        rows = [dict(r) for r in con.execute("SELECT * FROM TARGET_INFO_GPU")]
+    finally:
+        con.row_factory = None
+    return [{"id": r.get("id", i), "name": r.get("name", ""), "totalGlobalMem": r.get("totalMemory"),
+             "computeMajor": r.get("computeMajor"), "computeMinor": r.get("computeMinor"), "numSms": r.get("smCount"),
+             "maxThreadsPerBlock": r.get("maxThreadsPerBlock"),
+             "maxThreadsPerMultiprocessor": (r["maxWarpsPerSm"] * r["threadsPerWarp"]
+                                             if r.get("maxWarpsPerSm") and r.get("threadsPerWarp") else None),
+             "regsPerBlock": r.get("maxRegistersPerBlock"), "regsPerMultiprocessor": r.get("maxRegistersPerSm"),
+             "warpSize": r.get("threadsPerWarp"), "sharedMemPerBlock": r.get("maxShmemPerBlock"),
+             "sharedMemPerMultiprocessor": r.get("maxShmemPerSm"),
+             "sharedMemPerBlockOptin": r.get("maxShmemPerBlockOptin")} for i, r in enumerate(rows)]

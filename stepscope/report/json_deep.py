@@ -1,0 +1,172 @@
+"""§12 JSON sections of the deep analyses (documented in docs/json.md, "Deep analyses").
+
+Times are ms per average step unless a name says otherwise; per-step lists carry the step number.
+Each builder takes one rank's results (or the bundle) and returns plain data or ``None``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from stepscope.analysis.critical_path import CATEGORIES, CriticalPathResult
+from stepscope.analysis.distributed import DistributedResult
+from stepscope.analysis.fusion import FusionResult
+from stepscope.analysis.idle import IdleResult
+from stepscope.analysis.launch import LaunchResult
+from stepscope.analysis.launch_config import LaunchConfigResult
+from stepscope.analysis.memcpy import MemcpyResult
+from stepscope.analysis.stragglers import ClusterResult
+from stepscope.analysis.sync import SyncResult
+
+if TYPE_CHECKING:
+    from stepscope.analysis.bundle import Bundle, RankResults
+    from stepscope.model.trace import Trace
+
+MS = 1e6
+
+
+def _avg_ms(arr: Any) -> float:
+    return float(np.mean(arr)) / MS if len(arr) else 0.0
+
+
+def _steps(step: Any, **cols: Any) -> list[dict[str, Any]]:
+    """Per-step rows: ``cols`` are ns arrays (key gets ``_ms``) aligned with ``step``."""
+    return [{"step": int(s), **{f"{k}_ms": float(v[i]) / MS for k, v in cols.items()}}
+            for i, s in enumerate(step.tolist())]  # per step
+
+
+def distributed_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
+    r: DistributedResult | None = rr.get("distributed")
+    if r is None:
+        return None
+    c = r.collectives
+    return {
+        "computation_ms": _avg_ms(r.computation_ns), "communication_ms": _avg_ms(r.communication_ns),
+        "overlap_ms": _avg_ms(r.overlap_ns), "other_ms": _avg_ms(r.other_ns), "step_ms": _avg_ms(r.step_ns),
+        "overlap_ratio_pct": r.overlap_ratio_pct, "wait_ms": _avg_ms(r.wait_ns),
+        "transfer_ms": _avg_ms(r.transfer_ns), "wait_method": r.wait_method,
+        "kernel_count": r.kernel_count, "comm_kernel_count": r.comm_kernel_count,
+        "collectives": [{"type": c.coll_type[i], "process_group": c.pg_name[i] or None, "count": int(c.count[i]),
+                         "bytes": int(c.bytes_total[i]), "time_ms": float(c.time_ns[i]) / MS,
+                         "mean_latency_ms": float(c.mean_latency_ns[i]) / MS,
+                         "algbw_gbps": float(c.algbw_gbps[i]), "busbw_gbps": float(c.busbw_gbps[i])}
+                        for i in range(len(c.count))],  # per collective group
+        "steps": _steps(r.step, step=r.step_ns, computation=r.computation_ns, communication=r.communication_ns,
+                        overlap=r.overlap_ns, other=r.other_ns, wait=r.wait_ns, transfer=r.transfer_ns),
+    }
+
+
+def idle_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
+    r: IdleResult | None = rr.get("idle")
+    if r is None:
+        return None
+    idle = r.idle_ns
+    steps = _steps(r.step, step=r.step_ns, idle=idle, host_wait=r.host_wait_ns, kernel_wait=r.kernel_wait_ns,
+                   other=r.other_ns, host_wait_in_dataloader=r.host_wait_in_dataloader_ns)
+    for i, row in enumerate(steps):  # per step
+        row["host_wait_pct"] = 100 * float(r.host_wait_ns[i]) / float(idle[i]) if idle[i] else 0.0
+        row["host_wait_in_dataloader_pct"] = (100 * float(r.host_wait_in_dataloader_ns[i]) / float(idle[i])
+                                              if idle[i] else 0.0)
+    return {
+        "host_wait_ms": _avg_ms(r.host_wait_ns), "kernel_wait_ms": _avg_ms(r.kernel_wait_ns),
+        "other_ms": _avg_ms(r.other_ns), "idle_ms": _avg_ms(idle),
+        "host_wait_in_dataloader_ms": _avg_ms(r.host_wait_in_dataloader_ns),
+        "kernel_wait_max_us": r.kernel_wait_max_ns / 1e3, "steps": steps,
+        "streams": [{"stream": int(r.stream[i]), "gaps": int(r.stream_gap_count[i]),
+                     "host_wait_ms": float(r.stream_host_wait_ns[i]) / MS,
+                     "kernel_wait_ms": float(r.stream_kernel_wait_ns[i]) / MS,
+                     "other_ms": float(r.stream_other_ns[i]) / MS} for i in range(len(r.stream))],
+    }
+
+
+def critical_path_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
+    r: CriticalPathResult | None = rr.get("critical_path")
+    if r is None:
+        return None
+    parts = {c: r.parts_ns[:, j] for j, c in enumerate(CATEGORIES)}
+    return {"bound_by": r.bound_by, "share_pct": r.share_pct(),
+            "avg_ms": {c: _avg_ms(v) for c, v in parts.items()}, "steps": _steps(r.step, step=r.step_ns, **parts)}
+
+
+def sync_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
+    r: SyncResult | None = rr.get("sync")
+    if r is None:
+        return None
+    n = max(len(r.step), 1)
+    s = r.sites
+    return {"sync_calls_per_step": float(r.sync_count.sum()) / n, "sync_ms": _avg_ms(r.sync_ns),
+            "d2h_copies_per_step": float(r.d2h_count.sum()) / n, "d2h_ms": _avg_ms(r.d2h_ns),
+            "sites": [{"what": s.what[i], "op": s.op[i] or None, "outer_op": s.top_op[i] or None,
+                       "call_site": s.call_site[i] or None, "count": int(s.count[i]),
+                       "time_ms": float(s.time_ns[i]) / MS} for i in range(len(s.count))]}
+
+
+def memcpy_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
+    r: MemcpyResult | None = rr.get("memcpy")
+    if r is None:
+        return None
+    g = r.groups
+    return {"small_bytes": r.small_bytes, "small_count": r.small_count, "small_time_pct": r.small_time_pct,
+            "groups": [{"direction": g.direction[i], "memory": g.pageable[i], "call": g.sync[i],
+                        "count": int(g.count[i]), "bytes": int(g.bytes_total[i]),
+                        "time_ms": float(g.time_ns[i]) / MS, "bandwidth_gbps": float(g.bandwidth_gbps[i]),
+                        "small_count": int(g.small_count[i])} for i in range(len(g.count))]}
+
+
+def launch_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
+    r: LaunchResult | None = rr.get("launch")
+    if r is None:
+        return None
+    stats = {f: {f"p{q}_us": r.percentile_ns(f + "_ns", q) / 1e3 for q in (50, 90, 99)}
+             for f in ("cpu_launch", "launch_delay", "kernel")}
+    q = r.queue
+    return {"kernel_count": len(r.rows), "short_kernel_count": r.short_kernel_count,
+            "short_kernel_pct": r.short_kernel_pct, **stats,
+            "queue": [{"stream": int(q.stream[i]), "max": int(q.max_length[i]), "mean": float(q.mean_length[i])}
+                      for i in range(len(q.stream))]}
+
+
+def launch_config_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
+    r: LaunchConfigResult | None = rr.get("launch_config")
+    if r is None:
+        return None
+    k = r.kernels
+    return {"sm_count": r.sm_count, "underfilled_time_pct": r.underfilled_time_pct, "sm_fill_pct": r.sm_fill_pct,
+            "kernels": [{"name": k.name[i], "calls": int(k.calls[i]), "time_ms": float(k.time_ns[i]) / MS,
+                         "mean_blocks": float(k.mean_blocks[i])} for i in range(min(20, len(k.calls)))]}
+
+
+def fusion_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
+    r: FusionResult | None = rr.get("fusion")
+    if r is None:
+        return None
+    s, o = r.sequences, r.optimizer
+    return {"short_us": r.short_ns / 1e3, "short_kernel_count": r.short_kernel_count,
+            "kernel_count": r.kernel_count,
+            "sequences": [{"kernels": list(s.names[i]), "count": int(s.count[i]), "time_ms": float(s.time_ns[i]) / MS}
+                          for i in range(min(20, len(s.count)))],
+            "optimizer": {"verdict": o.verdict, "steps": o.step_count, "kernels_per_step": o.kernels_per_step,
+                          "elementwise_pct": o.elementwise_pct, "foreach_count": o.foreach_count,
+                          "time_ms": o.time_ns / MS}}
+
+
+def cluster_section(bundle: Bundle) -> dict[str, Any] | None:
+    r: ClusterResult | None = bundle.cluster.get("cluster")
+    if r is None:
+        return None
+    return {"rank_count": r.rank_count, "slow_ranks": r.slow_ranks, "imbalance_pct": r.imbalance_pct,
+            "verdict": r.verdict, "wait_method": r.wait_method,
+            "ranks": [{"rank": rank, "kernel_count": float(r.kernel_count[i]), "compute_ms": r.compute_ns[i] / MS,
+                       "step_ms": r.step_ns[i] / MS, "comm_ms": r.comm_ns[i] / MS, "wait_ms": r.wait_ns[i] / MS,
+                       "transfer_ms": r.transfer_ns[i] / MS, "slow_in": r.slow_reasons.get(rank, []),
+                       "excess_pct": r.excess_pct.get(rank)} for i, rank in enumerate(r.ranks)]}
+
+
+#: per-rank §12 keys owned by the deep analyses
+DEEP_RANK_SECTIONS = {
+    "distributed": distributed_section, "idle": idle_section, "critical_path": critical_path_section,
+    "sync": sync_section, "memcpy": memcpy_section, "launch": launch_section,
+    "launch_config": launch_config_section, "fusion": fusion_section,
+}

@@ -1,0 +1,150 @@
+"""A Markdown summary short enough for a pull-request comment (SPEC §9).
+
+``render_markdown(doc)`` takes a §12 analysis document (verdict, top findings, the step breakdown,
+top kernels) or a §12 diff document (gate verdict, overall changes, biggest kernel / operator
+changes) and returns GitHub-flavoured Markdown. Every name is escaped: HTML special characters
+become entities and Markdown punctuation is backslash-escaped, so a kernel named
+``void f<float>|*x*`` prints as itself and cannot break the table.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from stepscope.report.html.diff import CATEGORY_LABELS, by_abs_diff, gate_state, narrative
+from stepscope.report.html.fmt import (
+    BREAKDOWN,
+    breakdown_values,
+    fmt_int,
+    fmt_ms,
+    fmt_pct,
+    fmt_signed_ms,
+    num,
+    rule_title,
+    verdict_text,
+)
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|#~])")
+MAX_STEP_ROWS = 12
+
+
+def md(text: object, width: int = 80) -> str:
+    """One table cell / inline text: escaped, one line, at most ``width`` characters."""
+    s = " ".join(str(text).split())
+    if len(s) > width:
+        s = s[: width - 1] + "…"
+    return _MD_SPECIAL.sub(r"\\\1", html.escape(s, quote=False))
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[int] = ()) -> list[str]:
+    aligns = ["---:" if i in right else "---" for i in range(len(headers))]
+    out = ["| " + " | ".join(headers) + " |", "|" + "|".join(aligns) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return out
+
+
+def render_markdown(doc: Mapping[str, Any], *, title: str | None = None, top: int = 5) -> str:
+    """The PR-comment summary of an analysis document, or of a diff document (detected by its keys)."""
+    if "overall" in doc and "ranks" not in doc:
+        return render_diff_markdown(doc, title=title, top=top)
+    ranks = [r for r in doc.get("ranks") or [] if isinstance(r, Mapping)]
+    lines = [f"### {md(title or 'stepscope report', 120)}", "", f"**Verdict:** {md(verdict_text(doc), 300)}", ""]
+    lines += _findings(doc, top)
+    if len(ranks) > 1:
+        lines += _ranks(doc, ranks)
+    if ranks:
+        lines += _breakdown(ranks[0])
+        lines += _kernels(ranks[0], top)
+    lines += _diagnostics(doc)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _findings(doc: Mapping[str, Any], top: int) -> list[str]:
+    findings = [f for f in doc.get("findings") or [] if isinstance(f, Mapping)]
+    if not findings:
+        return ["No findings.", ""]
+    rows = [[str(i + 1), md(f.get("severity", "")), md(rule_title(f), 60),
+             f"{fmt_ms(f.get('est_gain_ms'))} ({fmt_pct(f.get('est_gain_pct'))})", md(f.get("advice") or "", 140)]
+            for i, f in enumerate(findings[:top])]
+    more = [f"_…and {len(findings) - top} more._", ""] if len(findings) > top else [""]
+    return ["**Findings** (ranked by estimated gain per step)", "",
+            *_table(["#", "severity", "finding", "est. gain", "advice"], rows, right=(3,)), *more]
+
+
+def _ranks(doc: Mapping[str, Any], ranks: Sequence[Mapping[str, Any]]) -> list[str]:
+    cluster = doc.get("cluster") if isinstance(doc.get("cluster"), Mapping) else {}
+    slow = set((cluster or {}).get("slow_ranks") or [])
+    rows = []
+    for r in ranks:
+        ov = r.get("overview") or {}
+        dist = r.get("distributed") or {}
+        rows.append([md(r.get("rank")) + (" (slow)" if r.get("rank") in slow else ""),
+                     fmt_ms(ov.get("avg_step_ms")), fmt_pct(ov.get("gpu_utilization_pct")),
+                     fmt_ms(dist.get("communication_ms")), fmt_ms(dist.get("overlap_ms"))])
+    head = f"**Ranks** — load imbalance {fmt_pct((cluster or {}).get('imbalance_pct'))}"
+    return [head, "", *_table(["rank", "avg step", "GPU util", "comm", "overlap"], rows, right=(1, 2, 3, 4)), ""]
+
+
+def _breakdown(rank: Mapping[str, Any]) -> list[str]:
+    ov = rank.get("overview") or {}
+    steps = [s for s in rank.get("steps") or [] if isinstance(s, Mapping)]
+    if not ov.get("breakdown_ms") and not steps:
+        return []
+    headers = ["step", "total", *[label for _, label, _ in BREAKDOWN]]
+    rows = []
+    for s in steps[:MAX_STEP_ROWS]:
+        bd = breakdown_values(s.get("breakdown_ms"))
+        rows.append([md(s.get("step")), fmt_ms(s.get("total_ms")), *[fmt_ms(bd[k]) for k, _, _ in BREAKDOWN]])
+    if ov.get("breakdown_ms"):
+        bd = breakdown_values(ov.get("breakdown_ms"))
+        avg = num(ov.get("avg_step_ms")) or sum(bd.values())
+        rows.append(["**avg**", f"**{fmt_ms(avg)}**", *[fmt_ms(bd[k]) for k, _, _ in BREAKDOWN]])
+        rows.append(["share", "", *[fmt_pct(100 * bd[k] / avg if avg else None, 0) for k, _, _ in BREAKDOWN]])
+    note = f"_first {MAX_STEP_ROWS} of {len(steps)} steps_" if len(steps) > MAX_STEP_ROWS else ""
+    return [f"**Step time breakdown** (rank {md(rank.get('rank'))})", "",
+            *_table(headers, rows, right=range(1, len(headers))), *([note] if note else []), ""]
+
+
+def _kernels(rank: Mapping[str, Any], top: int) -> list[str]:
+    kernels = [k for k in rank.get("kernels") or [] if isinstance(k, Mapping)]
+    if not kernels:
+        return []
+    total = sum(num(k.get("total_ms")) or 0.0 for k in kernels)
+    rows = [[md(k.get("name", ""), 70), fmt_int(k.get("calls")), fmt_ms(k.get("total_ms")),
+             fmt_pct(100 * (num(k.get("total_ms")) or 0.0) / total if total else None)] for k in kernels[:top]]
+    return ["**Top kernels**", "", *_table(["kernel", "calls", "total", "share"], rows, right=(1, 2, 3)), ""]
+
+
+def _diagnostics(doc: Mapping[str, Any]) -> list[str]:
+    diags = [d for d in doc.get("diagnostics") or [] if isinstance(d, Mapping)]
+    if not diags:
+        return ["_Ingest: no repairs, nothing dropped._"]
+    items = ", ".join(f"{md(d.get('name'), 40)} ×{fmt_int(d.get('count'))}" for d in diags[:6])
+    return [f"_Ingest diagnostics: {items}{' …' if len(diags) > 6 else ''}._"]
+
+
+def render_diff_markdown(doc: Mapping[str, Any], *, title: str | None = None, top: int = 8) -> str:
+    """Gate verdict, narrative, overall per-category changes and the biggest kernel / operator changes."""
+    lines = [f"### {md(title or 'stepscope diff', 120)}", ""]
+    passed, reason = gate_state(doc)
+    if passed is not None:
+        lines += [f"**Gate: {'✅ passed' if passed else '❌ FAILED'}**" + (f" — {md(reason, 200)}" if reason else ""),
+                  ""]
+    lines += [md(x, 300) for x in narrative(doc)] + [""]
+    overall = [r for r in doc.get("overall") or [] if isinstance(r, Mapping)]
+    if overall:
+        rows = [[md(CATEGORY_LABELS.get(str(r.get("category")), r.get("category"))), fmt_ms(r.get("base_ms")),
+                 fmt_ms(r.get("new_ms")), fmt_signed_ms(r.get("diff_ms"))] for r in overall]
+        lines += ["**Per average step**", "", *_table(["category", "base", "new", "diff"], rows, right=(1, 2, 3)),
+                  ""]
+    for key, label in (("kernels", "kernel"), ("operators", "operator")):
+        rows_in = by_abs_diff(doc.get(key))[:top]
+        if rows_in:
+            rows = [[md(r.get("name", ""), 70), fmt_ms(r.get("base_ms")), fmt_ms(r.get("new_ms")),
+                     fmt_signed_ms(r.get("diff_ms"))] for r in rows_in]
+            lines += [f"**Biggest {label} changes**", "",
+                      *_table([label, "base", "new", "diff"], rows, right=(1, 2, 3)), ""]
+    return "\n".join(lines).rstrip() + "\n"

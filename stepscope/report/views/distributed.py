@@ -1,0 +1,49 @@
+"""Terminal views of the distributed analysis (per rank) and of the cross-rank verdict."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from stepscope.analysis.distributed import DistributedResult
+from stepscope.analysis.stragglers import ClusterResult
+from stepscope.report.views._deep import gbps, ms, nbytes, pct, step_label, table
+
+
+def render_distributed(r: DistributedResult, console: Console, top: int) -> None:
+    t = table(f"rank {r.rank}: computation vs communication (ms)", "step", "step", "computation",
+              "communication", "overlap", "other", "wait", "transfer")
+    for i in range(len(r.step)):  # per step
+        t.add_row(step_label(int(r.step[i])), ms(r.step_ns[i]), ms(r.computation_ns[i]),
+                  ms(r.communication_ns[i]), ms(r.overlap_ns[i]), ms(r.other_ns[i]), ms(r.wait_ns[i]),
+                  ms(r.transfer_ns[i]))
+    console.print(t)
+    console.print(f"  overlap ratio |comm ∩ compute| / |comm| = {pct(r.overlap_ratio_pct)}; "
+                  f"{r.comm_kernel_count} communication of {r.kernel_count} kernels; "
+                  f"wait/transfer by {r.wait_method}")
+    c = r.collectives
+    t = table(f"rank {r.rank}: collectives", "type", "group", "count", "bytes", "time ms", "mean latency ms",
+              "algbw GB/s", "busbw GB/s", right_from=2)
+    for i in range(min(top, len(c.count))):  # per collective group
+        t.add_row(c.coll_type[i], c.pg_name[i] or "-", f"{c.count[i]:,}", nbytes(float(c.bytes_total[i])),
+                  ms(c.time_ns[i]), ms(c.mean_latency_ns[i]), gbps(float(c.algbw_gbps[i])),
+                  gbps(float(c.busbw_gbps[i])))
+    console.print(t)
+
+
+def render_cluster(r: ClusterResult, console: Console, top: int) -> None:
+    t = table("ranks (per average step)", "rank", "kernels", "compute ms", "step ms", "comm ms", "wait ms",
+              "transfer ms", "slow in")
+    for i, rank in enumerate(r.ranks):  # per rank
+        reasons = ", ".join(r.slow_reasons.get(rank, []))
+        style = "bold red" if rank in r.slow_reasons else ""
+        t.add_row(str(rank), f"{r.kernel_count[i]:,.0f}", ms(r.compute_ns[i]), ms(r.step_ns[i]), ms(r.comm_ns[i]),
+                  ms(r.wait_ns[i]), ms(r.transfer_ns[i]), reasons, style=style)
+    console.print(t)
+    if r.slow_ranks:
+        detail = "; ".join(
+            f"rank {rank}: " + ", ".join(f"{k} +{v:.0f} %" for k, v in r.excess_pct[rank].items() if v > 0)
+            for rank in r.slow_ranks)
+        console.print(f"  [bold red]imbalanced[/bold red]: slow ranks {r.slow_ranks} ({detail} vs the median); "
+                      f"load imbalance {pct(r.imbalance_pct)}")
+    else:
+        console.print(f"  [green]balanced[/green]: load imbalance {pct(r.imbalance_pct)}")

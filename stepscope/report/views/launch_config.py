@@ -1,0 +1,21 @@
+"""Terminal view of the launch-configuration analysis."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from stepscope.analysis.launch_config import LaunchConfigResult
+from stepscope.report.views._deep import ms, pct, short, table
+
+
+def render_launch_config(r: LaunchConfigResult, console: Console, top: int) -> None:
+    console.print(f"[bold]rank {r.rank}: launch configuration[/bold] ({r.sm_count} SMs): kernels with fewer "
+                  f"blocks than SMs take {pct(r.underfilled_time_pct)} of kernel time; "
+                  f"time-weighted SM fill {pct(r.sm_fill_pct)}")
+    k = r.kernels
+    if not len(k.calls):
+        return
+    t = table(f"rank {r.rank}: under-filled kernels", "kernel", "calls", "time ms", "mean blocks")
+    for i in range(min(top, len(k.calls))):  # per kernel name
+        t.add_row(short(k.name[i]), f"{k.calls[i]:,}", ms(k.time_ns[i]), f"{k.mean_blocks[i]:.0f}")
+    console.print(t)

@@ -1,0 +1,1 @@
+"""Ingest tests: the Kineto reader, its cache, bad input, truncation, fuzzing, the real traces."""

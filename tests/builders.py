@@ -153,3 +153,14 @@ class OldTraceBuilder(TraceBuilder):
 
     def gpu_tid(self, stream: int) -> int | str:
         return f"stream {stream}"
+
+
+def load_ranks(builders: list[TraceBuilder], tmp_path: Path) -> Trace:
+    """Write one file per rank (``worker<r>.1.pt.trace.json``, rank from each builder's
+    ``distributedInfo`` or its position) into ``tmp_path/run`` and load the directory."""
+    run = tmp_path / "run"
+    run.mkdir(exist_ok=True)
+    for i, b in enumerate(builders):
+        rank = b.meta.get("distributedInfo", {}).get("rank", i)
+        b.write(run / f"worker{rank}.1.pt.trace.json")
+    return stepscope.load(run, use_cache=False)

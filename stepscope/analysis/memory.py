@@ -4,7 +4,8 @@ lifetimes, per-operator increase and counts, fragmentation (reserved − allocat
 Input is the ``[memory]`` instant events (``profile_memory=True``): each carries +bytes (alloc) or
 −bytes (free), the address, the device, and the allocator's totals after the event. An allocation is
 paired with the next free of the same address on the same device; one without a free lives to the
-end of the trace (``free_ts_ns`` = -1). The op of an event is the innermost host event around it.
+end of the trace (``free_ts_ns`` = -1), and so does every allocation of old traces that record no
+address (``addresses_recorded`` False). The op of an event is the innermost host event around it.
 """
 
 from __future__ import annotations
@@ -92,6 +93,7 @@ class MemoryView:
     curves: tuple[MemoryCurve, ...]
     allocations: Allocations
     by_op: OpMemory
+    addresses_recorded: bool  # False: old trace without "Addr", so frees cannot be paired
 
 
 def _device_labels(dtype: I64, dev: I64) -> S:
@@ -116,6 +118,7 @@ def _pair_allocations(ts: I64, key: I64, addr: I64, nbytes: I64) -> tuple[I64, I
     order = np.lexsort((ts, addr, key))
     same_next = np.zeros(len(order), bool)
     same_next[:-1] = (key[order][1:] == key[order][:-1]) & (addr[order][1:] == addr[order][:-1])
+    same_next &= addr[order] != 0  # old traces record no address: nothing can be paired
     is_alloc = nbytes[order] > 0
     next_free = np.zeros(len(order), bool)
     next_free[:-1] = nbytes[order][1:] < 0
@@ -173,4 +176,5 @@ def compute_memory(trace: Trace, rank: int) -> MemoryView:
     op_name = trace.strings.decode(np.where(op[arow] >= 0, trace.events["name"][np.maximum(op[arow], 0)], -1))
     allocs = Allocations(device=labels[arow], op_name=op_name, size_bytes=nbytes[arow], alloc_ts_ns=ts[arow],
                          free_ts_ns=free_ts, lifetime_ns=np.where(free_ts >= 0, free_ts - ts[arow], -1))
-    return MemoryView(rank=rank, curves=curves, allocations=allocs, by_op=_by_op(trace, op, labels, nbytes))
+    return MemoryView(rank=rank, curves=curves, allocations=allocs, by_op=_by_op(trace, op, labels, nbytes),
+                      addresses_recorded=bool((mem["addr"][rows] != 0).any()))

@@ -10,13 +10,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from stepscope.analysis.annotations import compute_annotations
+from stepscope.analysis.breakdown import compute_breakdown
 from stepscope.analysis.critical_path import compute_critical_path
 from stepscope.analysis.distributed import compute_distributed
 from stepscope.analysis.fusion import compute_fusion
 from stepscope.analysis.idle import compute_idle
 from stepscope.analysis.launch import compute_launch
+from stepscope.analysis.kernels import compute_kernels
 from stepscope.analysis.launch_config import compute_launch_config
 from stepscope.analysis.memcpy import compute_memcpy
+from stepscope.analysis.memory import compute_memory
+from stepscope.analysis.modules import compute_modules
+from stepscope.analysis.operators import compute_operators
+from stepscope.analysis.overview import compute_overview
 from stepscope.analysis.stragglers import compute_cluster
 from stepscope.analysis.summary import compute_summary
 from stepscope.analysis.sync import compute_sync
@@ -30,6 +37,14 @@ ClusterAnalysis = Callable[["Trace", "Bundle"], Any]
 
 RANK_ANALYSES: dict[str, RankAnalysis] = {
     "summary": compute_summary,
+    # the views (SPEC §4, TB parity)
+    "overview": compute_overview,
+    "breakdown": compute_breakdown,
+    "operators": compute_operators,
+    "kernels": compute_kernels,
+    "memory": compute_memory,
+    "modules": compute_modules,
+    "annotations": compute_annotations,
     # deep analyses (SPEC §4 distributed, §5)
     "distributed": compute_distributed,
     "idle": compute_idle,

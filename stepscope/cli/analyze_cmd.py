@@ -27,14 +27,24 @@ def findings_for(bundle: Any) -> list[Any]:
 @click.option("--view", "views", multiple=True, help="Only these views (repeatable), e.g. --view kernels.")
 @click.option("--top", default=10, show_default=True, help="Rows per table.")
 @click.option("--batch-size", type=int, default=None, help="Samples per step, for samples/s.")
+@click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None,
+              help="Also write the self-contained HTML report to this file.")
+@click.option("--md", "as_md", is_flag=True, help="Print a Markdown summary instead of the terminal report.")
 @trace_options
 def command(path: str | None, as_json: bool, views: tuple[str, ...], top: int, batch_size: int | None,
-            no_cache: bool, span: str | None, ranks: tuple[int, ...]) -> None:
+            no_cache: bool, span: str | None, ranks: tuple[int, ...], html_out: str | None = None,
+            as_md: bool = False) -> None:
     """Analyze a trace file or run directory (the embedded sample when PATH is omitted)."""
     trace = load_trace(path, no_cache, span, ranks)
     bundle = analyze(trace, names=views or None)
     bundle.cluster.setdefault("options", {"batch_size": batch_size})
     findings = findings_for(bundle)
+    if html_out or as_md:
+        from stepscope.report.html.build import write_reports
+
+        write_reports(bundle, findings, html_path=html_out, print_md=as_md and not as_json)
+        if as_md and not as_json:
+            return
     if as_json:
         echo_json(json_out.to_json(bundle, [f.to_dict() for f in findings]))
         return

@@ -85,4 +85,7 @@ def command(path: str | None, output: str | None, as_md: bool, title: str | None
         size = write_text(output, page)
         click.echo(f"wrote {output} ({size / 1024:,.0f} kB)", err=True)
     if as_md:
-        click.echo(render_markdown(doc, title=title), nl=False)
+        from stepscope.report.html.build import default_title
+
+        click.echo(render_markdown(doc, title=title or default_title(str(doc.get("source") or path or ""))),
+                   nl=False)

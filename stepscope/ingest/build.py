@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.ingest import ascend
 from stepscope.ingest.assemble import FileTables, finish_file
 from stepscope.ingest.kineto import FileBatch
 from stepscope.model import derive
@@ -26,6 +27,7 @@ from stepscope.model.table import Table
 from stepscope.model.trace import DeviceInfo, RankInfo, Trace
 
 RANK_IN_NAME = re.compile(r"(?:worker|rank)[-_]?(\d+)", re.IGNORECASE)
+ASCEND_DIR = re.compile(r"(\d+)_ascend_pt$")
 Cols = dict[str, npt.NDArray[Any]]
 
 
@@ -34,8 +36,15 @@ def rank_of(meta: dict[str, Any], path: str, fallback: int) -> int:
     info = meta.get("distributedInfo")
     if isinstance(info, dict) and isinstance(info.get("rank"), int):
         return int(info["rank"])
-    m = RANK_IN_NAME.search(Path(path).name)
-    return int(m.group(1)) if m else fallback
+    p = Path(path)
+    m = RANK_IN_NAME.search(p.name)
+    if m:
+        return int(m.group(1))
+    for parent in p.parents[:3]:  # Ascend: rank3_ascend_pt/ASCEND_PROFILER_OUTPUT/trace_view.json
+        m = ASCEND_DIR.search(parent.name)
+        if m:
+            return int(m.group(1))
+    return fallback
 
 
 def _devices(meta: dict[str, Any]) -> tuple[DeviceInfo, ...]:
@@ -60,11 +69,14 @@ def _devices(meta: dict[str, Any]) -> tuple[DeviceInfo, ...]:
     return tuple(out)
 
 
-def rank_info(b: FileBatch, rank: int, span: str, has_gpu: bool) -> RankInfo:
+def rank_info(b: FileBatch, rank: int, span: str, has_gpu: bool, ascend_hw: bool = False) -> RankInfo:
     meta = b.meta
     dist = meta.get("distributedInfo") if isinstance(meta.get("distributedInfo"), dict) else {}
     devices = _devices(meta)
     platform = "cpu" if not has_gpu else ("rocm" if devices and devices[0].vendor == "amd" else "cuda")
+    if ascend_hw:
+        platform = "ascend"
+        devices = devices or (DeviceInfo(index=0, name="Ascend NPU", vendor="ascend"),)
     keep = {k: v for k, v in meta.items() if k not in ("deviceProperties", "distributedInfo", "traceEvents")}
     base = meta.get("baseTimeNanoseconds")
     return RankInfo(rank=rank, source=b.path, world_size=dist.get("world_size") if dist else None,
@@ -121,10 +133,12 @@ def build_trace(batches: list[tuple[FileBatch, int, str]], pool: StringPool, dia
         _diagnose_file(b, diags)
         ft = finish_file(b.parts)
         b.parts = []
+        if ascend.is_ascend(ft, pool):
+            ascend.normalize(ft, pool)
         _offset(ft, rank, base, pool)
         base += len(ft.tracks.get("kind", []))
         has_gpu = bool(ft.tracks) and bool((ft.tracks["kind"] == TrackKind.GPU_STREAM).any())
-        ranks.append(rank_info(b, rank, span, has_gpu))
+        ranks.append(rank_info(b, rank, span, has_gpu, ascend.is_ascend(ft, pool)))
         tables.append(ft)
     ev = _table(EVENT_COLUMNS, [t.events for t in tables])
     tracks = _table(TRACK_COLUMNS, [t.tracks for t in tables])

@@ -6,6 +6,7 @@ are ranks, several timestamps of one worker are spans (successive profiling wind
 
 from __future__ import annotations
 
+import gzip
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,11 +31,28 @@ def _is_trace_name(p: Path) -> bool:
     return p.is_file() and p.name.endswith(TRACE_SUFFIXES) and not p.name.startswith(".")
 
 
+ASCEND_TRACE = "ASCEND_PROFILER_OUTPUT/trace_view.json"
+
+
+def _looks_like_trace(p: Path) -> bool:
+    """Cheap sniff so that side files (metadata, configs) in a run directory are not read as traces."""
+    if p.suffix == ".sqlite":
+        return True
+    try:
+        head = gzip.open(p).read(4096) if p.name.endswith(".gz") else p.open("rb").read(4096)
+    except (OSError, EOFError):
+        return True  # unreadable: let the reader report it
+    return b"traceEvents" in head or b'"ph"' in head or not head.strip()
+
+
 def _candidates(root: Path) -> list[Path]:
+    ascend = sorted(root.glob(f"*_ascend_pt/{ASCEND_TRACE}")) + sorted(root.glob(ASCEND_TRACE))
+    if ascend:
+        return ascend
     direct = sorted(p for p in root.iterdir() if _is_trace_name(p))
     if direct:
         return direct
-    return sorted(p for p in root.rglob("*") if _is_trace_name(p))
+    return sorted(p for p in root.rglob("*") if _is_trace_name(p) and _looks_like_trace(p))
 
 
 def resolve(path: str | Path, span: str | int | None = None) -> RunFiles:

@@ -84,18 +84,19 @@ def _depths(parent: I64) -> npt.NDArray[np.int16]:
 def _count_overlaps(ts: I64, end: I64, prev: I64, kind: npt.NDArray[np.int8], diags: DiagnosticsBuilder) -> None:
     """Count events that start inside the previous one and end after it (not properly nested).
 
-    A Python frame overlapping the range it opens (``record_function``'s enter call starts before
-    the range and returns inside it) is a known profiler artifact, counted apart as info.
+    A Python frame overlapping the range it opens or closes (``record_function``'s enter call starts
+    before the range and returns inside it; ``__exit__`` starts inside and returns after) is a known
+    profiler artifact, counted apart as info.
     """
     has = np.flatnonzero(prev >= 0)
     p = prev[has]
     partial = (end[p] > ts[has]) & (end[p] < end[has])
-    python = kind[p] == EventKind.PYTHON_FUNCTION
+    python = (kind[p] == EventKind.PYTHON_FUNCTION) | (kind[has] == EventKind.PYTHON_FUNCTION)
     n_py, n_other = int((partial & python).sum()), int((partial & ~python).sum())
     if n_py:
         diags.add("python-frame-overlaps-range", "info",
-                  "a Python frame (e.g. record_function's enter) starts before the range it opens and "
-                  "returns inside it; both are kept, as siblings", n_py)
+                  "a Python frame of record_function's enter/exit straddles the range it opens or "
+                  "closes (a profiler artifact); both are kept, as siblings", n_py)
     if n_other:
         diags.add("events-overlap-on-thread", "warning",
                   "an event starts inside the previous one and ends after it; nested under the enclosing one",

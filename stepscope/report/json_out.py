@@ -15,6 +15,7 @@ import numpy as np
 from stepscope.analysis.bundle import Bundle, RankResults
 from stepscope.model.trace import Trace
 from stepscope.report.json_deep import DEEP_RANK_SECTIONS, cluster_section
+from stepscope.report.json_views import VIEW_RANK_SECTIONS
 
 SCHEMA_VERSION = "1"
 
@@ -47,7 +48,8 @@ def _events(rr: RankResults, trace: Trace) -> dict[str, int] | None:
 RANK_SECTIONS: dict[str, RankSection] = {
     "device": _device,
     "event_counts": _events,
-    "gpu": _gpu,
+    "gpu": _gpu,  # replaced by the overview's (launched-in-steps) busy/span when the overview ran
+    **VIEW_RANK_SECTIONS,  # overview, steps, gpu, kernels, operators, memory, modules, annotations
     **DEEP_RANK_SECTIONS,  # distributed, idle and the other deep analyses (json_deep.py)
 }
 

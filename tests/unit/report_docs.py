@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 EVIL = '<script>alert("x")</script>'
-KERNEL_TPL = "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>, at::detail::Array<char*, 3> >"
+KERNEL_TPL = ("void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>, "
+              "at::detail::Array<char*, 3> >")
 
 STEPS_US = [
     ("5", 98598, 1941, 90, 2796, 69317, 14091, 1115),

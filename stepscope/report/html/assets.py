@@ -27,6 +27,7 @@ h2{font-size:16px;margin:0 0 2px}h3{font-size:13.5px;margin:16px 0 6px;color:var
 .empty{color:var(--muted);font-style:italic}.empty.ok{color:var(--low);font-style:normal}
 .verdict{font-size:17px;font-weight:600;padding:12px 14px;border-radius:8px;margin:8px 0 12px;
 background:linear-gradient(90deg,rgba(59,91,219,.12),rgba(59,91,219,.02));border-left:4px solid var(--accent)}
+.verdict .next{font-size:13.5px;font-weight:500;color:var(--muted);margin-top:4px}
 ol.findings{list-style:none;padding:0;margin:0}
 .finding{border:1px solid var(--line);border-left:4px solid var(--low);border-radius:8px;padding:10px 14px;
 margin:0 0 10px}
@@ -54,8 +55,8 @@ svg text.inbar{fill:#10141c;font-size:12px;font-weight:600}
 svg .seg:hover,svg .ev:hover{stroke:var(--ink);stroke-width:1}
 svg .line{stroke-width:1.6}
 svg .lane{fill:var(--row)}
-svg .band-dataloader{fill:#eeca3b;opacity:.22}svg .band-sync{fill:#d62728;opacity:.28}
-.tablewrap{overflow:auto;margin-top:8px;max-height:460px;border:1px solid var(--line);border-radius:6px}.tablewrap.narrow{max-width:420px}
+svg .band-dataloader{fill:#eeca3b;opacity:.16}svg .band-sync{fill:#d62728;opacity:.3}
+.tablewrap{overflow:auto;margin-top:8px;max-height:460px;border:1px solid var(--line);border-radius:6px}
 table.data{border-collapse:collapse;width:100%;font-size:12.5px;font-variant-numeric:tabular-nums}
 table.data th{text-align:left;color:var(--muted);font-weight:600;border-bottom:2px solid var(--line);
 padding:6px 8px;white-space:nowrap;position:sticky;top:0;background:var(--card)}
@@ -69,7 +70,7 @@ td.share{min-width:130px;position:relative}
 td.share .bar{position:absolute;left:8px;top:6px;bottom:6px;max-width:calc(100% - 16px);
 background:rgba(76,120,168,.28);border-radius:2px}
 td.share .pct{position:relative;padding-left:4px}
-.pos{color:var(--high)}.neg{color:var(--low)}
+.pos{color:var(--high)}.neg{color:var(--low)}svg text.pos{fill:var(--high)}svg text.neg{fill:var(--low)}
 .gate{display:inline-block;font-weight:700;padding:4px 10px;border-radius:6px;color:#fff;margin-left:8px}
 .gate.pass{background:var(--low)}.gate.fail{background:var(--high)}
 .tabs{display:flex;gap:6px;flex-wrap:wrap;margin:0 0 12px}
@@ -103,7 +104,8 @@ document.querySelectorAll('table.sortable th').forEach(function(th,ci){
     var rows=Array.prototype.slice.call(body.rows);
     rows.sort(function(a,b){
       var ca=a.cells[idx],cb=b.cells[idx],va=ca.getAttribute('data-sort'),vb=cb.getAttribute('data-sort');
-      var r=(va!==null&&vb!==null)?(parseFloat(va||'0')-parseFloat(vb||'0')):ca.textContent.localeCompare(cb.textContent);
+      var r=(va!==null&&vb!==null)?(parseFloat(va||'0')-parseFloat(vb||'0'))
+        :ca.textContent.localeCompare(cb.textContent);
       return asc?r:-r;});
     rows.forEach(function(r){body.appendChild(r);});
   });

@@ -62,3 +62,19 @@ def write_text(path: str | Path, text: str) -> int:
     tmp.write_bytes(data)
     tmp.replace(p)
     return len(data)
+
+
+def write_reports(bundle: Bundle, findings: Sequence[Any], *, html_path: str | None, print_md: bool) -> None:
+    """``analyze --html FILE`` / ``--md``: write the page, print the Markdown summary (to stdout)."""
+    import click
+
+    from stepscope.report.markdown import render_markdown
+
+    dicts = [f.to_dict() if hasattr(f, "to_dict") else dict(f) for f in findings]
+    doc = json_out.to_json(bundle, dicts)
+    title = default_title(bundle.trace.source)
+    if html_path is not None:
+        size = write_text(html_path, render_trace_report(doc, bundle.trace, title=title))
+        click.echo(f"wrote {html_path} ({size / 1024:,.0f} kB)", err=True)
+    if print_md:
+        click.echo(render_markdown(doc, title=title), nl=False)

@@ -46,13 +46,15 @@ def _cluster_line(cluster: Mapping[str, Any] | None, n_ranks: int) -> str:
 
 
 def _step_time_bars(ranks: Sequence[Mapping[str, Any]], slow: set[int]) -> str:
-    items = []
+    items, colors = [], []
     for r in ranks:
         avg = num((r.get("overview") or {}).get("avg_step_ms"))
         if avg is not None:
             name = f"rank {r.get('rank')}" + (" (slow)" if r.get("rank") in slow else "")
             items.append((name, avg, f"{name}: average step {fmt_ms(avg, 2)}"))
+            colors.append("#d6336c" if r.get("rank") in slow else "#4c78a8")
     if not items:
         return ""
     return ("<h3>Average step time per rank</h3>"
-            + svg.hbars("rank-step-chart", items, color="#4c78a8", label="step time per rank", value_fmt="ms"))
+            + svg.hbars("rank-step-chart", items, color="#4c78a8", label="step time per rank", value_fmt="ms",
+                                                    colors=colors))

@@ -102,10 +102,28 @@ def breakdown_values(obj: Mapping[str, Any] | None) -> dict[str, float]:
     return {k: num(bd.get(k)) or 0.0 for k in BREAKDOWN_KEYS}
 
 
+def advisor_verdict(doc: Mapping[str, Any]) -> str | None:
+    """The advisor's own verdict sentence when the document carries one.
+
+    Accepted: ``verdict`` (str, or {"text": str}), ``verdicts`` (a list of such, first wins), or
+    the first rank's ``verdict``.
+    """
+    ranks = doc.get("ranks")
+    first_rank = ranks[0] if isinstance(ranks, list) and ranks and isinstance(ranks[0], Mapping) else {}
+    verdicts = doc.get("verdicts")
+    candidates = [doc.get("verdict"), verdicts[0] if isinstance(verdicts, list) and verdicts else None,
+                  first_rank.get("verdict")]
+    for c in candidates:
+        text = c.get("text") if isinstance(c, Mapping) else c
+        if isinstance(text, str) and text:
+            return text
+    return None
+
+
 def verdict_text(doc: Mapping[str, Any]) -> str:
-    """One sentence: the document's own ``verdict`` when present, else built from the numbers."""
-    own = doc.get("verdict")
-    if isinstance(own, str) and own:
+    """One sentence: the advisor's verdict when present, else built from the top finding or the split."""
+    own = advisor_verdict(doc)
+    if own:
         return own
     findings = [f for f in doc.get("findings") or [] if isinstance(f, Mapping)]
     ranks = [r for r in doc.get("ranks") or [] if isinstance(r, Mapping)]

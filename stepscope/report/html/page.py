@@ -60,8 +60,9 @@ def trim_doc(doc: Mapping[str, Any], limit: int) -> dict[str, Any]:
         rr = {k: (v[:limit] if isinstance(v, list) and k != "steps" else v) for k, v in r.items()}
         if isinstance(rr.get("steps"), list):
             rr["steps"] = rr["steps"][:JSON_STEP_LIMIT]
-        if isinstance(rr.get("memory"), Mapping):
-            rr["memory"] = {k: v for k, v in rr["memory"].items() if k != "curves"}
+        mem = rr.get("memory")
+        if isinstance(mem, Mapping):
+            rr["memory"] = {k: v for k, v in mem.items() if k != "curves"}
         ranks.append(rr)
     if "ranks" in doc:
         out["ranks"] = ranks

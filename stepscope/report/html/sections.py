@@ -12,6 +12,7 @@ from stepscope.report.html.fmt import (
     COLORS,
     LABELS,
     SEVERITY_ORDER,
+    advisor_verdict,
     breakdown_values,
     esc,
     fmt_bytes,
@@ -40,6 +41,10 @@ def findings_html(doc: Doc) -> str:
     """The top card: verdict, headline numbers, the average step split, and the ranked findings."""
     findings = [f for f in doc.get("findings") or [] if isinstance(f, Mapping)]
     verdict = f'<div class="verdict" id="verdict">{esc(verdict_text(doc))}</div>'
+    if findings and advisor_verdict(doc):
+        verdict = verdict.replace("</div>", f'<div class="next">Biggest opportunity: '
+                                  f'{esc(rule_title(findings[0]))} — '
+                                  f'{esc(fmt_ms(findings[0].get("est_gain_ms")))} per step</div></div>', 1)
     head = verdict + _headline(doc)
     if not findings:
         body = head + '<h3>Findings</h3><p class="empty" id="no-findings">no findings</p>'
@@ -86,6 +91,13 @@ def _finding_card(pos: int, f: Mapping[str, Any]) -> str:
             f'save ≈ {esc(fmt_ms(gain_ms))} / step ({esc(fmt_pct(gain_pct))})</span>')
     advice = f.get("advice")
     advice_html = f'<div class="advice">{esc(advice)}</div>' if advice else ""
+    basis = f.get("basis")
+    if isinstance(basis, str) and basis:
+        advice_html += f'<div class="note">Estimate: {esc(basis)}</div>'
+    steps = f.get("steps")
+    if isinstance(steps, list) and steps:
+        shown = ", ".join(str(x) for x in steps[:12]) + (" …" if len(steps) > 12 else "")
+        advice_html += f'<div class="note">Steps: {esc(shown)}</div>'
     return (f'<li class="finding sev-{sev_cls}" data-rule="{esc(f.get("rule", ""))}">'
             f'<div class="fhead"><span class="badge {sev_cls}">{esc(sev)}</span>'
             f'<span class="ftitle">{pos}. {esc(rule_title(f))}</span>'

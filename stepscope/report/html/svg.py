@@ -68,7 +68,7 @@ def _y_axis(ticks: list[float], x0: float, x1: float, y_of: dict[float, float], 
 
 
 def stacked_columns(chart_id: str, columns: Sequence[str], layers: Sequence[Series], *,
-                    unit: str = "ms", height: float = 280, label: str = "") -> str:
+                    unit: str = " ms", height: float = 280, label: str = "") -> str:
     """Vertical stacked bars, one per column (e.g. per step), one segment per layer."""
     n = len(columns)
     totals = [sum(s.values[i] for s in layers) for i in range(n)]
@@ -129,7 +129,7 @@ def share_bar(chart_id: str, layers: Sequence[Series], *, total: float, label: s
 
 
 def hbars(chart_id: str, items: Sequence[tuple[str, float, str]], *, color: str, label: str = "",
-          value_fmt: str = "pct") -> str:
+          value_fmt: str = "pct", colors: Sequence[str] | None = None) -> str:
     """Horizontal bars with a name column: ``items`` are (name, value, tooltip), largest first."""
     row_h, name_w = 21.0, 380.0
     height = row_h * len(items) + 8
@@ -143,7 +143,7 @@ def hbars(chart_id: str, items: Sequence[tuple[str, float, str]], *, color: str,
         parts.append(f'<text class="name" x="{_c(name_w - 8)}" y="{_c(y + 16)}" text-anchor="end">'
                      f'{esc(short)}</text>')
         parts.append(f'<rect class="seg" x="{_c(name_w)}" y="{_c(y + 3)}" width="{_c(max(w, 1.0))}" '
-                     f'height="{_c(row_h - 6)}" fill="{color}" data-name="{esc(name)}" '
+                     f'height="{_c(row_h - 6)}" fill="{colors[i] if colors else color}" data-name="{esc(name)}" '
                      f'data-value="{data_num(v)}" data-tip="{esc(tip)}"/>')
         parts.append(f'<text class="axis" x="{_c(name_w + w + 6)}" y="{_c(y + 16)}">{esc(shown)}</text>')
     parts.append("</svg>")

@@ -20,6 +20,7 @@ class Col:
     fmt: Formatter = str
     numeric: bool = True
     optional: bool = False  # shown only when some row has the key
+    tone: bool = False  # colour the cell by sign (a diff: + slower in red, − faster in green)
 
 
 def ms(v: object) -> str:
@@ -54,7 +55,9 @@ def _row(r: Mapping[str, Any], cols: Sequence[Col], share_key: str | None, total
     for c in cols:
         v = r.get(c.key)
         if c.numeric:
-            cells.append(f'<td class="num" data-sort="{data_num(v)}">{esc(c.fmt(v))}</td>')
+            f = num(v) if c.tone else None
+            tone = " pos" if f is not None and f > 0 else " neg" if f is not None and f < 0 else ""
+            cells.append(f'<td class="num{tone}" data-sort="{data_num(v)}">{esc(c.fmt(v))}</td>')
         else:
             text = c.fmt(v) if v is not None else "–"
             cells.append(f'<td class="txt" title="{esc(text)}">{esc(text)}</td>')
@@ -99,7 +102,7 @@ DIFF_COLS = (
     Col("name", "name", str, numeric=False),
     Col("base_ms", "base", ms),
     Col("new_ms", "new", ms),
-    Col("diff_ms", "diff", lambda v: ("+" if (num(v) or 0) > 0 else "") + fmt_ms(v, 3)),
+    Col("diff_ms", "diff", lambda v: ("+" if (num(v) or 0) > 0 else "") + fmt_ms(v, 2), tone=True),
     Col("ratio", "ratio", lambda v: "–" if num(v) is None else f"{num(v):.2f}×", optional=True),
     Col("status", "status", str, numeric=False, optional=True),
 )

@@ -106,7 +106,9 @@ def _kind_codes(trace: Trace, sel: npt.NDArray[np.intp]) -> npt.NDArray[np.int8]
     is_loader = pool.mask(lambda s: "DataLoader" in s)[name_ids]
     is_sync = pool.mask(lambda s: s in _SYNC_NAMES)[name_ids]
     is_comm = pool.mask(lambda s: any(m in s.lower() for m in _COMM_MARKERS))[name_ids]
+    is_step = pool.mask(lambda s: s.startswith("ProfilerStep#"))[name_ids]
     host = np.isin(kinds, [_K["cpu_op"], _K["annotation"], _K["python"]])
+    kinds[host & is_step] = _K["annotation"]
     kinds[host & is_loader] = _K["dataloader"]
     kinds[(kinds == _K["runtime"]) & is_sync] = _K["sync"]
     kinds[(kinds == _K["kernel"]) & is_comm] = _K["communication"]
@@ -172,11 +174,12 @@ def compute_timeline(trace: Trace, *, rank: int | None = None, step: int | None 
     lane, labels, is_gpu = _lanes(trace, ev["track"][sel])
     depth = np.where(np.asarray(is_gpu, dtype=bool)[lane], 0, ev["depth"][sel]).astype(np.int16) \
         if len(sel) else np.zeros(0, np.int16)
-    start = np.maximum(ev["ts_ns"][sel], w0)
-    end = np.minimum(end_all[sel], w1)
-    row = lane.astype(np.int64) * (max_depth + 1) + depth
+    start: npt.NDArray[np.int64] = np.maximum(ev["ts_ns"][sel], w0).astype(np.int64)
+    end: npt.NDArray[np.int64] = np.minimum(end_all[sel], w1).astype(np.int64)
+    row: npt.NDArray[np.int64] = lane.astype(np.int64) * (max_depth + 1) + depth
     order = np.lexsort((start, row))
-    row, start, end, kinds, lane, depth, sel = (a[order] for a in (row, start, end, kinds, lane, depth, sel))
+    row, start, end = row[order], start[order], end[order]
+    kinds, lane, depth, sel = kinds[order], lane[order], depth[order], sel[order]
     keep = np.isin(kinds, [_K[k] for k in HIGHLIGHT])
     tol = max((w1 - w0) // max(pixels, 1), 1)
     first, block_end, count = _merge_small(row, start, end, keep, tol)

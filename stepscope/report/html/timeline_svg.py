@@ -41,7 +41,6 @@ def render_timeline(tl: TimelineData, chart_id: str = "timeline") -> str:
              f'role="img" aria-label="timeline of one step" data-step="{esc(tl.step)}" '
              f'data-window-ms="{span / 1e6:.3f}" data-blocks="{len(tl)}" xmlns="http://www.w3.org/2000/svg">']
     parts += _axis(span, height, k)
-    parts += _bands(tl, height, k)
     for i, label in enumerate(tl.lanes):
         lane_h = rows[i] * tl.lane_depths[i]
         parts.append(f'<rect class="lane" x="{LABEL_W:g}" y="{_c(tops[i])}" width="{_c(plot_w)}" '
@@ -49,6 +48,7 @@ def render_timeline(tl: TimelineData, chart_id: str = "timeline") -> str:
         short = label if len(label) <= 30 else label[:28] + "…"
         parts.append(f'<text class="name" x="{LABEL_W - 8:g}" y="{_c(tops[i] + min(lane_h, 22) / 2 + 4)}" '
                      f'text-anchor="end">{esc(short)}</text>')
+    parts += _bands(tl, height, k)
     parts += _blocks(tl, tops, rows, k)
     parts.append("</svg>")
     used = sorted(set(int(x) for x in tl.kind.tolist()))

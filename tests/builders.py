@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,39 @@ V100 = {"id": 0, "name": "Tesla V100-SXM2-32GB", "totalGlobalMem": 34079637504, 
         "computeMinor": 0, "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048,
         "regsPerBlock": 65536, "regsPerMultiprocessor": 65536, "warpSize": 32, "sharedMemPerBlock": 49152,
         "sharedMemPerMultiprocessor": 98304, "numSms": 80, "sharedMemPerBlockOptin": 98304}
+
+
+class RawNumber:
+    """A JSON number written exactly as given (``RawNumber("1712195495519689.047")``).
+
+    A Python float cannot hold that value (float64 spacing at 1.7e15 is 0.25), so ns-resolution
+    timestamps must be written as text to test that the reader keeps every digit.
+    """
+
+    def __init__(self, text: str) -> None:
+        float(text)  # must be a JSON number
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"RawNumber({self.text!r})"
+
+
+#: a time or duration in µs: a number, or a RawNumber for exact decimal text
+Time = float | RawNumber
+_RAW_MARK = "@@stepscope-raw-number@@"
+_RAW_RE = re.compile(f'"{_RAW_MARK}([^"]*)"')
+
+
+def _raw_default(o: object) -> str:
+    if isinstance(o, RawNumber):
+        return _RAW_MARK + o.text
+    raise TypeError(f"not JSON serializable: {o!r}")
+
+
+def dumps(doc: Any, indent: int | None = 1) -> str:
+    """``json.dumps`` that writes :class:`RawNumber` values verbatim."""
+    text = json.dumps(doc, indent=indent, default=_raw_default)
+    return _RAW_RE.sub(lambda m: m.group(1), text) if _RAW_MARK in text else text
 
 
 class TraceBuilder:
@@ -54,20 +88,20 @@ class TraceBuilder:
         self.events.append(event)
         return event
 
-    def op(self, name: str, ts: float, dur: float, cat: str | None = None, tid: int | None = None,
+    def op(self, name: str, ts: Time, dur: Time, cat: str | None = None, tid: int | None = None,
            **args: Any) -> dict[str, Any]:
         """A host slice (cpu_op by default; use cat="user_annotation" for ProfilerStep#N)."""
         return self.add(ph="X", cat=cat or self.OP_CAT, name=name, pid=self.pid,
                         tid=tid if tid is not None else self.tid, ts=ts, dur=dur, args=dict(args))
 
-    def step(self, n: int, ts: float, dur: float) -> dict[str, Any]:
+    def step(self, n: int, ts: Time, dur: Time) -> dict[str, Any]:
         return self.op(f"ProfilerStep#{n}", ts, dur, cat=self.STEP_CAT)
 
     def gpu_tid(self, stream: int) -> int | str:
         """The ``tid`` of a GPU stream's lane (an int in new traces, "stream N" in 2021 ones)."""
         return stream
 
-    def gpu(self, name: str, ts: float, dur: float, cat: str | None = None, stream: int = 7,
+    def gpu(self, name: str, ts: Time, dur: Time, cat: str | None = None, stream: int = 7,
             corr: int | None = None, **args: Any) -> dict[str, Any]:
         """A GPU activity (kernel / gpu_memcpy / gpu_memset) on device 0."""
         a = {"device": 0, "stream": stream, **args}
@@ -76,7 +110,7 @@ class TraceBuilder:
         return self.add(ph="X", cat=cat or self.KERNEL_CAT, name=name, pid=0, tid=self.gpu_tid(stream),
                         ts=ts, dur=dur, args=a)
 
-    def launch_kernel(self, name: str, launch_ts: float, launch_dur: float, ts: float, dur: float,
+    def launch_kernel(self, name: str, launch_ts: Time, launch_dur: Time, ts: Time, dur: Time,
                       runtime: str = "cudaLaunchKernel", cat: str | None = None, stream: int = 7,
                       tid: int | None = None, ext_id: int | None = None,
                       **kernel_args: Any) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -94,19 +128,19 @@ class TraceBuilder:
         k = self.gpu(name, ts, dur, cat=cat, stream=stream, corr=self._corr, **kernel_args)
         return rt, k
 
-    def memory(self, ts: float, nbytes: int, total_allocated: int, total_reserved: int, addr: int = 1,
+    def memory(self, ts: Time, nbytes: int, total_allocated: int, total_reserved: int, addr: int = 1,
                device_type: int = 1, tid: int | None = None) -> dict[str, Any]:
         return self.add(ph="i", s="t", name="[memory]", pid=self.pid,
                         tid=tid if tid is not None else self.tid, ts=ts,
                         args={"Device Type": device_type, "Device Id": 0, "Addr": addr, "Bytes": nbytes,
                               "Total Allocated": total_allocated, "Total Reserved": total_reserved})
 
-    def counter(self, name: str, ts: float, pid: int | None = None, **values: float) -> dict[str, Any]:
+    def counter(self, name: str, ts: Time, pid: int | None = None, **values: float) -> dict[str, Any]:
         """A counter sample (``ph: C``); each keyword is one series."""
         return self.add(ph="C", name=name, pid=self.pid if pid is None else pid, tid=0, ts=ts,
                         args=dict(values))
 
-    def flow(self, flow_id: int, ts: float, phase: str, cat: str | None = None, pid: int | None = None,
+    def flow(self, flow_id: int, ts: Time, phase: str, cat: str | None = None, pid: int | None = None,
              tid: int | str | None = None) -> dict[str, Any]:
         """A flow endpoint (``ph`` "s" start, "f" finish, "t" step)."""
         ev: dict[str, Any] = {"ph": phase, "id": flow_id, "pid": self.pid if pid is None else pid,
@@ -127,7 +161,7 @@ class TraceBuilder:
         return doc
 
     def write(self, path: Path, gz: bool = False) -> Path:
-        text = json.dumps(self.document(), indent=1)
+        text = dumps(self.document())
         if gz:
             path.write_bytes(gzip.compress(text.encode()))
         else:

@@ -59,6 +59,8 @@ class Spec:
     ``diagnostics`` (count ≥ 1); "any" either, but nothing else (a load must then report at least
     one diagnostic, since something in the file is wrong).
     lost_at_most: for mutations of the real trace, how many of its events a load may drop.
+    known_bug / bug_crashes: what the reader gets wrong today, and whether that is an uncaught
+    exception (the CLI then shows a traceback) or only a wrong or missing diagnostic.
     """
 
     name: str
@@ -67,6 +69,7 @@ class Spec:
     diagnostics: tuple[str, ...] = ()
     known_bug: str = ""
     lost_at_most: int | None = None
+    bug_crashes: bool = True
 
 
 @dataclass(frozen=True)
@@ -172,8 +175,8 @@ def _specs() -> list[Spec]:
     specs: list[Spec] = []
 
     def add(name: str, make: Callable[[Source], bytes], expect: Expect, *diags: str, bug: str = "",
-            lost_at_most: int | None = None) -> None:
-        specs.append(Spec(name, make, expect, diags, bug, lost_at_most))
+            lost_at_most: int | None = None, crashes: bool = True) -> None:
+        specs.append(Spec(name, make, expect, diags, bug, lost_at_most, crashes))
 
     def const(data: bytes) -> Callable[[Source], bytes]:
         return lambda _src: data
@@ -222,7 +225,7 @@ def _specs() -> list[Spec]:
     add("overlap_on_thread.json", mutate(_overlap), "load", "events-overlap-on-thread", lost_at_most=0)
     add("duplicate_correlation.json", mutate(_duplicate_correlation), "load", "duplicate-correlation",
         bug="two runtime calls sharing one correlation id are linked silently; no diagnostic counts it "
-            "(SPEC §11: duplicate ids → a clear error or a counted repair)", lost_at_most=0)
+            "(SPEC §11: duplicate ids → a clear error or a counted repair)", lost_at_most=0, crashes=False)
     add("begin_end_pair.json", mutate(_begin_end), "load", lost_at_most=0)
     add("no_device_properties.json", mutate(lambda d: d.pop("deviceProperties")), "load", lost_at_most=0)
     add("bare_list.json", lambda src: _dump(src.doc["traceEvents"]), "load", lost_at_most=0)
@@ -232,7 +235,8 @@ def _specs() -> list[Spec]:
         bug="ts 1e300 raises OverflowError in kineto_columns._float_us_to_ns")
     add("dur_huge_float.json", mutate(_set("cpu_op", "dur", 1e300)), "load", "event-absurd-duration",
         lost_at_most=1, bug="dur 1e300 overflows the int64 cast (RuntimeWarning on stderr) and is "
-                            "reported as event-negative-duration instead of event-absurd-duration")
+                            "reported as event-negative-duration instead of event-absurd-duration",
+        crashes=False)
     add("invalid_utf8_name.json",
         lambda src: _mutated(src.doc, _set("cpu_op", "name", "@@BAD@@")).replace(b"@@BAD@@", b"\xff\xfe"),
         "any", lost_at_most=1, bug="a name with invalid UTF-8 raises UnicodeDecodeError")

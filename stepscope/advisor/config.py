@@ -69,8 +69,10 @@ class AdvisorConfig:
     # heavy-host-op-no-gpu
     host_op_min_pct: float = 5.0
     # cudnn-benchmark-off / conv-algo-search
+    cudnn_fallback_min_pct: float = 10.0
     cudnn_benchmark_gain: float = 0.15
-    conv_search_min_kernels: int = 6
+    conv_search_min_kernels: int = 12
+    conv_search_over_median: float = 3.0
     # variable-input-shapes
     shape_variability_min_pct: float = 50.0
     # outdated-software
@@ -108,7 +110,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
         import tomllib
     else:  # pragma: no cover - Python 3.10
         try:
-            import tomli as tomllib
+            import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
         except ImportError as exc:
             raise StepscopeError("reading a TOML config on Python 3.10 needs `pip install tomli`") from exc
     try:

@@ -76,13 +76,13 @@ class RuleContext:
         raise NotApplicable(self.bundle.cluster_skipped.get(name, f"the {name} analysis did not run"))
 
     def finding(self, rule: str, gain_ns: float, basis: str, evidence: Mapping[str, Any], change: Change,
-                steps: tuple[int, ...] | None = None) -> Finding:
+                steps: tuple[int, ...] | None = None, rank: int | None = None) -> Finding:
         """A finding of this context's rank, severity from the gain's share of the average step."""
-        gain = max(int(round(gain_ns)), 0)
+        gain = max(round(gain_ns), 0)
         sev = severity_for(gain, self.step_ns, self.cfg.severity_high_pct, self.cfg.severity_medium_pct)
-        return Finding(rule=rule, severity=sev, rank=self.rank, steps=self.steps if steps is None else steps,
-                       est_gain_ns=gain, step_ns=self.step_ns, basis=basis, evidence=dict(evidence),
-                       change=change)
+        return Finding(rule=rule, severity=sev, rank=self.rank if rank is None else rank,
+                       steps=self.steps if steps is None else steps, est_gain_ns=gain, step_ns=self.step_ns,
+                       basis=basis, evidence=dict(evidence), change=change)
 
     def pct_of_step(self, ns: float) -> float:
         return 100.0 * ns / self.step_ns if self.step_ns > 0 else 0.0
@@ -96,7 +96,7 @@ def rank_step(bundle: Bundle, rank: int) -> tuple[int, tuple[int, ...]]:
         bd = rr.results[OVERVIEW].breakdown
     if bd is not None and bd.step_count:
         steps = tuple(int(s) for s in bd.step.tolist() if s >= 0)
-        return int(round(bd.avg_step_ns)), steps
+        return round(bd.avg_step_ns), steps
     wins = step_windows(bundle.trace, rank)
     if len(wins) == 0:
         return 0, ()

@@ -32,10 +32,10 @@ class Rule(Protocol):
     """What every rule module provides."""
 
     @property
-    def RULE_ID(self) -> str: ...  # noqa: N802 - module constant
+    def RULE_ID(self) -> str: ...
 
     @property
-    def SCOPE(self) -> str: ...  # noqa: N802 - module constant
+    def SCOPE(self) -> str: ...
 
     def detect(self, ctx: RuleContext) -> list[Finding]: ...
 
@@ -68,7 +68,7 @@ def run_advisor(bundle: Bundle, config: AdvisorConfig | None = None,
             reason = _run_one(rule, ctx, found)
             if reason is not None:
                 skipped.setdefault((rule.RULE_ID, reason), []).append(-1 if ctx.rank is None else ctx.rank)
-    not_run = tuple(NotRun(rule_id, reason, tuple(r for r in ranks if r >= 0))
+    not_run = tuple(NotRun(rule_id, reason, tuple(sorted({r for r in ranks if r >= 0})))
                     for (rule_id, reason), ranks in skipped.items())
     return Advice(tuple(rank_findings(found)), not_run, verdicts(bundle))
 

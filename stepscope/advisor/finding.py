@@ -74,7 +74,7 @@ class Finding:
 
     def to_dict(self) -> dict[str, Any]:
         """The SPEC §12 ``findings`` item, with the advice text resolved from report.texts."""
-        from stepscope.report import texts
+        import stepscope.report.texts as texts
 
         return {
             "rule": self.rule,

@@ -45,7 +45,7 @@ class Verdict:
     step_count: int
 
     def to_dict(self) -> dict[str, Any]:
-        from stepscope.report import texts
+        import stepscope.report.texts as texts
 
         return {"rank": self.rank, "bound": self.bound, "avg_step_ms": self.step_ns / 1e6,
                 "step_count": self.step_count,
@@ -64,10 +64,15 @@ def verdict_of(bundle: Bundle, rank: int) -> Verdict | None:
     pct = dict(zip(bd.categories, (float(v) for v in bd.avg_category_pct)))
     shares = {stage: sum(pct.get(c, 0.0) for c in cats) for stage, cats in STAGES.items()}
     bound = max(shares, key=lambda s: shares[s])
-    return Verdict(rank, bound, int(round(bd.avg_step_ns)), shares, bd.step_count)
+    return Verdict(rank, bound, round(bd.avg_step_ns), shares, bd.step_count)
 
 
 def verdicts(bundle: Bundle) -> tuple[Verdict, ...]:
     """Verdicts of every rank that has a breakdown, by rank."""
     out = (verdict_of(bundle, r) for r in sorted(bundle.ranks))
     return tuple(v for v in out if v is not None)
+
+
+def verdict_section(bundle: Bundle) -> list[dict[str, Any]]:
+    """The ``verdicts`` key of the JSON document: one object per rank with a breakdown."""
+    return [v.to_dict() for v in verdicts(bundle)]

@@ -51,3 +51,25 @@ def duration_stats(inverse: npt.NDArray[np.integer], dur_ns: I64, groups: int) -
 def largest_first(total: npt.ArrayLike) -> I64:
     """Order of groups by descending total, stable."""
     return np.argsort(-np.asarray(total, np.float64), kind="stable").astype(np.int64)
+
+
+def group_keys(*cols: npt.ArrayLike) -> tuple[list[I64], I64]:
+    """Group rows by several integer key columns (a fast ``np.unique(axis=0)``).
+
+    Returns the unique key columns (sorted lexicographically, first column major) and each row's group.
+    """
+    arrs = [np.asarray(c, np.int64) for c in cols]
+    n = len(arrs[0]) if arrs else 0
+    if n == 0:
+        return [a[:0] for a in arrs], np.zeros(0, np.int64)
+    order = np.lexsort(arrs[::-1])
+    new = np.zeros(n, bool)
+    new[0] = True
+    for a in arrs:
+        s = a[order]
+        new[1:] |= s[1:] != s[:-1]
+    gid_sorted = np.cumsum(new) - 1
+    inv = np.empty(n, np.int64)
+    inv[order] = gid_sorted
+    first = order[new]
+    return [a[first] for a in arrs], inv

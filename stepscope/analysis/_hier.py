@@ -17,7 +17,7 @@ def sum_to_ancestors(parent: npt.NDArray[np.int32], start: I64, weights: npt.Arr
     Returns a length-``n`` array: for every row, the summed weight of the starts at or below it.
     """
     w = np.asarray(weights, np.float64)
-    out = np.zeros(n, np.float64)
+    out: F64 = np.zeros(n, np.float64)
     cur = start.astype(np.int64)
     if not include_start:
         cur = np.where(cur >= 0, parent[np.maximum(cur, 0)], -1).astype(np.int64)
@@ -57,4 +57,4 @@ def any_descendant(parent: npt.NDArray[np.int32], marked: B) -> B:
         out[new] = True
         cur = parent[new].astype(np.int64)
         cur = cur[cur >= 0]
-    return out
+    return np.asarray(out, dtype=bool)

@@ -28,7 +28,11 @@ def per_rank(fn: Callable[[Trace, int], R]) -> Callable[[Trace, int], R]:
         if hit is not None and hit[0]() is trace:
             return hit[1]  # type: ignore[no-any-return]
         value = fn(trace, rank)
-        _STORE[key] = (weakref.ref(trace, lambda _r, k=key: _STORE.pop(k, None)), value)
+
+        def forget(_ref: weakref.ref[Trace], k: tuple[int, str, int] = key) -> None:
+            _STORE.pop(k, None)
+
+        _STORE[key] = (weakref.ref(trace, forget), value)
         return value
 
     return wrapper

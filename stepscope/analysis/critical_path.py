@@ -101,7 +101,7 @@ def compute_critical_path(trace: Trace, rank: int) -> CriticalPathResult:
 def _host_sets(trace: Trace, rank: int, launch: I32) -> tuple[Iv, Iv, Iv]:
     """Data-loading, launch-call and other host-activity sets of the threads that launch GPU work."""
     ev, pool = trace.events, trace.strings
-    host = rank_rows(trace, rank, tuple(int(k) for k in HOST_KINDS) + (int(EventKind.USER_ANNOTATION),))
+    host = rank_rows(trace, rank, tuple(int(k) for k in HOST_KINDS))
     name = ev["name"][host]
     loader = host[pool.mask(is_dataloader_name)[name]]
     threads = np.unique(ev["track"][launch[launch >= 0]])

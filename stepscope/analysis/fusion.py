@@ -119,7 +119,7 @@ def _sequences(trace: Trace, k: I64, short_ns: int, length: int, min_count: int)
 
 def _optimizer(trace: Trace, rank: int, k: I64, min_kernels: int) -> OptimizerKernels:
     ev, pool = trace.events, trace.strings
-    host = rank_rows(trace, rank, tuple(int(x) for x in HOST_KINDS) + (int(EventKind.USER_ANNOTATION),))
+    host = rank_rows(trace, rank, tuple(int(x) for x in HOST_KINDS))
     opt = host[pool.mask(lambda s: bool(OPTIMIZER.match(s)))[ev["name"][host]]]
     launch = ev["launch"][k]
     k = k[launch >= 0]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.analysis._groups import duration_stats, largest_first
+from stepscope.analysis._groups import duration_stats, group_keys, largest_first
 from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.breakdown import is_comm_kernel
@@ -150,9 +150,8 @@ def _by_launch(trace: Trace, rows: I64, bps: F64, occ: F64) -> KernelLaunchTable
     op = ev["op"][rows]
     op_name = np.where(op >= 0, ev["name"][np.maximum(op, 0)], -1)
     cols = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "regs", "shmem_bytes")
-    keys = np.stack([ev["name"][rows], op_name] + [ev[c][rows] for c in cols], axis=1).astype(np.int64)
-    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-    inv = inv.reshape(-1).astype(np.int64)
+    keys, inv = group_keys(ev["name"][rows], op_name, *[ev[c][rows] for c in cols])
+    uniq = np.stack(keys, axis=1) if len(rows) else np.zeros((0, 10), np.int64)
     dur = ev["dur_ns"][rows]
     st = duration_stats(inv, dur, len(uniq))
     o = largest_first(st.total_ns)

@@ -93,13 +93,15 @@ def queue_length(trace: Trace, gpu: I64, win_start: I64, win_end: I64) -> QueueL
     ev = trace.events
     track = ev["track"][gpu]
     ids = np.unique(track)
-    pts, vals, offsets, mx, mean = [], [], [0], [], []
+    pts: list[I64] = []
+    vals: list[I64] = []
+    offsets, mx, mean = [0], [], []
     for t in ids.tolist():  # per stream
         rows = gpu[track == t]
         start = ev["ts_ns"][ev["launch"][rows]]
         end = ev["ts_ns"][rows] + ev["dur_ns"][rows]
-        p, v = intervals.concurrency(start, np.maximum(end, start))
-        v = np.rint(v).astype(np.int64)
+        p, level = intervals.concurrency(start, np.maximum(end, start))
+        v: I64 = np.rint(level).astype(np.int64)
         pts.append(p)
         vals.append(v)
         offsets.append(offsets[-1] + len(p))
@@ -112,12 +114,11 @@ def queue_length(trace: Trace, gpu: I64, win_start: I64, win_end: I64) -> QueueL
 
 
 def _time_weighted_mean(p: I64, v: I64, win_start: I64, win_end: I64) -> float:
-    """Mean of a step function over the union of the windows (the whole series without windows)."""
+    """Mean of a step function (0 outside its points) over the union of the windows (or its own span)."""
     if len(p) < 2:
         return 0.0
-    seg = intervals.union(p[:-1], p[1:]) if len(win_start) == 0 else intervals.union(win_start, win_end)
-    s = np.clip(p[:-1], seg[0][0], seg[1][-1])
-    e = np.clip(p[1:], seg[0][0], seg[1][-1])
-    inside = intervals.covered_in_windows(seg, s, e)
-    total = float(inside.sum())
+    seg = intervals.union(p[:1], p[-1:]) if len(win_start) == 0 else intervals.union(win_start, win_end)
+    lo, hi = seg[0][0], seg[1][-1]
+    inside = intervals.covered_in_windows(seg, np.clip(p[:-1], lo, hi), np.clip(p[1:], lo, hi))
+    total = intervals.total(seg)
     return float((inside * v[:-1]).sum()) / total if total > 0 else 0.0

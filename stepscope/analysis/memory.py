@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.analysis._groups import largest_first
+from stepscope.analysis._groups import group_keys, largest_first
 from stepscope.analysis._hier import sum_to_ancestors
 from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
@@ -134,10 +134,8 @@ def _by_op(trace: Trace, op: I64, labels: S, nbytes: I64) -> OpMemory:
     n = len(ev)
     has = op >= 0
     lab_ids, lab_inv = np.unique(labels.astype(str), return_inverse=True)
-    keys = np.stack([np.where(has, ev["name"][np.maximum(op, 0)], -1), lab_inv], axis=1).astype(np.int64)
-    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-    inv = inv.reshape(-1)
-    g = len(uniq)
+    (u_name, u_lab), inv = group_keys(np.where(has, ev["name"][np.maximum(op, 0)], -1), lab_inv)
+    g = len(u_name)
     pos, neg = nbytes > 0, nbytes < 0
     # inclusive increase per op row, then summed over the rows of each (name, device) group
     total_rows = np.zeros(len(op))
@@ -148,9 +146,9 @@ def _by_op(trace: Trace, op: I64, labels: S, nbytes: I64) -> OpMemory:
         sel = np.flatnonzero(m)[first]
         total_rows[sel] = incl[op[sel]]
     o = largest_first(np.bincount(inv, weights=nbytes.clip(min=0), minlength=g))
-    name = trace.strings.decode(uniq[:, 0].astype(np.int32))
-    name[uniq[:, 0] < 0] = "(outside any op)"
-    return OpMemory(name=name[o], device=lab_ids.astype(object)[uniq[:, 1]][o],
+    name = trace.strings.decode(u_name.astype(np.int32))
+    name[u_name < 0] = "(outside any op)"
+    return OpMemory(name=name[o], device=lab_ids.astype(object)[u_lab][o],
                     self_increase_bytes=np.bincount(inv, weights=nbytes, minlength=g).astype(np.int64)[o],
                     total_increase_bytes=np.bincount(inv, weights=total_rows, minlength=g).astype(np.int64)[o],
                     alloc_count=np.bincount(inv[pos], minlength=g).astype(np.int64)[o],

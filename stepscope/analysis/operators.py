@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.analysis._groups import largest_first
+from stepscope.analysis._groups import group_keys, largest_first
 from stepscope.analysis._hier import any_descendant, sum_to_ancestors
 from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
@@ -132,14 +132,14 @@ def _row_stats(trace: Trace, rank: int) -> _RowStats:
     ops = (ev["rank"] == rank) & (ev["kind"] == EventKind.CPU_OP) & ~pool.mask(is_excluded_op)[ev["name"]]
     target = _merge_targets(trace, ops)
     counted = np.flatnonzero(ops & (target == np.arange(n))).astype(np.int64)
-    host_self = np.bincount(target[ops], weights=ev["self_ns"][ops], minlength=n)
+    host_self = np.bincount(target[ops], weights=ev["self_ns"][ops], minlength=n).astype(np.float64)
     gpu = np.flatnonzero((ev["rank"] == rank) & np.isin(ev["kind"], [int(k) for k in GPU_KINDS])
                          & (ev["op"] >= 0))
     dur = ev["dur_ns"][gpu].astype(np.float64)
     tc = tc_kernel_mask(pool)[ev["name"][gpu]] & (ev["kind"][gpu] == EventKind.KERNEL)
     owner = target[ev["op"][gpu]]
-    dev_self = np.bincount(owner, weights=dur, minlength=n)
-    tc_self = np.bincount(owner, weights=dur * tc, minlength=n)
+    dev_self = np.bincount(owner, weights=dur, minlength=n).astype(np.float64)
+    tc_self = np.bincount(owner, weights=dur * tc, minlength=n).astype(np.float64)
     parent = ev["parent"]
     dev_total = sum_to_ancestors(parent, owner, dur, n)
     tc_total = sum_to_ancestors(parent, owner, dur * tc, n)
@@ -153,12 +153,13 @@ def _table(trace: Trace, rs: _RowStats, inv: I64, groups: int, names: I32, shape
     ev = trace.events
 
     def total(w: npt.ArrayLike) -> F64:
-        return np.bincount(inv, weights=w, minlength=groups)
+        return np.bincount(inv, weights=w, minlength=groups).astype(np.float64)
 
     dev_self, dev_total = total(rs.device_self[r]), total(rs.device_total[r])
     host_self = total(rs.host_self[r])
     stack = ev["call_stack"][r].astype(np.int64)
-    pairs = np.unique(np.stack([inv, stack], axis=1)[stack >= 0], axis=0)
+    has = stack >= 0
+    (pair_group, _), _ = group_keys(inv[has], stack[has])
     o = np.lexsort((-host_self, -dev_self))
     return OperatorTable(
         name=trace.strings.decode(names)[o], input_shape=shapes[o],
@@ -170,23 +171,20 @@ def _table(trace: Trace, rs: _RowStats, inv: I64, groups: int, names: I32, shape
         tc_eligible=(total(rs.eligible[r].astype(np.float64)) > 0)[o],
         tc_self_pct=np.where(dev_self > 0, total(rs.tc_self[r]) / np.maximum(dev_self, 1) * 100, 0.0)[o],
         tc_total_pct=np.where(dev_total > 0, total(rs.tc_total[r]) / np.maximum(dev_total, 1) * 100, 0.0)[o],
-        call_stacks=np.bincount(pairs[:, 0], minlength=groups).astype(np.int64)[o] if len(pairs)
-        else np.zeros(groups, np.int64))
+        call_stacks=np.bincount(pair_group, minlength=groups).astype(np.int64)[o])
 
 
 def _call_stacks(trace: Trace, rs: _RowStats) -> CallStackTable:
     ev = trace.events
     r = rs.rows[ev["call_stack"][rs.rows] >= 0]
-    keys = np.stack([ev["name"][r], ev["call_stack"][r]], axis=1).astype(np.int64)
-    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-    inv = inv.reshape(-1)
-    host = np.bincount(inv, weights=rs.host_self[r], minlength=len(uniq))
-    dev = np.bincount(inv, weights=rs.device_self[r], minlength=len(uniq))
+    (names, stacks), inv = group_keys(ev["name"][r], ev["call_stack"][r])
+    g = len(names)
+    host = np.bincount(inv, weights=rs.host_self[r], minlength=g)
+    dev = np.bincount(inv, weights=rs.device_self[r], minlength=g)
     o = np.lexsort((-host, -dev))
     dec = trace.strings.decode
-    return CallStackTable(name=dec(uniq[o, 0].astype(np.int32)) if len(uniq) else np.zeros(0, object),
-                          call_stack=dec(uniq[o, 1].astype(np.int32)) if len(uniq) else np.zeros(0, object),
-                          calls=np.bincount(inv, minlength=len(uniq)).astype(np.int64)[o],
+    return CallStackTable(name=dec(names[o].astype(np.int32)), call_stack=dec(stacks[o].astype(np.int32)),
+                          calls=np.bincount(inv, minlength=g).astype(np.int64)[o],
                           host_self_ns=np.rint(host).astype(np.int64)[o],
                           device_self_ns=np.rint(dev).astype(np.int64)[o])
 
@@ -201,11 +199,9 @@ def compute_operators(trace: Trace, rank: int) -> OperatorView:
     names, inv = np.unique(ev["name"][rs.rows], return_inverse=True)
     empty = np.full(len(names), "", object)
     by_name = _table(trace, rs, inv.astype(np.int64), len(names), names.astype(np.int32), empty)
-    keys = np.stack([ev["name"][rs.rows], ev["input_dims"][rs.rows]], axis=1).astype(np.int64)
-    uniq, inv2 = np.unique(keys, axis=0, return_inverse=True)
-    shapes = trace.strings.decode(uniq[:, 1].astype(np.int32))
-    by_shape = _table(trace, rs, inv2.reshape(-1).astype(np.int64), len(uniq), uniq[:, 0].astype(np.int32),
-                      shapes)
+    (op_names, dims), inv2 = group_keys(ev["name"][rs.rows], ev["input_dims"][rs.rows])
+    by_shape = _table(trace, rs, inv2, len(op_names), op_names.astype(np.int32),
+                      trace.strings.decode(dims.astype(np.int32)))
     return OperatorView(rank=rank, by_name=by_name, by_name_shape=by_shape, call_stacks=_call_stacks(trace, rs),
                         has_shapes=bool((ev["input_dims"][rs.rows] >= 0).any()),
                         has_call_stacks=bool((ev["call_stack"][rs.rows] >= 0).any()))

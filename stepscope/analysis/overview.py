@@ -67,7 +67,7 @@ def _device_kernels(trace: Trace, rank: int, dev: DeviceInfo | None) -> I64:
 
 
 def _clipped(ts: I64, end: I64, lo: int, hi: int) -> I64:
-    return np.maximum(np.minimum(end, hi) - np.maximum(ts, lo), 0)
+    return np.asarray(np.maximum(np.minimum(end, hi) - np.maximum(ts, lo), 0), np.int64)
 
 
 def sm_efficiency_ns(ts: I64, end: I64, bps: F64, lo: int, hi: int) -> float:

@@ -16,8 +16,8 @@ from stepscope.analysis.critical_path import compute_critical_path
 from stepscope.analysis.distributed import compute_distributed
 from stepscope.analysis.fusion import compute_fusion
 from stepscope.analysis.idle import compute_idle
-from stepscope.analysis.launch import compute_launch
 from stepscope.analysis.kernels import compute_kernels
+from stepscope.analysis.launch import compute_launch
 from stepscope.analysis.launch_config import compute_launch_config
 from stepscope.analysis.memcpy import compute_memcpy
 from stepscope.analysis.memory import compute_memory

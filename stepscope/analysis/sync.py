@@ -112,7 +112,7 @@ def _sites(trace: Trace, sync: I64, d2h: I64) -> SyncSites:
     count = np.bincount(inv)
     time = np.bincount(inv, weights=ev["dur_ns"][rows]).astype(np.int64)
     order = np.argsort(-time, kind="stable")
-    sites = np.array(("",) + cs.site_names, dtype=object)
+    sites = np.array(("", *cs.site_names), dtype=object)
     return SyncSites(
         what=[str(s) for s in pool.decode(uniq[0][order])], op=[str(s) for s in pool.decode(uniq[1][order])],
         top_op=[str(s) for s in pool.decode(uniq[2][order])],

@@ -56,7 +56,9 @@ def _from_document(doc: dict[str, Any], path: str, title: str | None) -> str:
 
     name = title or default_title(str(doc.get("source") or path))
     if "overall" in doc and "ranks" not in doc:
-        return render_diff_html(doc, title=title or "stepscope diff")
+        from stepscope.report.html.diff import diff_title
+
+        return render_diff_html(doc, title=title or diff_title(doc))
     return render_html(doc, title=name)
 
 
@@ -87,5 +89,6 @@ def command(path: str | None, output: str | None, as_md: bool, title: str | None
     if as_md:
         from stepscope.report.html.build import default_title
 
-        click.echo(render_markdown(doc, title=title or default_title(str(doc.get("source") or path or ""))),
-                   nl=False)
+        is_diff = "overall" in doc and "ranks" not in doc
+        md_title = title or (None if is_diff else default_title(str(doc.get("source") or path or "")))
+        click.echo(render_markdown(doc, title=md_title), nl=False)

@@ -64,6 +64,11 @@ _BUILTIN_KERNELS: list[tuple[str, str]] = [
     (r"(?i)softmax", "[family] softmax"),
 ]
 
+_BUILTIN_RUNTIME: list[tuple[str, str]] = [
+    (r"^(?:cuda|hip)(\w+?)(?:_v\d+)?$", r"cuda|hip:\1"),  # cudaLaunchKernel ↔ hipLaunchKernel
+    (r"^(?:aclrt|acl)(\w+)$", r"cuda|hip:\1"),
+]
+
 
 @dataclass(frozen=True)
 class NameMap:
@@ -87,8 +92,9 @@ class NameMap:
                 return hit
         for section in (table, "*"):
             for pat, target in self.patterns.get(section, ()):
-                if pat.search(name):
-                    return target
+                m = pat.search(name)
+                if m is not None:
+                    return m.expand(target) if "\\" in target else target
         return name
 
     def apply(self, table: str, names: Obj) -> Obj:
@@ -110,7 +116,8 @@ class NameMap:
 def builtin_name_map() -> NameMap:
     """The small built-in GPU ↔ NPU / CUDA ↔ ROCm table (opt-in: it merges kernels into families)."""
     return NameMap({"operators": dict(_BUILTIN_OPS)},
-                   {"kernels": [(re.compile(p), t) for p, t in _BUILTIN_KERNELS]})
+                   {"kernels": [(re.compile(p), t) for p, t in _BUILTIN_KERNELS],
+                    "runtime": [(re.compile(p), t) for p, t in _BUILTIN_RUNTIME]})
 
 
 def load_name_map(path: str | Path) -> NameMap:
@@ -119,7 +126,8 @@ def load_name_map(path: str | Path) -> NameMap:
     Either a flat object ``{"name on one side": "canonical name", ...}`` applied to every table, or
     an object of sections keyed by table name (``operators``, ``kernels``, ``modules``, ``memory``,
     ``runtime``, or ``"*"``), each such a flat object. A key written ``"re:<regex>"`` is a regular
-    expression matched anywhere in the name (``re.search``).
+    expression matched anywhere in the name (``re.search``); its target may use the groups of the
+    match (``\\1``), e.g. ``{"re:^hip(\\w+)": "cuda\\1"}``.
     """
     p = Path(path)
     try:
@@ -166,10 +174,10 @@ def group_by_key(keys: Obj, *columns: F64) -> tuple[Obj, I64, list[F64]]:
     for display names) and the summed columns.
     """
     if len(keys) == 0:
-        return keys, np.zeros(0, np.int64), [np.zeros(0) for _ in columns]
+        return keys, np.zeros(0, np.int64), [np.zeros(0, np.float64) for _ in columns]
     uniq, inv = np.unique(keys.astype(str), return_inverse=True)
     inv = inv.reshape(-1)
-    sums = [np.bincount(inv, weights=c, minlength=len(uniq)) for c in columns]
+    sums = [np.bincount(inv, weights=c, minlength=len(uniq)).astype(np.float64) for c in columns]
     first = columns[0] if columns else np.zeros(len(keys))
     order = np.lexsort((-first, inv))  # rows by key, largest value first within each key
     starts = np.searchsorted(inv[order], np.arange(len(uniq)))

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.compare.align import Alignment, NameMap, align, group_by_key, make_keys
+from stepscope.compare.align import KEY_SEP, Alignment, NameMap, align, group_by_key, make_keys
 
 Obj = npt.NDArray[np.object_]
 I64 = npt.NDArray[np.int64]
@@ -88,8 +88,14 @@ class DiffTable:
 
     @property
     def name(self) -> Obj:
-        """The display name: the base name, else the new one."""
-        return np.asarray(np.where(self.base_name != "", self.base_name, self.new_name), dtype=object)
+        """The display name: the matched (canonical) name, i.e. the key without its shapes part.
+
+        Without a name map it is each side's own name; with one, ``base_name`` / ``new_name`` keep
+        the names as each run recorded them.
+        """
+        if len(self.keys) == 0:
+            return self.keys
+        return np.asarray([k.split(KEY_SEP, 1)[0] for k in self.keys.tolist()], dtype=object)
 
     def names_with(self, status: int) -> list[str]:
         return [str(n) for n in self.name[self.status == status]]

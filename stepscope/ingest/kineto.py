@@ -108,6 +108,7 @@ def read_kineto_files(paths: list[str], pool_strings: StringPool, consume: Consu
     heads = [locate_events(p) for p in paths]
     batches = [FileBatch(p, os.path.getsize(p)) for p in paths]
     tails: list[bytes] = [b""] * len(paths)
+    trailing = [0] * len(paths)
     n = _worker_count(paths, workers)
     pool = ProcessPoolExecutor(n, mp_context=get_context("fork")) if n > 1 else None
     try:
@@ -119,8 +120,9 @@ def read_kineto_files(paths: list[str], pool_strings: StringPool, consume: Consu
             b.dropped.extend(res.columns.dropped)
             if res.tail or res.lost_bytes or not res.complete:
                 tails[res.file_index] = res.tail
-                b.lost_bytes += res.lost_bytes
+                b.lost_bytes += res.lost_bytes + (trailing[res.file_index] if res.columns.n == 0 else 0)
                 b.complete = res.complete
+            trailing[res.file_index] = res.trailing_bytes
             if progress is not None:
                 progress(res.columns.n)
     finally:

@@ -46,6 +46,8 @@ class ChunkResult:
     tail: bytes  # bytes after the events array (the JSON trailer), last chunk only
     lost_bytes: int  # bytes after the last complete event when the array never closes
     complete: bool  # the events array was closed
+    trailing_bytes: int = 0  # separator bytes after a middle chunk's last event (counted as lost
+    #                          when the next, final chunk holds no complete event)
 
 
 def is_gzip(path: str) -> bool:
@@ -183,8 +185,9 @@ def decode_chunk(job: ChunkJob) -> ChunkResult:
     buf = _job_bytes(job)
     try:
         if not job.is_last:
-            evs, dropped = _decode_framed(buf, _body_end(buf), job.precise)
-            return ChunkResult(job.file_index, events_to_columns(evs, dropped), b"", 0, True)
+            end = _body_end(buf)
+            evs, dropped = _decode_framed(buf, end, job.precise)
+            return ChunkResult(job.file_index, events_to_columns(evs, dropped), b"", 0, True, len(buf) - end)
         fast = _decode_last(buf, job.precise)
         if fast is not None:
             return ChunkResult(job.file_index, events_to_columns(fast[0], fast[1]), fast[2], 0, True)

@@ -262,7 +262,7 @@ def events_to_columns(evs: list[Any], dropped: list[tuple[str, str]]) -> ChunkCo
         "name": intern_strings(name, table),
         "pid": intern_strings(tuple(map(str, pid)), table), "tid": intern_strings(tuple(map(str, tid)), table),
         "ts_ns": ts_ns, "ts_ok": ts_ok,
-        "dur_ns": np.round(np.array(dur, dtype=np.float64) * 1000).astype(np.int64),
+        "dur_ns": _dur_ns(dur),
         "flow_id": _flow_ids(fid),
     }
     strings = _ordered(table)
@@ -270,6 +270,14 @@ def events_to_columns(evs: list[Any], dropped: list[tuple[str, str]]) -> ChunkCo
     groups = event_groups(ph_code, cols["cat"], cols["name"], strings)
     cols.update(args_columns(args, groups, table))
     return ChunkColumns(n, cols, _ordered(table), dropped, frac_max)
+
+
+def _dur_ns(dur: tuple[Any, ...]) -> I64:
+    """µs durations → ns; non-finite values become -1 µs (reported as missing), huge ones are capped
+    far above the 24 h limit so that they are reported and dropped as absurd."""
+    us = np.array(dur, dtype=np.float64)
+    us = np.where(np.isfinite(us), np.clip(us, -9e12, 9e12), -1.0)
+    return np.round(us * 1000).astype(np.int64)
 
 
 def _ordered(table: dict[str, int]) -> list[str]:

@@ -39,7 +39,9 @@ def _looks_like_trace(p: Path) -> bool:
     if p.suffix == ".sqlite":
         return True
     try:
-        head = gzip.open(p).read(4096) if p.name.endswith(".gz") else p.open("rb").read(4096)
+        opener = gzip.open if p.name.endswith(".gz") else open
+        with opener(p, "rb") as fh:
+            head = fh.read(4096)
     except (OSError, EOFError):
         return True  # unreadable: let the reader report it
     return b"traceEvents" in head or b'"ph"' in head or not head.strip()

@@ -31,7 +31,7 @@ def _avg_ms(arr: Any) -> float:
     return float(np.mean(arr)) / MS if len(arr) else 0.0
 
 
-def _steps(step: Any, **cols: Any) -> list[dict[str, Any]]:
+def _steps(step: Any, /, **cols: Any) -> list[dict[str, Any]]:
     """Per-step rows: ``cols`` are ns arrays (key gets ``_ms``) aligned with ``step``."""
     return [{"step": int(s), **{f"{k}_ms": float(v[i]) / MS for k, v in cols.items()}}
             for i, s in enumerate(step.tolist())]  # per step

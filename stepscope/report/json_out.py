@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from stepscope.advisor.verdict import verdict_section
 from stepscope.analysis.bundle import Bundle, RankResults
 from stepscope.model.trace import Trace
 from stepscope.report.json_deep import DEEP_RANK_SECTIONS, cluster_section
@@ -60,6 +61,7 @@ REQUIRED_RANK_KEYS: dict[str, Any] = {"device": None, "overview": None, "steps":
 ClusterSection = Callable[[Bundle], Any]
 CLUSTER_SECTIONS: dict[str, ClusterSection] = {
     "cluster": cluster_section,
+    "verdicts": verdict_section,  # advisor: what bounds each rank's step (docs/advisor.md)
 }
 
 

@@ -14,9 +14,17 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from stepscope.report.html.diff import CATEGORY_LABELS, by_abs_diff, gate_state, narrative
+from stepscope.report.html.diff import (
+    CATEGORY_LABELS,
+    by_abs_diff,
+    diff_title,
+    findings_summary,
+    gate_state,
+    narrative,
+)
 from stepscope.report.html.fmt import (
     BREAKDOWN,
+    LABELS,
     breakdown_values,
     fmt_int,
     fmt_ms,
@@ -66,12 +74,21 @@ def _findings(doc: Mapping[str, Any], top: int) -> list[str]:
     findings = [f for f in doc.get("findings") or [] if isinstance(f, Mapping)]
     if not findings:
         return ["No findings.", ""]
-    rows = [[str(i + 1), md(f.get("severity", "")), md(rule_title(f), 60),
-             f"{fmt_ms(f.get('est_gain_ms'))} ({fmt_pct(f.get('est_gain_pct'))})", md(f.get("advice") or "", 140)]
+    multi = len({f.get("rank") for f in findings if f.get("rank") is not None}) > 1
+    rows = [[str(i + 1), md(f.get("severity", "")), md(rule_title(f), 70),
+             *([md(f.get("rank", "")) if f.get("rank") is not None else "all"] if multi else []),
+             f"{fmt_ms(f.get('est_gain_ms'))} ({fmt_pct(f.get('est_gain_pct'))})"]
             for i, f in enumerate(findings[:top])]
-    more = [f"_…and {len(findings) - top} more._", ""] if len(findings) > top else [""]
+    more = ["", f"_…and {len(findings) - top} more._", ""] if len(findings) > top else [""]
+    first_of_rule: dict[str, Mapping[str, Any]] = {}
+    for f in findings:
+        if f.get("advice"):
+            first_of_rule.setdefault(str(f.get("rule")), f)
+    advice = [f"{i + 1}. {md(f.get('advice'), 400)}" for i, f in enumerate(list(first_of_rule.values())[:3])]
+    what = ["**What to change**", "", *advice, ""] if advice else []
+    headers = ["#", "severity", "finding", *(["rank"] if multi else []), "est. gain"]
     return ["**Findings** (ranked by estimated gain per step)", "",
-            *_table(["#", "severity", "finding", "est. gain", "advice"], rows, right=(3,)), *more]
+            *_table(headers, rows, right=(len(headers) - 1,)), *more, *what]
 
 
 def _ranks(doc: Mapping[str, Any], ranks: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -93,19 +110,19 @@ def _breakdown(rank: Mapping[str, Any]) -> list[str]:
     steps = [s for s in rank.get("steps") or [] if isinstance(s, Mapping)]
     if not ov.get("breakdown_ms") and not steps:
         return []
-    headers = ["step", "total", *[label for _, label, _ in BREAKDOWN]]
-    rows = []
-    for s in steps[:MAX_STEP_ROWS]:
-        bd = breakdown_values(s.get("breakdown_ms"))
-        rows.append([md(s.get("step")), fmt_ms(s.get("total_ms")), *[fmt_ms(bd[k]) for k, _, _ in BREAKDOWN]])
-    if ov.get("breakdown_ms"):
-        bd = breakdown_values(ov.get("breakdown_ms"))
-        avg = num(ov.get("avg_step_ms")) or sum(bd.values())
-        rows.append(["**avg**", f"**{fmt_ms(avg)}**", *[fmt_ms(bd[k]) for k, _, _ in BREAKDOWN]])
-        rows.append(["share", "", *[fmt_pct(100 * bd[k] / avg if avg else None, 0) for k, _, _ in BREAKDOWN]])
+    bds = [breakdown_values(s.get("breakdown_ms")) for s in steps[:MAX_STEP_ROWS]]
+    avg_bd = breakdown_values(ov.get("breakdown_ms")) if ov.get("breakdown_ms") else None
+    keys = [k for k, _, _ in BREAKDOWN if any(bd[k] for bd in [*bds, *([avg_bd] if avg_bd else [])])]
+    headers = ["step", "total", *[LABELS[k] for k in keys]]
+    rows = [[md(s.get("step")), fmt_ms(s.get("total_ms")), *[fmt_ms(bd[k]) for k in keys]]
+            for s, bd in zip(steps, bds)]
+    if avg_bd is not None:
+        avg = num(ov.get("avg_step_ms")) or sum(avg_bd.values())
+        rows.append(["**avg**", f"**{fmt_ms(avg)}**", *[fmt_ms(avg_bd[k]) for k in keys]])
+        rows.append(["share", "", *[fmt_pct(100 * avg_bd[k] / avg if avg else None, 0) for k in keys]])
     note = f"_first {MAX_STEP_ROWS} of {len(steps)} steps_" if len(steps) > MAX_STEP_ROWS else ""
     return [f"**Step time breakdown** (rank {md(rank.get('rank'))})", "",
-            *_table(headers, rows, right=range(1, len(headers))), *([note] if note else []), ""]
+            *_table(headers, rows, right=range(1, len(headers))), *(["", note] if note else []), ""]
 
 
 def _kernels(rank: Mapping[str, Any], top: int) -> list[str]:
@@ -128,13 +145,14 @@ def _diagnostics(doc: Mapping[str, Any]) -> list[str]:
 
 def render_diff_markdown(doc: Mapping[str, Any], *, title: str | None = None, top: int = 8) -> str:
     """Gate verdict, narrative, overall per-category changes and the biggest kernel / operator changes."""
-    lines = [f"### {md(title or 'stepscope diff', 120)}", ""]
+    lines = [f"### {md(title or diff_title(doc), 120)}", ""]
     passed, reason = gate_state(doc)
     if passed is not None:
         lines += [f"**Gate: {'✅ passed' if passed else '❌ FAILED'}**" + (f" — {md(reason, 200)}" if reason else ""),
                   ""]
     lines += [md(x, 300) for x in narrative(doc)] + [""]
-    overall = [r for r in doc.get("overall") or [] if isinstance(r, Mapping)]
+    overall = [r for r in doc.get("overall") or [] if isinstance(r, Mapping)
+               and (num(r.get("base_ms")) or num(r.get("new_ms")))]
     if overall:
         rows = [[md(CATEGORY_LABELS.get(str(r.get("category")), r.get("category"))), fmt_ms(r.get("base_ms")),
                  fmt_ms(r.get("new_ms")), fmt_signed_ms(r.get("diff_ms"))] for r in overall]
@@ -147,4 +165,6 @@ def render_diff_markdown(doc: Mapping[str, Any], *, title: str | None = None, to
                      fmt_signed_ms(r.get("diff_ms"))] for r in rows_in]
             lines += [f"**Biggest {label} changes**", "",
                       *_table([label, "base", "new", "diff"], rows, right=(1, 2, 3)), ""]
+    if findings_summary(doc):
+        lines += [f"**Findings:** {md(findings_summary(doc))}", ""]
     return "\n".join(lines).rstrip() + "\n"

@@ -8,7 +8,8 @@ are ``str.format`` strings over the finding's evidence, its change parameters an
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import string
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -35,12 +36,114 @@ RULES: dict[str, RuleText] = {
         "({loading} loading) while the GPU has nothing to do.",
         ("https://pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading",
          "https://docs.nvidia.com/deeplearning/dali/user-guide/docs/")),
+    "pageable-memcpy": RuleText(
+        "Copies from pageable host memory",
+        "{pageable_copies_per_step} host<->device copies per step use pageable memory "
+        "({pageable_ms:.2f} ms, {pageable_pct:.1f}% of the step): staged, slower and never overlapped.",
+        ("https://pytorch.org/docs/stable/data.html#memory-pinning",
+         "https://developer.nvidia.com/blog/how-optimize-data-transfers-cuda-cc/")),
+    "sync-in-step": RuleText(
+        "The host waits for the GPU inside the step",
+        "Blocking syncs take {sync_ms:.2f} ms per step ({sync_pct:.1f}%): {sync_calls_per_step} sync calls and "
+        "{d2h_copies_per_step} device-to-host copies per step.",
+        ("https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html"
+         "#avoid-unnecessary-cpu-gpu-synchronization",)),
+    "launch-bound": RuleText(
+        "The GPU waits for the host to launch work",
+        "The GPU sits idle waiting for the host {host_wait_ms:.1f} ms per step ({host_wait_pct:.1f}%, median "
+        "over steps, DataLoader time excluded); {short_kernel_pct}% of kernels run shorter than their launch.",
+        ("https://pytorch.org/docs/stable/notes/cuda.html#cuda-graphs",
+         "https://pytorch.org/docs/stable/torch.compiler.html")),
+    "small-kernel-optimizer": RuleText(
+        "The optimizer step is many small kernels",
+        "Each optimizer step launches {kernels_per_optimizer_step} kernels ({elementwise_pct:.0f}% single-tensor "
+        "elementwise), {optimizer_kernel_ms:.2f} ms of GPU time.",
+        ("https://pytorch.org/docs/stable/optim.html#algorithms",)),
     "no-tensor-cores": RuleText(
         "GEMM/convolution kernels do not use Tensor Cores",
         "{eligible_kernel_pct:.0f}% of kernel time is launched by Tensor-Core-eligible operators, "
         "but only {tensor_core_pct_of_eligible:.0f}% of it runs on Tensor Cores.",
         ("https://pytorch.org/docs/stable/amp.html",
          "https://pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-later-devices")),
+    "gemm-dims-not-multiple-of-8": RuleText(
+        "Half-precision GEMMs with unaligned dimensions",
+        "{misaligned_calls} fp16/bf16 GEMM calls have N or K not a multiple of {align} "
+        "({misaligned_kernel_pct:.1f}% of kernel time), e.g. {example_shapes}.",
+        ("https://docs.nvidia.com/deeplearning/performance/dl-performance-matrix-multiplication/",)),
+    "channels-last": RuleText(
+        "Convolutions run in NCHW on Tensor Cores",
+        "Convolutions take {conv_kernel_pct:.0f}% of kernel time and cuDNN transposes NCHW tensors around "
+        "them ({layout_transform_ms:.2f} ms of layout kernels per step).",
+        ("https://pytorch.org/tutorials/intermediate/memory_format_tutorial.html",)),
+    "under-filled-grid": RuleText(
+        "Kernels launch fewer blocks than the GPU has SMs",
+        "{underfilled_kernel_pct:.1f}% of kernel time runs with fewer blocks than the {sm_count} SMs "
+        "(mean {mean_blocks} blocks): {idle_sm_ms:.2f} ms of SM time idle per step.",
+        ("https://docs.nvidia.com/cuda/cuda-c-best-practices-guide/#occupancy",)),
+    "comm-not-overlapped": RuleText(
+        "Communication is not hidden behind computation",
+        "{exposed_comm_ms:.1f} ms per step ({exposed_comm_pct:.1f}%) of communication runs with no computation "
+        "beside it (overlap ratio {overlap_ratio_pct:.0f}%).",
+        ("https://pytorch.org/docs/stable/notes/ddp.html",
+         "https://pytorch.org/docs/stable/fsdp.html")),
+    "straggler-rank": RuleText(
+        "One rank holds the others back",
+        "Rank {slow_rank} is slower than the median rank ({reasons}): {step_ms:.2f} vs {median_step_ms:.2f} ms per "
+        "step, {kernel_count} vs {median_kernel_count:.0f} kernels; the others wait {others_wait_ms:.2f} ms.",
+        ("https://hta.readthedocs.io/en/latest/source/features/temporal_breakdown.html",)),
+    "load-imbalance": RuleText(
+        "Ranks do unequal work",
+        "The busiest rank ({busiest_rank}) computes {imbalance_pct:.0f}% longer than the average rank "
+        "({max_compute_ms:.2f} vs {mean_compute_ms:.2f} ms per step).",
+        ("https://hta.readthedocs.io/en/latest/source/features/temporal_breakdown.html",)),
+    "allocator-fragmentation": RuleText(
+        "The caching allocator wastes memory or churns",
+        "Signals: {signals}. At peak, {unused_reserved_gib} GiB of {peak_reserved_gib} GiB reserved is unused "
+        "({unused_reserved_pct}%); allocator calls take {alloc_calls_ms:.2f} ms per step.",
+        ("https://pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf",)),
+    "memory-near-capacity": RuleText(
+        "GPU memory is nearly full",
+        "Peak reserved memory is {peak_reserved_gib} GiB, {peak_pct_of_device:.0f}% of the "
+        "{device_memory_gib} GiB {device}.",
+        ("https://pytorch.org/docs/stable/checkpoint.html", "https://pytorch.org/docs/stable/fsdp.html")),
+    "heavy-host-op-no-gpu": RuleText(
+        "Host work without GPU work inside the step",
+        "Ops that launch no GPU work keep the GPU idle {gpu_idle_in_ops_ms:.2f} ms per step "
+        "({gpu_idle_in_ops_pct:.1f}%); the largest: {op}.",
+        ()),
+    "cudnn-benchmark-off": RuleText(
+        "Convolutions use cuDNN's fallback algorithms",
+        "{fallback_conv_kernel_pct:.0f}% of kernel time is in cuDNN's generic algorithm-0 kernels "
+        "({fallback_conv_ms:.1f} ms per step): cuDNN benchmarking is likely off.",
+        ("https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#enable-cudnn-auto-tuner",)),
+    "conv-algo-search": RuleText(
+        "cuDNN searches convolution algorithms every step",
+        "{searching_calls} convolution calls launch up to {max_kernels_per_call} kernels each (an algorithm "
+        "search) in steps {steps_with_search}: {search_ms:.2f} ms per step.",
+        ("https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#enable-cudnn-auto-tuner",)),
+    "variable-input-shapes": RuleText(
+        "Input shapes change from step to step",
+        "{varying_calls_pct:.0f}% of the ops that run every step see shapes that differ between steps, "
+        "e.g. {example_op} with {example_shapes}.",
+        ()),
+    "outdated-software": RuleText(
+        "Old software stack",
+        "The trace shows {issues} (CUDA runtime {cuda_runtime}, driver {cuda_driver}, schema {schema}).",
+        ("https://pytorch.org/get-started/locally/",)),
+    "zero-grad-not-none": RuleText(
+        "Gradients are zeroed with kernels every step",
+        "optimizer.zero_grad() launches {zero_grad_kernels_per_step} kernels per step ({zero_grad_ms:.2f} ms).",
+        ("https://pytorch.org/docs/stable/generated/torch.optim.Optimizer.zero_grad.html",)),
+    "small-memcpy": RuleText(
+        "Many tiny host<->device copies",
+        "{small_copies_per_step} copies under {small_bytes_limit} bytes per step ({small_copies_ms:.2f} ms): "
+        "each pays a fixed latency.",
+        ()),
+    "cuda-launch-blocking": RuleText(
+        "Kernel launches are synchronous",
+        "{blocking_launch_pct:.0f}% of {launches} kernels finish before their launch call returns "
+        "(median launch {median_launch_us} µs): CUDA_LAUNCH_BLOCKING=1 is probably set.",
+        ("https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution",)),
 }
 
 CHANGES: dict[str, str] = {
@@ -50,6 +153,19 @@ CHANGES: dict[str, str] = {
     "speed-up-input-pipeline": "Workers do not keep up: raise num_workers (up to the free cores), "
                                "prefetch_factor={prefetch_factor}, persistent_workers=True; make each sample "
                                "cheaper (pre-decoded binary shards, fewer small files, GPU-side augmentation).",
+    "pin-memory": "Copy from pinned memory: DataLoader(..., pin_memory=True), or tensor.pin_memory() for "
+                  "buffers you reuse, then .to(device, non_blocking=True).",
+    "remove-step-sync": "Remove per-step host syncs (here {op} {call_site}): no .item() / .cpu() / .tolist() / "
+                        "print of GPU tensors each step — accumulate on the GPU and read every N steps; use "
+                        "CUDA events instead of torch.cuda.synchronize().",
+    "cuda-graphs-or-compile": "Launch less: capture the step with CUDA Graphs (torch.cuda.graphs / "
+                              "torch.compile(mode='reduce-overhead')), fuse small ops (torch.compile), or give "
+                              "each launch more work (a larger batch).",
+    "reduce-host-work": "Take the host off the critical path: less Python per step (move bookkeeping out "
+                        "of the loop), torch.compile, a larger batch per launch; find the slow host ops in "
+                        "the operator view (host self time).",
+    "fused-optimizer": "Use the multi-tensor optimizer: torch.optim.{optimizer}(..., fused=True) "
+                       "(or foreach=True), and fold weight decay into the step.",
     "enable-amp": "Run the model under mixed precision: with torch.autocast('cuda', dtype=torch.{dtype}): ... "
                   "(fp16 needs torch.cuda.amp.GradScaler; on Ampere+ bf16 does not). "
                   "One-line alternative on Ampere+: torch.backends.cuda.matmul.allow_tf32 = True; "
@@ -57,13 +173,65 @@ CHANGES: dict[str, str] = {
     "pad-shapes-for-tensor-cores": "The ops already take half inputs, yet no Tensor-Core kernel runs: pad "
                                    "the GEMM/conv dimensions (hidden size, vocabulary, channels, batch) to "
                                    "multiples of {multiple}.",
+    "pad-gemm-dims": "Pad the GEMM dimensions (hidden size, vocabulary, heads x head_dim, batch x seq) to "
+                     "multiples of {multiple}, e.g. round the vocabulary up and mask the padding.",
+    "channels-last": "Use NHWC: model = model.to(memory_format=torch.channels_last) and the same for the "
+                     "input batch, together with AMP.",
+    "fill-the-gpu": "Give these kernels more parallel work: a larger batch, fused ops (torch.compile), or a "
+                    "split-K / stream-K kernel variant, so that all {sm_count} SMs have blocks.",
+    "overlap-communication": "Overlap collectives with backward compute: DDP(bucket_cap_mb=...) tuned (default "
+                             "{bucket_cap_mb}), no find_unused_parameters unless needed, gradient accumulation "
+                             "with no_sync(); FSDP backward/forward prefetch.",
+    "fix-slow-rank": "Find why rank {rank} is slower: compare its kernels and ops with a fast rank "
+                     "(stepscope diff), then balance its work, data or placement (a hot host, a slower link).",
+    "balance-work": "Balance the work across ranks: even sharding of embedding tables / data, equal "
+                    "sequence lengths per rank (bucketing), pipeline stages of equal cost.",
+    "allocator-config": "Set PYTORCH_CUDA_ALLOC_CONF={PYTORCH_CUDA_ALLOC_CONF} (or max_split_size_mb:<MB>); "
+                        "do not call torch.cuda.empty_cache() in the loop; preallocate buffers you reuse.",
+    "reduce-memory": "Make room: activation checkpointing, ZeRO / FSDP sharding, a smaller micro-batch with "
+                     "gradient accumulation; parallelise TP (within a node) -> PP -> DP.",
+    "move-host-work": "Move {op} out of the step, onto the GPU, or into a background thread / the "
+                      "DataLoader workers.",
+    "cudnn-benchmark": "Set torch.backends.cudnn.benchmark = True (with static input shapes) so cuDNN "
+                       "times the algorithms once per shape and keeps the fastest.",
+    "static-shapes-for-benchmark": "Keep shapes static so the benchmark cache hits: fixed image sizes, "
+                                   "drop_last=True, sequence-length buckets; or turn cudnn.benchmark off for "
+                                   "truly dynamic shapes.",
+    "bucket-by-length": "Batch by length (bucketing / sorting by sequence length) or pad to a few fixed "
+                        "sizes, so the same shapes repeat.",
+    "upgrade-software": "Upgrade the stack: CUDA >= {min_cuda_runtime} with a matching driver, a current "
+                        "PyTorch and cuDNN.",
+    "zero-grad-set-to-none": "Call optimizer.zero_grad(set_to_none=True) (the default since PyTorch 2.0).",
+    "batch-small-copies": "Batch the {count_per_step} small copies per step into one tensor (torch.cat / a "
+                          "preallocated pinned buffer), or keep the values on the GPU.",
+    "unset-launch-blocking": "Unset {env} (a debugging switch): launches become asynchronous again.",
 }
 
 BASIS: dict[str, str] = {
     "exposed-input-time": "time per step spent only in the DataLoader (GPU idle, no other work) — what "
                           "background workers can hide; an upper bound, since workers share the host CPU",
-    "amp-speedup": "eligible non-Tensor-Core kernel time per step ({eligible_non_tc_ms:.1f} ms) × (1 − 1/2): a "
-                   "conservative 2× on those kernels with mixed precision",
+    "amp-speedup": "eligible non-Tensor-Core kernel time per step ({eligible_non_tc_ms:.1f} ms) x "
+                   "(1 - 1/{amp_speedup}): a conservative speed-up on those kernels with mixed precision",
+    "pinned-bandwidth": "half of the pageable copies' GPU time (pinned copies reach about twice the bandwidth)",
+    "blocked-host-time": "host time blocked in syncs per step, capped by the GPU's host-wait idle time",
+    "host-wait-idle": "median over steps of the GPU idle time waiting for the host, outside the DataLoader",
+    "fused-optimizer-speedup": "optimizer kernel time per step x (1 - 1/{fused_speedup})",
+    "misaligned-share": "half of the misaligned GEMMs' kernel time per step",
+    "layout-transform-time": "layout-transform kernel time per step + 10% of the Tensor-Core conv time",
+    "idle-sm-share": "half of the SM time left idle by under-filled kernels per step",
+    "hideable-comm": "exposed communication that is transfer (not waiting), capped by the computation "
+                     "it could hide behind",
+    "excess-over-median": "the slow rank's excess time per step over the median rank",
+    "imbalance-excess": "(max - mean) of the per-rank compute time per step",
+    "allocator-call-time": "host time in cudaMalloc/cudaFree per step",
+    "headroom-only": "no time estimate: the finding is about memory headroom",
+    "gpu-idle-in-host-ops": "GPU idle time inside the ops per step",
+    "benchmark-share": "15% of the fallback conv kernel time per step",
+    "search-kernel-time": "the searching calls' kernel time per step beyond one kernel per call",
+    "not-estimated": "no time estimate",
+    "kernel-time-removed": "the zeroing kernels' GPU time per step",
+    "copy-latency": "half of the small copies' GPU time per step",
+    "launch-excess": "blocking launch calls' host time beyond 5 µs each, per step",
 }
 
 VERDICT_STAGES: dict[str, str] = {
@@ -75,18 +243,25 @@ VERDICT_STAGES: dict[str, str] = {
 }
 
 
-class _Lenient(dict[str, Any]):
-    def __missing__(self, key: str) -> str:
-        return "?"
+class _Lenient(string.Formatter):
+    """A formatter for which a missing field is ``?`` and a value that does not fit its spec is str()."""
+
+    def get_value(self, key: int | str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+        return kwargs.get(str(key), "?")
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        try:
+            return format(value, format_spec)
+        except (ValueError, TypeError):
+            return str(value)
+
+
+_FORMATTER = _Lenient()
 
 
 def fill(template: str, values: Mapping[str, Any]) -> str:
-    """Format a template; unknown fields render as ``?``, bad format specs fall back to str()."""
-    safe = _Lenient(values)
-    try:
-        return template.format_map(safe)
-    except (ValueError, TypeError):
-        return template.format_map(_Lenient({k: str(v) for k, v in values.items()}))
+    """Format a template over ``values``; never raises on a missing or mistyped field."""
+    return _FORMATTER.vformat(template, (), values)
 
 
 def _values(f: Finding) -> dict[str, Any]:
@@ -121,7 +296,7 @@ def advice_text(f: Finding) -> str:
 
 def links(rule: str) -> tuple[str, ...]:
     rt = RULES.get(rule)
-    return ((DOCS.format(rule=rule),) + rt.links) if rt is not None else (DOCS.format(rule=rule),)
+    return ((DOCS.format(rule=rule), *rt.links)) if rt is not None else (DOCS.format(rule=rule),)
 
 
 def not_run_text(rule: str, reason: str) -> str:

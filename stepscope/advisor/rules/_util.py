@@ -6,6 +6,7 @@ These compute only what no analysis result carries (each use is noted in the rul
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -86,3 +87,11 @@ def first_example(trace: Trace, row: int) -> dict[str, Any]:
     ev = trace.events
     return {"name": trace.strings[int(ev["name"][row])], "ts_ms": ms(ev["ts_ns"][row] - ev["ts_ns"].min()),
             "dur_ms": ms(ev["dur_ns"][row]), "step": int(ev["step"][row]), "row": int(row)}
+
+
+def compact_json(text: str) -> str:
+    """``Input Dims`` text as one short line (``[[1,141,512],[30522,512]]``); unchanged when not JSON."""
+    try:
+        return json.dumps(json.loads(text), separators=(",", ":"))
+    except ValueError:
+        return text

@@ -54,17 +54,18 @@ def detect(ctx: RuleContext) -> list[Finding]:
     non_tc = eligible & ~tc
     ops = elig_op[non_tc]
     n = max(len(ctx.steps), 1)
+    types = _input_types(ctx, ops)
     evidence = {
         "eligible_kernel_pct": round(elig_pct, 2), "tensor_core_pct_of_eligible": round(tc_pct, 2),
         "eligible_non_tc_ms": ms(per_step(ctx, float(dur[non_tc].sum()))),
         "kernel_ms": ms(per_step(ctx, total)),
         "top_ops": _top_ops(ctx, ops, dur[non_tc], n),
         "top_kernels": top_names(trace, k[non_tc], per=n),
-        "input_types": _input_types(ctx, ops),
-        "device": dev.name if dev is not None else None,
+        "input_types": types,
+        "device": dev.name if dev is not None else None, "amp_speedup": ctx.cfg.amp_speedup,
     }
     gain = per_step(ctx, float(dur[non_tc].sum())) * (1.0 - 1.0 / max(ctx.cfg.amp_speedup, 1.0))
-    return [ctx.finding(RULE_ID, gain, "amp-speedup", evidence, _change(ctx, evidence["input_types"]))]
+    return [ctx.finding(RULE_ID, gain, "amp-speedup", evidence, _change(ctx, types))]
 
 
 def _top_ops(ctx: RuleContext, ops: np.ndarray, dur: np.ndarray, n: int) -> list[dict[str, object]]:

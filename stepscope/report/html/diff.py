@@ -9,6 +9,7 @@ Reads ``overall`` (per category base_ms / new_ms / diff_ms per average step), ``
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from stepscope.report.html import svg
@@ -83,7 +84,8 @@ def _overall(doc: Mapping[str, Any]) -> str:
     if not rows:
         return section("overall", "Overall", '<p class="empty">No overall comparison in the document.</p>')
     items = [(CATEGORY_LABELS.get(str(r.get("category")), str(r.get("category"))),
-              num(r.get("base_ms")) or 0.0, num(r.get("new_ms")) or 0.0) for r in rows]
+              num(r.get("base_ms")) or 0.0, num(r.get("new_ms")) or 0.0) for r in rows
+             if num(r.get("base_ms")) or num(r.get("new_ms"))]
     chart = svg.legend([("base", "#9aa5b1"), ("new", "#4c78a8")]) + svg.paired_hbars(
         "overall-chart", items, label="base vs new per category")
     named = [{**r, "name": CATEGORY_LABELS.get(str(r.get("category")), r.get("category"))} for r in rows]
@@ -117,14 +119,30 @@ def render_diff_html(doc: Mapping[str, Any], *, title: str, limit: int = 50) -> 
     body = [_verdict(doc), _overall(doc),
             _changes("kernels", "Kernels", by_abs_diff(doc.get("kernels")), limit),
             _changes("operators", "Operators", by_abs_diff(doc.get("operators")), limit),
+            _changes("runtime", "Runtime API", by_abs_diff(doc.get("runtime")), limit) if doc.get("runtime") else "",
             _findings(doc)]
     if doc.get("diagnostics"):
         body.append(diagnostics_html(doc))
     base, new = doc.get("base"), doc.get("new")
     meta = esc(f"{_label(base)} → {_label(new)}") if base or new else esc("base → new")
     nav = [("verdict", "Verdict"), ("overall", "Overall"), ("kernels", "Kernels"), ("operators", "Operators")]
-    small = {**doc, **{k: by_abs_diff(doc.get(k))[:limit] for k in ("operators", "kernels") if k in doc}}
+    small = {**doc, **{k: by_abs_diff(doc.get(k))[:limit] for k in ("operators", "kernels", "runtime") if k in doc}}
     return page(title=title, kind="diff", meta=meta, nav=nav, body="".join(body), doc=small)
+
+
+def diff_title(doc: Mapping[str, Any]) -> str:
+    """"stepscope diff · <base name> → <new name>" from the sides' sources."""
+    names = [Path(_label(doc.get(k)).rstrip("/")).name for k in ("base", "new")]
+    return "stepscope diff" + (f" · {names[0]} → {names[1]}" if all(n not in ("", "?") for n in names) else "")
+
+
+def findings_summary(doc: Mapping[str, Any]) -> str:
+    """"resolved 1 · new 2 · still 3" from the compared findings' ``status``; '' without."""
+    counts: dict[str, int] = {}
+    for f in doc.get("findings") or []:
+        if isinstance(f, Mapping) and f.get("status"):
+            counts[str(f["status"])] = counts.get(str(f["status"]), 0) + 1
+    return " · ".join(f"{k} {v}" for k, v in sorted(counts.items()))
 
 
 def _label(side: object) -> str:

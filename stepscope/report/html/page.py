@@ -40,7 +40,7 @@ PAGE = Template("""<!DOCTYPE html>
 <script>$js</script></body></html>
 """)
 
-JSON_LIMIT = 50
+JSON_LIMIT = 20
 JSON_STEP_LIMIT = 2000
 
 
@@ -50,23 +50,21 @@ def embed_json(doc: Mapping[str, Any], limit: int = JSON_LIMIT) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def trim_doc(doc: Mapping[str, Any], limit: int) -> dict[str, Any]:
-    """A copy with long per-rank lists cut (kernels/operators to ``limit`` rows) to keep the page small."""
-    out = dict(doc)
-    ranks = []
-    for r in doc.get("ranks") or []:
-        if not isinstance(r, Mapping):
-            continue
-        rr = {k: (v[:limit] if isinstance(v, list) and k != "steps" else v) for k, v in r.items()}
-        if isinstance(rr.get("steps"), list):
-            rr["steps"] = rr["steps"][:JSON_STEP_LIMIT]
-        mem = rr.get("memory")
-        if isinstance(mem, Mapping):
-            rr["memory"] = {k: v for k, v in mem.items() if k != "curves"}
-        ranks.append(rr)
-    if "ranks" in doc:
-        out["ranks"] = ranks
-    return out
+def trim_doc(doc: Mapping[str, Any], limit: int) -> Any:
+    """A copy with every list cut to ``limit`` items (``steps`` to 2,000) and memory curves left out.
+
+    The full document is what ``--json`` prints; the page embeds this sample of it to stay small.
+    """
+    return _trim(doc, limit, "")
+
+
+def _trim(obj: Any, limit: int, key: str) -> Any:
+    if isinstance(obj, Mapping):
+        return {k: _trim(v, limit, str(k)) for k, v in obj.items() if not (key == "memory" and k == "curves")}
+    if isinstance(obj, list):
+        cap = JSON_STEP_LIMIT if key in ("steps", "ranks", "findings", "diagnostics", "overall") else limit
+        return [_trim(v, limit, "") for v in obj[:cap]]
+    return obj
 
 
 def page(*, title: str, kind: str, meta: str, nav: Sequence[tuple[str, str]], body: str,

@@ -49,7 +49,7 @@ def findings_html(doc: Doc) -> str:
     if not findings:
         body = head + '<h3>Findings</h3><p class="empty" id="no-findings">no findings</p>'
         return section("findings", "Verdict", body).replace('class="card"', 'class="card hero"', 1)
-    cards = "".join(_finding_card(i + 1, f) for i, f in enumerate(findings))
+    cards = "".join(_finding_card(i + 1, f, open_evidence=i < 2) for i, f in enumerate(findings))
     body = (head + f"<h3>Findings ({len(findings)}), ranked by estimated gain per step</h3>"
             f'<ol class="findings">{cards}</ol>')
     return section("findings", "Verdict", body).replace('class="card"', 'class="card hero"', 1)
@@ -67,9 +67,12 @@ def _headline(doc: Doc) -> str:
     if not avg:
         return ""
     top = max(avg_bd, key=lambda k: avg_bd[k])
+    idle = r.get("idle") if isinstance(r.get("idle"), Mapping) else {}
     stats = [("average step" + (f" (rank {r.get('rank')})" if len(ranks) > 1 else ""), fmt_ms(avg)),
              ("GPU utilization", fmt_pct(ov.get("gpu_utilization_pct"))),
+             ("GPU idle per step", fmt_ms((idle or {}).get("idle_ms"))),
              (f"largest part: {LABELS[top]}", fmt_pct(100.0 * avg_bd[top] / avg)),
+             ("steps / s", "–" if num(ov.get("steps_per_s")) is None else f"{num(ov.get('steps_per_s')):.2f}"),
              ("steps profiled", fmt_int(ov.get("step_count")))]
     tiles = "".join(f'<div class="stat"><div class="v">{esc(v)}</div><div class="k">{esc(k)}</div></div>'
                     for k, v in stats if v != "–")
@@ -81,7 +84,7 @@ def _headline(doc: Doc) -> str:
     return out
 
 
-def _finding_card(pos: int, f: Mapping[str, Any]) -> str:
+def _finding_card(pos: int, f: Mapping[str, Any], *, open_evidence: bool = True) -> str:
     sev = str(f.get("severity", "low"))
     sev_cls = sev if sev in SEVERITY_ORDER else "low"
     rank = f.get("rank")
@@ -102,10 +105,10 @@ def _finding_card(pos: int, f: Mapping[str, Any]) -> str:
             f'<div class="fhead"><span class="badge {sev_cls}">{esc(sev)}</span>'
             f'<span class="ftitle">{pos}. {esc(rule_title(f))}</span>'
             f'<code class="rule">{esc(f.get("rule", ""))}</code>{where}{gain}</div>'
-            f'{advice_html}{evidence_html(f.get("evidence"))}</li>')
+            f'{advice_html}{evidence_html(f.get("evidence"), open_evidence)}</li>')
 
 
-def evidence_html(evidence: object) -> str:
+def evidence_html(evidence: object, is_open: bool = True) -> str:
     """Evidence as a key/value grid; nested values as compact JSON (escaped, truncated)."""
     if not isinstance(evidence, Mapping) or not evidence:
         return ""
@@ -119,7 +122,8 @@ def evidence_html(evidence: object) -> str:
             text = json.dumps(v, default=str)
         text = text if len(text) <= 300 else text[:297] + "…"
         items.append(f"<dt>{esc(k)}</dt><dd>{esc(text)}</dd>")
-    return f'<details class="evidence" open><summary>evidence</summary><dl>{"".join(items)}</dl></details>'
+    attr = " open" if is_open else ""
+    return f'<details class="evidence"{attr}><summary>evidence</summary><dl>{"".join(items)}</dl></details>'
 
 
 # ---- overview -------------------------------------------------------------------------------------
@@ -133,7 +137,7 @@ def overview_html(rank: Mapping[str, Any]) -> str:
              ("est. achieved occupancy", fmt_pct(ov.get("achieved_occupancy_pct"))),
              ("Tensor Core kernel time", fmt_pct(ov.get("tensor_core_pct"))),
              ("GPU busy", fmt_ms(gpu.get("busy_ms"))), ("GPU span", fmt_ms(gpu.get("span_ms")))]
-    for key, label in (("ips", "steps or samples / s"), ("samples_per_s", "samples / s")):
+    for key, label in (("steps_per_s", "steps / s"), ("samples_per_s", "samples / s")):
         if num(ov.get(key)) is not None:
             stats.append((label, f"{num(ov.get(key)):,.2f}"))
     tiles = "".join(f'<div class="stat"><div class="v">{esc(v)}</div><div class="k">{esc(k)}</div></div>'

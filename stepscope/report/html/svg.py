@@ -203,7 +203,7 @@ def paired_hbars(chart_id: str, items: Sequence[tuple[str, float, float]], *, la
                          f'height="12" fill="{colors[j]}" data-name="{esc(name)}" data-side="{side}" '
                          f'data-value="{data_num(v)}" data-tip="{esc(tip)}"/>')
         d = new - base
-        cls = "pos" if d > 0 else "neg"
+        cls = "pos" if d > 0 else "neg" if d < 0 else ""
         sign = "+" if d > 0 else "−" if d < 0 else "±"
         parts.append(f'<text class="axis {cls}" x="{_c(name_w + span + 10)}" y="{_c(y + 19)}">'
                      f'{sign}{esc(fmt_ms(abs(d), 2))}</text>')

@@ -68,16 +68,24 @@ def _row(r: Mapping[str, Any], cols: Sequence[Col], share_key: str | None, total
     return f"<tr>{''.join(cells)}</tr>"
 
 
+def us(v: object) -> str:
+    f = num(v)
+    return fmt_ms(f / 1000.0, 2) if f is not None else "–"
+
+
 KERNEL_COLS = (
     Col("name", "kernel", str, numeric=False),
     Col("calls", "calls", fmt_int),
     Col("total_ms", "total", ms),
+    Col("mean_us", "mean", us, optional=True),
+    Col("median_us", "median", us, optional=True),
+    Col("min_us", "min", us, optional=True),
+    Col("max_us", "max", us, optional=True),
+    Col("std_us", "std", us, optional=True),
     Col("mean_ms", "mean", ms, optional=True),
-    Col("median_ms", "median", ms, optional=True),
-    Col("max_ms", "max", ms, optional=True),
-    Col("tensor_core", "Tensor Cores", yes_no, numeric=False, optional=True),
-    Col("blocks_per_sm", "blocks/SM", lambda v: f"{num(v) or 0:.2f}", optional=True),
-    Col("occupancy_pct", "occupancy", fmt_pct, optional=True),
+    Col("tc_used", "Tensor Cores", yes_no, numeric=False, optional=True),
+    Col("mean_blocks_per_sm", "blocks/SM", lambda v: "–" if num(v) is None else f"{num(v):.2f}", optional=True),
+    Col("mean_occupancy_pct", "occupancy", fmt_pct, optional=True),
 )
 
 OPERATOR_COLS = (
@@ -88,6 +96,7 @@ OPERATOR_COLS = (
     Col("device_self_ms", "device self", ms),
     Col("device_total_ms", "device total", ms, optional=True),
     Col("tc_eligible", "TC eligible", yes_no, numeric=False, optional=True),
+    Col("tc_self_pct", "TC self", fmt_pct, optional=True),
 )
 
 DIAGNOSTIC_COLS = (

@@ -30,18 +30,22 @@ def render_distributed(r: DistributedResult, console: Console, top: int) -> None
     console.print(t)
 
 
+LABELS = {"kernel_count": "kernels", "compute_ns": "compute", "step_ns": "step time"}
+
+
 def render_cluster(r: ClusterResult, console: Console, top: int) -> None:
     t = table("ranks (per average step)", "rank", "kernels", "compute ms", "step ms", "comm ms", "wait ms",
               "transfer ms", "slow in")
     for i, rank in enumerate(r.ranks):  # per rank
-        reasons = ", ".join(r.slow_reasons.get(rank, []))
+        reasons = ", ".join(LABELS.get(m, m) for m in r.slow_reasons.get(rank, []))
         style = "bold red" if rank in r.slow_reasons else ""
         t.add_row(str(rank), f"{r.kernel_count[i]:,.0f}", ms(r.compute_ns[i]), ms(r.step_ns[i]), ms(r.comm_ns[i]),
                   ms(r.wait_ns[i]), ms(r.transfer_ns[i]), reasons, style=style)
     console.print(t)
     if r.slow_ranks:
         detail = "; ".join(
-            f"rank {rank}: " + ", ".join(f"{k} +{v:.0f} %" for k, v in r.excess_pct[rank].items() if v > 0)
+            f"rank {rank}: " + ", ".join(f"{LABELS.get(k, k)} +{v:.0f} %" for k, v in r.excess_pct[rank].items()
+                                         if v > 0)
             for rank in r.slow_ranks)
         console.print(f"  [bold red]imbalanced[/bold red]: slow ranks {r.slow_ranks} ({detail} vs the median); "
                       f"load imbalance {pct(r.imbalance_pct)}")

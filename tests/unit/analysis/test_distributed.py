@@ -13,6 +13,8 @@ from stepscope.analysis.distributed import bus_factor, compute_distributed
 from tests.builders import TraceBuilder
 
 US = 1000
+COLL_ARGS = {"Collective name": "allreduce", "In msg nelems": 1000, "Out msg nelems": 1000, "dtype": "Float",
+             "Group size": 4, "Process Group Name": "0"}
 NCCL = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)"
 
 
@@ -25,9 +27,8 @@ def test_split_of_the_step_and_bandwidth(tmp_path: Path) -> None:
     b = TraceBuilder(rank=0, world_size=4)
     b.step(1, ts=0, dur=100)
     b.launch_kernel("sgemm", launch_ts=1, launch_dur=2, ts=10, dur=40)
-    b.launch_kernel(NCCL, launch_ts=4, launch_dur=2, ts=30, dur=50, stream=20,
-                    **{"Collective name": "allreduce", "In msg nelems": 1000, "Out msg nelems": 1000,
-                       "dtype": "Float", "Group size": 4, "Process Group Name": "0"})
+    b.op("record_param_comms", ts=3, dur=5, **COLL_ARGS)
+    b.launch_kernel(NCCL, launch_ts=4, launch_dur=2, ts=30, dur=50, stream=20)
     r = compute_distributed(b.load(tmp_path), 0)
     assert r.step.tolist() == [1]
     assert (r.computation_ns[0], r.communication_ns[0], r.overlap_ns[0], r.other_ns[0]) == (

@@ -1,0 +1,55 @@
+"""``launch-bound``: the GPU waits for the host to launch work (SPEC §6; HTA idle time & launch stats).
+
+Detects: GPU idle time classified *host-wait* (idle analysis: the next kernel's launch call began
+after the gap began) outside DataLoader periods is at least ``host_wait_min_pct`` of the step. The
+DataLoader part belongs to ``dataloader-bound``. The launch analysis says whether kernels are
+*short* (shorter than their launch call): then launches themselves are the limit (CUDA Graphs,
+``torch.compile``); otherwise Python / CPU work between launches is.
+
+Gain: the median over steps of the host-wait idle time outside the DataLoader (the median, so one
+disturbed step — warm-up, a hiccup — does not drive it) — what taking the host off the critical
+path gives back. The change is CUDA Graphs / ``torch.compile`` when short kernels are common and
+launch calls outweigh other CPU work on the critical path, else less host work per step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stepscope.advisor.context import CRITICAL_PATH, IDLE, LAUNCH, RuleContext
+from stepscope.advisor.finding import Change, Finding
+from stepscope.advisor.rules._util import ms
+
+RULE_ID = "launch-bound"
+SCOPE = "rank"
+
+
+def detect(ctx: RuleContext) -> list[Finding]:
+    idle = ctx.result(IDLE)
+    if len(idle.step) == 0:
+        return []
+    per = (idle.host_wait_ns - idle.host_wait_in_dataloader_ns).astype(np.float64)
+    wait_ns = float(np.median(per))  # robust to one disturbed step (warm-up, a hiccup)
+    if ctx.pct_of_step(wait_ns) < ctx.cfg.host_wait_min_pct:
+        return []
+    evidence: dict[str, object] = {
+        "host_wait_ms": ms(wait_ns), "host_wait_pct": round(ctx.pct_of_step(wait_ns), 2),
+        "mean_host_wait_ms": ms(float(per.mean())), "per_step_host_wait_ms": [ms(v) for v in per.tolist()]}
+    short_pct = 0.0
+    launch = ctx.optional(LAUNCH)
+    if launch is not None and len(launch.rows):
+        short_pct = launch.short_kernel_pct
+        evidence.update(short_kernel_pct=round(short_pct, 1), kernels=len(launch.rows),
+                        median_launch_us=round(launch.percentile_ns("cpu_launch_ns", 50) / 1e3, 2),
+                        median_kernel_us=round(launch.percentile_ns("kernel_ns", 50) / 1e3, 2))
+    cp = ctx.optional(CRITICAL_PATH)
+    launches_dominate = True
+    if cp is not None and len(cp.step):
+        shares = cp.share_pct()
+        evidence["critical_path_pct"] = {k: round(v, 1) for k, v in shares.items()}
+        launches_dominate = shares.get("launch_overhead", 0.0) >= shares.get("cpu", 0.0)
+    if short_pct >= ctx.cfg.short_kernel_min_share_pct and launches_dominate:
+        change = Change("cuda-graphs-or-compile", {"short_kernel_pct": round(short_pct)})
+    else:
+        change = Change("reduce-host-work", {})
+    return [ctx.finding(RULE_ID, wait_ns, "host-wait-idle", evidence, change)]

@@ -1,0 +1,37 @@
+"""``load-imbalance``: ranks do unequal amounts of work (SPEC §6; HTA/MSA load balance).
+
+Detects: the cluster analysis' ``imbalance_pct`` = (max − mean) / mean of per-rank GPU compute time
+per step is at least ``imbalance_min_pct``. Unlike ``straggler-rank`` it needs no single outlier: it
+fires for a spread-out imbalance too (uneven embedding tables, uneven sequence lengths, pipeline
+stages of unequal size).
+
+Gain: (max − mean) compute time per step — with perfectly balanced work the busiest rank, which every
+collective waits for, would do the mean.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stepscope.advisor.context import CLUSTER, RuleContext
+from stepscope.advisor.finding import Change, Finding
+from stepscope.advisor.rules._util import ms
+
+RULE_ID = "load-imbalance"
+SCOPE = "cluster"
+
+
+def detect(ctx: RuleContext) -> list[Finding]:
+    c = ctx.result(CLUSTER)
+    if c.imbalance_pct < ctx.cfg.imbalance_min_pct:
+        return []
+    compute = np.asarray(c.compute_ns, np.float64)
+    if not np.any(compute > 0):
+        compute = np.asarray(c.step_ns, np.float64)
+    busiest = int(np.argmax(compute))
+    evidence = {"imbalance_pct": round(c.imbalance_pct, 1), "busiest_rank": c.ranks[busiest],
+                "max_compute_ms": ms(compute.max()), "mean_compute_ms": ms(compute.mean()),
+                "per_rank_compute_ms": {str(r): ms(v) for r, v in zip(c.ranks, compute.tolist())},
+                "per_rank_kernels": {str(r): int(v) for r, v in zip(c.ranks, c.kernel_count.tolist())}}
+    return [ctx.finding(RULE_ID, float(compute.max() - compute.mean()), "imbalance-excess", evidence,
+                        Change("balance-work", {"busiest_rank": c.ranks[busiest]}))]

@@ -1,0 +1,40 @@
+"""``sync-in-step``: the host blocks on the device inside the step (SPEC §6; Nsight ``cuda_api_sync``).
+
+Detects: blocking sync calls (``cudaDeviceSynchronize`` / ``StreamSynchronize`` / ``EventSynchronize``,
+blocking ``cudaMemcpy``) and D2H copies inside steps (sync analysis) whose host time is at least
+``sync_min_pct`` of the average step. The usual causes are ``.item()``, ``.cpu()``, ``.tolist()``,
+printing or logging a tensor every step; the sync analysis names the op and the Python call site.
+
+Gain: the host time spent blocked per step, capped by the GPU host-wait idle of the step (idle
+analysis, when it ran): while the host is blocked it cannot queue the next kernels, and the GPU
+idles once the queue drains — that idle time is what removing the sync gives back.
+"""
+
+from __future__ import annotations
+
+from stepscope.advisor.context import IDLE, SYNC, RuleContext
+from stepscope.advisor.finding import Change, Finding
+from stepscope.advisor.rules._util import ms
+
+RULE_ID = "sync-in-step"
+SCOPE = "rank"
+
+
+def detect(ctx: RuleContext) -> list[Finding]:
+    res = ctx.result(SYNC)
+    sync_ns = res.avg_ns("sync_ns")
+    if ctx.pct_of_step(sync_ns) < ctx.cfg.sync_min_pct:
+        return []
+    idle = ctx.optional(IDLE)
+    gain = sync_ns
+    if idle is not None and len(idle.step):
+        gain = min(gain, float(idle.host_wait_ns.mean() - idle.host_wait_in_dataloader_ns.mean()))
+    s = res.sites
+    sites = [{"call": s.what[i], "op": s.op[i], "top_op": s.top_op[i], "call_site": s.call_site[i],
+              "count": int(s.count[i]), "ms": ms(s.time_ns[i])} for i in range(min(5, len(s.what)))]
+    evidence = {"sync_ms": ms(sync_ns), "sync_pct": round(ctx.pct_of_step(sync_ns), 2),
+                "sync_calls_per_step": round(res.avg_ns("sync_count"), 1),
+                "d2h_copies_per_step": round(res.avg_ns("d2h_count"), 1), "sites": sites}
+    top = sites[0] if sites else {}
+    change = Change("remove-step-sync", {"op": top.get("op", ""), "call_site": top.get("call_site", "")})
+    return [ctx.finding(RULE_ID, max(gain, 0.0), "blocked-host-time", evidence, change)]

@@ -1,0 +1,41 @@
+"""``stepscope advise PATH``: what bounds each step, and what to change — ranked, with evidence."""
+
+from __future__ import annotations
+
+import click
+from rich.console import Console
+
+from stepscope.advisor.config import load_config
+from stepscope.advisor.engine import run_advisor
+from stepscope.analysis.bundle import analyze
+from stepscope.cli.common import echo_json, load_trace, trace_options
+from stepscope.report import findings_view, json_out
+
+
+@click.command("advise")
+@click.argument("path", required=False, type=click.Path())
+@click.option("--json", "as_json", is_flag=True, help="Print findings, verdicts and rules not run as JSON.")
+@click.option("--top", default=10, show_default=True, help="Findings to show in the terminal.")
+@click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
+              help="Override an advisor threshold (repeatable), e.g. --set dataloader_min_pct=10.")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
+              help="TOML file with advisor thresholds (top level, [advisor] or [tool.stepscope.advisor]).")
+@trace_options
+def command(path: str | None, as_json: bool, top: int, settings: tuple[str, ...], config_file: str | None,
+            no_cache: bool, span: str | None, ranks: tuple[int, ...]) -> None:
+    """Advise on a trace file or run directory (the embedded sample when PATH is omitted)."""
+    cfg = load_config(config_file, settings)  # bad settings fail before the (slower) load
+    trace = load_trace(path, no_cache, span, ranks)
+    advice = run_advisor(analyze(trace), cfg)
+    if as_json:
+        echo_json(json_out.clean({
+            "schema_version": json_out.SCHEMA_VERSION, "source": trace.source,
+            "verdicts": [v.to_dict() for v in advice.verdicts],
+            "findings": [f.to_dict() for f in advice.findings],
+            "not_run": [n.to_dict() for n in advice.not_run]}))
+        return
+    console = Console()
+    console.rule(f"[bold]stepscope advise[/bold] {trace.source}")
+    findings_view.render_verdicts(advice.verdicts, console)
+    findings_view.render_findings(advice.findings, console, top)
+    findings_view.render_not_run(advice.not_run, console)

@@ -1,0 +1,125 @@
+"""``stepscope diff BASE NEW``: where the time went between two runs, and a CI gate on regressions.
+
+Exit codes: 0 ok (or gate passed), 1 ``--fail-if-slower`` gate failed (the reason is printed),
+2 bad input or usage.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+from stepscope.cli.common import _progress_factory, echo_json
+from stepscope.compare import tabular, terminal
+from stepscope.compare.align import NameMap, builtin_name_map, load_name_map
+from stepscope.compare.diff import DiffResult, compare
+from stepscope.compare.document import to_json
+from stepscope.compare.gate import GateResult
+from stepscope.compare.prepare import SideSpec, prepare_side
+from stepscope.errors import UsageError
+from stepscope.ingest import load
+from stepscope.model.trace import Trace
+
+
+def _name_map(specs: tuple[str, ...]) -> NameMap | None:
+    nm: NameMap | None = None
+    for spec in specs:
+        part = builtin_name_map() if spec == "builtin" else load_name_map(spec)
+        nm = part if nm is None else nm.merged(part)
+    return nm
+
+
+def _loader(path: str | Path | None, use_cache: bool, span: str | None, ranks: Any) -> Trace:
+    return load(path, use_cache=use_cache, span=span, ranks=list(ranks) or None, progress=_progress_factory())
+
+
+def _write_reports(doc: dict[str, Any], csv_dir: str | None, xlsx: str | None, html: str | None,
+                   md: str | None, title: str) -> list[str]:
+    written: list[str] = []
+    if csv_dir:
+        written += [str(p) for p in tabular.write_csv(doc, csv_dir)]
+    if xlsx:
+        written.append(str(tabular.write_xlsx(doc, xlsx)))
+    if html:
+        try:
+            from stepscope.report.html import render_diff_html
+        except ImportError:
+            raise UsageError("the HTML diff report is not available in this build") from None
+        Path(html).write_text(render_diff_html(doc, title=title), encoding="utf-8")
+        written.append(html)
+    if md:
+        try:
+            from stepscope.report.markdown import render_diff_markdown
+        except ImportError:
+            raise UsageError("the Markdown diff summary is not available in this build") from None
+        Path(md).write_text(render_diff_markdown(doc, title=title), encoding="utf-8")
+        written.append(md)
+    return written
+
+
+def _finish(result: DiffResult, gate: GateResult | None, as_json: bool, top: int, outputs: dict[str, Any],
+            title: str) -> None:
+    doc = to_json(result, gate)
+    written = _write_reports(doc, outputs["csv"], outputs["xlsx"], outputs["html"], outputs["md"], title)
+    if as_json:
+        echo_json(doc)
+    else:
+        terminal.render(doc, Console(), top)
+    err = Console(stderr=True)
+    for path in written:
+        err.print(f"[dim]wrote {path}[/]")
+    if gate is not None:
+        if as_json:
+            click.echo(f"stepscope diff: gate {'passed' if gate.passed else 'FAILED'}: {gate.reason}", err=True)
+        if not gate.passed:
+            if not as_json:
+                click.echo(f"stepscope diff: gate FAILED: {gate.reason}", err=True)
+            sys.exit(1)  # SystemExit: the group's standalone_mode=False would swallow click's Exit
+
+
+@click.command("diff")
+@click.argument("base", type=click.Path(exists=True))
+@click.argument("new", type=click.Path(exists=True))
+@click.option("--base-rank", type=int, default=None, help="Rank compared in BASE (default: the lowest).")
+@click.option("--new-rank", type=int, default=None, help="Rank compared in NEW (default: the lowest).")
+@click.option("--base-span", default=None, help="Profiling window of a BASE run directory.")
+@click.option("--new-span", default=None, help="Profiling window of a NEW run directory.")
+@click.option("--base-steps", default=None, help="ProfilerSteps of BASE, e.g. 5-8,10 (default: all).")
+@click.option("--new-steps", default=None, help="ProfilerSteps of NEW (default: all).")
+@click.option("--by-shapes", is_flag=True, help="Match operators by name + input shapes.")
+@click.option("--name-map", "name_maps", multiple=True,
+              help="Rename before matching: 'builtin' (GPU↔NPU, CUDA↔ROCm families) or a JSON file. Repeatable.")
+@click.option("--totals", is_flag=True, help="Tables as totals over the selection instead of per average step.")
+@click.option("--no-findings", is_flag=True, help="Do not run the advisor on both runs.")
+@click.option("--fail-if-slower", "fail_pct", type=float, default=None, metavar="PCT",
+              help="Exit 1 when NEW's average step is more than PCT % slower than BASE's.")
+@click.option("--json", "as_json", is_flag=True, help="Print the versioned diff document (docs/json.md).")
+@click.option("--csv", "csv_dir", type=click.Path(), default=None, help="Write one CSV per table into DIR.")
+@click.option("--xlsx", type=click.Path(), default=None, help="Write a workbook, one sheet per table.")
+@click.option("--html", type=click.Path(), default=None, help="Write a self-contained HTML report.")
+@click.option("--md", type=click.Path(), default=None, help="Write a Markdown summary (PR comment).")
+@click.option("--top", default=10, show_default=True, help="Rows per table in the terminal.")
+@click.option("--no-cache", is_flag=True, help="Parse again; neither read nor write the cache.")
+def command(base: str, new: str, base_rank: int | None, new_rank: int | None, base_span: str | None,
+            new_span: str | None, base_steps: str | None, new_steps: str | None, by_shapes: bool,
+            name_maps: tuple[str, ...], totals: bool, no_findings: bool, fail_pct: float | None, as_json: bool,
+            csv_dir: str | None, xlsx: str | None, html: str | None, md: str | None, top: int,
+            no_cache: bool) -> None:
+    """Compare two traces (files or run directories): BASE is before, NEW is after."""
+    if fail_pct is not None and fail_pct < 0:
+        raise UsageError("--fail-if-slower takes a percentage ≥ 0")
+    nm = _name_map(name_maps)
+    opts = {"use_cache": not no_cache, "with_findings": not no_findings, "loader": _loader}
+    bb = prepare_side(SideSpec(base, base_rank, base_span, base_steps), **opts)  # type: ignore[arg-type]
+    bn = prepare_side(SideSpec(new, new_rank, new_span, new_steps), **opts)  # type: ignore[arg-type]
+    result = compare(bb, bn, base_rank=base_rank, new_rank=new_rank, name_map=nm, by_shapes=by_shapes,
+                     per_step=not totals, with_findings=not no_findings)
+    gate = result.gate(fail_pct) if fail_pct is not None else None
+    title = f"stepscope diff: {Path(base).name} → {Path(new).name}"
+    outputs = {"csv": csv_dir, "xlsx": xlsx, "html": html, "md": md}
+    _finish(result, gate, as_json, top, outputs, title)
+    sys.stdout.flush()

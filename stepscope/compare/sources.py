@@ -1,0 +1,128 @@
+"""One run's side of each compared table, read from the analysis results it already has.
+
+Operators, kernels, modules and memory come from the views (:mod:`stepscope.analysis.operators`,
+``kernels``, ``modules``, ``memory``); nothing here recomputes them. The runtime-API table has no
+view yet, so :func:`runtime_api` groups the rank's runtime / driver calls itself (one ``bincount``
+over name ids). Every value is divided by ``steps`` (per average step) unless ``steps`` is 1.
+
+=========== ======== ==================================== =========================================
+table       unit     value                                extra columns
+=========== ======== ==================================== =========================================
+operators   ms       device self time (host self time     host_self, host_total, device_total
+                     when neither run has GPU time)
+kernels     ms       total kernel time                    —
+modules     ms       device total time (host total when   host_total, host_self, device_self
+                     neither run has GPU time)
+memory      MB       bytes allocated by the op            self_increase (allocated − freed)
+runtime     ms       total host time of the call          —
+=========== ======== ==================================== =========================================
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.compare.tables import SideTable
+from stepscope.model.schema import EventKind
+from stepscope.model.trace import Trace
+
+F64 = npt.NDArray[np.float64]
+MS = 1e6
+MB = float(1 << 20)
+_STEP_RE = re.compile(r"^ProfilerStep#\d+$")
+
+
+class Missing(Exception):
+    """A side has no data for a table (the view was skipped); ``reason`` says why."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
+def _f(a: npt.ArrayLike, scale: float) -> F64:
+    return np.asarray(a, np.float64) / scale
+
+
+def _result(results: dict[str, Any], skipped: dict[str, str], name: str) -> Any:
+    if name in results:
+        return results[name]
+    raise Missing(skipped.get(name, f"the {name} view did not run"))
+
+
+def operators(results: dict[str, Any], skipped: dict[str, str], steps: int, by_shapes: bool,
+              device: bool) -> SideTable:
+    """Operators by name (or name + input shapes): device self (or host self) time per step."""
+    view = _result(results, skipped, "operators")
+    t = view.by_name_shape if by_shapes else view.by_name
+    s = MS * steps
+    main = t.device_self_ns if device else t.host_self_ns
+    return SideTable(names=np.asarray(t.name, dtype=object), value=_f(main, s), count=_f(t.calls, 1),
+                     shapes=np.asarray(t.input_shape, dtype=object) if by_shapes else None,
+                     extra={"host_self": _f(t.host_self_ns, s), "host_total": _f(t.host_total_ns, s),
+                            "device_total": _f(t.device_total_ns, s)})
+
+
+def kernels(results: dict[str, Any], skipped: dict[str, str], steps: int) -> SideTable:
+    """Kernels by name: total time per step and launches."""
+    t = _result(results, skipped, "kernels").by_name
+    return SideTable(names=np.asarray(t.name, dtype=object), value=_f(t.total_ns, MS * steps),
+                     count=_f(t.calls, 1))
+
+
+def modules(results: dict[str, Any], skipped: dict[str, str], steps: int, device: bool) -> SideTable:
+    """nn.Modules by name: device total (or host total) time per step."""
+    t = _result(results, skipped, "modules")
+    s = MS * steps
+    main = t.device_total_ns if device else t.host_total_ns
+    return SideTable(names=np.asarray(t.name, dtype=object), value=_f(main, s), count=_f(t.calls, 1),
+                     extra={"host_total": _f(t.host_total_ns, s), "host_self": _f(t.host_self_ns, s),
+                            "device_self": _f(t.device_self_ns, s)})
+
+
+def memory(results: dict[str, Any], skipped: dict[str, str], steps: int) -> SideTable:
+    """Allocations per op name and device: MB allocated per step, allocation count."""
+    t = _result(results, skipped, "memory").by_op
+    names = _steps_as_one(np.asarray(t.name, dtype=object))
+    dev = np.asarray(t.device, dtype=object)
+    label = np.char.add(np.char.add(names.astype(str), " @ "), dev.astype(str)) if len(names) else names
+    s = MB * steps
+    return SideTable(names=np.asarray(label, dtype=object), value=_f(t.alloc_bytes, s),
+                     count=_f(t.alloc_count, 1), extra={"self_increase": _f(t.self_increase_bytes, s)})
+
+
+def _steps_as_one(names: npt.NDArray[np.object_]) -> npt.NDArray[np.object_]:
+    """``ProfilerStep#12`` → ``ProfilerStep#*``: step numbers differ between runs, the role does not."""
+    if len(names) == 0:
+        return names
+    uniq, inv = np.unique(names.astype(str), return_inverse=True)
+    fixed = np.array([_STEP_RE.sub("ProfilerStep#*", u) for u in uniq.tolist()] + [""], dtype=object)[:-1]
+    return np.asarray(fixed[inv.reshape(-1)], dtype=object)
+
+
+def runtime_api(trace: Trace, rank: int, steps: int) -> SideTable:
+    """Runtime / driver API calls by name (cudaLaunchKernel, hipMemcpyAsync ...): host time per step.
+
+    Scope as the views: every call of the rank, inside steps or not.
+    """
+    ev = trace.events
+    rows = np.flatnonzero((ev["rank"] == rank) & np.isin(ev["kind"], [int(EventKind.RUNTIME),
+                                                                       int(EventKind.DRIVER)]))
+    if len(rows) == 0:
+        raise Missing("no runtime API calls in this trace")
+    ids, inv = np.unique(ev["name"][rows], return_inverse=True)
+    inv = inv.reshape(-1)
+    total = np.bincount(inv, weights=ev["dur_ns"][rows], minlength=len(ids))
+    calls = np.bincount(inv, minlength=len(ids))
+    return SideTable(names=trace.strings.decode(ids.astype(np.int64)), value=_f(total, MS * steps),
+                     count=_f(calls, 1))
+
+
+def has_device_time(results: dict[str, Any]) -> bool:
+    """Whether the rank ran anything on a GPU (kernels view present with time)."""
+    kv = results.get("kernels")
+    return kv is not None and int(getattr(kv, "total_kernel_ns", 0)) > 0

@@ -1,0 +1,69 @@
+"""Terminal rendering of the advisor's output: verdict lines, a ranked findings table, each finding's
+change and evidence, and the rules that could not run. Wording comes from :mod:`stepscope.report.texts`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from stepscope.advisor.finding import Finding, NotRun
+from stepscope.advisor.verdict import Verdict
+from stepscope.report import texts
+
+SEVERITY_STYLE = {"high": "bold red", "medium": "yellow", "low": "dim"}
+
+
+def render_verdicts(verdicts: Sequence[Verdict], console: Console) -> None:
+    """One line per rank: what bounds the step, and the shares behind it."""
+    for v in verdicts:
+        console.print(f"[bold]verdict[/bold] {texts.verdict_text(v)}")
+
+
+def render_findings(findings: Sequence[Finding], console: Console, top: int = 10) -> None:
+    """The ranked table of findings, then each one's advice and key evidence."""
+    if not findings:
+        console.print("[green]advisor: no findings[/green]")
+        return
+    shown = list(findings)[:max(top, 1)]
+    t = Table(title=f"advisor findings ({len(findings)}; largest estimated gain first)", header_style="bold")
+    for col, just in (("#", "right"), ("severity", "left"), ("rule", "left"), ("rank", "right"),
+                      ("est. gain", "right"), ("% step", "right"), ("what was found", "left")):
+        t.add_column(col, justify=just, overflow="fold", no_wrap=col == "rule")  # type: ignore[arg-type]
+    for i, f in enumerate(shown, 1):
+        style = SEVERITY_STYLE[f.severity.value]
+        t.add_row(str(i), f"[{style}]{f.severity.value}[/{style}]", f.rule, _rank(f.rank),
+                  f"{f.est_gain_ms:.2f} ms", f"{f.est_gain_pct:.1f}", texts.found_text(f))
+    console.print(t)
+    for i, f in enumerate(shown, 1):
+        console.print(f"[bold]{i}. {texts.title_text(f)}[/bold] ([cyan]{f.rule}[/cyan], rank {_rank(f.rank)})")
+        console.print(f"   change: {texts.change_text(f)}", highlight=False)
+        console.print(f"   gain basis: {texts.basis_text(f)}", style="dim", highlight=False)
+        console.print(f"   evidence: {_evidence_line(f.evidence)}", style="dim", highlight=False)
+        console.print(f"   docs: {', '.join(texts.links(f.rule))}", style="dim", highlight=False)
+
+
+def render_not_run(not_run: Sequence[NotRun], console: Console) -> None:
+    """Rules that could not run on this trace, once each and quietly."""
+    for n in not_run:
+        ranks = f" (ranks {', '.join(map(str, n.ranks))})" if len(n.ranks) > 1 else ""
+        console.print(f"[dim]{texts.not_run_text(n.rule, n.reason)}{ranks}[/dim]", highlight=False)
+
+
+def _rank(rank: int | None) -> str:
+    return "all" if rank is None else str(rank)
+
+
+def _evidence_line(evidence: Any, limit: int = 300) -> str:
+    """Scalar evidence as ``key=value`` pairs, lists summarised by their first item's name."""
+    parts = []
+    for k, v in dict(evidence).items():
+        if isinstance(v, (int, float, str)) or v is None:
+            parts.append(f"{k}={v}")
+        elif isinstance(v, list) and v and isinstance(v[0], dict) and "name" in v[0]:
+            parts.append(f"{k}[0]={str(v[0]['name'])[:80]}")
+    line = ", ".join(parts)
+    return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -1,0 +1,170 @@
+"""The HTML report in a real headless Chromium (Debian's, driven by Playwright).
+
+Opens the report of the ``kineto_tb_plugin`` nw0 trace: no console error, no network request,
+the verdict and findings visible, the step chart holding the numbers of the JSON document, the
+file under 3 MB. Set ``STEPSCOPE_SCREENSHOT_DIR`` to keep the screenshots.
+Setup: ``scripts/setup_browser.sh`` (installs chromium and playwright; never ``playwright install``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--no-first-run", "--disable-sync"]
+TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
+NW0 = TRACES / "kineto_tb_plugin" / "resnet50_num_workers_0"
+MAX_BYTES = 3 * 2**20
+
+
+def _need_browser() -> Any:
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} not found: run scripts/setup_browser.sh (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("playwright is not installed in this venv: run scripts/setup_browser.sh")
+    return sync_playwright
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
+    if not NW0.is_dir():
+        pytest.skip(f"real trace not found at {NW0} (the shared trace set is not beside the repo)")
+    from stepscope.cli.report_cmd import _from_trace
+    from stepscope.report.html.build import write_text
+
+    doc, page = _from_trace(str(NW0), None, None, True, None, ())
+    out = tmp_path_factory.mktemp("report") / "nw0.html"
+    write_text(out, page)
+    return doc, out
+
+
+class Opened:
+    """A page loaded in Chromium, with what happened while it loaded."""
+
+    def __init__(self, page: Any, errors: list[str], requests: list[str]) -> None:
+        self.page, self.errors, self.requests = page, errors, requests
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One headless Chromium for the module (the sync API allows one Playwright at a time)."""
+    sync_playwright = _need_browser()
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield b
+        b.close()
+
+
+def open_page(browser: Any, path: Path) -> Opened:
+    page = browser.new_page(viewport={"width": 1360, "height": 900})
+    errors: list[str] = []
+    requests: list[str] = []
+    page.on("console", lambda m: errors.append(f"{m.type}: {m.text}") if m.type in ("error", "warning")
+            else None)
+    page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(path.as_uri(), wait_until="load")
+    return Opened(page, errors, requests)
+
+
+@pytest.fixture(scope="module")
+def opened(report: tuple[dict[str, Any], Path], browser: Any) -> Opened:
+    return open_page(browser, report[1])
+
+
+def _keep_screenshot(page: Any, name: str, full: bool = False) -> None:
+    target = os.environ.get("STEPSCOPE_SCREENSHOT_DIR")
+    if target:
+        Path(target).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(target) / name), full_page=full)
+
+
+def test_report_is_small_and_loads_clean(report: tuple[dict[str, Any], Path], opened: Opened) -> None:
+    _, path = report
+    assert path.stat().st_size < MAX_BYTES
+    assert opened.errors == []
+    assert opened.requests == [path.as_uri()]  # the file itself, nothing else
+    _keep_screenshot(opened.page, "report-nw0-top.png")
+    _keep_screenshot(opened.page, "report-nw0-full.png", full=True)
+
+
+def test_verdict_and_findings_visible(report: tuple[dict[str, Any], Path], opened: Opened) -> None:
+    doc, _ = report
+    page = opened.page
+    assert page.locator("#verdict").is_visible()
+    if doc["findings"]:
+        cards = page.locator("li.finding")
+        assert cards.count() == len(doc["findings"])
+        assert cards.first.get_attribute("data-rule") == doc["findings"][0]["rule"]
+        assert cards.first.is_visible()
+    else:
+        assert page.locator("#no-findings").is_visible()
+
+
+def test_timeline_snapshot_drawn(opened: Opened) -> None:
+    svg = opened.page.locator("#timeline-chart-r0")
+    assert svg.is_visible()
+    assert int(svg.get_attribute("data-blocks") or 0) > 100
+    assert opened.page.locator("#timeline-chart-r0 rect.band-dataloader").count() >= 1
+    box = svg.bounding_box()
+    assert box is not None and box["width"] > 800
+
+
+def test_step_chart_holds_the_json_numbers(report: tuple[dict[str, Any], Path], opened: Opened) -> None:
+    doc, _ = report
+    steps = doc["ranks"][0]["steps"]
+    if not steps:
+        pytest.skip("the analysis produced no per-step breakdown for nw0 yet (breakdown view not in this build)")
+    chart = opened.page.locator("#step-chart-r0")
+    assert chart.is_visible()
+    got = opened.page.eval_on_selector_all(
+        "#step-chart-r0 rect.seg",
+        "els => els.map(e => [e.dataset.col, e.dataset.cat, parseFloat(e.dataset.value)])")
+    values = {(c, k): v for c, k, v in got}
+    for s in steps:
+        for key, v in s["breakdown_ms"].items():
+            if v and v > 0:
+                assert values[(str(s["step"]), key)] == pytest.approx(v, rel=1e-6)
+    heights = opened.page.eval_on_selector_all("#step-chart-r0 rect.seg", "els => els.map(e => e.getBBox().height)")
+    assert min(heights) > 0
+
+
+def test_cli_report_and_markdown(tmp_path: Path) -> None:
+    if not NW0.is_dir():
+        pytest.skip(f"real trace not found at {NW0}")
+    import subprocess
+
+    out = tmp_path / "r.html"
+    exe = shutil.which("stepscope") or ""
+    cmd = [exe] if exe else [sys.executable, "-m", "stepscope"]
+    res = subprocess.run([*cmd, "report", str(NW0), "-o", str(out), "--md"], capture_output=True, text=True,
+                         timeout=300, check=False)
+    assert res.returncode == 0, res.stderr
+    assert out.stat().st_size < MAX_BYTES and res.stdout.startswith("### ")
+
+
+def test_diff_report_in_browser(tmp_path: Path, browser: Any) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
+    from report_docs import diff_doc
+
+    from stepscope.report.html import render_diff_html
+
+    path = tmp_path / "diff.html"
+    path.write_text(render_diff_html(diff_doc(gate_passed=True), title="nw0 → nw4"), encoding="utf-8")
+    opened = open_page(browser, path)
+    assert opened.errors == [] and opened.requests == [path.as_uri()]
+    assert opened.page.locator("#gate").get_attribute("data-passed") == "true"
+    assert opened.page.locator("#overall-chart rect.seg").count() == 8
+    _keep_screenshot(opened.page, "report-diff.png", full=True)

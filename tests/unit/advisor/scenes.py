@@ -1,0 +1,236 @@
+"""Micro traces for the advisor rules: one function per rule, ``scene(b, on)`` fills a TraceBuilder so
+that the rule fires when ``on`` is True and stays quiet when False. Times in µs; steps of 10 ms."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tests.builders import V100, TraceBuilder
+
+STEP = 10_000
+GIB = 1 << 30
+Scene = Callable[[TraceBuilder, bool], None]
+
+
+def steps(b: TraceBuilder, n: int = 3) -> list[int]:
+    """``n`` ProfilerSteps of 10 ms; their start times."""
+    for i in range(n):
+        b.step(i + 1, i * STEP, STEP)
+    return [i * STEP for i in range(n)]
+
+
+def gemm(b: TraceBuilder, t: int, dur: int = 5_000, name: str = "volta_sgemm_128x64_nn",
+         op: str = "aten::mm", **op_args: object) -> None:
+    """A host op at ``t`` launching one kernel of ``dur`` right away."""
+    b.op(op, ts=t, dur=30, **op_args)
+    b.launch_kernel(name, launch_ts=t + 5, launch_dur=10, ts=t + 20, dur=dur, grid=[160, 1, 1], block=[256, 1, 1])
+
+
+def dataloader(b: TraceBuilder, on: bool) -> None:
+    for t in steps(b):
+        dl = 4_000 if on else 100
+        b.op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", ts=t + 10, dur=dl, cat="user_annotation")
+        gemm(b, t + dl + 50, dur=STEP - dl - 200)
+
+
+def pageable(b: TraceBuilder, on: bool) -> None:
+    name = "Memcpy HtoD (Pageable -> Device)" if on else "Memcpy HtoD (Pinned -> Device)"
+    for t in steps(b):
+        b.op("aten::copy_", ts=t + 10, dur=20)
+        b.launch_kernel(name, launch_ts=t + 12, launch_dur=5, ts=t + 20, dur=800, runtime="cudaMemcpyAsync",
+                        cat="gpu_memcpy", bytes=64 << 20)
+        gemm(b, t + 900, dur=8_000)
+
+
+def sync(b: TraceBuilder, on: bool) -> None:
+    for t in steps(b):
+        gemm(b, t + 10, dur=3_000)
+        if on:
+            b.op("aten::item", ts=t + 100, dur=3_000)
+            b.add(ph="X", cat="cuda_runtime", name="cudaStreamSynchronize", pid=b.pid, tid=b.tid, ts=t + 110,
+                  dur=2_950, args={})
+        gemm(b, t + (3_200 if on else 100), dur=5_000)
+
+
+def launch_bound(b: TraceBuilder, on: bool) -> None:
+    for t in steps(b):
+        if not on:
+            gemm(b, t + 10, dur=9_500)
+            continue
+        for j in range(60):  # 60 short kernels, each waiting for its slow launch
+            gemm(b, t + 10 + j * 150, dur=4, name="vectorized_elementwise_kernel")
+
+
+def optimizer(b: TraceBuilder, on: bool) -> None:
+    for t in steps(b):
+        gemm(b, t + 10, dur=6_000)
+        b.op("Optimizer.step#SGD.step", ts=t + 6_100, dur=3_500, cat="user_annotation")
+        n, name = (40, "void at::native::vectorized_elementwise_kernel<4, AddFunctor>") if on else \
+            (2, "void at::native::multi_tensor_apply_kernel<SGD>")
+        for j in range(n):
+            b.op("aten::add_", ts=t + 6_110 + j * 80, dur=40)
+            b.launch_kernel(name, launch_ts=t + 6_115 + j * 80, launch_dur=10, ts=t + 6_130 + j * 80, dur=50,
+                            grid=[160, 1, 1], block=[256, 1, 1])
+
+
+def tensor_cores(b: TraceBuilder, on: bool) -> None:
+    kernel = "void implicit_convolve_sgemm<float, float, 1024, 6, 7, 3, 3, 5, 1, false, true, true>" if on \
+        else "volta_fp16_s884cudnn_fp16_256x128_ldg8_relu_f2f_exp_small_nhwc_tn_v1"
+    for t in steps(b):
+        b.op("aten::conv2d", ts=t + 10, dur=60)
+        gemm(b, t + 20, dur=8_000, name=kernel, op="aten::cudnn_convolution")
+
+
+def gemm_dims(b: TraceBuilder, on: bool) -> None:
+    dims = [[64, 1001], [1001, 30]] if on else [[64, 1024], [1024, 32]]
+    for t in steps(b):
+        gemm(b, t + 10, dur=6_000, name="volta_h884gemm_64x64_nn", **{"Input Dims": dims,
+                                                                       "Input type": ["c10::Half", "c10::Half"]})
+
+
+def channels_last(b: TraceBuilder, on: bool) -> None:
+    b.meta["deviceProperties"] = [{**V100, "name": "NVIDIA A100-SXM4-80GB", "computeMajor": 8, "numSms": 108}]
+    conv = "sm80_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nchw_tilesize128x128x32_tensor16x8x16" if on \
+        else "void implicit_convolve_sgemm<float, float, 1024, 6, 7, 3, 3, 5, 1, false, true, true>"
+    for t in steps(b):
+        b.op("aten::cudnn_convolution", ts=t + 10, dur=100)
+        if on:
+            b.launch_kernel("void cudnn::ops::nchwToNhwcKernel<__half>", launch_ts=t + 15, launch_dur=5, ts=t + 30,
+                            dur=700, grid=[432, 1, 1], block=[256, 1, 1])
+        b.launch_kernel(conv, launch_ts=t + 40, launch_dur=5, ts=t + 800, dur=6_000, grid=[432, 1, 1],
+                        block=[256, 1, 1])
+
+
+def under_filled(b: TraceBuilder, on: bool) -> None:
+    for t in steps(b):
+        b.op("aten::mm", ts=t + 10, dur=30)
+        b.launch_kernel("sgemm_splitk", launch_ts=t + 12, launch_dur=5, ts=t + 30, dur=8_000,
+                        grid=[10 if on else 160, 1, 1], block=[256, 1, 1])
+
+
+def comm(b: TraceBuilder, on: bool) -> None:
+    b.meta["distributedInfo"] = {"backend": "nccl", "rank": 0, "world_size": 2}
+    for t in steps(b):
+        gemm(b, t + 10, dur=5_000)
+        b.op("nccl:all_reduce", ts=t + 50, dur=30)
+        start = t + 5_100 if on else t + 100
+        b.launch_kernel("ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", launch_ts=t + 55, launch_dur=5,
+                        ts=start, dur=3_000, stream=20, grid=[2, 1, 1], block=[512, 1, 1])
+
+
+def rank_builder(rank: int, compute: int) -> TraceBuilder:
+    b = TraceBuilder(rank=rank, world_size=4)
+    for t in steps(b):
+        gemm(b, t + 10, dur=compute)
+        b.op("nccl:all_reduce", ts=t + 50, dur=30)
+        b.launch_kernel("ncclKernel_AllReduce_RING_LL_Sum_float", launch_ts=t + 55, launch_dur=5, ts=t + 7_000,
+                        dur=500, stream=20, grid=[2, 1, 1], block=[512, 1, 1])
+    return b
+
+
+def memory(b: TraceBuilder, reserved: int, allocated: int) -> None:
+    for t in steps(b):
+        gemm(b, t + 10, dur=8_000)
+        b.memory(t + 5, nbytes=1 << 20, total_allocated=allocated, total_reserved=reserved)
+
+
+def fragmentation(b: TraceBuilder, on: bool) -> None:
+    memory(b, 8 * GIB, (2 if on else 7) * GIB)
+
+
+def capacity(b: TraceBuilder, on: bool) -> None:
+    memory(b, (31 if on else 10) * GIB, (30 if on else 9) * GIB)
+
+
+def heavy_host(b: TraceBuilder, on: bool) -> None:
+    for t in steps(b):
+        gemm(b, t + 10, dur=4_000)
+        b.op("compute_metrics", ts=t + 4_100, dur=3_000)
+        if not on:
+            b.launch_kernel("reduce_kernel", launch_ts=t + 4_110, launch_dur=5, ts=t + 4_120, dur=2_900,
+                            grid=[160, 1, 1], block=[256, 1, 1])
+        gemm(b, t + 7_200, dur=2_000)
+
+
+def benchmark_off(b: TraceBuilder, on: bool) -> None:
+    kernel = "void cudnn::cnn::wgrad_alg0_engine<float, 128, 6, 7, 3, 3, 5, false, 512>" if on else \
+        "volta_scudnn_winograd_128x128_ldg1_ldg4_relu_tile148t_nt_v1"
+    for t in steps(b):
+        gemm(b, t + 10, dur=8_000, name=kernel, op="aten::cudnn_convolution")
+
+
+def algo_search(b: TraceBuilder, on: bool) -> None:
+    for t in steps(b):
+        b.op("aten::cudnn_convolution", ts=t + 10, dur=3_000)
+        for j in range(14 if on else 2):
+            b.launch_kernel(f"conv_algo_{j}_kernel", launch_ts=t + 20 + j * 100, launch_dur=10,
+                            ts=t + 40 + j * 500, dur=400, grid=[160, 1, 1], block=[256, 1, 1])
+
+
+def shapes(b: TraceBuilder, on: bool) -> None:
+    for i, t in enumerate(steps(b)):
+        n = 100 + 13 * i if on else 128
+        gemm(b, t + 10, dur=8_000, **{"Input Dims": [[n, 512], [512, 512]], "Input type": ["float", "float"]})
+
+
+def outdated(b: TraceBuilder, on: bool) -> None:
+    b.meta.update(cuda_runtime_version=10020 if on else 12040, cuda_driver_version=12090)
+    for t in steps(b):
+        gemm(b, t + 10, dur=8_000)
+
+
+def zero_grad(b: TraceBuilder, on: bool) -> None:
+    for t in steps(b):
+        if on:
+            b.op("Optimizer.zero_grad#SGD.zero_grad", ts=t + 10, dur=500, cat="user_annotation")
+            for j in range(10):
+                b.op("aten::zero_", ts=t + 20 + j * 40, dur=30)
+                b.launch_kernel("void at::native::vectorized_elementwise_kernel<4, FillFunctor<float>>",
+                                launch_ts=t + 25 + j * 40, launch_dur=5, ts=t + 40 + j * 40, dur=40,
+                                grid=[160, 1, 1], block=[256, 1, 1])
+        gemm(b, t + 600, dur=8_000)
+
+
+def small_copies(b: TraceBuilder, on: bool) -> None:
+    for t in steps(b):
+        for j in range(60 if on else 2):
+            b.launch_kernel("Memcpy HtoD (Pinned -> Device)", launch_ts=t + 10 + j * 50, launch_dur=5,
+                            ts=t + 20 + j * 50, dur=30, runtime="cudaMemcpyAsync", cat="gpu_memcpy", bytes=1024)
+        gemm(b, t + 3_100, dur=6_000)
+
+
+def launch_blocking(b: TraceBuilder, on: bool) -> None:
+    for t in steps(b):
+        for j in range(10):
+            k0 = t + 10 + j * 900
+            b.op("aten::mm", ts=k0, dur=850)
+            if on:  # the call returns after its kernel ended
+                b.launch_kernel("sgemm", launch_ts=k0 + 5, launch_dur=820, ts=k0 + 10, dur=800,
+                                grid=[160, 1, 1], block=[256, 1, 1])
+            else:
+                b.launch_kernel("sgemm", launch_ts=k0 + 5, launch_dur=8, ts=k0 + 20, dur=800,
+                                grid=[160, 1, 1], block=[256, 1, 1])
+
+
+SCENES: dict[str, Scene] = {
+    "dataloader-bound": dataloader,
+    "pageable-memcpy": pageable,
+    "sync-in-step": sync,
+    "launch-bound": launch_bound,
+    "small-kernel-optimizer": optimizer,
+    "no-tensor-cores": tensor_cores,
+    "gemm-dims-not-multiple-of-8": gemm_dims,
+    "channels-last": channels_last,
+    "under-filled-grid": under_filled,
+    "comm-not-overlapped": comm,
+    "allocator-fragmentation": fragmentation,
+    "memory-near-capacity": capacity,
+    "heavy-host-op-no-gpu": heavy_host,
+    "cudnn-benchmark-off": benchmark_off,
+    "conv-algo-search": algo_search,
+    "variable-input-shapes": shapes,
+    "outdated-software": outdated,
+    "zero-grad-not-none": zero_grad,
+    "small-memcpy": small_copies,
+    "cuda-launch-blocking": launch_blocking,
+}

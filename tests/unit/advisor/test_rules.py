@@ -1,0 +1,89 @@
+"""Each rule fires on a micro trace made to trigger it, and stays quiet on its twin that does not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stepscope.advisor.engine import Advice, run_advisor
+from stepscope.advisor.rules import ALL_RULES
+from stepscope.analysis.bundle import analyze
+from tests.builders import TraceBuilder, load_ranks
+from tests.unit.advisor.scenes import SCENES, rank_builder
+
+
+def advise_scene(tmp_path: Path, rule: str, on: bool) -> Advice:
+    b = TraceBuilder()
+    SCENES[rule](b, on)
+    return run_advisor(analyze(b.load(tmp_path)))
+
+
+#: gains computed by hand from the scenes (ms per 10 ms step)
+EXPECTED_GAIN_MS = {
+    "dataloader-bound": 4.0,  # 4 ms of DataLoader with the GPU idle
+    "no-tensor-cores": 4.0,  # 8 ms FP32 conv kernel x (1 - 1/2)
+    "gemm-dims-not-multiple-of-8": 3.0,  # 6 ms misaligned half GEMM x 0.5
+    "under-filled-grid": 3.5,  # 8 ms x (1 - 10/80) idle SMs x 0.5
+    "comm-not-overlapped": 3.0,  # 3 ms all-reduce after the 5 ms of compute
+    "heavy-host-op-no-gpu": 3.0,  # 3 ms host op, GPU idle throughout
+    "cudnn-benchmark-off": 1.2,  # 8 ms wgrad_alg0 x 0.15
+    "pageable-memcpy": 0.4,  # 0.8 ms pageable copy x 0.5
+    "small-memcpy": 0.9,  # 60 copies x 30 µs x 0.5
+    "conv-algo-search": 5.2,  # 14 kernels x 0.4 ms x (1 - 1/14)
+    "cuda-launch-blocking": 8.15,  # 10 launches x (820 - 5) µs
+    "zero-grad-not-none": 0.4,  # 10 fill kernels x 40 µs
+    "small-kernel-optimizer": 40 * 0.05 * (1 - 1 / 3),  # 40 kernels x 50 µs x (1 - 1/3)
+    "allocator-fragmentation": 0.0, "memory-near-capacity": 0.0, "variable-input-shapes": 0.0,
+    "outdated-software": 0.0,
+}
+
+
+def rules_of(advice: Advice) -> set[str]:
+    return {f.rule for f in advice.findings}
+
+
+@pytest.mark.parametrize("rule", sorted(SCENES))
+def test_rule_fires(tmp_path: Path, rule: str) -> None:
+    advice = advise_scene(tmp_path, rule, True)
+    errors = [n for n in advice.not_run if n.reason.startswith("internal error")]
+    assert not errors, errors
+    found = [f for f in advice.findings if f.rule == rule]
+    assert found, (rule, [(n.rule, n.reason) for n in advice.not_run if n.rule == rule], rules_of(advice))
+    f = found[0]
+    assert f.evidence and f.change.key
+    assert f.est_gain_ns >= 0 and f.step_ns > 0
+    if rule in EXPECTED_GAIN_MS:
+        assert f.est_gain_ms == pytest.approx(EXPECTED_GAIN_MS[rule], abs=0.01)
+    d = f.to_dict()
+    assert d["rule"] == rule and d["advice"] and "?" not in d["advice"].split("(")[0][:40]
+
+
+@pytest.mark.parametrize("rule", sorted(SCENES))
+def test_rule_quiet(tmp_path: Path, rule: str) -> None:
+    advice = advise_scene(tmp_path, rule, False)
+    assert rule not in rules_of(advice)
+    assert rule not in {n.rule for n in advice.not_run}  # it ran, and found nothing
+
+
+def test_straggler_and_imbalance(tmp_path: Path) -> None:
+    trace = load_ranks([rank_builder(r, 6_000 if r == 3 else 2_000) for r in range(4)], tmp_path)
+    advice = run_advisor(analyze(trace))
+    stragglers = [f for f in advice.findings if f.rule == "straggler-rank"]
+    assert [f.rank for f in stragglers] == [3]
+    assert stragglers[0].evidence["slow_rank"] == 3
+    assert stragglers[0].est_gain_ns == pytest.approx(4_000_000, rel=0.05)
+    imb = [f for f in advice.findings if f.rule == "load-imbalance"]
+    assert imb and imb[0].evidence["busiest_rank"] == 3
+
+
+def test_balanced_ranks_quiet(tmp_path: Path) -> None:
+    trace = load_ranks([rank_builder(r, 2_000) for r in range(4)], tmp_path)
+    found = rules_of(run_advisor(analyze(trace)))
+    assert "straggler-rank" not in found and "load-imbalance" not in found
+
+
+def test_every_rule_has_a_scene_or_a_cluster_test() -> None:
+    ids = {m.RULE_ID for m in ALL_RULES}
+    assert ids - set(SCENES) == {"straggler-rank", "load-imbalance"}
+    assert len(ids) >= 15

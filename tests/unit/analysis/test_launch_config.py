@@ -1,0 +1,35 @@
+"""Launch configuration: kernels with fewer blocks than SMs, weighted by time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.launch_config import compute_launch_config
+from tests.builders import TraceBuilder
+
+
+def test_underfilled_kernels_weighted_by_time(tmp_path: Path) -> None:
+    """80 SMs. 'small' grid 40 blocks, 30 µs (fill 0.5); 'big' grid 10×10 = 100 blocks, 10 µs (fill 1).
+    Under-filled time 30/40 = 75 %; SM fill (30·0.5 + 10·1) / 40 = 62.5 %. NCCL kernels are left out."""
+    b = TraceBuilder()
+    b.step(1, ts=0, dur=100)
+    b.launch_kernel("small", 0, 1, 10, 30, grid=[40, 1, 1], block=[128, 1, 1])
+    b.launch_kernel("big", 1, 1, 40, 10, grid=[10, 10, 1], block=[128, 1, 1])
+    b.launch_kernel("ncclKernel_AllReduce_RING_LL_Sum_float", 2, 1, 50, 40, stream=20, grid=[2, 1, 1])
+    r = compute_launch_config(b.load(tmp_path), 0)
+    assert (r.sm_count, r.kernel_count, r.kernel_time_ns) == (80, 2, 40_000)
+    assert r.underfilled_time_pct == pytest.approx(75.0)
+    assert r.sm_fill_pct == pytest.approx(62.5)
+    assert r.kernels.name == ["small"]
+    assert r.kernels.mean_blocks.tolist() == [40.0]
+    assert len(r.underfilled_rows) == 1
+
+
+def test_without_sm_count_it_is_not_applicable(tmp_path: Path) -> None:
+    b = TraceBuilder(device=None)
+    b.launch_kernel("small", 0, 1, 10, 30, grid=[40, 1, 1])
+    with pytest.raises(NotApplicable):
+        compute_launch_config(b.load(tmp_path), 0)

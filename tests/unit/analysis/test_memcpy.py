@@ -1,0 +1,46 @@
+"""Memory copies: direction, pageable vs pinned, sync vs async, bandwidth, small copies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.memcpy import compute_memcpy
+from tests.builders import TraceBuilder
+
+MIB = 1 << 20
+
+
+def test_groups_and_bandwidth(tmp_path: Path) -> None:
+    """1 MiB pageable H2D async in 100 µs (10.48576 GB/s); 2 × 1000 B pinned H2D async in 1 µs each;
+    a blocking 4 B D2H (cudaMemcpy) in 2 µs after the step."""
+    b = TraceBuilder()
+    b.step(1, ts=0, dur=200)
+    b.launch_kernel("Memcpy HtoD (Pageable -> Device)", 1, 2, 10, 100, runtime="cudaMemcpyAsync",
+                    cat="gpu_memcpy", bytes=MIB)
+    for ts in (120, 130):
+        b.launch_kernel("Memcpy HtoD (Pinned -> Device)", ts - 5, 1, ts, 1, runtime="cudaMemcpyAsync",
+                        cat="gpu_memcpy", bytes=1000)
+    b.launch_kernel("Memcpy DtoH (Device -> Pageable)", 300, 5, 301, 2, runtime="cudaMemcpy",
+                    cat="gpu_memcpy", bytes=4)
+    r = compute_memcpy(b.load(tmp_path), 0)
+    g = r.groups
+    assert list(zip(g.direction, g.pageable, g.sync)) == [("h2d", "pageable", "async"), ("h2d", "pinned", "async"),
+                                                          ("d2h", "pageable", "sync")]
+    assert g.count.tolist() == [1, 2, 1]
+    assert g.bytes_total.tolist() == [MIB, 2000, 4]
+    assert g.time_ns.tolist() == [100_000, 2000, 2000]
+    assert g.bandwidth_gbps.tolist() == pytest.approx([10.48576, 1.0, 0.002])
+    assert g.small_count.tolist() == [0, 2, 1]
+    assert r.step.tolist() == [1, 1, 1, -1]
+    assert r.small_count == 3
+    assert r.small_time_pct == pytest.approx(100 * 4000 / 104_000)
+
+
+def test_no_copies_is_not_applicable(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    b.step(1, ts=0, dur=10)
+    with pytest.raises(NotApplicable):
+        compute_memcpy(b.load(tmp_path), 0)

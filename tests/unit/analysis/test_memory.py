@@ -1,0 +1,54 @@
+"""Memory view: curves, peaks, fragmentation, allocation lifetimes, per-op increase."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.memory import compute_memory
+from tests.builders import TraceBuilder
+
+US = 1000
+
+
+def build() -> TraceBuilder:
+    """aten::empty [5,25] allocates 100 B (addr 1, t=10) and 50 B (addr 2, t=20); addr 1 freed at 30.
+    Allocated after each: 100, 150, 50; reserved 200 throughout."""
+    b = TraceBuilder()
+    b.op("aten::empty", ts=5, dur=20)
+    b.memory(10, 100, 100, 200, addr=1)
+    b.memory(20, 50, 150, 200, addr=2)
+    b.memory(30, -100, 50, 200, addr=1)
+    return b
+
+
+def test_curves_peaks_and_fragmentation(tmp_path: Path) -> None:
+    m = compute_memory(build().load(tmp_path), 0)
+    (c,) = m.curves
+    assert c.device == "GPU0"
+    assert c.allocated_bytes.tolist() == [100, 150, 50]
+    assert (c.peak_allocated_bytes, c.peak_reserved_bytes) == (150, 200)
+    assert c.fragmentation_bytes.tolist() == [100, 50, 150]
+
+
+def test_allocation_lifetimes(tmp_path: Path) -> None:
+    a = compute_memory(build().load(tmp_path), 0).allocations
+    got = sorted(zip(a.size_bytes.tolist(), a.lifetime_ns.tolist(), a.op_name.tolist()))
+    assert got == [(50, -1, "aten::empty"), (100, 20 * US, "aten::empty")]
+
+
+def test_per_op_increase(tmp_path: Path) -> None:
+    o = compute_memory(build().load(tmp_path), 0).by_op
+    i = o.name.tolist().index("aten::empty")
+    assert (o.self_increase_bytes[i], o.alloc_count[i], o.alloc_bytes[i]) == (150, 2, 150)
+    j = o.name.tolist().index("(outside any op)")
+    assert (o.self_increase_bytes[j], o.free_count[j]) == (-100, 1)
+
+
+def test_without_memory_events(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    b.op("aten::add", ts=0, dur=5)
+    with pytest.raises(NotApplicable, match="profile_memory=True"):
+        compute_memory(b.load(tmp_path), 0)

@@ -1,0 +1,58 @@
+"""Synchronisation: blocking calls and D2H copies inside steps, traced back to op and call site."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from stepscope.analysis.callsite import user_frame
+from stepscope.analysis.sync import compute_sync, is_sync_call
+from tests.builders import TraceBuilder
+
+US = 1000
+STACK = "/venv/lib/python3.11/site-packages/torch/_tensor.py(99): item;train.py(12): train_step;train.py(30): <module>"
+
+
+def item_trace(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """``loss.item()`` in step 1: aten::item > _local_scalar_dense > cudaMemcpyAsync (D2H copy of 4 B,
+    2 µs on the GPU) + cudaStreamSynchronize (12 µs). A cudaDeviceSynchronize after the step is ignored."""
+    b = TraceBuilder()
+    b.step(1, ts=0, dur=100)
+    b.op("aten::item", ts=10, dur=20, **{"Call stack": STACK})
+    b.op("aten::_local_scalar_dense", ts=11, dur=18)
+    b.launch_kernel("Memcpy DtoH (Device -> Pageable)", launch_ts=12, launch_dur=3, ts=20, dur=2,
+                    runtime="cudaMemcpyAsync", cat="gpu_memcpy", bytes=4)
+    b.op("cudaStreamSynchronize", ts=16, dur=12, cat="cuda_runtime")
+    b.op("cudaDeviceSynchronize", ts=150, dur=5, cat="cuda_runtime")
+    return b.load(tmp_path)
+
+
+def test_counts_and_times_per_step(tmp_path: Path) -> None:
+    r = compute_sync(item_trace(tmp_path), 0)
+    assert r.step.tolist() == [1]
+    assert (r.sync_count.tolist(), r.sync_ns.tolist()) == ([1], [12 * US])
+    assert (r.d2h_count.tolist(), r.d2h_ns.tolist(), r.d2h_bytes.tolist()) == ([1], [2 * US], [4])
+    assert len(r.sync_rows) == 1 and len(r.d2h_rows) == 1
+
+
+def test_who_caused_them(tmp_path: Path) -> None:
+    s = compute_sync(item_trace(tmp_path), 0).sites
+    assert s.what == ["cudaStreamSynchronize", "Memcpy DtoH (Device -> Pageable)"]
+    assert s.op == ["aten::_local_scalar_dense"] * 2
+    assert s.top_op == ["aten::item"] * 2
+    assert s.call_site == ["train.py(12): train_step"] * 2
+    assert s.count.tolist() == [1, 1]
+    assert s.time_ns.tolist() == [12 * US, 2 * US]
+
+
+def test_sync_call_names() -> None:
+    for name in ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "hipDeviceSynchronize",
+                 "cudaMemcpy", "cudaMemcpy2D", "hipMemcpyWithStream", "cuMemcpyDtoH_v2", "cuCtxSynchronize"):
+        assert is_sync_call(name), name
+    for name in ("cudaMemcpyAsync", "cudaLaunchKernel", "cudaStreamWaitEvent", "cudaEventRecord", "hipMemcpyAsync"):
+        assert not is_sync_call(name), name
+
+
+def test_user_frame_skips_library_frames() -> None:
+    assert user_frame(STACK) == "train.py(12): train_step"
+    assert user_frame("/x/site-packages/torch/a.py(1): f") == "/x/site-packages/torch/a.py(1): f"
+    assert user_frame("") == ""

@@ -1,0 +1,54 @@
+"""Tensor-Core kernel table (Volta → Blackwell, AMD MFMA) and TC-eligible operators."""
+
+from __future__ import annotations
+
+import pytest
+
+from stepscope.analysis.tensor_cores import is_tc_eligible_op, is_tc_kernel, tc_architecture
+
+# Kernel names as they appear in the real traces under ../shared/traces (and vendor libraries).
+TC_KERNELS = [
+    ("volta_h884gemm_64x64_ldg8_nn", "volta"),
+    ("volta_fp16_s884cudnn_fp16_128x128_ldg8_relu_f2f_exp_small_nhwc_tn_v1", "volta"),
+    ("turing_fp16_s1688gemm_fp16_128x128_ldg8_f2f_tn", "turing"),
+    ("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_256x64_16x4_nn_align4>(...)", "turing"),
+    ("void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x6_tn_align8>(...)", "ampere"),
+    ("sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16_stage4", "ampere"),
+    ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute", "ampere"),
+    ("void cutlass::device_kernel<cutlass3x_sm90_tensorop_gemm_f16_f16_f32_void_f16_128x256x64_warpspecialized>",
+     "ampere"),
+    ("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NTN", "hopper"),
+    ("void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128, 128, 4>>", "hopper"),
+    ("cutlass3x_sm100_tensorop_s64x256x16gemm_tcgen05_bf16", "ampere"),
+    ("Cijk_Alik_Bljk_B_BS_BH_Bias_HA_S_SAV_UserArgs_MT128x144x64_MI16x16x1_SN_LDSB1_AFC1", "amd"),
+    ("ck::kernel_gemm_xdl_cshuffle_v3<ck::GridwiseGemm_xdl_cshuffle_v3>", "amd"),
+]
+NON_TC_KERNELS = [
+    "volta_sgemm_128x64_nn", "volta_scudnn_128x128_stridedB_splitK_small_nn_v1",
+    "void implicit_convolve_sgemm<float, float, 1024, 6, 7, 3, 3, 5, 1, false, true, true>(int)",
+    "void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>(int)",
+    "void cudnn::cnn::wgrad_alg0_engine<float, 128, 6, 7, 3, 3, 5, false, 512>(int)",
+    "void cutlass::Kernel<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>(...)", "ampere_sgemm_32x128_nt",
+    "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>(int)",
+    "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", "dummy_summary_kernel",
+]
+
+
+@pytest.mark.parametrize(("name", "arch"), TC_KERNELS)
+def test_tensor_core_kernels(name: str, arch: str) -> None:
+    assert is_tc_kernel(name)
+    assert tc_architecture(name) == arch
+
+
+@pytest.mark.parametrize("name", NON_TC_KERNELS)
+def test_simt_kernels_are_not_tensor_core(name: str) -> None:
+    assert not is_tc_kernel(name)
+
+
+def test_tc_eligible_ops() -> None:
+    for op in ("aten::mm", "aten::cudnn_convolution", "aten::_scaled_dot_product_flash_attention",
+               "CudnnConvolutionBackward", "autograd::engine::evaluate_function: ConvolutionBackward0",
+               "AddmmBackward0"):
+        assert is_tc_eligible_op(op), op
+    for op in ("aten::add", "aten::cudnn_batch_norm", "aten::relu", "ReluBackward0"):
+        assert not is_tc_eligible_op(op), op

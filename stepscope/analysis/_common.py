@@ -61,12 +61,12 @@ def step_windows(trace: Trace, rank: int) -> Windows:
 
 
 def rank_rows(trace: Trace, rank: int, kinds: tuple[int, ...] | None = None) -> I64:
-    """Row indices of a rank's events, optionally of some kinds only."""
-    ev = trace.events
-    mask = ev["rank"] == rank
+    """Row indices of a rank's events, optionally of some kinds only (a rank's rows are contiguous)."""
+    sl = trace.rank_slice(rank)
+    rows = np.arange(sl.start, sl.stop, dtype=np.int64)
     if kinds is not None:
-        mask &= np.isin(ev["kind"], np.array(kinds, np.int8))
-    return np.flatnonzero(mask).astype(np.int64)
+        rows = rows[np.isin(trace.events["kind"][sl], np.array(kinds, np.int8))]
+    return rows
 
 
 def interval_set(trace: Trace, rows: I64) -> intervals.Intervals:

@@ -16,10 +16,10 @@ from rich.console import Console
 from stepscope.cli.common import _progress_factory, echo_json
 from stepscope.compare import tabular, terminal
 from stepscope.compare.align import NameMap, builtin_name_map, load_name_map
-from stepscope.compare.diff import DiffResult, compare
+from stepscope.compare.diff import DiffResult, compare_sides
 from stepscope.compare.document import to_json
 from stepscope.compare.gate import GateResult
-from stepscope.compare.prepare import SideSpec, prepare_side
+from stepscope.compare.prepare import SideSpec, sides_for
 from stepscope.errors import UsageError
 from stepscope.ingest import load
 from stepscope.model.trace import Trace
@@ -113,11 +113,10 @@ def command(base: str, new: str, base_rank: int | None, new_rank: int | None, ba
     if fail_pct is not None and fail_pct < 0:
         raise UsageError("--fail-if-slower takes a percentage ≥ 0")
     nm = _name_map(name_maps)
-    opts = {"use_cache": not no_cache, "with_findings": not no_findings, "loader": _loader}
-    bb = prepare_side(SideSpec(base, base_rank, base_span, base_steps), **opts)  # type: ignore[arg-type]
-    bn = prepare_side(SideSpec(new, new_rank, new_span, new_steps), **opts)  # type: ignore[arg-type]
-    result = compare(bb, bn, base_rank=base_rank, new_rank=new_rank, name_map=nm, by_shapes=by_shapes,
-                     per_step=not totals, with_findings=not no_findings)
+    sb, sn = sides_for(SideSpec(base, base_rank, base_span, base_steps), SideSpec(new, new_rank, new_span, new_steps),
+                       by_shapes=by_shapes, per_step=not totals, with_findings=not no_findings,
+                       use_cache=not no_cache, loader=_loader)
+    result = compare_sides(sb, sn, name_map=nm, by_shapes=by_shapes, per_step=not totals)
     gate = result.gate(fail_pct) if fail_pct is not None else None
     title = f"stepscope diff: {Path(base).name} → {Path(new).name}"
     outputs = {"csv": csv_dir, "xlsx": xlsx, "html": html, "md": md}

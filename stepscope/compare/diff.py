@@ -18,7 +18,6 @@ narrative   the few numbers that moved most (:mod:`.narrative`)
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,55 +91,65 @@ def pick_rank(bundle: Bundle, rank: int | None) -> int:
     return rank
 
 
-def _side(bundle: Bundle, rank: int) -> Side:
-    rr = bundle.ranks[rank]
+@dataclass(frozen=True)
+class SideData:
+    """One run reduced to what a diff needs: small, picklable, no trace (see :func:`side_data`)."""
+
+    side: Side
+    tables: dict[str, SideTable | str]  # a str says why the table is missing on this side
+    has_device: bool
+    findings: list[dict[str, Any]] | None
+
+
+def side_data(bundle: Bundle, rank: int | None = None, *, by_shapes: bool = False, per_step: bool = True,
+              with_findings: bool = True) -> SideData:
+    """Extract one run's side of a diff from its bundle (the views' results, the advisor's findings)."""
+    r = pick_rank(bundle, rank)
+    rr = bundle.ranks[r]
     if "breakdown" not in rr.results:
         reason = rr.skipped.get("breakdown", "the breakdown view did not run")
-        raise UsageError(f"{bundle.trace.source}: cannot compare rank {rank}: {reason}")
+        raise UsageError(f"{bundle.trace.source}: cannot compare rank {r}: {reason}")
     ov = side_overall(rr.results)
-    dev = bundle.trace.device_of_rank(rank)
-    info = bundle.trace.rank_info(rank)
-    return Side(bundle.trace.source, rank, [p["step"] for p in ov.per_step], dev.name if dev else None,
-                info.platform, ov)
+    dev = bundle.trace.device_of_rank(r)
+    side = Side(bundle.trace.source, r, [p["step"] for p in ov.per_step], dev.name if dev else None,
+                bundle.trace.rank_info(r).platform, ov)
+    steps = max(ov.step_count, 1) if per_step else 1
+    tables = sources.side_tables(rr.results, rr.skipped, bundle.trace, r, steps, by_shapes)
+    found = findings_of(bundle, r) if with_findings else None
+    return SideData(side, tables, sources.has_device_time(rr.results), found)
 
 
-def _tables(base: Bundle, new: Bundle, ranks: tuple[int, int], divisors: tuple[int, int],
-            name_map: NameMap, by_shapes: bool) -> dict[str, DiffTable]:
-    rb, rn = base.ranks[ranks[0]], new.ranks[ranks[1]]
-    device = sources.has_device_time(rb.results) or sources.has_device_time(rn.results)
-
-    def getter(b: Bundle, res: Any, rank: int, steps: int) -> dict[str, Callable[[], SideTable]]:
-        r, s = res.results, res.skipped
-        return {"operators": lambda: sources.operators(r, s, steps, by_shapes, device),
-                "kernels": lambda: sources.kernels(r, s, steps),
-                "modules": lambda: sources.modules(r, s, steps, device),
-                "memory": lambda: sources.memory(r, s, steps),
-                "runtime": lambda: sources.runtime_api(b.trace, rank, steps)}
-
-    gb = getter(base, rb, ranks[0], divisors[0])
-    gn = getter(new, rn, ranks[1], divisors[1])
-    out: dict[str, DiffTable] = {}
-    for name, (unit, with_dev, without) in TABLES.items():  # five tables, not rows
-        metric = with_dev if device else without
-        out[name] = _one_table(name, unit, metric, gb[name], gn[name], name_map, by_shapes)
-    return out
-
-
-def _one_table(name: str, unit: str, metric: str, base: Callable[[], SideTable], new: Callable[[], SideTable],
-               name_map: NameMap, by_shapes: bool) -> DiffTable:
-    reasons: list[str] = []
-    sides: list[SideTable] = []
-    for label, get in (("base", base), ("new", new)):
-        try:
-            sides.append(get())
-        except sources.Missing as exc:
-            reasons.append(f"{label}: {exc.reason}")
-            sides.append(SideTable.empty())
+def _one_table(name: str, base: SideTable | str, new: SideTable | str, device: bool, name_map: NameMap,
+               by_shapes: bool) -> DiffTable:
+    unit, with_dev, without = TABLES[name]
+    metric = with_dev if device else without
+    reasons = [f"{label}: {t}" for label, t in (("base", base), ("new", new)) if isinstance(t, str)]
     if len(reasons) == 2:
         return DiffTable.skipped_table(name, unit, metric, "; ".join(reasons))
-    t = diff_tables(name, unit, metric, sides[0], sides[1], name_map,
-                    by_shapes and name == "operators")
+    sides = [t if isinstance(t, SideTable) else SideTable.empty() for t in (base, new)]
+    if not device:
+        sides = [sources.host_view(name, t) for t in sides]
+    t = diff_tables(name, unit, metric, sides[0], sides[1], name_map, by_shapes and name == "operators")
     return DiffTable(**{**t.__dict__, "skipped": "; ".join(reasons) or None})
+
+
+def compare_sides(base: SideData, new: SideData, *, name_map: NameMap | None = None,
+                  by_shapes: bool = False, per_step: bool = True) -> DiffResult:
+    """The diff of two extracted sides (``by_shapes`` / ``per_step`` as they were extracted)."""
+    nm = name_map or NameMap()
+    device = base.has_device or new.has_device
+    tables = {name: _one_table(name, base.tables.get(name, "not extracted"), new.tables.get(name, "not extracted"),
+                               device, nm, by_shapes) for name in TABLES}
+    overall = overall_rows(base.side.overall, new.side.overall)
+    found = None
+    if base.findings is not None and new.findings is not None:
+        found = compare_findings(base.findings, new.findings)
+    notes = []
+    sb, sn = base.side.overall.split_source, new.side.overall.split_source
+    if sb != sn:
+        notes.append(f"computing split from {sb} (base) and {sn} (new)")
+    return DiffResult(base.side, new.side, overall, tables, found, narrative_items(overall, tables), by_shapes,
+                      per_step, not nm.empty, notes)
 
 
 def compare(base: Bundle, new: Bundle, *, base_rank: int | None = None, new_rank: int | None = None,
@@ -156,18 +165,6 @@ def compare(base: Bundle, new: Bundle, *, base_rank: int | None = None, new_rank
         per_step: table values per average step (default) or totals over the selection.
         with_findings: also compare the advisor's findings (when the advisor is installed).
     """
-    rb, rn = pick_rank(base, base_rank), pick_rank(new, new_rank)
-    sb, sn = _side(base, rb), _side(new, rn)
-    div = (max(sb.overall.step_count, 1), max(sn.overall.step_count, 1)) if per_step else (1, 1)
-    nm = name_map or NameMap()
-    tables = _tables(base, new, (rb, rn), div, nm, by_shapes)
-    overall = overall_rows(sb.overall, sn.overall)
-    found = None
-    if with_findings:
-        fb, fn = findings_of(base, rb), findings_of(new, rn)
-        found = compare_findings(fb, fn) if fb is not None and fn is not None else None
-    notes = []
-    if sb.overall.split_source != sn.overall.split_source:
-        notes.append(f"computing split from {sb.overall.split_source} (base) and {sn.overall.split_source} (new)")
-    return DiffResult(sb, sn, overall, tables, found, narrative_items(overall, tables), by_shapes, per_step,
-                      not nm.empty, notes)
+    sb = side_data(base, base_rank, by_shapes=by_shapes, per_step=per_step, with_findings=with_findings)
+    sn = side_data(new, new_rank, by_shapes=by_shapes, per_step=per_step, with_findings=with_findings)
+    return compare_sides(sb, sn, name_map=name_map, by_shapes=by_shapes, per_step=per_step)

@@ -1,22 +1,31 @@
 """Load and analyse one side of a diff: path → (optionally step-cut) trace → bundle.
 
-``prepare_side`` is what the CLI and :func:`diff_paths` use; library callers that already hold
-bundles call :func:`stepscope.compare.diff.compare` directly.
+``sides_for`` is what the CLI and :func:`diff_paths` use: for large inputs each side is loaded and
+analysed in its own process (fork), which returns only the small
+:class:`~stepscope.compare.diff.SideData`, so two 1 GB traces take about the time of one. Library
+callers that already hold bundles call :func:`stepscope.compare.diff.compare` directly.
 """
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import sys
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from stepscope.analysis.bundle import Bundle, analyze
 from stepscope.compare.align import NameMap
-from stepscope.compare.diff import NEEDED, DiffResult, compare
+from stepscope.compare.diff import NEEDED, DiffResult, SideData, compare_sides, side_data
 from stepscope.compare.select import parse_steps, select_steps
 from stepscope.ingest import load
 from stepscope.model.trace import Trace
 
+#: combined input size from which the two sides are loaded and analysed in two processes
+PARALLEL_ABOVE_BYTES = 32 << 20
 Loader = Callable[[str | Path | None, bool, str | None, Sequence[int]], Trace]
 
 
@@ -47,10 +56,41 @@ def prepare_side(spec: SideSpec, *, use_cache: bool = True, with_findings: bool 
     return analyze(trace, names=None if with_findings else NEEDED)
 
 
+def side_for(spec: SideSpec, *, by_shapes: bool = False, per_step: bool = True, with_findings: bool = True,
+             use_cache: bool = True, loader: Loader | None = None) -> SideData:
+    """One side, reduced to its :class:`~stepscope.compare.diff.SideData` (what a worker process returns)."""
+    bundle = prepare_side(spec, use_cache=use_cache, with_findings=with_findings, loader=loader)
+    return side_data(bundle, spec.rank, by_shapes=by_shapes, per_step=per_step, with_findings=with_findings)
+
+
+def _input_bytes(path: str | Path) -> int:
+    p = Path(path)
+    if p.is_dir():
+        return sum(f.stat().st_size for f in p.rglob("*") if f.is_file())  # a run dir's few files
+    return p.stat().st_size if p.exists() else 0
+
+
+def worth_parallel(base: SideSpec, new: SideSpec) -> bool:
+    """Two worker processes pay off for inputs of a few tens of MB and up, on Linux (fork) with ≥ 2 cores."""
+    if not sys.platform.startswith("linux") or (os.cpu_count() or 1) < 2:
+        return False
+    return _input_bytes(base.path) + _input_bytes(new.path) >= PARALLEL_ABOVE_BYTES
+
+
+def sides_for(base: SideSpec, new: SideSpec, *, parallel: bool | None = None, **kw: Any) -> tuple[SideData, SideData]:
+    """Both sides, each loaded and analysed in its own process when :func:`worth_parallel` (or asked)."""
+    if not (worth_parallel(base, new) if parallel is None else parallel):
+        return side_for(base, **kw), side_for(new, **kw)
+    kw = {**kw, "loader": None}  # no progress bars from two processes at once
+    with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("fork")) as ex:
+        fb, fn = ex.submit(side_for, base, **kw), ex.submit(side_for, new, **kw)
+        return fb.result(), fn.result()
+
+
 def diff_paths(base: SideSpec, new: SideSpec, *, name_map: NameMap | None = None, by_shapes: bool = False,
-               per_step: bool = True, with_findings: bool = True, use_cache: bool = True) -> DiffResult:
+               per_step: bool = True, with_findings: bool = True, use_cache: bool = True,
+               parallel: bool | None = None) -> DiffResult:
     """Load, analyse and compare two runs in one call."""
-    bb = prepare_side(base, use_cache=use_cache, with_findings=with_findings)
-    bn = prepare_side(new, use_cache=use_cache, with_findings=with_findings)
-    return compare(bb, bn, base_rank=base.rank, new_rank=new.rank, name_map=name_map, by_shapes=by_shapes,
-                   per_step=per_step, with_findings=with_findings)
+    sb, sn = sides_for(base, new, parallel=parallel, by_shapes=by_shapes, per_step=per_step,
+                       with_findings=with_findings, use_cache=use_cache)
+    return compare_sides(sb, sn, name_map=name_map, by_shapes=by_shapes, per_step=per_step)

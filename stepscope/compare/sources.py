@@ -5,6 +5,9 @@ Operators, kernels, modules and memory come from the views (:mod:`stepscope.anal
 view yet, so :func:`runtime_api` groups the rank's runtime / driver calls itself (one ``bincount``
 over name ids). Every value is divided by ``steps`` (per average step) unless ``steps`` is 1.
 
+``side_tables`` extracts them all; when neither run has GPU time, :func:`host_view` compares the
+host column instead.
+
 =========== ======== ==================================== =========================================
 table       unit     value                                extra columns
 =========== ======== ==================================== =========================================
@@ -21,6 +24,7 @@ runtime     ms       total host time of the call          —
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -54,14 +58,12 @@ def _result(results: dict[str, Any], skipped: dict[str, str], name: str) -> Any:
     raise Missing(skipped.get(name, f"the {name} view did not run"))
 
 
-def operators(results: dict[str, Any], skipped: dict[str, str], steps: int, by_shapes: bool,
-              device: bool) -> SideTable:
-    """Operators by name (or name + input shapes): device self (or host self) time per step."""
+def operators(results: dict[str, Any], skipped: dict[str, str], steps: int, by_shapes: bool) -> SideTable:
+    """Operators by name (or name + input shapes): device self time per step (host times as extras)."""
     view = _result(results, skipped, "operators")
     t = view.by_name_shape if by_shapes else view.by_name
     s = MS * steps
-    main = t.device_self_ns if device else t.host_self_ns
-    return SideTable(names=np.asarray(t.name, dtype=object), value=_f(main, s), count=_f(t.calls, 1),
+    return SideTable(names=np.asarray(t.name, dtype=object), value=_f(t.device_self_ns, s), count=_f(t.calls, 1),
                      shapes=np.asarray(t.input_shape, dtype=object) if by_shapes else None,
                      extra={"host_self": _f(t.host_self_ns, s), "host_total": _f(t.host_total_ns, s),
                             "device_total": _f(t.device_total_ns, s)})
@@ -74,14 +76,45 @@ def kernels(results: dict[str, Any], skipped: dict[str, str], steps: int) -> Sid
                      count=_f(t.calls, 1))
 
 
-def modules(results: dict[str, Any], skipped: dict[str, str], steps: int, device: bool) -> SideTable:
-    """nn.Modules by name: device total (or host total) time per step."""
+def modules(results: dict[str, Any], skipped: dict[str, str], steps: int) -> SideTable:
+    """nn.Modules by name: device total time per step (host times as extras)."""
     t = _result(results, skipped, "modules")
     s = MS * steps
-    main = t.device_total_ns if device else t.host_total_ns
-    return SideTable(names=np.asarray(t.name, dtype=object), value=_f(main, s), count=_f(t.calls, 1),
+    return SideTable(names=np.asarray(t.name, dtype=object), value=_f(t.device_total_ns, s), count=_f(t.calls, 1),
                      extra={"host_total": _f(t.host_total_ns, s), "host_self": _f(t.host_self_ns, s),
                             "device_self": _f(t.device_self_ns, s)})
+
+
+#: without GPU time on either side, these tables compare this host column instead (old value kept as)
+HOST_METRIC = {"operators": ("host_self", "device_self"), "modules": ("host_total", "device_total")}
+
+
+def host_view(table: str, t: SideTable) -> SideTable:
+    """The table with its host metric as the compared value (CPU-only runs)."""
+    if table not in HOST_METRIC or len(t.extra) == 0:
+        return t
+    host, old = HOST_METRIC[table]
+    extra = {k: v for k, v in t.extra.items() if k != host}
+    extra[old] = t.value
+    return SideTable(t.names, t.extra[host], t.count, t.shapes, extra)
+
+
+def side_tables(results: dict[str, Any], skipped: dict[str, str], trace: Trace, rank: int, steps: int,
+                by_shapes: bool) -> dict[str, SideTable | str]:
+    """Every compared table of one rank; a str in place of a table says why it is missing."""
+    getters: dict[str, Callable[[], SideTable]] = {
+        "operators": lambda: operators(results, skipped, steps, by_shapes),
+        "kernels": lambda: kernels(results, skipped, steps),
+        "modules": lambda: modules(results, skipped, steps),
+        "memory": lambda: memory(results, skipped, steps),
+        "runtime": lambda: runtime_api(trace, rank, steps)}
+    out: dict[str, SideTable | str] = {}
+    for name, get in getters.items():  # five tables
+        try:
+            out[name] = get()
+        except Missing as exc:
+            out[name] = exc.reason
+    return out
 
 
 def memory(results: dict[str, Any], skipped: dict[str, str], steps: int) -> SideTable:

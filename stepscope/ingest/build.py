@@ -47,6 +47,20 @@ def rank_of(meta: dict[str, Any], path: str, fallback: int) -> int:
     return fallback
 
 
+def _int_field(props: dict[str, Any]) -> Any:
+    """Getter of integer device properties; a value that is not an integer reads as unknown (None)."""
+    def get(key: str) -> int | None:
+        v = props.get(key)
+        if isinstance(v, bool):
+            return None
+        if isinstance(v, int):
+            return v
+        if isinstance(v, str) and v.strip().isdigit():
+            return int(v)
+        return None
+    return get
+
+
 def _devices(meta: dict[str, Any]) -> tuple[DeviceInfo, ...]:
     props = meta.get("deviceProperties")
     if not isinstance(props, list):
@@ -57,15 +71,15 @@ def _devices(meta: dict[str, Any]) -> tuple[DeviceInfo, ...]:
             continue
         name = str(p.get("name", ""))
         vendor = "amd" if re.search(r"AMD|Instinct|Radeon|MI\d{3}", name) else "nvidia"
+        g = _int_field(p)
+        index = g("id")
         out.append(DeviceInfo(
-            index=int(p.get("id", i)), name=name, total_memory_bytes=p.get("totalGlobalMem"),
-            compute_major=p.get("computeMajor"), compute_minor=p.get("computeMinor"), sm_count=p.get("numSms"),
-            max_threads_per_block=p.get("maxThreadsPerBlock"),
-            max_threads_per_sm=p.get("maxThreadsPerMultiprocessor"), regs_per_block=p.get("regsPerBlock"),
-            regs_per_sm=p.get("regsPerMultiprocessor"), warp_size=p.get("warpSize"),
-            shared_mem_per_block=p.get("sharedMemPerBlock"),
-            shared_mem_per_sm=p.get("sharedMemPerMultiprocessor"),
-            shared_mem_per_block_optin=p.get("sharedMemPerBlockOptin"), vendor=vendor))
+            index=index if index is not None else i, name=name, total_memory_bytes=g("totalGlobalMem"),
+            compute_major=g("computeMajor"), compute_minor=g("computeMinor"), sm_count=g("numSms"),
+            max_threads_per_block=g("maxThreadsPerBlock"), max_threads_per_sm=g("maxThreadsPerMultiprocessor"),
+            regs_per_block=g("regsPerBlock"), regs_per_sm=g("regsPerMultiprocessor"), warp_size=g("warpSize"),
+            shared_mem_per_block=g("sharedMemPerBlock"), shared_mem_per_sm=g("sharedMemPerMultiprocessor"),
+            shared_mem_per_block_optin=g("sharedMemPerBlockOptin"), vendor=vendor))
     return tuple(out)
 
 
@@ -149,7 +163,7 @@ def _link(ev: Table, tracks: Table, tables: list[FileTables], pool: StringPool, 
           ranks: tuple[RankInfo, ...], source: str) -> Trace:
     ev = ev.take(derive.sort_order(ev))
     parent, depth, self_ns = derive.nest(ev, diags)
-    launch = derive.link_launches(ev)
+    launch = derive.link_launches(ev, diags)
     op = derive.link_ops(ev, parent, launch)
     ev = ev.with_columns(parent=parent, depth=depth, self_ns=self_ns, launch=launch, op=op)
     steps = derive.find_steps(ev, pool)

@@ -61,7 +61,7 @@ def _needs_precise(head: bytes, at: int) -> bool:
     body = head[at + int(res.starts[0]) : at + int(res.ends[-1])]
     try:
         evs = FAST_DECODER.decode(b"[" + body + b"]")
-    except msgspec.MsgspecError:
+    except (msgspec.MsgspecError, UnicodeDecodeError, RecursionError):
         return False
     return any(type(e.ts) is float and abs(e.ts) > PRECISE_TS_ABOVE_US for e in evs[:2000])
 
@@ -150,11 +150,12 @@ def _parse_meta(head_info: tuple[bytes, int, bool], tail: bytes, complete: bool)
         return {}, ""
     key_at = head.rfind(b'"traceEvents"', 0, at)
     text = head[:key_at] + b'"traceEvents": null' + (tail if complete and tail.strip() else b"}")
+    bad = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)
     try:
         meta = msgspec.json.decode(text)
-    except msgspec.DecodeError as exc:
+    except bad as exc:
         try:  # the trailer may be damaged: the header alone still has the device properties
             meta = msgspec.json.decode(head[:key_at] + b'"traceEvents": null}')
-        except msgspec.DecodeError:
+        except bad:
             return {}, str(exc)
     return (meta if isinstance(meta, dict) else {}), ""

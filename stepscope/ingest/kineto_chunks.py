@@ -22,6 +22,8 @@ from stepscope.ingest.kineto_columns import events_to_columns
 from stepscope.ingest.kineto_decode import ChunkColumns, decode_events
 
 CHUNK_BYTES = 16 << 20
+#: what a decoder raises on bytes that are not (valid) JSON: syntax, bad UTF-8, absurd nesting
+BAD_JSON = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)
 HEAD_BYTES = 8 << 20
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -191,7 +193,7 @@ def decode_chunk(job: ChunkJob) -> ChunkResult:
         fast = _decode_last(buf, job.precise)
         if fast is not None:
             return ChunkResult(job.file_index, events_to_columns(fast[0], fast[1]), fast[2], 0, True)
-    except msgspec.DecodeError:
+    except BAD_JSON:
         pass
     return _decode_by_scan(job, bytes(buf[1:]))
 
@@ -203,7 +205,7 @@ def _decode_last(buf: bytearray, precise: bool) -> tuple[list[Any], list[tuple[s
     for close in reversed(closes[-3:]):
         try:
             evs, dropped = _decode_framed(buf, close, precise)
-        except msgspec.DecodeError:
+        except BAD_JSON:
             continue
         return evs, dropped, bytes(buf[close + 1 :])
     return None
@@ -217,7 +219,7 @@ def _decode_by_scan(job: ChunkJob, buf: bytes) -> ChunkResult:
         body = buf[int(res.starts[0]) : int(res.ends[-1])]
         try:
             evs, dropped = decode_events(b"[" + body + b"]", job.precise)
-        except msgspec.DecodeError:
+        except BAD_JSON:
             evs, dropped = _decode_each(buf, res.starts.tolist(), res.ends.tolist(), job.precise)
     tail = buf[res.array_end + 1 :] if res.array_end >= 0 else b""
     lost = 0
@@ -238,8 +240,8 @@ def _decode_each(buf: bytes, starts: list[int], ends: list[int],
             got, bad = decode_events(b"[" + buf[a:b] + b"]", precise)
             evs.extend(got)
             dropped.extend(bad)
-        except msgspec.DecodeError as exc:
-            dropped.append(("event-malformed", f"{exc}: {buf[a:min(b, a + 160)]!r}"))
+        except BAD_JSON as exc:
+            dropped.append(("event-malformed", f"{type(exc).__name__} {exc}: {buf[a:min(b, a + 160)]!r}"))
     return evs, dropped
 
 

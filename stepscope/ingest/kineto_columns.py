@@ -28,7 +28,7 @@ def ts_to_ns(ts: tuple[Any, ...]) -> tuple[I64, npt.NDArray[np.bool_], float]:
     if arr.dtype.kind in "iu":
         return arr.astype(np.int64) * 1000, np.ones(len(arr), bool), 0.0
     if arr.dtype.kind == "f":
-        ok = np.isfinite(arr)
+        ok = np.isfinite(arr) & (np.abs(arr) < 9e15)  # beyond this the ns value overflows int64
         return _float_us_to_ns(np.where(ok, arr, 0.0)), ok, _max_fractional(arr)
     return _mixed_us_to_ns(ts)
 
@@ -53,8 +53,9 @@ def _mixed_us_to_ns(ts: tuple[Any, ...]) -> tuple[I64, npt.NDArray[np.bool_], fl
     is_num = np.fromiter((type(x) in (int, float) for x in ts), bool, n)
     if is_num.any():
         nums = np.array([x for x, m in zip(ts, is_num) if m], dtype=np.float64)
-        out[is_num] = _float_us_to_ns(nums)
-        ok[is_num] = True
+        good = np.isfinite(nums) & (np.abs(nums) < 9e15)
+        out[is_num] = _float_us_to_ns(np.where(good, nums, 0.0))
+        ok[is_num] = good
     if is_str.any():
         ns, good = decimal_us_to_ns([x for x, m in zip(ts, is_str) if m])
         out[is_str] = ns
@@ -67,7 +68,8 @@ def decimal_us_to_ns(texts: list[str]) -> tuple[I64, npt.NDArray[np.bool_]]:
     arr = np.char.strip(np.array(texts, dtype=str))
     parts = np.char.partition(arr, ".")
     whole, frac = parts[:, 0], np.char.ljust(parts[:, 2], 3, "0").astype("<U3")
-    good = np.char.isdigit(np.char.lstrip(whole, "-")) & (np.char.isdigit(frac) | (frac == "000"))
+    good = (np.char.isdigit(np.char.lstrip(whole, "-")) & (np.char.isdigit(frac) | (frac == "000"))
+            & (np.char.str_len(whole) <= 16))  # more digits would overflow int64 ns
     w = np.where(good, whole, "0").astype(np.int64)
     f = np.where(good, frac, "0").astype(np.int64)
     neg = np.char.startswith(whole, "-")
@@ -76,10 +78,12 @@ def decimal_us_to_ns(texts: list[str]) -> tuple[I64, npt.NDArray[np.bool_]]:
     if bad.any():  # exponent notation or junk: fall back to float parsing
         for i in np.flatnonzero(bad):
             try:
-                ns[i] = round(float(arr[i]) * 1000)
-                good[i] = np.isfinite(float(arr[i]))
+                us = float(arr[i])
             except ValueError:
                 good[i] = False
+                continue
+            good[i] = bool(np.isfinite(us) and abs(us) < 9e15)
+            ns[i] = round(us * 1000) if good[i] else 0
     return ns, good
 
 
@@ -152,6 +156,9 @@ def _to_float(x: Any) -> float:
 GROUP_FIELDS: dict[str, tuple[str, ...]] = {
     "gpu": ("ext_id", "ext_id_old", "correlation", "device", "stream", "grid", "block", "regs", "shmem",
             "blocks_per_sm", "occupancy", "nbytes"),
+    "gpu_comm": ("ext_id", "ext_id_old", "correlation", "device", "stream", "grid", "block", "regs", "shmem",
+                 "blocks_per_sm", "occupancy", "nbytes", "coll_name", "in_nelems", "out_nelems", "coll_dtype",
+                 "group_size", "pg_name", "pg_desc", "pg_ranks"),
     "runtime": ("ext_id", "ext_id_old", "correlation"),
     "op": ("ext_id", "ext_id_old", "input_dims", "input_dims_old", "input_types", "call_stack", "seq",
            "fwd_tid", "flops"),
@@ -228,8 +235,9 @@ def _dim3(col: tuple[Any, ...]) -> I64:
     return np.array([x if type(x) is list and len(x) == 3 else _NOGRID for x in col], dtype=np.int64)
 
 
-_COMM_NAME = re.compile(r"record_param_comms|^nccl|^c10d|^gloo|^hccl|^rccl|allreduce|all_reduce|allgather|"
-                        r"all_gather|reduce_scatter|alltoall|all_to_all|broadcast", re.IGNORECASE)
+_COMM_NAME = re.compile(r"record_param_comms|nccl|^c10d|^gloo|hccl|rccl|allreduce|all_reduce|allgather|"
+                        r"all_gather|reduce_scatter|reducescatter|alltoall|all_to_all|broadcast|sendrecv",
+                        re.IGNORECASE)
 
 
 def event_groups(ph: npt.NDArray[np.int32], cat: npt.NDArray[np.int32], name: npt.NDArray[np.int32],
@@ -242,7 +250,8 @@ def event_groups(ph: npt.NDArray[np.int32], cat: npt.NDArray[np.int32], name: np
     gpu = x & np.isin(kind, [EventKind.KERNEL, EventKind.MEMCPY, EventKind.MEMSET])
     rt = x & np.isin(kind, [EventKind.RUNTIME, EventKind.DRIVER])
     other = x & ~gpu & ~rt
-    return {"gpu": np.flatnonzero(gpu), "runtime": np.flatnonzero(rt),
+    return {"gpu": np.flatnonzero(gpu & ~is_comm_name), "gpu_comm": np.flatnonzero(gpu & is_comm_name),
+            "runtime": np.flatnonzero(rt),
             "op": np.flatnonzero(other & ~is_comm_name), "comm": np.flatnonzero(other & is_comm_name),
             "memory": np.flatnonzero(np.isin(ph, [ord("i"), ord("I")]) & (name == mem_id)),
             "counter": np.flatnonzero(ph == ord("C")), "meta": np.flatnonzero(ph == ord("M"))}

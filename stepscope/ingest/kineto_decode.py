@@ -159,4 +159,6 @@ def decode_events(buf: bytes | memoryview, precise: bool) -> tuple[list[Any], li
             good.append(one.decode(raw))
         except msgspec.ValidationError as exc:
             dropped.append(("event-wrong-type", f"{exc}: {bytes(raw)[:160]!r}"))
+        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
+            dropped.append(("event-malformed", f"{type(exc).__name__} {exc}: {bytes(raw)[:160]!r}"))
     return good, dropped

@@ -103,14 +103,25 @@ def _count_overlaps(ts: I64, end: I64, prev: I64, kind: npt.NDArray[np.int8], di
                   n_other)
 
 
-def link_launches(ev: Table) -> I32:
-    """GPU activity → row of the runtime/driver call with the same (rank, correlation id)."""
+def link_launches(ev: Table, diags: DiagnosticsBuilder | None = None) -> I32:
+    """GPU activity → row of the runtime/driver call with the same (rank, correlation id).
+
+    Correlation ids are unique per rank in a sound trace; when several runtime calls share one, the
+    GPU activity is linked to the earliest and the duplicates are counted.
+    """
     launch = np.full(len(ev), -1, np.int32)
     rt = np.flatnonzero(np.isin(ev["kind"], [EventKind.RUNTIME, EventKind.DRIVER]) & (ev["corr"] >= 0))
     gpu = np.flatnonzero(np.isin(ev["kind"], [int(k) for k in GPU_KINDS]) & (ev["corr"] >= 0))
     if len(rt) == 0 or len(gpu) == 0:
         return launch
-    found = _match_keys(_key(ev["rank"][rt], ev["corr"][rt]), _key(ev["rank"][gpu], ev["corr"][gpu]))
+    rt = rt[np.argsort(ev["ts_ns"][rt], kind="stable")]
+    keys = _key(ev["rank"][rt], ev["corr"][rt])
+    n_dup = len(keys) - len(np.unique(keys))
+    if n_dup and diags is not None:
+        diags.add("duplicate-correlation", "warning",
+                  f"{n_dup} runtime calls reuse a correlation id of another call on the same rank; "
+                  "GPU activity is linked to the earliest", n_dup)
+    found = _match_keys(keys, _key(ev["rank"][gpu], ev["corr"][gpu]))
     ok = found >= 0
     launch[gpu[ok]] = rt[found[ok]]
     return launch
@@ -177,7 +188,8 @@ def find_steps(ev: Table, strings: StringPool) -> Table:
 
 def _step_number(name: str) -> int:
     m = STEP_NAME.match(name)
-    return int(m.group(1)) if m else -1
+    n = int(m.group(1)) if m else -1
+    return n if n < 2**31 else -1  # beyond int32: not a step number any profiler writes
 
 
 def assign_steps(ev: Table, steps: Table, launch: I32) -> tuple[I32, Table]:

@@ -108,6 +108,12 @@ class Trace:
     def rank_mask(self, rank: int) -> npt.NDArray[np.bool_]:
         return np.asarray(self.events["rank"] == rank)
 
+    def rank_slice(self, rank: int) -> slice:
+        """The contiguous rows of one rank's events (events are sorted by track, tracks by rank)."""
+        r = self.events["rank"]
+        lo = int(np.searchsorted(r, rank, side="left"))
+        return slice(lo, int(np.searchsorted(r, rank, side="right")))
+
     def device_of_rank(self, rank: int) -> DeviceInfo | None:
         """The GPU that rank's kernels ran on (the most used device), or None for CPU-only ranks."""
         info = self.rank_info(rank)

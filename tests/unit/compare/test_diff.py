@@ -162,3 +162,10 @@ def test_rank_choice(tmp_path: Path) -> None:
     bb, bn = analyze(stepscope.load(b, use_cache=False)), analyze(stepscope.load(n, use_cache=False))
     with pytest.raises(UsageError, match="rank 3"):
         compare(bb, bn, base_rank=3, with_findings=False)
+
+
+def test_two_processes_give_the_same_diff(tmp_path: Path) -> None:
+    b, n = write_runs(tmp_path)
+    seq = diff_paths(SideSpec(b), SideSpec(n), use_cache=False, parallel=False)
+    par = diff_paths(SideSpec(b), SideSpec(n), use_cache=False, parallel=True)
+    assert to_json(seq) == to_json(par)

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import stepscope
@@ -82,8 +82,6 @@ def _check(data: bytes, gz: bool) -> None:
 
 FUZZ = settings(max_examples=200, deadline=MAX_SECONDS * 1000, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow])
-#: for a test that is expected to fail today: no shrinking (the report names the bug already)
-FUZZ_NO_SHRINK = settings(FUZZ, phases=[Phase.explicit, Phase.generate])
 
 
 @FUZZ
@@ -93,9 +91,7 @@ def test_ascii_mutations_never_crash(data: bytes, gz: bool) -> None:
     _check(data, gz)
 
 
-@pytest.mark.xfail(reason="bug: a byte >= 0x80 that is not valid UTF-8 (in an event or in the header) "
-                          "raises UnicodeDecodeError", strict=True)
-@FUZZ_NO_SHRINK
+@FUZZ
 @given(data=mutations(ascii_only=False), gz=st.booleans())
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def test_binary_mutations_never_crash(data: bytes, gz: bool) -> None:

@@ -59,6 +59,12 @@ def dumps(doc: Any, indent: int | None = 1) -> str:
     return _RAW_RE.sub(lambda m: m.group(1), text) if _RAW_MARK in text else text
 
 
+def kargs(args: dict[str, Any]) -> dict[str, Any]:
+    """Kineto arg keys with spaces as keyword arguments: ``b.op("aten::mm", 0, 5, **kargs({"External id": 3}))``
+    (typed ``dict[str, Any]`` so that mypy accepts the unpacking next to typed parameters)."""
+    return args
+
+
 class TraceBuilder:
     """Accumulates events; ``write``/``load`` produce a Kineto-style JSON trace.
 

@@ -171,6 +171,13 @@ def _begin_end(doc: Doc) -> None:
     ]
 
 
+def _cutter(frac: float, gz: bool) -> Callable[[Source], bytes]:
+    def make(src: Source) -> bytes:
+        data = cut(src.raw, frac)
+        return gzip.compress(data) if gz else data
+    return make
+
+
 def _specs() -> list[Spec]:
     specs: list[Spec] = []
 
@@ -200,9 +207,8 @@ def _specs() -> list[Spec]:
     # --- truncated (a job killed mid-write), plain and gzip ---
     for frac in TRUNCATION_POINTS:
         tag = f"{frac * 100:g}pct".replace(".", "_")
-        add(f"truncated_{tag}.json", lambda src, f=frac: cut(src.raw, f), "load", "truncated-file")
-        add(f"truncated_{tag}.json.gz", lambda src, f=frac: gzip.compress(cut(src.raw, f)), "load",
-            "truncated-file")
+        add(f"truncated_{tag}.json", _cutter(frac, gz=False), "load", "truncated-file")
+        add(f"truncated_{tag}.json.gz", _cutter(frac, gz=True), "load", "truncated-file")
     add("gzip_stream_cut_short.json.gz", lambda src: cut(gzip.compress(src.raw), 0.5), "load",
         "truncated-file")
 

@@ -174,6 +174,8 @@ def _memory(cols: Cols, sel: npt.NDArray[np.bool_], key: npt.NDArray[np.int64]) 
 
 
 def _counters(cols: Cols, sel: npt.NDArray[np.bool_], ok: npt.NDArray[np.bool_], pool: StringPool) -> Cols:
+    if "ctr_ts_ns" in cols:  # series read by the generic pass (args other than "value")
+        return {"ts_ns": cols["ctr_ts_ns"], "name": cols["ctr_name"], "value": cols["ctr_value"]}
     sel = sel & ok
     return {"ts_ns": cols["ts_ns"][sel], "name": cols["name"][sel], "value": cols["value"][sel]}
 

@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from stepscope.ingest.jsonscan import scan_events
 from stepscope.ingest.kineto_chunks import (
+    PRECISE_TS_ABOVE_US,
     ChunkJob,
     ChunkResult,
     decode_chunk,
@@ -33,7 +34,6 @@ from stepscope.model.strings import StringPool
 
 STRING_COLUMNS = ("ph", "cat", "name", "pid", "tid", "input_dims", "input_types", "call_stack",
                   "coll_name", "coll_dtype", "pg_name", "pg_desc", "pg_ranks", "label")
-PRECISE_TS_ABOVE_US = 2e12  # float64 keeps every ns digit of a µs timestamp only below this
 PARALLEL_ABOVE_BYTES = 16 << 20
 
 Progress = Callable[[int], None]
@@ -140,6 +140,8 @@ def _remap(res: ChunkResult, pool: StringPool) -> dict[str, npt.NDArray[Any]]:
     remap = np.append(pool.intern_many(res.columns.strings), np.int32(-1))
     for name in STRING_COLUMNS:
         cols[name] = remap[cols[name]]
+    if "ctr_name" in cols:
+        cols["ctr_name"] = remap[cols["ctr_name"]]
     return cols
 
 

@@ -7,6 +7,7 @@ as a whole (a wrong split, junk, or the truncated tail) is rescanned event by ev
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import re
 import zlib
@@ -15,13 +16,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+import numpy as np
 
 from stepscope.errors import TraceFormatError
 from stepscope.ingest.jsonscan import event_separator, find_events_array, scan_events
-from stepscope.ingest.kineto_columns import events_to_columns
+from stepscope.ingest.kineto_columns import add_counter_series, events_to_columns
 from stepscope.ingest.kineto_decode import ChunkColumns, decode_events
 
 CHUNK_BYTES = 16 << 20
+PRECISE_TS_ABOVE_US = 2e12  # float64 keeps every ns digit of a µs timestamp only below this
 #: what a decoder raises on bytes that are not (valid) JSON: syntax, bad UTF-8, absurd nesting
 BAD_JSON = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)
 HEAD_BYTES = 8 << 20
@@ -183,7 +186,29 @@ def _body_end(buf: bytearray) -> int:
 
 
 def decode_chunk(job: ChunkJob) -> ChunkResult:
-    """Decode every complete event of one chunk (runs in a worker process)."""
+    """Decode every complete event of one chunk (runs in a worker process).
+
+    A chunk decoded with the fast decoder that turns out to hold fractional timestamps too large
+    for float64 to keep every ns digit is decoded again with the exact one.
+    """
+    res = _decode_chunk(job)
+    if not job.precise and res.columns.float_ts_max > PRECISE_TS_ABOVE_US:
+        res = _decode_chunk(dataclasses.replace(job, precise=True))
+    cols = res.columns.cols
+    if res.columns.n and "ctr_ts_ns" not in cols and _has_unread_counters(cols, res.columns.strings):
+        add_counter_series(cols, res.columns.strings, _job_bytes(job))
+    return res
+
+
+def _has_unread_counters(cols: dict[str, Any], strings: list[str]) -> bool:
+    """Counter samples whose args had no "value" key: their series need the generic pass."""
+    if "C" not in strings:
+        return False
+    is_counter = cols["ph"] == strings.index("C")
+    return bool(np.isnan(cols["value"][is_counter]).any())
+
+
+def _decode_chunk(job: ChunkJob) -> ChunkResult:
     buf = _job_bytes(job)
     try:
         if not job.is_last:

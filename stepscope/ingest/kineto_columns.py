@@ -10,10 +10,12 @@ import re
 from operator import attrgetter
 from typing import Any
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from stepscope.ingest.jsonscan import scan_events
 from stepscope.ingest.kineto_decode import EVENT_FIELDS, ChunkColumns
 from stepscope.ingest.normalize import kind_of_category
 from stepscope.model.schema import EventKind
@@ -301,3 +303,35 @@ def _flow_ids(fid: tuple[Any, ...]) -> I64:
         return np.array([x if type(x) is int else -1 for x in fid], dtype=np.int64)
     except OverflowError:
         return np.full(len(fid), -1, np.int64)
+
+
+class _CounterEvent(msgspec.Struct):
+    ph: str = ""
+    name: str = ""
+    ts: int | float | str | None = None
+    args: dict[str, Any] | None = None
+
+
+_COUNTER_DECODER = msgspec.json.Decoder(list[_CounterEvent])
+
+
+def add_counter_series(cols: dict[str, npt.NDArray[Any]], strings: list[str], buf: bytearray) -> None:
+    """One counter row per numeric arg key ("<name>.<key>"; just "<name>" for "value"), read by a
+    generic second decode of a chunk whose counter samples carry other keys (rare: only then)."""
+    res = scan_events(bytes(buf[1:]))
+    if len(res.starts) == 0:
+        return
+    body = b"[" + bytes(buf[1 + int(res.starts[0]) : 1 + int(res.ends[-1])]) + b"]"
+    try:
+        evs = [e for e in _COUNTER_DECODER.decode(body) if e.ph == "C" and e.args]
+    except (msgspec.MsgspecError, UnicodeDecodeError, RecursionError):
+        return
+    rows = [(e.ts, e.name if k == "value" else f"{e.name}.{k}", float(v))
+            for e in evs for k, v in (e.args or {}).items()  # per counter sample, not per event
+            if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    table = {s: i for i, s in enumerate(strings)}
+    ts, ok, _ = ts_to_ns(tuple(r[0] for r in rows)) if rows else (np.zeros(0, np.int64), np.zeros(0, bool), 0.0)
+    cols["ctr_ts_ns"] = ts[ok]
+    cols["ctr_name"] = intern_strings(tuple(r[1] for r in rows), table)[ok] if rows else np.zeros(0, np.int32)
+    cols["ctr_value"] = np.array([r[2] for r in rows], np.float64)[ok] if rows else np.zeros(0)
+    strings.extend(s for s, i in sorted(table.items(), key=lambda kv: kv[1]) if i >= len(strings))

@@ -35,7 +35,7 @@ from tests.corpus import (
     shared_traces_missing_reason,
     tb_handler_dir,
 )
-from tests.unit.ingest.conftest import CliResult, assert_one_line_error, fingerprint, run_cli
+from tests.unit.ingest.helpers import CliResult, assert_one_line_error, fingerprint, run_cli
 
 MAX_SECONDS = 5.0  # "no hang": one case, in-process
 

@@ -17,7 +17,7 @@ from stepscope.model.schema import TABLE_SCHEMAS
 from stepscope.model.trace import Trace
 from tests.builders import TraceBuilder
 from tests.corpus import SHARED_TRACES
-from tests.unit.ingest.conftest import fingerprint
+from tests.unit.ingest.helpers import fingerprint
 
 MID_TRACE = "hta/nccl_resnet_a100_rank0_of2/nccl_data.json.gz"  # 27k events: parse ≫ cache read
 

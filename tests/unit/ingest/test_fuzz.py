@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import stepscope
 from stepscope.errors import StepscopeError
-from tests.builders import TraceBuilder
+from tests.builders import TraceBuilder, kargs
 
 MAX_SECONDS = 3.0
 
@@ -24,7 +24,7 @@ def _seed() -> bytes:
     b = TraceBuilder(rank=0, world_size=1)
     b.thread_name("main")
     b.step(1, 0, 500)
-    b.op("aten::linear", 10, 200, **{"External id": 1, "Input Dims": [[8, 16], [16, 16]]})
+    b.op("aten::linear", 10, 200, **kargs({"External id": 1, "Input Dims": [[8, 16], [16, 16]]}))
     b.op("aten::mm", 20, 100)
     b.launch_kernel("volta_sgemm_128x64_nn", launch_ts=30, launch_dur=10, ts=60, dur=300,
                     grid=[8, 1, 1], block=[256, 1, 1], ext_id=1)

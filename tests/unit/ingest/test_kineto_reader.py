@@ -10,7 +10,7 @@ import pytest
 
 from stepscope.model.schema import EventKind, MemcpyKind, TrackKind
 from stepscope.model.trace import Trace
-from tests.builders import OldTraceBuilder, RawNumber, TraceBuilder
+from tests.builders import OldTraceBuilder, RawNumber, TraceBuilder, kargs
 
 US = 1000  # ns per µs
 
@@ -46,8 +46,6 @@ def test_ns_resolution_keeps_every_digit(tmp_path: Path) -> None:
     assert trace.ranks[0].time_base_ns == 1712195495000000000
 
 
-@pytest.mark.xfail(reason="bug: the exact-ns decoder is chosen from the first events only; fractional "
-                          "ts after 2000 integer ones are rounded to float64 (0.25 µs at 1.7e15)", strict=True)
 def test_ns_resolution_when_fractions_appear_late(tmp_path: Path) -> None:
     b = TraceBuilder()
     for i in range(2500):
@@ -93,18 +91,18 @@ def _micro(b: TraceBuilder) -> TraceBuilder:
     """
     b.thread_name("python main")
     b.step(1, 0, 1000)
-    b.op("A", 10, 500, **{"External id": 1})
+    b.op("A", 10, 500, **kargs({"External id": 1}))
     b.op("B", 20, 200)
     b.launch_kernel("K1", launch_ts=50, launch_dur=10, ts=300, dur=100, runtime="cudaLaunchKernel",
-                    grid=[4, 2, 1], block=[128, 1, 1], **{"registers per thread": 32})
+                    grid=[4, 2, 1], block=[128, 1, 1], **kargs({"registers per thread": 32}))
     b.op("C", 100, 50)
     b.op("D", 300, 100)
     b.launch_kernel("K2", launch_ts=350, launch_dur=10, ts=1050, dur=400, runtime="cudaLaunchKernel2")
     b.step(2, 1000, 1000)
-    b.op("E", 1100, 100, **{"External id": 77})
+    b.op("E", 1100, 100, **kargs({"External id": 77}))
     b.launch_kernel("Memcpy HtoD (Pageable -> Device)", launch_ts=1120, launch_dur=10, ts=1400, dur=50,
                     runtime="cudaMemcpyAsync", cat="gpu_memcpy", bytes=4096)
-    b.gpu("K4", 1600, 50, corr=999_999, **{"External id": 77})
+    b.gpu("K4", 1600, 50, corr=999_999, **kargs({"External id": 77}))
     b.memory(5, 512, total_allocated=512, total_reserved=2048, addr=11)  # in step 1 only
     b.memory(120, 1024, total_allocated=1536, total_reserved=2048, addr=12)  # in C
     b.memory(250, -512, total_allocated=1024, total_reserved=2048, addr=11)  # in A (between B and D)
@@ -223,7 +221,7 @@ def test_rank_metadata(tmp_path: Path) -> None:
 def test_old_schema(tmp_path: Path) -> None:
     b = OldTraceBuilder()
     b.step(5, 0, 1000)
-    b.op("aten::conv2d", 10, 500, **{"External id": 42})
+    b.op("aten::conv2d", 10, 500, **kargs({"External id": 42}))
     b.launch_kernel("implicit_convolve_sgemm", launch_ts=20, launch_dur=5, ts=600, dur=700, ext_id=42,
                     runtime="cudaLaunchKernel")
     b.launch_kernel("Memset (Device)", launch_ts=30, launch_dur=5, ts=1400, dur=10, cat="Memset",
@@ -268,8 +266,6 @@ def test_counters_value_series(tmp_path: Path) -> None:
     assert set(trace.names(c["name"]).tolist()) <= {"stepscope.cpu_pct", "stepscope.cpu_pct.value"}
 
 
-@pytest.mark.xfail(reason="bug: counter args other than 'value' are read as NaN; the schema promises one "
-                          "row per arg key named '<event name>.<arg key>'", strict=True)
 def test_counters_several_series(tmp_path: Path) -> None:
     b = TraceBuilder()
     b.counter("gpu", 1, util=7.0, mem=3.0)

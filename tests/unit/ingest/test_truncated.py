@@ -20,7 +20,7 @@ import pytest
 
 import stepscope
 from stepscope.model.trace import Trace
-from tests.builders import TraceBuilder
+from tests.builders import TraceBuilder, kargs
 from tests.corpus import (
     BASE_TRACE,
     SHARED_TRACES,
@@ -118,7 +118,7 @@ def _micro_trace() -> TraceBuilder:
         b.step(step, ts, 1000)
         for i in range(20):
             t0 = ts + 10 + i * 45
-            b.op("aten::linear", t0, 40, **{"External id": step * 100 + i})
+            b.op("aten::linear", t0, 40, **kargs({"External id": step * 100 + i}))
             b.launch_kernel(f"gemm_{i}", t0 + 5, 10, t0 + 20, 30)
             b.memory(t0 + 2, 4096, total_allocated=4096 * (i + 1), total_reserved=1 << 20)
             b.flow(step * 100 + i, t0 + 5, "s")

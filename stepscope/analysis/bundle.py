@@ -56,6 +56,23 @@ def analyze(trace: Trace, names: Iterable[str] | None = None, ranks: Iterable[in
     return bundle
 
 
+def apply_batch_size(bundle: Bundle, batch_size: int | None) -> None:
+    """Make samples/s known everywhere a step breakdown appears (the batch size is not in traces)."""
+    if not batch_size:
+        return
+    import dataclasses
+
+    from stepscope.analysis.breakdown import with_batch_size
+
+    for rr in bundle.ranks.values():
+        bd = rr.results.get("breakdown")
+        if bd is not None:
+            rr.results["breakdown"] = with_batch_size(bd, batch_size)
+        ov = rr.results.get("overview")
+        if ov is not None:
+            rr.results["overview"] = dataclasses.replace(ov, breakdown=with_batch_size(ov.breakdown, batch_size))
+
+
 def _run(name: str, call: Any, results: dict[str, Any], skipped: dict[str, str]) -> None:
     try:
         results[name] = call()

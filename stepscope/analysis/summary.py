@@ -16,7 +16,8 @@ class Summary:
     """Counts and GPU extent of one rank.
 
     ``gpu_busy_ns`` = |∪ kernel, memcpy, memset intervals|; ``gpu_span_ns`` = last GPU activity end −
-    first GPU activity start; both within the profiled steps when there are steps (SPEC §12).
+    first GPU activity start; both over the GPU work launched inside the profiled steps when there are
+    steps (SPEC §12, as TraceLens counts it), the whole trace otherwise.
     """
 
     rank: int
@@ -39,8 +40,9 @@ def compute_summary(trace: Trace, rank: int) -> Summary:
     counts = {k.name.lower(): int(kinds[int(k)]) for k in EventKind if kinds[int(k)]}
     steps = trace.steps["step"][trace.steps["rank"] == rank]
     gpu = mine & np.isin(ev["kind"], [int(k) for k in GPU_KINDS])
-    if len(steps):
-        gpu &= ev["step"] >= 0
+    if len(steps):  # GPU work launched inside the profiled steps (work queued before them is not)
+        launched = ev["launch"] >= 0
+        gpu &= (ev["step"] >= 0) & (launched if (gpu & launched).any() else True)
     start, end = ev["ts_ns"][gpu], ev["ts_ns"][gpu] + ev["dur_ns"][gpu]
     busy = intervals.total(intervals.union(start, end))
     span = int(end.max() - start.min()) if len(start) else 0

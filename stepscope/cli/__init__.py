@@ -56,7 +56,7 @@ def cli() -> None:
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: maps stepscope errors to one line and exit code 2."""
     try:
-        cli.main(args=argv, prog_name="stepscope", standalone_mode=False)
+        rc = cli.main(args=argv, prog_name="stepscope", standalone_mode=False)
     except StepscopeError as exc:
         click.echo(f"stepscope: error: {exc}", err=True)
         sys.exit(2)
@@ -72,3 +72,4 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
+    sys.exit(rc if isinstance(rc, int) else 0)

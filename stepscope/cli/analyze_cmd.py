@@ -7,7 +7,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from stepscope.analysis.bundle import analyze
+from stepscope.analysis.bundle import analyze, apply_batch_size
 from stepscope.cli.common import echo_json, load_trace, trace_options
 from stepscope.report import json_out, terminal
 
@@ -37,7 +37,7 @@ def command(path: str | None, as_json: bool, views: tuple[str, ...], top: int, b
     """Analyze a trace file or run directory (the embedded sample when PATH is omitted)."""
     trace = load_trace(path, no_cache, span, ranks)
     bundle = analyze(trace, names=views or None)
-    bundle.cluster.setdefault("options", {"batch_size": batch_size})
+    apply_batch_size(bundle, batch_size)
     findings = findings_for(bundle)
     if html_out or as_md:
         from stepscope.report.html.build import write_reports

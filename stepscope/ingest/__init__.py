@@ -6,6 +6,7 @@ parallel) → assemble (tables per file) → derive (links once) → cache write
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -25,7 +26,7 @@ from stepscope.model.strings import StringPool
 from stepscope.model.trace import Trace
 
 log = logging.getLogger(__name__)
-INGEST_VERSION = "1"  # bump when the reader or model changes what it produces
+INGEST_VERSION = "2"  # bump when the reader or model changes what it produces
 DEFAULT_TRACE = Path(__file__).resolve().parent.parent / "data" / "default_trace.pt.trace.json.gz"
 
 ProgressFactory = Callable[[int], Callable[[int], None]]
@@ -40,10 +41,21 @@ def cache_dir() -> Path:
     return Path(base) / "stepscope"
 
 
+@functools.cache
+def _code_fingerprint() -> str:
+    """Hash of the reader and model source, so a changed stepscope never reuses an old parse."""
+    h = xxhash.xxh3_64()
+    root = Path(__file__).resolve().parent.parent
+    for sub in ("ingest", "model"):
+        for f in sorted((root / sub).glob("*.py")):
+            h.update(f.read_bytes())
+    return h.hexdigest()
+
+
 def content_key(files: Sequence[str], extra: str) -> str:
-    """A hash of every file's bytes plus the ingest version and selection options."""
+    """A hash of every file's bytes plus the ingest version, reader code and selection options."""
     h = xxhash.xxh3_128()
-    h.update(f"{INGEST_VERSION}|{extra}|".encode())
+    h.update(f"{INGEST_VERSION}|{_code_fingerprint()}|{extra}|".encode())
     for f in files:
         h.update(f"{os.path.getsize(f)}|".encode())
         with open(f, "rb") as fh:

@@ -22,6 +22,12 @@ Cols = dict[str, npt.NDArray[Any]]
 PROCESS_KINDS = {"Ascend Hardware": EventKind.KERNEL, "HCCL": EventKind.KERNEL, "CANN": EventKind.RUNTIME,
                  "Overlap Analysis": EventKind.TRACE}
 LINK_FLOW_CATS = ("async_npu",)
+#: device tasks that are neither computation nor data movement: HCCL's own tasks on the
+#: communication stream (the collective itself is the HCCL group row) and stream control
+CONTROL_TASKS = frozenset({"Notify Wait", "Notify Record", "Write Value", "SDMA", "RDMA", "Reduce_Inline",
+                           "EVENT_RECORD", "EVENT_WAIT", "PLACE_HOLDER_SQE", "PROFILING_ENABLE",
+                           "PROFILING_DISABLE", "Memcpy"})
+COPY_TASKS = frozenset({"MEMCPY_ASYNC"})
 
 
 def is_ascend(ft: FileTables, pool: StringPool) -> bool:
@@ -41,6 +47,11 @@ def normalize(ft: FileTables, pool: StringPool) -> None:
     track_kind[planes] = int(EventKind.OTHER)
     override = track_kind[ev["track"]]
     ev["kind"] = np.where((ev["kind"] == EventKind.OTHER) & (override != 0), override, ev["kind"]).astype(np.int8)
+    task = ev["kind"] == EventKind.KERNEL
+    control = pool.mask(lambda s: s in CONTROL_TASKS)[ev["name"]]
+    copies = pool.mask(lambda s: s in COPY_TASKS)[ev["name"]]
+    ev["kind"] = np.where(task & control, int(EventKind.OTHER),
+                          np.where(task & copies, int(EventKind.MEMCPY), ev["kind"])).astype(np.int8)
     device = np.isin(track_kind, [int(EventKind.KERNEL)])
     tracks["kind"] = np.where(device, int(TrackKind.GPU_STREAM), tracks["kind"]).astype(np.int8)
     tracks["device"] = np.where(device, 0, tracks["device"]).astype(np.int32)

@@ -102,14 +102,19 @@ def intern_strings(values: Any, table: dict[str, int]) -> npt.NDArray[np.int32]:
     return out
 
 
-def intern_raw(values: tuple[Any, ...], table: dict[str, int]) -> npt.NDArray[np.int32]:
-    """Local ids of the JSON text of raw values (Input Dims ...); only unique texts are decoded."""
+def intern_raw(values: tuple[Any, ...], table: dict[str, int], compact: bool = False) -> npt.NDArray[np.int32]:
+    """Local ids of the JSON text of raw values (Input Dims ...); only unique texts are decoded.
+
+    ``compact`` drops all whitespace (for number-only values such as shapes), so equal shapes get
+    one id however the file was formatted."""
     raw = [bytes(v) or None for v in values]
     if raw.count(None) == len(raw):
         return np.full(len(values), -1, np.int32)
     arr = pa.array(raw, pa.binary())
     enc = arr.dictionary_encode()
     local = [b.decode("utf-8", "replace") for b in enc.dictionary.to_pylist()]
+    if compact:
+        local = ["".join(s.split()) for s in local]
     remap = np.array([table.setdefault(s, len(table)) for s in local] + [-1], dtype=np.int32)
     idx = enc.indices.fill_null(len(local)).to_numpy(zero_copy_only=False)
     out: npt.NDArray[np.int32] = remap[idx]
@@ -224,7 +229,7 @@ def _store(cols: dict[str, npt.NDArray[Any]], f: str, vals: tuple[Any, ...], idx
     elif f in STR_FIELDS:
         cols[STR_FIELDS[f]][idx] = intern_strings(vals, table)
     elif f in RAW_FIELDS:
-        cols[RAW_FIELDS[f]][idx] = intern_raw(vals, table)
+        cols[RAW_FIELDS[f]][idx] = intern_raw(vals, table, compact=f.startswith("input_dims"))
     else:  # grid / block
         d3 = _dim3(vals)
         for j, axis in enumerate("xyz"):

@@ -39,8 +39,6 @@ ALLGATHER_ARGS = {"Collective name": "allgather", "In msg nelems": 100, "Out msg
                   "Group size": 4, "Process Group Name": "7"}
 
 
-@pytest.mark.xfail(strict=True, reason="reader: GROUP_FIELDS['gpu'] in ingest/kineto_columns.py drops the "
-                   "collective args Kineto writes on NCCL kernels (reported to the lead)")
 def test_sizes_from_the_kernel_own_args(tmp_path: Path) -> None:
     b = TraceBuilder(rank=0, world_size=4)
     b.step(1, ts=0, dur=100)

@@ -51,12 +51,9 @@ def command(path: str | None, as_json: bool, views: tuple[str, ...], top: int, b
     console = Console()
     renderer = None
     if findings:
-        try:
-            from stepscope.report.findings_view import render_findings
-        except ImportError:  # the advisor's renderer is optional in partial builds
-            render_findings = None
-        if render_findings is not None:
-            def renderer(c: Console) -> None:
-                render_findings(findings, c, top)
+        from stepscope.report.findings_view import render_findings
+
+        def renderer(c: Console) -> None:
+            render_findings(findings, c, top)
 
     terminal.render(bundle, console, views or None, top, findings_renderer=renderer)

@@ -118,7 +118,7 @@ def _events(cols: Cols, sel: npt.NDArray[np.bool_], key: npt.NDArray[np.int64], 
         "block_y", "block_z", "regs", "shmem_bytes", "blocks_per_sm", "occupancy_pct", "bytes",
         "input_dims", "input_types", "call_stack", "seq", "fwd_tid", "flops", "coll_name", "in_nelems",
         "out_nelems", "coll_dtype", "group_size", "pg_name", "pg_desc", "pg_ranks")}
-    out = {k: v.astype(EVENT_COLUMNS[k][0], copy=False) for k, v in out.items()}
+    out = {k: _narrow(k, v, diags) for k, v in out.items()}
     out["_key"] = key[sel]
     kind = KIND.get(pool)[out["cat"]]
     ph = _ph(cols, pool)[sel]
@@ -141,6 +141,28 @@ def _events(cols: Cols, sel: npt.NDArray[np.bool_], key: npt.NDArray[np.int64], 
     if huge.any():
         out = {k: v[~huge] for k, v in out.items()}
     return out
+
+
+_INT32_MAX = np.iinfo(np.int32).max
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _narrow(name: str, col: npt.NDArray[Any], diags: DiagnosticsBuilder) -> npt.NDArray[Any]:
+    """Cast a column to the schema's dtype; values that do not fit become "unknown" and are counted."""
+    dtype, fill = EVENT_COLUMNS[name]
+    if col.dtype == dtype:
+        return col
+    if np.dtype(dtype) == np.int32 and col.dtype.kind in "iu":
+        bad = (col > _INT32_MAX) | (col < -_INT32_MAX)
+    elif np.dtype(dtype) == np.float32 and col.dtype.kind == "f":
+        bad = np.abs(col) > _FLOAT32_MAX
+    else:
+        return col.astype(dtype, copy=False)
+    if bad.any():
+        diags.add("arg-out-of-range", "warning",
+                  f"{name}: {int(bad.sum())} values beyond the column's range read as unknown", int(bad.sum()))
+        col = np.where(bad, fill, col)
+    return col.astype(dtype, copy=False)
 
 
 def _tracks(uniq: npt.NDArray[np.int64], ev: Cols) -> Cols:

@@ -100,6 +100,8 @@ def rank_info(b: FileBatch, rank: int, span: str, has_gpu: bool, ascend_hw: bool
 
 
 def _diagnose_file(b: FileBatch, diags: DiagnosticsBuilder) -> None:
+    if b.n_events == 0 and b.complete:
+        diags.add("no-events", "info", "the trace holds no events", source=b.path)
     for name, example in b.dropped:
         diags.add(name, "error", example, source=b.path)
     if not b.complete:
@@ -108,6 +110,17 @@ def _diagnose_file(b: FileBatch, diags: DiagnosticsBuilder) -> None:
                   f"were dropped ({b.n_events} complete events kept)", source=b.path)
     if b.meta_error:
         diags.add("metadata-unreadable", "warning", b.meta_error, source=b.path)
+
+
+def _diagnose_ranks(ranks: list[RankInfo], diags: DiagnosticsBuilder) -> None:
+    """Say when the run claims more ranks than it holds (a missing file is not an error)."""
+    worlds = {r.world_size for r in ranks if isinstance(r.world_size, int) and r.world_size > 1}
+    if len(worlds) == 1 and 1 < len(ranks) < next(iter(worlds)):
+        world = next(iter(worlds))
+        missing = sorted(set(range(world)) - {r.rank for r in ranks})
+        shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
+        diags.add("ranks-missing", "info", f"world size {world} but {len(ranks)} rank files: missing {shown}",
+                  len(missing))
 
 
 def _offset(ft: FileTables, rank: int, track_base: int, pool: StringPool) -> None:
@@ -154,6 +167,7 @@ def build_trace(batches: list[tuple[FileBatch, int, str]], pool: StringPool, dia
         has_gpu = bool(ft.tracks) and bool((ft.tracks["kind"] == TrackKind.GPU_STREAM).any())
         ranks.append(rank_info(b, rank, span, has_gpu, ascend.is_ascend(ft, pool)))
         tables.append(ft)
+    _diagnose_ranks(ranks, diags)
     ev = _table(EVENT_COLUMNS, [t.events for t in tables])
     tracks = _table(TRACK_COLUMNS, [t.tracks for t in tables])
     return _link(ev, tracks, tables, pool, diags, tuple(ranks), source)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from stepscope.analysis.comm import CollType, classify, collective_of, dims_nelems, dtype_bytes, is_comm_kernel_name
 from tests.builders import TraceBuilder

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import json
 import re
-import weakref
 from dataclasses import dataclass
 from enum import IntEnum
 
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.analysis._common import per_trace
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
 
@@ -156,19 +156,10 @@ class CommClassification:
     pg_name: I32
 
 
-_CACHE: dict[int, tuple[weakref.ref[Trace], CommClassification]] = {}
-
-
+@per_trace
 def classify(trace: Trace) -> CommClassification:
     """The communication classification of a trace (computed once per trace object, then cached)."""
-    hit = _CACHE.get(id(trace))
-    if hit is not None and hit[0]() is trace:
-        return hit[1]
-    result = _classify(trace)
-    _CACHE[id(trace)] = (weakref.ref(trace), result)
-    for key in [k for k, (ref, _) in _CACHE.items() if ref() is None]:
-        del _CACHE[key]
-    return result
+    return _classify(trace)
 
 
 def _classify(trace: Trace) -> CommClassification:

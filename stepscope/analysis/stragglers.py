@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -24,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from stepscope.analysis import intervals
-from stepscope.analysis._common import F64, I64, interval_set, pct, rank_rows, step_windows
+from stepscope.analysis._common import F64, I64, interval_set, pct, per_trace, rank_rows, step_windows
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.comm import classify
 from stepscope.model.schema import EventKind
@@ -49,17 +48,10 @@ class CollectiveMatch:
     method: str  # "min across ranks" | "same size across steps"
 
 
-_CACHE: dict[int, tuple[weakref.ref[Trace], CollectiveMatch]] = {}
-
-
+@per_trace
 def match_collectives(trace: Trace) -> CollectiveMatch:
     """Wait / transfer split of every communication kernel (cached per trace object)."""
-    hit = _CACHE.get(id(trace))
-    if hit is not None and hit[0]() is trace:
-        return hit[1]
-    out = _match(trace)
-    _CACHE[id(trace)] = (weakref.ref(trace), out)
-    return out
+    return _match(trace)
 
 
 def _match(trace: Trace) -> CollectiveMatch:

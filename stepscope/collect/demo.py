@@ -17,6 +17,7 @@ to be replaced by the advisor and the diff.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -106,27 +107,40 @@ def trace_stats(trace_dir: Path) -> TraceStats:
 
 
 def _diagnose(trace_dir: Path) -> str:
-    """The verdict on one run (placeholder until the advisor is wired in)."""
-    st = trace_stats(trace_dir)
-    if st.steps == 0:
-        return "Diagnosis: the trace holds no profiled step."
-    head = (f"Diagnosis ({st.steps} profiled steps): DataLoader {st.dataloader_ms:.1f} ms of a "
-            f"{st.step_ms:.1f} ms step ({st.dataloader_share:.0%})")
-    if st.dataloader_share < INPUT_BOUND_SHARE:
-        return head + " -> not input-bound."
-    return (head + " -> INPUT-BOUND: the model waits for its data.\n"
-            "  Advice: preprocess in DataLoader worker processes "
-            "(num_workers=2, persistent_workers=True), overlapping the training steps.")
+    """The advisor's verdict and top findings on one run, worded by the report layer."""
+    from stepscope.advisor.engine import advise
+    from stepscope.advisor.verdict import verdicts
+    from stepscope.analysis.bundle import analyze
+    from stepscope.ingest import load
+    from stepscope.report import texts
+
+    bundle = analyze(load(trace_dir, use_cache=False))
+    lines = ["Diagnosis: " + texts.verdict_text(v) for v in verdicts(bundle)]
+    for i, f in enumerate(advise(bundle)[:3], 1):
+        gain = f"~{f.est_gain_ns / 1e6:.1f} ms/step" if f.est_gain_ns else ""
+        lines.append(f"  {i}. [{f.severity.value}] {texts.title_text(f)} {gain}")
+        lines.append(f"     {texts.found_text(f)}")
+        lines.append(f"     change: {texts.change_text(f)}")
+    return "\n".join(lines) if lines else "Diagnosis: no profiled step in the trace."
 
 
 def _compare(base_dir: Path, new_dir: Path) -> str:
-    """Trace-level comparison of two runs (placeholder until the diff is wired in)."""
-    a, b = trace_stats(base_dir), trace_stats(new_dir)
-    return "\n".join([
-        "Trace comparison (profiled steps):",
-        _row("mean step", a.step_ms, b.step_ms, "ms"),
-        _row("DataLoader per step", a.dataloader_ms, b.dataloader_ms, "ms"),
-    ])
+    """What changed between the two traces: the diff engine's narrative and step breakdown."""
+    from stepscope.analysis.bundle import analyze
+    from stepscope.compare.diff import compare
+    from stepscope.compare.narrative import word
+    from stepscope.ingest import load
+
+    result = compare(analyze(load(base_dir, use_cache=False)), analyze(load(new_dir, use_cache=False)))
+    step = result.row("step")
+    lines = ["Trace comparison (profiled steps, stepscope diff):",
+             _row("mean step", step.base_ms, step.new_ms, "ms")]
+    for cat in ("dataloader", "cpu_exec", "runtime", "kernel"):
+        r = next((r for r in result.overall if r.category == cat), None)
+        if r is not None and (r.base_ms or r.new_ms):
+            lines.append(_row(f"{cat} per step", r.base_ms, r.new_ms, "ms"))
+    lines += ["  " + w for w in word(result.narrative)]
+    return "\n".join(lines)
 
 
 def _row(name: str, before: float, after: float, unit: str) -> str:
@@ -160,6 +174,8 @@ def _run(cfg: DemoConfig, trace_dir: Path, echo: Echo) -> DemoRun:
 
 def run_demo(out_dir: Path, echo: Echo = print, steps: int = 40) -> DemoResult:
     """Run the whole demo into ``out_dir`` (``before/``, ``after/`` trace dirs + step records)."""
+    os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")  # the profiler's own chatter is not the demo
+    os.environ.setdefault("KINETO_LOG_LEVEL", "5")
     torch = import_torch()
     t0 = time.perf_counter()
     threads = torch.get_num_threads()

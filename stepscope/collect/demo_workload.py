@@ -40,7 +40,7 @@ class DemoConfig:
     batch_size: int = 32
     steps: int = 24  # optimizer steps in the run
     seed: int = 0
-    options: ProfileOptions = field(default_factory=lambda: ProfileOptions(wait=2, warmup=1, active=3))
+    options: ProfileOptions = field(default_factory=lambda: ProfileOptions(skip_first=8, wait=2, warmup=1, active=3))
 
     @property
     def label(self) -> str:

@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from stepscope.compare.overall import SPLIT, OverallRow
+from stepscope.compare.overall import SPLIT, Delta, OverallRow
 from stepscope.compare.tables import DiffTable
 
 #: a change smaller than this share of the base step is not worth a word
@@ -25,21 +25,13 @@ _LABELS = {"kernel": "Kernel", "memcpy": "Memcpy", "memset": "Memset", "communic
 
 
 @dataclass(frozen=True)
-class Change:
+class Change(Delta):
     """One moved number, per average step (ms). ``kind``: step | category | kernels | operators | ..."""
 
     kind: str
     key: str
     base_ms: float
     new_ms: float
-
-    @property
-    def diff_ms(self) -> float:
-        return self.new_ms - self.base_ms
-
-    @property
-    def change_pct(self) -> float:
-        return 100.0 * self.diff_ms / self.base_ms if self.base_ms > 0 else math.inf
 
 
 def narrative_items(overall: Sequence[OverallRow], tables: dict[str, DiffTable]) -> list[Change]:

@@ -30,11 +30,9 @@ MS = 1e6
 SPLIT = ("computing", "communication_not_overlapped", "free")
 
 
-@dataclass(frozen=True)
-class OverallRow:
-    """One category per average step, ms."""
+class Delta:
+    """Derived numbers of a BASE → NEW pair of ms values (shared by overall rows and narrative items)."""
 
-    category: str
     base_ms: float
     new_ms: float
 
@@ -49,6 +47,15 @@ class OverallRow:
     @property
     def change_pct(self) -> float:
         return change_pct(self.base_ms, self.new_ms)
+
+
+@dataclass(frozen=True)
+class OverallRow(Delta):
+    """One category per average step, ms."""
+
+    category: str
+    base_ms: float
+    new_ms: float
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ from multiprocessing import get_context
 from typing import Any
 
 import msgspec
-import numpy as np
 import numpy.typing as npt
 
 from stepscope.ingest.jsonscan import scan_events
@@ -137,7 +136,7 @@ def _remap(res: ChunkResult, pool: StringPool) -> dict[str, npt.NDArray[Any]]:
     cols = res.columns.cols
     if res.columns.n == 0:
         return {}
-    remap = np.append(pool.intern_many(res.columns.strings), np.int32(-1))
+    remap = pool.id_map(res.columns.strings)
     for name in STRING_COLUMNS:
         cols[name] = remap[cols[name]]
     if "ctr_name" in cols:

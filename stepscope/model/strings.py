@@ -41,6 +41,11 @@ class StringPool:
         """Ids of many strings at once (new ones are added)."""
         return np.fromiter((self.intern(s) for s in strings), dtype=np.int32, count=len(strings))
 
+    def id_map(self, strings: Sequence[str]) -> npt.NDArray[np.int32]:
+        """Translate ids of another pool holding ``strings`` into this one (new strings are added):
+        ``pool.id_map(other.strings)[other_ids]``; the trailing entry keeps id -1 at -1."""
+        return np.append(self.intern_many(strings), np.int32(-1))
+
     def find(self, s: str) -> int:
         """Id of ``s``, or -1 when the pool does not hold it."""
         return self._ids.get(s, -1)

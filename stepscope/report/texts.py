@@ -33,7 +33,7 @@ RULES: dict[str, RuleText] = {
     "dataloader-bound": RuleText(
         "Input pipeline stalls the step",
         "{dataloader_pct:.1f}% of the step ({dataloader_ms:.1f} ms) is spent in the DataLoader "
-        "({loading} loading) while the GPU has nothing to do.",
+        "({loading} loading): the step waits for its data.",
         ("https://pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading",
          "https://docs.nvidia.com/deeplearning/dali/user-guide/docs/")),
     "pageable-memcpy": RuleText(

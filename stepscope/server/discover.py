@@ -1,0 +1,140 @@
+"""Which runs a served directory holds, each under an opaque id the browser uses instead of a path.
+
+A *run* is what ``stepscope analyze PATH`` would read: a trace file, or a directory that
+:func:`stepscope.ingest.layout.resolve` turns into rank files (``tensorboard_trace_handler`` layout,
+per-rank files, an Ascend export). Rules, applied from the served root down (bounded depth):
+
+* the root's own loose trace files are one run each, unless they are ``tensorboard_trace_handler``
+  rank files (``<worker>.<ts>.pt.trace.json[.gz]``), which make the root itself one run;
+* below the root, a directory holding trace files is one run (as ``analyze DIR`` reads it);
+* an Ascend export (``*_ascend_pt/ASCEND_PROFILER_OUTPUT/trace_view.json``) is one run and is not
+  descended into.
+
+Nothing outside the root is ever listed: symlinks whose target resolves outside it are skipped, and
+hidden entries (``.name``) are ignored. The id is a hash of the path relative to the root, so it
+reveals nothing and cannot be turned back into a path by the client.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import xxhash
+
+from stepscope.errors import NoTraceFoundError, UsageError
+from stepscope.ingest.layout import ASCEND_TRACE, TB_NAME, TRACE_SUFFIXES
+
+#: how deep below the root runs are looked for, and how many entries are looked at in all
+MAX_DEPTH = 6
+MAX_ENTRIES = 20_000
+MAX_RUNS = 500
+#: bytes of a ``.json`` file's (decompressed) head searched for ``traceEvents`` (metadata can come first)
+SNIFF_BYTES = 256 << 10
+
+
+@dataclass(frozen=True)
+class RunEntry:
+    """One servable run: ``id`` is what URLs carry, ``label`` what the UI shows (relative path)."""
+
+    id: str
+    label: str
+    path: Path
+    kind: str  # "file" | "directory"
+
+
+def run_id(root: Path, path: Path) -> str:
+    """The opaque, stable id of ``path`` under ``root`` (12 hex digits of a hash of the relative path)."""
+    rel = path.relative_to(root).as_posix() if path != root else "."
+    return xxhash.xxh3_64_hexdigest(rel.encode())[:12]
+
+
+def inside(root: Path, p: Path) -> bool:
+    """True when ``p`` (symlinks resolved) lies under the resolved ``root``."""
+    try:
+        return p.resolve().is_relative_to(root)
+    except (OSError, RuntimeError):  # a symlink loop, an unreadable component
+        return False
+
+
+def _sniff(p: Path) -> bool:
+    """Cheap check that a ``.json[.gz]`` is a trace, so side files (configs, expected results) are not runs."""
+    if p.suffix == ".sqlite" or ".pt.trace." in p.name or p.name == "trace_view.json":
+        return True
+    try:
+        opener = gzip.open if p.name.endswith(".gz") else open
+        with opener(p, "rb") as fh:
+            head = fh.read(SNIFF_BYTES)
+    except (OSError, EOFError, zlib.error):
+        return False
+    return b'"traceEvents"' in head
+
+
+def _is_trace_file(root: Path, p: Path) -> bool:
+    return (p.name.endswith(TRACE_SUFFIXES) and not p.name.startswith(".") and inside(root, p)
+            and p.is_file() and _sniff(p))
+
+
+def _is_ascend(d: Path) -> bool:
+    return (d / ASCEND_TRACE).is_file() or any(d.glob(f"*_ascend_pt/{ASCEND_TRACE}"))
+
+
+class _Walk:
+    """A bounded depth-first walk that collects runs (see the module docstring)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.seen = 0
+        self.runs: list[tuple[Path, str]] = []
+
+    def visit(self, d: Path, depth: int) -> None:
+        if len(self.runs) >= MAX_RUNS or self.seen >= MAX_ENTRIES:
+            return
+        if _is_ascend(d):
+            self.runs.append((d, "directory"))
+            return
+        try:
+            entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except OSError:
+            return
+        self.seen += len(entries)
+        entries = [e for e in entries if not e.name.startswith(".")]
+        files = [Path(e.path) for e in entries if _is_trace_file(self.root, Path(e.path))]
+        if files:
+            if depth > 0 or all(TB_NAME.match(f.name) for f in files):
+                self.runs.append((d, "directory"))
+            else:
+                self.runs += [(f, "file") for f in files]
+        if depth >= MAX_DEPTH:
+            return
+        for e in entries:
+            sub = Path(e.path)
+            if e.is_dir() and inside(self.root, sub) and not e.is_symlink():
+                self.visit(sub, depth + 1)
+
+
+def discover_runs(root: str | Path) -> list[RunEntry]:
+    """Every run under ``root`` (a directory, or one trace file), sorted by label.
+
+    Raises:
+        UsageError: ``root`` does not exist.
+        NoTraceFoundError: no trace file anywhere under it.
+    """
+    given = Path(root)
+    if not given.exists():
+        raise UsageError("no such file or directory", given)
+    base = given.resolve()
+    if base.is_file():
+        return [RunEntry(run_id(base.parent, base), base.name, base, "file")]
+    walk = _Walk(base)
+    walk.visit(base, 0)
+    if not walk.runs:
+        raise NoTraceFoundError("no trace file (*.json, *.json.gz, *.sqlite) under this directory", given)
+    out = []
+    for path, kind in walk.runs:
+        label = path.relative_to(base).as_posix() if path != base else base.name
+        out.append(RunEntry(run_id(base, path), label, path, kind))
+    return sorted(out, key=lambda r: r.label)

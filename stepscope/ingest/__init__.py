@@ -15,11 +15,9 @@ from pathlib import Path
 import xxhash
 
 from stepscope.errors import UsageError
-from stepscope.ingest.assemble import split_chunk
 from stepscope.ingest.build import build_trace, rank_of
-from stepscope.ingest.kineto import read_kineto_files
+from stepscope.ingest.engines import check_engine, read_files
 from stepscope.ingest.layout import RunFiles, resolve
-from stepscope.ingest.nsys_sqlite import is_nsys_sqlite, read_nsys
 from stepscope.model import store
 from stepscope.model.diagnostics import DiagnosticsBuilder
 from stepscope.model.strings import StringPool
@@ -66,7 +64,7 @@ def content_key(files: Sequence[str], extra: str) -> str:
 
 def load(path: str | Path | None = None, *, use_cache: bool = True, span: str | int | None = None,
          ranks: Sequence[int] | None = None, workers: int | None = None,
-         progress: ProgressFactory | None = None) -> Trace:
+         progress: ProgressFactory | None = None, engine: str = "local", ray_address: str | None = None) -> Trace:
     """Load a trace file or run directory into the canonical model.
 
     Args:
@@ -77,7 +75,10 @@ def load(path: str | Path | None = None, *, use_cache: bool = True, span: str | 
         ranks: keep only these ranks.
         workers: decoding processes (default: one per core for large inputs).
         progress: called with the total event estimate, returns a per-chunk callback.
+        engine: "local" (a process pool on this machine) or "ray" (a Ray task per file, docs/scale.md).
+        ray_address: with engine="ray": "auto" or "HOST:PORT" of a running cluster (default: start a local Ray).
     """
+    check_engine(engine, ray_address)
     run = resolve(path if path is not None else DEFAULT_TRACE, span)
     key = content_key(run.files, f"{run.span}|{sorted(ranks) if ranks else ''}") if use_cache else ""
     target = cache_dir() / key
@@ -86,7 +87,7 @@ def load(path: str | Path | None = None, *, use_cache: bool = True, span: str | 
             return store.load(target)
         except store.CorruptStoreError as exc:
             log.info("cache entry %s unreadable (%s); rebuilding", target, exc)
-    trace = _parse(run, path if path is not None else DEFAULT_TRACE, ranks, workers, progress)
+    trace = _parse(run, path if path is not None else DEFAULT_TRACE, ranks, workers, progress, engine, ray_address)
     if use_cache:
         try:
             store.save(trace, target)
@@ -96,17 +97,12 @@ def load(path: str | Path | None = None, *, use_cache: bool = True, span: str | 
 
 
 def _parse(run: RunFiles, path: str | Path, ranks: Sequence[int] | None, workers: int | None,
-           progress: ProgressFactory | None) -> Trace:
+           progress: ProgressFactory | None, engine: str = "local", ray_address: str | None = None) -> Trace:
     pool = StringPool()
     total = sum(os.path.getsize(f) for f in run.files)
     cb = progress(total) if progress is not None else None
     diags = DiagnosticsBuilder(source=str(path))
-    sqlite = [f for f in run.files if is_nsys_sqlite(f)]
-    kineto = [f for f in run.files if f not in sqlite]
-    by_path = {b.path: b for b in read_kineto_files(kineto, pool, lambda cols: split_chunk(cols, pool, diags),
-                                                    workers, cb)}
-    by_path.update({f: read_nsys(f, pool) for f in sqlite})
-    batches = [by_path[f] for f in run.files]
+    batches = read_files(run.files, pool, diags, engine=engine, ray_address=ray_address, workers=workers, progress=cb)
     chosen = []
     seen: set[int] = set()
     for i, b in enumerate(batches):

@@ -49,6 +49,7 @@ class RunResults:
     findings: bytes
     memory: dict[int, bytes]
     info: bytes
+    extents: dict[int, tuple[int, int]]  # rank → (first start, last end), trace ns
     summary: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -109,8 +110,10 @@ def analyse_run(entry: RunEntry, loader: Loader) -> RunResults:
     rank_docs = {r: dumps({**doc, "ranks": [obj]}) for r, obj in zip(ranks, doc["ranks"])}
     summary = _summary(entry, doc, ranks)
     summary["events"] = trace.event_count
+    infos = [_rank_info(trace, r) for r in ranks]
     return RunResults(
         entry=entry, bundle=bundle, ranks=ranks, doc=dumps(doc), rank_docs=rank_docs,
         findings=dumps({"findings": doc.get("findings") or [], "verdicts": doc.get("verdicts") or []}),
         memory={r: dumps(_memory(trace, r)) for r in ranks},
-        info=dumps({"ranks": [_rank_info(trace, r) for r in ranks]}), summary=summary)
+        info=dumps({"ranks": infos}), extents={i["rank"]: (i["start_ns"], i["end_ns"]) for i in infos},
+        summary=summary)

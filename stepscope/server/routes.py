@@ -1,0 +1,123 @@
+"""The JSON API (``/api/v1/``): every handler checks its query, looks a precomputed answer up, returns it.
+
+=============================================  ================================================
+``GET /api/v1/health``                         ``{"ok": true, "runs": n}``
+``GET /api/v1/runs``                           ``{"runs": [{id, label, kind, state, ...}]}``
+``GET /api/v1/runs/{id}[?rank=]``              the run's §12 document (one rank with ``rank``)
+``GET /api/v1/runs/{id}/findings``             ``{"findings": [...], "verdicts": [...]}``
+``GET /api/v1/runs/{id}/info``                 per rank: time extent and step windows (trace ns)
+``GET /api/v1/runs/{id}/memory?rank=``         the rank's memory curves
+``GET /api/v1/runs/{id}/timeline?rank=&...``   one timeline window (``start_ns``, ``end_ns``,
+                                               ``max_items``; the rank's extent by default)
+``GET /api/v1/diff?base=&new=``                the diff document of two runs (docs/json.md)
+=============================================  ================================================
+
+Handlers are plain functions, so Starlette runs them in its thread pool: a run being analysed
+blocks only the requests that need it. Ids are opaque keys from the runs list; nothing a client
+sends is ever used as a path.
+"""
+
+from __future__ import annotations
+
+import json
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from stepscope.server import params
+from stepscope.server.params import ApiError
+from stepscope.server.results import RunResults
+from stepscope.server.store import RunStore
+
+
+def json_bytes(body: bytes, status: int = 200) -> Response:
+    """A JSON response from already-encoded bytes (the cached answers)."""
+    return Response(content=body, status_code=status, media_type="application/json")
+
+
+def json_error(status: int, message: str) -> Response:
+    """The one error shape: ``{"error": message, "status": status}``."""
+    return json_bytes(json.dumps({"error": message, "status": status}).encode(), status)
+
+
+def _store(request: Request) -> RunStore:
+    store: RunStore = request.app.state.store
+    return store
+
+
+def _run(request: Request) -> tuple[RunStore, str]:
+    return _store(request), params.run_id(request.path_params.get("run_id"))
+
+
+def health(request: Request) -> Response:
+    params.query(request.query_params.multi_items(), ())
+    return json_bytes(json.dumps({"ok": True, "runs": len(_store(request).entries)}).encode())
+
+
+def runs(request: Request) -> Response:
+    params.query(request.query_params.multi_items(), ())
+    return json_bytes(json.dumps({"runs": _store(request).listing()}).encode())
+
+
+def _ready(request: Request, allowed: tuple[str, ...]) -> tuple[RunResults, dict[str, str]]:
+    q = params.query(request.query_params.multi_items(), allowed)
+    store, run_id = _run(request)
+    return store.get(run_id), q
+
+
+def document(request: Request) -> Response:
+    res, q = _ready(request, ("rank",))
+    rank = params.rank(q, res.ranks)
+    return json_bytes(res.doc if rank is None else res.rank_docs[rank])
+
+
+def findings(request: Request) -> Response:
+    res, _ = _ready(request, ())
+    return json_bytes(res.findings)
+
+
+def info(request: Request) -> Response:
+    res, _ = _ready(request, ())
+    return json_bytes(res.info)
+
+
+def memory(request: Request) -> Response:
+    res, q = _ready(request, ("rank",))
+    rank = params.rank(q, res.ranks, required=True)
+    if rank is None:
+        raise ApiError(404, "this run has no ranks")
+    return json_bytes(res.memory[rank])
+
+
+def timeline(request: Request) -> Response:
+    res, q = _ready(request, ("rank", "start_ns", "end_ns", "max_items"))
+    rank = params.rank(q, res.ranks, required=True)
+    if rank is None:
+        raise ApiError(404, "this run has no ranks")
+    start, end, items = params.window(q)
+    first, last = res.extents[rank]
+    start = first if start is None else start
+    end = last if end is None else end
+    if end <= start:
+        raise ApiError(400, "end_ns must be greater than start_ns")
+    store, run_id = _run(request)
+    return json_bytes(store.window(run_id, rank, start, end, items))
+
+
+def diff(request: Request) -> Response:
+    q = params.query(request.query_params.multi_items(), ("base", "new"))
+    base, new = params.run_id(q.get("base"), "base run"), params.run_id(q.get("new"), "new run")
+    return json_bytes(_store(request).diff(base, new))
+
+
+API_ROUTES = [
+    Route("/api/v1/health", health, methods=["GET"]),
+    Route("/api/v1/runs", runs, methods=["GET"]),
+    Route("/api/v1/runs/{run_id}", document, methods=["GET"]),
+    Route("/api/v1/runs/{run_id}/findings", findings, methods=["GET"]),
+    Route("/api/v1/runs/{run_id}/info", info, methods=["GET"]),
+    Route("/api/v1/runs/{run_id}/memory", memory, methods=["GET"]),
+    Route("/api/v1/runs/{run_id}/timeline", timeline, methods=["GET"]),
+    Route("/api/v1/diff", diff, methods=["GET"]),
+]

@@ -1,0 +1,170 @@
+"""The server's state: each run analysed at most once, each diff computed at most once.
+
+A :class:`RunStore` holds one slot per discovered run. The first request for a run (or the startup
+preload thread) takes that slot's lock and calls :func:`~stepscope.server.results.analyse_run`;
+concurrent requests for the same run wait on the lock and then read the same result, so a trace is
+never parsed twice. A run that fails to load keeps its error (a message, never a traceback) and is
+not retried on every request. Diffs of two runs are cached the same way, keyed by the pair of ids;
+timeline windows (computed by ``stepscope.analysis.timeline``) in a small LRU.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stepscope.errors import StepscopeError
+from stepscope.model.trace import Trace
+from stepscope.server.discover import RunEntry
+from stepscope.server.params import ApiError
+from stepscope.server.results import RunResults, analyse_run, dumps
+
+log = logging.getLogger(__name__)
+#: timeline windows kept (each a few hundred kB at most)
+WINDOW_CACHE = 128
+
+
+def default_loader(path: Path) -> Trace:
+    """``stepscope.load`` with its content-keyed cache (a second serve of the same traces is fast)."""
+    from stepscope.ingest import load
+
+    return load(path)
+
+
+def timeline_function() -> Callable[..., Any] | None:
+    """``stepscope.analysis.timeline.timeline_window`` when this build has it, else None."""
+    try:
+        mod = importlib.import_module("stepscope.analysis.timeline")
+    except ImportError:
+        return None
+    fn = getattr(mod, "timeline_window", None)
+    return fn if callable(fn) else None
+
+
+@dataclass
+class _Slot:
+    """One cached computation: a lock, then either a value or the message of why it failed."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    value: Any = None
+    error: ApiError | None = None
+    state: str = "pending"  # pending | loading | ready | error
+
+
+def _fill(slot: _Slot, compute: Callable[[], Any], what: str) -> Any:
+    """The slot's value, computing it under the slot's lock the first time (errors are kept too)."""
+    if slot.state in ("ready", "error"):
+        return _value(slot)
+    with slot.lock:
+        if slot.state not in ("ready", "error"):
+            slot.state = "loading"
+            try:
+                slot.value = compute()
+                slot.state = "ready"
+            except StepscopeError as exc:
+                slot.error, slot.state = ApiError(422, str(exc)), "error"
+            except Exception as exc:  # keep serving; the log has the traceback, the client a message
+                log.exception("stepscope serve: %s failed", what)
+                slot.error, slot.state = ApiError(500, f"{what} failed: {type(exc).__name__}: {exc}"), "error"
+    return _value(slot)
+
+
+def _value(slot: _Slot) -> Any:
+    if slot.error is not None:
+        raise slot.error
+    return slot.value
+
+
+class RunStore:
+    """The runs of one served directory and every answer computed about them (see the module docstring)."""
+
+    def __init__(self, entries: Sequence[RunEntry], loader: Callable[[Path], Trace] | None = None) -> None:
+        self._entries = {e.id: e for e in entries}
+        self._slots = {e.id: _Slot() for e in entries}
+        self._loader = loader or default_loader
+        self._diffs: dict[tuple[str, str], _Slot] = {}
+        self._windows: OrderedDict[tuple[Any, ...], bytes] = OrderedDict()
+        self._guard = threading.Lock()
+
+    @property
+    def entries(self) -> list[RunEntry]:
+        return list(self._entries.values())
+
+    def entry(self, run_id: str) -> RunEntry:
+        """The run behind an id from the runs list (404 for any other id)."""
+        found = self._entries.get(run_id)
+        if found is None:
+            raise ApiError(404, "no such run: ids come from /api/v1/runs")
+        return found
+
+    def listing(self) -> list[dict[str, Any]]:
+        """The runs list: id, label, kind, state, and headline numbers once analysed."""
+        out = []
+        for e in self._entries.values():
+            slot = self._slots[e.id]
+            item: dict[str, Any] = {"id": e.id, "label": e.label, "kind": e.kind, "state": slot.state}
+            if slot.state == "ready":
+                item.update(slot.value.summary)
+            elif slot.error is not None:
+                item["error"] = slot.error.message
+            out.append(item)
+        return out
+
+    def get(self, run_id: str) -> RunResults:
+        """The run's precomputed results, analysing it first if no request has yet."""
+        entry = self.entry(run_id)
+        result: RunResults = _fill(self._slots[run_id], lambda: analyse_run(entry, self._loader),
+                                   f"analysing {entry.label}")
+        return result
+
+    def preload(self) -> None:
+        """Analyse every run in turn (the server's background thread); failures stay in their slots."""
+        for run_id in list(self._entries):
+            try:
+                self.get(run_id)
+            except ApiError:
+                continue
+
+    def diff(self, base: str, new: str) -> bytes:
+        """The diff document (docs/json.md) of two runs, computed once per (base, new) pair."""
+        b, n = self.get(base), self.get(new)
+        with self._guard:
+            slot = self._diffs.setdefault((base, new), _Slot())
+        return bytes(_fill(slot, lambda: _diff_bytes(b, n), f"diff {b.entry.label} → {n.entry.label}"))
+
+    def window(self, run_id: str, rank: int, start_ns: int, end_ns: int, max_items: int) -> bytes:
+        """One timeline window of a rank (LRU-cached); 501 when this build has no timeline analysis."""
+        fn = timeline_function()
+        if fn is None:
+            raise ApiError(501, "the timeline analysis (stepscope.analysis.timeline) is not in this build")
+        res = self.get(run_id)
+        key = (run_id, rank, start_ns, end_ns, max_items)
+        with self._guard:
+            hit = self._windows.get(key)
+            if hit is not None:
+                self._windows.move_to_end(key)
+                return hit
+        try:
+            data = dumps(fn(res.trace, rank, start_ns, end_ns, max_items=max_items).to_dict())
+        except StepscopeError as exc:
+            raise ApiError(422, str(exc)) from None
+        with self._guard:
+            self._windows[key] = data
+            while len(self._windows) > WINDOW_CACHE:
+                self._windows.popitem(last=False)
+        return data
+
+
+def _diff_bytes(base: RunResults, new: RunResults) -> bytes:
+    from stepscope.compare.diff import compare
+    from stepscope.compare.document import to_json
+
+    doc = to_json(compare(base.bundle, new.bundle))
+    doc["base"]["label"], doc["new"]["label"] = base.entry.label, new.entry.label
+    return dumps(doc)

@@ -550,38 +550,54 @@ def _render_bar(db: dict[str, Any], w: Any) -> None:
         if ss.get("status") != "ok":
             continue
         size = db["results"][key]["size_bytes"]
-        t = ss["work_s"]
         w("")
         w(f"## The bar, on the {size / MB:,.0f} MB file")
         w("")
-        w("| criterion | target | measured | met |")
-        w("|---|---|---:|---|")
+        w("The CPU-time column divides CPU seconds instead of work seconds: it is what the ratio would")
+        w("be if every tool had had the machine to itself and run on one core (stepscope's CPU time")
+        w("is summed over its decoding processes), so it is robust to other users' load.")
+        w("")
+        w("| criterion | target | measured (work s) | met | by CPU s |")
+        w("|---|---|---:|---|---:|")
 
-        def row(name: str, target: str, value: float | None, ok: bool | None, unit: str = "×") -> None:
-            shown = "-" if value is None else (f"{value:.1f}{unit}" if unit else f"{value:.2f} s")
-            w(f"| {name} | {target} | {shown} | {'-' if ok is None else 'yes' if ok else '**no**'} |")
-
-        def ratio_of(k: str, tools: dict[str, Any] = tools, t: float = t) -> float | None:
+        def ok_of(k: str, tools: dict[str, Any] = tools) -> dict[str, Any]:
             r = tools.get(k, {})
-            return float(r["work_s"]) / t if r.get("status") == "ok" else None
+            return r if r.get("status") == "ok" else {}
 
-        hta, tb = ratio_of("hta"), ratio_of("tb_plugin")
-        row("HTA load / stepscope ingest", "≥ 25×", hta, None if hta is None else hta >= 25)
-        row("TB plugin load / stepscope ingest", "≥ 30×", tb, None if tb is None else tb >= 30)
-        raws = [tools[k]["work_s"] for k in RAW_KEYS if tools.get(k, {}).get("status") == "ok"]
-        raw = t / min(raws) if raws else None
-        row("stepscope ingest / fastest raw decode", "≤ 2×", raw, None if raw is None else raw <= 2)
+        def ratio(a: dict[str, Any], b: dict[str, Any], field: str) -> float | None:
+            x, y = a.get(field), b.get(field)
+            return float(x) / float(y) if x and y else None
+
+        def shown(v: float | None) -> str:
+            return "-" if v is None else f"{v:.1f}×"
+
+        def met(v: float | None, good: bool) -> str:
+            return "-" if v is None else "yes" if good else "**no**"
+
+        for k, name, target, need in (
+            ("hta", "HTA load / stepscope ingest", "≥ 25×", 25.0),
+            ("tb_plugin", "TB plugin load / stepscope ingest", "≥ 30×", 30.0),
+        ):
+            r = ratio(ok_of(k), ss, "work_s")
+            c = ratio(ok_of(k), ss, "cpu_s")
+            w(f"| {name} | {target} | {shown(r)} | {met(r, r is not None and r >= need)} | {shown(c)} |")
+        raws = [ok_of(k) for k in RAW_KEYS if ok_of(k)]
+        if raws:
+            best = min(raws, key=lambda r: float(r["work_s"]))
+            best_cpu = min(raws, key=lambda r: float(r.get("cpu_s") or 1e18))
+            r = ratio(ss, best, "work_s")
+            c = ratio(ss, best_cpu, "cpu_s")
+            w(
+                f"| stepscope ingest / fastest raw decode | ≤ 2× | {shown(r)} | "
+                f"{met(r, r is not None and r <= 2)} | {shown(c)} |"
+            )
         rss = ss.get("peak_rss_tree")
-        rss_ratio = rss / size if rss else None
-        row(
-            "stepscope peak RSS / file size",
-            "≤ 1.5×",
-            rss_ratio,
-            None if rss_ratio is None else rss_ratio <= 1.5,
-        )
-        cached = tools.get("stepscope_cache", {})
-        c = cached.get("work_s") if cached.get("status") == "ok" else None
-        row("reopen from cache", "< 1 s", c, None if c is None else c < 1, unit="")
+        rr = rss / size if rss else None
+        w(f"| stepscope peak RSS / file size | ≤ 1.5× | {shown(rr)} | {met(rr, rr is not None and rr <= 1.5)} | |")
+        cached = ok_of("stepscope_cache")
+        c_s = cached.get("work_s")
+        c_txt = "-" if c_s is None else f"{c_s:.2f} s"
+        w(f"| reopen from cache | < 1 s | {c_txt} | {met(c_s, c_s is not None and c_s < 1)} | |")
         loads = [
             f"{TOOL_BY_KEY[k].label} {tools[k]['other_load']:.2f}"
             for k in ("stepscope", "hta", "tb_plugin", *RAW_KEYS)

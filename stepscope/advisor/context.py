@@ -19,6 +19,7 @@ from stepscope.advisor.config import AdvisorConfig
 from stepscope.advisor.finding import Change, Finding, severity_for
 from stepscope.analysis._common import step_windows
 from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.breakdown import StepBreakdown
 from stepscope.analysis.bundle import Bundle
 from stepscope.model.trace import Trace
 
@@ -88,12 +89,18 @@ class RuleContext:
         return 100.0 * ns / self.step_ns if self.step_ns > 0 else 0.0
 
 
+def rank_breakdown(bundle: Bundle, rank: int) -> StepBreakdown | None:
+    """The rank's step breakdown: its own analysis, else the overview's copy; None when neither ran."""
+    results = bundle.ranks[rank].results
+    bd: StepBreakdown | None = results.get(BREAKDOWN)
+    if bd is None and OVERVIEW in results:
+        bd = results[OVERVIEW].breakdown
+    return bd
+
+
 def rank_step(bundle: Bundle, rank: int) -> tuple[int, tuple[int, ...]]:
     """Average step time (ns) and step numbers of a rank: the breakdown's, else the raw step windows."""
-    rr = bundle.ranks[rank]
-    bd = rr.results.get(BREAKDOWN)
-    if bd is None and OVERVIEW in rr.results:
-        bd = rr.results[OVERVIEW].breakdown
+    bd = rank_breakdown(bundle, rank)
     if bd is not None and bd.step_count:
         steps = tuple(int(s) for s in bd.step.tolist() if s >= 0)
         return round(bd.avg_step_ns), steps

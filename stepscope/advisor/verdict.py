@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from stepscope.advisor.context import BREAKDOWN, OVERVIEW
+from stepscope.advisor.context import rank_breakdown
 from stepscope.analysis.bundle import Bundle
 
 STAGES: dict[str, tuple[str, ...]] = {
@@ -55,10 +55,7 @@ class Verdict:
 
 def verdict_of(bundle: Bundle, rank: int) -> Verdict | None:
     """The verdict of one rank, or None when its step breakdown did not run."""
-    rr = bundle.ranks[rank]
-    bd = rr.results.get(BREAKDOWN)
-    if bd is None and OVERVIEW in rr.results:
-        bd = rr.results[OVERVIEW].breakdown
+    bd = rank_breakdown(bundle, rank)
     if bd is None or bd.step_count == 0 or bd.avg_step_ns <= 0:
         return None
     pct = dict(zip(bd.categories, (float(v) for v in bd.avg_category_pct)))

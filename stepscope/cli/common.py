@@ -10,9 +10,11 @@ from typing import Any
 import click
 
 from stepscope.ingest import load
+from stepscope.ingest.engines import ENGINES
 from stepscope.model.trace import Trace
 
 PROGRESS_ABOVE_BYTES = 64 << 20
+ENGINE_KEY, RAY_ADDRESS_KEY = "stepscope.engine", "stepscope.ray_address"
 
 
 def _progress_factory() -> Callable[[int], Callable[[int], None]] | None:
@@ -36,17 +38,33 @@ def _progress_factory() -> Callable[[int], Callable[[int], None]] | None:
 
 
 def load_trace(path: str | None, no_cache: bool, span: str | None, ranks: tuple[int, ...]) -> Trace:
-    """Load with the CLI's conventions (progress bar on big inputs, rank / span selection)."""
+    """Load with the CLI's conventions (progress bar on big inputs, rank / span selection, the
+    --engine / --ray-address of the running command)."""
+    ctx = click.get_current_context(silent=True)
+    meta = ctx.meta if ctx is not None else {}
     return load(path, use_cache=not no_cache, span=span, ranks=list(ranks) or None,
-                progress=_progress_factory())
+                progress=_progress_factory(), engine=meta.get(ENGINE_KEY, "local"),
+                ray_address=meta.get(RAY_ADDRESS_KEY))
 
 
 def echo_json(doc: Any) -> None:
     click.echo(json.dumps(doc, indent=2, allow_nan=False))
 
 
+def _to_meta(key: str) -> Callable[[click.Context, click.Parameter, Any], None]:
+    def store(ctx: click.Context, _param: click.Parameter, value: Any) -> None:
+        ctx.meta[key] = value
+    return store
+
+
 def trace_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """--no-cache, --span, --rank: the selection options every trace-reading command takes."""
+    """--no-cache, --span, --rank: the selection options every trace-reading command takes; --engine and
+    --ray-address go to ``ctx.meta`` (read by :func:`load_trace`), not to the command's arguments."""
+    fn = click.option("--engine", type=click.Choice(ENGINES), default="local", expose_value=False,
+                      callback=_to_meta(ENGINE_KEY), show_default=True,
+                      help="Who parses the rank files: local processes, or one Ray task per file (docs/scale.md).")(fn)
+    fn = click.option("--ray-address", default=None, expose_value=False, callback=_to_meta(RAY_ADDRESS_KEY),
+                      help="With --engine ray: 'auto' or HOST:PORT of a Ray cluster (default: start a local Ray).")(fn)
     fn = click.option("--no-cache", is_flag=True, help="Parse again; neither read nor write the cache.")(fn)
     fn = click.option("--span", default=None, help="Profiling window of a run directory (1-based or timestamp).")(fn)
     fn = click.option("--rank", "ranks", type=int, multiple=True, help="Only these ranks (repeatable).")(fn)

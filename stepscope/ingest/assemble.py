@@ -13,12 +13,17 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.ingest.kineto_columns import arg_column
 from stepscope.ingest.normalize import kind_of_category, memcpy_kind, memcpy_pageable, phase_code
 from stepscope.model.diagnostics import DiagnosticsBuilder
 from stepscope.model.schema import EVENT_COLUMNS, GPU_KINDS, HOST_KINDS, EventKind, TrackKind
 from stepscope.model.strings import StringPool
 
 MAX_DUR_NS = 24 * 3600 * 10**9
+EVENT_ARG_KEYS = ("ts_ns", "dur_ns", "name", "cat", "corr", "ext_id", "grid_x", "grid_y", "grid_z", "block_x",
+                  "block_y", "block_z", "regs", "shmem_bytes", "blocks_per_sm", "occupancy_pct", "bytes",
+                  "input_dims", "input_types", "call_stack", "seq", "fwd_tid", "flops", "coll_name", "in_nelems",
+                  "out_nelems", "coll_dtype", "group_size", "pg_name", "pg_desc", "pg_ranks")
 Cols = dict[str, npt.NDArray[Any]]
 
 
@@ -97,12 +102,20 @@ def finish_file(parts: list[FileTables]) -> FileTables:
 
 
 def _cat(tables: list[Cols]) -> Cols:
+    """Concatenate chunk tables; a column some chunks lack is filled with the schema's absent value."""
     tables = [t for t in tables if t and len(next(iter(t.values())))]
     if not tables:
         return {}
     if len(tables) == 1:
         return tables[0]
-    return {k: np.concatenate([t[k] for t in tables]) for k in tables[0]}
+    keys = list(dict.fromkeys(k for t in tables for k in t))
+    out: Cols = {}
+    for k in keys:
+        like = next(t[k] for t in tables if k in t)
+        fill = EVENT_COLUMNS[k][1] if k in EVENT_COLUMNS else -1
+        out[k] = np.concatenate([t[k] if k in t else np.full(len(next(iter(t.values()))), fill, like.dtype)
+                                 for t in tables])
+    return out
 
 
 def _count(diags: DiagnosticsBuilder, mask: npt.NDArray[np.bool_], name: str, sev: str, example: str) -> None:
@@ -113,11 +126,7 @@ def _count(diags: DiagnosticsBuilder, mask: npt.NDArray[np.bool_], name: str, se
 
 def _events(cols: Cols, sel: npt.NDArray[np.bool_], key: npt.NDArray[np.int64], pool: StringPool,
             diags: DiagnosticsBuilder) -> Cols:
-    out: Cols = {k: cols[k][sel] for k in (
-        "ts_ns", "dur_ns", "name", "cat", "corr", "ext_id", "grid_x", "grid_y", "grid_z", "block_x",
-        "block_y", "block_z", "regs", "shmem_bytes", "blocks_per_sm", "occupancy_pct", "bytes",
-        "input_dims", "input_types", "call_stack", "seq", "fwd_tid", "flops", "coll_name", "in_nelems",
-        "out_nelems", "coll_dtype", "group_size", "pg_name", "pg_desc", "pg_ranks")}
+    out: Cols = {k: cols[k][sel] for k in EVENT_ARG_KEYS if k in cols}  # absent args: filled when built
     out = {k: _narrow(k, v, diags) for k, v in out.items()}
     out["_key"] = key[sel]
     kind = KIND.get(pool)[out["cat"]]
@@ -136,8 +145,9 @@ def _events(cols: Cols, sel: npt.NDArray[np.bool_], key: npt.NDArray[np.int64], 
     is_copy = kind == EventKind.MEMCPY
     out["copy_kind"] = np.where(is_copy, COPY_KIND.get(pool)[out["name"]], 0).astype(np.int8)
     out["pageable"] = np.where(is_copy, PAGEABLE.get(pool)[out["name"]], -1).astype(np.int8)
-    out["_device"] = cols["device"][sel]
-    out["_stream"] = cols["stream"][sel]
+    n = len(cols["ph"])
+    out["_device"] = arg_column(cols, "device", n)[sel]
+    out["_stream"] = arg_column(cols, "stream", n)[sel]
     if huge.any():
         out = {k: v[~huge] for k, v in out.items()}
     return out
@@ -190,16 +200,18 @@ def _tracks(uniq: npt.NDArray[np.int64], ev: Cols) -> Cols:
 
 
 def _memory(cols: Cols, sel: npt.NDArray[np.bool_], key: npt.NDArray[np.int64]) -> Cols:
-    return {"ts_ns": cols["ts_ns"][sel], "_key": key[sel], "device_type": cols["device_type"][sel],
-            "device": cols["mem_device"][sel], "addr": cols["addr"][sel], "bytes": cols["mem_bytes"][sel],
-            "total_allocated": cols["total_allocated"][sel], "total_reserved": cols["total_reserved"][sel]}
+    def a(name: str) -> npt.NDArray[Any]:
+        return arg_column(cols, name, len(sel))[sel]
+    return {"ts_ns": cols["ts_ns"][sel], "_key": key[sel], "device_type": a("device_type"),
+            "device": a("mem_device"), "addr": a("addr"), "bytes": a("mem_bytes"),
+            "total_allocated": a("total_allocated"), "total_reserved": a("total_reserved")}
 
 
 def _counters(cols: Cols, sel: npt.NDArray[np.bool_], ok: npt.NDArray[np.bool_], pool: StringPool) -> Cols:
     if "ctr_ts_ns" in cols:  # series read by the generic pass (args other than "value")
         return {"ts_ns": cols["ctr_ts_ns"], "name": cols["ctr_name"], "value": cols["ctr_value"]}
     sel = sel & ok
-    return {"ts_ns": cols["ts_ns"][sel], "name": cols["name"][sel], "value": cols["value"][sel]}
+    return {"ts_ns": cols["ts_ns"][sel], "name": cols["name"][sel], "value": arg_column(cols, "value", len(sel))[sel]}
 
 
 def _flows(cols: Cols, sel: npt.NDArray[np.bool_], key: npt.NDArray[np.int64], ph: npt.NDArray[np.int32]) -> Cols:
@@ -211,9 +223,10 @@ def _thread_names(cols: Cols, ph: npt.NDArray[np.int32], pool: StringPool) -> di
     """(pid id, tid id) → name id from ``thread_name`` metadata; (pid id, -1) from ``process_name``."""
     out: dict[tuple[int, int], int] = {}
     meta = np.flatnonzero(ph == ord("M"))
+    labels = arg_column(cols, "label", len(ph))
     tn, pn = pool.find("thread_name"), pool.find("process_name")
     for i in meta.tolist():  # metadata events: a handful per thread, not per event
-        name, label = int(cols["name"][i]), int(cols["label"][i])
+        name, label = int(cols["name"][i]), int(labels[i])
         if label < 0:
             continue
         if name == tn:

@@ -14,15 +14,16 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from stepscope.errors import StepscopeError, UsageError
-from stepscope.ingest.assemble import Cols, FileTables, remap_strings, split_chunk
+from stepscope.ingest.assemble import Cols, FileTables, split_chunk
 from stepscope.ingest.kineto import FileBatch, read_kineto_files
 from stepscope.ingest.nsys_sqlite import is_nsys_sqlite, read_nsys
 from stepscope.model.diagnostics import Diagnostic, DiagnosticsBuilder
@@ -42,7 +43,7 @@ def check_engine(engine: str, ray_address: str | None) -> None:
         raise UsageError("a Ray address needs the ray engine (--engine ray)")
 
 
-def read_files(files: list[str], pool: StringPool, diags: DiagnosticsBuilder, *, engine: str = "local",
+def read_files(files: Sequence[str], pool: StringPool, diags: DiagnosticsBuilder, *, engine: str = "local",
                ray_address: str | None = None, workers: int | None = None,
                progress: Progress | None = None) -> list[FileBatch]:
     """One :class:`FileBatch` per file, in the order of ``files``, strings interned into ``pool``."""
@@ -52,7 +53,7 @@ def read_files(files: list[str], pool: StringPool, diags: DiagnosticsBuilder, *,
     return read_local(files, pool, diags, workers, progress)
 
 
-def read_local(files: list[str], pool: StringPool, diags: DiagnosticsBuilder, workers: int | None,
+def read_local(files: Sequence[str], pool: StringPool, diags: DiagnosticsBuilder, workers: int | None,
                progress: Progress | None) -> list[FileBatch]:
     """Every Kineto file's chunks through one local process pool, then the Nsight SQLite files."""
     sqlite = {f for f in files if is_nsys_sqlite(f)}
@@ -93,6 +94,31 @@ def adopt(remote: RemoteFile, pool: StringPool, diags: DiagnosticsBuilder) -> Fi
     return batch
 
 
+# The string-id columns of the compact tables that ``split_chunk`` / ``read_nsys`` make (besides ``_key``,
+# which packs the pid and tid ids); the engine-equality tests catch a column missing here.
+STRING_ID_COLUMNS = {"events": ("name", "cat", "input_dims", "input_types", "call_stack", "coll_name", "coll_dtype",
+                                "pg_name", "pg_desc", "pg_ranks"),
+                     "tracks": ("pid", "tid", "name"), "memory": (), "counters": ("name",), "flows": ("cat",)}
+
+
+def remap_strings(ft: FileTables, ids: npt.NDArray[np.int32]) -> FileTables:
+    """The same tables with every string id ``i`` read as ``ids[i]`` (``ids`` from :meth:`StringPool.id_map`)."""
+    out: dict[str, Cols] = {}
+    for table, names in STRING_ID_COLUMNS.items():
+        cols = dict(getattr(ft, table))
+        for name in names:
+            if name in cols:
+                cols[name] = ids[cols[name]]
+        if "_key" in cols:
+            key = cols["_key"]
+            pid = ids[(key >> 32).astype(np.int32)].astype(np.int64)
+            tid = ids[(key & 0xFFFFFFFF).astype(np.int32)].astype(np.int64)
+            cols["_key"] = (pid << 32) | (tid & 0xFFFFFFFF)
+        out[table] = cols
+    thread_names = {(int(ids[p]), int(ids[t])): int(ids[n]) for (p, t), n in ft.thread_names.items()}
+    return FileTables(out["events"], out["tracks"], out["memory"], out["counters"], out["flows"], thread_names)
+
+
 def _owned(ft: FileTables) -> FileTables:
     def own(cols: Cols) -> Cols:
         return {k: v if v.flags.writeable else np.array(v) for k, v in cols.items()}
@@ -101,7 +127,7 @@ def _owned(ft: FileTables) -> FileTables:
                       ft.thread_names)
 
 
-def read_ray(files: list[str], pool: StringPool, diags: DiagnosticsBuilder, address: str | None,
+def read_ray(files: Sequence[str], pool: StringPool, diags: DiagnosticsBuilder, address: str | None,
              progress: Progress | None) -> list[FileBatch]:
     """One Ray task per file; results are adopted in the local engine's order (Kineto files, then
     SQLite), so the string pool, and with it every id column, is the same as with ``local``."""
@@ -154,7 +180,8 @@ def _ray_session(ray: Any, address: str | None) -> Iterator[None]:
         else:
             ray.init(address="local", include_dashboard=False, **quiet)
     except ConnectionError as exc:
-        raise UsageError(f"cannot reach the Ray cluster at {address or os.environ.get('RAY_ADDRESS')}: {exc}") \
+        why = f"{exc} ({str(exc.__cause__).splitlines()[0]})" if exc.__cause__ is not None else str(exc)
+        raise UsageError(f"cannot reach the Ray cluster at {address or os.environ.get('RAY_ADDRESS')}: {why}") \
             from None
     try:
         yield
@@ -162,4 +189,5 @@ def _ray_session(ray: Any, address: str | None) -> Iterator[None]:
         ray.shutdown()
 
 
-__all__ = ["ENGINES", "RemoteFile", "adopt", "check_engine", "read_files", "read_local", "read_one", "read_ray"]
+__all__ = ["ENGINES", "RemoteFile", "adopt", "check_engine", "read_files", "read_local", "read_one", "read_ray",
+           "remap_strings"]

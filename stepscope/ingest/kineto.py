@@ -138,7 +138,8 @@ def _remap(res: ChunkResult, pool: StringPool) -> dict[str, npt.NDArray[Any]]:
         return {}
     remap = pool.id_map(res.columns.strings)
     for name in STRING_COLUMNS:
-        cols[name] = remap[cols[name]]
+        if name in cols:
+            cols[name] = remap[cols[name]]
     if "ctr_name" in cols:
         cols["ctr_name"] = remap[cols["ctr_name"]]
     return cols

@@ -7,7 +7,7 @@ the trace's pool. ``ts`` is converted to int64 ns exactly: integers and fraction
 from __future__ import annotations
 
 import re
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import msgspec
@@ -191,33 +191,68 @@ RAW_FIELDS = {"input_dims": "input_dims", "input_dims_old": "input_dims_old", "i
               "pg_ranks": "pg_ranks"}
 
 
-def _empty_args(n: int) -> dict[str, npt.NDArray[Any]]:
-    cols: dict[str, npt.NDArray[Any]] = {c: np.full(n, -1, np.int64) for c in INT_FIELDS.values()}
-    for c in ("mem_bytes", "addr"):
-        cols[c] = np.zeros(n, np.int64)
-    cols.update({c: np.full(n, np.nan) for c in FLOAT_FIELDS.values()})
-    cols.update({c: np.full(n, -1, np.int32) for c in (*STR_FIELDS.values(), *RAW_FIELDS.values())})
-    cols.update({f"{d}_{a}": np.zeros(n, np.int64) for d in ("grid", "block") for a in "xyz"})
-    return cols
+#: every arg column a chunk may carry: name -> (dtype, value when the arg is absent)
+ARG_DEFAULTS: dict[str, tuple[Any, Any]] = {
+    **{c: (np.int64, -1) for c in INT_FIELDS.values()}, "mem_bytes": (np.int64, 0), "addr": (np.int64, 0),
+    **{c: (np.float64, np.nan) for c in FLOAT_FIELDS.values()},
+    **{c: (np.int32, -1) for c in (*STR_FIELDS.values(), *RAW_FIELDS.values())},
+    **{f"{d}_{a}": (np.int64, 0) for d in ("grid", "block") for a in "xyz"},
+}
+
+
+def arg_column(cols: dict[str, npt.NDArray[Any]], name: str, n: int) -> npt.NDArray[Any]:
+    """An arg column of a chunk; a column no event of the chunk carried reads as all-absent."""
+    got = cols.get(name)
+    if got is not None:
+        return got
+    dtype, fill = ARG_DEFAULTS[name]
+    return np.full(n, fill, dtype)
+
+
+class _LazyCols(dict[str, npt.NDArray[Any]]):
+    """Arg columns created on first write, so a chunk ships only the columns its events carried."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = n
+
+    def __missing__(self, name: str) -> npt.NDArray[Any]:
+        col = arg_column({}, name, self.n)
+        self[name] = col
+        return col
 
 
 def args_columns(args: list[Any], groups: dict[str, npt.NDArray[np.int64]],
                  table: dict[str, int]) -> dict[str, npt.NDArray[Any]]:
     """Numpy columns of the args that matter, reading each group's fields only for its events."""
-    cols = _empty_args(len(args))
+    cols = _LazyCols(len(args))
     for group, idx in groups.items():
-        idx = idx[[args[i] is not None for i in idx.tolist()]] if len(idx) else idx
         if len(idx) == 0:
             continue
-        sub = [args[i] for i in idx.tolist()]
-        for f in GROUP_FIELDS[group]:
-            vals = tuple(map(attrgetter(f), sub))
+        sub = _gather(args, idx)
+        if None in sub:  # events without args keep the defaults
+            keep = np.array([a is not None for a in sub])
+            idx = idx[keep]
+            sub = tuple(a for a in sub if a is not None)
+        if not sub:
+            continue
+        fields = GROUP_FIELDS[group]
+        # one C-level getter for all of the group's fields, then a transpose: ~2x faster than a map per field
+        for f, vals in zip(fields, zip(*map(attrgetter(*fields), sub)) if len(fields) > 1
+                           else [tuple(map(attrgetter(fields[0]), sub))]):
             _store(cols, f, vals, idx, table)
-    ext_old = cols.pop("ext_id_old")
-    cols["ext_id"] = np.where(cols["ext_id"] >= 0, cols["ext_id"], ext_old)
-    dims_old = cols.pop("input_dims_old")
-    cols["input_dims"] = np.where(cols["input_dims"] >= 0, cols["input_dims"], dims_old)
-    return cols
+    for new, old in (("ext_id", "ext_id_old"), ("input_dims", "input_dims_old")):
+        if old in cols:
+            cols[new] = np.where(cols[new] >= 0, cols[new], cols.pop(old))
+    return dict(cols)
+
+
+def _gather(items: list[Any], idx: npt.NDArray[np.int64]) -> tuple[Any, ...]:
+    """items[i] for i in idx, in C (itemgetter) rather than a Python loop."""
+    if len(idx) == 1:
+        return (items[int(idx[0])],)
+    got: tuple[Any, ...] = itemgetter(*idx.tolist())(items)
+    return got
 
 
 def _store(cols: dict[str, npt.NDArray[Any]], f: str, vals: tuple[Any, ...], idx: npt.NDArray[np.int64],
@@ -247,11 +282,19 @@ _COMM_NAME = re.compile(r"record_param_comms|nccl|^c10d|^gloo|hccl|rccl|allreduc
                         re.IGNORECASE)
 
 
+def _per_id(ids: npt.NDArray[np.int32], strings: list[str], fn: Any, dtype: Any) -> npt.NDArray[Any]:
+    """``fn`` of the string behind each id, evaluated once per distinct id that occurs (-1 → 0)."""
+    uniq, inv = np.unique(ids, return_inverse=True)
+    vals = np.array([fn(strings[i]) if i >= 0 else 0 for i in uniq.tolist()], dtype)
+    out: npt.NDArray[Any] = vals[inv]
+    return out
+
+
 def event_groups(ph: npt.NDArray[np.int32], cat: npt.NDArray[np.int32], name: npt.NDArray[np.int32],
                  strings: list[str]) -> dict[str, npt.NDArray[np.int64]]:
     """Row indices of each args group, decided once per unique category / name string."""
-    kind = np.array([kind_of_category(s) for s in strings] + [0], np.int8)[cat]
-    is_comm_name = np.array([bool(_COMM_NAME.search(s)) for s in strings] + [False])[name]
+    kind = _per_id(cat, strings, kind_of_category, np.int8)
+    is_comm_name = _per_id(name, strings, lambda s: int(bool(_COMM_NAME.search(s))), np.int8).astype(bool)
     mem_id = strings.index("[memory]") if "[memory]" in strings else -2
     x = ph == ord("X")
     gpu = x & np.isin(kind, [EventKind.KERNEL, EventKind.MEMCPY, EventKind.MEMSET])
@@ -270,13 +313,13 @@ def events_to_columns(evs: list[Any], dropped: list[tuple[str, str]]) -> ChunkCo
     n = len(evs)
     if n == 0:
         return ChunkColumns(0, {}, [], dropped)
-    ph, cat, name, pid, tid, ts, dur, fid = (tuple(map(attrgetter(f), evs)) for f in EVENT_FIELDS[:8])
-    args = list(map(attrgetter("args"), evs))
+    ph, cat, name, pid, tid, ts, dur, fid, args_t = zip(*map(attrgetter(*EVENT_FIELDS[:9]), evs))
+    args = list(args_t)
     ts_ns, ts_ok, frac_max = ts_to_ns(ts)
     cols: dict[str, npt.NDArray[Any]] = {
         "ph": intern_strings(ph, table), "cat": intern_strings(cat, table),
         "name": intern_strings(name, table),
-        "pid": intern_strings(tuple(map(str, pid)), table), "tid": intern_strings(tuple(map(str, tid)), table),
+        "pid": _intern_ids(pid, table), "tid": _intern_ids(tid, table),
         "ts_ns": ts_ns, "ts_ok": ts_ok,
         "dur_ns": _dur_ns(dur),
         "flow_id": _flow_ids(fid),
@@ -296,6 +339,18 @@ def _dur_ns(dur: tuple[Any, ...]) -> I64:
     return np.round(us * 1000).astype(np.int64)
 
 
+def _intern_ids(values: tuple[Any, ...], table: dict[str, int]) -> npt.NDArray[np.int32]:
+    """Local string ids of pid/tid values; all-integer columns are factorised without per-event str()."""
+    try:
+        ints = np.array(values, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        return intern_strings(tuple(map(str, values)), table)
+    uniq, inv = np.unique(ints, return_inverse=True)
+    ids = np.array([table.setdefault(str(u), len(table)) for u in uniq.tolist()], np.int32)
+    out: npt.NDArray[np.int32] = ids[inv]
+    return out
+
+
 def _ordered(table: dict[str, int]) -> list[str]:
     strings = [""] * len(table)
     for s, i in table.items():
@@ -304,6 +359,8 @@ def _ordered(table: dict[str, int]) -> list[str]:
 
 
 def _flow_ids(fid: tuple[Any, ...]) -> I64:
+    if fid.count(None) == len(fid):
+        return np.full(len(fid), -1, np.int64)
     try:
         return np.array([x if type(x) is int else -1 for x in fid], dtype=np.int64)
     except OverflowError:

@@ -1,0 +1,10 @@
+"""``stepscope serve``: a local web UI over the runs in a directory (SPEC §9, §11; docs/serve.md).
+
+Layout: :mod:`.discover` (which runs, opaque ids), :mod:`.results` (each run's answers, computed
+once), :mod:`.store` (per-run locks and caches), :mod:`.params` (strict query parsing),
+:mod:`.routes` (the JSON API), :mod:`.app` (the Starlette app and its guards), :mod:`.serve`
+(socket + uvicorn), ``static/`` (the single page: vanilla JS and CSS, no build step).
+
+Starlette and uvicorn (the ``[web]`` extra) are imported only by :mod:`.routes`, :mod:`.app` and
+:func:`.serve.serve`, so importing this package costs nothing.
+"""

@@ -91,6 +91,7 @@ class RunStore:
         self._diffs: dict[tuple[str, str], _Slot] = {}
         self._windows: OrderedDict[tuple[Any, ...], bytes] = OrderedDict()
         self._guard = threading.Lock()
+        self._one_at_a_time = threading.Lock()  # parsing forks workers and needs memory: one run at a time
 
     @property
     def entries(self) -> list[RunEntry]:
@@ -119,8 +120,11 @@ class RunStore:
     def get(self, run_id: str) -> RunResults:
         """The run's precomputed results, analysing it first if no request has yet."""
         entry = self.entry(run_id)
-        result: RunResults = _fill(self._slots[run_id], lambda: analyse_run(entry, self._loader),
-                                   f"analysing {entry.label}")
+        def compute() -> RunResults:
+            with self._one_at_a_time:
+                return analyse_run(entry, self._loader)
+
+        result: RunResults = _fill(self._slots[run_id], compute, f"analysing {entry.label}")
         return result
 
     def preload(self) -> None:

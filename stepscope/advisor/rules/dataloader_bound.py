@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from stepscope.advisor.context import BREAKDOWN, IDLE, OVERVIEW, RuleContext
+from stepscope.advisor.context import IDLE, RuleContext, rank_breakdown
 from stepscope.advisor.finding import Change, Finding
 from stepscope.advisor.rules._util import ms, per_step, rank_rows, top_names
 from stepscope.analysis.base import NotApplicable
@@ -29,15 +29,12 @@ SCOPE = "rank"
 
 def breakdown_of(ctx: RuleContext) -> StepBreakdown:
     """The rank's step breakdown (its own analysis, else the overview's copy)."""
-    bd = ctx.optional(BREAKDOWN)
+    bd = None if ctx.rank is None else rank_breakdown(ctx.bundle, ctx.rank)
     if bd is None:
-        ov = ctx.optional(OVERVIEW)
-        if ov is None:
-            raise NotApplicable("the step time breakdown did not run")
-        bd = ov.breakdown
+        raise NotApplicable("the step time breakdown did not run")
     if bd.step_count == 0 or bd.avg_step_ns <= 0:
         raise NotApplicable("no steps to break down")
-    return bd  # type: ignore[no-any-return]
+    return bd
 
 
 def detect(ctx: RuleContext) -> list[Finding]:

@@ -1,0 +1,49 @@
+"""``stepscope serve DIR``: the local web UI over every run under DIR (docs/serve.md).
+
+Needs the ``[web]`` extra (starlette, uvicorn); without it the command prints the install hint and
+exits 2. Binds 127.0.0.1 on a free port by default and says loudly when told to bind elsewhere.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import click
+
+from stepscope.errors import UsageError
+
+INSTALL_HINT = "stepscope serve needs the web extra: pip install 'stepscope[web]'"
+
+
+def _need_web() -> None:
+    try:
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError:
+        raise UsageError(INSTALL_HINT) from None
+
+
+@click.command("serve")
+@click.argument("directory", type=click.Path(exists=True))
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind. Anything but loopback exposes the traces to the network.")
+@click.option("--port", default=0, show_default=True, type=click.IntRange(0, 65535),
+              help="Port to bind (0 = pick a free one).")
+@click.option("--no-browser", is_flag=True, help="Do not open a browser tab.")
+@click.option("--lazy", is_flag=True, help="Analyse each run on its first request instead of in the background "
+              "from startup.")
+def command(directory: str, host: str, port: int, no_browser: bool, lazy: bool) -> None:
+    """Serve a web UI over the runs (trace files or run directories) under DIRECTORY."""
+    _need_web()
+    from stepscope.server.serve import serve
+
+    logging.basicConfig(level=logging.WARNING, format="stepscope serve: %(message)s")
+
+    def warn(text: str) -> None:
+        click.secho(text, err=True, fg="red", bold=True)
+
+    try:
+        serve(directory, host=host, port=port, open_browser=not no_browser, preload=not lazy,
+              echo=lambda s: click.echo(s), warn=warn)
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None

@@ -1,0 +1,139 @@
+// The single page: hash routes, the run and rank pickers, and the view dispatch.
+//   #/                             runs
+//   #/run/<id>/<view>?rank=<r>     overview | steps | kernels | operators | memory | distributed | timeline
+//   #/diff?base=<id>&new=<id>      compare two runs
+
+import {el, clear, api, empty, fmtMs} from "./util.js";
+import {overviewView, stepsView, kernelsView, operatorsView} from "./views.js";
+import {memoryView, distributedView} from "./views_more.js";
+import {timelineView} from "./timeline.js";
+import {diffPicker, diffView} from "./diff.js";
+
+const VIEWS = [
+  ["overview", "Overview", overviewView], ["steps", "Step breakdown", stepsView], ["kernels", "Kernels", kernelsView],
+  ["operators", "Operators", operatorsView], ["memory", "Memory", memoryView], ["distributed", "Distributed", distributedView],
+  ["timeline", "Timeline", timelineView],
+];
+
+const main = document.getElementById("view");
+const nav = document.getElementById("nav");
+const picker = document.getElementById("picker");
+let runs = [];
+let token = 0;
+let pollTimer = null;
+
+function parseRoute() {
+  const hash = location.hash.replace(/^#/, "") || "/";
+  const [path, qs] = hash.split("?");
+  const q = new URLSearchParams(qs || "");
+  const parts = path.split("/").filter(Boolean);
+  if (parts[0] === "run" && parts[1]) return {page: "run", id: parts[1], view: parts[2] || "overview", rank: q.get("rank")};
+  if (parts[0] === "diff") return {page: "diff", base: q.get("base"), next: q.get("new")};
+  return {page: "home"};
+}
+
+function href(id, view, rank) {
+  return `#/run/${encodeURIComponent(id)}/${view}` + (rank !== null && rank !== undefined ? `?rank=${rank}` : "");
+}
+
+async function loadRuns(fresh = true) {
+  runs = (await api("/api/v1/runs", fresh)).runs;
+  return runs;
+}
+
+function header(route, run, rank) {
+  clear(picker);
+  const sel = el("select", {id: "run-picker", "aria-label": "run", on: {change: (e) => { location.hash = href(e.target.value, route.view || "overview"); }}},
+    el("option", {value: "", disabled: true, selected: !run}, "choose a run…"),
+    runs.map((r) => el("option", {value: r.id, selected: run && r.id === run.id}, r.label)));
+  picker.append(el("label", null, "run ", sel));
+  if (run && run.ranks && run.ranks.length > 1) {
+    picker.append(el("label", null, "rank ", el("select", {id: "rank-picker", "aria-label": "rank",
+      on: {change: (e) => { location.hash = href(run.id, route.view, e.target.value); }}},
+      run.ranks.map((k) => el("option", {value: k, selected: k === rank}, String(k))))));
+  }
+  picker.append(el("a", {class: "navbtn", id: "diff-link", href: "#/diff"}, "Compare runs"));
+  clear(nav);
+  if (route.page === "run" && run) {
+    for (const [key, label] of VIEWS) {
+      nav.append(el("a", {href: href(run.id, key, rank), "data-view": key, class: key === route.view ? "on" : null}, label));
+    }
+  }
+}
+
+function loading(text) {
+  return el("div", {class: "loading"}, el("span", {class: "spinner"}), text);
+}
+
+function failure(err) {
+  return el("section", {class: "card error"}, el("h2", null, "Could not show this"), el("p", {class: "errmsg"}, err.message || String(err)));
+}
+
+async function show(nodes, my) {
+  if (my !== token) return;
+  clear(main);
+  main.append(...[nodes].flat().filter(Boolean));
+}
+
+async function route() {
+  const my = ++token;
+  clearTimeout(pollTimer);
+  const r = parseRoute();
+  try {
+    if (!runs.length) await loadRuns();
+    if (r.page === "run") return await runPage(r, my);
+    if (r.page === "diff") return await diffPage(r, my);
+    return await homePage(my);
+  } catch (err) {
+    show(failure(err), my);
+  }
+}
+
+async function runPage(r, my) {
+  let run = runs.find((x) => x.id === r.id);
+  if (!run) throw new Error("no such run: pick one from the list");
+  header(r, run, null);
+  show(loading(`analysing ${run.label}… (once; later views are instant)`), my);
+  const whole = await api(`/api/v1/runs/${r.id}`);
+  if (run.state !== "ready") { await loadRuns(); run = runs.find((x) => x.id === r.id) || run; }
+  const ranks = (whole.ranks || []).map((x) => x.rank);
+  const rank = r.rank !== null && ranks.includes(Number(r.rank)) ? Number(r.rank) : ranks[0];
+  header(r, {...run, ranks}, rank);
+  if (rank === undefined) return show(el("section", {class: "card"}, empty("this run has no ranks")), my);
+  const doc = await api(`/api/v1/runs/${r.id}?rank=${rank}`);
+  const entry = VIEWS.find(([k]) => k === r.view) || VIEWS[0];
+  document.title = `${entry[1]} · ${run.label} · stepscope`;
+  const nodes = await entry[2]({runId: r.id, rank, doc, run});
+  show(nodes, my);
+}
+
+async function homePage(my) {
+  header({page: "home"}, null, null);
+  document.title = "stepscope";
+  const rows = runs.map((r) => el("a", {class: `runcard state-${r.state}`, href: href(r.id, "overview"), "data-run": r.id},
+    el("div", {class: "runlabel"}, r.label),
+    el("div", {class: "runmeta"}, r.state === "ready" ? [`${fmtMs(r.avg_step_ms)} / step`, ` · ${r.ranks.length} rank${r.ranks.length === 1 ? "" : "s"}`,
+      r.device ? ` · ${r.device}` : " · CPU", ` · ${r.findings} finding${r.findings === 1 ? "" : "s"}`] : r.state === "error" ? "could not be read" : "analysing…"),
+    r.verdict ? el("div", {class: "runverdict"}, r.verdict.replace(/^rank \d+: /, "")) : null,
+    r.error ? el("div", {class: "errmsg"}, r.error) : null));
+  show(el("section", {class: "card"}, el("h2", null, `Runs (${runs.length})`),
+    el("p", {class: "sub"}, "Every trace file and run directory found under the served directory. Pick one to see why its step is slow."),
+    el("div", {class: "runs", id: "runs"}, rows)), my);
+  if (runs.some((r) => r.state === "pending" || r.state === "loading")) {
+    pollTimer = setTimeout(async () => { if (my === token) { await loadRuns(); homePage(my); } }, 1500);
+  }
+}
+
+async function diffPage(r, my) {
+  header({page: "diff"}, null, null);
+  document.title = "compare · stepscope";
+  const base = r.base || (runs[0] && runs[0].id);
+  const next = r.next || (runs[1] && runs[1].id) || base;
+  const pick = diffPicker(runs, base, next, (b, n) => { location.hash = `#/diff?base=${encodeURIComponent(b)}&new=${encodeURIComponent(n)}`; });
+  if (!r.base || !r.next) return show([pick, el("section", {class: "card"}, empty("Choose BASE and NEW, then Compare."))], my);
+  show([pick, loading("comparing… (both runs are analysed once, then the diff is cached)")], my);
+  show([pick, ...(await diffView(r.base, r.next))], my);
+}
+
+window.addEventListener("hashchange", route);
+route();

@@ -1,0 +1,95 @@
+// The diff page: pick BASE and NEW among the runs, then the diff document (computed once by the
+// server) as a side-by-side chart of the average step, the story in a few sentences, findings
+// resolved / new / still, and the operator and kernel tables sorted by |diff|.
+
+import {el, svg, card, empty, api, query, tip, fmtMs, fmtSigned, fmtNum, isNum, BREAKDOWN} from "./util.js";
+import {dataTable} from "./tables.js";
+
+const LABELS = Object.fromEntries(BREAKDOWN.map(([k, label]) => [k, label]));
+const COLORS = Object.fromEntries(BREAKDOWN.map(([k, , c]) => [k, c]));
+Object.assign(LABELS, {step: "Step", computing: "Computing", communication_not_overlapped: "Comm. not overlapped", free: "Free (idle)"});
+Object.assign(COLORS, {step: "#3b5bdb", computing: "#4c78a8", communication_not_overlapped: "#e45756", free: "#bab0ac"});
+
+/** The picker shown above every diff: two selects and a Compare button. */
+export function diffPicker(runs, base, next, go) {
+  const ready = runs.filter((r) => r.state !== "error");
+  const options = (sel) => ready.map((r) => el("option", {value: r.id, selected: r.id === sel}, r.label));
+  const b = el("select", {id: "diff-base", "aria-label": "base run"}, options(base));
+  const n = el("select", {id: "diff-new", "aria-label": "new run"}, options(next));
+  return card("diff-pick", "Compare two runs", "BASE is before, NEW is after; each side's lowest rank, per average step.",
+    el("div", {class: "pickrow"}, el("label", null, "base ", b), el("span", {class: "arrow"}, "→"), el("label", null, "new ", n),
+      el("button", {type: "button", id: "diff-go", class: "primary", on: {click: () => go(b.value, n.value)}}, "Compare")));
+}
+
+export async function diffView(base, next) {
+  const doc = await api(`/api/v1/diff${query({base, new: next})}`);
+  const step = (doc.overall || []).find((r) => r.category === "step");
+  const pct = step && step.base_ms > 0 ? (100 * (step.new_ms - step.base_ms)) / step.base_ms : null;
+  const headline = step ? el("div", {class: "verdict", id: "diff-headline", "data-base": step.base_ms, "data-new": step.new_ms},
+    `Average step ${fmtMs(step.base_ms)} → ${fmtMs(step.new_ms)} `, el("span", {class: step.diff_ms > 0 ? "pos" : "neg"},
+      `(${fmtSigned(step.diff_ms)}, ${isNum(pct) ? (pct > 0 ? "+" : "") + pct.toFixed(1) + " %" : "–"})`)) : null;
+  const story = (doc.narrative || []).map((s) => el("li", null, s));
+  const out = [card("diff-summary", `${doc.base?.label || "base"} → ${doc.new?.label || "new"}`, null, headline,
+    story.length ? el("ul", {class: "story"}, story) : null, overallChart(doc.overall || []))];
+  if (doc.findings) out.push(findingsCard(doc.findings));
+  for (const [name, title] of [["operators", "Operators"], ["kernels", "Kernels"], ["modules", "Modules"], ["runtime", "Runtime API"]]) {
+    const rows = doc[name] || [];
+    const meta = (doc.tables || {})[name] || {};
+    if (!rows.length) continue;
+    const n = (v) => fmtNum(Array.isArray(v) ? v.length : v);
+    out.push(card(`diff-${name}`, title, `${meta.metric || ""} per average step · ${n(meta.matched)} matched, ${
+      n(meta.added)} only in NEW, ${n(meta.removed)} only in BASE`, diffTable(rows, name)));
+  }
+  (doc.notes || []).forEach((n) => out.push(el("p", {class: "note"}, n)));
+  return out;
+}
+
+function diffTable(rows, name) {
+  const shaped = rows.map((r) => ({...r, abs: Math.abs(r.diff_ms || 0)}));
+  const columns = [{key: "name", label: "name"}, {key: "base_ms", label: "base", num: true, fmt: fmtMs},
+    {key: "new_ms", label: "new", num: true, fmt: fmtMs}, {key: "diff_ms", label: "diff", num: true, fmt: (v) => fmtSigned(v)},
+    {key: "ratio", label: "ratio", num: true, fmt: (v) => (isNum(v) ? v.toFixed(2) + "×" : "–")},
+    {key: "status", label: "status"}];
+  return dataTable(shaped, columns, {id: `diff-${name}-table`, sortKey: "abs", onRow: (r, tr) => {
+    const cell = tr.children[3];
+    if (cell && isNum(r.diff_ms)) cell.classList.add(r.diff_ms > 0 ? "pos" : "neg");
+  }});
+}
+
+function findingsCard(findings) {
+  const items = findings.map((f) => el("li", {class: `finding sev-${f.severity || "low"} status-${f.status}`, "data-rule": f.rule},
+    el("div", {class: "fhead"}, el("span", {class: `badge st-${f.status}`}, f.status), el("span", {class: "ftitle"}, f.title || f.rule),
+      el("span", {class: "rule"}, f.rule), el("span", {class: "gain"},
+        `${fmtMs(f.base_est_gain_ms)} → ${fmtMs(f.new_est_gain_ms)}`))));
+  return card("diff-findings", "Findings", "Advisor findings of both runs, matched by rule (estimated gain per step).",
+    items.length ? el("ol", {class: "findings"}, items) : empty("no findings on either side"));
+}
+
+/** Paired horizontal bars per category: base (grey) above new (coloured). */
+function overallChart(rows) {
+  const shown = rows.filter((r) => (r.base_ms || 0) > 0 || (r.new_ms || 0) > 0);
+  if (!shown.length) return null;
+  const W = 960, left = 170, right = 120, rowH = 34, H = shown.length * rowH + 10;
+  const max = Math.max(...shown.map((r) => Math.max(r.base_ms || 0, r.new_ms || 0)), 1e-9);
+  const sx = (v) => ((v || 0) / max) * (W - left - right);
+  const root = svg("svg", {class: "chart", id: "overall-chart", viewBox: `0 0 ${W} ${H}`, role: "img"});
+  shown.forEach((r, i) => {
+    const y = 6 + i * rowH;
+    root.appendChild(svg("text", {class: "name", x: left - 10, y: y + 18, "text-anchor": "end"}, LABELS[r.category] || r.category));
+    const b = svg("rect", {class: "seg", x: left, y: y + 2, width: Math.max(sx(r.base_ms), 0.5), height: 11, fill: "#9aa5b1",
+      "data-cat": r.category, "data-side": "base", "data-value": r.base_ms});
+    const n = svg("rect", {class: "seg", x: left, y: y + 15, width: Math.max(sx(r.new_ms), 0.5), height: 11,
+      fill: COLORS[r.category] || "#4c78a8", "data-cat": r.category, "data-side": "new", "data-value": r.new_ms});
+    const lines = () => [LABELS[r.category] || r.category, `base ${fmtMs(r.base_ms)}`, `new ${fmtMs(r.new_ms)}`, `diff ${fmtSigned(r.diff_ms)}`];
+    tip(b, lines); tip(n, lines);
+    root.append(b, n, svg("text", {x: left + Math.max(sx(r.base_ms), sx(r.new_ms)) + 8, y: y + 18,
+      class: (r.diff_ms || 0) > 0 ? "pos" : "neg"}, fmtSigned(r.diff_ms)));
+  });
+  return el("div", null, el("div", {class: "legend"}, el("span", null, swatch("#9aa5b1"), "base"), el("span", null, swatch("#3b5bdb"), "new")), root);
+}
+
+function swatch(color) {
+  const i = el("i");
+  i.style.background = color;
+  return i;
+}

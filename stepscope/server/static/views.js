@@ -1,0 +1,159 @@
+// The per-run views drawn from a rank's §12 document: overview, step breakdown, kernels, operators.
+
+import {el, card, empty, fmtMs, fmtPct, fmtNum, isNum, BREAKDOWN} from "./util.js";
+import {stackedColumns, legend} from "./charts.js";
+import {dataTable} from "./tables.js";
+
+function stat(label, value, attrs = {}) {
+  return el("div", {class: "stat", ...attrs}, el("div", {class: "v"}, value), el("div", {class: "k"}, label));
+}
+
+function rankFindings(doc, rank) {
+  return (doc.findings || []).filter((f) => f.rank === null || f.rank === undefined || f.rank === rank);
+}
+
+function verdictOf(doc, rank) {
+  return (doc.verdicts || []).find((v) => v.rank === rank) || null;
+}
+
+function evidenceValue(v) {
+  if (v === null || v === undefined) return "–";
+  if (typeof v === "number") return Number.isInteger(v) ? String(v) : String(Math.round(v * 1000) / 1000);
+  if (typeof v === "string" || typeof v === "boolean") return String(v);
+  return JSON.stringify(v).slice(0, 600);
+}
+
+/** One finding card: severity, title, gain, advice, evidence. */
+export function findingCard(f) {
+  const sev = f.severity || "low";
+  const ev = Object.entries(f.evidence || {});
+  return el("li", {class: `finding sev-${sev}`, "data-rule": f.rule},
+    el("div", {class: "fhead"}, el("span", {class: `badge ${sev}`}, sev), el("span", {class: "ftitle"}, f.title || f.rule),
+      el("span", {class: "rule"}, f.rule), el("span", {class: "gain", title: f.basis || ""},
+        `≈ ${fmtMs(f.est_gain_ms)} / step (${fmtPct(f.est_gain_pct)})`)),
+    el("div", {class: "advice"}, f.advice || ""),
+    ev.length ? el("details", {class: "evidence"}, el("summary", null, `evidence (${ev.length})`),
+      el("dl", null, ev.map(([k, v]) => [el("dt", null, k), el("dd", null, evidenceValue(v))])),
+      f.basis ? el("p", {class: "note"}, "estimate: " + f.basis) : null) : null);
+}
+
+function avgBreakdown(ov) {
+  const bd = ov.breakdown_ms || {};
+  const total = ov.avg_step_ms || 0;
+  const bar = el("div", {class: "hstack", id: "avg-breakdown"});
+  for (const [k, label, color] of BREAKDOWN) {
+    const v = bd[k];
+    if (!isNum(v) || v <= 0 || total <= 0) continue;
+    const seg = el("span", {class: "hseg", "data-cat": k, "data-value": v, title: `${label}: ${fmtMs(v)} (${fmtPct(100 * v / total)})`});
+    seg.style.width = `${(100 * v) / total}%`;
+    seg.style.background = color;
+    bar.appendChild(seg);
+  }
+  const rows = BREAKDOWN.filter(([k]) => isNum(bd[k]) && bd[k] > 0).map(([k, label, color]) => {
+    const sw = el("i", {class: "sw"});
+    sw.style.background = color;
+    return el("tr", null, el("td", null, sw, label), el("td", {class: "num"}, fmtMs(bd[k])),
+      el("td", {class: "num"}, fmtPct(total > 0 ? (100 * bd[k]) / total : null)));
+  });
+  return [bar, el("table", {class: "data compact"}, el("tbody", null, rows))];
+}
+
+export function overviewView(ctx) {
+  const {doc, rank} = ctx;
+  const r = doc.ranks[0];
+  const ov = r.overview;
+  const v = verdictOf(doc, rank);
+  const found = rankFindings(doc, rank);
+  const dev = r.device;
+  const where = [dev ? dev.name : "CPU only", r.event_counts ? `${fmtNum(Object.values(r.event_counts).reduce((s, x) => s + x, 0))} events` : null,
+    rankText(rank, (doc.cluster && doc.cluster.rank_count) || ctx.run?.ranks?.length || 1)].filter(Boolean).join(" · ");
+  const hero = card("overview", "Overview", where,
+    v ? el("div", {class: "verdict", id: "verdict"}, v.text) : null,
+    ov ? el("div", {class: "stats"},
+      stat("average step", fmtMs(ov.avg_step_ms), {id: "avg-step", "data-value": ov.avg_step_ms}),
+      stat("steps", fmtNum(ov.step_count)),
+      stat("GPU utilization", fmtPct(ov.gpu_utilization_pct)),
+      stat("est. SM efficiency", fmtPct(ov.sm_efficiency_pct)),
+      stat("est. occupancy", fmtPct(ov.achieved_occupancy_pct)),
+      stat("Tensor Core time", fmtPct(ov.tensor_core_pct)),
+      stat("steps / s", isNum(ov.steps_per_s) ? ov.steps_per_s.toFixed(2) : "–")) : empty(r.skipped?.overview || "no overview for this rank"));
+  hero.classList.add("hero");
+  const parts = [hero];
+  if (ov) parts.push(card("avg-step-card", "Average step", "Where the average step's wall time goes (priority: Kernel > Memcpy > Memset > Communication > Runtime > DataLoader > CPU Exec > Other).", avgBreakdown(ov)));
+  parts.push(card("findings", `Findings (${found.length})`, "Ranked by estimated time saved per step.",
+    found.length ? el("ol", {class: "findings"}, found.map(findingCard)) : el("p", {class: "empty ok", id: "no-findings"}, "No findings: nothing stands out.")));
+  parts.push(deepCard(r));
+  if ((doc.diagnostics || []).length) parts.push(diagnosticsCard(doc.diagnostics));
+  return parts;
+}
+
+function rankText(rank, count) {
+  return count > 1 ? `rank ${rank} of ${count}` : `single rank (${rank})`;
+}
+
+function deepCard(r) {
+  const idle = r.idle, sync = r.sync, launch = r.launch, cp = r.critical_path;
+  const stats = [];
+  if (cp && cp.bound_by) stats.push(stat("critical path bound by", String(cp.bound_by).replace(/_/g, " "), {class: "stat textual"}));
+  if (idle) stats.push(stat("GPU idle / step", fmtMs(idle.idle_ms)), stat("idle: host wait", fmtMs(idle.host_wait_ms)));
+  if (sync) stats.push(stat("sync calls / step", isNum(sync.sync_calls_per_step) ? sync.sync_calls_per_step.toFixed(1) : "–"));
+  if (launch) stats.push(stat("short kernels", fmtPct(launch.short_kernel_pct)));
+  if (!stats.length) return null;
+  return card("deep", "Deep analyses", "Per average step; the findings above say what to change.", el("div", {class: "stats"}, stats));
+}
+
+function diagnosticsCard(diags) {
+  return card("diagnostics", "Diagnostics", "What ingest repaired or dropped.",
+    el("table", {class: "data"}, el("thead", null, el("tr", null, ["severity", "name", "count", "example"].map((h) => el("th", null, h)))),
+      el("tbody", null, diags.map((d) => el("tr", null, el("td", null, d.severity), el("td", {class: "txt"}, d.name),
+        el("td", {class: "num"}, fmtNum(d.count)), el("td", {class: "txt", title: String(d.example ?? "")}, String(d.example ?? "")))))));
+}
+
+export function stepsView(ctx) {
+  const r = ctx.doc.ranks[0];
+  const steps = r.steps || [];
+  if (!steps.length) return [card("breakdown", "Step time breakdown", null, empty(r.skipped?.breakdown || "no steps"))];
+  const cols = steps.map((s) => ({label: String(s.step), values: s.breakdown_ms || {}}));
+  const chart = stackedColumns("step-chart", cols, BREAKDOWN, {xTitle: "ProfilerStep"});
+  const rows = steps.map((s) => ({step: String(s.step), total_ms: s.total_ms, ...s.breakdown_ms}));
+  const columns = [{key: "step", label: "step"}, {key: "total_ms", label: "total", num: true, fmt: fmtMs},
+    ...BREAKDOWN.map(([k, label]) => ({key: k, label, num: true, fmt: fmtMs}))];
+  return [card("breakdown", "Step time breakdown", "Each step's wall time split by priority; the parts sum to the step.",
+    legend(BREAKDOWN), chart), card("steps-table", "Steps", null, dataTable(rows, columns, {id: "steps-data", sortKey: "step", desc: false, filterKey: "step", limit: 100}))];
+}
+
+export function kernelsView(ctx) {
+  const r = ctx.doc.ranks[0];
+  const rows = r.kernels || [];
+  if (!rows.length) return [card("kernels", "Kernels", null, empty(r.skipped?.kernels || "no kernels on this rank"))];
+  const us = (v) => (isNum(v) ? v.toFixed(1) : "–");
+  const columns = [
+    {key: "name", label: "kernel"}, {key: "calls", label: "calls", num: true, fmt: (v) => fmtNum(v)},
+    {key: "total_ms", label: "total", num: true, fmt: fmtMs}, {key: "share_pct", label: "share", num: true, share: true},
+    {key: "mean_us", label: "mean µs", num: true, fmt: us}, {key: "median_us", label: "median µs", num: true, fmt: us},
+    {key: "max_us", label: "max µs", num: true, fmt: us},
+    {key: "mean_blocks_per_sm", label: "blocks/SM", num: true, fmt: (v) => (isNum(v) ? v.toFixed(2) : "–")},
+    {key: "mean_occupancy_pct", label: "occupancy", num: true, fmt: (v) => fmtPct(v)},
+    {key: "tc_used", label: "TC", fmt: (v) => (v ? "yes" : "")},
+  ];
+  const total = rows.reduce((s, k) => s + (k.total_ms || 0), 0);
+  return [card("kernels", "Kernels", `${fmtNum(rows.length)} kernels, ${fmtMs(total)} of GPU time in all. Click a header to sort.`,
+    dataTable(rows, columns, {id: "kernels-table", sortKey: "total_ms"}))];
+}
+
+export function operatorsView(ctx) {
+  const r = ctx.doc.ranks[0];
+  const rows = r.operators || [];
+  if (!rows.length) return [card("operators", "Operators", null, empty(r.skipped?.operators || "no operators on this rank"))];
+  const columns = [
+    {key: "name", label: "operator"}, {key: "calls", label: "calls", num: true, fmt: (v) => fmtNum(v)},
+    {key: "device_self_ms", label: "device self", num: true, fmt: fmtMs},
+    {key: "device_total_ms", label: "device total", num: true, fmt: fmtMs},
+    {key: "host_self_ms", label: "host self", num: true, fmt: fmtMs},
+    {key: "host_total_ms", label: "host total", num: true, fmt: fmtMs},
+    {key: "tc_self_pct", label: "TC self", num: true, fmt: (v) => fmtPct(v)},
+    {key: "tc_eligible", label: "TC eligible", fmt: (v) => (v ? "yes" : "")},
+  ];
+  return [card("operators", "Operators", `${fmtNum(rows.length)} operators (a same-name only child is merged into its parent).`,
+    dataTable(rows, columns, {id: "operators-table", sortKey: "device_self_ms"}))];
+}

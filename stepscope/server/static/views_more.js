@@ -1,0 +1,80 @@
+// Memory (curves from /memory, tables from the §12 document) and distributed (per-rank bars from
+// the whole document) views.
+
+import {el, card, empty, api, query, fmtMs, fmtPct, fmtNum, fmtBytes, isNum} from "./util.js";
+import {stackedColumns, lineChart, legend} from "./charts.js";
+import {dataTable} from "./tables.js";
+
+const MEM_COLORS = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2"];
+
+export async function memoryView(ctx) {
+  const r = ctx.doc.ranks[0];
+  const mem = r.memory;
+  if (!mem) return [card("memory", "Memory", null, empty(r.skipped?.memory || "no memory events: profile with profile_memory=True"))];
+  const data = await api(`/api/v1/runs/${ctx.runId}/memory${query({rank: ctx.rank})}`);
+  const out = [];
+  const curves = (data.curves || []).filter((c) => c.ts_ms && c.ts_ms.length > 1);
+  const charts = curves.map((c, i) => {
+    const series = [{label: "allocated", color: MEM_COLORS[(2 * i) % MEM_COLORS.length], x: c.ts_ms, y: c.allocated_mb}];
+    if (c.reserved_mb && c.reserved_mb.some((v) => v > 0)) series.push({label: "reserved", color: MEM_COLORS[(2 * i + 1) % MEM_COLORS.length], x: c.ts_ms, y: c.reserved_mb});
+    const keys = series.map((s) => [s.label, s.label, s.color]);
+    return el("div", {class: "memcurve"}, el("h3", null, c.device), legend(keys),
+      lineChart(`memory-chart-${i}`, series, {xFmt: (v) => `${v.toFixed(1)} ms`, yFmt: (v) => `${Number(v.toPrecision(4))} MiB`}));
+  });
+  out.push(card("memory", "Memory over time", "Allocated (and reserved, when recorded) per device; peaks are kept when downsampled.",
+    charts.length ? charts : empty("too few memory events to draw a curve")));
+  const devs = mem.devices || [];
+  out.push(card("memory-devices", "Peaks", null, el("div", {class: "stats"}, devs.flatMap((d) => [
+    el("div", {class: "stat"}, el("div", {class: "v"}, fmtBytes(d.peak_allocated_bytes)), el("div", {class: "k"}, `${d.device} peak allocated`)),
+    isNum(d.peak_reserved_bytes) && d.peak_reserved_bytes > 0 ? el("div", {class: "stat"}, el("div", {class: "v"}, fmtBytes(d.peak_reserved_bytes)),
+      el("div", {class: "k"}, `${d.device} peak reserved`)) : null]))));
+  const columns = [{key: "name", label: "operator"}, {key: "device", label: "device"},
+    {key: "self_increase_bytes", label: "self increase", num: true, fmt: fmtBytes},
+    {key: "total_increase_bytes", label: "total increase", num: true, fmt: fmtBytes},
+    {key: "alloc_count", label: "allocs", num: true, fmt: (v) => fmtNum(v)},
+    {key: "alloc_bytes", label: "allocated", num: true, fmt: fmtBytes},
+    {key: "free_count", label: "frees", num: true, fmt: (v) => fmtNum(v)}];
+  out.push(card("memory-ops", "Memory by operator", null, dataTable(mem.by_op || [], columns, {id: "memory-table", sortKey: "self_increase_bytes"})));
+  return out;
+}
+
+const SPLIT = [["computation", "Computation", "#4c78a8"], ["overlap", "Overlap", "#9ecae9"],
+  ["communication", "Communication (not overlapped)", "#e45756"], ["other", "Other (idle, copies)", "#bab0ac"]];
+
+export async function distributedView(ctx) {
+  const full = await api(`/api/v1/runs/${ctx.runId}`);
+  const ranks = full.ranks || [];
+  const withDist = ranks.filter((r) => r.distributed);
+  const out = [];
+  if (withDist.length) {
+    const cols = withDist.map((r) => ({label: String(r.rank), values: {computation: r.distributed.computation_ms,
+      overlap: r.distributed.overlap_ms, communication: r.distributed.communication_ms, other: r.distributed.other_ms}}));
+    out.push(card("distributed", "Per-rank split of the average step", "Computation, communication overlapped with it, communication alone, and the rest.",
+      legend(SPLIT), stackedColumns("rank-chart", cols, SPLIT, {colName: "rank", xTitle: "rank"})));
+  } else {
+    out.push(card("distributed", "Distributed", null, empty(ranks[0]?.skipped?.distributed || "no communication kernels in this run")));
+  }
+  const cluster = full.cluster;
+  if (cluster && cluster.ranks) {
+    const slow = new Set(cluster.slow_ranks || []);
+    const rows = cluster.ranks.map((r) => ({...r, slow: slow.has(r.rank) ? "slow" : ""}));
+    const columns = [{key: "rank", label: "rank", num: true, fmt: (v) => String(v)}, {key: "step_ms", label: "step", num: true, fmt: fmtMs},
+      {key: "compute_ms", label: "compute", num: true, fmt: fmtMs}, {key: "comm_ms", label: "comm", num: true, fmt: fmtMs},
+      {key: "wait_ms", label: "wait", num: true, fmt: fmtMs}, {key: "transfer_ms", label: "transfer", num: true, fmt: fmtMs},
+      {key: "kernel_count", label: "kernels", num: true, fmt: (v) => fmtNum(v)}, {key: "slow", label: "straggler"}];
+    out.push(card("cluster", "Ranks", `Imbalance ${fmtPct(cluster.imbalance_pct)} (${cluster.verdict || "–"}); slow ranks: ${
+      (cluster.slow_ranks || []).join(", ") || "none"}.`, dataTable(rows, columns, {id: "cluster-table", sortKey: "rank", desc: false, filterKey: "slow", limit: 100})));
+  }
+  const mine = ranks.find((r) => r.rank === ctx.rank);
+  const coll = mine && mine.distributed ? mine.distributed.collectives || [] : [];
+  if (coll.length) {
+    const columns = [{key: "type", label: "collective"}, {key: "process_group", label: "group"},
+      {key: "count", label: "count", num: true, fmt: (v) => fmtNum(v)}, {key: "bytes", label: "bytes", num: true, fmt: fmtBytes},
+      {key: "time_ms", label: "time", num: true, fmt: fmtMs}, {key: "mean_latency_ms", label: "mean latency", num: true, fmt: fmtMs},
+      {key: "busbw_gbps", label: "bus GB/s", num: true, fmt: (v) => (isNum(v) ? v.toFixed(1) : "–")}];
+    out.push(card("collectives", `Collectives — rank ${ctx.rank}`, `Overlap ratio ${fmtPct(mine.distributed.overlap_ratio_pct)}; wait ${
+      fmtMs(mine.distributed.wait_ms)}, transfer ${fmtMs(mine.distributed.transfer_ms)} per step.`,
+      dataTable(coll, columns, {id: "collectives-table", sortKey: "time_ms", filterKey: "type"})));
+  }
+  return out;
+}

@@ -1,0 +1,285 @@
+"""``stepscope serve`` in a real headless Chromium (Debian's, driven by Playwright).
+
+Starts the server as a subprocess on 127.0.0.1 (a free port), opens the page and walks it like a
+user: runs list, overview (the average step equals the API's), kernels (sorting, hostile names shown
+as text), the timeline (wheel zoom fetches a finer window; zoomed far enough it turns exact), memory,
+distributed and a diff. Every test also checks: no console error, no request outside the server.
+Set ``STEPSCOPE_SCREENSHOT_DIR`` to keep the screenshots.
+Setup: ``scripts/setup_browser.sh`` (installs chromium and playwright; never ``playwright install``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--no-first-run", "--disable-sync"]
+TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
+DLRM = TRACES / "param_dlrm" / "dlrm_8rank_v100"
+HOSTILE_OP = '<img src=x onerror="window.__pwned=1">'
+HOSTILE_KERNEL = "<script>window.__pwned=2</script>void k<float, 128>"
+
+
+def _need_browser() -> Any:
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} not found: run scripts/setup_browser.sh (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("playwright is not installed in this venv: run scripts/setup_browser.sh")
+    pytest.importorskip("uvicorn", reason="the [web] extra (starlette, uvicorn) is not installed")
+    return sync_playwright
+
+
+def _hostile_trace(path: Path) -> None:
+    from tests.builders import TraceBuilder
+
+    b = TraceBuilder()
+    for n in range(3):
+        t0 = n * 1000
+        b.step(n + 1, ts=t0, dur=900)
+        b.op(HOSTILE_OP, ts=t0 + 10, dur=300)
+        b.launch_kernel(HOSTILE_KERNEL, launch_ts=t0 + 20, launch_dur=5, ts=t0 + 40, dur=400)
+    b.write(path)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``python -m stepscope serve DIR --no-browser`` on a free loopback port; yields the base URL."""
+    _need_browser()
+    root = tmp_path_factory.mktemp("served")
+    shutil.copytree(REPO / "tests" / "data" / "h100_cuda_train" / "base", root / "h100_base")
+    shutil.copytree(REPO / "tests" / "data" / "h100_cuda_train" / "fixed", root / "h100_fixed")
+    shutil.copytree(REPO / "tests" / "data" / "cpu_ddp_2rank", root / "cpu_ddp_2rank")
+    _hostile_trace(root / "hostile.pt.trace.json")
+    if DLRM.is_dir():
+        shutil.copytree(DLRM, root / "dlrm_8rank_v100")
+    env = {**os.environ, "STEPSCOPE_CACHE_DIR": str(tmp_path_factory.mktemp("cache"))}
+    proc = subprocess.Popen([sys.executable, "-m", "stepscope", "serve", str(root), "--no-browser"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        m = re.search(r"(http://127\.0\.0\.1:\d+)/", line)
+        if not m:
+            proc.kill()
+            pytest.fail(f"serve did not print its URL: {line!r} {proc.stderr.read() if proc.stderr else ''}")
+        _wait_healthy(m.group(1))
+        yield m.group(1)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def _wait_healthy(base: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(base + "/api/v1/health", timeout=5) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.1)
+    pytest.fail("server did not answer /api/v1/health")
+
+
+def wait_until(page: Any, expr: str, timeout_s: float = 60) -> None:
+    """Poll a JS expression (page.wait_for_function would eval it in the page, which the CSP forbids)."""
+    deadline = time.monotonic() + timeout_s
+    while not page.evaluate(expr):
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {expr}")
+        page.wait_for_timeout(50)
+
+
+def api(base: str, path: str) -> Any:
+    with urllib.request.urlopen(base + path, timeout=120) as r:
+        return json.load(r)
+
+
+@pytest.fixture(scope="module")
+def ids(served: str) -> dict[str, str]:
+    return {r["label"]: r["id"] for r in api(served, "/api/v1/runs")["runs"]}
+
+
+class Session:
+    """One page with everything it logged and requested."""
+
+    def __init__(self, page: Any, base: str) -> None:
+        self.page, self.base = page, base
+        self.errors: list[str] = []
+        self.requests: list[str] = []
+        page.on("console", lambda m: self.errors.append(f"{m.type}: {m.text}") if m.type in ("error", "warning")
+                else None)
+        page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
+        page.on("request", lambda r: self.requests.append(r.url))
+
+    def check_clean(self) -> None:
+        assert self.errors == []
+        foreign = [u for u in self.requests if not u.startswith(self.base + "/")]
+        assert foreign == []
+
+    def shot(self, name: str, full: bool = True) -> None:
+        target = os.environ.get("STEPSCOPE_SCREENSHOT_DIR")
+        if target:
+            Path(target).mkdir(parents=True, exist_ok=True)
+            self.page.screenshot(path=str(Path(target) / name), full_page=full)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    sync_playwright = _need_browser()
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def session(browser: Any, served: str) -> Iterator[Session]:
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    s = Session(page, served)
+    yield s
+    s.check_clean()
+    page.close()
+
+
+def test_runs_page(session: Session, ids: dict[str, str]) -> None:
+    session.page.goto(session.base + "/")
+    session.page.wait_for_selector("#runs a.runcard")
+    assert session.page.locator("#runs a.runcard").count() == len(ids)
+    wait_until(session.page, "document.querySelectorAll('#runs .state-ready').length >= 1", 120)
+    session.shot("serve-runs.png")
+
+
+def test_overview_shows_the_api_average_step(session: Session, ids: dict[str, str]) -> None:
+    rid = ids["h100_base"]
+    doc = api(session.base, f"/api/v1/runs/{rid}?rank=0")
+    session.page.goto(f"{session.base}/#/run/{rid}/overview")
+    stat = session.page.wait_for_selector("#avg-step", timeout=120_000)
+    shown = float(stat.get_attribute("data-value") or "nan")
+    assert shown == pytest.approx(doc["ranks"][0]["overview"]["avg_step_ms"], rel=1e-12)
+    assert f"{doc['ranks'][0]['overview']['avg_step_ms']:.2f} ms" in (stat.text_content() or "")
+    assert session.page.locator("#verdict").is_visible()
+    cards = session.page.locator("li.finding")
+    assert cards.count() == len(doc["findings"])
+    assert cards.first.get_attribute("data-rule") == doc["findings"][0]["rule"]
+    session.shot("serve-overview.png")
+
+
+def test_kernels_table_sorts_and_escapes(session: Session, ids: dict[str, str]) -> None:
+    rid = ids["h100_base"]
+    doc = api(session.base, f"/api/v1/runs/{rid}?rank=0")
+    session.page.goto(f"{session.base}/#/run/{rid}/overview")
+    session.page.wait_for_selector("#avg-step", timeout=120_000)
+    session.page.click("nav a[data-view=kernels]")
+    session.page.wait_for_selector("#kernels-table tbody tr")
+    first = session.page.locator("#kernels-table tbody tr").first.locator("td").first.text_content()
+    assert first == doc["ranks"][0]["kernels"][0]["name"]
+    session.page.click("#kernels-table th[data-key=calls]")
+    calls = session.page.locator("#kernels-table tbody tr").first.locator("td").nth(1).text_content() or ""
+    assert int(calls.replace(",", "")) == max(k["calls"] for k in doc["ranks"][0]["kernels"])
+    session.shot("serve-kernels.png", full=False)
+    hostile = ids["hostile.pt.trace.json"]
+    for view, table in (("kernels", "#kernels-table"), ("operators", "#operators-table")):
+        session.page.goto(f"{session.base}/#/run/{hostile}/{view}")
+        session.page.wait_for_selector(f"{table} tbody tr", timeout=60_000)
+        texts = session.page.locator(f"{table} tbody td.txt").all_text_contents()
+        assert (HOSTILE_KERNEL if view == "kernels" else HOSTILE_OP) in texts
+    assert session.page.evaluate("window.__pwned === undefined && document.querySelectorAll('main img, main script')"
+                                 ".length === 0")
+
+
+def _timeline_spans(requests: list[str]) -> list[int]:
+    spans = []
+    for u in requests:
+        if "/timeline?" in u:
+            q = parse_qs(urlparse(u).query)
+            spans.append(int(q["end_ns"][0]) - int(q["start_ns"][0]))
+    return spans
+
+
+def test_timeline_wheel_zoom_fetches_finer_windows(session: Session, ids: dict[str, str]) -> None:
+    rid = ids["h100_base"]
+    page = session.page
+    page.goto(f"{session.base}/#/run/{rid}/timeline")
+    page.wait_for_selector("#timeline-canvas[data-fetches='1']", timeout=120_000)
+    assert page.locator("#timeline-canvas").get_attribute("data-mode") == "aggregate"
+    session.shot("serve-timeline-wide.png", full=False)
+    box = page.locator("#timeline-canvas").bounding_box()
+    assert box is not None and box["width"] > 800
+    page.mouse.move(box["x"] + box["width"] * 0.45, box["y"] + 60)
+    for _ in range(3):
+        page.mouse.wheel(0, -300)
+    wait_until(page, "Number(document.getElementById('timeline-canvas').dataset.fetches) >= 2")
+    spans = _timeline_spans(session.requests)
+    assert len(spans) >= 2 and spans[-1] < spans[0] / 2
+    fetched = int(page.locator("#timeline-canvas").get_attribute("data-fetches") or 0)
+    for _ in range(8):  # keep zooming until exact events come back
+        page.mouse.wheel(0, -300)
+        page.wait_for_timeout(60)
+    wait_until(page, f"Number(document.getElementById('timeline-canvas').dataset.fetches) > {fetched}")
+    wait_until(page, "document.getElementById('timeline-canvas').dataset.mode === 'events'", 30)
+    assert _timeline_spans(session.requests)[-1] < spans[-1]
+    page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + 60)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.4, box["y"] + 60, steps=5)
+    page.mouse.up()
+    session.shot("serve-timeline-zoomed.png", full=False)
+    before = len(_timeline_spans(session.requests))
+    page.select_option("#timeline-step", "9")  # jump to one step: its whole window, exact events
+    wait_until(page, f"Number(document.getElementById('timeline-canvas').dataset.fetches) >= {before + 1}")
+    wait_until(page, "document.getElementById('timeline-canvas').dataset.mode === 'events'", 30)
+    session.shot("serve-timeline-step.png", full=False)
+
+
+def test_memory_and_distributed(session: Session, ids: dict[str, str]) -> None:
+    session.page.goto(f"{session.base}/#/run/{ids['h100_base']}/memory")
+    session.page.wait_for_selector("#memory-chart-0 polyline", timeout=120_000)
+    session.shot("serve-memory.png")
+    label = "dlrm_8rank_v100" if "dlrm_8rank_v100" in ids else "cpu_ddp_2rank"
+    doc = api(session.base, f"/api/v1/runs/{ids[label]}")
+    session.page.goto(f"{session.base}/#/run/{ids[label]}/distributed")
+    session.page.wait_for_selector("#distributed", timeout=120_000)
+    with_dist = [r for r in doc["ranks"] if r["distributed"]]
+    if with_dist:
+        session.page.wait_for_selector("#rank-chart rect.seg")
+        assert session.page.locator("#rank-chart").get_attribute("data-columns") == str(len(with_dist))
+    session.shot("serve-distributed.png")
+
+
+def test_diff_page(session: Session, ids: dict[str, str]) -> None:
+    page = session.page
+    page.goto(f"{session.base}/#/diff")
+    page.wait_for_selector("#diff-base")
+    page.select_option("#diff-base", ids["h100_base"])
+    page.select_option("#diff-new", ids["h100_fixed"])
+    page.click("#diff-go")
+    head = page.wait_for_selector("#diff-headline", timeout=120_000)
+    doc = api(session.base, f"/api/v1/diff?base={ids['h100_base']}&new={ids['h100_fixed']}")
+    step = next(r for r in doc["overall"] if r["category"] == "step")
+    assert float(head.get_attribute("data-base") or "nan") == pytest.approx(step["base_ms"])
+    assert float(head.get_attribute("data-new") or "nan") == pytest.approx(step["new_ms"])
+    assert page.locator("#overall-chart rect.seg").count() >= 4
+    session.shot("serve-diff.png")

@@ -1,0 +1,159 @@
+"""Timeline windows on hand-made traces: every number below is checkable by eye (times in µs → ×1000 ns)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from builders import TraceBuilder
+
+from stepscope.analysis import timeline as tl
+from stepscope.analysis._timeline_index import bucket_edges, bucket_of, rank_index
+from stepscope.analysis.timeline import timeline_window
+from stepscope.model.trace import Trace
+
+US = 1000
+
+
+def _nested(tmp_path: Path) -> Trace:
+    """A thread with a long op and children; one launch whose kernel runs later; a GPU annotation."""
+    b = TraceBuilder()
+    b.step(1, ts=0, dur=100)
+    b.op("long", ts=0, dur=100)
+    b.op("a", ts=10, dur=5)
+    b.op("b", ts=20, dur=10)
+    b.op("c", ts=40, dur=10)
+    b.op("d", ts=60, dur=5)
+    b.launch_kernel("k1", launch_ts=22, launch_dur=2, ts=30, dur=20)
+    b.gpu("annot", ts=0, dur=100, cat="gpu_user_annotation", stream=9)
+    b.gpu("k9a", ts=10, dur=10, stream=9)
+    b.gpu("k9b", ts=50, dur=10, stream=9)
+    return b.load(tmp_path)
+
+
+def _names(w: tl.TimelineWindow) -> set[str]:
+    assert w.events is not None
+    return set(w.to_dict()["events"]["name"])
+
+
+def test_window_keeps_events_crossing_its_edges(tmp_path: Path) -> None:
+    trace = _nested(tmp_path)
+    w = timeline_window(trace, 0, 25 * US, 45 * US)
+    assert w.mode == "events"
+    # step and "long" began before the window; b crosses its start, c its end; a and d lie outside
+    assert _names(w) == {"ProfilerStep#1", "long", "b", "c", "k1", "annot"}
+    assert w.event_count == 6
+    d = w.to_dict()
+    assert d["steps"] == [{"step": 1, "start_ns": 0, "end_ns": 100 * US, "host_end_ns": 100 * US}]
+
+
+def test_long_event_found_among_overlapping_gpu_events(tmp_path: Path) -> None:
+    trace = _nested(tmp_path)
+    w = timeline_window(trace, 0, 70 * US, 80 * US)  # only the annotation (0-100) covers it on stream 9
+    assert _names(w) == {"ProfilerStep#1", "long", "annot"}
+    w = timeline_window(trace, 0, 55 * US, 56 * US)
+    assert _names(w) == {"ProfilerStep#1", "long", "annot", "k9b"}
+
+
+def test_flow_kept_when_only_the_kernel_is_in_the_window(tmp_path: Path) -> None:
+    trace = _nested(tmp_path)
+    w = timeline_window(trace, 0, 35 * US, 38 * US)  # k1 runs 30-50; its launch (22-24) is outside
+    flows = w.to_dict()["flows"]
+    ev = trace.events
+    k1 = int(np.flatnonzero(trace.strings.decode(ev["name"]) == "k1")[0])
+    rt = int(ev["launch"][k1])
+    assert flows == [{"from_row": rt, "to_row": k1, "from_track": int(ev["track"][rt]),
+                      "to_track": int(ev["track"][k1]), "from_ts_ns": 22 * US, "to_ts_ns": 30 * US}]
+
+
+def test_window_outside_the_trace_is_empty(tmp_path: Path) -> None:
+    trace = _nested(tmp_path)
+    w = timeline_window(trace, 0, 500 * US, 600 * US)
+    assert w.mode == "events" and w.event_count == 0 and w.to_dict()["events"]["row"] == []
+    with pytest.raises(ValueError):
+        timeline_window(trace, 0, 10, 10)
+
+
+def _stream(tmp_path: Path) -> Trace:
+    """Kernels on one stream: [0, 10), [20, 30) and [32, 37) µs."""
+    b = TraceBuilder()
+    b.gpu("g0", ts=0, dur=10)
+    b.gpu("g1", ts=20, dur=10)
+    b.gpu("g2", ts=32, dur=5)
+    return b.load(tmp_path)
+
+
+@pytest.mark.parametrize("sampled", [False, True])
+def test_aggregate_above_max_items(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sampled: bool) -> None:
+    if sampled:  # the binary-search path used for very large windows must give the same cells here
+        monkeypatch.setattr(tl, "SAMPLE_ABOVE", 0)
+    trace = _stream(tmp_path)
+    w = timeline_window(trace, 0, 0, 40 * US, max_items=2, buckets=4)
+    assert w.mode == "aggregate" and w.event_count == 3
+    agg = w.to_dict()["aggregate"]
+    assert len(agg) == 1
+    cells = agg[0]
+    assert cells["busy_frac"] == [1.0, 0.0, 1.0, 0.5]
+    assert cells["count"] == [1, 0, 1, 1]
+    assert cells["kind"] == ["kernel", None, "kernel", "kernel"]
+    assert cells["name"] == ["g0", None, "g1", "g2"]
+    util = w.to_dict()["counters"]["gpu_util_pct"]
+    assert util == [{"device": 0, "values": [100.0, 0.0, 100.0, 50.0]}]
+
+
+def test_aggregate_dominance_is_by_self_time(tmp_path: Path) -> None:
+    """A parent covering the bucket loses to the child that holds most of its time."""
+    b = TraceBuilder()
+    b.op("parent", ts=0, dur=10)
+    b.op("child", ts=1, dur=8)
+    b.op("x", ts=10, dur=10)
+    trace = b.load(tmp_path)
+    w = timeline_window(trace, 0, 0, 20 * US, max_items=1, buckets=2)
+    cells = w.to_dict()["aggregate"][0]
+    assert cells["name"] == ["child", "x"] and cells["count"] == [2, 1] and cells["busy_frac"] == [1.0, 1.0]
+
+
+def test_queue_length_two_overlapping_launches(tmp_path: Path) -> None:
+    """Two launches at t=0 (two threads): queue 2 until k1 ends at 20, 1 until k2 ends at 30, then 0."""
+    b = TraceBuilder()
+    b.launch_kernel("k1", launch_ts=0, launch_dur=2, ts=10, dur=10, tid=100)
+    b.launch_kernel("k2", launch_ts=0, launch_dur=2, ts=20, dur=10, tid=101)
+    trace = b.load(tmp_path)
+    ix = rank_index(trace, 0)
+    assert len(ix.queue) == 1
+    assert ix.queue[0].ts_ns.tolist() == [0, 20 * US, 30 * US] and ix.queue[0].value.tolist() == [2, 1, 0]
+    w = timeline_window(trace, 0, -10 * US, 40 * US, buckets=5)
+    q = w.to_dict()["counters"]["queue_length"]
+    assert [x["max"] for x in q] == [[0, 2, 2, 1, 0]]
+    assert [x["mean"] for x in q] == [[0.0, 2.0, 2.0, 1.0, 0.0]]
+    w = timeline_window(trace, 0, 15 * US, 25 * US, buckets=1)  # half at 2, half at 1
+    q = w.to_dict()["counters"]["queue_length"][0]
+    assert q["max"] == [2] and q["mean"] == [1.5]
+
+
+def test_to_dict_is_plain_json_with_decoded_names(tmp_path: Path) -> None:
+    trace = _nested(tmp_path)
+    d = timeline_window(trace, 0, 0, 100 * US).to_dict()
+    back = json.loads(json.dumps(d, allow_nan=False))
+    assert back == d
+    assert set(d) == {"rank", "start_ns", "end_ns", "mode", "event_count", "max_items", "bucket_edges_ns",
+                      "tracks", "events", "aggregate", "steps", "flows", "counters"}
+    kinds = {t["kind"] for t in d["tracks"]}
+    assert kinds == {"cpu_thread", "gpu_stream"}
+    gpu = [t for t in d["tracks"] if t["kind"] == "gpu_stream"]
+    assert [t["label"] for t in gpu] == ["GPU 0 · stream 7", "GPU 0 · stream 9"]
+    assert d["tracks"][0]["kind"] == "cpu_thread" and d["tracks"][0]["max_depth"] == 3
+    assert "kernel" in d["events"]["kind"] and "k1" in d["events"]["name"]
+
+
+def test_index_is_built_once_per_rank(tmp_path: Path) -> None:
+    trace = _nested(tmp_path)
+    assert rank_index(trace, 0) is rank_index(trace, 0)
+
+
+def test_bucket_of_matches_a_binary_search() -> None:
+    edges = bucket_edges(7, 1_000_003, 333)
+    t = np.arange(7, 1_000_003, 97, dtype=np.int64)
+    assert np.array_equal(bucket_of(edges, t), np.searchsorted(edges, t, side="right") - 1)

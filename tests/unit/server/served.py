@@ -1,0 +1,39 @@
+"""The served directory and client the web UI tests share (small real traces, copied, never linked)."""
+
+from __future__ import annotations
+
+import shutil
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("starlette", reason="the [web] extra (starlette, uvicorn) is not installed")
+pytest.importorskip("httpx", reason="starlette's TestClient needs httpx (dev extra)")
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # starlette >= 1.0 announces a move away from httpx in its TestClient
+    from starlette.testclient import TestClient
+
+from stepscope.server.app import create_app
+from stepscope.server.store import RunStore
+
+REPO = Path(__file__).resolve().parents[3]
+DATA = REPO / "tests" / "data"
+DEFAULT_TRACE = REPO / "stepscope" / "data" / "default_trace.pt.trace.json.gz"
+SHARED_TRACES = REPO.parent / "shared" / "traces"
+
+
+def make_served_dir(root: Path) -> Path:
+    """cpu_ddp_2rank (2 ranks), the embedded sample (a loose file) and the H100 base / fixed pair."""
+    shutil.copytree(DATA / "cpu_ddp_2rank", root / "cpu_ddp_2rank")
+    shutil.copy(DEFAULT_TRACE, root / DEFAULT_TRACE.name)
+    shutil.copytree(DATA / "h100_cuda_train" / "base", root / "h100" / "base")
+    shutil.copytree(DATA / "h100_cuda_train" / "fixed", root / "h100" / "fixed")
+    return root
+
+
+def client_for(store: RunStore, **kw: Any) -> TestClient:
+    """A TestClient speaking to the app as a browser on the loopback address would."""
+    return TestClient(create_app(store, **kw), base_url="http://127.0.0.1:8123", raise_server_exceptions=False)

@@ -1,0 +1,71 @@
+"""Which runs a served directory holds, and that nothing outside it is ever listed."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from stepscope.errors import NoTraceFoundError, UsageError
+from stepscope.server.discover import discover_runs, run_id
+from tests.unit.server.served import DATA, DEFAULT_TRACE, make_served_dir
+
+
+def test_runs_of_a_mixed_directory(tmp_path: Path) -> None:
+    runs = discover_runs(make_served_dir(tmp_path))
+    assert [(r.label, r.kind) for r in runs] == [
+        ("cpu_ddp_2rank", "directory"), ("default_trace.pt.trace.json.gz", "file"),
+        ("h100/base", "directory"), ("h100/fixed", "directory")]
+    assert len({r.id for r in runs}) == 4
+    for r in runs:
+        assert len(r.id) == 12 and all(c in "0123456789abcdef" for c in r.id)
+        assert str(tmp_path) not in r.id and r.label not in r.id
+
+
+def test_ids_are_stable_and_relative(tmp_path: Path) -> None:
+    a = discover_runs(make_served_dir(tmp_path / "a"))
+    b = discover_runs(make_served_dir(tmp_path / "b"))
+    assert [r.id for r in a] == [r.id for r in b]  # same layout, same ids, wherever it lives
+    assert run_id(tmp_path, tmp_path / "x") != run_id(tmp_path, tmp_path / "y")
+
+
+def test_tensorboard_rank_files_at_the_root_make_one_run(tmp_path: Path) -> None:
+    for f in (DATA / "cpu_ddp_2rank").iterdir():
+        shutil.copy(f, tmp_path / f.name)
+    runs = discover_runs(tmp_path)
+    assert [(r.label, r.kind) for r in runs] == [(tmp_path.name, "directory")]
+
+
+def test_symlinks_out_of_the_root_are_not_served(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    make_served_dir(outside)
+    root = tmp_path / "root"
+    root.mkdir()
+    shutil.copy(DEFAULT_TRACE, root / "mine.pt.trace.json.gz")
+    os.symlink(outside / "cpu_ddp_2rank", root / "linked_dir")
+    os.symlink(outside / DEFAULT_TRACE.name, root / "linked.pt.trace.json.gz")
+    os.symlink("/etc", root / "etc")
+    assert [r.label for r in discover_runs(root)] == ["mine.pt.trace.json.gz"]
+
+
+def test_hidden_and_side_files_are_ignored(tmp_path: Path) -> None:
+    shutil.copy(DEFAULT_TRACE, tmp_path / ".hidden.pt.trace.json.gz")
+    (tmp_path / "config.json").write_text('{"lr": 0.1}')
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "expected.json").write_text('{"avg": 1}')
+    with pytest.raises(NoTraceFoundError):
+        discover_runs(tmp_path)
+
+
+def test_a_single_file_is_one_run(tmp_path: Path) -> None:
+    f = tmp_path / "t.pt.trace.json.gz"
+    shutil.copy(DEFAULT_TRACE, f)
+    [run] = discover_runs(f)
+    assert run.kind == "file" and run.path == f.resolve()
+
+
+def test_missing_directory(tmp_path: Path) -> None:
+    with pytest.raises(UsageError):
+        discover_runs(tmp_path / "nope")

@@ -111,33 +111,55 @@ def plan_plain(file_index: int, path: str, size: int, events_at: int, precise: b
 
 
 def iter_gzip_chunks(file_index: int, path: str, events_at: int, precise: bool) -> Iterator[ChunkJob]:
-    """Stream-decompress a gzip file into jobs of roughly CHUNK_BYTES ending at event boundaries."""
+    """Stream-decompress a gzip file into jobs of roughly CHUNK_BYTES ending at event boundaries.
+
+    Output is capped per call (traces compress ~30x), so memory stays at a few chunks whatever the
+    file size.
+    """
     d = zlib.decompressobj(16 + zlib.MAX_WBITS)
     buf = bytearray()
     skip = events_at
     sep: bytes | None = None
     with open(path, "rb") as fh:
-        while True:
-            block = fh.read(4 << 20)
-            try:
-                data = d.decompress(block) if block else d.flush()
-            except zlib.error:
-                data, block = b"", b""  # corrupt tail of the stream: keep what we have
+        for data in _inflate(fh, d):
             if skip:
                 cut = min(skip, len(data))
                 data, skip = data[cut:], skip - cut
             buf += data
             if sep is None and len(buf) > (1 << 20):
                 sep = event_separator(bytes(buf[: 1 << 20]))
-            if not block:
-                break
-            if sep is not None and len(buf) >= CHUNK_BYTES:
-                idx = buf.rfind(sep)
-                if idx > 0:
-                    cut_at = idx + len(sep) - 1
-                    yield ChunkJob(file_index, path, 0, 0, bytes(buf[:cut_at]), False, precise)
-                    del buf[:cut_at]
+            while sep is not None and len(buf) >= CHUNK_BYTES + (1 << 20):
+                idx = buf.find(sep, CHUNK_BYTES)
+                if idx < 0:
+                    break
+                cut_at = idx + len(sep) - 1
+                yield ChunkJob(file_index, path, 0, 0, bytes(buf[:cut_at]), False, precise)
+                del buf[:cut_at]
     yield ChunkJob(file_index, path, 0, 0, bytes(buf), True, precise)
+
+
+def _inflate(fh: Any, d: Any) -> Iterator[bytes]:
+    """Decompressed pieces of at most ~4 MiB each; a corrupt or cut stream ends quietly (salvage)."""
+    pending = b""
+    while True:
+        if not pending:
+            pending = fh.read(1 << 20)
+            if not pending:
+                try:
+                    yield d.flush()
+                except zlib.error:
+                    pass
+                return
+        try:
+            out = d.decompress(pending, 4 << 20)
+        except zlib.error:
+            return
+        pending = d.unconsumed_tail
+        if d.eof:
+            pending = b""
+        yield out
+        if d.eof:
+            return
 
 
 def _job_bytes(job: ChunkJob) -> bytearray:

@@ -146,9 +146,10 @@ def _inflate(fh: Any, d: Any) -> Iterator[bytes]:
             pending = fh.read(1 << 20)
             if not pending:
                 try:
-                    yield d.flush()
+                    tail = d.flush()
                 except zlib.error:
-                    pass
+                    tail = b""
+                yield tail
                 return
         try:
             out = d.decompress(pending, 4 << 20)

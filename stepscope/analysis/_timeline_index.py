@@ -26,6 +26,7 @@ from stepscope.analysis import intervals
 from stepscope.analysis._memo import per_rank
 from stepscope.analysis.launch import queue_length
 from stepscope.model.schema import GPU_KINDS, EventKind, TrackKind
+from stepscope.model.table import Table
 from stepscope.model.trace import Trace
 
 I64 = npt.NDArray[np.int64]
@@ -90,13 +91,17 @@ def rank_index(trace: Trace, rank: int) -> RankIndex:
     pos_of = np.full(len(trace.tracks) + 1, -1, np.int64)
     pos_of[tracks] = np.arange(len(tracks))
     track_pos = pos_of[ev["track"][rows]]
-    depth = ev["depth"][rows].astype(np.int64)
+    # a GPU annotation (ProfilerStep#N projected on a stream) is a label over the stream's work, not
+    # work: it gets a lane of its own (depth 0, GPU work below it) and no weight in busy / dominance
+    label = ev["kind"][rows] == EventKind.GPU_USER_ANNOTATION
+    depth = ev["depth"][rows].astype(np.int64) + (~label & _on_gpu(ev, rows))
     lane_key = track_pos * (int(depth.max(initial=0)) + 1) + depth
     order = np.argsort(lane_key, kind="stable")  # keeps (ts, longer first) inside a lane
     rows, lane_key, track_pos = rows[order], lane_key[order], track_pos[order]
     ts, dur = ev["ts_ns"][rows], ev["dur_ns"][rows]
     end = np.maximum(ts + dur, ts + 1)
-    ratio = (ev["self_ns"][rows] / np.maximum(dur, 1)).astype(np.float32)
+    ratio = np.where(ev["kind"][rows] == EventKind.GPU_USER_ANNOTATION, 0.0,
+                     ev["self_ns"][rows] / np.maximum(dur, 1)).astype(np.float32)
     brk = np.flatnonzero(np.diff(lane_key)) + 1
     lane_lo = np.concatenate([[0], brk, [len(rows)]]).astype(np.int64)
     lane_track_pos = track_pos[lane_lo[:-1]] if len(rows) else _EMPTY
@@ -107,7 +112,8 @@ def rank_index(trace: Trace, rank: int) -> RankIndex:
     q_tracks, queue = _queues(trace, rows)
     src, dst = _launch_map(trace, rows)
     return RankIndex(rank, tracks, rows, ts, end, dur, ratio, ev["kind"][rows], ev["name"][rows], track_pos,
-                     lane_lo, lane_track_pos, key_ts, key_rmax, t0, span, _busy(ts, end, track_pos, len(tracks)),
+                     lane_lo, lane_track_pos, key_ts, key_rmax, t0, span,
+                     _busy(ts, end, track_pos, len(tracks), ev["kind"][rows] != EventKind.GPU_USER_ANNOTATION),
                      devices, kernels, q_tracks, queue, src, dst)
 
 
@@ -130,10 +136,17 @@ def _shifted_keys(ts: I64, end: I64, lane_lo: I64, t0: int, span: int) -> tuple[
     return ts + base, rmax
 
 
-def _busy(ts: I64, end: I64, track_pos: I64, n_tracks: int) -> tuple[intervals.Intervals, ...]:
+def _on_gpu(ev: Table, rows: I64) -> npt.NDArray[np.bool_]:
+    out: npt.NDArray[np.bool_] = np.isin(ev["kind"][rows], [int(k) for k in GPU_KINDS])
+    return out
+
+
+def _busy(ts: I64, end: I64, track_pos: I64, n_tracks: int,
+          work: npt.NDArray[np.bool_]) -> tuple[intervals.Intervals, ...]:
+    """Per track, the union of its work (labels such as GPU annotations excluded)."""
     out = []
     for t in range(n_tracks):  # per track
-        m = track_pos == t
+        m = (track_pos == t) & work
         out.append(intervals.union(ts[m], end[m]))
     return tuple(out)
 

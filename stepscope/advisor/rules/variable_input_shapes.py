@@ -52,7 +52,11 @@ def detect(ctx: RuleContext) -> list[Finding]:
 
 
 def _distinct_steps(key: np.ndarray, step: np.ndarray) -> np.ndarray:
-    """Per row, in how many distinct steps its key occurs."""
-    pairs = np.unique(np.stack([key, step]), axis=1)
-    keys, counts = np.unique(pairs[0], return_counts=True)
-    return counts[np.searchsorted(keys, key)]
+    """Per row, in how many distinct steps its key occurs (distinct (key, step) pairs via one lexsort)."""
+    order = np.lexsort((step, key))
+    k, s = key[order], step[order]
+    first = np.ones(len(k), bool)
+    first[1:] = (k[1:] != k[:-1]) | (s[1:] != s[:-1])
+    keys, counts = np.unique(k[first], return_counts=True)
+    out: np.ndarray = counts[np.searchsorted(keys, key)]
+    return out

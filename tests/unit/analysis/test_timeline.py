@@ -157,3 +157,14 @@ def test_bucket_of_matches_a_binary_search() -> None:
     edges = bucket_edges(7, 1_000_003, 333)
     t = np.arange(7, 1_000_003, 97, dtype=np.int64)
     assert np.array_equal(bucket_of(edges, t), np.searchsorted(edges, t, side="right") - 1)
+
+
+def test_gpu_annotation_is_a_label_not_work(tmp_path: Path) -> None:
+    """Stream 9 holds a 0-100 µs annotation over kernels at 10-20 and 50-60: zoomed out, the stream is
+    20 % busy (not 100 %) and its dominant kind is the kernels'."""
+    trace = _nested(tmp_path)
+    w = timeline_window(trace, 0, 0, 100 * US, max_items=1, buckets=1).to_dict()
+    stream9 = next(t["id"] for t in w["tracks"] if t["stream"] == 9)
+    agg = next(a for a in w["aggregate"] if a["track"] == stream9)
+    assert agg["busy_frac"] == [pytest.approx(0.2)]
+    assert agg["kind"] == ["kernel"]

@@ -70,7 +70,8 @@ def _devices(meta: dict[str, Any]) -> tuple[DeviceInfo, ...]:
         if not isinstance(p, dict):
             continue
         name = str(p.get("name", ""))
-        vendor = "amd" if re.search(r"AMD|Instinct|Radeon|MI\d{3}", name) else "nvidia"
+        vendor = str(p["vendor"]) if isinstance(p.get("vendor"), str) else (
+            "amd" if re.search(r"AMD|Instinct|Radeon|MI\d{3}", name) else "nvidia")
         g = _int_field(p)
         index = g("id")
         out.append(DeviceInfo(
@@ -88,7 +89,7 @@ def rank_info(b: FileBatch, rank: int, span: str, has_gpu: bool, ascend_hw: bool
     dist = meta.get("distributedInfo") if isinstance(meta.get("distributedInfo"), dict) else {}
     devices = _devices(meta)
     platform = "cpu" if not has_gpu else ("rocm" if devices and devices[0].vendor == "amd" else "cuda")
-    if ascend_hw:
+    if ascend_hw or meta.get("format") == "ascend-db":  # text export (its process names) or database
         platform = "ascend"
         devices = devices or (DeviceInfo(index=0, name="Ascend NPU", vendor="ascend"),)
     keep = {k: v for k, v in meta.items() if k not in ("deviceProperties", "distributedInfo", "traceEvents")}

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.errors import StepscopeError, UsageError
+from stepscope.ingest.ascend_db import is_ascend_db, read_ascend_db
 from stepscope.ingest.assemble import Cols, FileTables, split_chunk
 from stepscope.ingest.kineto import FileBatch, read_kineto_files
 from stepscope.ingest.nsys_sqlite import is_nsys_sqlite, read_nsys
@@ -55,13 +56,18 @@ def read_files(files: Sequence[str], pool: StringPool, diags: DiagnosticsBuilder
 
 def read_local(files: Sequence[str], pool: StringPool, diags: DiagnosticsBuilder, workers: int | None,
                progress: Progress | None) -> list[FileBatch]:
-    """Every Kineto file's chunks through one local process pool, then the Nsight SQLite files."""
+    """Every Kineto file's chunks through one local process pool, then the SQLite files (Nsight, Ascend)."""
     sqlite = {f for f in files if is_nsys_sqlite(f)}
     kineto = [f for f in files if f not in sqlite]
     by_path = {b.path: b for b in read_kineto_files(kineto, pool, lambda cols: split_chunk(cols, pool, diags),
                                                     workers, progress)}
-    by_path.update({f: read_nsys(f, pool) for f in files if f in sqlite})
+    by_path.update({f: read_sqlite(f, pool) for f in files if f in sqlite})
     return [by_path[f] for f in files]
+
+
+def read_sqlite(path: str, pool: StringPool) -> FileBatch:
+    """A SQLite trace: the Ascend profiler's database, else an Nsight Systems export."""
+    return read_ascend_db(path, pool) if is_ascend_db(path) else read_nsys(path, pool)
 
 
 @dataclass(frozen=True)
@@ -78,7 +84,7 @@ def read_one(path: str, sqlite: bool, source: str) -> RemoteFile:
     pool = StringPool()
     diags = DiagnosticsBuilder(source=source)
     if sqlite:
-        batch = read_nsys(path, pool)
+        batch = read_sqlite(path, pool)
     else:
         batch = read_kineto_files([path], pool, lambda cols: split_chunk(cols, pool, diags), workers=1)[0]
     return RemoteFile(batch, pool.strings, diags.freeze())
@@ -190,4 +196,4 @@ def _ray_session(ray: Any, address: str | None) -> Iterator[None]:
 
 
 __all__ = ["ENGINES", "RemoteFile", "adopt", "check_engine", "read_files", "read_local", "read_one", "read_ray",
-           "remap_strings"]
+           "read_sqlite", "remap_strings"]

@@ -32,6 +32,7 @@ def _is_trace_name(p: Path) -> bool:
 
 
 ASCEND_TRACE = "ASCEND_PROFILER_OUTPUT/trace_view.json"
+ASCEND_DB = "ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_*.db"
 
 
 def _looks_like_trace(p: Path) -> bool:
@@ -47,8 +48,17 @@ def _looks_like_trace(p: Path) -> bool:
     return b"traceEvents" in head or b'"ph"' in head or not head.strip()
 
 
+def _ascend(root: Path) -> list[Path]:
+    """Per ``*_ascend_pt`` directory (or ``root`` itself): its trace_view.json, else its profiler database."""
+    out: list[Path] = []
+    for d in sorted(root.glob("*_ascend_pt")) + [root]:
+        text, dbs = d / ASCEND_TRACE, sorted(d.glob(ASCEND_DB))
+        out += [text] if text.is_file() else dbs[:1]
+    return out or sorted(root.glob(Path(ASCEND_DB).name))[:1]  # root is ASCEND_PROFILER_OUTPUT itself
+
+
 def _candidates(root: Path) -> list[Path]:
-    ascend = sorted(root.glob(f"*_ascend_pt/{ASCEND_TRACE}")) + sorted(root.glob(ASCEND_TRACE))
+    ascend = _ascend(root)
     if ascend:
         return ascend
     direct = sorted(p for p in root.iterdir() if _is_trace_name(p))

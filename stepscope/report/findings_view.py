@@ -30,20 +30,22 @@ def render_findings(findings: Sequence[Finding], console: Console, top: int = 10
         return
     shown = list(findings)[:max(top, 1)]
     t = Table(title=f"advisor findings ({len(findings)}; largest estimated gain first)", header_style="bold")
-    for col, just in (("#", "right"), ("severity", "left"), ("rule", "left"), ("rank", "right"),
-                      ("est. gain", "right"), ("% step", "right"), ("what was found", "left")):
+    for col, just in (("#", "right"), ("severity", "left"), ("finding", "left"), ("rule", "left"),
+                      ("rank", "right"), ("est. gain", "right"), ("% step", "right")):
         t.add_column(col, justify=just, overflow="fold", no_wrap=col == "rule")  # type: ignore[arg-type]
     for i, f in enumerate(shown, 1):
         style = SEVERITY_STYLE[f.severity.value]
-        t.add_row(str(i), f"[{style}]{f.severity.value}[/{style}]", f.rule, _rank(f.rank),
-                  f"{f.est_gain_ms:.2f} ms", f"{f.est_gain_pct:.1f}", texts.found_text(f))
+        t.add_row(str(i), f"[{style}]{f.severity.value}[/{style}]", texts.title_text(f), f.rule, _rank(f.rank),
+                  f"{f.est_gain_ms:.2f} ms", f"{f.est_gain_pct:.1f}")
     console.print(t)
     for i, f in enumerate(shown, 1):
         console.print(f"[bold]{i}. {texts.title_text(f)}[/bold] ([cyan]{f.rule}[/cyan], rank {_rank(f.rank)})")
+        console.print(f"   found: {texts.found_text(f)}", highlight=False)
         console.print(f"   change: {texts.change_text(f)}", highlight=False)
         console.print(f"   gain basis: {texts.basis_text(f)}", style="dim", highlight=False)
         console.print(f"   evidence: {_evidence_line(f.evidence)}", style="dim", highlight=False)
-        console.print(f"   docs: {', '.join(texts.links(f.rule))}", style="dim", highlight=False)
+        console.print(f"   docs: {', '.join(link for link in texts.links(f.rule) if link)}", style="dim",
+                      highlight=False)
 
 
 def render_not_run(not_run: Sequence[NotRun], console: Console) -> None:

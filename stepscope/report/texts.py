@@ -128,7 +128,7 @@ RULES: dict[str, RuleText] = {
         ()),
     "outdated-software": RuleText(
         "Old software stack",
-        "The trace shows {issues} (CUDA runtime {cuda_runtime}, driver {cuda_driver}, schema {schema}).",
+        "The trace shows {issues_text}{versions_text}.",
         ("https://pytorch.org/get-started/locally/",)),
     "zero-grad-not-none": RuleText(
         "Gradients are zeroed with kernels every step",
@@ -264,8 +264,18 @@ def fill(template: str, values: Mapping[str, Any]) -> str:
     return _FORMATTER.vformat(template, (), values)
 
 
+ISSUE_WORDS = {"cuda-runtime-old": "an old CUDA runtime", "driver-older-than-runtime": "a driver older than "
+               "the CUDA runtime", "legacy-profiler-schema": "the 2021 profiler schema (PyTorch 1.9 or older)"}
+
+
 def _values(f: Finding) -> dict[str, Any]:
-    return {**dict(f.evidence), **dict(f.change.params), "gain_ms": f.est_gain_ms, "gain_pct": f.est_gain_pct,
+    ev = dict(f.evidence)
+    issues = [ISSUE_WORDS.get(str(i), str(i)) for i in ev.get("issues", [])]
+    versions = [f"{label} {ev[k]}" for k, label in (("cuda_runtime", "CUDA runtime"), ("cuda_driver", "driver"))
+                if ev.get(k) not in (None, "None", "")]
+    derived = {"issues_text": " and ".join(issues) or "an old stack",
+               "versions_text": f" ({', '.join(versions)})" if versions else ""}
+    return {**ev, **dict(f.change.params), **derived, "gain_ms": f.est_gain_ms, "gain_pct": f.est_gain_pct,
             "step_ms": f.step_ns / 1e6, "rank": f.rank}
 
 

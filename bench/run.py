@@ -637,6 +637,12 @@ def render(db: dict[str, Any]) -> None:
     src = {r.get("run_id"): r.get("stepscope_src") for r in runs}
     shown_runs = ", ".join(f"{r} (stepscope sources {src[r]})" if src.get(r) else str(r) for r in used_runs)
     w(f"  {m.get('os', '?')}, no GPU. Results from run(s) {shown_runs}.")
+    if len(used_runs) > 1:
+        w(
+            "  The rows come from several invocations of `bench/run.py` (the machine was shared and"
+            " rows run under load were re-measured); each row's run is in `bench/out/results.json`."
+            " One plain `python bench/run.py` measures everything in a single run."
+        )
     mv = v.get("main_venv", {})
     pv = v.get("peers_venv", {})
     w("* stepscope venv (`.venv`): " + ", ".join(f"{k} {val}" for k, val in mv.items() if val))

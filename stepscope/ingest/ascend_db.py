@@ -129,8 +129,8 @@ def _tasks(con: sqlite3.Connection, tables: set[str], strings: dict[int, str],
     info = "LEFT JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId" if has_info else ""
     name = "COALESCE(c.name, t.taskType)" if has_info else "t.taskType"
     compute = "c.globalTaskId IS NOT NULL" if has_info else "0"
-    q = (f"SELECT t.startNs, t.endNs, t.deviceId, t.streamId, COALESCE(t.connectionId, -1), t.taskType, {name}, {compute} "
-         f"FROM TASK t {info}")
+    q = (f"SELECT t.startNs, t.endNs, t.deviceId, t.streamId, COALESCE(t.connectionId, -1), t.taskType, {name}, "
+         f"{compute} FROM TASK t {info}")
     start, end, dev, stream, conn, ttype, label, is_compute = _fetch(con, q, 8)
     if len(start) == 0:
         return {}
@@ -188,7 +188,8 @@ def _host(start: npt.NDArray[Any], end: npt.NDArray[Any], gtid: npt.NDArray[Any]
 def _cann(con: sqlite3.Connection, tables: set[str], strings: dict[int, str], pool: StringPool) -> Cols:
     if "CANN_API" not in tables:
         return {}
-    start, end, gtid, conn, name = _fetch(con, "SELECT startNs, endNs, globalTid, COALESCE(connectionId, -1), name FROM CANN_API", 5)
+    q = "SELECT startNs, endNs, globalTid, COALESCE(connectionId, -1), name FROM CANN_API"
+    start, end, gtid, conn, name = _fetch(con, q, 5)
     if len(start) == 0:
         return {}
     c = _host(start, end, gtid, np.full(len(start), "CANN"), EventKind.RUNTIME, "cann", pool)

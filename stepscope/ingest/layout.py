@@ -51,7 +51,7 @@ def _looks_like_trace(p: Path) -> bool:
 def _ascend(root: Path) -> list[Path]:
     """Per ``*_ascend_pt`` directory (or ``root`` itself): its trace_view.json, else its profiler database."""
     out: list[Path] = []
-    for d in sorted(root.glob("*_ascend_pt")) + [root]:
+    for d in [*sorted(root.glob("*_ascend_pt")), root]:
         text, dbs = d / ASCEND_TRACE, sorted(d.glob(ASCEND_DB))
         out += [text] if text.is_file() else dbs[:1]
     return out or sorted(root.glob(Path(ASCEND_DB).name))[:1]  # root is ASCEND_PROFILER_OUTPUT itself

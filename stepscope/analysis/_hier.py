@@ -31,21 +31,6 @@ def sum_to_ancestors(parent: npt.NDArray[np.int32], start: I64, weights: npt.Arr
     return out
 
 
-def nearest_marked_ancestor(parent: npt.NDArray[np.int32], rows: I64, marked: B,
-                            include_self: bool = False) -> I64:
-    """For each row, its nearest ancestor (or itself when ``include_self``) with ``marked`` set, else -1."""
-    out = np.full(len(rows), -1, np.int64)
-    cur = rows.astype(np.int64) if include_self else parent[rows].astype(np.int64)
-    live = np.flatnonzero(cur >= 0)
-    while len(live):
-        hit = marked[cur[live]]
-        out[live[hit]] = cur[live[hit]]
-        live = live[~hit]
-        cur[live] = parent[cur[live]]
-        live = live[cur[live] >= 0]
-    return out
-
-
 def any_descendant(parent: npt.NDArray[np.int32], marked: B) -> B:
     """Rows that are marked or have a marked descendant."""
     out = marked.copy()

@@ -15,7 +15,6 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis._groups import duration_stats, group_keys, largest_first
-from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.breakdown import is_comm_kernel
 from stepscope.analysis.frames import TableResult
@@ -190,17 +189,9 @@ def collective_kernels(trace: Trace, rows: I64) -> CollectiveKernels:
         name=s(ev["name"][comm]), ts_ns=ev["ts_ns"][comm], dur_ns=ev["dur_ns"][comm],
         collective=s(vals["coll_name"]), in_nelems=vals["in_nelems"], out_nelems=vals["out_nelems"],
         dtype=s(vals["coll_dtype"]), group_size=vals["group_size"], pg_name=s(vals["pg_name"]),
-        pg_desc=s(vals["pg_desc"]), pg_ranks=_unquote(s(vals["pg_ranks"])))
+        pg_desc=s(vals["pg_desc"]), pg_ranks=s(vals["pg_ranks"]))
 
 
-def _unquote(a: S) -> S:
-    """Drop the JSON quotes some readers keep around list-valued strings (``"[0, 1]"``)."""
-    out = np.empty(len(a), object)
-    out[:] = [str(x).strip('"') for x in a.tolist()]
-    return out
-
-
-@per_rank
 def compute_kernels(trace: Trace, rank: int) -> KernelView:
     """The kernel view of one rank; raises NotApplicable when the rank ran no kernels."""
     ev = trace.events

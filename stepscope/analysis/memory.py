@@ -97,8 +97,11 @@ class MemoryView:
 
 
 def _device_labels(dtype: I64, dev: I64) -> S:
-    out = np.empty(len(dtype), object)
-    out[:] = [("CPU" if t == 0 else f"GPU{d}") for t, d in zip(dtype.tolist(), dev.tolist())]
+    """"CPU" / "GPU<n>" per row, worded once per distinct (device type, device)."""
+    uniq, inv = np.unique(dtype * (1 << 20) + dev, return_inverse=True)
+    words = np.empty(len(uniq), object)
+    words[:] = [("CPU" if k >> 20 == 0 else f"GPU{k & ((1 << 20) - 1)}") for k in uniq.tolist()]
+    out: S = words[inv]
     return out
 
 

@@ -15,12 +15,13 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis._groups import largest_first
-from stepscope.analysis._hier import nearest_marked_ancestor, sum_to_ancestors
+from stepscope.analysis._hier import sum_to_ancestors
 from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.frames import TableResult
 from stepscope.model.schema import GPU_KINDS, HOST_KINDS
 from stepscope.model.trace import Trace
+from stepscope.model.tree import depths, nearest_marked_ancestor
 
 I64 = npt.NDArray[np.int64]
 S = npt.NDArray[np.object_]
@@ -43,17 +44,6 @@ class ModuleTable(TableResult):
 
     def columns(self) -> dict[str, npt.NDArray[np.generic]]:
         return dict(self.__dict__)
-
-
-def _module_depth(mod_parent: I64, rows: I64) -> I64:
-    depth = np.zeros(len(rows), np.int64)
-    cur = mod_parent[rows]
-    live = np.flatnonzero(cur >= 0)
-    while len(live):
-        depth[live] += 1
-        cur[live] = mod_parent[cur[live]]
-        live = live[cur[live] >= 0]
-    return depth
 
 
 @per_rank
@@ -90,7 +80,7 @@ def compute_modules(trace: Trace, rank: int) -> ModuleTable:
     parent_names = pool.decode(np.where(par >= 0, ev["name"][np.maximum(par, 0)], -1))
     strip = np.vectorize(lambda s: s[len(PREFIX):] if s.startswith(PREFIX) else s, otypes=[object])
     return ModuleTable(name=strip(pool.decode(names))[o], parent=strip(parent_names)[o] if g else parent_names,
-                       depth=_module_depth(mod_parent, rows[first])[o],
+                       depth=depths(mod_parent, rows[first])[o],
                        calls=np.bincount(inv, minlength=g).astype(np.int64)[o],
                        host_total_ns=agg(ev["dur_ns"][rows])[o], host_self_ns=agg(host_self[rows])[o],
                        device_total_ns=dev_tot[o], device_self_ns=agg(dev_self[rows])[o])

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from stepscope.analysis import intervals
-from stepscope.model.schema import GPU_KINDS, EventKind
+from stepscope.model.schema import GPU_KINDS, EventKind, TrackKind
 from stepscope.model.trace import Trace
 
 
@@ -51,5 +51,5 @@ def compute_summary(trace: Trace, rank: int) -> Summary:
                    gpu_busy_ns=busy, gpu_span_ns=span, gpu_event_count=int(gpu.sum()),
                    memory_event_count=int((trace.memory["rank"] == rank).sum()),
                    counter_sample_count=int((trace.counters["rank"] == rank).sum()),
-                   thread_count=int((tr & (trace.tracks["kind"] == 1)).sum()),
-                   stream_count=int((tr & (trace.tracks["kind"] == 2)).sum()))
+                   thread_count=int((tr & (trace.tracks["kind"] == TrackKind.CPU_THREAD)).sum()),
+                   stream_count=int((tr & (trace.tracks["kind"] == TrackKind.GPU_STREAM)).sum()))

@@ -32,7 +32,6 @@ from stepscope.collect.step_timer import StepRecord, StepSummary, summarise_reco
 BASELINE = DemoConfig(num_workers=0)
 FIXED = DemoConfig(num_workers=2, persistent_workers=True)
 #: DataLoader share of the step above which the run is called input-bound
-INPUT_BOUND_SHARE = 0.3
 DATALOADER_PREFIX = "enumerate(DataLoader)"
 
 Echo = Callable[[str], None]

@@ -17,76 +17,12 @@ import pyarrow as pa
 
 from stepscope.ingest.jsonscan import scan_events
 from stepscope.ingest.kineto_decode import EVENT_FIELDS, ChunkColumns
+from stepscope.ingest.kineto_values import dur_ns, floats, flow_ids, ints, ts_to_ns
 from stepscope.ingest.normalize import kind_of_category
 from stepscope.model.schema import EventKind
 
 I64 = npt.NDArray[np.int64]
 _NOGRID = (0, 0, 0)
-
-
-def ts_to_ns(ts: tuple[Any, ...]) -> tuple[I64, npt.NDArray[np.bool_], float]:
-    """µs timestamps (int, float or decimal text) → int64 ns, a validity mask, and max |fractional ts|."""
-    arr = np.array(ts)
-    if arr.dtype.kind in "iu":
-        return arr.astype(np.int64) * 1000, np.ones(len(arr), bool), 0.0
-    if arr.dtype.kind == "f":
-        ok = np.isfinite(arr) & (np.abs(arr) < 9e15)  # beyond this the ns value overflows int64
-        return _float_us_to_ns(np.where(ok, arr, 0.0)), ok, _max_fractional(arr)
-    return _mixed_us_to_ns(ts)
-
-
-def _float_us_to_ns(arr: npt.NDArray[np.float64]) -> I64:
-    whole = np.floor(arr)
-    return whole.astype(np.int64) * 1000 + np.round((arr - whole) * 1000).astype(np.int64)
-
-
-def _max_fractional(arr: npt.NDArray[np.float64]) -> float:
-    """Largest |ts| written as a float: beyond ~2e12 µs float64 can no longer hold every ns digit."""
-    fin = arr[np.isfinite(arr)]
-    return float(np.abs(fin).max()) if len(fin) else 0.0
-
-
-def _mixed_us_to_ns(ts: tuple[Any, ...]) -> tuple[I64, npt.NDArray[np.bool_], float]:
-    """Rare path: ints, floats, decimal strings and missing values mixed in one chunk."""
-    n = len(ts)
-    out = np.zeros(n, np.int64)
-    ok = np.zeros(n, bool)
-    is_str = np.fromiter((type(x) is str for x in ts), bool, n)
-    is_num = np.fromiter((type(x) in (int, float) for x in ts), bool, n)
-    if is_num.any():
-        nums = np.array([x for x, m in zip(ts, is_num) if m], dtype=np.float64)
-        good = np.isfinite(nums) & (np.abs(nums) < 9e15)
-        out[is_num] = _float_us_to_ns(np.where(good, nums, 0.0))
-        ok[is_num] = good
-    if is_str.any():
-        ns, good = decimal_us_to_ns([x for x, m in zip(ts, is_str) if m])
-        out[is_str] = ns
-        ok[np.flatnonzero(is_str)[good]] = True
-    return out, ok, 0.0
-
-
-def decimal_us_to_ns(texts: list[str]) -> tuple[I64, npt.NDArray[np.bool_]]:
-    """Exact ns from decimal µs text ("1712195495519689.047"); unparsable entries → invalid."""
-    arr = np.char.strip(np.array(texts, dtype=str))
-    parts = np.char.partition(arr, ".")
-    whole, frac = parts[:, 0], np.char.ljust(parts[:, 2], 3, "0").astype("<U3")
-    good = (np.char.isdigit(np.char.lstrip(whole, "-")) & (np.char.isdigit(frac) | (frac == "000"))
-            & (np.char.str_len(whole) <= 16))  # more digits would overflow int64 ns
-    w = np.where(good, whole, "0").astype(np.int64)
-    f = np.where(good, frac, "0").astype(np.int64)
-    neg = np.char.startswith(whole, "-")
-    ns = w * 1000 + np.where(neg, -f, f)
-    bad = ~good
-    if bad.any():  # exponent notation or junk: fall back to float parsing
-        for i in np.flatnonzero(bad):
-            try:
-                us = float(arr[i])
-            except ValueError:
-                good[i] = False
-                continue
-            good[i] = bool(np.isfinite(us) and abs(us) < 9e15)
-            ns[i] = round(us * 1000) if good[i] else 0
-    return ns, good
 
 
 def intern_strings(values: Any, table: dict[str, int]) -> npt.NDArray[np.int32]:
@@ -102,7 +38,18 @@ def intern_strings(values: Any, table: dict[str, int]) -> npt.NDArray[np.int32]:
     return out
 
 
-def intern_raw(values: tuple[Any, ...], table: dict[str, int], compact: bool = False) -> npt.NDArray[np.int32]:
+def _json_string(text: str) -> str:
+    if not text.startswith('"'):
+        return text
+    try:
+        value = msgspec.json.decode(text)
+    except msgspec.DecodeError:
+        return text
+    return value if isinstance(value, str) else text
+
+
+def intern_raw(values: tuple[Any, ...], table: dict[str, int], compact: bool = False,
+               unquote: bool = False) -> npt.NDArray[np.int32]:
     """Local ids of the JSON text of raw values (Input Dims ...); only unique texts are decoded.
 
     ``compact`` drops all whitespace (for number-only values such as shapes), so equal shapes get
@@ -115,48 +62,12 @@ def intern_raw(values: tuple[Any, ...], table: dict[str, int], compact: bool = F
     local = [b.decode("utf-8", "replace") for b in enc.dictionary.to_pylist()]
     if compact:
         local = ["".join(s.split()) for s in local]
+    elif unquote:  # a JSON string value ("[0, 1]" written as a string): keep the string, not its quotes
+        local = [_json_string(s) for s in local]
     remap = np.array([table.setdefault(s, len(table)) for s in local] + [-1], dtype=np.int32)
     idx = enc.indices.fill_null(len(local)).to_numpy(zero_copy_only=False)
     out: npt.NDArray[np.int32] = remap[idx]
     return out
-
-
-def _ints(col: tuple[Any, ...]) -> I64:
-    """Integer column; text values that hold an integer are parsed, anything else becomes -1."""
-    if col.count(-1) == len(col):
-        return np.full(len(col), -1, np.int64)
-    try:
-        return np.array(col, dtype=np.int64)
-    except (OverflowError, ValueError, TypeError):
-        return np.array([_to_int(x) for x in col], np.int64)
-
-
-def _to_int(x: Any) -> int:
-    if isinstance(x, int):
-        return x if abs(x) < 2**63 else -1
-    if isinstance(x, str):
-        try:
-            return int(x.strip())
-        except ValueError:
-            return -1
-    return -1
-
-
-def _floats(col: tuple[Any, ...]) -> npt.NDArray[np.float64]:
-    first = col[0] if col else None
-    if type(first) is float and first != first and sum(1 for x in col if x is first) == len(col):
-        return np.full(len(col), np.nan)
-    try:
-        return np.array(col, dtype=np.float64)
-    except (ValueError, TypeError):
-        return np.array([_to_float(x) for x in col], np.float64)
-
-
-def _to_float(x: Any) -> float:
-    try:
-        return float(x)
-    except (TypeError, ValueError):
-        return float("nan")
 
 
 #: args read per group of events (by kind); every other group gets the column's default
@@ -258,13 +169,14 @@ def _gather(items: list[Any], idx: npt.NDArray[np.int64]) -> tuple[Any, ...]:
 def _store(cols: dict[str, npt.NDArray[Any]], f: str, vals: tuple[Any, ...], idx: npt.NDArray[np.int64],
            table: dict[str, int]) -> None:
     if f in INT_FIELDS:
-        cols[INT_FIELDS[f]][idx] = _ints(vals)
+        cols[INT_FIELDS[f]][idx] = ints(vals)
     elif f in FLOAT_FIELDS:
-        cols[FLOAT_FIELDS[f]][idx] = _floats(vals)
+        cols[FLOAT_FIELDS[f]][idx] = floats(vals)
     elif f in STR_FIELDS:
         cols[STR_FIELDS[f]][idx] = intern_strings(vals, table)
     elif f in RAW_FIELDS:
-        cols[RAW_FIELDS[f]][idx] = intern_raw(vals, table, compact=f.startswith("input_dims"))
+        cols[RAW_FIELDS[f]][idx] = intern_raw(vals, table, compact=f.startswith("input_dims"),
+                                              unquote=f == "pg_ranks")
     else:  # grid / block
         d3 = _dim3(vals)
         for j, axis in enumerate("xyz"):
@@ -321,22 +233,14 @@ def events_to_columns(evs: list[Any], dropped: list[tuple[str, str]]) -> ChunkCo
         "name": intern_strings(name, table),
         "pid": _intern_ids(pid, table), "tid": _intern_ids(tid, table),
         "ts_ns": ts_ns, "ts_ok": ts_ok,
-        "dur_ns": _dur_ns(dur),
-        "flow_id": _flow_ids(fid),
+        "dur_ns": dur_ns(dur),
+        "flow_id": flow_ids(fid),
     }
     strings = _ordered(table)
     ph_code = np.array([ord(s[0]) if s else 0 for s in strings] + [0], np.int32)[cols["ph"]]
     groups = event_groups(ph_code, cols["cat"], cols["name"], strings)
     cols.update(args_columns(args, groups, table))
     return ChunkColumns(n, cols, _ordered(table), dropped, frac_max)
-
-
-def _dur_ns(dur: tuple[Any, ...]) -> I64:
-    """µs durations → ns; non-finite values become -1 µs (reported as missing), huge ones are capped
-    far above the 24 h limit so that they are reported and dropped as absurd."""
-    us = np.array(dur, dtype=np.float64)
-    us = np.where(np.isfinite(us), np.clip(us, -9e12, 9e12), -1.0)
-    return np.round(us * 1000).astype(np.int64)
 
 
 def _intern_ids(values: tuple[Any, ...], table: dict[str, int]) -> npt.NDArray[np.int32]:
@@ -356,15 +260,6 @@ def _ordered(table: dict[str, int]) -> list[str]:
     for s, i in table.items():
         strings[i] = s
     return strings
-
-
-def _flow_ids(fid: tuple[Any, ...]) -> I64:
-    if fid.count(None) == len(fid):
-        return np.full(len(fid), -1, np.int64)
-    try:
-        return np.array([x if type(x) is int else -1 for x in fid], dtype=np.int64)
-    except OverflowError:
-        return np.full(len(fid), -1, np.int64)
 
 
 class _CounterEvent(msgspec.Struct):

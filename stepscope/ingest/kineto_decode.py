@@ -128,9 +128,6 @@ FAST_DECODER = msgspec.json.Decoder(list[RawEvent])
 PRECISE_DECODER = msgspec.json.Decoder(list[PreciseRawEvent], float_hook=str)
 FAST_ONE = msgspec.json.Decoder(RawEvent)
 PRECISE_ONE = msgspec.json.Decoder(PreciseRawEvent, float_hook=str)
-LOOSE_ONE = msgspec.json.Decoder()
-EMPTY_ARGS = RawArgs()
-ARG_FIELDS = RawArgs.__struct_fields__
 EVENT_FIELDS = RawEvent.__struct_fields__
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.model import tree
 from stepscope.model.diagnostics import DiagnosticsBuilder
 from stepscope.model.schema import GPU_KINDS, HOST_KINDS, STEP_COLUMNS, EventKind
 from stepscope.model.strings import StringPool
@@ -47,7 +48,7 @@ def nest(ev: Table, diags: DiagnosticsBuilder) -> tuple[I32, npt.NDArray[np.int1
     _count_overlaps(ts, end, cand, ev["kind"][idx], diags)
     local = _jump_to_container(cand, end)
     parent[idx] = np.where(local >= 0, idx[np.maximum(local, 0)], -1)
-    depth = _depths(local)
+    depth = tree.depths(local, np.arange(len(local), dtype=np.int64)).astype(np.int16)
     depth_full = np.zeros(n, np.int16)
     depth_full[idx] = depth
     self_ns = ev["dur_ns"].copy()
@@ -68,17 +69,6 @@ def _jump_to_container(cand: I64, end: I64) -> I64:
         cand[todo] = cand[cand[todo]]
         todo = todo[cand[todo] >= 0]
     return cand
-
-
-def _depths(parent: I64) -> npt.NDArray[np.int16]:
-    depth = np.zeros(len(parent), np.int16)
-    cur = parent.copy()
-    live = np.flatnonzero(cur >= 0)
-    while len(live):
-        depth[live] += 1
-        cur[live] = parent[cur[live]]
-        live = live[cur[live] >= 0]
-    return depth
 
 
 def _count_overlaps(ts: I64, end: I64, prev: I64, kind: npt.NDArray[np.int8], diags: DiagnosticsBuilder) -> None:
@@ -146,15 +136,9 @@ def link_ops(ev: Table, parent: I32, launch: I32) -> I32:
     n = len(ev)
     kind = ev["kind"]
     is_op = kind == EventKind.CPU_OP
-    cur = parent.copy()
-    live = np.flatnonzero((cur >= 0) & np.isin(kind, [EventKind.RUNTIME, EventKind.DRIVER]))
     op = np.full(n, -1, np.int32)
-    while len(live):
-        hit = is_op[cur[live]]
-        op[live[hit]] = cur[live[hit]]
-        live = live[~hit]
-        cur[live] = parent[cur[live]]
-        live = live[cur[live] >= 0]
+    calls = np.flatnonzero(np.isin(kind, [EventKind.RUNTIME, EventKind.DRIVER])).astype(np.int64)
+    op[calls] = tree.nearest_marked_ancestor(parent, calls, is_op)
     gpu = np.flatnonzero(np.isin(kind, [int(k) for k in GPU_KINDS]))
     has_launch = launch[gpu] >= 0
     op[gpu[has_launch]] = op[launch[gpu[has_launch]]]

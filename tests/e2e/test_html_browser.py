@@ -16,25 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from browser import launch, record
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--no-first-run", "--disable-sync"]
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
 NW0 = TRACES / "kineto_tb_plugin" / "resnet50_num_workers_0"
 MAX_BYTES = 3 * 2**20
-
-
-def _need_browser() -> Any:
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} not found: run scripts/setup_browser.sh (apt-get install chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("playwright is not installed in this venv: run scripts/setup_browser.sh")
-    return sync_playwright
 
 
 @pytest.fixture(scope="module")
@@ -59,22 +47,15 @@ class Opened:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """One headless Chromium for the module (the sync API allows one Playwright at a time)."""
-    sync_playwright = _need_browser()
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield b
-        b.close()
+    """One headless Chromium for the module."""
+    yield from launch()
 
 
 def open_page(browser: Any, path: Path) -> Opened:
     page = browser.new_page(viewport={"width": 1360, "height": 900})
     errors: list[str] = []
     requests: list[str] = []
-    page.on("console", lambda m: errors.append(f"{m.type}: {m.text}") if m.type in ("error", "warning")
-            else None)
-    page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
-    page.on("request", lambda r: requests.append(r.url))
+    record(page, errors, requests)
     page.goto(path.as_uri(), wait_until="load")
     return Opened(page, errors, requests)
 

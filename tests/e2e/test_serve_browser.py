@@ -25,29 +25,21 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+from browser import launch, need_playwright, record
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--no-first-run", "--disable-sync"]
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
 DLRM = TRACES / "param_dlrm" / "dlrm_8rank_v100"
 HOSTILE_OP = '<img src=x onerror="window.__pwned=1">'
 HOSTILE_KERNEL = "<script>window.__pwned=2</script>void k<float, 128>"
 
 
-def _need_browser() -> Any:
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} not found: run scripts/setup_browser.sh (apt-get install chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("playwright is not installed in this venv: run scripts/setup_browser.sh")
+def _need_browser() -> None:
+    need_playwright()
     pytest.importorskip("uvicorn", reason="the [web] extra (starlette, uvicorn) is not installed")
-    return sync_playwright
 
 
 def _hostile_trace(path: Path) -> None:
@@ -130,10 +122,7 @@ class Session:
         self.page, self.base = page, base
         self.errors: list[str] = []
         self.requests: list[str] = []
-        page.on("console", lambda m: self.errors.append(f"{m.type}: {m.text}") if m.type in ("error", "warning")
-                else None)
-        page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
-        page.on("request", lambda r: self.requests.append(r.url))
+        record(page, self.errors, self.requests)
 
     def check_clean(self) -> None:
         assert self.errors == []
@@ -149,11 +138,8 @@ class Session:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    sync_playwright = _need_browser()
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield b
-        b.close()
+    _need_browser()
+    yield from launch()
 
 
 @pytest.fixture

@@ -13,9 +13,9 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.advisor.context import RuleContext
-from stepscope.analysis._hier import nearest_marked_ancestor
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
+from stepscope.model.tree import nearest_marked_ancestor
 
 I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]

@@ -16,6 +16,7 @@ import numpy.typing as npt
 from stepscope.ingest.kineto_columns import arg_column
 from stepscope.ingest.normalize import kind_of_category, memcpy_kind, memcpy_pageable, phase_code
 from stepscope.model.diagnostics import DiagnosticsBuilder
+from stepscope.model.parallel import concat_columns
 from stepscope.model.schema import EVENT_COLUMNS, GPU_KINDS, HOST_KINDS, EventKind, TrackKind
 from stepscope.model.strings import StringPool
 
@@ -109,13 +110,12 @@ def _cat(tables: list[Cols]) -> Cols:
     if len(tables) == 1:
         return tables[0]
     keys = list(dict.fromkeys(k for t in tables for k in t))
-    out: Cols = {}
-    for k in keys:
-        like = next(t[k] for t in tables if k in t)
-        fill = EVENT_COLUMNS[k][1] if k in EVENT_COLUMNS else -1
-        out[k] = np.concatenate([t[k] if k in t else np.full(len(next(iter(t.values()))), fill, like.dtype)
-                                 for t in tables])
-    return out
+    like = {k: next(t[k] for t in tables if k in t).dtype for k in keys}
+
+    def fill(k: str, n: int) -> npt.NDArray[Any]:
+        return np.full(n, EVENT_COLUMNS[k][1] if k in EVENT_COLUMNS else -1, like[k])
+
+    return concat_columns(tables, keys, fill)
 
 
 def _count(diags: DiagnosticsBuilder, mask: npt.NDArray[np.bool_], name: str, sev: str, example: str) -> None:
@@ -234,3 +234,28 @@ def _thread_names(cols: Cols, ph: npt.NDArray[np.int32], pool: StringPool) -> di
         elif name == pn:
             out[(int(cols["pid"][i]), -1)] = label
     return out
+
+
+# The string-id columns of the compact tables that ``split_chunk`` / ``read_nsys`` make (besides ``_key``,
+# which packs the pid and tid ids); the engine-equality tests catch a column missing here.
+STRING_ID_COLUMNS = {"events": ("name", "cat", "input_dims", "input_types", "call_stack", "coll_name", "coll_dtype",
+                                "pg_name", "pg_desc", "pg_ranks"),
+                     "tracks": ("pid", "tid", "name"), "memory": (), "counters": ("name",), "flows": ("cat",)}
+
+
+def remap_strings(ft: FileTables, ids: npt.NDArray[np.int32]) -> FileTables:
+    """The same tables with every string id ``i`` read as ``ids[i]`` (``ids`` from :meth:`StringPool.id_map`)."""
+    out: dict[str, Cols] = {}
+    for table, names in STRING_ID_COLUMNS.items():
+        cols = dict(getattr(ft, table))
+        for name in names:
+            if name in cols:
+                cols[name] = ids[cols[name]]
+        if "_key" in cols:
+            key = cols["_key"]
+            pid = ids[(key >> 32).astype(np.int32)].astype(np.int64)
+            tid = ids[(key & 0xFFFFFFFF).astype(np.int32)].astype(np.int64)
+            cols["_key"] = (pid << 32) | (tid & 0xFFFFFFFF)
+        out[table] = cols
+    thread_names = {(int(ids[p]), int(ids[t])): int(ids[n]) for (p, t), n in ft.thread_names.items()}
+    return FileTables(out["events"], out["tracks"], out["memory"], out["counters"], out["flows"], thread_names)

@@ -14,6 +14,7 @@ from stepscope.ingest.assemble import FileTables, finish_file
 from stepscope.ingest.kineto import FileBatch
 from stepscope.model import derive
 from stepscope.model.diagnostics import DiagnosticsBuilder
+from stepscope.model.parallel import concat_columns
 from stepscope.model.schema import (
     COUNTER_COLUMNS,
     EVENT_COLUMNS,
@@ -143,11 +144,11 @@ def _table(schema: Any, parts: list[Cols]) -> Table:
     if not parts:
         return Table.empty(schema)
     lengths = [len(next(iter(p.values()))) for p in parts]
-    cols = {}
-    for k, (dtype, fill) in schema.items():
-        if any(k in p for p in parts):
-            cols[k] = np.concatenate([np.asarray(p[k], dtype) if k in p else np.full(n, fill, dtype)
-                                      for p, n in zip(parts, lengths)])
+    names = [k for k in schema if any(k in p for p in parts)]
+    if len(parts) == 1:  # one file: its columns as they are (cast where needed), no copy
+        return Table(schema, {k: parts[0][k] for k in names if k in parts[0]}, lengths[0])
+    typed = [{k: np.asarray(p[k], schema[k][0]) for k in names if k in p} for p in parts]
+    cols = concat_columns(typed, names, lambda k, n: np.full(n, schema[k][1], schema[k][0]))
     return Table(schema, cols, sum(lengths))
 
 

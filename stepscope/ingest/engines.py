@@ -20,11 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from stepscope.errors import StepscopeError, UsageError
 from stepscope.ingest.ascend_db import is_ascend_db, read_ascend_db
-from stepscope.ingest.assemble import Cols, FileTables, split_chunk
+from stepscope.ingest.assemble import Cols, FileTables, remap_strings
 from stepscope.ingest.kineto import FileBatch, read_kineto_files
 from stepscope.ingest.nsys_sqlite import is_nsys_sqlite, read_nsys
 from stepscope.model.diagnostics import Diagnostic, DiagnosticsBuilder
@@ -59,8 +58,7 @@ def read_local(files: Sequence[str], pool: StringPool, diags: DiagnosticsBuilder
     """Every Kineto file's chunks through one local process pool, then the SQLite files (Nsight, Ascend)."""
     sqlite = {f for f in files if is_nsys_sqlite(f)}
     kineto = [f for f in files if f not in sqlite]
-    by_path = {b.path: b for b in read_kineto_files(kineto, pool, lambda cols: split_chunk(cols, pool, diags),
-                                                    workers, progress)}
+    by_path = {b.path: b for b in read_kineto_files(kineto, pool, diags, workers, progress)}
     by_path.update({f: read_sqlite(f, pool) for f in files if f in sqlite})
     return [by_path[f] for f in files]
 
@@ -83,10 +81,7 @@ def read_one(path: str, sqlite: bool, source: str) -> RemoteFile:
     """The Ray task: read one file exactly as the local engine does, on one core, with its own pool."""
     pool = StringPool()
     diags = DiagnosticsBuilder(source=source)
-    if sqlite:
-        batch = read_sqlite(path, pool)
-    else:
-        batch = read_kineto_files([path], pool, lambda cols: split_chunk(cols, pool, diags), workers=1)[0]
+    batch = read_sqlite(path, pool) if sqlite else read_kineto_files([path], pool, diags, workers=1)[0]
     return RemoteFile(batch, pool.strings, diags.freeze())
 
 
@@ -98,31 +93,6 @@ def adopt(remote: RemoteFile, pool: StringPool, diags: DiagnosticsBuilder) -> Fi
     batch.parts = [_owned(remap_strings(p, ids)) for p in batch.parts]
     diags.extend(remote.diagnostics)
     return batch
-
-
-# The string-id columns of the compact tables that ``split_chunk`` / ``read_nsys`` make (besides ``_key``,
-# which packs the pid and tid ids); the engine-equality tests catch a column missing here.
-STRING_ID_COLUMNS = {"events": ("name", "cat", "input_dims", "input_types", "call_stack", "coll_name", "coll_dtype",
-                                "pg_name", "pg_desc", "pg_ranks"),
-                     "tracks": ("pid", "tid", "name"), "memory": (), "counters": ("name",), "flows": ("cat",)}
-
-
-def remap_strings(ft: FileTables, ids: npt.NDArray[np.int32]) -> FileTables:
-    """The same tables with every string id ``i`` read as ``ids[i]`` (``ids`` from :meth:`StringPool.id_map`)."""
-    out: dict[str, Cols] = {}
-    for table, names in STRING_ID_COLUMNS.items():
-        cols = dict(getattr(ft, table))
-        for name in names:
-            if name in cols:
-                cols[name] = ids[cols[name]]
-        if "_key" in cols:
-            key = cols["_key"]
-            pid = ids[(key >> 32).astype(np.int32)].astype(np.int64)
-            tid = ids[(key & 0xFFFFFFFF).astype(np.int32)].astype(np.int64)
-            cols["_key"] = (pid << 32) | (tid & 0xFFFFFFFF)
-        out[table] = cols
-    thread_names = {(int(ids[p]), int(ids[t])): int(ids[n]) for (p, t), n in ft.thread_names.items()}
-    return FileTables(out["events"], out["tracks"], out["memory"], out["counters"], out["flows"], thread_names)
 
 
 def _owned(ft: FileTables) -> FileTables:

@@ -15,8 +15,8 @@ from multiprocessing import get_context
 from typing import Any
 
 import msgspec
-import numpy.typing as npt
 
+from stepscope.ingest.assemble import remap_strings
 from stepscope.ingest.jsonscan import scan_events
 from stepscope.ingest.kineto_chunks import (
     PRECISE_TS_ABOVE_US,
@@ -29,10 +29,9 @@ from stepscope.ingest.kineto_chunks import (
     plan_plain,
 )
 from stepscope.ingest.kineto_decode import FAST_DECODER
+from stepscope.model.diagnostics import DiagnosticsBuilder
 from stepscope.model.strings import StringPool
 
-STRING_COLUMNS = ("ph", "cat", "name", "pid", "tid", "input_dims", "input_types", "call_stack",
-                  "coll_name", "coll_dtype", "pg_name", "pg_desc", "pg_ranks", "label")
 PARALLEL_ABOVE_BYTES = 16 << 20
 
 Progress = Callable[[int], None]
@@ -97,13 +96,10 @@ def _worker_count(paths: list[str], workers: int | None) -> int:
     return max(1, len(os.sched_getaffinity(0)))
 
 
-Consume = Callable[[dict[str, npt.NDArray[Any]]], Any]
-
-
-def read_kineto_files(paths: list[str], pool_strings: StringPool, consume: Consume, workers: int | None = None,
-                      progress: Progress | None = None) -> list[FileBatch]:
-    """Decode every file (chunks in parallel); ``consume`` turns each chunk's columns (global string
-    ids) into compact parts as soon as it arrives, so wide temporary columns never pile up."""
+def read_kineto_files(paths: list[str], pool_strings: StringPool, diags: DiagnosticsBuilder,
+                      workers: int | None = None, progress: Progress | None = None) -> list[FileBatch]:
+    """Decode every file (chunks in parallel, each split into the model's tables by its worker); the
+    main process only maps each chunk's string ids into ``pool_strings`` as the chunk arrives."""
     heads = [locate_events(p) for p in paths]
     batches = [FileBatch(p, os.path.getsize(p)) for p in paths]
     tails: list[bytes] = [b""] * len(paths)
@@ -114,7 +110,9 @@ def read_kineto_files(paths: list[str], pool_strings: StringPool, consume: Consu
         for res in _bounded_map(pool, _jobs(paths, heads), inflight=n + 1):
             b = batches[res.file_index]
             if res.columns.n:
-                b.parts.append(consume(_remap(res, pool_strings)))
+                assert res.tables is not None
+                b.parts.append(remap_strings(res.tables, pool_strings.id_map(res.columns.strings)))
+                diags.extend(res.diagnostics)
                 b.n_events += res.columns.n
             b.dropped.extend(res.columns.dropped)
             if res.tail or res.lost_bytes or not res.complete:
@@ -130,19 +128,6 @@ def read_kineto_files(paths: list[str], pool_strings: StringPool, consume: Consu
     for i, b in enumerate(batches):
         b.meta, b.meta_error = _parse_meta(heads[i], tails[i], b.complete)
     return batches
-
-
-def _remap(res: ChunkResult, pool: StringPool) -> dict[str, npt.NDArray[Any]]:
-    cols = res.columns.cols
-    if res.columns.n == 0:
-        return {}
-    remap = pool.id_map(res.columns.strings)
-    for name in STRING_COLUMNS:
-        if name in cols:
-            cols[name] = remap[cols[name]]
-    if "ctr_name" in cols:
-        cols["ctr_name"] = remap[cols["ctr_name"]]
-    return cols
 
 
 def _parse_meta(head_info: tuple[bytes, int, bool], tail: bytes, complete: bool) -> tuple[dict[str, Any], str]:

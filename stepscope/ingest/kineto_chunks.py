@@ -20,9 +20,12 @@ import msgspec
 import numpy as np
 
 from stepscope.errors import TraceFormatError
+from stepscope.ingest.assemble import FileTables, split_chunk
 from stepscope.ingest.jsonscan import event_separator, find_events_array, scan_events
 from stepscope.ingest.kineto_columns import add_counter_series, events_to_columns
 from stepscope.ingest.kineto_decode import ChunkColumns, decode_events
+from stepscope.model.diagnostics import Diagnostic, DiagnosticsBuilder
+from stepscope.model.strings import StringPool
 
 CHUNK_BYTES = 16 << 20
 PRECISE_TS_ABOVE_US = 2e12  # float64 keeps every ns digit of a µs timestamp only below this
@@ -54,6 +57,8 @@ class ChunkResult:
     complete: bool  # the events array was closed
     trailing_bytes: int = 0  # separator bytes after a middle chunk's last event (counted as lost
     #                          when the next, final chunk holds no complete event)
+    tables: FileTables | None = None  # the chunk split into the model's tables, ids into ``columns.strings``
+    diagnostics: tuple[Diagnostic, ...] = ()  # what the split repaired or dropped
 
 
 def is_gzip(path: str) -> bool:
@@ -227,6 +232,19 @@ def decode_chunk(job: ChunkJob) -> ChunkResult:
     cols = res.columns.cols
     if res.columns.n and "ctr_ts_ns" not in cols and _has_unread_counters(cols, res.columns.strings):
         add_counter_series(cols, res.columns.strings, _job_bytes(job))
+    return _split(res)
+
+
+def _split(res: ChunkResult) -> ChunkResult:
+    """Split the decoded columns into the model's tables here, in the worker: what travels back to
+    the main process is the compact tables (ids into the chunk's own strings), not the wide columns."""
+    if not res.columns.n:
+        return res
+    pool = StringPool(res.columns.strings)
+    diags = DiagnosticsBuilder()
+    res.tables = split_chunk(res.columns.cols, pool, diags)
+    res.diagnostics = diags.freeze()
+    res.columns = dataclasses.replace(res.columns, cols={}, strings=pool.strings)
     return res
 
 

@@ -4,6 +4,7 @@ lenient integer / float columns (numbers written as text are parsed, junk reads 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -12,7 +13,7 @@ import numpy.typing as npt
 I64 = npt.NDArray[np.int64]
 
 
-def ts_to_ns(ts: tuple[Any, ...]) -> tuple[I64, npt.NDArray[np.bool_], float]:
+def ts_to_ns(ts: Sequence[Any]) -> tuple[I64, npt.NDArray[np.bool_], float]:
     """µs timestamps (int, float or decimal text) → int64 ns, a validity mask, and max |fractional ts|."""
     arr = np.array(ts)
     if arr.dtype.kind in "iu":
@@ -34,7 +35,7 @@ def _max_fractional(arr: npt.NDArray[np.float64]) -> float:
     return float(np.abs(fin).max()) if len(fin) else 0.0
 
 
-def _mixed_us_to_ns(ts: tuple[Any, ...]) -> tuple[I64, npt.NDArray[np.bool_], float]:
+def _mixed_us_to_ns(ts: Sequence[Any]) -> tuple[I64, npt.NDArray[np.bool_], float]:
     """Rare path: ints, floats, decimal strings and missing values mixed in one chunk."""
     n = len(ts)
     out = np.zeros(n, np.int64)
@@ -77,7 +78,24 @@ def decimal_us_to_ns(texts: list[str]) -> tuple[I64, npt.NDArray[np.bool_]]:
     return ns, good
 
 
-def ints(col: tuple[Any, ...]) -> I64:
+def ints_of(values: Iterator[Any], n: int, again: Callable[[], list[Any]]) -> I64:
+    """Integer column from an iterator of ``n`` values, converted in C; on a value that is not an
+    integer the column is read again (``again()``) through the lenient :func:`ints`."""
+    try:
+        return np.fromiter(values, np.int64, n)
+    except (OverflowError, ValueError, TypeError):
+        return ints(again())
+
+
+def floats_of(values: Iterator[Any], n: int, again: Callable[[], list[Any]]) -> npt.NDArray[np.float64]:
+    """Float column from an iterator of ``n`` values (see :func:`ints_of`)."""
+    try:
+        return np.fromiter(values, np.float64, n)
+    except (OverflowError, ValueError, TypeError):
+        return floats(again())
+
+
+def ints(col: Sequence[Any]) -> I64:
     """Integer column; text values that hold an integer are parsed, anything else becomes -1."""
     if col.count(-1) == len(col):
         return np.full(len(col), -1, np.int64)
@@ -98,7 +116,7 @@ def _to_int(x: Any) -> int:
     return -1
 
 
-def floats(col: tuple[Any, ...]) -> npt.NDArray[np.float64]:
+def floats(col: Sequence[Any]) -> npt.NDArray[np.float64]:
     first = col[0] if col else None
     if type(first) is float and first != first and sum(1 for x in col if x is first) == len(col):
         return np.full(len(col), np.nan)
@@ -115,18 +133,25 @@ def _to_float(x: Any) -> float:
         return float("nan")
 
 
-def dur_ns(dur: tuple[Any, ...]) -> I64:
+def dur_ns_of(dur: Iterator[float], n: int) -> I64:
     """µs durations → ns; non-finite values become -1 µs (reported as missing), huge ones are capped
     far above the 24 h limit so that they are reported and dropped as absurd."""
-    us = np.array(dur, dtype=np.float64)
+    us = np.fromiter(dur, np.float64, n)
     us = np.where(np.isfinite(us), np.clip(us, -9e12, 9e12), -1.0)
     return np.round(us * 1000).astype(np.int64)
 
 
-def flow_ids(fid: tuple[Any, ...]) -> I64:
-    if fid.count(None) == len(fid):
-        return np.full(len(fid), -1, np.int64)
-    try:
-        return np.array([x if type(x) is int else -1 for x in fid], dtype=np.int64)
-    except OverflowError:
-        return np.full(len(fid), -1, np.int64)
+def flow_ids(fid: Sequence[Any]) -> I64:
+    """Flow ids; anything but an integer (absent, text) reads as -1."""
+    n = len(fid)
+    if fid.count(None) == n:
+        return np.full(n, -1, np.int64)
+    if set(map(type, fid)) <= {int, type(None)}:
+        try:  # None → -1, an int → itself, all in C
+            return np.fromiter(map(_NONE_AS_MINUS_ONE.get, fid, fid), np.int64, n)
+        except OverflowError:
+            pass
+    return np.array([x if type(x) is int and abs(x) < 2**63 else -1 for x in fid], dtype=np.int64)
+
+
+_NONE_AS_MINUS_ONE = {None: -1}

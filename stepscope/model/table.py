@@ -9,6 +9,8 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from stepscope.model.parallel import map_columns
+
 Schema = Mapping[str, tuple[type[np.generic], int | float]]
 Column = npt.NDArray[Any]
 
@@ -56,7 +58,7 @@ class Table:
 
     def take(self, rows: npt.NDArray[np.integer] | npt.NDArray[np.bool_]) -> Table:
         """A new table with the selected rows (indices or a boolean mask). Row-link columns are NOT remapped."""
-        cols = {k: v[rows] for k, v in self._cols.items()}
+        cols = map_columns(lambda v: v[rows], self._cols, self._n)
         n = len(next(iter(cols.values()))) if cols else 0
         return Table(self.schema, cols, n)
 

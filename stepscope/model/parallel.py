@@ -1,0 +1,48 @@
+"""Per-column numpy work spread over threads.
+
+numpy releases the GIL while it gathers, copies and concatenates, so the column-by-column work at
+the end of ingest (concatenating a file's chunks, putting a million-row table in time order) runs on
+every core instead of one, once the decoding processes have finished with them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+K = TypeVar("K")
+PARALLEL_ABOVE_CELLS = 2_000_000  # below this, starting work on threads costs more than it saves
+_pool: ThreadPoolExecutor | None = None
+
+
+def _threads() -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None:
+        _pool = ThreadPoolExecutor(min(8, len(os.sched_getaffinity(0))), thread_name_prefix="stepscope-col")
+    return _pool
+
+
+def map_columns(fn: Callable[[npt.NDArray[Any]], npt.NDArray[Any]], cols: Mapping[K, npt.NDArray[Any]],
+                rows: int) -> dict[K, npt.NDArray[Any]]:
+    """``{k: fn(v)}`` over the columns, on threads when the table is big enough to gain from it."""
+    if rows * len(cols) < PARALLEL_ABOVE_CELLS or len(os.sched_getaffinity(0)) < 2:
+        return {k: fn(v) for k, v in cols.items()}
+    return dict(zip(cols, _threads().map(fn, cols.values())))
+
+
+def concat_columns(parts: Sequence[Mapping[str, npt.NDArray[Any]]], names: list[str],
+                   fill: Callable[[str, int], npt.NDArray[Any]]) -> dict[str, npt.NDArray[Any]]:
+    """Each named column concatenated over ``parts``; a part without it contributes ``fill(name, n)``."""
+    lengths = [len(next(iter(p.values()))) for p in parts]
+
+    def one(name: str) -> npt.NDArray[Any]:
+        return np.concatenate([p[name] if name in p else fill(name, n) for p, n in zip(parts, lengths)])
+
+    if sum(lengths) * len(names) < PARALLEL_ABOVE_CELLS or len(os.sched_getaffinity(0)) < 2:
+        return {name: one(name) for name in names}
+    return dict(zip(names, _threads().map(one, names)))

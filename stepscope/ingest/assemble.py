@@ -81,8 +81,18 @@ def split_chunk(cols: Cols, pool: StringPool, diags: DiagnosticsBuilder) -> File
     key = (cols["pid"].astype(np.int64) << 32) | (cols["tid"].astype(np.int64) & 0xFFFFFFFF)
     events = _events(cols, is_event, key, pool, diags)
     flows = np.isin(ph, [ord("s"), ord("f"), ord("t")]) & ok
-    return FileTables(events, {}, _memory(cols, is_mem, key), _counters(cols, ph == ord("C"), ok, pool),
-                      _flows(cols, flows, key, ph), _thread_names(cols, ph, pool))
+    ft = FileTables(events, {}, _memory(cols, is_mem, key), _counters(cols, ph == ord("C"), ok, pool),
+                    _flows(cols, flows, key, ph), _thread_names(cols, ph, pool))
+    ft.tracks = {"_key": _part_keys(ft)}  # the chunk's distinct (pid, tid): the file's tracks are their union
+    return ft
+
+
+def _part_keys(ft: FileTables) -> npt.NDArray[np.int64]:
+    """Distinct (pid, tid) keys of a part's rows (precomputed by :func:`split_chunk` when it made the part)."""
+    if "_key" in ft.tracks:
+        return ft.tracks["_key"]
+    keys = [t["_key"] for t in (ft.events, ft.memory, ft.flows) if t]
+    return np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
 
 
 def finish_file(parts: list[FileTables]) -> FileTables:
@@ -92,10 +102,9 @@ def finish_file(parts: list[FileTables]) -> FileTables:
     names: dict[tuple[int, int], int] = {}
     for p in parts:
         names.update(p.thread_names)
-    keys = [t["_key"] for t in (events, memory, flows) if t]
-    if not keys:
+    if not any((events, memory, flows)):
         return FileTables(events, {}, memory, counters, flows, names)
-    uniq = np.unique(np.concatenate(keys))
+    uniq = np.unique(np.concatenate([_part_keys(p) for p in parts]))
     for t in (events, memory, flows):
         if t:
             t["track"] = np.searchsorted(uniq, t.pop("_key")).astype(np.int32)

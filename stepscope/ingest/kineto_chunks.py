@@ -14,7 +14,7 @@ import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 import numpy as np
@@ -103,16 +103,29 @@ def plan_plain(file_index: int, path: str, size: int, events_at: int, precise: b
         cuts = [events_at]
         target = events_at + CHUNK_BYTES
         while sep is not None and target < size - CHUNK_BYTES // 4:
-            fh.seek(target)
-            window = fh.read(4 << 20)
-            idx = window.find(sep)
+            idx = _find_from(fh, target, sep)
             if idx < 0:
                 break
-            cuts.append(target + idx + len(sep) - 1)
+            cuts.append(idx + len(sep) - 1)
             target = cuts[-1] + CHUNK_BYTES
     cuts.append(size)
     return [ChunkJob(file_index, path, a, b, None, i == len(cuts) - 2, precise)
             for i, (a, b) in enumerate(zip(cuts[:-1], cuts[1:]))]
+
+
+def _find_from(fh: BinaryIO, at: int, sep: bytes, limit: int = 4 << 20) -> int:
+    """File offset of the first ``sep`` at or after ``at`` (within ``limit`` bytes), else -1; reads
+    a small window first, as events are far smaller than the limit."""
+    window = 64 << 10
+    while True:
+        fh.seek(at)
+        data = fh.read(window)
+        idx = data.find(sep)
+        if idx >= 0:
+            return at + idx
+        if window >= limit or len(data) < window:
+            return -1
+        window *= 4
 
 
 def iter_gzip_chunks(file_index: int, path: str, events_at: int, precise: bool) -> Iterator[ChunkJob]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.model.uniq import unique
+
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 B = npt.NDArray[np.bool_]
@@ -37,7 +39,7 @@ def any_descendant(parent: npt.NDArray[np.int32], marked: B) -> B:
     cur = parent[np.flatnonzero(marked)].astype(np.int64)
     cur = cur[cur >= 0]
     while len(cur):
-        cur = np.unique(cur)
+        cur = unique(cur)
         new = cur[~out[cur]]
         out[new] = True
         cur = parent[new].astype(np.int64)

@@ -28,6 +28,7 @@ from stepscope.analysis.launch import queue_length
 from stepscope.model.schema import GPU_KINDS, EventKind, TrackKind
 from stepscope.model.table import Table
 from stepscope.model.trace import Trace
+from stepscope.model.uniq import unique
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -87,7 +88,7 @@ def rank_index(trace: Trace, rank: int) -> RankIndex:
     sl = trace.rank_slice(rank)
     rows = np.arange(sl.start, sl.stop, dtype=np.int64)
     rows = rows[ev["track"][sl] >= 0]
-    tracks = _display_order(trace, np.unique(ev["track"][rows]).astype(np.int64))
+    tracks = _display_order(trace, unique(ev["track"][rows]).astype(np.int64))
     pos_of = np.full(len(trace.tracks) + 1, -1, np.int64)
     pos_of[tracks] = np.arange(len(tracks))
     track_pos = pos_of[ev["track"][rows]]
@@ -155,7 +156,7 @@ def _kernel_unions(trace: Trace, rows: I64) -> tuple[I64, tuple[intervals.Interv
     ev = trace.events
     k = rows[ev["kind"][rows] == EventKind.KERNEL]
     dev = trace.tracks["device"][ev["track"][k]].astype(np.int64)
-    devices = np.unique(dev)
+    devices = unique(dev)
     out = []
     for d in devices.tolist():  # per device
         kd = k[dev == d]
@@ -170,7 +171,7 @@ def _queues(trace: Trace, rows: I64) -> tuple[I64, tuple[Series, ...]]:
     if len(gpu) == 0:
         return _EMPTY, ()
     q = queue_length(trace, np.sort(gpu), _EMPTY, _EMPTY)
-    tracks = np.unique(ev["track"][gpu]).astype(np.int64)
+    tracks = unique(ev["track"][gpu]).astype(np.int64)
     return tracks, tuple(Series.of(*q.series(i)) for i in range(len(tracks)))
 
 

@@ -14,6 +14,7 @@ from stepscope.analysis._common import I32, I64
 from stepscope.model.derive import STEP_NAME
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
+from stepscope.model.uniq import unique
 
 _OP_KINDS = (int(EventKind.CPU_OP), int(EventKind.USER_ANNOTATION))
 
@@ -68,7 +69,7 @@ def call_sites(trace: Trace, rows: I64) -> CallSites:
 def _site_ids(trace: Trace, stack_rows: I32) -> tuple[I32, tuple[str, ...]]:
     ev, pool = trace.events, trace.strings
     sid = np.where(stack_rows >= 0, ev["call_stack"][np.maximum(stack_rows, 0)], -1)
-    uniq = np.unique(sid[sid >= 0])
+    uniq = unique(sid[sid >= 0])
     out = np.full(len(sid), -1, np.int32)
     if len(uniq) == 0:
         return out, ()

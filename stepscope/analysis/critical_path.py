@@ -32,6 +32,7 @@ from stepscope.analysis.idle import is_dataloader_name
 from stepscope.model.derive import STEP_NAME
 from stepscope.model.schema import GPU_KINDS, HOST_KINDS, EventKind
 from stepscope.model.trace import Trace
+from stepscope.model.uniq import unique
 
 CATEGORIES = ("gpu_compute", "communication", "data_loading", "launch_overhead", "cpu", "other")
 LAUNCH_CALL = re.compile(r"Launch|MemcpyAsync|MemsetAsync|MemcpyWithStream", re.IGNORECASE)
@@ -104,7 +105,7 @@ def _host_sets(trace: Trace, rank: int, launch: I32) -> tuple[Iv, Iv, Iv]:
     host = rank_rows(trace, rank, tuple(int(k) for k in HOST_KINDS))
     name = ev["name"][host]
     loader = host[pool.mask(is_dataloader_name)[name]]
-    threads = np.unique(ev["track"][launch[launch >= 0]])
+    threads = unique(ev["track"][launch[launch >= 0]])
     on_thread = np.isin(ev["track"][host], threads)
     is_launch = pool.mask(lambda s: bool(LAUNCH_CALL.search(s)))[name] & np.isin(
         ev["kind"][host], [EventKind.RUNTIME, EventKind.DRIVER])

@@ -24,6 +24,7 @@ from stepscope.analysis._common import I64, pct, rank_rows
 from stepscope.analysis.base import NotApplicable
 from stepscope.model.schema import HOST_KINDS, EventKind
 from stepscope.model.trace import Trace
+from stepscope.model.uniq import unique
 
 SHORT_NS = 10_000
 OPTIMIZER = re.compile(r"^Optimizer\.step#")
@@ -130,7 +131,7 @@ def _optimizer(trace: Trace, rank: int, k: I64, min_kernels: int) -> OptimizerKe
     rows = k[inside]
     foreach = pool.mask(lambda s: bool(FOREACH.search(s)))[ev["name"][rows]]
     elementwise = pool.mask(lambda s: bool(ELEMENTWISE.search(s)))[ev["name"][rows]] & ~foreach
-    steps = len(np.unique(ev["ts_ns"][opt]))
+    steps = len(unique(ev["ts_ns"][opt]))
     n, nf, ne = len(rows), int(foreach.sum()), int(elementwise.sum())
     if steps == 0 or n == 0:
         verdict = "none"

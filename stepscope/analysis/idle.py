@@ -31,6 +31,7 @@ from stepscope.analysis._common import I32, I64, Windows, interval_set, rank_row
 from stepscope.analysis.base import NotApplicable
 from stepscope.model.schema import GPU_KINDS, HOST_KINDS
 from stepscope.model.trace import Trace
+from stepscope.model.uniq import unique
 
 KERNEL_WAIT_MAX_NS = 10_000
 
@@ -150,7 +151,7 @@ def _dataloader_set(trace: Trace, rank: int) -> intervals.Intervals:
 def _per_stream(trace: Trace, gpu: I64, wins: Windows, max_ns: int) -> dict[str, I64]:
     """HTA's per-stream breakdown: gaps between consecutive activities of each stream, in steps."""
     track = trace.events["track"][gpu]
-    ids = np.unique(track)
+    ids = unique(track)
     out = {k: np.zeros(len(ids), np.int64) for k in (
         "stream_host_wait_ns", "stream_kernel_wait_ns", "stream_other_ns", "stream_gap_count")}
     for i, t in enumerate(ids.tolist()):  # per stream

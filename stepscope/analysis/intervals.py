@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.model.uniq import unique
+
 I64 = npt.NDArray[np.int64]
 Intervals = tuple[I64, I64]
 
@@ -117,7 +119,7 @@ def concurrency(starts: I64, ends: I64, weights: npt.ArrayLike | None = None) ->
 def split_at(iv: Intervals, cuts: npt.ArrayLike) -> tuple[I64, I64, I64]:
     """Cut each interval at the cut points strictly inside it: piece starts, ends and source index."""
     s, e = iv
-    c = np.unique(np.asarray(cuts, np.int64))
+    c = unique(np.asarray(cuts, np.int64))
     lo = np.searchsorted(c, s, side="right")
     inside = np.maximum(np.searchsorted(c, e, side="left") - lo, 0)
     pieces = inside + 1

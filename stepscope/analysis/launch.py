@@ -23,6 +23,7 @@ from stepscope.analysis._common import F64, I32, I64, pct, rank_rows, step_windo
 from stepscope.analysis.base import NotApplicable
 from stepscope.model.schema import GPU_KINDS, EventKind
 from stepscope.model.trace import Trace
+from stepscope.model.uniq import unique
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ def queue_length(trace: Trace, gpu: I64, win_start: I64, win_end: I64) -> QueueL
     """Per stream, the number of launched-but-unfinished activities over time."""
     ev = trace.events
     track = ev["track"][gpu]
-    ids = np.unique(track)
+    ids = unique(track)
     pts: list[I64] = []
     vals: list[I64] = []
     offsets, mx, mean = [0], [], []

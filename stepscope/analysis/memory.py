@@ -21,6 +21,7 @@ from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.frames import TableResult
 from stepscope.model.trace import Trace
+from stepscope.model.uniq import unique
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -107,7 +108,7 @@ def _device_labels(dtype: I64, dev: I64) -> S:
 
 def _curves(ts: I64, key: I64, labels: S, nbytes: I64, alloc: I64, reserved: I64) -> tuple[MemoryCurve, ...]:
     out = []
-    for k in np.unique(key).tolist():  # per device
+    for k in unique(key).tolist():  # per device
         m = np.flatnonzero(key == k)
         a = alloc[m]
         if (a < 0).all():  # totals not recorded: integrate the deltas

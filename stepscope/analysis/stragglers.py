@@ -28,6 +28,7 @@ from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.comm import classify
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
+from stepscope.model.uniq import unique
 
 if TYPE_CHECKING:
     from stepscope.analysis.bundle import Bundle
@@ -61,7 +62,7 @@ def _match(trace: Trace) -> CollectiveMatch:
     rank = ev["rank"][rows].astype(np.int64)
     ctype = cls.coll_type[rows].astype(np.int64)
     pg = cls.pg_name[rows].astype(np.int64) + 1
-    multi = len(np.unique(rank)) > 1
+    multi = len(unique(rank)) > 1
     if multi:
         order = np.lexsort((ev["ts_ns"][rows], ctype, pg, rank))
         grp = np.stack([rank, pg, ctype])[:, order]

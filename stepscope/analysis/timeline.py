@@ -58,6 +58,7 @@ from stepscope.analysis._timeline_sample import sampled_cells
 from stepscope.model.schema import EventKind, TrackKind
 from stepscope.model.strings import StringPool
 from stepscope.model.trace import Trace
+from stepscope.model.uniq import unique
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -313,7 +314,7 @@ def _flows(trace: Trace, ix: tix.RankIndex, rows: I64) -> dict[str, I64]:
     hi = np.searchsorted(ix.launch_src, rows, side="right")
     n = hi - lo
     by_src = ix.launch_dst[np.repeat(lo, n) + np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)]
-    dst = np.unique(np.concatenate([launched, by_src]))
+    dst = unique(np.concatenate([launched, by_src]))
     src = ev["launch"][dst].astype(np.int64)
     return {"from_row": src, "to_row": dst, "from_track": ev["track"][src].astype(np.int64),
             "to_track": ev["track"][dst].astype(np.int64), "from_ts_ns": ev["ts_ns"][src],

@@ -16,6 +16,7 @@ import numpy.typing as npt
 from stepscope.errors import UsageError
 from stepscope.model.table import Table
 from stepscope.model.trace import Trace
+from stepscope.model.uniq import unique
 
 I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]
@@ -53,7 +54,7 @@ def _remap(links: npt.NDArray[np.integer], new_index: I64) -> npt.NDArray[np.int
 def _in_windows(rank: npt.NDArray[np.integer], ts: I64, steps: Table) -> B:
     """Rows whose (rank, time) falls inside one of the kept steps' windows."""
     keep = np.zeros(len(ts), bool)
-    for r in np.unique(steps["rank"]).tolist():  # per rank, not per row
+    for r in unique(steps["rank"]).tolist():  # per rank, not per row
         s = np.flatnonzero(steps["rank"] == r)
         s = s[np.argsort(steps["start_ns"][s], kind="stable")]
         starts, ends = steps["start_ns"][s], steps["end_ns"][s]

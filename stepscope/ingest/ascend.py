@@ -17,6 +17,7 @@ import numpy.typing as npt
 from stepscope.ingest.assemble import FileTables
 from stepscope.model.schema import EventKind, TrackKind
 from stepscope.model.strings import StringPool
+from stepscope.model.uniq import unique
 
 Cols = dict[str, npt.NDArray[Any]]
 PROCESS_KINDS = {"Ascend Hardware": EventKind.KERNEL, "HCCL": EventKind.KERNEL, "CANN": EventKind.RUNTIME,
@@ -82,7 +83,7 @@ def _exact(e_trk: npt.NDArray[Any], e_ts: npt.NDArray[Any], q_trk: npt.NDArray[A
            q_ts: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
     """Row (in the sorted order) of the first event on track q_trk starting exactly at q_ts, else -1."""
     out = np.full(len(q_ts), -1, np.int64)
-    for t in np.unique(q_trk).tolist():  # per track, vectorised within
+    for t in unique(q_trk).tolist():  # per track, vectorised within
         rows = np.flatnonzero(e_trk == t)
         q = np.flatnonzero(q_trk == t)
         if len(rows) == 0:

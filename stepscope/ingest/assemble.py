@@ -19,6 +19,7 @@ from stepscope.model.diagnostics import DiagnosticsBuilder
 from stepscope.model.parallel import concat_columns
 from stepscope.model.schema import EVENT_COLUMNS, GPU_KINDS, HOST_KINDS, EventKind, TrackKind
 from stepscope.model.strings import StringPool
+from stepscope.model.uniq import unique
 
 MAX_DUR_NS = 24 * 3600 * 10**9
 EVENT_ARG_KEYS = ("ts_ns", "dur_ns", "name", "cat", "corr", "ext_id", "grid_x", "grid_y", "grid_z", "block_x",
@@ -92,7 +93,7 @@ def _part_keys(ft: FileTables) -> npt.NDArray[np.int64]:
     if "_key" in ft.tracks:
         return ft.tracks["_key"]
     keys = [t["_key"] for t in (ft.events, ft.memory, ft.flows) if t]
-    return np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
+    return unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
 
 
 def finish_file(parts: list[FileTables]) -> FileTables:
@@ -104,7 +105,7 @@ def finish_file(parts: list[FileTables]) -> FileTables:
         names.update(p.thread_names)
     if not any((events, memory, flows)):
         return FileTables(events, {}, memory, counters, flows, names)
-    uniq = np.unique(np.concatenate([_part_keys(p) for p in parts]))
+    uniq = unique(np.concatenate([_part_keys(p) for p in parts]))
     for t in (events, memory, flows):
         if t:
             t["track"] = np.searchsorted(uniq, t.pop("_key")).astype(np.int32)

@@ -122,14 +122,14 @@ def floats(col: Sequence[Any]) -> npt.NDArray[np.float64]:
         return np.full(len(col), np.nan)
     try:
         return np.array(col, dtype=np.float64)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, OverflowError):
         return np.array([_to_float(x) for x in col], np.float64)
 
 
 def _to_float(x: Any) -> float:
     try:
         return float(x)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return float("nan")
 
 

@@ -21,6 +21,7 @@ from stepscope.model.diagnostics import DiagnosticsBuilder
 from stepscope.model.schema import GPU_KINDS, HOST_KINDS, STEP_COLUMNS, EventKind
 from stepscope.model.strings import StringPool
 from stepscope.model.table import Table
+from stepscope.model.uniq import unique
 
 I32 = npt.NDArray[np.int32]
 I64 = npt.NDArray[np.int64]
@@ -104,16 +105,17 @@ def link_launches(ev: Table, diags: DiagnosticsBuilder | None = None) -> I32:
     gpu = np.flatnonzero(np.isin(ev["kind"], [int(k) for k in GPU_KINDS]) & (ev["corr"] >= 0))
     if len(rt) == 0 or len(gpu) == 0:
         return launch
-    rt = rt[np.argsort(ev["ts_ns"][rt], kind="stable")]
     keys = _key(ev["rank"][rt], ev["corr"][rt])
-    n_dup = len(keys) - len(np.unique(keys))
+    order = np.lexsort((ev["ts_ns"][rt], keys))  # by key, the earliest call first among equal keys
+    sk = keys[order]
+    n_dup = int(np.count_nonzero(sk[1:] == sk[:-1]))
     if n_dup and diags is not None:
         diags.add("duplicate-correlation", "warning",
                   f"{n_dup} runtime calls reuse a correlation id of another call on the same rank; "
                   "GPU activity is linked to the earliest", n_dup)
-    found = _match_keys(keys, _key(ev["rank"][gpu], ev["corr"][gpu]))
+    found = _match_sorted(sk, _key(ev["rank"][gpu], ev["corr"][gpu]))
     ok = found >= 0
-    launch[gpu[ok]] = rt[found[ok]]
+    launch[gpu[ok]] = rt[order[found[ok]]]
     return launch
 
 
@@ -124,11 +126,16 @@ def _key(rank: npt.NDArray[np.int32], ids: I64) -> I64:
 def _match_keys(keys: I64, queries: I64) -> I64:
     """Index into ``keys`` of each query's first equal key, -1 when absent."""
     order = np.argsort(keys, kind="stable")
-    sk = keys[order]
-    pos = np.searchsorted(sk, queries)
-    pos_c = np.minimum(pos, len(sk) - 1)
-    hit = (pos < len(sk)) & (sk[pos_c] == queries)
-    return np.where(hit, order[pos_c], -1)
+    found = _match_sorted(keys[order], queries)
+    return np.where(found >= 0, order[np.maximum(found, 0)], -1)
+
+
+def _match_sorted(sorted_keys: I64, queries: I64) -> I64:
+    """Index into the sorted ``sorted_keys`` of each query's first equal key, -1 when absent."""
+    pos = np.searchsorted(sorted_keys, queries)
+    pos_c = np.minimum(pos, len(sorted_keys) - 1)
+    hit = (pos < len(sorted_keys)) & (sorted_keys[pos_c] == queries)
+    return np.where(hit, pos_c, -1)
 
 
 def link_ops(ev: Table, parent: I32, launch: I32) -> I32:
@@ -201,7 +208,7 @@ def assign_steps(ev: Table, steps: Table, launch: I32) -> tuple[I32, Table]:
 def _step_by_time(ev: Table, steps: Table, end_ns: I64) -> I32:
     """Step number of each event whose start lies in [start, end) of a step of its rank."""
     out = np.full(len(ev), -1, np.int32)
-    for rank in np.unique(steps["rank"]).tolist():  # per rank, not per event
+    for rank in unique(steps["rank"]).tolist():  # per rank, not per event
         s = np.flatnonzero(steps["rank"] == rank)
         starts = steps["start_ns"][s]
         rows = np.flatnonzero(ev["rank"] == rank)
@@ -225,7 +232,7 @@ def innermost_host_event(ev: Table, parent: I32, track: npt.NDArray[Any], ts: np
     """For instants (memory events), the innermost host event on their track that contains them."""
     out = np.full(len(ts), -1, np.int32)
     host = np.isin(ev["kind"], [int(k) for k in HOST_KINDS])
-    for t in np.unique(track[track >= 0]).tolist():  # per track, vectorised within
+    for t in unique(track[track >= 0]).tolist():  # per track, vectorised within
         q = np.flatnonzero(track == t)
         rows = np.flatnonzero((ev["track"] == t) & host)
         if len(rows) == 0:

@@ -40,6 +40,7 @@ from stepscope.analysis._timeline_index import RankIndex, rank_index
 from stepscope.errors import UsageError
 from stepscope.model.schema import TrackKind
 from stepscope.model.trace import Trace
+from stepscope.model.uniq import unique
 from stepscope.report import _chrome_events as ce
 
 I64 = npt.NDArray[np.int64]
@@ -180,7 +181,7 @@ def _device_props(d: Any) -> dict[str, Any]:
 def _metadata(trace: Trace, ranks: list[int], rows: I64) -> bytes:
     """process_name / thread_name (and sort indices) of every pid and track written; the first event."""
     tr = trace.tracks
-    used = np.unique(trace.events["track"][rows])
+    used = unique(trace.events["track"][rows])
     meta: list[dict[str, Any]] = []
     for r in ranks:  # per rank
         meta.append(_meta("process_name", ce.STEPS_PID_OFFSET + r * ce.PID_PER_RANK, 0, f"rank {r} · steps"))
@@ -192,13 +193,13 @@ def _metadata(trace: Trace, ranks: list[int], rows: I64) -> bytes:
         meta.append(_meta("thread_name", pid, t, ce.track_label(trace, t)))
         meta.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": t, "args": {"sort_index": t}})
     seen: set[tuple[str, int, int]] = set()
-    unique = []
+    distinct = []
     for m in meta:  # metadata: a few per track
         key = (m["name"], m["pid"], m["tid"])
         if key not in seen:
             seen.add(key)
-            unique.append(msgspec.json.encode(m))
-    return b",\n".join(unique)
+            distinct.append(msgspec.json.encode(m))
+    return b",\n".join(distinct)
 
 
 def _meta(name: str, pid: int, tid: int, label: str) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from stepscope.advisor.finding import Change, Finding
 from stepscope.advisor.rules._conv import conv_kernels
 from stepscope.advisor.rules._util import ms, per_step
 from stepscope.analysis.base import NotApplicable
+from stepscope.model.uniq import unique
 
 RULE_ID = "conv-algo-search"
 SCOPE = "rank"
@@ -37,7 +38,7 @@ def detect(ctx: RuleContext) -> list[Finding]:
     typical = _median_by(ev["name"][calls], per_call)
     least, ratio = ctx.cfg.conv_search_min_kernels, ctx.cfg.conv_search_over_median
     searching = (per_call >= least) | ((per_call >= least // 2) & (per_call >= ratio * typical))
-    steps = np.unique(ev["step"][calls[searching]])
+    steps = unique(ev["step"][calls[searching]])
     if len(steps[steps >= 0]) < 2:
         return []
     dur = np.bincount(inv, weights=ev["dur_ns"][conv], minlength=len(calls))
@@ -52,7 +53,7 @@ def detect(ctx: RuleContext) -> list[Finding]:
 def _median_by(group: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Per element, the median of ``values`` over the elements of its group."""
     out = np.zeros(len(values), np.float64)
-    for g in np.unique(group).tolist():  # per distinct op name (a handful), not per event
+    for g in unique(group).tolist():  # per distinct op name (a handful), not per event
         sel = group == g
         out[sel] = float(np.median(values[sel]))
     return out

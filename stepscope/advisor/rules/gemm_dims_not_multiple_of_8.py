@@ -23,6 +23,7 @@ from stepscope.advisor.finding import Change, Finding
 from stepscope.advisor.rules._util import ancestor_with, compact_json, ms, per_step, rank_rows
 from stepscope.analysis.base import NotApplicable
 from stepscope.model.schema import EventKind
+from stepscope.model.uniq import unique
 
 RULE_ID = "gemm-dims-not-multiple-of-8"
 SCOPE = "rank"
@@ -64,7 +65,7 @@ def detect(ctx: RuleContext) -> list[Finding]:
         return []
     dev = trace.device_of_rank(ctx.rank) if ctx.rank is not None else None
     multiple = ctx.cfg.gemm_align_ampere if dev is not None and (dev.compute_major or 0) >= 8 else ctx.cfg.gemm_align
-    shapes = np.unique(ev["input_dims"][ops[bad]])[:5]
+    shapes = unique(ev["input_dims"][ops[bad]])[:5]
     evidence = {"misaligned_calls": int(bad.sum()), "misaligned_kernel_pct": round(100.0 * bad_ns / total, 2),
                 "misaligned_ms": ms(per_step(ctx, bad_ns)), "align": ctx.cfg.gemm_align,
                 "example_shapes": [compact_json(trace.strings[int(s)]) for s in shapes.tolist()]}

@@ -27,6 +27,7 @@ from stepscope.advisor.rules._util import ancestor_with, ms, per_step, rank_rows
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.tensor_cores import tc_eligible_mask, tc_kernel_mask
 from stepscope.model.schema import EventKind
+from stepscope.model.uniq import unique
 
 RULE_ID = "no-tensor-cores"
 SCOPE = "rank"
@@ -79,7 +80,7 @@ def _top_ops(ctx: RuleContext, ops: np.ndarray, dur: np.ndarray, n: int) -> list
 
 def _input_types(ctx: RuleContext, ops: np.ndarray) -> list[str]:
     """Distinct ``Input type`` texts of the eligible ops (when shapes were recorded), most common first."""
-    ids = ctx.trace.events["input_types"][np.unique(ops)]
+    ids = ctx.trace.events["input_types"][unique(ops)]
     ids = ids[ids >= 0]
     if len(ids) == 0:
         return []

@@ -19,6 +19,7 @@ from stepscope.advisor.finding import Change, Finding
 from stepscope.advisor.rules._util import compact_json, rank_rows
 from stepscope.analysis.base import NotApplicable
 from stepscope.model.schema import EventKind
+from stepscope.model.uniq import unique
 
 RULE_ID = "variable-input-shapes"
 SCOPE = "rank"
@@ -45,7 +46,7 @@ def detect(ctx: RuleContext) -> list[Finding]:
     example = rows[np.flatnonzero(varying)[:1]]
     ex_name = int(ev["name"][example[0]])
     same = rows[(name == ex_name) & varying]
-    shapes = np.unique(ev["input_dims"][same])[:4]
+    shapes = unique(ev["input_dims"][same])[:4]
     evidence = {"varying_calls_pct": round(pct, 1), "steps": nsteps, "example_op": ctx.trace.strings[ex_name],
                 "example_shapes": [compact_json(ctx.trace.strings[int(s)]) for s in shapes.tolist()]}
     return [ctx.finding(RULE_ID, 0.0, "not-estimated", evidence, Change("bucket-by-length", {}))]

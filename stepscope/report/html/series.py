@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.model.trace import Trace
+from stepscope.model.uniq import unique
 from stepscope.report.html.fmt import num
 
 
@@ -48,7 +49,7 @@ def downsample_minmax(x: npt.NDArray[np.float64], y: npt.NDArray[np.float64],
     order = np.lexsort((y, b))  # by bucket, then y: first = min, last = max of each bucket
     first = np.flatnonzero(np.r_[True, b[order][1:] != b[order][:-1]])
     last = np.r_[first[1:] - 1, n - 1]
-    return np.unique(np.concatenate([order[first], order[last]]))
+    return unique(np.concatenate([order[first], order[last]]))
 
 
 def memory_from_trace(trace: Trace, rank: int, max_points: int = 2000) -> list[MemoryCurve]:

@@ -29,6 +29,7 @@ import numpy.typing as npt
 
 from stepscope.model.schema import EventKind, TrackKind
 from stepscope.model.trace import Trace
+from stepscope.model.uniq import unique
 
 #: Drawn kinds, in the order of ``TimelineData.kind`` codes.
 KINDS = ("other", "cpu_op", "annotation", "python", "runtime", "kernel", "memcpy", "memset",
@@ -118,7 +119,7 @@ def _kind_codes(trace: Trace, sel: npt.NDArray[np.intp]) -> npt.NDArray[np.int8]
 def _lanes(trace: Trace, track_ids: npt.NDArray[np.int32]) -> tuple[npt.NDArray[np.int32], list[str], list[bool]]:
     """Lane index per event (CPU threads first, then GPU streams) and each lane's label."""
     tr = trace.tracks
-    uniq = np.unique(track_ids)  # sorted
+    uniq = unique(track_ids)  # sorted
     gpu = tr["kind"][uniq] == int(TrackKind.GPU_STREAM)
     order = np.lexsort((tr["stream"][uniq], tr["tid"][uniq], gpu))
     lane_of_uniq = np.empty(len(uniq), dtype=np.int32)

@@ -1,0 +1,302 @@
+"""The per-field column converters of the Kineto reader (``kineto_values`` / ``kineto_columns``) and
+``events_to_columns`` end to end on a hand-written chunk, every expected value computed by hand."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from stepscope.ingest.kineto_columns import (
+    _dim3,
+    _intern_ids,
+    arg_column,
+    events_to_columns,
+    intern_raw,
+    intern_strings,
+)
+from stepscope.ingest.kineto_decode import FAST_DECODER, ChunkColumns
+from stepscope.ingest.kineto_values import dur_ns_of, floats_of, flow_ids, ints_of
+
+NAN = float("nan")
+
+
+def _ints(values: list[Any]) -> tuple[npt.NDArray[np.int64], list[int]]:
+    """ints_of over ``values``, and how often it read them again (the lenient fallback)."""
+    agains: list[int] = []
+
+    def again() -> list[Any]:
+        agains.append(1)
+        return list(values)
+
+    return ints_of(iter(values), len(values), again), agains
+
+
+def _floats(values: list[Any]) -> tuple[npt.NDArray[np.float64], list[int]]:
+    agains: list[int] = []
+
+    def again() -> list[Any]:
+        agains.append(1)
+        return list(values)
+
+    return floats_of(iter(values), len(values), again), agains
+
+
+# ---- kineto_values -------------------------------------------------------------------------------
+
+def test_ints_of_plain_ints_take_the_fast_path() -> None:
+    got, agains = _ints([5, -1, 0, 2**63 - 1, -(2**63)])
+    assert got.dtype == np.int64
+    assert got.tolist() == [5, -1, 0, 2**63 - 1, -(2**63)]
+    assert agains == []
+
+
+@pytest.mark.parametrize(("values", "expected"), [
+    (["12", 3], [12, 3]),  # integer text is parsed
+    ([1, " 12 ", "abc"], [1, 12, -1]),  # junk text → -1, the other values kept
+    ([7, 2**63, 8], [7, -1, 8]),  # beyond int64 → -1 only for that value
+    ([2**64, -(2**63) - 1], [-1, -1]),
+    (["1.5", 4], [-1, 4]),  # not an integer
+    (["abc"], [-1]),
+])
+def test_ints_of_lenient_values(values: list[Any], expected: list[int]) -> None:
+    got, _ = _ints(values)
+    assert got.dtype == np.int64
+    assert got.tolist() == expected
+
+
+def test_ints_of_reads_again_on_junk() -> None:
+    got, agains = _ints([1, "abc", 3])
+    assert got.tolist() == [1, -1, 3]
+    assert agains == [1]
+
+
+def test_floats_of_fast_path_and_fallback() -> None:
+    got, agains = _floats([1.5, -2.0, 0.0])
+    assert got.tolist() == [1.5, -2.0, 0.0]
+    assert got.dtype == np.float64
+    assert agains == []
+    got, _ = _floats([1.5, "2.25", 3])
+    assert got.tolist() == [1.5, 2.25, 3.0]
+    got, agains = _floats([1.5, "abc", 4.0, None])
+    assert got[[0, 2]].tolist() == [1.5, 4.0]
+    assert np.isnan(got[1]) and np.isnan(got[3])
+    assert agains == [1]
+    got, _ = _floats([NAN, NAN])
+    assert got.shape == (2,) and np.isnan(got).all()
+
+
+def test_dur_ns_of_rounds_and_marks_non_finite() -> None:
+    durs = [2.0, 10.5, 0.0015, 1.0006, 1.0004, 0.25, float("inf"), NAN, float("-inf"), 3]
+    got = dur_ns_of(iter(durs), len(durs))
+    assert got.dtype == np.int64
+    # 0.0015 µs = 1.5 ns → 2; non-finite → -1 µs = -1000 ns
+    assert got.tolist() == [2000, 10500, 2, 1001, 1000, 250, -1000, -1000, -1000, 3000]
+
+
+def test_dur_ns_of_1_0005_us() -> None:
+    """The float 1.0005 is 1.000499999999999944… µs, i.e. just under 1000.5 ns: 1000 ns is its nearest ns."""
+    assert dur_ns_of(iter([1.0005]), 1).tolist() == [1000]
+
+
+def test_dur_ns_of_huge_is_capped_not_wrapped() -> None:
+    got = dur_ns_of(iter([1e20, -1e20]), 2)
+    assert got[0] > 24 * 3600 * 10**9  # far above the 24 h limit, positive (no int64 wrap-around)
+    assert got[1] < 0
+
+
+@pytest.mark.parametrize(("ids", "expected"), [
+    ([None, 5, None, 0], [-1, 5, -1, 0]),
+    ([None, None, None], [-1, -1, -1]),
+    ([3, "7", "abc", 4], [3, -1, -1, 4]),  # text ids → -1
+    ([True, 2, False], [-1, 2, -1]),  # a bool is not an id
+    ([1, 2**63, None, 3], [1, -1, -1, 3]),  # beyond int64: only that id is -1
+    ([2**64, 9], [-1, 9]),
+    ([-5, 2**63 - 1], [-5, 2**63 - 1]),
+    ([], []),
+])
+def test_flow_ids(ids: list[Any], expected: list[int]) -> None:
+    got = flow_ids(ids)
+    assert got.dtype == np.int64
+    assert got.tolist() == expected
+
+
+# ---- kineto_columns helpers ----------------------------------------------------------------------
+
+def test_intern_strings_ids_are_table_positions_in_first_seen_order() -> None:
+    table: dict[str, int] = {}
+    got = intern_strings(["b", None, "a", "b", "c", None, "a"], table)
+    assert got.dtype == np.int32
+    assert got.tolist() == [0, -1, 1, 0, 2, -1, 1]
+    assert table == {"b": 0, "a": 1, "c": 2}
+    assert list(table) == ["b", "a", "c"]
+
+
+def test_intern_strings_extends_an_existing_table() -> None:
+    table = {"x": 0, "a": 1}
+    got = intern_strings(["a", "new", "x", "new", ""], table)
+    assert got.tolist() == [1, 2, 0, 2, 3]
+    assert table == {"x": 0, "a": 1, "new": 2, "": 3}
+    assert intern_strings([None, None], table).tolist() == [-1, -1]
+    assert len(table) == 4  # None adds nothing
+
+
+def test_intern_raw_absent_and_plain() -> None:
+    table = {"pre": 0}
+    vals = [msgspec.Raw(b"[[1, 2]]"), msgspec.Raw(), msgspec.Raw(b"[[1, 2]]"), msgspec.Raw(b'"float"')]
+    got = intern_raw(vals, table)
+    assert got.dtype == np.int32
+    assert got.tolist() == [1, -1, 1, 2]
+    assert table == {"pre": 0, "[[1, 2]]": 1, '"float"': 2}  # text kept as written without compact/unquote
+
+
+def test_intern_raw_compact_merges_formatting() -> None:
+    table: dict[str, int] = {}
+    vals = [msgspec.Raw(b"[[1, 2], []]"), msgspec.Raw(b"[[1,2],[]]"), msgspec.Raw(b"[ [1,\n 2] , [ ] ]"),
+            msgspec.Raw(), msgspec.Raw(b"[[3]]")]
+    got = intern_raw(vals, table, compact=True)
+    assert got.tolist() == [0, 0, 0, -1, 1]
+    assert table == {"[[1,2],[]]": 0, "[[3]]": 1}
+
+
+def test_intern_raw_unquote() -> None:
+    table: dict[str, int] = {}
+    vals = [msgspec.Raw(b'"[0, 1]"'), msgspec.Raw(b"[0, 1]"), msgspec.Raw(b'"a\\"b"'), msgspec.Raw(b"[2]")]
+    got = intern_raw(vals, table, unquote=True)
+    # the JSON string "[0, 1]" and the list [0, 1] have the same text once unquoted
+    assert got.tolist() == [0, 0, 1, 2]
+    assert table == {"[0, 1]": 0, 'a"b': 1, "[2]": 2}
+
+
+def test_dim3() -> None:
+    got = _dim3([[4, 2, 1], None, [1, 2], "1,2,3", [1, 2, 3, 4], [], [128, 1, 1]])
+    assert got.dtype == np.int64
+    assert got.tolist() == [[4, 2, 1], [0, 0, 0], [0, 0, 0], [0, 0, 0], [0, 0, 0], [0, 0, 0], [128, 1, 1]]
+    assert _dim3([None, None]).tolist() == [[0, 0, 0], [0, 0, 0]]
+    assert _dim3([]).shape == (0, 3)
+
+
+def test_dim3_int_beyond_int64_only_zeroes_its_row() -> None:
+    got = _dim3([[1, 2, 3], [2**63, 1, 1], None, [7, 8, 9], [1, 10**25, 1]])
+    assert got.tolist() == [[1, 2, 3], [0, 0, 0], [0, 0, 0], [7, 8, 9], [0, 0, 0]]
+
+
+def test_intern_ids_by_text() -> None:
+    table = {"X": 0}
+    got = _intern_ids([7, "7", 8, "stream 7", 7, 0], table)
+    assert got.dtype == np.int32
+    assert got.tolist() == [1, 1, 2, 3, 1, 4]
+    assert table == {"X": 0, "7": 1, "8": 2, "stream 7": 3, "0": 4}
+
+
+# ---- events_to_columns end to end ----------------------------------------------------------------
+
+CHUNK = b"""[
+ {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 7, "tid": "7", "ts": 100, "dur": 10.5,
+  "args": {"External id": 11, "Input Dims": [[2, 3], [3, 4]], "Call stack": "a.py(1): f", "Ignored": 1}},
+ {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 7, "tid": 7, "ts": 120.25, "dur": 2,
+  "args": {"External id": "12", "Input Dims": [[2,3],[3,4]], "Sequence number": 5}},
+ {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": "stream 7", "ts": 130, "dur": 5,
+  "args": {"External id": 11, "correlation": 99, "grid": [4, 2, 1], "block": [128, 1, 1], "stream": 7}},
+ {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 7, "tid": 7, "ts": 140, "s": "t",
+  "args": {"Bytes": 4096, "Total Allocated": 8192, "Device Id": 0}},
+ {"ph": "f", "cat": "ac2g", "name": "ac2g", "pid": 7, "tid": 7, "ts": 141, "id": 99, "bp": "e"},
+ {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 7, "tid": 7, "ts": 90, "dur": 60},
+ {"ph": "X", "cat": "cpu_op", "name": "aten::old", "pid": 7, "tid": 7, "ts": 95, "dur": 1,
+  "args": {"external id": 13, "Input dims": [[5]]}}
+]"""
+N = 7
+
+
+@pytest.fixture(scope="module")
+def chunk() -> ChunkColumns:
+    dropped = [("event-wrong-type", "example")]
+    out = events_to_columns(FAST_DECODER.decode(CHUNK), dropped)
+    assert out.dropped is dropped
+    return out
+
+
+def _texts(c: ChunkColumns, ids: npt.NDArray[Any]) -> list[str | None]:
+    return [c.strings[i] if i >= 0 else None for i in ids.tolist()]
+
+
+def _arg(c: ChunkColumns, name: str) -> list[Any]:
+    col = arg_column(c.cols, name, c.n)
+    assert len(col) == N
+    return col.tolist()
+
+
+def test_events_to_columns_event_fields(chunk: ChunkColumns) -> None:
+    c = chunk
+    assert c.n == N
+    assert c.cols["ts_ns"].dtype == np.int64
+    assert c.cols["ts_ns"].tolist() == [100_000, 120_250, 130_000, 140_000, 141_000, 90_000, 95_000]
+    assert c.cols["ts_ok"].tolist() == [True] * N
+    assert c.cols["dur_ns"].dtype == np.int64
+    assert c.cols["dur_ns"].tolist() == [10_500, 2_000, 5_000, -1000, -1000, 60_000, 1_000]  # no dur → -1 µs
+    assert _texts(c, c.cols["name"]) == ["aten::mm", "aten::add", "gemm", "[memory]", "ac2g", "ProfilerStep#1",
+                                         "aten::old"]
+    assert _texts(c, c.cols["ph"]) == ["X", "X", "X", "i", "f", "X", "X"]
+    assert _texts(c, c.cols["cat"]) == ["cpu_op", "cpu_op", "kernel", "cpu_instant_event", "ac2g",
+                                        "user_annotation", "cpu_op"]
+    assert c.cols["flow_id"].tolist() == [-1, -1, -1, -1, 99, -1, -1]
+
+
+def test_events_to_columns_pid_tid_by_text(chunk: ChunkColumns) -> None:
+    c = chunk
+    assert _texts(c, c.cols["pid"]) == ["7", "7", "0", "7", "7", "7", "7"]
+    assert _texts(c, c.cols["tid"]) == ["7", "7", "stream 7", "7", "7", "7", "7"]
+    # pid 7, tid "7" and tid 7 are one string
+    assert c.cols["pid"][0] == c.cols["tid"][0] == c.cols["tid"][1]
+    assert len(set(c.strings)) == len(c.strings)  # each string once in the chunk's table
+
+
+def test_events_to_columns_op_and_kernel_args(chunk: ChunkColumns) -> None:
+    c = chunk
+    assert _arg(c, "ext_id") == [11, 12, 11, -1, -1, -1, 13]  # "12" parsed; old "external id" used when new absent
+    assert "ext_id_old" not in c.cols
+    assert _arg(c, "corr") == [-1, -1, 99, -1, -1, -1, -1]
+    assert _arg(c, "seq") == [-1, 5, -1, -1, -1, -1, -1]
+    assert _arg(c, "stream") == [-1, -1, 7, -1, -1, -1, -1]
+    assert [_arg(c, f"grid_{a}")[2] for a in "xyz"] == [4, 2, 1]
+    assert [_arg(c, f"block_{a}")[2] for a in "xyz"] == [128, 1, 1]
+    for axis in "xyz":
+        for dim in ("grid", "block"):
+            col = _arg(c, f"{dim}_{axis}")
+            assert col[:2] + col[3:] == [0] * (N - 1), (dim, axis)
+    assert _texts(c, arg_column(c.cols, "call_stack", N)) == ["a.py(1): f", None, None, None, None, None, None]
+    dims = "[[2,3],[3,4]]"  # both spellings, compacted to one text
+    assert _texts(c, arg_column(c.cols, "input_dims", N)) == [dims, dims, None, None, None, None, "[[5]]"]
+    assert "input_dims_old" not in c.cols
+    occ = arg_column(c.cols, "occupancy_pct", N)
+    assert occ.dtype == np.float64 and np.isnan(occ).all()
+
+
+def test_events_to_columns_memory_args(chunk: ChunkColumns) -> None:
+    c = chunk
+    assert _arg(c, "mem_bytes") == [0, 0, 0, 4096, 0, 0, 0]
+    assert _arg(c, "total_allocated") == [-1, -1, -1, 8192, -1, -1, -1]
+    assert _arg(c, "mem_device") == [-1, -1, -1, 0, -1, -1, -1]
+    assert _arg(c, "total_reserved") == [-1] * N  # absent everywhere
+
+
+def test_events_to_columns_empty() -> None:
+    out = events_to_columns([], [])
+    assert out.n == 0
+    assert out.cols == {}
+    assert out.strings == []
+
+
+def test_events_to_columns_huge_ids_and_text_numbers() -> None:
+    body = (b'[{"ph": "X", "cat": "kernel", "name": "k", "pid": 1, "tid": 2, "ts": 1, "dur": 1, "id": 1'
+            + b"0" * 19 + b', "args": {"correlation": "42", "grid": [1' + b"0" * 19 + b', 1, 1], "block": [2, 2, 2]}},'
+            b' {"ph": "X", "cat": "kernel", "name": "k", "pid": 1, "tid": 2, "ts": 2, "dur": 1, "id": 5,'
+            b' "args": {"correlation": 1' + b"0" * 19 + b', "grid": [3, 3, 3], "block": [4, 4, 4]}}]')
+    c = events_to_columns(FAST_DECODER.decode(body), [])
+    assert c.cols["flow_id"].tolist() == [-1, 5]  # 10**19 > int64: only that id absent
+    assert arg_column(c.cols, "corr", 2).tolist() == [42, -1]
+    assert [arg_column(c.cols, f"grid_{a}", 2).tolist() for a in "xyz"] == [[0, 3], [0, 3], [0, 3]]
+    assert [arg_column(c.cols, f"block_{a}", 2).tolist() for a in "xyz"] == [[2, 4], [2, 4], [2, 4]]

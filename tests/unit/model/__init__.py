@@ -1,0 +1,1 @@
+"""Model tests: the column helpers under the trace tables."""

@@ -1,0 +1,36 @@
+"""``unique``: the same answer as ``np.unique`` for every dtype, by sorting for integer columns."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from stepscope.model.uniq import unique
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint16, np.uint64])
+def test_integer_columns_match_numpy(dtype: type[np.generic]) -> None:
+    values = np.array([5, 3, 5, 0, 9, 3, 3, 1], dtype=dtype)
+    got = unique(values)
+    assert got.tolist() == [0, 1, 3, 5, 9]
+    assert got.dtype == np.dtype(dtype)
+
+
+def test_high_cardinality_keys_match_numpy() -> None:
+    rng = np.random.default_rng(7)
+    keys = (rng.integers(0, 1 << 20, 200_000).astype(np.int64) << 32) | rng.integers(0, 4, 200_000)
+    assert np.array_equal(unique(keys), np.unique(keys))
+
+
+def test_edges_bool_empty_single_and_2d() -> None:
+    assert unique(np.array([True, False, True])).tolist() == [False, True]
+    assert unique(np.zeros(0, np.int64)).tolist() == []
+    assert unique(np.array([4])).tolist() == [4]
+    assert unique(np.array([[3, 1], [1, 2]])).tolist() == [1, 2, 3]  # flattened, as np.unique does
+    assert unique([2, 2, -1]).tolist() == [-1, 2]
+
+
+def test_floats_and_strings_keep_numpy_rules() -> None:
+    got = unique(np.array([1.5, np.nan, 0.5, np.nan, 1.5]))
+    assert got[:2].tolist() == [0.5, 1.5] and len(got) == 3 and np.isnan(got[2])  # one NaN, last
+    assert unique(np.array(["b", "a", "b"])).tolist() == ["a", "b"]

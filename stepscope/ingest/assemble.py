@@ -30,22 +30,35 @@ Cols = dict[str, npt.NDArray[Any]]
 
 
 class Lut:
-    """A per-string-id lookup table that only computes entries for strings added since last use."""
+    """A per-string-id lookup table that only computes entries for strings added since last use.
+
+    Values are also remembered by string, so the many small pools of one ingest (one per chunk, in
+    the decoding processes) classify each distinct string once."""
 
     def __init__(self, fn: Callable[[str], int], dtype: type[np.generic] = np.int32, missing: int = 0) -> None:
         self.fn, self.dtype, self.missing = fn, dtype, missing
         self.values: list[int] = []
         self.pool: StringPool | None = None
+        self.memo: dict[str, int] = {}
 
     def get(self, pool: StringPool) -> npt.NDArray[np.generic]:
-        if pool is not self.pool:  # a new trace: start over
+        if pool is not self.pool:  # another pool: start over
             self.pool, self.values = pool, []
         strings = pool.strings
         if len(self.values) < len(strings):
-            self.values.extend(self.fn(s) for s in strings[len(self.values):])
+            self.values.extend(map(self._value, strings[len(self.values):]))
         return np.array([*self.values, self.missing], dtype=self.dtype)
 
+    def _value(self, s: str) -> int:
+        v = self.memo.get(s)
+        if v is None:
+            if len(self.memo) > MEMO_LIMIT:
+                self.memo.clear()
+            v = self.memo[s] = self.fn(s)
+        return v
 
+
+MEMO_LIMIT = 1 << 18  # distinct strings remembered per lookup table (bounded memory on odd traces)
 PHASE = Lut(phase_code)
 KIND = Lut(kind_of_category, np.int8)
 COPY_KIND = Lut(memcpy_kind, np.int8)

@@ -30,7 +30,30 @@ STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
 
 def sort_order(ev: Table) -> I64:
     """Row order by (track, ts, longer first): a parent always precedes its children."""
-    return np.lexsort((-ev["dur_ns"], ev["ts_ns"], ev["track"])).astype(np.int64)
+    ts, track = ev["ts_ns"], ev["track"]
+    key = _track_time_key(track, ts)
+    if key is None:
+        return np.lexsort((-ev["dur_ns"], ts, track)).astype(np.int64)
+    order = np.argsort(key, kind="stable")  # timsort: rows arrive as long time-ordered runs
+    ks = key[order]
+    tie = np.flatnonzero(ks[1:] == ks[:-1])
+    if len(tie):  # events starting together on a track: the longer (the parent) first
+        pos = unique(np.concatenate([tie, tie + 1]))
+        sub = order[pos]
+        order[pos] = sub[np.lexsort((-ev["dur_ns"][sub], key[sub]))]
+    return order.astype(np.int64)
+
+
+def _track_time_key(track: npt.NDArray[np.int32], ts: I64) -> I64 | None:
+    """(track, ts) packed in one int64 that sorts the same way, or None when they do not fit."""
+    if len(ts) == 0 or int(track.min()) < 0:
+        return None
+    lo = int(ts.min())
+    time_bits = max(1, (int(ts.max()) - lo).bit_length())
+    if time_bits + max(1, int(track.max()).bit_length()) > 62:
+        return None
+    key: I64 = (track.astype(np.int64) << time_bits) | (ts - lo)
+    return key
 
 
 def nest(ev: Table, diags: DiagnosticsBuilder) -> tuple[I32, npt.NDArray[np.int16], I64]:

@@ -1,0 +1,53 @@
+"""``derive.sort_order``: rows by (track, ts, longer first), packed-key fast path and fallback alike."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from stepscope.model import derive
+from stepscope.model.schema import EVENT_COLUMNS
+from stepscope.model.table import Table
+
+
+def _events(track: list[int], ts: list[int], dur: list[int]) -> Table:
+    return Table(EVENT_COLUMNS, {"track": np.array(track, np.int32), "ts_ns": np.array(ts, np.int64),
+                                 "dur_ns": np.array(dur, np.int64)})
+
+
+def _reference(ev: Table) -> list[int]:
+    rows = range(len(ev))
+    return sorted(rows, key=lambda i: (int(ev["track"][i]), int(ev["ts_ns"][i]), -int(ev["dur_ns"][i]), i))
+
+
+def test_ties_put_the_longer_event_first_and_keep_row_order_otherwise() -> None:
+    # track 1: three events start at 100 (durations 5, 50, 5), one at 90; track 0: two at 100 (10, 20)
+    ev = _events([1, 1, 0, 1, 0, 1], [100, 100, 100, 100, 100, 90], [5, 50, 10, 5, 20, 1])
+    assert derive.sort_order(ev).tolist() == [4, 2, 5, 1, 0, 3]
+    assert derive.sort_order(ev).tolist() == _reference(ev)
+
+
+def test_times_too_far_apart_to_pack_use_the_general_sort() -> None:
+    ev = _events([2, 0, 2, 0], [1 << 62, 5, 7, 5], [1, 3, 1, 9])
+    assert derive._track_time_key(ev["track"], ev["ts_ns"]) is None
+    assert derive.sort_order(ev).tolist() == [3, 1, 2, 0]
+
+
+def test_negative_track_uses_the_general_sort() -> None:
+    ev = _events([-1, 0, -1], [3, 1, 2], [1, 1, 1])
+    assert derive._track_time_key(ev["track"], ev["ts_ns"]) is None
+    assert derive.sort_order(ev).tolist() == [2, 0, 1]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_random_tables_match_a_plain_python_sort(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = 400
+    ev = _events(rng.integers(0, 5, n).tolist(), (rng.integers(0, 30, n) * 1000 + 1_700_000_000_000_000_000).tolist(),
+                 rng.integers(0, 4, n).tolist())
+    assert derive._track_time_key(ev["track"], ev["ts_ns"]) is not None
+    assert derive.sort_order(ev).tolist() == _reference(ev)
+
+
+def test_empty_table() -> None:
+    assert derive.sort_order(_events([], [], [])).tolist() == []

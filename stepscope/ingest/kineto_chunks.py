@@ -188,11 +188,34 @@ def _job_bytes(job: ChunkJob) -> bytearray:
         buf[1:] = job.data
         return buf
     n = job.end - job.start
-    buf = bytearray(n + 1)
+    buf = _read_buffer(n + 1)
     with open(job.path, "rb") as fh:
         fh.seek(job.start)
         got = fh.readinto(memoryview(buf)[1:])
     del buf[got + 1 :]
+    return buf
+
+
+_spare: list[bytearray] = []  # this process's read buffer, reused chunk after chunk
+
+
+def _read_buffer(size: int) -> bytearray:
+    """A bytearray of ``size`` bytes, reusing the previous chunk's memory when it is free again:
+    chunks are alike in size, so resizing stays within the allocation and no page is touched anew."""
+    if _spare:
+        buf = _spare[0]
+        try:
+            buf.append(0)  # a resize: raises while anything still views the previous chunk's bytes
+        except BufferError:  # still referenced by the previous chunk's decoded values: leave it
+            pass
+        else:
+            if len(buf) > size:
+                del buf[size:]
+            else:
+                buf.extend(bytes(size - len(buf)))
+            return buf
+    buf = bytearray(size)
+    _spare[:] = [buf]
     return buf
 
 

@@ -14,7 +14,7 @@ from stepscope.ingest.assemble import FileTables, finish_file
 from stepscope.ingest.kineto import FileBatch
 from stepscope.model import derive
 from stepscope.model.diagnostics import DiagnosticsBuilder
-from stepscope.model.parallel import concat_columns
+from stepscope.model.parallel import concat_columns, run_both
 from stepscope.model.schema import (
     COUNTER_COLUMNS,
     EVENT_COLUMNS,
@@ -178,13 +178,16 @@ def build_trace(batches: list[tuple[FileBatch, int, str]], pool: StringPool, dia
 def _link(ev: Table, tracks: Table, tables: list[FileTables], pool: StringPool, diags: DiagnosticsBuilder,
           ranks: tuple[RankInfo, ...], source: str) -> Trace:
     ev = ev.take(derive.sort_order(ev))
-    parent, depth, self_ns = derive.nest(ev, diags)
-    launch = derive.link_launches(ev, diags)
+
+    def launches_and_steps() -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], Table]:
+        launch = derive.link_launches(ev, diags)
+        return (launch, *derive.assign_steps(ev, derive.find_steps(ev, pool), launch))
+
+    # nesting and launch/step links do not depend on each other: derived side by side
+    (parent, depth, self_ns), (launch, step_of, steps) = run_both(lambda: derive.nest(ev, diags),
+                                                                  launches_and_steps, len(ev))
     op = derive.link_ops(ev, parent, launch)
-    ev = ev.with_columns(parent=parent, depth=depth, self_ns=self_ns, launch=launch, op=op)
-    steps = derive.find_steps(ev, pool)
-    step_of, steps = derive.assign_steps(ev, steps, launch)
-    ev = ev.with_columns(step=step_of)
+    ev = ev.with_columns(parent=parent, depth=depth, self_ns=self_ns, launch=launch, op=op, step=step_of)
     mem = _table(MEMORY_COLUMNS, [t.memory for t in tables])
     if len(mem):
         mem = mem.with_columns(op=derive.innermost_host_event(ev, parent, mem["track"], mem["ts_ns"]))

@@ -153,3 +153,27 @@ def test_threads_used_only_above_the_threshold(monkeypatch: pytest.MonkeyPatch) 
     assert seen == [threading.current_thread().name] * 2
     assert parallel._pool is not None
     parallel._pool.shutdown(wait=True)
+
+
+def test_run_both_returns_both_results_in_order(mode: str) -> None:
+    ran_on: dict[str, str] = {}
+
+    def first() -> int:
+        ran_on["first"] = threading.current_thread().name
+        return 1
+
+    def second() -> str:
+        ran_on["second"] = threading.current_thread().name
+        return "two"
+
+    assert parallel.run_both(first, second, rows=10) == (1, "two")
+    assert ran_on["first"] == threading.current_thread().name  # the first always runs here
+    assert ran_on["second"].startswith(POOL_PREFIX) == (mode == "threads")
+
+
+def test_run_both_raises_the_second_ones_error(mode: str) -> None:
+    def boom() -> None:
+        raise ValueError("bad link")
+
+    with pytest.raises(ValueError, match="bad link"):
+        parallel.run_both(lambda: 1, boom, rows=10)

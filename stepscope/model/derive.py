@@ -52,7 +52,10 @@ def _track_time_key(track: npt.NDArray[np.int32], ts: I64) -> I64 | None:
     time_bits = max(1, (int(ts.max()) - lo).bit_length())
     if time_bits + max(1, int(track.max()).bit_length()) > 62:
         return None
-    key: I64 = (track.astype(np.int64) << time_bits) | (ts - lo)
+    key: I64 = track.astype(np.int64)  # one new array, then in place: (track << bits) + (ts - lo)
+    np.left_shift(key, time_bits, out=key)
+    np.subtract(key, lo, out=key)
+    np.add(key, ts, out=key)
     return key
 
 

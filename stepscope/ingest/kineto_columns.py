@@ -16,13 +16,14 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.ingest.jsonscan import scan_events
-from stepscope.ingest.kineto_decode import ChunkColumns
+from stepscope.ingest.kineto_decode import ChunkColumns, RawArgs
 from stepscope.ingest.kineto_values import dur_ns_of, floats_of, flow_ids, ints_of, ts_to_ns
 from stepscope.ingest.normalize import kind_of_category
 from stepscope.model.schema import EventKind
 
 I64 = npt.NDArray[np.int64]
 _NOGRID = (0, 0, 0)
+_NO_RAW = RawArgs().input_dims  # the one default object of every absent raw arg
 
 
 def intern_strings(values: Sequence[Any], table: dict[str, int]) -> npt.NDArray[np.int32]:
@@ -52,6 +53,8 @@ def intern_raw(values: Sequence[Any], table: dict[str, int], compact: bool = Fal
 
     ``compact`` drops all whitespace (for number-only values such as shapes), so equal shapes get
     one id however the file was formatted. An absent value (empty raw) → -1."""
+    if values.count(_NO_RAW) == len(values):  # the key never occurs (identity compare, in C)
+        return np.full(len(values), -1, np.int32)
     raw = list(map(bytes, values))
     local: dict[bytes, Any] = dict.fromkeys(raw)
     for b in local:
@@ -182,6 +185,12 @@ def _dim3(col: list[Any]) -> I64:
     """(x, y, z) launch dimensions; anything but a list of three integers reads as (0, 0, 0)."""
     if col.count(None) == len(col):
         return np.zeros((len(col), 3), np.int64)
+    try:  # the common case, absent or three integers, with the least Python per event
+        fast = np.array([x or _NOGRID for x in col], np.int64)
+        if fast.shape == (len(col), 3):
+            return fast
+    except (ValueError, TypeError, OverflowError):
+        pass
     try:
         return np.array([x if type(x) is list and len(x) == 3 else _NOGRID for x in col], np.int64)
     except OverflowError:  # an integer beyond int64

@@ -203,19 +203,34 @@ _COMM_NAME = re.compile(r"record_param_comms|nccl|^c10d|^gloo|hccl|rccl|allreduc
                         re.IGNORECASE)
 
 
-def _per_id(ids: npt.NDArray[np.int32], strings: list[str], fn: Any, dtype: Any) -> npt.NDArray[Any]:
-    """``fn`` of the string behind each id, evaluated once per distinct id that occurs (-1 → 0)."""
-    uniq, inv = np.unique(ids, return_inverse=True)
-    vals = np.array([fn(strings[i]) if i >= 0 else 0 for i in uniq.tolist()], dtype)
-    out: npt.NDArray[Any] = vals[inv]
-    return out
+_KIND_MEMO: dict[str, int] = {}
+_COMM_MEMO: dict[str, int] = {}
+
+
+def _string_lut(strings: list[str], fn: Any, dtype: Any, memo: dict[str, int]) -> npt.NDArray[Any]:
+    """``fn`` of every local string as a lookup table by id (id -1 → 0); values are remembered by
+    string across the chunks this process decodes, so each distinct string is classified once."""
+    if len(memo) > 1 << 18:  # bounded memory on traces with endless distinct strings
+        memo.clear()
+
+    def value(s: str) -> int:
+        v = memo.get(s)
+        if v is None:
+            v = memo[s] = int(fn(s))
+        return v
+
+    return np.array([*map(value, strings), 0], dtype)
+
+
+def _is_comm_name(name: str) -> int:
+    return int(bool(_COMM_NAME.search(name)))
 
 
 def event_groups(ph: npt.NDArray[np.int32], cat: npt.NDArray[np.int32], name: npt.NDArray[np.int32],
                  strings: list[str]) -> dict[str, npt.NDArray[np.int64]]:
     """Row indices of each args group, decided once per unique category / name string."""
-    kind = _per_id(cat, strings, kind_of_category, np.int8)
-    is_comm_name = _per_id(name, strings, lambda s: int(bool(_COMM_NAME.search(s))), np.int8).astype(bool)
+    kind = _string_lut(strings, kind_of_category, np.int8, _KIND_MEMO)[cat]
+    is_comm_name = _string_lut(strings, _is_comm_name, np.bool_, _COMM_MEMO)[name]
     mem_id = strings.index("[memory]") if "[memory]" in strings else -2
     x = ph == ord("X")
     gpu = x & np.isin(kind, [EventKind.KERNEL, EventKind.MEMCPY, EventKind.MEMSET])

@@ -38,8 +38,11 @@ class StringPool:
         return sid
 
     def intern_many(self, strings: Sequence[str]) -> npt.NDArray[np.int32]:
-        """Ids of many strings at once (new ones are added)."""
-        return np.fromiter((self.intern(s) for s in strings), dtype=np.int32, count=len(strings))
+        """Ids of many strings at once (new ones are added); known strings are looked up in C."""
+        found = list(map(self._ids.get, strings))
+        if None in found:
+            found = [sid if sid is not None else self.intern(s) for s, sid in zip(strings, found)]
+        return np.array(found, dtype=np.int32) if found else np.zeros(0, np.int32)
 
     def id_map(self, strings: Sequence[str]) -> npt.NDArray[np.int32]:
         """Translate ids of another pool holding ``strings`` into this one (new strings are added):

@@ -1,0 +1,20 @@
+"""``StringPool.intern_many`` / ``id_map``: known strings keep their ids, new ones are added once, in order."""
+
+from __future__ import annotations
+
+from stepscope.model.strings import StringPool
+
+
+def test_intern_many_adds_new_strings_once_in_first_seen_order() -> None:
+    pool = StringPool(["a", "b"])
+    assert pool.intern_many(["b", "c", "a", "c", "d"]).tolist() == [1, 2, 0, 2, 3]
+    assert pool.strings == ["a", "b", "c", "d"]
+    assert pool.intern_many([]).tolist() == []
+
+
+def test_id_map_translates_another_pools_ids_and_keeps_minus_one() -> None:
+    pool = StringPool(["x"])
+    other = StringPool(["y", "x", "z"])
+    ids = pool.id_map(other.strings)
+    assert ids.tolist() == [1, 0, 2, -1]
+    assert [pool[i] for i in ids[[0, 1, 2]].tolist()] == ["y", "x", "z"]

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.ingest.kineto_columns import arg_column
-from stepscope.ingest.normalize import kind_of_category, memcpy_kind, memcpy_pageable, phase_code
+from stepscope.ingest.normalize import kind_of_category, memcpy_kind, memcpy_pageable
 from stepscope.model.diagnostics import DiagnosticsBuilder
 from stepscope.model.parallel import concat_columns
 from stepscope.model.schema import EVENT_COLUMNS, GPU_KINDS, HOST_KINDS, EventKind, TrackKind
@@ -59,7 +59,6 @@ class Lut:
 
 
 MEMO_LIMIT = 1 << 18  # distinct strings remembered per lookup table (bounded memory on odd traces)
-PHASE = Lut(phase_code)
 KIND = Lut(kind_of_category, np.int8)
 COPY_KIND = Lut(memcpy_kind, np.int8)
 PAGEABLE = Lut(memcpy_pageable, np.int8, -1)
@@ -75,13 +74,14 @@ class FileTables:
     thread_names: dict[tuple[int, int], int]
 
 
-def _ph(cols: Cols, pool: StringPool) -> npt.NDArray[np.int32]:
-    return PHASE.get(pool)[cols["ph"]].astype(np.int32)
+def _ph(cols: Cols) -> npt.NDArray[np.int32]:
+    """The phase letter's code of each row (decoded as such, see ``kineto_columns.phase_codes``)."""
+    return cols["ph"].astype(np.int32, copy=False)
 
 
 def split_chunk(cols: Cols, pool: StringPool, diags: DiagnosticsBuilder) -> FileTables:
     """One decoded chunk → compact tables; rows carry ``_key`` (pid, tid) until the file's tracks exist."""
-    ph = _ph(cols, pool)
+    ph = _ph(cols)
     ok = cols["ts_ok"]
     _count(diags, ~ok & (ph != ord("M")), "event-missing-ts", "error", "an event without a usable ts was dropped")
     mem_name = pool.find("[memory]")
@@ -153,7 +153,7 @@ def _events(cols: Cols, sel: npt.NDArray[np.bool_], key: npt.NDArray[np.int64], 
     out = {k: _narrow(k, v, diags) for k, v in out.items()}
     out["_key"] = key[sel]
     kind = KIND.get(pool)[out["cat"]]
-    ph = _ph(cols, pool)[sel]
+    ph = _ph(cols)[sel]
     kind = np.where((ph != ord("X")) & (kind == 0), np.int8(EventKind.INSTANT), kind)
     out["kind"] = kind
     dur = out["dur_ns"]

@@ -266,7 +266,7 @@ def decode_chunk(job: ChunkJob) -> ChunkResult:
         if paused:
             gc.enable()
     cols = res.columns.cols
-    if res.columns.n and "ctr_ts_ns" not in cols and _has_unread_counters(cols, res.columns.strings):
+    if res.columns.n and "ctr_ts_ns" not in cols and _has_unread_counters(cols):
         add_counter_series(cols, res.columns.strings, _job_bytes(job))
     return _split(res)
 
@@ -284,11 +284,9 @@ def _split(res: ChunkResult) -> ChunkResult:
     return res
 
 
-def _has_unread_counters(cols: dict[str, Any], strings: list[str]) -> bool:
+def _has_unread_counters(cols: dict[str, Any]) -> bool:
     """Counter samples whose args had no "value" key: their series need the generic pass."""
-    if "C" not in strings:
-        return False
-    is_counter = cols["ph"] == strings.index("C")
+    is_counter = cols["ph"] == ord("C")
     value = cols.get("value")
     return bool(is_counter.any()) and (value is None or bool(np.isnan(value[is_counter]).any()))
 

@@ -18,7 +18,7 @@ import numpy.typing as npt
 from stepscope.ingest.jsonscan import scan_events
 from stepscope.ingest.kineto_decode import ChunkColumns, RawArgs
 from stepscope.ingest.kineto_values import dur_ns_of, floats_of, flow_ids, ints_of, ts_to_ns
-from stepscope.ingest.normalize import kind_of_category
+from stepscope.ingest.normalize import kind_of_category, phase_code
 from stepscope.model.schema import EventKind
 
 I64 = npt.NDArray[np.int64]
@@ -258,7 +258,7 @@ def events_to_columns(evs: list[Any], dropped: list[tuple[str, str]]) -> ChunkCo
 
     ts_ns, ts_ok, frac_max = ts_to_ns(field("ts"))
     cols: dict[str, npt.NDArray[Any]] = {
-        "ph": intern_strings(field("ph"), table), "cat": intern_strings(field("cat"), table),
+        "ph": phase_codes(field("ph")), "cat": intern_strings(field("cat"), table),
         "name": intern_strings(field("name"), table),
         "pid": _intern_ids(field("pid"), table), "tid": _intern_ids(field("tid"), table),
         "ts_ns": ts_ns, "ts_ok": ts_ok,
@@ -266,10 +266,20 @@ def events_to_columns(evs: list[Any], dropped: list[tuple[str, str]]) -> ChunkCo
         "flow_id": flow_ids(field("id")),
     }
     strings = _ordered(table)
-    ph_code = np.array([ord(s[0]) if s else 0 for s in strings] + [0], np.int32)[cols["ph"]]
-    groups = event_groups(ph_code, cols["cat"], cols["name"], strings)
+    groups = event_groups(cols["ph"], cols["cat"], cols["name"], strings)
     cols.update(args_columns(field("args"), groups, table))
     return ChunkColumns(n, cols, _ordered(table), dropped, frac_max)
+
+
+def phase_codes(phases: list[Any]) -> npt.NDArray[np.int32]:
+    """Each event's phase as the code of its letter ("X" → 88; empty → 0), in C when every phase
+    is one character, as Kineto writes them; otherwise once per distinct phase text."""
+    try:
+        return np.fromiter(map(ord, phases), np.int32, len(phases))
+    except TypeError:
+        local: dict[str, int] = {}
+        ids = intern_strings(phases, local)
+        return np.array([*map(phase_code, local), 0], np.int32)[ids]
 
 
 def _intern_ids(values: list[Any], table: dict[str, int]) -> npt.NDArray[np.int32]:

@@ -133,7 +133,8 @@ EVENT_FIELDS = RawEvent.__struct_fields__
 
 @dataclass
 class ChunkColumns:
-    """Columns of one decoded chunk; string columns are local ids into ``strings``."""
+    """Columns of one decoded chunk: ``ph`` holds the phase letter's code, string columns (cat, name,
+    pid, tid, args text) local ids into ``strings``."""
 
     n: int
     cols: dict[str, npt.NDArray[Any]]

@@ -17,6 +17,7 @@ from stepscope.ingest.kineto_columns import (
     events_to_columns,
     intern_raw,
     intern_strings,
+    phase_codes,
 )
 from stepscope.ingest.kineto_decode import FAST_DECODER, ChunkColumns
 from stepscope.ingest.kineto_values import dur_ns_of, floats_of, flow_ids, ints_of
@@ -239,7 +240,7 @@ def test_events_to_columns_event_fields(chunk: ChunkColumns) -> None:
     assert c.cols["dur_ns"].tolist() == [10_500, 2_000, 5_000, -1000, -1000, 60_000, 1_000]  # no dur → -1 µs
     assert _texts(c, c.cols["name"]) == ["aten::mm", "aten::add", "gemm", "[memory]", "ac2g", "ProfilerStep#1",
                                          "aten::old"]
-    assert _texts(c, c.cols["ph"]) == ["X", "X", "X", "i", "f", "X", "X"]
+    assert [chr(code) for code in c.cols["ph"].tolist()] == ["X", "X", "X", "i", "f", "X", "X"]
     assert _texts(c, c.cols["cat"]) == ["cpu_op", "cpu_op", "kernel", "cpu_instant_event", "ac2g",
                                         "user_annotation", "cpu_op"]
     assert c.cols["flow_id"].tolist() == [-1, -1, -1, -1, 99, -1, -1]
@@ -300,3 +301,9 @@ def test_events_to_columns_huge_ids_and_text_numbers() -> None:
     assert arg_column(c.cols, "corr", 2).tolist() == [42, -1]
     assert [arg_column(c.cols, f"grid_{a}", 2).tolist() for a in "xyz"] == [[0, 3], [0, 3], [0, 3]]
     assert [arg_column(c.cols, f"block_{a}", 2).tolist() for a in "xyz"] == [[2, 4], [2, 4], [2, 4]]
+
+
+def test_phase_codes_fast_and_odd_phases() -> None:
+    assert phase_codes(["X", "i", "C"]).tolist() == [88, 105, 67]
+    # an empty or multi-letter phase (not Kineto's own) goes through the per-distinct-text path
+    assert phase_codes(["X", "", "XY", "X"]).tolist() == [88, 0, 88, 88]

@@ -18,7 +18,7 @@ Column = npt.NDArray[Any]
 class Table:
     """Struct of arrays. Columns are read with ``table["ts_ns"]``; rows are never objects."""
 
-    __slots__ = ("_cols", "_n", "schema")
+    __slots__ = ("_cols", "_filled", "_n", "schema")
 
     def __init__(self, schema: Schema, cols: Mapping[str, npt.ArrayLike], n: int | None = None) -> None:
         self.schema = schema
@@ -26,6 +26,7 @@ class Table:
             n = len(next(iter(cols.values()))) if cols else 0  # type: ignore[arg-type]
         self._n = int(n)
         out: dict[str, Column] = {}
+        filled: list[str] = []
         for name, (dtype, fill) in schema.items():
             if name in cols:
                 arr = np.asarray(cols[name], dtype=dtype)
@@ -33,8 +34,10 @@ class Table:
                     raise ValueError(f"column {name} has shape {arr.shape}, expected ({self._n},)")
             else:
                 arr = np.full(self._n, fill, dtype=dtype)
+                filled.append(name)
             out[name] = arr
         self._cols = out
+        self._filled = frozenset(filled)  # columns that hold only the schema's absent value
 
     @classmethod
     def empty(cls, schema: Schema) -> Table:
@@ -57,15 +60,19 @@ class Table:
         return self._cols
 
     def take(self, rows: npt.NDArray[np.integer] | npt.NDArray[np.bool_]) -> Table:
-        """A new table with the selected rows (indices or a boolean mask). Row-link columns are NOT remapped."""
-        cols = map_columns(lambda v: v[rows], self._cols, self._n)
-        n = len(next(iter(cols.values()))) if cols else 0
-        return Table(self.schema, cols, n)
+        """A new table with the selected rows (indices or a boolean mask). Row-link columns are NOT remapped.
+
+        Columns that only hold the absent value are filled anew rather than gathered row by row."""
+        n = int(np.count_nonzero(rows)) if rows.dtype == np.bool_ else len(rows)
+        moving = {k: v for k, v in self._cols.items() if k not in self._filled}
+        return Table(self.schema, map_columns(lambda v: v[rows], moving, self._n), n)
 
     def with_columns(self, **cols: npt.ArrayLike) -> Table:
         merged: dict[str, npt.ArrayLike] = dict(self._cols)
         merged.update(cols)
-        return Table(self.schema, merged, self._n)
+        out = Table(self.schema, merged, self._n)
+        out._filled = self._filled.difference(cols)
+        return out
 
     @staticmethod
     def concat(schema: Schema, tables: Sequence[Table]) -> Table:

@@ -51,3 +51,15 @@ def test_random_tables_match_a_plain_python_sort(seed: int) -> None:
 
 def test_empty_table() -> None:
     assert derive.sort_order(_events([], [], [])).tolist() == []
+
+
+def test_take_fills_absent_columns_anew_and_gathers_the_rest() -> None:
+    ev = _events([1, 0, 1], [30, 10, 20], [3, 1, 2])  # every other column is absent (filled)
+    out = ev.take(np.array([1, 2, 0]))
+    assert out["ts_ns"].tolist() == [10, 20, 30] and out["track"].tolist() == [0, 1, 1]
+    assert out["parent"].tolist() == [-1, -1, -1] and out["name"].tolist() == [-1, -1, -1]
+    masked = ev.take(np.array([True, False, True]))
+    assert len(masked) == 2 and masked["dur_ns"].tolist() == [3, 2] and masked["parent"].tolist() == [-1, -1]
+    # a column given later is gathered again, not refilled
+    linked = ev.with_columns(parent=np.array([-1, 0, 0], np.int32)).take(np.array([2, 1]))
+    assert linked["parent"].tolist() == [0, 0] and linked["depth"].tolist() == [0, 0]

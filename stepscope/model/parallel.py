@@ -29,6 +29,16 @@ def _threads() -> ThreadPoolExecutor:
     return _pool
 
 
+def _forget_pool_in_child() -> None:
+    """A forked child (``stepscope diff`` loads each side in one) has none of the parent's threads:
+    it must start its own pool, not queue work on the parent's copy, which nothing would ever run."""
+    global _pool
+    _pool = None
+
+
+os.register_at_fork(after_in_child=_forget_pool_in_child)
+
+
 def map_columns(fn: Callable[[npt.NDArray[Any]], npt.NDArray[Any]], cols: Mapping[K, npt.NDArray[Any]],
                 rows: int) -> dict[K, npt.NDArray[Any]]:
     """``{k: fn(v)}`` over the columns, on threads when the table is big enough to gain from it."""

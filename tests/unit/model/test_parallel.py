@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -177,3 +178,27 @@ def test_run_both_raises_the_second_ones_error(mode: str) -> None:
 
     with pytest.raises(ValueError, match="bad link"):
         parallel.run_both(lambda: 1, boom, rows=10)
+
+
+def test_a_forked_child_runs_column_work_on_its_own_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After the parent used the pool, a forked child (as ``stepscope diff`` makes) must not wait
+    forever on the parent's copy of it, whose threads do not exist in the child."""
+    monkeypatch.setattr(parallel, "PARALLEL_ABOVE_CELLS", 0)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(parallel, "_pool", None)
+    cols = {"a": np.arange(4), "b": np.arange(4) * 2}
+
+    def slow_plus_one(v: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        time.sleep(0.05)  # long enough that every thread of the pool gets started
+        return v + 1
+
+    assert map_columns(slow_plus_one, {**cols, "c": cols["a"], "d": cols["b"]}, 4)["b"].tolist() == [1, 3, 5, 7]
+    assert parallel._pool is not None and len(parallel._pool._threads) == 2  # all started, all idle now
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only if the work finishes and is right
+        import signal
+        signal.alarm(10)  # a hang becomes a failure, not a stuck test run
+        ok = map_columns(lambda v: v * 3, cols, 4)["a"].tolist() == [0, 3, 6, 9]
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

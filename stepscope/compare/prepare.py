@@ -22,6 +22,7 @@ from stepscope.compare.align import NameMap
 from stepscope.compare.diff import NEEDED, DiffResult, SideData, compare_sides, side_data
 from stepscope.compare.select import parse_steps, select_steps
 from stepscope.ingest import load
+from stepscope.model.parallel import release_threads
 from stepscope.model.trace import Trace
 
 #: combined input size from which the two sides are loaded and analysed in two processes
@@ -82,6 +83,7 @@ def sides_for(base: SideSpec, new: SideSpec, *, parallel: bool | None = None, **
     if not (worth_parallel(base, new) if parallel is None else parallel):
         return side_for(base, **kw), side_for(new, **kw)
     kw = {**kw, "loader": None}  # no progress bars from two processes at once
+    release_threads()
     with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("fork")) as ex:
         fb, fn = ex.submit(side_for, base, **kw), ex.submit(side_for, new, **kw)
         return fb.result(), fn.result()

@@ -30,6 +30,7 @@ from stepscope.ingest.kineto_chunks import (
 )
 from stepscope.ingest.kineto_decode import FAST_DECODER
 from stepscope.model.diagnostics import DiagnosticsBuilder
+from stepscope.model.parallel import release_threads
 from stepscope.model.strings import StringPool
 
 PARALLEL_ABOVE_BYTES = 16 << 20
@@ -105,6 +106,8 @@ def read_kineto_files(paths: list[str], pool_strings: StringPool, diags: Diagnos
     tails: list[bytes] = [b""] * len(paths)
     trailing = [0] * len(paths)
     n = _worker_count(paths, workers)
+    if n > 1:
+        release_threads()
     pool = ProcessPoolExecutor(n, mp_context=get_context("fork")) if n > 1 else None
     try:
         for res in _bounded_map(pool, _jobs(paths, heads), inflight=n + 1):

@@ -8,8 +8,9 @@ every core instead of one, once the decoding processes have finished with them.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import numpy as np
@@ -20,6 +21,7 @@ A = TypeVar("A")
 B = TypeVar("B")
 PARALLEL_ABOVE_CELLS = 2_000_000  # below this, starting work on threads costs more than it saves
 _pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()  # submissions and release never interleave (the web UI loads on many threads)
 
 
 def _threads() -> ThreadPoolExecutor:
@@ -27,6 +29,16 @@ def _threads() -> ThreadPoolExecutor:
     if _pool is None:
         _pool = ThreadPoolExecutor(min(8, len(os.sched_getaffinity(0))), thread_name_prefix="stepscope-col")
     return _pool
+
+
+def _submit(fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Future[Any]]:
+    with _pool_lock:
+        pool = _threads()
+        return [pool.submit(fn, x) for x in items]
+
+
+def _results(fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
+    return [f.result() for f in _submit(fn, items)]
 
 
 def _forget_pool_in_child() -> None:
@@ -39,12 +51,22 @@ def _forget_pool_in_child() -> None:
 os.register_at_fork(after_in_child=_forget_pool_in_child)
 
 
+def release_threads() -> None:
+    """Stop the idle column threads (a later call starts new ones): called before forking worker
+    processes, so that they are forked from a process that runs no other thread of ours."""
+    global _pool
+    with _pool_lock:
+        if _pool is not None:
+            _pool.shutdown(wait=True)  # work already submitted still runs to the end
+            _pool = None
+
+
 def map_columns(fn: Callable[[npt.NDArray[Any]], npt.NDArray[Any]], cols: Mapping[K, npt.NDArray[Any]],
                 rows: int) -> dict[K, npt.NDArray[Any]]:
     """``{k: fn(v)}`` over the columns, on threads when the table is big enough to gain from it."""
     if rows * len(cols) < PARALLEL_ABOVE_CELLS or len(os.sched_getaffinity(0)) < 2:
         return {k: fn(v) for k, v in cols.items()}
-    return dict(zip(cols, _threads().map(fn, cols.values())))
+    return dict(zip(cols, _results(fn, cols.values())))
 
 
 def concat_columns(parts: Sequence[Mapping[str, npt.NDArray[Any]]], names: list[str],
@@ -57,7 +79,7 @@ def concat_columns(parts: Sequence[Mapping[str, npt.NDArray[Any]]], names: list[
 
     if sum(lengths) * len(names) < PARALLEL_ABOVE_CELLS or len(os.sched_getaffinity(0)) < 2:
         return {name: one(name) for name in names}
-    return dict(zip(names, _threads().map(one, names)))
+    return dict(zip(names, _results(one, names)))
 
 
 def run_both(first: Callable[[], A], second: Callable[[], B], rows: int) -> tuple[A, B]:
@@ -65,5 +87,5 @@ def run_both(first: Callable[[], A], second: Callable[[], B], rows: int) -> tupl
     big enough for numpy's GIL-free stretches to overlap; independent derivations only."""
     if rows < PARALLEL_ABOVE_CELLS // 8 or len(os.sched_getaffinity(0)) < 2:
         return first(), second()
-    later = _threads().submit(second)
+    (later,) = _submit(lambda _: second(), [None])
     return first(), later.result()

@@ -202,3 +202,32 @@ def test_a_forked_child_runs_column_work_on_its_own_threads(monkeypatch: pytest.
         os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_release_threads_while_other_threads_use_the_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The web UI loads runs on several threads; one of them may fork a process pool (and release the
+    column threads first) while the others are in the middle of column work."""
+    monkeypatch.setattr(parallel, "PARALLEL_ABOVE_CELLS", 0)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(parallel, "_pool", None)
+    cols = {f"c{i}": np.arange(50) + i for i in range(6)}
+    errors: list[BaseException] = []
+
+    def user() -> None:
+        try:
+            for _ in range(30):
+                out = map_columns(lambda v: v * 2, cols, 50)
+                assert [int(out[f"c{i}"][1]) for i in range(6)] == [2 * (1 + i) for i in range(6)]
+        except BaseException as exc:  # reported below, from the main thread
+            errors.append(exc)
+
+    users = [threading.Thread(target=user) for _ in range(3)]
+    for t in users:
+        t.start()
+    for _ in range(30):
+        parallel.release_threads()
+    for t in users:
+        t.join()
+    assert errors == []
+    parallel.release_threads()
+    assert parallel._pool is None

@@ -76,10 +76,17 @@ def find_events_array(head: bytes) -> tuple[int, bool]:
     return m.end(), False
 
 
-def event_separator(buf: bytes) -> bytes | None:
-    """The exact bytes between two consecutive events ("},\\n  {" in Kineto's layout), if visible."""
+def event_separator(buf: bytes) -> re.Pattern[bytes] | None:
+    """A pattern of the exact bytes Kineto writes between two events ("},\\n  {"), if visible.
+
+    Every distinct separator seen between consecutive events of ``buf`` is an alternative, so a file
+    whose first events are laid out differently from the rest (``stepscope run`` writes its counter
+    samples compactly before Kineto's own events) is still cut at event boundaries all through."""
     res = scan_events(buf)
     if len(res.starts) < 2:
         return None
-    sep = buf[res.ends[0] - 1 : res.starts[1] + 1]
-    return sep if 3 <= len(sep) <= 64 else None
+    seps = {buf[e - 1 : s + 1] for e, s in zip(res.ends[:-1].tolist(), res.starts[1:].tolist())}  # per event pair
+    seps = {sep for sep in seps if 3 <= len(sep) <= 64}
+    if not seps:
+        return None
+    return re.compile(b"|".join(re.escape(sep) for sep in sorted(seps, key=len, reverse=True)))

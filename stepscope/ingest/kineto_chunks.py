@@ -106,23 +106,23 @@ def plan_plain(file_index: int, path: str, size: int, events_at: int, precise: b
             idx = _find_from(fh, target, sep)
             if idx < 0:
                 break
-            cuts.append(idx + len(sep) - 1)
+            cuts.append(idx)
             target = cuts[-1] + CHUNK_BYTES
     cuts.append(size)
     return [ChunkJob(file_index, path, a, b, None, i == len(cuts) - 2, precise)
             for i, (a, b) in enumerate(zip(cuts[:-1], cuts[1:]))]
 
 
-def _find_from(fh: BinaryIO, at: int, sep: bytes, limit: int = 4 << 20) -> int:
-    """File offset of the first ``sep`` at or after ``at`` (within ``limit`` bytes), else -1; reads
-    a small window first, as events are far smaller than the limit."""
+def _find_from(fh: BinaryIO, at: int, sep: re.Pattern[bytes], limit: int = 4 << 20) -> int:
+    """File offset of the '{' that starts the first event after a separator at or after ``at``
+    (within ``limit`` bytes), else -1; reads a small window first, as events are far smaller."""
     window = 64 << 10
     while True:
         fh.seek(at)
         data = fh.read(window)
-        idx = data.find(sep)
-        if idx >= 0:
-            return at + idx
+        m = sep.search(data)
+        if m is not None:
+            return at + m.end() - 1
         if window >= limit or len(data) < window:
             return -1
         window *= 4
@@ -137,7 +137,7 @@ def iter_gzip_chunks(file_index: int, path: str, events_at: int, precise: bool) 
     d = zlib.decompressobj(16 + zlib.MAX_WBITS)
     buf = bytearray()
     skip = events_at
-    sep: bytes | None = None
+    sep: re.Pattern[bytes] | None = None
     with open(path, "rb") as fh:
         for data in _inflate(fh, d):
             if skip:
@@ -147,10 +147,10 @@ def iter_gzip_chunks(file_index: int, path: str, events_at: int, precise: bool) 
             if sep is None and len(buf) > (1 << 20):
                 sep = event_separator(bytes(buf[: 1 << 20]))
             while sep is not None and len(buf) >= CHUNK_BYTES + (1 << 20):
-                idx = buf.find(sep, CHUNK_BYTES)
-                if idx < 0:
+                m = sep.search(buf, CHUNK_BYTES)
+                if m is None:
                     break
-                cut_at = idx + len(sep) - 1
+                cut_at = m.end() - 1
                 yield ChunkJob(file_index, path, 0, 0, bytes(buf[:cut_at]), False, precise)
                 del buf[:cut_at]
     yield ChunkJob(file_index, path, 0, 0, bytes(buf), True, precise)

@@ -1,0 +1,86 @@
+"""However a file is cut into chunks and however many processes decode them, the Trace is the same:
+every table row for row, with string columns compared as the strings they name (the pool's order
+follows the chunks)."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import stepscope
+from stepscope.ingest import kineto_chunks
+from stepscope.ingest.jsonscan import event_separator
+from stepscope.model.schema import TABLE_SCHEMAS
+from stepscope.model.trace import Trace
+
+DEFAULT = Path(stepscope.__file__).parent / "data" / "default_trace.pt.trace.json.gz"
+#: columns holding string ids (written out here rather than taken from the code under test)
+STRING_COLUMNS = {"events": {"name", "cat", "input_dims", "input_types", "call_stack", "coll_name", "coll_dtype",
+                             "pg_name", "pg_desc", "pg_ranks"},
+                  "tracks": {"pid", "tid", "name"}, "counters": {"name"}, "flows": {"cat"}}
+
+
+def _table_values(trace: Trace, name: str) -> dict[str, list[object]]:
+    table = getattr(trace, name)
+    strings = STRING_COLUMNS.get(name, set())
+    out: dict[str, list[object]] = {}
+    for col in table:
+        values = table[col]
+        if col in strings:
+            out[col] = list(trace.strings.decode(values))
+        elif values.dtype.kind == "f":
+            out[col] = np.where(np.isnan(values), -12345.0, values).tolist()
+        else:
+            out[col] = values.tolist()
+    return out
+
+
+def _chunks(path: Path) -> int:
+    _head, at, _bare = kineto_chunks.locate_events(str(path))
+    if kineto_chunks.is_gzip(str(path)):
+        return len(list(kineto_chunks.iter_gzip_chunks(0, str(path), at, False)))
+    return len(kineto_chunks.plan_plain(0, str(path), path.stat().st_size, at, False))
+
+
+def test_a_file_whose_first_events_are_laid_out_apart_is_still_cut_all_through(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``stepscope run`` writes its counter samples compactly before Kineto's own indented events."""
+    compact = [f'{{"ph":"C","name":"c","pid":1,"tid":0,"ts":{i},"args":{{"value":1}}}}' for i in range(50)]
+    kineto = [f'{{\n    "ph": "X", "cat": "cpu_op", "name": "op{i % 7}", "pid": 1, "tid": 1, "ts": {100 + i},'
+              ' "dur": 1\n  }' for i in range(3000)]
+    text = '{"traceEvents": [\n' + ",\n".join(compact) + ",\n  " + ",\n  ".join(kineto) + "\n]}"
+    path = tmp_path / "t.json"
+    path.write_text(text)
+    _head, at, _bare = kineto_chunks.locate_events(str(path))
+    sep = event_separator(text.encode()[at:at + (1 << 20)])
+    assert sep is not None and sep.search(b'"dur": 1\n  },\n  {') and sep.search(b'{"value":1}},\n{')
+    monkeypatch.setattr(kineto_chunks, "CHUNK_BYTES", 16 << 10)
+    jobs = kineto_chunks.plan_plain(0, str(path), path.stat().st_size, at, False)
+    assert len(jobs) >= len(text) // (16 << 10) - 1  # cut all through the indented part too
+    assert all(text[job.start] == "{" for job in jobs[1:])  # every cut at the start of an event
+    whole = stepscope.load(path, use_cache=False, workers=1)
+    assert len(whole.events) == 3000 and len(whole.counters) == 50
+
+
+@pytest.mark.parametrize("plain", [False, True])
+def test_small_chunks_on_two_processes_equal_one_chunk_in_process(tmp_path: Path, plain: bool,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    path = DEFAULT
+    if plain:  # plain files are cut by byte range, gzip ones while inflating: both paths
+        path = tmp_path / "t.json"
+        with gzip.open(DEFAULT) as fh:
+            path.write_bytes(fh.read())
+    monkeypatch.setattr(kineto_chunks, "CHUNK_BYTES", 1 << 30)
+    whole = stepscope.load(path, use_cache=False, workers=1)
+    monkeypatch.setattr(kineto_chunks, "CHUNK_BYTES", 96 << 10)  # dozens of chunks
+    assert _chunks(path) > 20
+    cut = stepscope.load(path, use_cache=False, workers=2)
+    assert len(whole.events) > 10_000
+    assert (whole.events["input_dims"] >= 0).sum() > 1000  # string args are there to compare
+    for name in TABLE_SCHEMAS:
+        assert _table_values(cut, name) == _table_values(whole, name), name
+    assert sorted(whole.strings.strings) == sorted(cut.strings.strings)
+    assert whole.diagnostics == cut.diagnostics

@@ -1,12 +1,11 @@
 """Split one file's decoded columns by phase into the model's tables (events, tracks, memory ...).
 
 Everything here is vectorised over the file; per-string decisions come from lookup tables built
-once per unique string (:class:`Lut`).
+once per unique string (:class:`~stepscope.ingest.normalize.Lut`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.ingest.kineto_columns import arg_column
-from stepscope.ingest.normalize import kind_of_category, memcpy_kind, memcpy_pageable
+from stepscope.ingest.normalize import COPY_KIND, KIND, PAGEABLE
 from stepscope.model.diagnostics import DiagnosticsBuilder
 from stepscope.model.parallel import concat_columns
 from stepscope.model.schema import EVENT_COLUMNS, GPU_KINDS, HOST_KINDS, EventKind, TrackKind
@@ -27,41 +26,6 @@ EVENT_ARG_KEYS = ("ts_ns", "dur_ns", "name", "cat", "corr", "ext_id", "grid_x", 
                   "input_dims", "input_types", "call_stack", "seq", "fwd_tid", "flops", "coll_name", "in_nelems",
                   "out_nelems", "coll_dtype", "group_size", "pg_name", "pg_desc", "pg_ranks")
 Cols = dict[str, npt.NDArray[Any]]
-
-
-class Lut:
-    """A per-string-id lookup table that only computes entries for strings added since last use.
-
-    Values are also remembered by string, so the many small pools of one ingest (one per chunk, in
-    the decoding processes) classify each distinct string once."""
-
-    def __init__(self, fn: Callable[[str], int], dtype: type[np.generic] = np.int32, missing: int = 0) -> None:
-        self.fn, self.dtype, self.missing = fn, dtype, missing
-        self.values: list[int] = []
-        self.pool: StringPool | None = None
-        self.memo: dict[str, int] = {}
-
-    def get(self, pool: StringPool) -> npt.NDArray[np.generic]:
-        if pool is not self.pool:  # another pool: start over
-            self.pool, self.values = pool, []
-        strings = pool.strings
-        if len(self.values) < len(strings):
-            self.values.extend(map(self._value, strings[len(self.values):]))
-        return np.array([*self.values, self.missing], dtype=self.dtype)
-
-    def _value(self, s: str) -> int:
-        v = self.memo.get(s)
-        if v is None:
-            if len(self.memo) > MEMO_LIMIT:
-                self.memo.clear()
-            v = self.memo[s] = self.fn(s)
-        return v
-
-
-MEMO_LIMIT = 1 << 18  # distinct strings remembered per lookup table (bounded memory on odd traces)
-KIND = Lut(kind_of_category, np.int8)
-COPY_KIND = Lut(memcpy_kind, np.int8)
-PAGEABLE = Lut(memcpy_pageable, np.int8, -1)
 
 
 @dataclass
@@ -152,7 +116,7 @@ def _events(cols: Cols, sel: npt.NDArray[np.bool_], key: npt.NDArray[np.int64], 
     out: Cols = {k: cols[k][sel] for k in EVENT_ARG_KEYS if k in cols}  # absent args: filled when built
     out = {k: _narrow(k, v, diags) for k, v in out.items()}
     out["_key"] = key[sel]
-    kind = KIND.get(pool)[out["cat"]]
+    kind = KIND.table(pool.strings)[out["cat"]]
     ph = _ph(cols)[sel]
     kind = np.where((ph != ord("X")) & (kind == 0), np.int8(EventKind.INSTANT), kind)
     out["kind"] = kind
@@ -166,8 +130,8 @@ def _events(cols: Cols, sel: npt.NDArray[np.bool_], key: npt.NDArray[np.int64], 
     _count(diags, huge, "event-absurd-duration", "error", "event longer than 24 h dropped")
     out["dur_ns"] = dur
     is_copy = kind == EventKind.MEMCPY
-    out["copy_kind"] = np.where(is_copy, COPY_KIND.get(pool)[out["name"]], 0).astype(np.int8)
-    out["pageable"] = np.where(is_copy, PAGEABLE.get(pool)[out["name"]], -1).astype(np.int8)
+    out["copy_kind"] = np.where(is_copy, COPY_KIND.table(pool.strings)[out["name"]], 0).astype(np.int8)
+    out["pageable"] = np.where(is_copy, PAGEABLE.table(pool.strings)[out["name"]], -1).astype(np.int8)
     n = len(cols["ph"])
     out["_device"] = arg_column(cols, "device", n)[sel]
     out["_stream"] = arg_column(cols, "stream", n)[sel]

@@ -18,7 +18,7 @@ import numpy.typing as npt
 from stepscope.ingest.jsonscan import scan_events
 from stepscope.ingest.kineto_decode import ChunkColumns, RawArgs
 from stepscope.ingest.kineto_values import dur_ns_of, floats_of, flow_ids, ints_of, ts_to_ns
-from stepscope.ingest.normalize import kind_of_category, phase_code
+from stepscope.ingest.normalize import KIND, Lut, phase_code
 from stepscope.model.schema import EventKind
 
 I64 = npt.NDArray[np.int64]
@@ -203,34 +203,18 @@ _COMM_NAME = re.compile(r"record_param_comms|nccl|^c10d|^gloo|hccl|rccl|allreduc
                         re.IGNORECASE)
 
 
-_KIND_MEMO: dict[str, int] = {}
-_COMM_MEMO: dict[str, int] = {}
-
-
-def _string_lut(strings: list[str], fn: Any, dtype: Any, memo: dict[str, int]) -> npt.NDArray[Any]:
-    """``fn`` of every local string as a lookup table by id (id -1 → 0); values are remembered by
-    string across the chunks this process decodes, so each distinct string is classified once."""
-    if len(memo) > 1 << 18:  # bounded memory on traces with endless distinct strings
-        memo.clear()
-
-    def value(s: str) -> int:
-        v = memo.get(s)
-        if v is None:
-            v = memo[s] = int(fn(s))
-        return v
-
-    return np.array([*map(value, strings), 0], dtype)
-
-
 def _is_comm_name(name: str) -> int:
     return int(bool(_COMM_NAME.search(name)))
+
+
+COMM_NAME = Lut(_is_comm_name, np.bool_)
 
 
 def event_groups(ph: npt.NDArray[np.int32], cat: npt.NDArray[np.int32], name: npt.NDArray[np.int32],
                  strings: list[str]) -> dict[str, npt.NDArray[np.int64]]:
     """Row indices of each args group, decided once per unique category / name string."""
-    kind = _string_lut(strings, kind_of_category, np.int8, _KIND_MEMO)[cat]
-    is_comm_name = _string_lut(strings, _is_comm_name, np.bool_, _COMM_MEMO)[name]
+    kind = KIND.table(strings)[cat]
+    is_comm_name: npt.NDArray[np.bool_] = COMM_NAME.table(strings)[name].astype(bool, copy=False)
     mem_id = strings.index("[memory]") if "[memory]" in strings else -2
     x = ph == ord("X")
     gpu = x & np.isin(kind, [EventKind.KERNEL, EventKind.MEMCPY, EventKind.MEMSET])

@@ -6,7 +6,14 @@ This is the one table that maps every profiler's spelling onto :class:`EventKind
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
 from stepscope.model.schema import EventKind, MemcpyKind
+
+MEMO_LIMIT = 1 << 18  # distinct strings remembered per lookup table (bounded memory on odd traces)
 
 CATEGORY_KINDS: dict[str, EventKind] = {
     "cpu_op": EventKind.CPU_OP,
@@ -63,3 +70,30 @@ def memcpy_pageable(name: str) -> int:
 def phase_code(ph: str) -> int:
     """The single-letter chrome-trace phase as a small int (0 when empty)."""
     return ord(ph[0]) if ph else 0
+
+
+class Lut:
+    """``fn`` of every string of a pool as a lookup table by string id (id -1 reads ``missing``).
+
+    Values are remembered by string, not by id: an ingest makes one small pool per chunk in each
+    decoding process, and each distinct string is classified once per process all the same."""
+
+    def __init__(self, fn: Callable[[str], int], dtype: type[np.generic] = np.int32, missing: int = 0) -> None:
+        self.fn, self.dtype, self.missing = fn, dtype, missing
+        self.memo: dict[str, int] = {}
+
+    def table(self, strings: Sequence[str]) -> npt.NDArray[np.generic]:
+        if len(self.memo) > MEMO_LIMIT:
+            self.memo.clear()
+        return np.array([*map(self._value, strings), self.missing], dtype=self.dtype)
+
+    def _value(self, s: str) -> int:
+        v = self.memo.get(s)
+        if v is None:
+            v = self.memo[s] = self.fn(s)
+        return v
+
+
+KIND = Lut(kind_of_category, np.int8)
+COPY_KIND = Lut(memcpy_kind, np.int8)
+PAGEABLE = Lut(memcpy_pageable, np.int8, -1)

@@ -191,11 +191,11 @@ def _dim3(col: list[Any]) -> I64:
             return fast
     except (ValueError, TypeError, OverflowError):
         pass
-    try:
-        return np.array([x if type(x) is list and len(x) == 3 else _NOGRID for x in col], np.int64)
-    except OverflowError:  # an integer beyond int64
-        return np.array([x if type(x) is list and len(x) == 3 and max(map(abs, x)) < 2**63 else _NOGRID
-                         for x in col], np.int64)
+    return np.array([x if _is_dim3(x) else _NOGRID for x in col], np.int64)  # odd values: checked one by one
+
+
+def _is_dim3(x: Any) -> bool:
+    return type(x) is list and len(x) == 3 and all(type(v) is int and -(2**63) <= v < 2**63 for v in x)
 
 
 _COMM_NAME = re.compile(r"record_param_comms|nccl|^c10d|^gloo|hccl|rccl|allreduce|all_reduce|allgather|"

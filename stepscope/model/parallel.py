@@ -61,10 +61,15 @@ def release_threads() -> None:
             _pool = None
 
 
+def _worth_threads(cells: int) -> bool:
+    """Enough work for threads to pay off, and more than one core to run them on."""
+    return cells >= PARALLEL_ABOVE_CELLS and len(os.sched_getaffinity(0)) > 1
+
+
 def map_columns(fn: Callable[[npt.NDArray[Any]], npt.NDArray[Any]], cols: Mapping[K, npt.NDArray[Any]],
                 rows: int) -> dict[K, npt.NDArray[Any]]:
     """``{k: fn(v)}`` over the columns, on threads when the table is big enough to gain from it."""
-    if rows * len(cols) < PARALLEL_ABOVE_CELLS or len(os.sched_getaffinity(0)) < 2:
+    if not _worth_threads(rows * len(cols)):
         return {k: fn(v) for k, v in cols.items()}
     return dict(zip(cols, _results(fn, cols.values())))
 
@@ -77,7 +82,7 @@ def concat_columns(parts: Sequence[Mapping[str, npt.NDArray[Any]]], names: list[
     def one(name: str) -> npt.NDArray[Any]:
         return np.concatenate([p[name] if name in p else fill(name, n) for p, n in zip(parts, lengths)])
 
-    if sum(lengths) * len(names) < PARALLEL_ABOVE_CELLS or len(os.sched_getaffinity(0)) < 2:
+    if not _worth_threads(sum(lengths) * len(names)):
         return {name: one(name) for name in names}
     return dict(zip(names, _results(one, names)))
 
@@ -85,7 +90,7 @@ def concat_columns(parts: Sequence[Mapping[str, npt.NDArray[Any]]], names: list[
 def run_both(first: Callable[[], A], second: Callable[[], B], rows: int) -> tuple[A, B]:
     """``(first(), second())``: the second on a thread while the first runs here, when ``rows`` is
     big enough for numpy's GIL-free stretches to overlap; independent derivations only."""
-    if rows < PARALLEL_ABOVE_CELLS // 8 or len(os.sched_getaffinity(0)) < 2:
+    if not _worth_threads(rows * 8):
         return first(), second()
     (later,) = _submit(lambda _: second(), [None])
     return first(), later.result()

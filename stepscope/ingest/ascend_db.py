@@ -24,7 +24,7 @@ from stepscope.errors import TraceFormatError
 from stepscope.ingest.ascend import CONTROL_TASKS, COPY_TASKS
 from stepscope.ingest.assemble import FileTables
 from stepscope.ingest.kineto import FileBatch
-from stepscope.ingest.nsys_sqlite import SQLITE_MAGIC, _columns, _event_cols, _fetch, _key, _tables
+from stepscope.ingest.nsys_sqlite import SQLITE_MAGIC, _columns, _event_cols, _fetch, _key, open_sqlite
 from stepscope.model.schema import EventKind, MemcpyKind
 from stepscope.model.strings import StringPool
 
@@ -45,22 +45,16 @@ def is_ascend_db(path: str) -> bool:
     if Path(path).name.startswith(DB_NAME):
         return True
     try:
-        con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
-        try:
-            return {"PYTORCH_API", "TASK"} <= _tables(con)
-        finally:
-            con.close()
-    except sqlite3.DatabaseError:
+        con, tables = open_sqlite(path)
+    except TraceFormatError:
         return False
+    con.close()
+    return {"PYTORCH_API", "TASK"} <= tables
 
 
 def read_ascend_db(path: str, pool: StringPool) -> FileBatch:
     """One database → a FileBatch with a single, already split part."""
-    try:
-        con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
-        tables = _tables(con)
-    except sqlite3.DatabaseError as exc:
-        raise TraceFormatError(f"not a readable SQLite file ({exc})", path) from None
+    con, tables = open_sqlite(path)
     if not {"TASK", "STRING_IDS"} <= tables:
         con.close()
         raise TraceFormatError("SQLite file without the Ascend profiler's TASK / STRING_IDS tables", path)

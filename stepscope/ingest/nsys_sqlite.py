@@ -35,6 +35,19 @@ def is_nsys_sqlite(path: str) -> bool:
         return fh.read(16) == SQLITE_MAGIC
 
 
+def open_sqlite(path: str) -> tuple[sqlite3.Connection, set[str]]:
+    """A read-only connection to a SQLite trace and its table names; TraceFormatError when unreadable."""
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+    except sqlite3.DatabaseError as exc:
+        raise TraceFormatError(f"not a readable SQLite file ({exc})", path) from None
+    try:
+        return con, _tables(con)
+    except sqlite3.DatabaseError as exc:
+        con.close()
+        raise TraceFormatError(f"not a readable SQLite file ({exc})", path) from None
+
+
 def _tables(con: sqlite3.Connection) -> set[str]:
     return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
 
@@ -52,12 +65,9 @@ def _fetch(con: sqlite3.Connection, sql: str, ncols: int) -> list[npt.NDArray[An
 
 def read_nsys(path: str, pool: StringPool) -> FileBatch:
     """One SQLite export → a FileBatch with a single, already split part."""
-    try:
-        con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
-        tables = _tables(con)
-    except sqlite3.DatabaseError as exc:
-        raise TraceFormatError(f"not a readable SQLite file ({exc})", path) from None
+    con, tables = open_sqlite(path)
     if not {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME"} & tables:
+        con.close()
         raise TraceFormatError("SQLite file without Nsight Systems CUPTI tables", path)
     strings = _string_ids(con, tables)
     parts = [p for p in (_kernels(con, tables, strings, pool), _copies(con, tables, pool),

@@ -14,6 +14,7 @@ import numpy.typing as npt
 
 from stepscope.ingest.kineto_columns import arg_column
 from stepscope.ingest.normalize import COPY_KIND, KIND, PAGEABLE
+from stepscope.model.derive import time_order
 from stepscope.model.diagnostics import DiagnosticsBuilder
 from stepscope.model.parallel import concat_columns
 from stepscope.model.schema import EVENT_COLUMNS, GPU_KINDS, HOST_KINDS, EventKind, TrackKind
@@ -26,6 +27,7 @@ EVENT_ARG_KEYS = ("ts_ns", "dur_ns", "name", "cat", "corr", "ext_id", "grid_x", 
                   "input_dims", "input_types", "call_stack", "seq", "fwd_tid", "flops", "coll_name", "in_nelems",
                   "out_nelems", "coll_dtype", "group_size", "pg_name", "pg_desc", "pg_ranks")
 Cols = dict[str, npt.NDArray[Any]]
+TRACK_HELPERS = ("_device", "_stream")  # per-row values that only decide each track's device and stream
 
 
 @dataclass
@@ -74,19 +76,38 @@ def _part_keys(ft: FileTables) -> npt.NDArray[np.int64]:
 
 
 def finish_file(parts: list[FileTables]) -> FileTables:
-    """Concatenate a file's chunk tables and give every (pid, tid) of the file a track id."""
-    events, memory, counters, flows = (_cat([getattr(p, t) for p in parts])
-                                       for t in ("events", "memory", "counters", "flows"))
+    """Concatenate a file's chunk tables, give every (pid, tid) of the file a track id, and put the
+    events in time order per track (gathered that way at once, so the trace never re-sorts them)."""
     names: dict[tuple[int, int], int] = {}
     for p in parts:
         names.update(p.thread_names)
+    keys = [_part_keys(p) for p in parts]
+    uniq = unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
+    for p in parts:
+        for t in (p.events, p.memory, p.flows):
+            if "_key" in t:
+                t["track"] = np.searchsorted(uniq, t.pop("_key")).astype(np.int32)
+    events = _cat_in_time_order([p.events for p in parts])
+    memory, counters, flows = (_cat([getattr(p, t) for p in parts]) for t in ("memory", "counters", "flows"))
     if not any((events, memory, flows)):
         return FileTables(events, {}, memory, counters, flows, names)
-    uniq = unique(np.concatenate([_part_keys(p) for p in parts]))
-    for t in (events, memory, flows):
-        if t:
-            t["track"] = np.searchsorted(uniq, t.pop("_key")).astype(np.int32)
-    return FileTables(events, _tracks(uniq, events), memory, counters, flows, names)
+    return FileTables(events, _tracks(uniq, [p.events for p in parts if p.events]), memory, counters, flows, names)
+
+
+def _cat_in_time_order(tables: list[Cols]) -> Cols:
+    """The events of all chunks in :func:`derive.time_order`, without the per-chunk track helpers."""
+    tables = [t for t in tables if t and len(next(iter(t.values())))]
+    if not tables:
+        return {}
+    track, ts, dur = (np.concatenate([t[k] for t in tables]) for k in ("track", "ts_ns", "dur_ns"))
+    order = time_order(track, ts, dur)
+    keys = [k for k in dict.fromkeys(k for t in tables for k in t) if k not in TRACK_HELPERS]
+    like = {k: next(t[k] for t in tables if k in t).dtype for k in keys}
+
+    def fill(k: str, n: int) -> npt.NDArray[Any]:
+        return np.full(n, EVENT_COLUMNS[k][1] if k in EVENT_COLUMNS else -1, like[k])
+
+    return concat_columns(tables, keys, fill, order)
 
 
 def _cat(tables: list[Cols]) -> Cols:
@@ -162,28 +183,24 @@ def _narrow(name: str, col: npt.NDArray[Any], diags: DiagnosticsBuilder) -> npt.
     return col.astype(dtype, copy=False)
 
 
-def _tracks(uniq: npt.NDArray[np.int64], ev: Cols) -> Cols:
+def _tracks(uniq: npt.NDArray[np.int64], parts: list[Cols]) -> Cols:
+    """One row per (pid, tid): GPU stream where GPU activity ran, CPU thread where host events ran."""
     n = len(uniq)
-    pid = (uniq >> 32).astype(np.int32)
-    tid = (uniq & 0xFFFFFFFF).astype(np.int32)
     kind = np.full(n, int(TrackKind.OTHER), np.int8)
-    if len(ev) and len(ev["track"]):
-        t = ev["track"]
-        is_gpu = np.isin(ev["kind"], [int(k) for k in GPU_KINDS])
-        is_host = np.isin(ev["kind"], [int(k) for k in HOST_KINDS])
-        gpu_tracks = np.bincount(t[is_gpu], minlength=n) > 0
-        host_tracks = np.bincount(t[is_host], minlength=n) > 0
-        kind[host_tracks] = int(TrackKind.CPU_THREAD)
-        kind[gpu_tracks] = int(TrackKind.GPU_STREAM)
-        device = np.full(n, -1, np.int64)
-        stream = np.full(n, -1, np.int64)
-        np.maximum.at(device, t[is_gpu], ev["_device"][is_gpu])
-        np.maximum.at(stream, t[is_gpu], ev["_stream"][is_gpu])
-    else:
-        device = np.full(n, -1, np.int64)
-        stream = np.full(n, -1, np.int64)
-    return {"kind": kind, "pid": pid, "tid": tid, "device": device.astype(np.int32), "stream": stream,
-            "name": np.full(n, -1, np.int32)}
+    device = np.full(n, -1, np.int64)
+    stream = np.full(n, -1, np.int64)
+    parts = [p for p in parts if len(p.get("track", ()))]
+    if parts:
+        is_gpu = [np.isin(p["kind"], [int(k) for k in GPU_KINDS]) for p in parts]
+        is_host = [np.isin(p["kind"], [int(k) for k in HOST_KINDS]) for p in parts]
+        gpu_track = np.concatenate([p["track"][g] for p, g in zip(parts, is_gpu)])
+        host_track = np.concatenate([p["track"][h] for p, h in zip(parts, is_host)])
+        kind[np.bincount(host_track, minlength=n) > 0] = int(TrackKind.CPU_THREAD)
+        kind[np.bincount(gpu_track, minlength=n) > 0] = int(TrackKind.GPU_STREAM)
+        for helper, out in (("_device", device), ("_stream", stream)):
+            np.maximum.at(out, gpu_track, np.concatenate([p[helper][g] for p, g in zip(parts, is_gpu)]))
+    return {"kind": kind, "pid": (uniq >> 32).astype(np.int32), "tid": (uniq & 0xFFFFFFFF).astype(np.int32),
+            "device": device.astype(np.int32), "stream": stream, "name": np.full(n, -1, np.int32)}
 
 
 def _memory(cols: Cols, sel: npt.NDArray[np.bool_], key: npt.NDArray[np.int64]) -> Cols:

@@ -177,7 +177,9 @@ def build_trace(batches: list[tuple[FileBatch, int, str]], pool: StringPool, dia
 
 def _link(ev: Table, tracks: Table, tables: list[FileTables], pool: StringPool, diags: DiagnosticsBuilder,
           ranks: tuple[RankInfo, ...], source: str) -> Trace:
-    ev = ev.take(derive.sort_order(ev))
+    order = derive.time_order(ev["track"], ev["ts_ns"], ev["dur_ns"])  # None: files arrive in order
+    if order is not None:
+        ev = ev.take(order)
 
     def launches_and_steps() -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], Table]:
         launch = derive.link_launches(ev, diags)

@@ -30,18 +30,38 @@ STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
 
 def sort_order(ev: Table) -> I64:
     """Row order by (track, ts, longer first): a parent always precedes its children."""
-    ts, track = ev["ts_ns"], ev["track"]
+    order = time_order(ev["track"], ev["ts_ns"], ev["dur_ns"])
+    return np.arange(len(ev), dtype=np.int64) if order is None else order
+
+
+def time_order(track: npt.NDArray[np.int32], ts: I64, dur: I64) -> I64 | None:
+    """:func:`sort_order` of these columns, or None when the rows are in that order already
+    (ingest gathers each file in this order, so the whole trace usually is)."""
     key = _track_time_key(track, ts)
     if key is None:
-        return np.lexsort((-ev["dur_ns"], ts, track)).astype(np.int64)
+        order = np.lexsort((-dur, ts, track)).astype(np.int64)
+        return None if bool((order == np.arange(len(order))).all()) else order
+    if _in_key_order(key, dur):
+        return None
     order = np.argsort(key, kind="stable")  # timsort: rows arrive as long time-ordered runs
     ks = key[order]
     tie = np.flatnonzero(ks[1:] == ks[:-1])
     if len(tie):  # events starting together on a track: the longer (the parent) first
         pos = unique(np.concatenate([tie, tie + 1]))
         sub = order[pos]
-        order[pos] = sub[np.lexsort((-ev["dur_ns"][sub], key[sub]))]
+        order[pos] = sub[np.lexsort((-dur[sub], key[sub]))]
     return order.astype(np.int64)
+
+
+def _in_key_order(key: I64, dur: I64) -> bool:
+    """Keys never decrease, and where two are equal the longer event comes first."""
+    step = np.subtract(key[1:], key[:-1])
+    if bool((step > 0).all()):
+        return True
+    if bool((step < 0).any()):
+        return False
+    tie = np.flatnonzero(step == 0)
+    return bool((dur[tie] >= dur[tie + 1]).all())
 
 
 def _track_time_key(track: npt.NDArray[np.int32], ts: I64) -> I64 | None:

@@ -136,6 +136,16 @@ def test_concat_columns_only_named_columns(mode: str) -> None:
     np.testing.assert_array_equal(got["a"], [1, 2])
 
 
+def test_concat_columns_in_an_order_equals_concatenate_then_index(mode: str) -> None:
+    parts = [{"a": np.array([10, 11, 12], np.int64), "b": np.array([1.0, 2.0, 3.0])},
+             {"a": np.array([13, 14], np.int64)}]  # no "b": filled
+    order = np.array([4, 0, 3, 2, 1], np.int64)
+    got = concat_columns(parts, ["a", "b"], lambda k, n: np.full(n, -1.0), order)
+    np.testing.assert_array_equal(got["a"], [14, 10, 13, 12, 11])
+    np.testing.assert_array_equal(got["b"], [-1.0, 1.0, -1.0, 3.0, 2.0])
+    assert got["a"].dtype == np.int64
+
+
 def test_threads_used_only_above_the_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
     """rows * columns below PARALLEL_ABOVE_CELLS → the calling thread; at or above it → the pool."""
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})

@@ -49,6 +49,27 @@ def test_random_tables_match_a_plain_python_sort(seed: int) -> None:
     assert derive.sort_order(ev).tolist() == _reference(ev)
 
 
+def test_time_order_is_none_for_rows_already_in_order() -> None:
+    """Ties already longer-first and equal (track, ts, dur) rows count as ordered; any step back does not."""
+    track = np.array([0, 0, 0, 0, 1, 1], np.int32)
+    ts = np.array([5, 5, 5, 9, 1, 2], np.int64)
+    dur = np.array([9, 3, 3, 1, 7, 7], np.int64)
+    assert derive.time_order(track, ts, dur) is None
+    dur_swapped = np.array([3, 9, 3, 1, 7, 7], np.int64)  # the shorter of a tie first: reordered
+    assert derive.time_order(track, ts, dur_swapped).tolist() == [1, 0, 2, 3, 4, 5]
+    back = np.array([5, 5, 5, 9, 3, 2], np.int64)  # track 1 steps back in time
+    assert derive.time_order(track, back, dur).tolist() == [0, 1, 2, 3, 5, 4]
+
+
+def test_time_order_without_a_packed_key_is_none_only_for_the_identity() -> None:
+    track = np.array([0, 0, 1], np.int32)
+    ts = np.array([1, 1 << 62, 0], np.int64)  # too far apart to pack
+    dur = np.ones(3, np.int64)
+    assert derive._track_time_key(track, ts) is None
+    assert derive.time_order(track, ts, dur) is None
+    assert derive.time_order(track[::-1].copy(), ts, dur).tolist() == [2, 1, 0]
+
+
 def test_empty_table() -> None:
     assert derive.sort_order(_events([], [], [])).tolist() == []
 

@@ -1,14 +1,14 @@
 """Decode one chunk of Kineto trace events (a JSON array) into columns.
 
-A chunk is decoded by msgspec into typed structs (unknown keys are skipped in C), then turned
-into numpy columns by transposing tuples in C; no per-field Python work per event beyond that.
+A chunk is decoded by msgspec into typed structs, one struct type per phase (picked by "ph"), each
+with just the args stepscope reads from that phase's events; unknown keys are skipped in C.
 Events whose values have the wrong types are decoded one by one and dropped with a count.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Union
 
 import msgspec
 import numpy.typing as npt
@@ -51,8 +51,6 @@ class RawArgs(
         "addr": "Addr",
         "label": "name",
         "value": "value",
-        "labels": "labels",
-        "sort_index": "sort_index",
     },
 ):
     """The args keys stepscope uses; every other key is skipped by the decoder."""
@@ -92,8 +90,6 @@ class RawArgs(
     addr: int | str = 0
     label: str | None = None
     value: float | str = NAN
-    labels: str | None = None
-    sort_index: int | str = -1
 
 
 class RawEvent(msgspec.Struct, gc=False):
@@ -124,10 +120,56 @@ class PreciseRawEvent(msgspec.Struct, gc=False):
     args: RawArgs | None = None
 
 
-FAST_DECODER = msgspec.json.Decoder(list[RawEvent])
-PRECISE_DECODER = msgspec.json.Decoder(list[PreciseRawEvent], float_hook=str)
-FAST_ONE = msgspec.json.Decoder(RawEvent)
-PRECISE_ONE = msgspec.json.Decoder(PreciseRawEvent, float_hook=str)
+#: the args each phase's events carry that stepscope reads (Kineto: ops, runtime calls and GPU
+#: activity are "X", memory samples "i"); the events of every other phase leave their args undecoded
+COMPLETE_ARGS = ("ext_id", "ext_id_old", "correlation", "device", "stream", "grid", "block", "regs", "shmem",
+                 "blocks_per_sm", "occupancy", "nbytes", "input_dims", "input_dims_old", "input_types",
+                 "call_stack", "seq", "fwd_tid", "flops", "coll_name", "in_nelems", "out_nelems", "coll_dtype",
+                 "group_size", "pg_name", "pg_desc", "pg_ranks")
+INSTANT_ARGS = ("mem_bytes", "total_alloc", "total_reserved", "dev_type", "dev_id", "addr")
+ARGS_OF_PHASE = {"X": COMPLETE_ARGS, "i": INSTANT_ARGS, "I": INSTANT_ARGS, "C": ("value",), "M": ("label",)}
+#: every phase of the Trace Event Format: each gets its own struct, picked by msgspec from "ph"
+PHASES = "BEXiICbneSTpFstfPNODMVvRc()"
+
+
+def _args_struct(phase: str, names: tuple[str, ...]) -> Any:
+    """A struct of some of :class:`RawArgs`' fields: same keys, types and (the very same) defaults.
+
+    A small struct per phase is what makes decoding cheap: msgspec fills in every absent field of
+    every event, so a memory sample decoded into all of RawArgs would pay for 35 fields."""
+    info = {f.name: f for f in msgspec.structs.fields(RawArgs)}
+    return msgspec.defstruct(f"Args{phase}", [(n, info[n].type, info[n].default) for n in names], gc=False,
+                             rename={n: info[n].encode_name for n in names})
+
+
+def _phase_structs(base: type[msgspec.Struct]) -> tuple[Any, ...]:
+    """One event struct per phase (tagged by "ph", readable as ``event.ph`` like :class:`RawEvent`)."""
+    fields = {f.name: f for f in msgspec.structs.fields(base) if f.name not in ("ph", "args")}
+    out = []
+    for ph in PHASES:
+        names = ARGS_OF_PHASE.get(ph)
+        args: tuple[str, Any, Any] = (("args", _args_struct(ph, names) | None, None) if names is not None
+                                      else ("args", msgspec.Raw, msgspec.Raw()))
+        out.append(msgspec.defstruct(f"{base.__name__}_{ord(ph)}", [*((f.name, f.type, f.default)
+                                     for f in fields.values()), args], gc=False, tag_field="ph", tag=ph,
+                                     namespace={"ph": ph}))
+    return tuple(out)
+
+
+def _decoder(structs: tuple[Any, ...], many: bool, precise: bool) -> msgspec.json.Decoder[Any]:
+    """A decoder of one event, or of a list of them, of any of ``structs`` (picked by "ph")."""
+    union: Any = Union.__getitem__(structs)  # a union built at run time
+    target = list.__class_getitem__(union) if many else union
+    return msgspec.json.Decoder(target, float_hook=str if precise else None)
+
+
+_FAST, _PRECISE = _phase_structs(RawEvent), _phase_structs(PreciseRawEvent)
+FAST_DECODER = _decoder(_FAST, many=True, precise=False)
+PRECISE_DECODER = _decoder(_PRECISE, many=True, precise=True)
+FAST_ONE = _decoder(_FAST, many=False, precise=False)
+PRECISE_ONE = _decoder(_PRECISE, many=False, precise=True)
+ANY_PHASE_ONE = msgspec.json.Decoder(RawEvent)  # an event of a phase outside the format, or of none
+ANY_PHASE_PRECISE_ONE = msgspec.json.Decoder(PreciseRawEvent, float_hook=str)
 EVENT_FIELDS = RawEvent.__struct_fields__
 
 
@@ -144,20 +186,30 @@ class ChunkColumns:
 
 
 def decode_events(buf: bytes | memoryview, precise: bool) -> tuple[list[Any], list[tuple[str, str]]]:
-    """Decode a JSON array of events; on a type error, decode one by one and drop the bad ones."""
+    """Decode a JSON array of events; on a type error, decode one by one and drop the bad ones.
+
+    An event whose phase the format does not know (or that has none) is kept, decoded with every
+    arg: the split counts and skips it as of an unknown phase."""
     decoder = PRECISE_DECODER if precise else FAST_DECODER
     try:
         return decoder.decode(buf), []
     except msgspec.ValidationError:
         pass
-    one = PRECISE_ONE if precise else FAST_ONE
+    one, any_phase = (PRECISE_ONE, ANY_PHASE_PRECISE_ONE) if precise else (FAST_ONE, ANY_PHASE_ONE)
     good: list[Any] = []
     dropped: list[tuple[str, str]] = []
     for raw in msgspec.json.decode(buf, type=list[msgspec.Raw]):
         try:
-            good.append(one.decode(raw))
+            good.append(_one_event(raw, one, any_phase))
         except msgspec.ValidationError as exc:
             dropped.append(("event-wrong-type", f"{exc}: {bytes(raw)[:160]!r}"))
         except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
             dropped.append(("event-malformed", f"{type(exc).__name__} {exc}: {bytes(raw)[:160]!r}"))
     return good, dropped
+
+
+def _one_event(raw: msgspec.Raw, one: msgspec.json.Decoder[Any], any_phase: msgspec.json.Decoder[Any]) -> Any:
+    try:
+        return one.decode(raw)
+    except msgspec.ValidationError:
+        return any_phase.decode(raw)  # raises again when a field has the wrong type

@@ -110,7 +110,8 @@ def read_kineto_files(paths: list[str], pool_strings: StringPool, diags: Diagnos
         release_threads()
     pool = ProcessPoolExecutor(n, mp_context=get_context("fork")) if n > 1 else None
     try:
-        for res in _bounded_map(pool, _jobs(paths, heads), inflight=n + 1):
+        # results are taken in job order: slack lets workers run ahead of a slow chunk instead of idling
+        for res in _bounded_map(pool, _jobs(paths, heads), inflight=3 * n):
             b = batches[res.file_index]
             if res.columns.n:
                 assert res.tables is not None

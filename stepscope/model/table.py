@@ -32,8 +32,8 @@ class Table:
                 arr = np.asarray(cols[name], dtype=dtype)
                 if arr.shape != (self._n,):
                     raise ValueError(f"column {name} has shape {arr.shape}, expected ({self._n},)")
-            else:
-                arr = np.full(self._n, fill, dtype=dtype)
+            else:  # one value seen n times: no memory until something makes a copy (read-only)
+                arr = np.broadcast_to(np.asarray(fill, dtype=dtype), (self._n,))
                 filled.append(name)
             out[name] = arr
         self._cols = out

@@ -84,3 +84,12 @@ def test_take_fills_absent_columns_anew_and_gathers_the_rest() -> None:
     # a column given later is gathered again, not refilled
     linked = ev.with_columns(parent=np.array([-1, 0, 0], np.int32)).take(np.array([2, 1]))
     assert linked["parent"].tolist() == [0, 0] and linked["depth"].tolist() == [0, 0]
+
+
+def test_absent_columns_read_as_the_absent_value_and_cannot_be_written() -> None:
+    ev = _events([0, 0], [1, 2], [1, 1])
+    parent = ev["parent"]
+    assert parent.tolist() == [-1, -1] and parent.dtype == EVENT_COLUMNS["parent"][0]
+    assert parent.strides == (0,)  # one value, however many rows: no memory per row
+    with pytest.raises(ValueError):
+        parent[0] = 5  # a table is never changed in place

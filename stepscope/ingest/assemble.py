@@ -17,8 +17,9 @@ from stepscope.ingest.normalize import COPY_KIND, KIND, PAGEABLE
 from stepscope.model.derive import time_order
 from stepscope.model.diagnostics import DiagnosticsBuilder
 from stepscope.model.parallel import concat_columns
-from stepscope.model.schema import EVENT_COLUMNS, GPU_KINDS, HOST_KINDS, EventKind, TrackKind
+from stepscope.model.schema import EVENT_COLUMNS, GPU_KINDS, HOST_KINDS, TABLE_SCHEMAS, EventKind, TrackKind
 from stepscope.model.strings import StringPool
+from stepscope.model.table import Schema
 from stepscope.model.uniq import unique
 
 MAX_DUR_NS = 24 * 3600 * 10**9
@@ -28,6 +29,7 @@ EVENT_ARG_KEYS = ("ts_ns", "dur_ns", "name", "cat", "corr", "ext_id", "grid_x", 
                   "out_nelems", "coll_dtype", "group_size", "pg_name", "pg_desc", "pg_ranks")
 Cols = dict[str, npt.NDArray[Any]]
 TRACK_HELPERS = ("_device", "_stream")  # per-row values that only decide each track's device and stream
+SENT_WIDE = ("ts_ns", "_key")  # never narrowed for transfer: their values never fit
 
 
 @dataclass
@@ -87,43 +89,52 @@ def finish_file(parts: list[FileTables]) -> FileTables:
         for t in (p.events, p.memory, p.flows):
             if "_key" in t:
                 t["track"] = np.searchsorted(uniq, t.pop("_key")).astype(np.int32)
-    events = _cat_in_time_order([p.events for p in parts])
-    memory, counters, flows = (_cat([getattr(p, t) for p in parts]) for t in ("memory", "counters", "flows"))
+    events = _cat([p.events for p in parts], EVENT_COLUMNS, in_time_order=True)
+    memory, counters, flows = (_cat([getattr(p, t) for p in parts], TABLE_SCHEMAS[t])
+                               for t in ("memory", "counters", "flows"))
     if not any((events, memory, flows)):
         return FileTables(events, {}, memory, counters, flows, names)
     return FileTables(events, _tracks(uniq, [p.events for p in parts if p.events]), memory, counters, flows, names)
 
 
-def _cat_in_time_order(tables: list[Cols]) -> Cols:
-    """The events of all chunks in :func:`derive.time_order`, without the per-chunk track helpers."""
+def _cat(tables: list[Cols], schema: Schema, in_time_order: bool = False) -> Cols:
+    """Concatenate chunk tables in the schema's types (chunks travel narrowed, see
+    :func:`narrow_for_transfer`); a column some chunks lack is filled with its absent value. Events
+    come out in :func:`derive.time_order`, without the per-chunk track helpers."""
     tables = [t for t in tables if t and len(next(iter(t.values())))]
     if not tables:
         return {}
-    track, ts, dur = (np.concatenate([t[k] for t in tables]) for k in ("track", "ts_ns", "dur_ns"))
-    order = time_order(track, ts, dur)
     keys = [k for k in dict.fromkeys(k for t in tables for k in t) if k not in TRACK_HELPERS]
-    like = {k: next(t[k] for t in tables if k in t).dtype for k in keys}
+    dtypes = {k: np.dtype(schema[k][0]) if k in schema else next(t[k] for t in tables if k in t).dtype for k in keys}
+    order = None
+    if in_time_order:
+        track, ts, dur = (np.concatenate([t[k] for t in tables]) for k in ("track", "ts_ns", "dur_ns"))
+        order = time_order(track, ts, dur)
+    if order is None and len(tables) == 1:
+        return {k: tables[0][k].astype(dtypes[k], copy=False) for k in keys}
 
     def fill(k: str, n: int) -> npt.NDArray[Any]:
-        return np.full(n, EVENT_COLUMNS[k][1] if k in EVENT_COLUMNS else -1, like[k])
+        return np.full(n, schema[k][1] if k in schema else -1, dtypes[k])
 
-    return concat_columns(tables, keys, fill, order)
+    return concat_columns(tables, keys, fill, order, dtypes)
 
 
-def _cat(tables: list[Cols]) -> Cols:
-    """Concatenate chunk tables; a column some chunks lack is filled with the schema's absent value."""
-    tables = [t for t in tables if t and len(next(iter(t.values())))]
-    if not tables:
-        return {}
-    if len(tables) == 1:
-        return tables[0]
-    keys = list(dict.fromkeys(k for t in tables for k in t))
-    like = {k: next(t[k] for t in tables if k in t).dtype for k in keys}
+def narrow_for_transfer(ft: FileTables) -> FileTables:
+    """Integer columns in the smallest type that holds their values, for the trip from a worker to
+    the main process (a third of the bytes); :func:`finish_file` widens them back as it concatenates."""
+    for table in (ft.events, ft.memory, ft.flows, ft.counters):
+        for k, v in table.items():
+            if v.dtype.kind == "i" and v.dtype.itemsize > 1 and len(v) and k not in SENT_WIDE:
+                table[k] = v.astype(_smallest_int(int(v.min()), int(v.max())), copy=False)
+    return ft
 
-    def fill(k: str, n: int) -> npt.NDArray[Any]:
-        return np.full(n, EVENT_COLUMNS[k][1] if k in EVENT_COLUMNS else -1, like[k])
 
-    return concat_columns(tables, keys, fill)
+def _smallest_int(lo: int, hi: int) -> type[np.signedinteger[Any]]:
+    for dtype in (np.int8, np.int16, np.int32):
+        info = np.iinfo(dtype)
+        if info.min <= lo and hi <= info.max:
+            return dtype
+    return np.int64
 
 
 def _count(diags: DiagnosticsBuilder, mask: npt.NDArray[np.bool_], name: str, sev: str, example: str) -> None:
@@ -248,18 +259,31 @@ STRING_ID_COLUMNS = {"events": ("name", "cat", "input_dims", "input_types", "cal
 
 
 def remap_strings(ft: FileTables, ids: npt.NDArray[np.int32]) -> FileTables:
-    """The same tables with every string id ``i`` read as ``ids[i]`` (``ids`` from :meth:`StringPool.id_map`)."""
+    """The same tables with every string id ``i`` read as ``ids[i]`` (``ids`` from :meth:`StringPool.id_map`).
+
+    Columns that belong to this chunk alone are rewritten in place: no fresh memory per chunk."""
     out: dict[str, Cols] = {}
     for table, names in STRING_ID_COLUMNS.items():
         cols = dict(getattr(ft, table))
         for name in names:
             if name in cols:
-                cols[name] = ids[cols[name]]
+                cols[name] = _mapped(ids, cols[name])
         if "_key" in cols:
             key = cols["_key"]
             pid = ids[(key >> 32).astype(np.int32)].astype(np.int64)
             tid = ids[(key & 0xFFFFFFFF).astype(np.int32)].astype(np.int64)
-            cols["_key"] = (pid << 32) | (tid & 0xFFFFFFFF)
+            np.left_shift(pid, 32, out=pid)
+            np.bitwise_and(tid, 0xFFFFFFFF, out=tid)
+            cols["_key"] = np.bitwise_or(pid, tid, out=key if key.flags.writeable else None)
         out[table] = cols
     thread_names = {(int(ids[p]), int(ids[t])): int(ids[n]) for (p, t), n in ft.thread_names.items()}
     return FileTables(out["events"], out["tracks"], out["memory"], out["counters"], out["flows"], thread_names)
+
+
+def _mapped(ids: npt.NDArray[np.int32], col: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """``ids[col]``, written over ``col`` when it may be (-1 wraps to the trailing -1 of ``ids``)."""
+    if col.flags.writeable and col.dtype == ids.dtype:
+        np.take(ids, col, out=col, mode="wrap")
+        return col
+    out: npt.NDArray[Any] = ids[col]
+    return out

@@ -20,7 +20,7 @@ import msgspec
 import numpy as np
 
 from stepscope.errors import TraceFormatError
-from stepscope.ingest.assemble import FileTables, split_chunk
+from stepscope.ingest.assemble import FileTables, narrow_for_transfer, split_chunk
 from stepscope.ingest.jsonscan import event_separator, find_events_array, scan_events
 from stepscope.ingest.kineto_columns import add_counter_series, events_to_columns
 from stepscope.ingest.kineto_decode import ChunkColumns, decode_events
@@ -278,7 +278,7 @@ def _split(res: ChunkResult) -> ChunkResult:
         return res
     pool = StringPool(res.columns.strings)
     diags = DiagnosticsBuilder()
-    res.tables = split_chunk(res.columns.cols, pool, diags)
+    res.tables = narrow_for_transfer(split_chunk(res.columns.cols, pool, diags))
     res.diagnostics = diags.freeze()
     res.columns = dataclasses.replace(res.columns, cols={}, strings=pool.strings)
     return res

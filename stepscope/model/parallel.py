@@ -75,17 +75,20 @@ def map_columns(fn: Callable[[npt.NDArray[Any]], npt.NDArray[Any]], cols: Mappin
 
 
 def concat_columns(parts: Sequence[Mapping[str, npt.NDArray[Any]]], names: list[str],
-                   fill: Callable[[str, int], npt.NDArray[Any]],
-                   order: npt.NDArray[np.int64] | None = None) -> dict[str, npt.NDArray[Any]]:
-    """Each named column concatenated over ``parts``; a part without it contributes ``fill(name, n)``.
+                   fill: Callable[[str, int], npt.NDArray[Any]], order: npt.NDArray[np.int64] | None = None,
+                   dtypes: Mapping[str, np.dtype[Any]] | None = None) -> dict[str, npt.NDArray[Any]]:
+    """Each named column concatenated over ``parts`` (in ``dtypes[name]`` when given); a part without
+    it contributes ``fill(name, n)``.
 
     With ``order``, each column is the concatenation's rows in that order (``concat[order]``), made
     column by column so that only one unordered copy exists at a time."""
     lengths = [len(next(iter(p.values()))) for p in parts]
+    types = dtypes or {}
 
     def one(name: str) -> npt.NDArray[Any]:
-        cat = np.concatenate([p[name] if name in p else fill(name, n) for p, n in zip(parts, lengths)])
-        return cat if order is None else cat[order]  # the copy in order is freed at once: its memory serves the next
+        cols = [p[name] if name in p else fill(name, n) for p, n in zip(parts, lengths)]
+        cat = np.concatenate(cols, dtype=types.get(name))
+        return cat if order is None else cat[order]  # the unordered copy is freed at once: its memory serves the next
 
     if not _worth_threads(sum(lengths) * len(names)):
         return {name: one(name) for name in names}

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.ingest.assemble import FileTables, finish_file
-from stepscope.model.schema import EventKind, TrackKind
+from stepscope.ingest.assemble import FileTables, finish_file, narrow_for_transfer, remap_strings
+from stepscope.model.schema import EVENT_COLUMNS, MEMORY_COLUMNS, EventKind, TrackKind
 
 
 def _key(pid: int, tid: int) -> int:
@@ -49,3 +49,37 @@ def test_track_helpers_decide_tracks_and_are_dropped() -> None:
     assert ft.tracks["kind"].tolist() == [int(TrackKind.CPU_THREAD), int(TrackKind.GPU_STREAM)]
     assert ft.tracks["device"].tolist() == [-1, 3] and ft.tracks["stream"].tolist() == [-1, 7]
     assert ft.tracks["pid"].tolist() == [1, 1] and ft.tracks["tid"].tolist() == [2, 7]
+
+
+def test_tables_travel_narrow_and_come_back_in_the_schema_types() -> None:
+    host = _key(1, 2)
+    part = _part([host, host], [10, 20], [5, 3_000_000_000], [CPU, CPU], [-1, -1], [-1, -1], [0, 1])
+    part.events["corr"] = np.array([-1, 70_000], np.int64)
+    part.memory = {"_key": np.array([host], np.int64), "ts_ns": np.array([15], np.int64),
+                   "bytes": np.array([-512], np.int64), "addr": np.array([2**40], np.int64)}
+    narrow_for_transfer(part)
+    assert part.events["corr"].dtype == np.int32 and part.events["dur_ns"].dtype == np.int64  # 3e9 needs 64 bits
+    assert part.events["ts_ns"].dtype == np.int64 and part.events["_key"].dtype == np.int64  # never narrowed
+    assert part.memory["bytes"].dtype == np.int16 and part.memory["addr"].dtype == np.int64
+    other = _part([host], [30], [1], [CPU], [-1], [-1], [2])  # a chunk that lacks "corr": filled
+    ft = finish_file([part, other])
+    assert ft.events["corr"].dtype == EVENT_COLUMNS["corr"][0]
+    assert ft.events["corr"].tolist() == [-1, 70_000, -1]
+    assert ft.events["dur_ns"].tolist() == [5, 3_000_000_000, 1]
+    assert ft.memory["bytes"].dtype == MEMORY_COLUMNS["bytes"][0] and ft.memory["bytes"].tolist() == [-512]
+
+
+def test_string_ids_are_remapped_in_place_with_absent_kept() -> None:
+    ft = _part([_key(0, 1)], [1], [1], [CPU], [-1], [-1], [2])
+    ft.events["call_stack"] = np.array([-1], np.int32)
+    name = ft.events["name"]
+    ids = np.array([7, 8, 9, 5, 6, -1], np.int32)  # local id i → ids[i]; the trailing -1 keeps -1
+    out = remap_strings(ft, ids)
+    assert out.events["name"].tolist() == [9] and out.events["name"] is name  # rewritten in place
+    assert out.events["call_stack"].tolist() == [-1]
+    assert out.events["_key"].tolist() == [_key(7, 8)]
+    frozen = np.array([1], np.int32)
+    frozen.flags.writeable = False  # e.g. arrays in Ray's object store
+    ft2 = _part([_key(0, 1)], [1], [1], [CPU], [-1], [-1], [0])
+    ft2.events["name"] = frozen
+    assert remap_strings(ft2, ids).events["name"].tolist() == [8] and frozen.tolist() == [1]

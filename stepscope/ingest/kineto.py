@@ -6,6 +6,8 @@ most a few chunks are in flight; the main process remaps string ids as results a
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -34,6 +36,8 @@ from stepscope.model.parallel import release_threads
 from stepscope.model.strings import StringPool
 
 PARALLEL_ABOVE_BYTES = 16 << 20
+RESULT_PIPE_BYTES = 1 << 20  # the most an unprivileged process may ask for (/proc/sys/fs/pipe-max-size)
+F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)  # Linux
 
 Progress = Callable[[int], None]
 
@@ -88,6 +92,15 @@ def _bounded_map(pool: ProcessPoolExecutor | None, jobs: Iterable[ChunkJob], inf
         yield pending.popleft().result()
 
 
+def _roomy_result_pipe(pool: ProcessPoolExecutor) -> None:
+    """Let a worker hand over a whole chunk's tables (~0.7 MB) and go on to its next chunk without
+    waiting for the main process to read them: a Linux pipe holds 64 KiB unless asked for more.
+    Best effort: where the executor's pipe or the call is not there, nothing changes."""
+    writer = getattr(getattr(pool, "_result_queue", None), "_writer", None)
+    with contextlib.suppress(AttributeError, OSError, ValueError):
+        fcntl.fcntl(writer.fileno(), F_SETPIPE_SZ, RESULT_PIPE_BYTES)  # type: ignore[union-attr]
+
+
 def _worker_count(paths: list[str], workers: int | None) -> int:
     if workers is not None:
         return max(1, workers)
@@ -109,6 +122,8 @@ def read_kineto_files(paths: list[str], pool_strings: StringPool, diags: Diagnos
     if n > 1:
         release_threads()
     pool = ProcessPoolExecutor(n, mp_context=get_context("fork")) if n > 1 else None
+    if pool is not None:
+        _roomy_result_pipe(pool)
     try:
         # results are taken in job order: slack lets workers run ahead of a slow chunk instead of idling
         for res in _bounded_map(pool, _jobs(paths, heads), inflight=3 * n):

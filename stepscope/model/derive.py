@@ -89,11 +89,10 @@ def nest(ev: Table, diags: DiagnosticsBuilder) -> tuple[I32, npt.NDArray[np.int1
         return parent, np.zeros(n, np.int16), ev["dur_ns"].copy()
     track, ts = ev["track"][idx], ev["ts_ns"][idx]
     end = ts + ev["dur_ns"][idx]
-    cand = np.arange(len(idx)) - 1
-    cand[1:][track[1:] != track[:-1]] = -1
-    cand[0] = -1
-    _count_overlaps(ts, end, cand, ev["kind"][idx], diags)
-    local = _jump_to_container(cand, end)
+    follows = np.zeros(len(idx), bool)  # the previous host event is on the same track
+    np.equal(track[1:], track[:-1], out=follows[1:])
+    _count_overlaps(ts, end, follows, ev["kind"][idx], diags)
+    local = _jump_to_container(follows, end)
     parent[idx] = np.where(local >= 0, idx[np.maximum(local, 0)], -1)
     depth = tree.depths(local, np.arange(len(local), dtype=np.int64)).astype(np.int16)
     depth_full = np.zeros(n, np.int16)
@@ -105,30 +104,35 @@ def nest(ev: Table, diags: DiagnosticsBuilder) -> tuple[I32, npt.NDArray[np.int1
     return parent, depth_full, self_ns
 
 
-def _jump_to_container(cand: I64, end: I64) -> I64:
-    """For each event, the nearest earlier event on its track that ends no earlier than it does."""
-    cand = cand.copy()
-    todo = np.flatnonzero(cand >= 0)
+def _jump_to_container(follows: npt.NDArray[np.bool_], end: I64) -> I64:
+    """For each event, the nearest earlier event on its track that ends no earlier than it does.
+
+    The first candidate is the previous event (compared as shifted slices: no gather); the rest by
+    pointer jumping, each candidate replaced by its own candidate until one contains the event."""
+    cand = np.arange(-1, len(end) - 1, dtype=np.int64)
+    cand[~follows] = -1
+    inside_prev = np.zeros(len(end), bool)
+    np.greater_equal(end[:-1], end[1:], out=inside_prev[1:])
+    todo = np.flatnonzero(follows & ~inside_prev)
     while len(todo):
-        c = cand[todo]
-        contains = end[c] >= end[todo]
-        todo = todo[~contains]
         cand[todo] = cand[cand[todo]]
         todo = todo[cand[todo] >= 0]
+        contains = end[cand[todo]] >= end[todo]
+        todo = todo[~contains]
     return cand
 
 
-def _count_overlaps(ts: I64, end: I64, prev: I64, kind: npt.NDArray[np.int8], diags: DiagnosticsBuilder) -> None:
+def _count_overlaps(ts: I64, end: I64, follows: npt.NDArray[np.bool_], kind: npt.NDArray[np.int8],
+                    diags: DiagnosticsBuilder) -> None:
     """Count events that start inside the previous one and end after it (not properly nested).
 
     A Python frame overlapping the range it opens or closes (``record_function``'s enter call starts
     before the range and returns inside it; ``__exit__`` starts inside and returns after) is a known
     profiler artifact, counted apart as info.
     """
-    has = np.flatnonzero(prev >= 0)
-    p = prev[has]
-    partial = (end[p] > ts[has]) & (end[p] < end[has])
-    python = (kind[p] == EventKind.PYTHON_FUNCTION) | (kind[has] == EventKind.PYTHON_FUNCTION)
+    partial = follows[1:] & (end[:-1] > ts[1:]) & (end[:-1] < end[1:])  # row i+1 against row i
+    is_py = kind == EventKind.PYTHON_FUNCTION
+    python = is_py[:-1] | is_py[1:]
     n_py, n_other = int((partial & python).sum()), int((partial & ~python).sum())
     if n_py:
         diags.add("python-frame-overlaps-range", "info",

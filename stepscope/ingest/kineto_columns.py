@@ -23,6 +23,7 @@ from stepscope.model.schema import EventKind
 
 I64 = npt.NDArray[np.int64]
 _NOGRID = (0, 0, 0)
+FLOW_PHASES = [ord(c) for c in "sft"]  # flow start, end, step
 _NO_RAW = RawArgs().input_dims  # the one default object of every absent raw arg
 
 
@@ -247,12 +248,21 @@ def events_to_columns(evs: list[Any], dropped: list[tuple[str, str]]) -> ChunkCo
         "pid": _intern_ids(field("pid"), table), "tid": _intern_ids(field("tid"), table),
         "ts_ns": ts_ns, "ts_ok": ts_ok,
         "dur_ns": dur_ns_of(map(attrgetter("dur"), evs), n),
-        "flow_id": flow_ids(field("id")),
     }
+    cols["flow_id"] = _flow_id_column(evs, cols["ph"])
     strings = _ordered(table)
     groups = event_groups(cols["ph"], cols["cat"], cols["name"], strings)
     cols.update(args_columns(field("args"), groups, table))
     return ChunkColumns(n, cols, _ordered(table), dropped, frac_max)
+
+
+def _flow_id_column(evs: list[Any], ph: npt.NDArray[np.int32]) -> npt.NDArray[np.int64]:
+    """Flow ids, read only from flow events (the only ones whose id is used; -1 elsewhere)."""
+    rows = np.flatnonzero(np.isin(ph, FLOW_PHASES))
+    out = np.full(len(evs), -1, np.int64)
+    if len(rows):
+        out[rows] = flow_ids(list(map(attrgetter("id"), _gather(evs, rows))))
+    return out
 
 
 def phase_codes(phases: list[Any]) -> npt.NDArray[np.int32]:

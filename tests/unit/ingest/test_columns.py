@@ -297,7 +297,7 @@ def test_events_to_columns_huge_ids_and_text_numbers() -> None:
             b' {"ph": "X", "cat": "kernel", "name": "k", "pid": 1, "tid": 2, "ts": 2, "dur": 1, "id": 5,'
             b' "args": {"correlation": 1' + b"0" * 19 + b', "grid": [3, 3, 3], "block": [4, 4, 4]}}]')
     c = events_to_columns(FAST_DECODER.decode(body), [])
-    assert c.cols["flow_id"].tolist() == [-1, 5]  # 10**19 > int64: only that id absent
+    assert c.cols["flow_id"].tolist() == [-1, -1]  # ids are read from flow events only
     assert arg_column(c.cols, "corr", 2).tolist() == [42, -1]
     assert [arg_column(c.cols, f"grid_{a}", 2).tolist() for a in "xyz"] == [[0, 3], [0, 3], [0, 3]]
     assert [arg_column(c.cols, f"block_{a}", 2).tolist() for a in "xyz"] == [[2, 4], [2, 4], [2, 4]]
@@ -307,3 +307,12 @@ def test_phase_codes_fast_and_odd_phases() -> None:
     assert phase_codes(["X", "i", "C"]).tolist() == [88, 105, 67]
     # an empty or multi-letter phase (not Kineto's own) goes through the per-distinct-text path
     assert phase_codes(["X", "", "XY", "X"]).tolist() == [88, 0, 88, 88]
+
+
+def test_flow_ids_of_flow_events_huge_ones_absent() -> None:
+    body = (b'[{"ph": "s", "cat": "ac2g", "name": "f", "pid": 1, "tid": 2, "ts": 1, "id": 1' + b"0" * 19 + b'},'
+            b' {"ph": "f", "cat": "ac2g", "name": "f", "pid": 1, "tid": 2, "ts": 2, "id": 5, "bp": "e"},'
+            b' {"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 2, "ts": 3, "dur": 1},'
+            b' {"ph": "t", "cat": "ac2g", "name": "f", "pid": 1, "tid": 2, "ts": 4, "id": "7"}]')
+    c = events_to_columns(FAST_DECODER.decode(body), [])
+    assert c.cols["flow_id"].tolist() == [-1, 5, -1, -1]  # 10**19 > int64 and text: absent

@@ -238,44 +238,43 @@ def assign_steps(ev: Table, steps: Table, launch: I32) -> tuple[I32, Table]:
     step_of = np.full(len(ev), -1, np.int32)
     if len(steps) == 0:
         return step_of, steps
-    host = np.isin(ev["kind"], [int(k) for k in HOST_KINDS])
-    by_time = _step_by_time(ev, steps, steps["host_end_ns"])
-    step_of[host] = by_time[host]
-    gpu = np.isin(ev["kind"], [int(k) for k in GPU_KINDS]) | (ev["kind"] == EventKind.GPU_USER_ANNOTATION)
-    launched = gpu & (launch >= 0)
+    kind = ev["kind"]
+    host = np.flatnonzero(np.isin(kind, [int(k) for k in HOST_KINDS]))
+    step_of[host] = _step_by_time(ev, host, steps, steps["host_end_ns"])
+    gpu = np.isin(kind, [int(k) for k in GPU_KINDS]) | (kind == EventKind.GPU_USER_ANNOTATION)
+    launched = np.flatnonzero(gpu & (launch >= 0))
     step_of[launched] = step_of[launch[launched]]
-    gpu_end = ev["ts_ns"] + ev["dur_ns"]
+    srow = _step_row(ev["rank"][launched], step_of[launched], steps)
+    ok = srow >= 0
+    done = launched[ok]
     end = steps["host_end_ns"].copy()
-    srow = _step_row(ev, steps, step_of)
-    sel = launched & (srow >= 0)
-    np.maximum.at(end, srow[sel], gpu_end[sel])
+    np.maximum.at(end, srow[ok], ev["ts_ns"][done] + ev["dur_ns"][done])
     steps = steps.with_columns(end_ns=end)
-    rest = gpu & ~launched
-    step_of[rest] = _step_by_time(ev, steps, end)[rest]
+    rest = np.flatnonzero(gpu & (launch < 0))
+    step_of[rest] = _step_by_time(ev, rest, steps, end)
     return step_of, steps
 
 
-def _step_by_time(ev: Table, steps: Table, end_ns: I64) -> I32:
-    """Step number of each event whose start lies in [start, end) of a step of its rank."""
-    out = np.full(len(ev), -1, np.int32)
-    for rank in unique(steps["rank"]).tolist():  # per rank, not per event
-        s = np.flatnonzero(steps["rank"] == rank)
-        starts = steps["start_ns"][s]
-        rows = np.flatnonzero(ev["rank"] == rank)
-        pos = np.searchsorted(starts, ev["ts_ns"][rows], side="right") - 1
+def _step_by_time(ev: Table, rows: I64, steps: Table, end_ns: I64) -> I32:
+    """Step number of each of ``rows`` whose start lies in [start, end) of a step of its rank, else -1."""
+    out = np.full(len(rows), -1, np.int32)
+    rank, ts = ev["rank"][rows], ev["ts_ns"][rows]
+    for r in unique(steps["rank"]).tolist():  # per rank, not per event
+        s = np.flatnonzero(steps["rank"] == r)
+        sub = np.flatnonzero(rank == r)
+        pos = np.searchsorted(steps["start_ns"][s], ts[sub], side="right") - 1
         ok = pos >= 0
         pos_c = np.maximum(pos, 0)
-        ok &= ev["ts_ns"][rows] < end_ns[s][pos_c]
-        out[rows[ok]] = steps["step"][s][pos_c[ok]]
+        ok &= ts[sub] < end_ns[s][pos_c]
+        out[sub[ok]] = steps["step"][s][pos_c[ok]]
     return out
 
 
-def _step_row(ev: Table, steps: Table, step_of: I32) -> I64:
-    """Row in the steps table of each event's (rank, step), -1 when none."""
+def _step_row(rank: npt.NDArray[np.int32], step: I32, steps: Table) -> I64:
+    """Row in the steps table of each (rank, step), -1 when none."""
     keys = steps["rank"].astype(np.int64) * (1 << 32) + steps["step"]
-    q = ev["rank"].astype(np.int64) * (1 << 32) + step_of
-    found = _match_keys(keys, q)
-    return np.where(step_of >= 0, found, -1)
+    found = _match_keys(keys, rank.astype(np.int64) * (1 << 32) + step)
+    return np.where(step >= 0, found, -1)
 
 
 def innermost_host_event(ev: Table, parent: I32, track: npt.NDArray[Any], ts: npt.NDArray[Any]) -> I32:

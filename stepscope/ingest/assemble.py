@@ -16,7 +16,7 @@ from stepscope.ingest.kineto_columns import arg_column
 from stepscope.ingest.normalize import COPY_KIND, KIND, PAGEABLE
 from stepscope.model.derive import time_order
 from stepscope.model.diagnostics import DiagnosticsBuilder
-from stepscope.model.parallel import concat_columns
+from stepscope.model.parallel import concat_columns, run_both
 from stepscope.model.schema import EVENT_COLUMNS, GPU_KINDS, HOST_KINDS, TABLE_SCHEMAS, EventKind, TrackKind
 from stepscope.model.strings import StringPool
 from stepscope.model.table import Schema
@@ -89,12 +89,16 @@ def finish_file(parts: list[FileTables]) -> FileTables:
         for t in (p.events, p.memory, p.flows):
             if "_key" in t:
                 t["track"] = np.searchsorted(uniq, t.pop("_key")).astype(np.int32)
-    events = _cat([p.events for p in parts], EVENT_COLUMNS, in_time_order=True)
+    ev_parts = [p.events for p in parts if p.events]
+    rows = sum(len(next(iter(e.values()))) for e in ev_parts)
+    # the tracks' kinds, devices and streams come from the chunks as they are: alongside the gather
+    events, tracks = run_both(lambda: _cat(ev_parts, EVENT_COLUMNS, in_time_order=True),
+                              lambda: _tracks(uniq, ev_parts), rows)
     memory, counters, flows = (_cat([getattr(p, t) for p in parts], TABLE_SCHEMAS[t])
                                for t in ("memory", "counters", "flows"))
     if not any((events, memory, flows)):
         return FileTables(events, {}, memory, counters, flows, names)
-    return FileTables(events, _tracks(uniq, [p.events for p in parts if p.events]), memory, counters, flows, names)
+    return FileTables(events, tracks, memory, counters, flows, names)
 
 
 def _cat(tables: list[Cols], schema: Schema, in_time_order: bool = False) -> Cols:

@@ -188,12 +188,16 @@ def _link(ev: Table, tracks: Table, tables: list[FileTables], pool: StringPool, 
     # nesting and launch/step links do not depend on each other: derived side by side
     (parent, depth, self_ns), (launch, step_of, steps) = run_both(lambda: derive.nest(ev, diags),
                                                                   launches_and_steps, len(ev))
-    op = derive.link_ops(ev, parent, launch)
+
+    def memory() -> Table:
+        mem = _table(MEMORY_COLUMNS, [t.memory for t in tables])
+        if len(mem):
+            mem = mem.with_columns(op=derive.innermost_host_event(ev, parent, mem["track"], mem["ts_ns"]))
+            mem = mem.take(np.lexsort((mem["ts_ns"], mem["rank"])))
+        return mem
+
+    op, mem = run_both(lambda: derive.link_ops(ev, parent, launch), memory, len(ev))
     ev = ev.with_columns(parent=parent, depth=depth, self_ns=self_ns, launch=launch, op=op, step=step_of)
-    mem = _table(MEMORY_COLUMNS, [t.memory for t in tables])
-    if len(mem):
-        mem = mem.with_columns(op=derive.innermost_host_event(ev, parent, mem["track"], mem["ts_ns"]))
-        mem = mem.take(np.lexsort((mem["ts_ns"], mem["rank"])))
     counters = _table(COUNTER_COLUMNS, [t.counters for t in tables])
     flows = _table(FLOW_COLUMNS, [t.flows for t in tables])
     return Trace(events=ev, tracks=tracks, steps=steps, memory=mem, counters=counters, flows=flows,

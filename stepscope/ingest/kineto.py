@@ -27,8 +27,8 @@ from stepscope.ingest.kineto_chunks import (
     decode_chunk,
     is_gzip,
     iter_gzip_chunks,
+    iter_plain,
     locate_events,
-    plan_plain,
 )
 from stepscope.ingest.kineto_decode import FAST_DECODER
 from stepscope.model.diagnostics import DiagnosticsBuilder
@@ -75,7 +75,7 @@ def _jobs(paths: list[str], heads: list[tuple[bytes, int, bool]]) -> Iterator[Ch
         if is_gzip(path):
             yield from iter_gzip_chunks(i, path, at, precise)
         else:
-            yield from plan_plain(i, path, os.path.getsize(path), at, precise)
+            yield from iter_plain(i, path, os.path.getsize(path), at, precise)
 
 
 def _bounded_map(pool: ProcessPoolExecutor | None, jobs: Iterable[ChunkJob], inflight: int) -> Iterator[ChunkResult]:

@@ -32,6 +32,7 @@ PRECISE_TS_ABOVE_US = 2e12  # float64 keeps every ns digit of a µs timestamp on
 #: what a decoder raises on bytes that are not (valid) JSON: syntax, bad UTF-8, absurd nesting
 BAD_JSON = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)
 HEAD_BYTES = 8 << 20
+FIRST_HEAD_BYTES = 2 << 20
 GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -97,20 +98,23 @@ def _salvage_gzip(path: str, nbytes: int) -> bytes:
 
 def plan_plain(file_index: int, path: str, size: int, events_at: int, precise: bool) -> list[ChunkJob]:
     """Byte ranges of roughly CHUNK_BYTES that start at an event's '{'."""
+    return list(iter_plain(file_index, path, size, events_at, precise))
+
+
+def iter_plain(file_index: int, path: str, size: int, events_at: int, precise: bool) -> Iterator[ChunkJob]:
+    """:func:`plan_plain` one job at a time, each as soon as the cut after it is found, so decoding
+    starts while the rest of the file is still being planned."""
     with open(path, "rb") as fh:
         fh.seek(events_at)
         sep = event_separator(fh.read(1 << 20))
-        cuts = [events_at]
-        target = events_at + CHUNK_BYTES
+        start, target = events_at, events_at + CHUNK_BYTES
         while sep is not None and target < size - CHUNK_BYTES // 4:
-            idx = _find_from(fh, target, sep)
-            if idx < 0:
+            cut = _find_from(fh, target, sep)
+            if cut < 0:
                 break
-            cuts.append(idx)
-            target = cuts[-1] + CHUNK_BYTES
-    cuts.append(size)
-    return [ChunkJob(file_index, path, a, b, None, i == len(cuts) - 2, precise)
-            for i, (a, b) in enumerate(zip(cuts[:-1], cuts[1:]))]
+            yield ChunkJob(file_index, path, start, cut, None, False, precise)
+            start, target = cut, cut + CHUNK_BYTES
+    yield ChunkJob(file_index, path, start, size, None, True, precise)
 
 
 def _find_from(fh: BinaryIO, at: int, sep: re.Pattern[bytes], limit: int = 4 << 20) -> int:
@@ -354,11 +358,17 @@ def _decode_each(buf: bytes, starts: list[int], ends: list[int],
 
 
 def locate_events(path: str) -> tuple[bytes, int, bool]:
-    """The head of a file, the offset of its events array body, and whether it is a bare list."""
-    head = read_head(path)
+    """The head of a file, the offset of its events array body, and whether it is a bare list.
+
+    The array starts within the first few KiB of any trace seen so far: 2 MiB are read first, and
+    up to HEAD_BYTES only when it is not there."""
+    head = read_head(path, FIRST_HEAD_BYTES)
     if not head.strip():
         raise TraceFormatError("file is empty", path)
     at, bare = find_events_array(head)
+    if at < 0 and len(head) == FIRST_HEAD_BYTES:
+        head = read_head(path)
+        at, bare = find_events_array(head)
     if at < 0:
         first = head.lstrip()[:1]
         if first not in (b"{", b"["):

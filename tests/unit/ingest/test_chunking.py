@@ -5,6 +5,7 @@ follows the chunks)."""
 from __future__ import annotations
 
 import gzip
+import json
 from pathlib import Path
 
 import numpy as np
@@ -84,3 +85,17 @@ def test_small_chunks_on_two_processes_equal_one_chunk_in_process(tmp_path: Path
         assert _table_values(cut, name) == _table_values(whole, name), name
     assert sorted(whole.strings.strings) == sorted(cut.strings.strings)
     assert whole.diagnostics == cut.diagnostics
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_events_array_after_a_header_bigger_than_the_first_read(tmp_path: Path, gz: bool) -> None:
+    """The first look at a file reads 2 MiB; a longer header before "traceEvents" is read in full."""
+    events = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": 10 * i, "dur": 5}
+              for i in range(3)]
+    doc = {"note": "x" * (3 << 20), "traceEvents": events}
+    raw = json.dumps(doc).encode()
+    assert raw.index(b'"traceEvents"') > kineto_chunks.FIRST_HEAD_BYTES
+    path = tmp_path / ("big_header.json.gz" if gz else "big_header.json")
+    path.write_bytes(gzip.compress(raw) if gz else raw)
+    trace = stepscope.load(str(path), use_cache=False)
+    assert sorted(trace.strings.decode(trace.events["name"])) == ["op0", "op1", "op2"]

@@ -7,7 +7,6 @@ most a few chunks are in flight; the main process remaps string ids as results a
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -37,7 +36,7 @@ from stepscope.model.strings import StringPool
 
 PARALLEL_ABOVE_BYTES = 16 << 20
 RESULT_PIPE_BYTES = 1 << 20  # the most an unprivileged process may ask for (/proc/sys/fs/pipe-max-size)
-F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)  # Linux
+F_SETPIPE_SZ = 1031  # Linux's fcntl command (named in the fcntl module from Python 3.10 on Linux only)
 
 Progress = Callable[[int], None]
 
@@ -97,8 +96,10 @@ def _roomy_result_pipe(pool: ProcessPoolExecutor) -> None:
     waiting for the main process to read them: a Linux pipe holds 64 KiB unless asked for more.
     Best effort: where the executor's pipe or the call is not there, nothing changes."""
     writer = getattr(getattr(pool, "_result_queue", None), "_writer", None)
-    with contextlib.suppress(AttributeError, OSError, ValueError):
-        fcntl.fcntl(writer.fileno(), F_SETPIPE_SZ, RESULT_PIPE_BYTES)  # type: ignore[union-attr]
+    with contextlib.suppress(ImportError, AttributeError, OSError, ValueError):
+        import fcntl  # POSIX only
+
+        fcntl.fcntl(writer.fileno(), getattr(fcntl, "F_SETPIPE_SZ", F_SETPIPE_SZ), RESULT_PIPE_BYTES)  # type: ignore[union-attr]
 
 
 def _worker_count(paths: list[str], workers: int | None) -> int:

@@ -3,7 +3,6 @@ for the main process; where that cannot be done, nothing changes."""
 
 from __future__ import annotations
 
-import fcntl
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
@@ -18,6 +17,8 @@ F_GETPIPE_SZ = 1032
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pipe sizes are a Linux feature")
 def test_result_pipe_holds_a_whole_chunk() -> None:
+    import fcntl
+
     limit = int(Path("/proc/sys/fs/pipe-max-size").read_text())
     if limit < kineto.RESULT_PIPE_BYTES:
         pytest.skip(f"this machine caps pipes at {limit} bytes")

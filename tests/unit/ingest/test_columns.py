@@ -25,25 +25,24 @@ from stepscope.ingest.kineto_values import dur_ns_of, floats_of, flow_ids, ints_
 NAN = float("nan")
 
 
-def _ints(values: list[Any]) -> tuple[npt.NDArray[np.int64], list[int]]:
-    """ints_of over ``values``, and how often it read them again (the lenient fallback)."""
+def _read(convert: Any, values: list[Any]) -> tuple[npt.NDArray[Any], list[int]]:
+    """``convert`` (ints_of / floats_of) over ``values``, and how often it read them again (the
+    lenient fallback)."""
     agains: list[int] = []
 
     def again() -> list[Any]:
         agains.append(1)
         return list(values)
 
-    return ints_of(iter(values), len(values), again), agains
+    return convert(iter(values), len(values), again), agains
 
 
-def _floats(values: list[Any]) -> tuple[npt.NDArray[np.float64], list[int]]:
-    agains: list[int] = []
+def _ints(values: list[Any]) -> tuple[npt.NDArray[Any], list[int]]:
+    return _read(ints_of, values)
 
-    def again() -> list[Any]:
-        agains.append(1)
-        return list(values)
 
-    return floats_of(iter(values), len(values), again), agains
+def _floats(values: list[Any]) -> tuple[npt.NDArray[Any], list[int]]:
+    return _read(floats_of, values)
 
 
 # ---- kineto_values -------------------------------------------------------------------------------

@@ -96,14 +96,9 @@ def _salvage_gzip(path: str, nbytes: int) -> bytes:
         return bytes(out[:nbytes])
 
 
-def plan_plain(file_index: int, path: str, size: int, events_at: int, precise: bool) -> list[ChunkJob]:
-    """Byte ranges of roughly CHUNK_BYTES that start at an event's '{'."""
-    return list(iter_plain(file_index, path, size, events_at, precise))
-
-
 def iter_plain(file_index: int, path: str, size: int, events_at: int, precise: bool) -> Iterator[ChunkJob]:
-    """:func:`plan_plain` one job at a time, each as soon as the cut after it is found, so decoding
-    starts while the rest of the file is still being planned."""
+    """Byte ranges of roughly CHUNK_BYTES that start at an event's '{', one job at a time, each as
+    soon as the cut after it is found, so decoding starts while the rest of the file is still planned."""
     with open(path, "rb") as fh:
         fh.seek(events_at)
         sep = event_separator(fh.read(1 << 20))

@@ -170,7 +170,6 @@ FAST_ONE = _decoder(_FAST, many=False, precise=False)
 PRECISE_ONE = _decoder(_PRECISE, many=False, precise=True)
 ANY_PHASE_ONE = msgspec.json.Decoder(RawEvent)  # an event of a phase outside the format, or of none
 ANY_PHASE_PRECISE_ONE = msgspec.json.Decoder(PreciseRawEvent, float_hook=str)
-EVENT_FIELDS = RawEvent.__struct_fields__
 
 
 @dataclass

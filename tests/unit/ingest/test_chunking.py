@@ -43,7 +43,7 @@ def _chunks(path: Path) -> int:
     _head, at, _bare = kineto_chunks.locate_events(str(path))
     if kineto_chunks.is_gzip(str(path)):
         return len(list(kineto_chunks.iter_gzip_chunks(0, str(path), at, False)))
-    return len(kineto_chunks.plan_plain(0, str(path), path.stat().st_size, at, False))
+    return len(list(kineto_chunks.iter_plain(0, str(path), path.stat().st_size, at, False)))
 
 
 def test_a_file_whose_first_events_are_laid_out_apart_is_still_cut_all_through(
@@ -59,7 +59,7 @@ def test_a_file_whose_first_events_are_laid_out_apart_is_still_cut_all_through(
     sep = event_separator(text.encode()[at:at + (1 << 20)])
     assert sep is not None and sep.search(b'"dur": 1\n  },\n  {') and sep.search(b'{"value":1}},\n{')
     monkeypatch.setattr(kineto_chunks, "CHUNK_BYTES", 16 << 10)
-    jobs = kineto_chunks.plan_plain(0, str(path), path.stat().st_size, at, False)
+    jobs = list(kineto_chunks.iter_plain(0, str(path), path.stat().st_size, at, False))
     assert len(jobs) >= len(text) // (16 << 10) - 1  # cut all through the indented part too
     assert all(text[job.start] == "{" for job in jobs[1:])  # every cut at the start of an event
     whole = stepscope.load(path, use_cache=False, workers=1)

@@ -149,11 +149,12 @@ def _count(diags: DiagnosticsBuilder, mask: npt.NDArray[np.bool_], name: str, se
 
 def _events(cols: Cols, sel: npt.NDArray[np.bool_], key: npt.NDArray[np.int64], pool: StringPool,
             diags: DiagnosticsBuilder) -> Cols:
-    out: Cols = {k: cols[k][sel] for k in EVENT_ARG_KEYS if k in cols}  # absent args: filled when built
+    every = bool(sel.all())  # a chunk of complete events only: its columns as they are, no copy
+    out: Cols = {k: cols[k] if every else cols[k][sel] for k in EVENT_ARG_KEYS if k in cols}  # absent: filled later
     out = {k: _narrow(k, v, diags) for k, v in out.items()}
-    out["_key"] = key[sel]
+    out["_key"] = key if every else key[sel]
     kind = KIND.table(pool.strings)[out["cat"]]
-    ph = _ph(cols)[sel]
+    ph = _ph(cols) if every else _ph(cols)[sel]
     kind = np.where((ph != ord("X")) & (kind == 0), np.int8(EventKind.INSTANT), kind)
     out["kind"] = kind
     dur = out["dur_ns"]
@@ -165,15 +166,23 @@ def _events(cols: Cols, sel: npt.NDArray[np.bool_], key: npt.NDArray[np.int64], 
     huge = dur > MAX_DUR_NS
     _count(diags, huge, "event-absurd-duration", "error", "event longer than 24 h dropped")
     out["dur_ns"] = dur
-    is_copy = kind == EventKind.MEMCPY
-    out["copy_kind"] = np.where(is_copy, COPY_KIND.table(pool.strings)[out["name"]], 0).astype(np.int8)
-    out["pageable"] = np.where(is_copy, PAGEABLE.table(pool.strings)[out["name"]], -1).astype(np.int8)
+    out["copy_kind"], out["pageable"] = _copy_columns(kind, out["name"], pool)
     n = len(cols["ph"])
-    out["_device"] = arg_column(cols, "device", n)[sel]
-    out["_stream"] = arg_column(cols, "stream", n)[sel]
+    out["_device"], out["_stream"] = (arg_column(cols, k, n) if every else arg_column(cols, k, n)[sel]
+                                      for k in ("device", "stream"))
     if huge.any():
         out = {k: v[~huge] for k, v in out.items()}
     return out
+
+
+def _copy_columns(kind: npt.NDArray[Any], name: npt.NDArray[np.int32],
+                  pool: StringPool) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.int8]]:
+    """Each event's copy direction and pageable flag (memcpy only; 0 and -1 elsewhere)."""
+    is_copy = kind == EventKind.MEMCPY
+    if not is_copy.any():
+        return np.zeros(len(kind), np.int8), np.full(len(kind), -1, np.int8)
+    return (np.where(is_copy, COPY_KIND.table(pool.strings)[name], 0).astype(np.int8),
+            np.where(is_copy, PAGEABLE.table(pool.strings)[name], -1).astype(np.int8))
 
 
 _INT32_MAX = np.iinfo(np.int32).max

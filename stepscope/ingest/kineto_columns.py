@@ -7,7 +7,8 @@ the trace's pool. ``ts`` is converted to int64 ns exactly: integers and fraction
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from itertools import count
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -27,15 +28,29 @@ FLOW_PHASES = [ord(c) for c in "sft"]  # flow start, end, step
 _NO_RAW = RawArgs().input_dims  # the one default object of every absent raw arg
 
 
-def intern_strings(values: Sequence[Any], table: dict[str, int]) -> npt.NDArray[np.int32]:
-    """Local ids for a column of str/None (None → -1).
+def first_rows(values: Iterable[Any], n: int) -> tuple[dict[Any, int], I64]:
+    """Each of ``n`` values' first row, and the distinct values (keys, in order of first appearance)
+    with their first row: one hash lookup per value, all in C."""
+    first: dict[Any, int] = {}
+    return first, np.fromiter(map(first.setdefault, values, count()), np.int64, n)
 
-    Each distinct value is hashed into a dict once (in C); the per-row lookups are a C-level map too,
-    so no Python code runs per event."""
-    local: dict[Any, Any] = dict.fromkeys(values)
-    for s in local:
-        local[s] = -1 if s is None else table.setdefault(s, len(table))
-    return np.fromiter(map(local.__getitem__, values), np.int32, len(values))
+
+def relabel(first: dict[Any, int], rows: I64, ids: Iterable[int]) -> npt.NDArray[np.int32]:
+    """Each row's id, given one id per distinct value (in the order of ``first``'s keys)."""
+    lut = np.empty(len(rows), np.int32)
+    lut[np.fromiter(first.values(), np.int64, len(first))] = np.fromiter(ids, np.int32, len(first))
+    return lut[rows]
+
+
+def intern_strings(values: Iterable[Any], table: dict[str, int], n: int | None = None) -> npt.NDArray[np.int32]:
+    """Local ids for a column of str/None (None → -1); ``n`` values (default: ``len(values)``).
+
+    Each value is hashed once (in C); only the distinct values are looked up in ``table``."""
+    if n is None:
+        values = list(values)
+        n = len(values)
+    first, rows = first_rows(values, n)
+    return relabel(first, rows, (-1 if s is None else table.setdefault(s, len(table)) for s in first))
 
 
 def _json_string(text: str) -> str:
@@ -56,19 +71,19 @@ def intern_raw(values: Sequence[Any], table: dict[str, int], compact: bool = Fal
     one id however the file was formatted. An absent value (empty raw) → -1."""
     if values.count(_NO_RAW) == len(values):  # the key never occurs (identity compare, in C)
         return np.full(len(values), -1, np.int32)
-    raw = list(map(bytes, values))
-    local: dict[bytes, Any] = dict.fromkeys(raw)
-    for b in local:
-        if not b:
-            local[b] = -1
-            continue
-        text = b.decode("utf-8", "replace")
-        if compact:
-            text = "".join(text.split())
-        elif unquote:  # a JSON string value ("[0, 1]" written as a string): keep the string, not its quotes
-            text = _json_string(text)
-        local[b] = table.setdefault(text, len(table))
-    return np.fromiter(map(local.__getitem__, raw), np.int32, len(raw))
+    first, rows = first_rows(map(b"".__add__, values), len(values))  # the raw JSON text as bytes
+    return relabel(first, rows, (_raw_id(b, table, compact, unquote) for b in first))
+
+
+def _raw_id(raw: bytes, table: dict[str, int], compact: bool, unquote: bool) -> int:
+    if not raw:
+        return -1
+    text = raw.decode("utf-8", "replace")
+    if compact:
+        text = "".join(text.split())
+    elif unquote:  # a JSON string value ("[0, 1]" written as a string): keep the string, not its quotes
+        text = _json_string(text)
+    return table.setdefault(text, len(table))
 
 
 #: args read per group of events (by kind); every other group gets the column's default
@@ -172,7 +187,7 @@ def _store(cols: dict[str, npt.NDArray[Any]], f: str, sub: tuple[Any, ...], idx:
     elif f in FLOAT_FIELDS:
         cols[FLOAT_FIELDS[f]][idx] = floats_of(map(get, sub), len(sub), lambda: list(map(get, sub)))
     elif f in STR_FIELDS:
-        cols[STR_FIELDS[f]][idx] = intern_strings(list(map(get, sub)), table)
+        cols[STR_FIELDS[f]][idx] = intern_strings(map(get, sub), table, len(sub))
     elif f in RAW_FIELDS:
         cols[RAW_FIELDS[f]][idx] = intern_raw(list(map(get, sub)), table, compact=f.startswith("input_dims"),
                                               unquote=f == "pg_ranks")
@@ -243,9 +258,10 @@ def events_to_columns(evs: list[Any], dropped: list[tuple[str, str]]) -> ChunkCo
 
     ts_ns, ts_ok, frac_max = ts_to_ns(field("ts"))
     cols: dict[str, npt.NDArray[Any]] = {
-        "ph": phase_codes(field("ph")), "cat": intern_strings(field("cat"), table),
-        "name": intern_strings(field("name"), table),
-        "pid": _intern_ids(field("pid"), table), "tid": _intern_ids(field("tid"), table),
+        "ph": phase_codes(field("ph")), "cat": intern_strings(map(attrgetter("cat"), evs), table, n),
+        "name": intern_strings(map(attrgetter("name"), evs), table, n),
+        "pid": _intern_ids(map(attrgetter("pid"), evs), table, n),
+        "tid": _intern_ids(map(attrgetter("tid"), evs), table, n),
         "ts_ns": ts_ns, "ts_ok": ts_ok,
         "dur_ns": dur_ns_of(map(attrgetter("dur"), evs), n),
     }
@@ -276,12 +292,10 @@ def phase_codes(phases: list[Any]) -> npt.NDArray[np.int32]:
         return np.array([*map(phase_code, local), 0], np.int32)[ids]
 
 
-def _intern_ids(values: list[Any], table: dict[str, int]) -> npt.NDArray[np.int32]:
+def _intern_ids(values: Iterable[Any], table: dict[str, int], n: int) -> npt.NDArray[np.int32]:
     """Local string ids of pid/tid values: 7 and "7" are the same thread, so ids go by the text."""
-    local: dict[Any, Any] = dict.fromkeys(values)
-    for v in local:
-        local[v] = table.setdefault(str(v), len(table))
-    return np.fromiter(map(local.__getitem__, values), np.int32, len(values))
+    first, rows = first_rows(values, n)
+    return relabel(first, rows, (table.setdefault(str(v), len(table)) for v in first))
 
 
 def _ordered(table: dict[str, int]) -> list[str]:

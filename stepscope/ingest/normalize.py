@@ -85,7 +85,11 @@ class Lut:
     def table(self, strings: Sequence[str]) -> npt.NDArray[np.generic]:
         if len(self.memo) > MEMO_LIMIT:
             self.memo.clear()
-        return np.array([*map(self._value, strings), self.missing], dtype=self.dtype)
+        got = list(map(self.memo.get, strings))  # strings seen before: looked up in C
+        if None in got:
+            got = [self._value(s) if v is None else v for s, v in zip(strings, got)]
+        got.append(self.missing)
+        return np.array(got, dtype=self.dtype)
 
     def _value(self, s: str) -> int:
         v = self.memo.get(s)

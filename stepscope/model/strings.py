@@ -17,10 +17,12 @@ class StringPool:
     """
 
     def __init__(self, strings: Iterable[str] = ()) -> None:
-        self._strings: list[str] = []
-        self._ids: dict[str, int] = {}
-        for s in strings:
-            self.intern(s)
+        self._strings: list[str] = list(strings)
+        self._ids: dict[str, int] = dict(zip(self._strings, range(len(self._strings))))  # in C
+        if len(self._ids) < len(self._strings):  # a repeated string: keep its first id only
+            given, self._strings, self._ids = self._strings, [], {}
+            for s in given:
+                self.intern(s)
 
     def __len__(self) -> int:
         return len(self._strings)

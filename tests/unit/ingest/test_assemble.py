@@ -3,13 +3,18 @@ first) order, every (pid, tid) one track, GPU tracks with the device and stream 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.ingest.assemble import FileTables, finish_file, narrow_for_transfer, remap_strings
-from stepscope.model.schema import EVENT_COLUMNS, MEMORY_COLUMNS, EventKind, TrackKind
+from stepscope.ingest.assemble import FileTables, finish_file, narrow_for_transfer, remap_strings, split_chunk
+from stepscope.ingest.kineto_columns import events_to_columns
+from stepscope.ingest.kineto_decode import FAST_DECODER
+from stepscope.model.diagnostics import DiagnosticsBuilder
+from stepscope.model.schema import EVENT_COLUMNS, MEMORY_COLUMNS, EventKind, MemcpyKind, TrackKind
+from stepscope.model.strings import StringPool
 
 
 def _key(pid: int, tid: int) -> int:
@@ -83,3 +88,31 @@ def test_string_ids_are_remapped_in_place_with_absent_kept() -> None:
     ft2 = _part([_key(0, 1)], [1], [1], [CPU], [-1], [-1], [0])
     ft2.events["name"] = frozen
     assert remap_strings(ft2, ids).events["name"].tolist() == [8] and frozen.tolist() == [1]
+
+
+def _split(events: list[dict[str, Any]]) -> tuple[FileTables, StringPool]:
+    cols = events_to_columns(FAST_DECODER.decode(json.dumps(events).encode()), [])
+    pool = StringPool(cols.strings)
+    return split_chunk(cols.cols, pool, DiagnosticsBuilder()), pool
+
+
+def test_a_chunk_of_complete_events_keeps_every_row_with_no_copy_columns() -> None:
+    evs = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 2, "ts": 10 * i, "dur": 5}
+           for i in range(4)]
+    ft, pool = _split(evs)
+    assert [pool[i] for i in ft.events["name"].tolist()] == ["op0", "op1", "op2", "op3"]
+    assert ft.events["ts_ns"].tolist() == [0, 10_000, 20_000, 30_000]
+    assert ft.events["copy_kind"].tolist() == [0] * 4 and ft.events["pageable"].tolist() == [-1] * 4
+
+
+def test_a_mixed_chunk_keeps_only_events_and_classifies_its_copies() -> None:
+    evs = [{"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "main"}},
+           {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "pid": 0, "tid": 7,
+            "ts": 5, "dur": 2, "args": {"device": 0, "stream": 7}},
+           {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 9, "dur": 1,
+            "args": {"device": 0, "stream": 7}}]
+    ft, pool = _split(evs)
+    assert [pool[i] for i in ft.events["name"].tolist()] == ["Memcpy HtoD (Pageable -> Device)", "k"]
+    assert ft.events["copy_kind"].tolist() == [int(MemcpyKind.H2D), 0]
+    assert ft.events["pageable"].tolist() == [1, -1]
+    assert ft.events["_stream"].tolist() == [7, 7]

@@ -15,12 +15,15 @@ from stepscope.ingest.kineto_columns import (
     _intern_ids,
     arg_column,
     events_to_columns,
+    first_rows,
     intern_raw,
     intern_strings,
     phase_codes,
+    relabel,
 )
 from stepscope.ingest.kineto_decode import FAST_DECODER, ChunkColumns
 from stepscope.ingest.kineto_values import dur_ns_of, floats_of, flow_ids, ints_of
+from stepscope.ingest.normalize import Lut
 
 NAN = float("nan")
 
@@ -184,9 +187,23 @@ def test_dim3_int_beyond_int64_only_zeroes_its_row() -> None:
     assert got.tolist() == [[1, 2, 3], [0, 0, 0], [0, 0, 0], [7, 8, 9], [0, 0, 0]]
 
 
+def test_first_rows_and_relabel_give_each_value_its_id() -> None:
+    values = ["b", "a", "b", None, "c", "a"]
+    first, rows = first_rows(iter(values), len(values))
+    assert list(first.items()) == [("b", 0), ("a", 1), (None, 3), ("c", 4)]
+    assert rows.tolist() == [0, 1, 0, 3, 4, 1]
+    assert relabel(first, rows, [10, 11, -1, 12]).tolist() == [10, 11, 10, -1, 12, 11]
+
+
+def test_intern_strings_reads_an_iterator_of_n_values() -> None:
+    table = {"a": 0}
+    assert intern_strings(iter(["z", "a", None, "z"]), table, 4).tolist() == [1, 0, -1, 1]
+    assert table == {"a": 0, "z": 1}
+
+
 def test_intern_ids_by_text() -> None:
     table = {"X": 0}
-    got = _intern_ids([7, "7", 8, "stream 7", 7, 0], table)
+    got = _intern_ids(iter([7, "7", 8, "stream 7", 7, 0]), table, 6)
     assert got.dtype == np.int32
     assert got.tolist() == [1, 1, 2, 3, 1, 4]
     assert table == {"X": 0, "7": 1, "8": 2, "stream 7": 3, "0": 4}
@@ -315,3 +332,16 @@ def test_flow_ids_of_flow_events_huge_ones_absent() -> None:
             b' {"ph": "t", "cat": "ac2g", "name": "f", "pid": 1, "tid": 2, "ts": 4, "id": "7"}]')
     c = events_to_columns(FAST_DECODER.decode(body), [])
     assert c.cols["flow_id"].tolist() == [-1, 5, -1, -1]  # 10**19 > int64 and text: absent
+
+
+def test_lut_remembers_values_and_classifies_new_strings_once() -> None:
+    calls: list[str] = []
+
+    def kind(s: str) -> int:
+        calls.append(s)
+        return len(s)
+
+    lut = Lut(kind, np.int32, missing=-7)
+    assert lut.table(["a", "bbb"]).tolist() == [1, 3, -7]
+    assert lut.table(["bbb", "cc", "a"]).tolist() == [3, 2, 1, -7]
+    assert calls == ["a", "bbb", "cc"]

@@ -18,3 +18,16 @@ def test_id_map_translates_another_pools_ids_and_keeps_minus_one() -> None:
     ids = pool.id_map(other.strings)
     assert ids.tolist() == [1, 0, 2, -1]
     assert [pool[i] for i in ids[[0, 1, 2]].tolist()] == ["y", "x", "z"]
+
+
+def test_a_pool_made_from_strings_with_repeats_keeps_each_first_id() -> None:
+    pool = StringPool(["a", "b", "a", "c", "b"])
+    assert pool.strings == ["a", "b", "c"]
+    assert [pool.find(s) for s in "abc"] == [0, 1, 2]
+    assert pool.intern("d") == 3
+
+
+def test_a_pool_made_from_distinct_strings_holds_them_in_order() -> None:
+    pool = StringPool(iter(["q", "", "p"]))
+    assert pool.strings == ["q", "", "p"]
+    assert pool.find("") == 1 and pool.find("p") == 2 and pool.find("zz") == -1

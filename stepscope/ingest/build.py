@@ -177,26 +177,27 @@ def build_trace(batches: list[tuple[FileBatch, int, str]], pool: StringPool, dia
 
 def _link(ev: Table, tracks: Table, tables: list[FileTables], pool: StringPool, diags: DiagnosticsBuilder,
           ranks: tuple[RankInfo, ...], source: str) -> Trace:
-    order = derive.time_order(ev["track"], ev["ts_ns"], ev["dur_ns"])  # None: files arrive in order
-    if order is not None:
-        ev = ev.take(order)
+    # every file's events arrive in sort order (``finish_file``) and each file's track ids follow
+    # the previous file's: the trace is in :func:`derive.sort_order` as built, nothing to re-sort
 
     def launches_and_steps() -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], Table]:
         launch = derive.link_launches(ev, diags)
         return (launch, *derive.assign_steps(ev, derive.find_steps(ev, pool), launch))
 
-    # nesting and launch/step links do not depend on each other: derived side by side
-    (parent, depth, self_ns), (launch, step_of, steps) = run_both(lambda: derive.nest(ev, diags),
-                                                                  launches_and_steps, len(ev))
+    # links that do not depend on each other are derived side by side: parents ‖ launches and steps,
+    # then depths ‖ (ops, memory)
+    (parent, self_ns), (launch, step_of, steps) = run_both(lambda: derive.nest_parents(ev, diags),
+                                                           launches_and_steps, len(ev))
 
-    def memory() -> Table:
+    def ops_and_memory() -> tuple[npt.NDArray[np.int32], Table]:
+        op = derive.link_ops(ev, parent, launch)
         mem = _table(MEMORY_COLUMNS, [t.memory for t in tables])
         if len(mem):
             mem = mem.with_columns(op=derive.innermost_host_event(ev, parent, mem["track"], mem["ts_ns"]))
             mem = mem.take(np.lexsort((mem["ts_ns"], mem["rank"])))
-        return mem
+        return op, mem
 
-    op, mem = run_both(lambda: derive.link_ops(ev, parent, launch), memory, len(ev))
+    depth, (op, mem) = run_both(lambda: derive.nest_depths(parent), ops_and_memory, len(ev))
     ev = ev.with_columns(parent=parent, depth=depth, self_ns=self_ns, launch=launch, op=op, step=step_of)
     counters = _table(COUNTER_COLUMNS, [t.counters for t in tables])
     flows = _table(FLOW_COLUMNS, [t.flows for t in tables])

@@ -81,12 +81,19 @@ def _track_time_key(track: npt.NDArray[np.int32], ts: I64) -> I64 | None:
 
 def nest(ev: Table, diags: DiagnosticsBuilder) -> tuple[I32, npt.NDArray[np.int16], I64]:
     """Parent row, depth and self time of host events; events must be in :func:`sort_order`."""
+    parent, self_ns = nest_parents(ev, diags)
+    return parent, nest_depths(parent), self_ns
+
+
+def nest_parents(ev: Table, diags: DiagnosticsBuilder) -> tuple[I32, I64]:
+    """Parent row and self time of host events (events in :func:`sort_order`); the depths follow
+    from the parents (:func:`nest_depths`), so ingest derives them beside other links."""
     n = len(ev)
     host = np.isin(ev["kind"], [int(k) for k in HOST_KINDS])
     idx = np.flatnonzero(host)
     parent = np.full(n, -1, np.int32)
     if len(idx) == 0:
-        return parent, np.zeros(n, np.int16), ev["dur_ns"].copy()
+        return parent, ev["dur_ns"].copy()
     track, ts = ev["track"][idx], ev["ts_ns"][idx]
     end = ts + ev["dur_ns"][idx]
     follows = np.zeros(len(idx), bool)  # the previous host event is on the same track
@@ -94,14 +101,19 @@ def nest(ev: Table, diags: DiagnosticsBuilder) -> tuple[I32, npt.NDArray[np.int1
     _count_overlaps(ts, end, follows, ev["kind"][idx], diags)
     local = _jump_to_container(follows, end)
     parent[idx] = np.where(local >= 0, idx[np.maximum(local, 0)], -1)
-    depth = tree.depths(local, np.arange(len(local), dtype=np.int64)).astype(np.int16)
-    depth_full = np.zeros(n, np.int16)
-    depth_full[idx] = depth
     self_ns = ev["dur_ns"].copy()
     has = parent >= 0
     child_sum = np.bincount(parent[has], weights=ev["dur_ns"][has], minlength=n)
     self_ns[host] = np.maximum(ev["dur_ns"][host] - child_sum[host].astype(np.int64), 0)
-    return parent, depth_full, self_ns
+    return parent, self_ns
+
+
+def nest_depths(parent: I32) -> npt.NDArray[np.int16]:
+    """Each event's number of ancestors (0 at top level and for every event without a parent)."""
+    depth = np.zeros(len(parent), np.int16)
+    nested = np.flatnonzero(parent >= 0)
+    depth[nested] = tree.depths(parent, nested)
+    return depth
 
 
 def _jump_to_container(follows: npt.NDArray[np.bool_], end: I64) -> I64:
@@ -281,6 +293,7 @@ def innermost_host_event(ev: Table, parent: I32, track: npt.NDArray[Any], ts: np
     """For instants (memory events), the innermost host event on their track that contains them."""
     out = np.full(len(ts), -1, np.int32)
     host = np.isin(ev["kind"], [int(k) for k in HOST_KINDS])
+    end = ev["ts_ns"] + ev["dur_ns"]
     for t in unique(track[track >= 0]).tolist():  # per track, vectorised within
         q = np.flatnonzero(track == t)
         rows = np.flatnonzero((ev["track"] == t) & host)
@@ -289,7 +302,6 @@ def innermost_host_event(ev: Table, parent: I32, track: npt.NDArray[Any], ts: np
         pos = np.searchsorted(ev["ts_ns"][rows], ts[q], side="right") - 1
         cand = np.where(pos >= 0, rows[np.maximum(pos, 0)], -1)
         live = np.flatnonzero(cand >= 0)
-        end = ev["ts_ns"] + ev["dur_ns"]
         while len(live):
             inside = end[cand[live]] >= ts[q[live]]
             live = live[~inside]

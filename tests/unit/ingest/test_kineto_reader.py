@@ -8,9 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from stepscope.model import derive
 from stepscope.model.schema import EventKind, MemcpyKind, TrackKind
 from stepscope.model.trace import Trace
-from tests.builders import OldTraceBuilder, RawNumber, TraceBuilder, kargs
+from tests.builders import OldTraceBuilder, RawNumber, TraceBuilder, kargs, load_ranks
 
 US = 1000  # ns per µs
 
@@ -138,6 +139,26 @@ def test_nesting_parent_depth_self(micro: Trace) -> None:
     self_us = {n: col(micro, "self_ns", n) // US for n in ("ProfilerStep#1", "A", "B", "C", "D")}
     assert self_us == {"ProfilerStep#1": 500, "A": 200, "B": 140, "C": 50, "D": 90}
     assert col(micro, "parent", "K1") == -1 and col(micro, "self_ns", "K1") == 100 * US
+
+
+def test_ranks_written_out_of_order_load_in_sort_order_and_nest(tmp_path: Path) -> None:
+    builders = []
+    for rank in (1, 0):  # files found in either order; events written latest first, threads interleaved
+        b = TraceBuilder(rank=rank, world_size=2)
+        b.op(f"inner{rank}", 20, 10, tid=200)
+        b.op(f"outer{rank}", 10, 50, tid=200)
+        b.op(f"other{rank}", 5, 100, tid=100)
+        b.op(f"same_start{rank}", 10, 30, tid=200)
+        builders.append(b)
+    trace = load_ranks(builders, tmp_path)
+    ev = trace.events
+    assert derive.time_order(ev["track"], ev["ts_ns"], ev["dur_ns"]) is None
+    assert trace.ranks[0].rank == 0 and ev["rank"].tolist() == sorted(ev["rank"].tolist())
+    for r in (0, 1):
+        assert col(trace, "parent", f"same_start{r}") == row(trace, f"outer{r}")
+        assert col(trace, "parent", f"inner{r}") == row(trace, f"same_start{r}")
+        assert col(trace, "depth", f"inner{r}") == 2 and col(trace, "depth", f"other{r}") == 0
+        assert col(trace, "self_ns", f"outer{r}") == 20 * US
 
 
 def test_runtime_kernel_link_by_correlation(micro: Trace) -> None:

@@ -79,3 +79,9 @@ def test_partial_overlaps_are_counted_apart_for_python_frames() -> None:
     derive.nest(ev, diags)
     counts = {d.name: d.count for d in diags.freeze()}
     assert counts == {"events-overlap-on-thread": 1, "python-frame-overlaps-range": 1}
+
+
+def test_depths_count_ancestors_from_the_parents_alone() -> None:
+    parent = np.array([-1, 0, 1, 0, -1, 4, 2], np.int32)
+    assert derive.nest_depths(parent).tolist() == [0, 1, 2, 1, 0, 1, 3]
+    assert derive.nest_depths(np.zeros(0, np.int32)).tolist() == []

@@ -20,6 +20,7 @@ from stepscope.ingest.engines import check_engine, read_files
 from stepscope.ingest.layout import RunFiles, resolve
 from stepscope.model import store
 from stepscope.model.diagnostics import DiagnosticsBuilder
+from stepscope.model.hugepages import without_hugepage_hint
 from stepscope.model.strings import StringPool
 from stepscope.model.trace import Trace
 
@@ -79,6 +80,12 @@ def load(path: str | Path | None = None, *, use_cache: bool = True, span: str | 
         ray_address: with engine="ray": "auto" or "HOST:PORT" of a running cluster (default: start a local Ray).
     """
     check_engine(engine, ray_address)
+    with without_hugepage_hint():  # see model/hugepages.py: fresh big arrays without compaction stalls
+        return _load(path, use_cache, span, ranks, workers, progress, engine, ray_address)
+
+
+def _load(path: str | Path | None, use_cache: bool, span: str | int | None, ranks: Sequence[int] | None,
+          workers: int | None, progress: ProgressFactory | None, engine: str, ray_address: str | None) -> Trace:
     run = resolve(path if path is not None else DEFAULT_TRACE, span)
     key = content_key(run.files, f"{run.span}|{sorted(ranks) if ranks else ''}") if use_cache else ""
     target = cache_dir() / key

@@ -16,7 +16,7 @@ from stepscope.ingest.kineto_columns import arg_column
 from stepscope.ingest.normalize import COPY_KIND, KIND, PAGEABLE
 from stepscope.model.derive import time_order
 from stepscope.model.diagnostics import DiagnosticsBuilder
-from stepscope.model.parallel import concat_columns, run_both
+from stepscope.model.parallel import concat_columns
 from stepscope.model.schema import EVENT_COLUMNS, GPU_KINDS, HOST_KINDS, TABLE_SCHEMAS, EventKind, TrackKind
 from stepscope.model.strings import StringPool
 from stepscope.model.table import Schema
@@ -65,16 +65,36 @@ def split_chunk(cols: Cols, pool: StringPool, diags: DiagnosticsBuilder) -> File
     flows = np.isin(ph, [ord("s"), ord("f"), ord("t")]) & ok
     ft = FileTables(events, {}, _memory(cols, is_mem, key), _counters(cols, ph == ord("C"), ok, pool),
                     _flows(cols, flows, key, ph), _thread_names(cols, ph, pool))
-    ft.tracks = {"_key": _part_keys(ft)}  # the chunk's distinct (pid, tid): the file's tracks are their union
+    ft.tracks = track_summary(ft)  # the file's tracks are the union of its chunks' summaries
+    for helper in TRACK_HELPERS:  # summed up per thread: the rows need them no more
+        events.pop(helper, None)
     return ft
 
 
-def _part_keys(ft: FileTables) -> npt.NDArray[np.int64]:
-    """Distinct (pid, tid) keys of a part's rows (precomputed by :func:`split_chunk` when it made the part)."""
-    if "_key" in ft.tracks:
-        return ft.tracks["_key"]
+def track_summary(ft: FileTables) -> Cols:
+    """A part's distinct (pid, tid) keys (``_key``), whether host events (``_host``) or GPU activity
+    (``_gpu``) ran on each, and the largest device and stream (``_device``, ``_stream``) its GPU rows
+    name: all that a file's tracks need from the part, a few rows instead of one per event."""
     keys = [t["_key"] for t in (ft.events, ft.memory, ft.flows) if t]
-    return unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
+    uniq = unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
+    n = len(uniq)
+    out: Cols = {"_key": uniq, "_host": np.zeros(n, bool), "_gpu": np.zeros(n, bool),
+                 "_device": np.full(n, -1, np.int64), "_stream": np.full(n, -1, np.int64)}
+    ev = ft.events
+    if ev and len(ev["_key"]):
+        pos = np.searchsorted(uniq, ev["_key"])
+        out["_host"][pos[np.isin(ev["kind"], [int(k) for k in HOST_KINDS])]] = True
+        gpu = np.flatnonzero(np.isin(ev["kind"], [int(k) for k in GPU_KINDS]))
+        out["_gpu"][pos[gpu]] = True
+        for helper in TRACK_HELPERS:
+            if helper in ev:
+                np.maximum.at(out[helper], pos[gpu], ev[helper][gpu])
+    return out
+
+
+def _summary(ft: FileTables) -> Cols:
+    """The part's :func:`track_summary` (made by :func:`split_chunk` in the worker, or here)."""
+    return ft.tracks if "_host" in ft.tracks else track_summary(ft)
 
 
 def finish_file(parts: list[FileTables]) -> FileTables:
@@ -83,17 +103,14 @@ def finish_file(parts: list[FileTables]) -> FileTables:
     names: dict[tuple[int, int], int] = {}
     for p in parts:
         names.update(p.thread_names)
-    keys = [_part_keys(p) for p in parts]
-    uniq = unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
+    summaries = [_summary(p) for p in parts]
+    uniq = unique(np.concatenate([t["_key"] for t in summaries])) if parts else np.zeros(0, np.int64)
     for p in parts:
         for t in (p.events, p.memory, p.flows):
             if "_key" in t:
                 t["track"] = np.searchsorted(uniq, t.pop("_key")).astype(np.int32)
-    ev_parts = [p.events for p in parts if p.events]
-    rows = sum(len(next(iter(e.values()))) for e in ev_parts)
-    # the tracks' kinds, devices and streams come from the chunks as they are: alongside the gather
-    events, tracks = run_both(lambda: _cat(ev_parts, EVENT_COLUMNS, in_time_order=True),
-                              lambda: _tracks(uniq, ev_parts), rows)
+    tracks = _tracks(uniq, summaries)
+    events = _cat([p.events for p in parts if p.events], EVENT_COLUMNS, in_time_order=True)
     memory, counters, flows = (_cat([getattr(p, t) for p in parts], TABLE_SCHEMAS[t])
                                for t in ("memory", "counters", "flows"))
     if not any((events, memory, flows)):
@@ -207,22 +224,19 @@ def _narrow(name: str, col: npt.NDArray[Any], diags: DiagnosticsBuilder) -> npt.
     return col.astype(dtype, copy=False)
 
 
-def _tracks(uniq: npt.NDArray[np.int64], parts: list[Cols]) -> Cols:
+def _tracks(uniq: npt.NDArray[np.int64], summaries: list[Cols]) -> Cols:
     """One row per (pid, tid): GPU stream where GPU activity ran, CPU thread where host events ran."""
     n = len(uniq)
     kind = np.full(n, int(TrackKind.OTHER), np.int8)
     device = np.full(n, -1, np.int64)
     stream = np.full(n, -1, np.int64)
-    parts = [p for p in parts if len(p.get("track", ()))]
-    if parts:
-        is_gpu = [np.isin(p["kind"], [int(k) for k in GPU_KINDS]) for p in parts]
-        is_host = [np.isin(p["kind"], [int(k) for k in HOST_KINDS]) for p in parts]
-        gpu_track = np.concatenate([p["track"][g] for p, g in zip(parts, is_gpu)])
-        host_track = np.concatenate([p["track"][h] for p, h in zip(parts, is_host)])
-        kind[np.bincount(host_track, minlength=n) > 0] = int(TrackKind.CPU_THREAD)
-        kind[np.bincount(gpu_track, minlength=n) > 0] = int(TrackKind.GPU_STREAM)
-        for helper, out in (("_device", device), ("_stream", stream)):
-            np.maximum.at(out, gpu_track, np.concatenate([p[helper][g] for p, g in zip(parts, is_gpu)]))
+    if summaries:
+        part = {k: np.concatenate([s[k] for s in summaries]) for k in ("_key", "_host", "_gpu", "_device", "_stream")}
+        pos = np.searchsorted(uniq, part["_key"])
+        kind[pos[part["_host"]]] = int(TrackKind.CPU_THREAD)
+        kind[pos[part["_gpu"]]] = int(TrackKind.GPU_STREAM)
+        np.maximum.at(device, pos, part["_device"])
+        np.maximum.at(stream, pos, part["_stream"])
     return {"kind": kind, "pid": (uniq >> 32).astype(np.int32), "tid": (uniq & 0xFFFFFFFF).astype(np.int32),
             "device": device.astype(np.int32), "stream": stream, "name": np.full(n, -1, np.int32)}
 

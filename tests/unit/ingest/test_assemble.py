@@ -9,7 +9,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.ingest.assemble import FileTables, finish_file, narrow_for_transfer, remap_strings, split_chunk
+from stepscope.ingest.assemble import (
+    FileTables,
+    finish_file,
+    narrow_for_transfer,
+    remap_strings,
+    split_chunk,
+    track_summary,
+)
 from stepscope.ingest.kineto_columns import events_to_columns
 from stepscope.ingest.kineto_decode import FAST_DECODER
 from stepscope.model.diagnostics import DiagnosticsBuilder
@@ -115,4 +122,23 @@ def test_a_mixed_chunk_keeps_only_events_and_classifies_its_copies() -> None:
     assert [pool[i] for i in ft.events["name"].tolist()] == ["Memcpy HtoD (Pageable -> Device)", "k"]
     assert ft.events["copy_kind"].tolist() == [int(MemcpyKind.H2D), 0]
     assert ft.events["pageable"].tolist() == [1, -1]
-    assert ft.events["_stream"].tolist() == [7, 7]
+    assert "_stream" not in ft.events  # summed up per thread in the chunk's track summary
+    gpu_key = ft.events["_key"][0]
+    assert ft.tracks["_key"].tolist() == [gpu_key]  # the metadata event names no track of its own
+    assert ft.tracks["_gpu"].tolist() == [True] and ft.tracks["_host"].tolist() == [False]
+    assert ft.tracks["_device"].tolist() == [0] and ft.tracks["_stream"].tolist() == [7]
+
+
+def test_chunk_summaries_and_row_helpers_give_the_same_tracks() -> None:
+    host, gpu = _key(1, 1), _key(0, 7)
+    rows = _part([host, gpu, gpu, host], [0, 1, 2, 3], [9, 1, 1, 1], [CPU, GPU, GPU, CPU], [-1, 0, 2, -1],
+                 [-1, 7, 7, -1], [0, 1, 1, 0])
+    summed = _part([host, gpu, gpu, host], [0, 1, 2, 3], [9, 1, 1, 1], [CPU, GPU, GPU, CPU], [-1, 0, 2, -1],
+                   [-1, 7, 7, -1], [0, 1, 1, 0])
+    summed.tracks = track_summary(summed)
+    for h in ("_device", "_stream"):
+        summed.events.pop(h)
+    a, b = finish_file([rows]).tracks, finish_file([summed]).tracks
+    assert {k: v.tolist() for k, v in a.items()} == {k: v.tolist() for k, v in b.items()}
+    assert a["kind"].tolist() == [int(TrackKind.GPU_STREAM), int(TrackKind.CPU_THREAD)]
+    assert a["device"].tolist() == [2, -1] and a["stream"].tolist() == [7, -1]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from itertools import count
+from itertools import count, repeat
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -19,7 +19,7 @@ import numpy.typing as npt
 from stepscope.ingest.jsonscan import scan_events
 from stepscope.ingest.kineto_decode import ChunkColumns, RawArgs
 from stepscope.ingest.kineto_values import dur_ns_of, floats_of, flow_ids, ints_of, ts_to_ns
-from stepscope.ingest.normalize import KIND, Lut, phase_code
+from stepscope.ingest.normalize import KIND, MEMO_LIMIT, Lut, phase_code
 from stepscope.model.schema import EventKind
 
 I64 = npt.NDArray[np.int64]
@@ -72,18 +72,32 @@ def intern_raw(values: Sequence[Any], table: dict[str, int], compact: bool = Fal
     if values.count(_NO_RAW) == len(values):  # the key never occurs (identity compare, in C)
         return np.full(len(values), -1, np.int32)
     first, rows = first_rows(map(b"".__add__, values), len(values))  # the raw JSON text as bytes
-    return relabel(first, rows, (_raw_id(b, table, compact, unquote) for b in first))
+    known = _RAW_TEXTS[(compact, unquote)]
+    if len(known) > MEMO_LIMIT:
+        known.clear()
+    texts = list(map(known.get, first, repeat(_UNSEEN)))  # texts this process made before: looked up in C
+    if _UNSEEN in texts:
+        texts = [_raw_text(b, compact, unquote, known) if t is _UNSEEN else t for b, t in zip(first, texts)]
+    return relabel(first, rows, (-1 if t is None else table.setdefault(t, len(table)) for t in texts))
 
 
-def _raw_id(raw: bytes, table: dict[str, int], compact: bool, unquote: bool) -> int:
-    if not raw:
-        return -1
-    text = raw.decode("utf-8", "replace")
-    if compact:
-        text = "".join(text.split())
-    elif unquote:  # a JSON string value ("[0, 1]" written as a string): keep the string, not its quotes
-        text = _json_string(text)
-    return table.setdefault(text, len(table))
+_UNSEEN: Any = object()
+#: per process, the text made of each raw value (by how it is made): chunks repeat the same shapes
+_RAW_TEXTS: dict[tuple[bool, bool], dict[bytes, str | None]] = {(c, u): {} for c in (False, True)
+                                                                  for u in (False, True)}
+
+
+def _raw_text(raw: bytes, compact: bool, unquote: bool, known: dict[bytes, str | None]) -> str | None:
+    """The text stored for a raw JSON value (None for an absent one), remembered in ``known``."""
+    text: str | None = None
+    if raw:
+        text = raw.decode("utf-8", "replace")
+        if compact:
+            text = "".join(text.split())
+        elif unquote:  # a JSON string value ("[0, 1]" written as a string): keep the string, not its quotes
+            text = _json_string(text)
+    known[raw] = text
+    return text
 
 
 #: args read per group of events (by kind); every other group gets the column's default

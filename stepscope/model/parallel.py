@@ -84,15 +84,29 @@ def concat_columns(parts: Sequence[Mapping[str, npt.NDArray[Any]]], names: list[
     column by column so that only one unordered copy exists at a time."""
     lengths = [len(next(iter(p.values()))) for p in parts]
     types = dtypes or {}
+    scratch = threading.local()  # per thread: one buffer for the unordered copies, reused column after column
 
     def one(name: str) -> npt.NDArray[Any]:
         cols = [p[name] if name in p else fill(name, n) for p, n in zip(parts, lengths)]
-        cat = np.concatenate(cols, dtype=types.get(name))
-        return cat if order is None else cat[order]  # the unordered copy is freed at once: its memory serves the next
+        if order is None:
+            return np.concatenate(cols, dtype=types.get(name))
+        dtype = np.dtype(types.get(name) or np.result_type(*cols))
+        cat = _scratch(scratch, sum(lengths) * dtype.itemsize).view(dtype)
+        np.concatenate(cols, out=cat, casting="same_kind")
+        return cat[order]
 
     if not _worth_threads(sum(lengths) * len(names)):
         return {name: one(name) for name in names}
     return dict(zip(names, _results(one, names)))
+
+
+def _scratch(local: threading.local, nbytes: int) -> npt.NDArray[np.uint8]:
+    """This thread's scratch bytes (at least ``nbytes``): fresh pages are costly to fault in, and the
+    unordered copy of every column is needed only until its rows are gathered."""
+    buf: npt.NDArray[np.uint8] | None = getattr(local, "buf", None)
+    if buf is None or len(buf) < nbytes:
+        buf = local.buf = np.empty(nbytes, np.uint8)
+    return buf[:nbytes]
 
 
 def run_both(first: Callable[[], A], second: Callable[[], B], rows: int) -> tuple[A, B]:

@@ -174,6 +174,17 @@ def test_intern_raw_unquote() -> None:
     assert table == {"[0, 1]": 0, 'a"b': 1, "[2]": 2}
 
 
+def test_intern_raw_again_in_a_new_chunk_gives_the_same_texts() -> None:
+    vals = [msgspec.Raw(b'""'), msgspec.Raw(), msgspec.Raw(b"[ 5 ]"), msgspec.Raw(b'"x"')]
+    for _ in range(2):  # the second chunk finds each text made already, and must store the same
+        quoted: dict[str, int] = {}
+        assert intern_raw(vals, quoted, unquote=True).tolist() == [0, -1, 1, 2]
+        assert quoted == {"": 0, "[ 5 ]": 1, "x": 2}
+        compact: dict[str, int] = {"pre": 0}
+        assert intern_raw(vals, compact, compact=True).tolist() == [1, -1, 2, 3]
+        assert compact == {"pre": 0, '""': 1, "[5]": 2, '"x"': 3}
+
+
 def test_dim3() -> None:
     got = _dim3([[4, 2, 1], None, [1, 2], "1,2,3", [1, 2, 3, 4], [], [128, 1, 1]])
     assert got.dtype == np.int64

@@ -30,6 +30,7 @@ from stepscope.ingest.kineto_chunks import (
     locate_events,
 )
 from stepscope.ingest.kineto_decode import FAST_DECODER
+from stepscope.ingest.transfer import unpack
 from stepscope.model.diagnostics import DiagnosticsBuilder
 from stepscope.model.parallel import release_threads
 from stepscope.model.strings import StringPool
@@ -131,7 +132,7 @@ def read_kineto_files(paths: list[str], pool_strings: StringPool, diags: Diagnos
             b = batches[res.file_index]
             if res.columns.n:
                 assert res.tables is not None
-                b.parts.append(remap_strings(res.tables, pool_strings.id_map(res.columns.strings)))
+                b.parts.append(remap_strings(unpack(res.tables), pool_strings.id_map(res.columns.strings)))
                 diags.extend(res.diagnostics)
                 b.n_events += res.columns.n
             b.dropped.extend(res.columns.dropped)

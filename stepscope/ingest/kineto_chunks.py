@@ -20,10 +20,11 @@ import msgspec
 import numpy as np
 
 from stepscope.errors import TraceFormatError
-from stepscope.ingest.assemble import FileTables, narrow_for_transfer, split_chunk
+from stepscope.ingest.assemble import narrow_for_transfer, split_chunk
 from stepscope.ingest.jsonscan import event_separator, find_events_array, scan_events
 from stepscope.ingest.kineto_columns import add_counter_series, events_to_columns
 from stepscope.ingest.kineto_decode import ChunkColumns, decode_events
+from stepscope.ingest.transfer import PackedTables, pack
 from stepscope.model.diagnostics import Diagnostic, DiagnosticsBuilder
 from stepscope.model.strings import StringPool
 
@@ -58,7 +59,7 @@ class ChunkResult:
     complete: bool  # the events array was closed
     trailing_bytes: int = 0  # separator bytes after a middle chunk's last event (counted as lost
     #                          when the next, final chunk holds no complete event)
-    tables: FileTables | None = None  # the chunk split into the model's tables, ids into ``columns.strings``
+    tables: PackedTables | None = None  # the chunk split into the model's tables, ids into ``columns.strings``
     diagnostics: tuple[Diagnostic, ...] = ()  # what the split repaired or dropped
 
 
@@ -277,7 +278,7 @@ def _split(res: ChunkResult) -> ChunkResult:
         return res
     pool = StringPool(res.columns.strings)
     diags = DiagnosticsBuilder()
-    res.tables = narrow_for_transfer(split_chunk(res.columns.cols, pool, diags))
+    res.tables = pack(narrow_for_transfer(split_chunk(res.columns.cols, pool, diags)))
     res.diagnostics = diags.freeze()
     res.columns = dataclasses.replace(res.columns, cols={}, strings=pool.strings)
     return res

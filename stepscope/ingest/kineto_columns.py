@@ -6,9 +6,10 @@ the trace's pool. ``ts`` is converted to int64 ns exactly: integers and fraction
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterable, Sequence
-from itertools import count, repeat
+from itertools import chain, count, repeat
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -215,6 +216,9 @@ def _dim3(col: list[Any]) -> I64:
     """(x, y, z) launch dimensions; anything but a list of three integers reads as (0, 0, 0)."""
     if col.count(None) == len(col):
         return np.zeros((len(col), 3), np.int64)
+    if set(map(type, col)) == {list} and set(map(len, col)) == {3}:  # every kernel's, as Kineto writes them
+        with contextlib.suppress(ValueError, TypeError, OverflowError):
+            return np.fromiter(chain.from_iterable(col), np.int64, 3 * len(col)).reshape(len(col), 3)
     try:  # the common case, absent or three integers, with the least Python per event
         fast = np.array([x or _NOGRID for x in col], np.int64)
         if fast.shape == (len(col), 3):

@@ -290,20 +290,23 @@ def _step_row(rank: npt.NDArray[np.int32], step: I32, steps: Table) -> I64:
 
 
 def innermost_host_event(ev: Table, parent: I32, track: npt.NDArray[Any], ts: npt.NDArray[Any]) -> I32:
-    """For instants (memory events), the innermost host event on their track that contains them."""
+    """For instants (memory events), the innermost host event on their track that contains them;
+    events must be in :func:`sort_order` (each track's rows one contiguous, time-ordered run)."""
     out = np.full(len(ts), -1, np.int32)
-    host = np.isin(ev["kind"], [int(k) for k in HOST_KINDS])
-    end = ev["ts_ns"] + ev["dur_ns"]
+    host_kinds = [int(k) for k in HOST_KINDS]
+    ev_ts, ev_dur = ev["ts_ns"], ev["dur_ns"]
     for t in unique(track[track >= 0]).tolist():  # per track, vectorised within
         q = np.flatnonzero(track == t)
-        rows = np.flatnonzero((ev["track"] == t) & host)
+        lo, hi = np.searchsorted(ev["track"], [t, t + 1]).tolist()
+        rows = lo + np.flatnonzero(np.isin(ev["kind"][lo:hi], host_kinds))
         if len(rows) == 0:
             continue
-        pos = np.searchsorted(ev["ts_ns"][rows], ts[q], side="right") - 1
+        pos = np.searchsorted(ev_ts[rows], ts[q], side="right") - 1
         cand = np.where(pos >= 0, rows[np.maximum(pos, 0)], -1)
         live = np.flatnonzero(cand >= 0)
         while len(live):
-            inside = end[cand[live]] >= ts[q[live]]
+            at = cand[live]
+            inside = ev_ts[at] + ev_dur[at] >= ts[q[live]]
             live = live[~inside]
             cand[live] = parent[cand[live]]
             live = live[cand[live] >= 0]

@@ -193,6 +193,12 @@ def test_dim3() -> None:
     assert _dim3([]).shape == (0, 3)
 
 
+def test_dim3_of_three_item_lists_only() -> None:
+    assert _dim3([[4, 2, 1], [128, 1, 1], [1, 1, 64]]).tolist() == [[4, 2, 1], [128, 1, 1], [1, 1, 64]]
+    assert _dim3([[1, 2, 3], [1, 2**64, 1]]).tolist() == [[1, 2, 3], [0, 0, 0]]  # too big: that row only
+    assert _dim3([[1, 2, 3], [1, [2], 3]]).tolist() == [[1, 2, 3], [0, 0, 0]]
+
+
 def test_dim3_int_beyond_int64_only_zeroes_its_row() -> None:
     got = _dim3([[1, 2, 3], [2**63, 1, 1], None, [7, 8, 9], [1, 10**25, 1]])
     assert got.tolist() == [[1, 2, 3], [0, 0, 0], [0, 0, 0], [7, 8, 9], [0, 0, 0]]

@@ -226,6 +226,24 @@ def test_memory_events_attached_to_enclosing_op(micro: Trace) -> None:
     assert mem["device_type"].tolist() == [1] * 4
 
 
+def test_memory_events_attach_to_ops_of_their_own_thread(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    b.op("main_outer", 0, 100, tid=1)
+    b.op("main_inner", 10, 20, tid=1)
+    b.op("bwd_outer", 0, 100, tid=2)  # the same times on another thread
+    b.op("bwd_inner", 40, 20, tid=2)
+    b.memory(15, 8, 8, 64, tid=1)  # in main_inner
+    b.memory(15, 8, 16, 64, tid=2)  # in bwd_outer only
+    b.memory(45, 8, 24, 64, tid=2)  # in bwd_inner
+    b.memory(45, 8, 32, 64, tid=1)  # in main_outer only
+    b.memory(150, 8, 40, 64, tid=2)  # after everything
+    trace = b.load(tmp_path)
+    mem = trace.memory
+    got = {int(a): int(o) for a, o in zip(mem["total_allocated"].tolist(), mem["op"].tolist())}
+    assert got == {8: row(trace, "main_inner"), 16: row(trace, "bwd_outer"), 24: row(trace, "bwd_inner"),
+                   32: row(trace, "main_outer"), 40: -1}
+
+
 def test_rank_metadata(tmp_path: Path) -> None:
     b = TraceBuilder(rank=3, world_size=8)
     b.op("x", 0, 1)

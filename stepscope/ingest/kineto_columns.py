@@ -20,7 +20,7 @@ import numpy.typing as npt
 from stepscope.ingest.jsonscan import scan_events
 from stepscope.ingest.kineto_decode import ChunkColumns, RawArgs
 from stepscope.ingest.kineto_values import dur_ns_of, floats_of, flow_ids, ints_of, ts_to_ns
-from stepscope.ingest.normalize import KIND, MEMO_LIMIT, Lut, phase_code
+from stepscope.ingest.normalize import KIND, Lut, phase_code
 from stepscope.model.schema import EventKind
 
 I64 = npt.NDArray[np.int64]
@@ -74,7 +74,7 @@ def intern_raw(values: Sequence[Any], table: dict[str, int], compact: bool = Fal
         return np.full(len(values), -1, np.int32)
     first, rows = first_rows(map(b"".__add__, values), len(values))  # the raw JSON text as bytes
     known = _RAW_TEXTS[(compact, unquote)]
-    if len(known) > MEMO_LIMIT:
+    if len(known) > RAW_MEMO_LIMIT:
         known.clear()
     texts = list(map(known.get, first, repeat(_UNSEEN)))  # texts this process made before: looked up in C
     if _UNSEEN in texts:
@@ -83,6 +83,7 @@ def intern_raw(values: Sequence[Any], table: dict[str, int], compact: bool = Fal
 
 
 _UNSEEN: Any = object()
+RAW_MEMO_LIMIT = 1 << 16  # texts remembered per kind before starting over: bounded on traces of very many shapes
 #: per process, the text made of each raw value (by how it is made): chunks repeat the same shapes
 _RAW_TEXTS: dict[tuple[bool, bool], dict[bytes, str | None]] = {(c, u): {} for c in (False, True)
                                                                   for u in (False, True)}

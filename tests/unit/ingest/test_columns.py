@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from stepscope.ingest import kineto_columns
 from stepscope.ingest.kineto_columns import (
     _dim3,
     _intern_ids,
@@ -183,6 +184,18 @@ def test_intern_raw_again_in_a_new_chunk_gives_the_same_texts() -> None:
         compact: dict[str, int] = {"pre": 0}
         assert intern_raw(vals, compact, compact=True).tolist() == [1, -1, 2, 3]
         assert compact == {"pre": 0, '""': 1, "[5]": 2, '"x"': 3}
+
+
+def test_remembered_raw_texts_start_over_past_their_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kineto_columns, "RAW_MEMO_LIMIT", 2)
+    monkeypatch.setitem(kineto_columns._RAW_TEXTS, (True, False), {})
+    known = kineto_columns._RAW_TEXTS[(True, False)]
+    first = [msgspec.Raw(f"[{i}]".encode()) for i in range(4)]
+    assert intern_raw(first, {}, compact=True).tolist() == [0, 1, 2, 3]
+    assert len(known) == 4
+    table: dict[str, int] = {}
+    assert intern_raw([msgspec.Raw(b"[ 9 ]"), msgspec.Raw(b"[1]")], table, compact=True).tolist() == [0, 1]
+    assert table == {"[9]": 0, "[1]": 1} and set(known) == {b"[ 9 ]", b"[1]"}
 
 
 def test_dim3() -> None:

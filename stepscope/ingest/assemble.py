@@ -128,16 +128,19 @@ def _cat(tables: list[Cols], schema: Schema, in_time_order: bool = False) -> Col
     keys = [k for k in dict.fromkeys(k for t in tables for k in t) if k not in TRACK_HELPERS]
     dtypes = {k: np.dtype(schema[k][0]) if k in schema else next(t[k] for t in tables if k in t).dtype for k in keys}
     order = None
+    ordered: Cols = {}  # the columns that decide the order: concatenated once, then reused
     if in_time_order:
-        track, ts, dur = (np.concatenate([t[k] for t in tables]) for k in ("track", "ts_ns", "dur_ns"))
-        order = time_order(track, ts, dur)
+        ordered = {k: np.concatenate([t[k] for t in tables], dtype=dtypes[k]) for k in ("track", "ts_ns", "dur_ns")}
+        order = time_order(ordered["track"], ordered["ts_ns"], ordered["dur_ns"])
     if order is None and len(tables) == 1:
         return {k: tables[0][k].astype(dtypes[k], copy=False) for k in keys}
 
     def fill(k: str, n: int) -> npt.NDArray[Any]:
         return np.full(n, schema[k][1] if k in schema else -1, dtypes[k])
 
-    return concat_columns(tables, keys, fill, order, dtypes)
+    out = concat_columns(tables, [k for k in keys if k not in ordered], fill, order, dtypes)
+    out.update({k: v if order is None else v[order] for k, v in ordered.items()})
+    return {k: out[k] for k in keys}
 
 
 def narrow_for_transfer(ft: FileTables) -> FileTables:

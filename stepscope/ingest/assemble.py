@@ -29,7 +29,6 @@ EVENT_ARG_KEYS = ("ts_ns", "dur_ns", "name", "cat", "corr", "ext_id", "grid_x", 
                   "out_nelems", "coll_dtype", "group_size", "pg_name", "pg_desc", "pg_ranks")
 Cols = dict[str, npt.NDArray[Any]]
 TRACK_HELPERS = ("_device", "_stream")  # per-row values that only decide each track's device and stream
-SENT_WIDE = ("ts_ns", "_key")  # never narrowed for transfer: their values never fit
 
 
 @dataclass
@@ -120,8 +119,8 @@ def finish_file(parts: list[FileTables]) -> FileTables:
 
 def _cat(tables: list[Cols], schema: Schema, in_time_order: bool = False) -> Cols:
     """Concatenate chunk tables in the schema's types (chunks travel narrowed, see
-    :func:`narrow_for_transfer`); a column some chunks lack is filled with its absent value. Events
-    come out in :func:`derive.time_order`, without the per-chunk track helpers."""
+    :func:`~stepscope.ingest.transfer.narrow_for_transfer`); a column some chunks lack is filled with
+    its absent value. Events come out in :func:`derive.time_order`, without the per-chunk track helpers."""
     tables = [t for t in tables if t and len(next(iter(t.values())))]
     if not tables:
         return {}
@@ -141,24 +140,6 @@ def _cat(tables: list[Cols], schema: Schema, in_time_order: bool = False) -> Col
     out = concat_columns(tables, [k for k in keys if k not in ordered], fill, order, dtypes)
     out.update({k: v if order is None else v[order] for k, v in ordered.items()})
     return {k: out[k] for k in keys}
-
-
-def narrow_for_transfer(ft: FileTables) -> FileTables:
-    """Integer columns in the smallest type that holds their values, for the trip from a worker to
-    the main process (a third of the bytes); :func:`finish_file` widens them back as it concatenates."""
-    for table in (ft.events, ft.memory, ft.flows, ft.counters):
-        for k, v in table.items():
-            if v.dtype.kind == "i" and v.dtype.itemsize > 1 and len(v) and k not in SENT_WIDE:
-                table[k] = v.astype(_smallest_int(int(v.min()), int(v.max())), copy=False)
-    return ft
-
-
-def _smallest_int(lo: int, hi: int) -> type[np.signedinteger[Any]]:
-    for dtype in (np.int8, np.int16, np.int32):
-        info = np.iinfo(dtype)
-        if info.min <= lo and hi <= info.max:
-            return dtype
-    return np.int64
 
 
 def _count(diags: DiagnosticsBuilder, mask: npt.NDArray[np.bool_], name: str, sev: str, example: str) -> None:

@@ -93,7 +93,7 @@ def _bounded_map(pool: ProcessPoolExecutor | None, jobs: Iterable[ChunkJob], inf
 
 
 def _roomy_result_pipe(pool: ProcessPoolExecutor) -> None:
-    """Let a worker hand over a whole chunk's tables (~0.7 MB) and go on to its next chunk without
+    """Let a worker hand over a whole chunk's tables (~0.5 MB) and go on to its next chunk without
     waiting for the main process to read them: a Linux pipe holds 64 KiB unless asked for more.
     Best effort: where the executor's pipe or the call is not there, nothing changes."""
     writer = getattr(getattr(pool, "_result_queue", None), "_writer", None)

@@ -20,11 +20,11 @@ import msgspec
 import numpy as np
 
 from stepscope.errors import TraceFormatError
-from stepscope.ingest.assemble import narrow_for_transfer, split_chunk
+from stepscope.ingest.assemble import split_chunk
 from stepscope.ingest.jsonscan import event_separator, find_events_array, scan_events
 from stepscope.ingest.kineto_columns import add_counter_series, events_to_columns
 from stepscope.ingest.kineto_decode import ChunkColumns, decode_events
-from stepscope.ingest.transfer import PackedTables, pack
+from stepscope.ingest.transfer import PackedTables, narrow_for_transfer, pack
 from stepscope.model.diagnostics import Diagnostic, DiagnosticsBuilder
 from stepscope.model.strings import StringPool
 

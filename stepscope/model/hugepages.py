@@ -4,7 +4,8 @@ numpy asks the kernel for huge pages (``madvise(MADV_HUGEPAGE)``) on every array
 Where the kernel compacts memory to find one at the first touch (``defrag`` set to ``madvise`` or
 ``always``, the common default) and memory is fragmented, as on a machine that has run jobs for a
 while, each such fault stalls: measured on the benchmark machine, touching 1.6 GB of fresh 80 MB
-arrays took 3.4 s with the hint and 0.56 s without; the end of a 1 GB ingest, 0.53 s and 0.46 s.
+arrays took 3.4 s with the hint and 0.56 s without; the end of a 1 GB ingest, 0.60 s and 0.47 s
+(medians of six).
 Ingest makes many fresh arrays of that size once, so it goes without the hint.
 """
 

@@ -12,13 +12,13 @@ import numpy.typing as npt
 from stepscope.ingest.assemble import (
     FileTables,
     finish_file,
-    narrow_for_transfer,
     remap_strings,
     split_chunk,
     track_summary,
 )
 from stepscope.ingest.kineto_columns import events_to_columns
 from stepscope.ingest.kineto_decode import FAST_DECODER
+from stepscope.ingest.transfer import narrow_for_transfer
 from stepscope.model.diagnostics import DiagnosticsBuilder
 from stepscope.model.schema import EVENT_COLUMNS, MEMORY_COLUMNS, EventKind, MemcpyKind, TrackKind
 from stepscope.model.strings import StringPool

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain, count, repeat
 from operator import attrgetter, itemgetter
 from typing import Any
@@ -72,7 +72,13 @@ def intern_raw(values: Sequence[Any], table: dict[str, int], compact: bool = Fal
     one id however the file was formatted. An absent value (empty raw) → -1."""
     if values.count(_NO_RAW) == len(values):  # the key never occurs (identity compare, in C)
         return np.full(len(values), -1, np.int32)
-    first, rows = first_rows(map(b"".__add__, values), len(values))  # the raw JSON text as bytes
+    return raw_ids(map(b"".__add__, values), len(values), table, compact, unquote)  # raw JSON text as bytes
+
+
+def raw_ids(values: Iterable[bytes], n: int, table: dict[str, int], compact: bool,
+            unquote: bool) -> npt.NDArray[np.int32]:
+    """Local ids of ``n`` raw JSON texts given as bytes (see :func:`intern_raw`); empty → -1."""
+    first, rows = first_rows(values, n)
     known = _RAW_TEXTS[(compact, unquote)]
     if len(known) > RAW_MEMO_LIMIT:
         known.clear()
@@ -165,6 +171,12 @@ class _LazyCols(dict[str, npt.NDArray[Any]]):
         return col
 
 
+#: args of a group that differ event by event (ids, sizes, samples); every other arg takes few
+#: distinct values within a group (a kernel's launch configuration and stream, an op's shapes and call stack)
+PER_EVENT_FIELDS = frozenset({"ext_id", "ext_id_old", "correlation", "seq", "mem_bytes", "total_alloc",
+                              "total_reserved", "addr", "value"})
+
+
 def args_columns(args: list[Any], groups: dict[str, npt.NDArray[np.int64]],
                  table: dict[str, int]) -> dict[str, npt.NDArray[Any]]:
     """Numpy columns of the args that matter, reading each group's fields only for its events."""
@@ -178,8 +190,13 @@ def args_columns(args: list[Any], groups: dict[str, npt.NDArray[np.int64]],
             idx = idx[keep]
             sub = tuple(a for a in sub if a is not None)
         if sub:
-            for f in GROUP_FIELDS[group]:
-                _store(cols, f, sub, idx, table)
+            fields = GROUP_FIELDS[group]
+            for f in fields:
+                if f in PER_EVENT_FIELDS:
+                    _store(cols, f, sub, idx, table)
+            repeated = tuple(f for f in fields if f not in PER_EVENT_FIELDS)
+            if repeated:
+                _store_repeated(cols, repeated, sub, idx, table)
     for new, old in (("ext_id", "ext_id_old"), ("input_dims", "input_dims_old")):
         if old in cols:
             cols[new] = np.where(cols[new] >= 0, cols[new], cols.pop(old))
@@ -202,13 +219,46 @@ def _store(cols: dict[str, npt.NDArray[Any]], f: str, sub: tuple[Any, ...], idx:
         cols[INT_FIELDS[f]][idx] = ints_of(map(get, sub), len(sub), lambda: list(map(get, sub)))
     elif f in FLOAT_FIELDS:
         cols[FLOAT_FIELDS[f]][idx] = floats_of(map(get, sub), len(sub), lambda: list(map(get, sub)))
+    else:
+        values = list(map(b"".__add__, map(get, sub))) if f in RAW_FIELDS else list(map(get, sub))
+        _store_values(cols, f, values, np.arange(len(sub)), idx, table)
+
+
+def _store_repeated(cols: dict[str, npt.NDArray[Any]], fields: tuple[str, ...], sub: tuple[Any, ...],
+                    idx: npt.NDArray[np.int64], table: dict[str, int]) -> None:
+    """Args that repeat within a group: one key per event (a tuple of the fields, hashed in C), each
+    field converted once per distinct key and spread to the rows (~0.6 k keys in 3.5 k op events)."""
+    first, rows = first_rows(_keys(fields, sub), len(sub))
+    dense = relabel(first, rows, range(len(first)))
+    for f, values in zip(fields, zip(*first)):
+        _store_values(cols, f, list(values), dense, idx, table)
+
+
+def _keys(fields: tuple[str, ...], sub: tuple[Any, ...]) -> Iterator[tuple[Any, ...]]:
+    """Each struct's ``fields`` as a hashable tuple (raw JSON values as their bytes)."""
+    if len(fields) > 1 and not RAW_FIELDS.keys() & set(fields):
+        keys: Iterator[tuple[Any, ...]] = map(attrgetter(*fields), sub)
+        return keys
+    return zip(*(map(b"".__add__, map(attrgetter(f), sub)) if f in RAW_FIELDS else map(attrgetter(f), sub)
+                 for f in fields))
+
+
+def _store_values(cols: dict[str, npt.NDArray[Any]], f: str, values: list[Any], dense: npt.NDArray[Any],
+                  idx: npt.NDArray[np.int64], table: dict[str, int]) -> None:
+    """Distinct values of field ``f`` (raw ones as bytes), converted once, into rows ``idx`` (row k
+    takes value ``dense[k]``)."""
+    m = len(values)
+    if f in INT_FIELDS:
+        cols[INT_FIELDS[f]][idx] = ints_of(iter(values), m, lambda: values)[dense]
+    elif f in FLOAT_FIELDS:
+        cols[FLOAT_FIELDS[f]][idx] = floats_of(iter(values), m, lambda: values)[dense]
     elif f in STR_FIELDS:
-        cols[STR_FIELDS[f]][idx] = intern_strings(map(get, sub), table, len(sub))
+        cols[STR_FIELDS[f]][idx] = intern_strings(values, table, m)[dense]
     elif f in RAW_FIELDS:
-        cols[RAW_FIELDS[f]][idx] = intern_raw(list(map(get, sub)), table, compact=f.startswith("input_dims"),
-                                              unquote=f == "pg_ranks")
+        cols[RAW_FIELDS[f]][idx] = raw_ids(values, m, table, compact=f.startswith("input_dims"),
+                                           unquote=f == "pg_ranks")[dense]
     else:  # grid / block
-        d3 = _dim3(list(map(get, sub)))
+        d3 = _dim3(values)[dense]
         for j, axis in enumerate("xyz"):
             cols[f"{f}_{axis}"][idx] = d3[:, j]
 
@@ -217,7 +267,7 @@ def _dim3(col: list[Any]) -> I64:
     """(x, y, z) launch dimensions; anything but a list of three integers reads as (0, 0, 0)."""
     if col.count(None) == len(col):
         return np.zeros((len(col), 3), np.int64)
-    if set(map(type, col)) == {list} and set(map(len, col)) == {3}:  # every kernel's, as Kineto writes them
+    if set(map(type, col)) <= {tuple, list} and set(map(len, col)) == {3}:  # every kernel's, as Kineto writes them
         with contextlib.suppress(ValueError, TypeError, OverflowError):
             return np.fromiter(chain.from_iterable(col), np.int64, 3 * len(col)).reshape(len(col), 3)
     try:  # the common case, absent or three integers, with the least Python per event
@@ -230,7 +280,7 @@ def _dim3(col: list[Any]) -> I64:
 
 
 def _is_dim3(x: Any) -> bool:
-    return type(x) is list and len(x) == 3 and all(type(v) is int and -(2**63) <= v < 2**63 for v in x)
+    return type(x) in (tuple, list) and len(x) == 3 and all(type(v) is int and -(2**63) <= v < 2**63 for v in x)
 
 
 _COMM_NAME = re.compile(r"record_param_comms|nccl|^c10d|^gloo|hccl|rccl|allreduce|all_reduce|allgather|"
@@ -276,19 +326,30 @@ def events_to_columns(evs: list[Any], dropped: list[tuple[str, str]]) -> ChunkCo
         return list(map(attrgetter(name), evs))
 
     ts_ns, ts_ok, frac_max = ts_to_ns(field("ts"))
-    cols: dict[str, npt.NDArray[Any]] = {
-        "ph": phase_codes(field("ph")), "cat": intern_strings(map(attrgetter("cat"), evs), table, n),
-        "name": intern_strings(map(attrgetter("name"), evs), table, n),
-        "pid": _intern_ids(map(attrgetter("pid"), evs), table, n),
-        "tid": _intern_ids(map(attrgetter("tid"), evs), table, n),
-        "ts_ns": ts_ns, "ts_ok": ts_ok,
-        "dur_ns": dur_ns_of(map(attrgetter("dur"), evs), n),
-    }
+    cols = identity_columns(evs, table)
+    cols.update(ts_ns=ts_ns, ts_ok=ts_ok, dur_ns=dur_ns_of(map(attrgetter("dur"), evs), n))
     cols["flow_id"] = _flow_id_column(evs, cols["ph"])
     strings = _ordered(table)
     groups = event_groups(cols["ph"], cols["cat"], cols["name"], strings)
     cols.update(args_columns(field("args"), groups, table))
     return ChunkColumns(n, cols, _ordered(table), dropped, frac_max)
+
+
+#: what names an event's kind and thread: ~100 distinct keys in a chunk of 9 k Kineto events
+IDENTITY = ("ph", "cat", "name", "pid", "tid")
+
+
+def identity_columns(evs: list[Any], table: dict[str, int]) -> dict[str, npt.NDArray[Any]]:
+    """Phase code, category, name, pid and tid of each event: one key per event (a tuple, hashed in
+    C), each distinct key split into its columns once. Strings get ids in the order they are first
+    met, column after column, as if each column were interned on its own."""
+    first, rows = first_rows(map(attrgetter(*IDENTITY), evs), len(evs))
+    m = len(first)
+    dense = relabel(first, rows, range(m))
+    ph, cat, name, pid, tid = zip(*first)
+    return {"ph": phase_codes(list(ph))[dense], "cat": intern_strings(cat, table, m)[dense],
+            "name": intern_strings(name, table, m)[dense], "pid": _intern_ids(pid, table, m)[dense],
+            "tid": _intern_ids(tid, table, m)[dense]}
 
 
 def _flow_id_column(evs: list[Any], ph: npt.NDArray[np.int32]) -> npt.NDArray[np.int64]:

@@ -60,8 +60,8 @@ class RawArgs(
     correlation: int | str = -1
     device: int | str = -1
     stream: int | str = -1
-    grid: list[int] | str | None = None
-    block: list[int] | str | None = None
+    grid: tuple[int, ...] | str | None = None  # tuples: hashable, so launch configs are read once per distinct one
+    block: tuple[int, ...] | str | None = None
     regs: int | str = -1
     shmem: int | str = -1
     blocks_per_sm: float | str = NAN

@@ -375,3 +375,74 @@ def test_lut_remembers_values_and_classifies_new_strings_once() -> None:
     assert lut.table(["a", "bbb"]).tolist() == [1, 3, -7]
     assert lut.table(["bbb", "cc", "a"]).tolist() == [3, 2, 1, -7]
     assert calls == ["a", "bbb", "cc"]
+
+
+# ---- repeated values read once per distinct key --------------------------------------------------
+
+def _kernel(i: int, grid: str, regs: str, stream: int) -> str:
+    return (f'{{"ph": "X", "cat": "kernel", "name": "k{i % 3}", "pid": 0, "tid": "stream {stream}", "ts": {i},'
+            f' "dur": 1, "args": {{"correlation": {i}, "grid": {grid}, "block": [128, 1, 1], "registers per thread":'
+            f' {regs}, "shared memory": {i % 2 * 1024}, "stream": {stream}, "est. achieved occupancy %": 50}}}}')
+
+
+def _op(i: int, dims: str, stack: str) -> str:
+    return (f'{{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 7, "tid": {7 + i % 2}, "ts": {i}, "dur": 1,'
+            f' "args": {{"External id": {i}, "Input Dims": {dims}, "Input type": ["float", ""], "Call stack":'
+            f' {stack}, "Sequence number": {i}}}}}')
+
+
+REPEATS = ("[" + ",".join(
+    [_kernel(i, g, r, s) for i, (g, r, s) in enumerate(
+        [("[4, 2, 1]", "32", 7), ("[4, 2, 1]", "32", 7), ('"1,2,3"', '"32"', 7), ("[1, 2]", "32", 8),
+         ("null", '"x"', 7), ("[4,2,1]", "32", 7), ("[8, 1, 1]", "64", 8)])]
+    + [_op(i, d, c) for i, (d, c) in enumerate(
+        [("[[2, 3]]", '"a.py(1): f"'), ("[[2,3]]", '"a.py(1): f"'), ("[[2, 3]]", '"b.py(2): g"'),
+         ("[]", "null"), ("[[2, 3]]", '"a.py(1): f"')])]) + "]").encode()
+
+
+def test_repeated_args_read_per_distinct_key_equal_reading_each_event() -> None:
+    """Args keyed per event (``_store_repeated``) give the columns and the string table that reading
+    every field of every event on its own gives, odd values (text numbers, junk, short grids) included."""
+    evs = FAST_DECODER.decode(REPEATS)
+    cols = events_to_columns(evs, [])
+    groups = kineto_columns.event_groups(cols.cols["ph"], cols.cols["cat"], cols.cols["name"], cols.strings)
+    args = [e.args for e in evs]
+    keyed: dict[str, int] = {}
+    got = kineto_columns.args_columns(args, groups, keyed)
+    each: dict[str, int] = {}
+    want = kineto_columns._LazyCols(len(evs))
+    for group, idx in groups.items():
+        if len(idx):
+            for f in kineto_columns.GROUP_FIELDS[group]:
+                kineto_columns._store(want, f, tuple(args[i] for i in idx.tolist()), idx, each)
+    for new, old in (("ext_id", "ext_id_old"), ("input_dims", "input_dims_old")):
+        want[new] = np.where(want[new] >= 0, want[new], want.pop(old))
+    assert keyed == each
+    assert sorted(got) == sorted(want)
+    for name in got:
+        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+    assert [got[f"grid_{a}"][:7].tolist() for a in "xyz"] == [[4, 4, 0, 0, 0, 4, 8], [2, 2, 0, 0, 0, 2, 1],
+                                                                 [1, 1, 0, 0, 0, 1, 1]]
+    assert got["regs"][:7].tolist() == [32, 32, 32, 32, -1, 32, 64]
+    assert got["stream"][:7].tolist() == [7, 7, 7, 8, 7, 7, 8]
+    dims = [_text_of(keyed, i) for i in got["input_dims"][7:].tolist()]
+    assert dims == ["[[2,3]]", "[[2,3]]", "[[2,3]]", "[]", "[[2,3]]"]
+
+
+def _text_of(table: dict[str, int], i: int) -> str | None:
+    return None if i < 0 else next(s for s, j in table.items() if j == i)
+
+
+def test_identity_columns_equal_interning_each_column_on_its_own() -> None:
+    evs = FAST_DECODER.decode(REPEATS)
+    table: dict[str, int] = {}
+    got = kineto_columns.identity_columns(evs, table)
+    alone: dict[str, int] = {}
+    want = {"ph": phase_codes([e.ph for e in evs]),
+            "cat": intern_strings([e.cat for e in evs], alone), "name": intern_strings([e.name for e in evs], alone),
+            "pid": _intern_ids((e.pid for e in evs), alone, len(evs)),
+            "tid": _intern_ids((e.tid for e in evs), alone, len(evs))}
+    assert table == alone
+    for name, col in want.items():
+        assert got[name].tolist() == col.tolist(), name
+    assert got["tid"].tolist()[7:] == [table["7"], table["8"]] * 2 + [table["7"]]

@@ -18,7 +18,7 @@ CHUNK = (b'[{"ph": "X", "cat": "kernel", "name": "k", "pid": 1, "tid": 7, "ts": 
 def test_each_phase_reads_its_own_args() -> None:
     x, mem, ctr, meta, begin = FAST_DECODER.decode(CHUNK)
     assert [e.ph for e in (x, mem, ctr, meta, begin)] == ["X", "i", "C", "M", "B"]
-    assert (x.args.ext_id, x.args.correlation, x.args.grid) == (5, 9, [1, 2, 3])
+    assert (x.args.ext_id, x.args.correlation, x.args.grid) == (5, 9, (1, 2, 3))  # a tuple: hashable
     assert not hasattr(x.args, "mem_bytes")  # "Bytes" of a kernel is not a memory sample's size
     assert (mem.args.mem_bytes, mem.args.dev_id, mem.args.addr, mem.args.total_alloc) == (512, 0, 77, -1)
     assert ctr.args.value == 0.5 and meta.args.label == "main"

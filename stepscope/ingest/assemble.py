@@ -16,6 +16,7 @@ from stepscope.ingest.kineto_columns import arg_column
 from stepscope.ingest.normalize import COPY_KIND, KIND, PAGEABLE
 from stepscope.model.derive import time_order
 from stepscope.model.diagnostics import DiagnosticsBuilder
+from stepscope.model.masks import any_of
 from stepscope.model.parallel import concat_columns
 from stepscope.model.schema import EVENT_COLUMNS, GPU_KINDS, HOST_KINDS, TABLE_SCHEMAS, EventKind, TrackKind
 from stepscope.model.strings import StringPool
@@ -52,16 +53,16 @@ def split_chunk(cols: Cols, pool: StringPool, diags: DiagnosticsBuilder) -> File
     ok = cols["ts_ok"]
     _count(diags, ~ok & (ph != ord("M")), "event-missing-ts", "error", "an event without a usable ts was dropped")
     mem_name = pool.find("[memory]")
-    instant = np.isin(ph, [ord("i"), ord("I"), ord("n")])
+    instant = any_of(ph, [ord("i"), ord("I"), ord("n")])
     is_mem = instant & (cols["name"] == mem_name) & ok
     is_event = ((ph == ord("X")) | (instant & ~is_mem)) & ok
-    _count(diags, np.isin(ph, [ord("B"), ord("E")]), "phase-b-e-unsupported", "warning",
+    _count(diags, any_of(ph, [ord("B"), ord("E")]), "phase-b-e-unsupported", "warning",
            "begin/end ('B'/'E') events are not paired yet and were skipped")
-    known = is_event | is_mem | np.isin(ph, [ord("M"), ord("C"), ord("s"), ord("f"), ord("t"), ord("B"), ord("E")])
+    known = is_event | is_mem | any_of(ph, [ord("M"), ord("C"), ord("s"), ord("f"), ord("t"), ord("B"), ord("E")])
     _count(diags, ~known & ok, "phase-unknown", "info", "events of an unknown phase were skipped")
     key = (cols["pid"].astype(np.int64) << 32) | (cols["tid"].astype(np.int64) & 0xFFFFFFFF)
     events = _events(cols, is_event, key, pool, diags)
-    flows = np.isin(ph, [ord("s"), ord("f"), ord("t")]) & ok
+    flows = any_of(ph, [ord("s"), ord("f"), ord("t")]) & ok
     ft = FileTables(events, {}, _memory(cols, is_mem, key), _counters(cols, ph == ord("C"), ok, pool),
                     _flows(cols, flows, key, ph), _thread_names(cols, ph, pool))
     ft.tracks = track_summary(ft)  # the file's tracks are the union of its chunks' summaries
@@ -82,8 +83,8 @@ def track_summary(ft: FileTables) -> Cols:
     ev = ft.events
     if ev and len(ev["_key"]):
         pos = np.searchsorted(uniq, ev["_key"])
-        out["_host"][pos[np.isin(ev["kind"], [int(k) for k in HOST_KINDS])]] = True
-        gpu = np.flatnonzero(np.isin(ev["kind"], [int(k) for k in GPU_KINDS]))
+        out["_host"][pos[any_of(ev["kind"], [int(k) for k in HOST_KINDS])]] = True
+        gpu = np.flatnonzero(any_of(ev["kind"], [int(k) for k in GPU_KINDS]))
         out["_gpu"][pos[gpu]] = True
         for helper in TRACK_HELPERS:
             if helper in ev:

@@ -21,6 +21,7 @@ from stepscope.ingest.jsonscan import scan_events
 from stepscope.ingest.kineto_decode import ChunkColumns, RawArgs
 from stepscope.ingest.kineto_values import dur_ns_of, floats_of, flow_ids, ints_of, ts_to_ns
 from stepscope.ingest.normalize import KIND, Lut, phase_code
+from stepscope.model.masks import any_of
 from stepscope.model.schema import EventKind
 
 I64 = npt.NDArray[np.int64]
@@ -302,13 +303,13 @@ def event_groups(ph: npt.NDArray[np.int32], cat: npt.NDArray[np.int32], name: np
     is_comm_name: npt.NDArray[np.bool_] = COMM_NAME.table(strings)[name].astype(bool, copy=False)
     mem_id = strings.index("[memory]") if "[memory]" in strings else -2
     x = ph == ord("X")
-    gpu = x & np.isin(kind, [EventKind.KERNEL, EventKind.MEMCPY, EventKind.MEMSET])
-    rt = x & np.isin(kind, [EventKind.RUNTIME, EventKind.DRIVER])
+    gpu = x & any_of(kind, [EventKind.KERNEL, EventKind.MEMCPY, EventKind.MEMSET])
+    rt = x & any_of(kind, [EventKind.RUNTIME, EventKind.DRIVER])
     other = x & ~gpu & ~rt
     return {"gpu": np.flatnonzero(gpu & ~is_comm_name), "gpu_comm": np.flatnonzero(gpu & is_comm_name),
             "runtime": np.flatnonzero(rt),
             "op": np.flatnonzero(other & ~is_comm_name), "comm": np.flatnonzero(other & is_comm_name),
-            "memory": np.flatnonzero(np.isin(ph, [ord("i"), ord("I")]) & (name == mem_id)),
+            "memory": np.flatnonzero(any_of(ph, [ord("i"), ord("I")]) & (name == mem_id)),
             "counter": np.flatnonzero(ph == ord("C")), "meta": np.flatnonzero(ph == ord("M"))}
 
 
@@ -354,7 +355,7 @@ def identity_columns(evs: list[Any], table: dict[str, int]) -> dict[str, npt.NDA
 
 def _flow_id_column(evs: list[Any], ph: npt.NDArray[np.int32]) -> npt.NDArray[np.int64]:
     """Flow ids, read only from flow events (the only ones whose id is used; -1 elsewhere)."""
-    rows = np.flatnonzero(np.isin(ph, FLOW_PHASES))
+    rows = np.flatnonzero(any_of(ph, FLOW_PHASES))
     out = np.full(len(evs), -1, np.int64)
     if len(rows):
         out[rows] = flow_ids(list(map(attrgetter("id"), _gather(evs, rows))))

@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from stepscope.model import tree
 from stepscope.model.diagnostics import DiagnosticsBuilder
+from stepscope.model.masks import any_of
 from stepscope.model.schema import GPU_KINDS, HOST_KINDS, STEP_COLUMNS, EventKind
 from stepscope.model.strings import StringPool
 from stepscope.model.table import Table
@@ -89,7 +90,7 @@ def nest_parents(ev: Table, diags: DiagnosticsBuilder) -> tuple[I32, I64]:
     """Parent row and self time of host events (events in :func:`sort_order`); the depths follow
     from the parents (:func:`nest_depths`), so ingest derives them beside other links."""
     n = len(ev)
-    host = np.isin(ev["kind"], [int(k) for k in HOST_KINDS])
+    host = any_of(ev["kind"], [int(k) for k in HOST_KINDS])
     idx = np.flatnonzero(host)
     parent = np.full(n, -1, np.int32)
     if len(idx) == 0:
@@ -163,8 +164,8 @@ def link_launches(ev: Table, diags: DiagnosticsBuilder | None = None) -> I32:
     GPU activity is linked to the earliest and the duplicates are counted.
     """
     launch = np.full(len(ev), -1, np.int32)
-    rt = np.flatnonzero(np.isin(ev["kind"], [EventKind.RUNTIME, EventKind.DRIVER]) & (ev["corr"] >= 0))
-    gpu = np.flatnonzero(np.isin(ev["kind"], [int(k) for k in GPU_KINDS]) & (ev["corr"] >= 0))
+    rt = np.flatnonzero(any_of(ev["kind"], [EventKind.RUNTIME, EventKind.DRIVER]) & (ev["corr"] >= 0))
+    gpu = np.flatnonzero(any_of(ev["kind"], [int(k) for k in GPU_KINDS]) & (ev["corr"] >= 0))
     if len(rt) == 0 or len(gpu) == 0:
         return launch
     keys = _key(ev["rank"][rt], ev["corr"][rt])
@@ -206,9 +207,9 @@ def link_ops(ev: Table, parent: I32, launch: I32) -> I32:
     kind = ev["kind"]
     is_op = kind == EventKind.CPU_OP
     op = np.full(n, -1, np.int32)
-    calls = np.flatnonzero(np.isin(kind, [EventKind.RUNTIME, EventKind.DRIVER])).astype(np.int64)
+    calls = np.flatnonzero(any_of(kind, [EventKind.RUNTIME, EventKind.DRIVER])).astype(np.int64)
     op[calls] = tree.nearest_marked_ancestor(parent, calls, is_op)
-    gpu = np.flatnonzero(np.isin(kind, [int(k) for k in GPU_KINDS]))
+    gpu = np.flatnonzero(any_of(kind, [int(k) for k in GPU_KINDS]))
     has_launch = launch[gpu] >= 0
     op[gpu[has_launch]] = op[launch[gpu[has_launch]]]
     orphan = gpu[(op[gpu] < 0) & (ev["ext_id"][gpu] >= 0)]
@@ -222,7 +223,7 @@ def link_ops(ev: Table, parent: I32, launch: I32) -> I32:
 def find_steps(ev: Table, strings: StringPool) -> Table:
     """ProfilerStep#N host events → the steps table (one row per rank and N, by start time)."""
     num = strings.map(_step_number)
-    host = np.isin(ev["kind"], [EventKind.CPU_OP, EventKind.USER_ANNOTATION])
+    host = any_of(ev["kind"], [EventKind.CPU_OP, EventKind.USER_ANNOTATION])
     rows = np.flatnonzero(host & (num[ev["name"]] >= 0))
     if len(rows) == 0:
         return Table.empty(STEP_COLUMNS)
@@ -251,9 +252,9 @@ def assign_steps(ev: Table, steps: Table, launch: I32) -> tuple[I32, Table]:
     if len(steps) == 0:
         return step_of, steps
     kind = ev["kind"]
-    host = np.flatnonzero(np.isin(kind, [int(k) for k in HOST_KINDS]))
+    host = np.flatnonzero(any_of(kind, [int(k) for k in HOST_KINDS]))
     step_of[host] = _step_by_time(ev, host, steps, steps["host_end_ns"])
-    gpu = np.isin(kind, [int(k) for k in GPU_KINDS]) | (kind == EventKind.GPU_USER_ANNOTATION)
+    gpu = any_of(kind, [int(k) for k in GPU_KINDS]) | (kind == EventKind.GPU_USER_ANNOTATION)
     launched = np.flatnonzero(gpu & (launch >= 0))
     step_of[launched] = step_of[launch[launched]]
     srow = _step_row(ev["rank"][launched], step_of[launched], steps)
@@ -298,7 +299,7 @@ def innermost_host_event(ev: Table, parent: I32, track: npt.NDArray[Any], ts: np
     for t in unique(track[track >= 0]).tolist():  # per track, vectorised within
         q = np.flatnonzero(track == t)
         lo, hi = np.searchsorted(ev["track"], [t, t + 1]).tolist()
-        rows = lo + np.flatnonzero(np.isin(ev["kind"][lo:hi], host_kinds))
+        rows = lo + np.flatnonzero(any_of(ev["kind"][lo:hi], host_kinds))
         if len(rows) == 0:
             continue
         pos = np.searchsorted(ev_ts[rows], ts[q], side="right") - 1

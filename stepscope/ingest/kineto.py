@@ -7,6 +7,7 @@ most a few chunks are in flight; the main process remaps string ids as results a
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -23,6 +24,7 @@ from stepscope.ingest.kineto_chunks import (
     PRECISE_TS_ABOVE_US,
     ChunkJob,
     ChunkResult,
+    attach_handover,
     decode_chunk,
     is_gzip,
     iter_gzip_chunks,
@@ -30,12 +32,14 @@ from stepscope.ingest.kineto_chunks import (
     locate_events,
 )
 from stepscope.ingest.kineto_decode import FAST_DECODER
-from stepscope.ingest.transfer import unpack
+from stepscope.ingest.transfer import HandoverSlots, unpack
 from stepscope.model.diagnostics import DiagnosticsBuilder
 from stepscope.model.parallel import release_threads
 from stepscope.model.strings import StringPool
 
 PARALLEL_ABOVE_BYTES = 16 << 20
+#: a chunk's packed tables take ~0.3-0.5 MB (up to ~2 MB for chunks of tiny events); bigger ones go by pipe
+HANDOVER_SLOT_BYTES = 4 << 20
 RESULT_PIPE_BYTES = 1 << 20  # the most an unprivileged process may ask for (/proc/sys/fs/pipe-max-size)
 F_SETPIPE_SZ = 1031  # Linux's fcntl command (named in the fcntl module from Python 3.10 on Linux only)
 
@@ -78,18 +82,31 @@ def _jobs(paths: list[str], heads: list[tuple[bytes, int, bool]]) -> Iterator[Ch
             yield from iter_plain(i, path, os.path.getsize(path), at, precise)
 
 
-def _bounded_map(pool: ProcessPoolExecutor | None, jobs: Iterable[ChunkJob], inflight: int) -> Iterator[ChunkResult]:
-    """Results in job order, never more than ``inflight`` jobs submitted ahead."""
+def _bounded_map(pool: ProcessPoolExecutor | None, jobs: Iterable[ChunkJob], inflight: int,
+                 slots: HandoverSlots | None = None) -> Iterator[ChunkResult]:
+    """Results in job order, never more than ``inflight`` jobs submitted ahead; each job in flight
+    holds a handover slot (when ``slots`` are given) until its result's bytes are collected."""
     if pool is None:
         yield from map(decode_chunk, jobs)
         return
-    pending: deque[Future[ChunkResult]] = deque()
+    pending: deque[tuple[Future[ChunkResult], int]] = deque()
+
+    def taken() -> ChunkResult:
+        future, slot = pending.popleft()
+        res = future.result()
+        if slots is not None:
+            if res.tables is not None:
+                res.tables = slots.collect(res.tables)
+            slots.release(slot)
+        return res
+
     for job in jobs:
-        pending.append(pool.submit(decode_chunk, job))
+        slot = slots.acquire() if slots is not None else -1
+        pending.append((pool.submit(decode_chunk, dataclasses.replace(job, slot=slot)), slot))
         if len(pending) >= inflight:
-            yield pending.popleft().result()
+            yield taken()
     while pending:
-        yield pending.popleft().result()
+        yield taken()
 
 
 def _roomy_result_pipe(pool: ProcessPoolExecutor) -> None:
@@ -123,12 +140,14 @@ def read_kineto_files(paths: list[str], pool_strings: StringPool, diags: Diagnos
     n = _worker_count(paths, workers)
     if n > 1:
         release_threads()
-    pool = ProcessPoolExecutor(n, mp_context=get_context("fork")) if n > 1 else None
+    inflight = 3 * n  # results are taken in job order: slack lets workers run ahead of a slow chunk
+    slots = HandoverSlots(inflight, HANDOVER_SLOT_BYTES) if n > 1 else None
+    pool = (ProcessPoolExecutor(n, mp_context=get_context("fork"), initializer=attach_handover, initargs=(slots,))
+            if n > 1 else None)
     if pool is not None:
         _roomy_result_pipe(pool)
     try:
-        # results are taken in job order: slack lets workers run ahead of a slow chunk instead of idling
-        for res in _bounded_map(pool, _jobs(paths, heads), inflight=3 * n):
+        for res in _bounded_map(pool, _jobs(paths, heads), inflight, slots):
             b = batches[res.file_index]
             if res.columns.n:
                 assert res.tables is not None

@@ -24,7 +24,7 @@ from stepscope.ingest.assemble import split_chunk
 from stepscope.ingest.jsonscan import event_separator, find_events_array, scan_events
 from stepscope.ingest.kineto_columns import add_counter_series, events_to_columns
 from stepscope.ingest.kineto_decode import ChunkColumns, decode_events
-from stepscope.ingest.transfer import PackedTables, narrow_for_transfer, pack
+from stepscope.ingest.transfer import HandoverSlots, PackedTables, narrow_for_transfer, pack
 from stepscope.model.diagnostics import Diagnostic, DiagnosticsBuilder
 from stepscope.model.strings import StringPool
 
@@ -48,6 +48,7 @@ class ChunkJob:
     data: bytes | None
     is_last: bool
     precise: bool
+    slot: int = -1  # the handover slot to pack the result into (see ``transfer.HandoverSlots``)
 
 
 @dataclass
@@ -268,17 +269,26 @@ def decode_chunk(job: ChunkJob) -> ChunkResult:
     cols = res.columns.cols
     if res.columns.n and "ctr_ts_ns" not in cols and _has_unread_counters(cols):
         add_counter_series(cols, res.columns.strings, _job_bytes(job))
-    return _split(res)
+    return _split(res, job.slot)
 
 
-def _split(res: ChunkResult) -> ChunkResult:
+_handover: HandoverSlots | None = None  # this worker's view of the main process's handover slots
+
+
+def attach_handover(slots: HandoverSlots | None) -> None:
+    """Worker initializer: the handover slots mapped before the fork, for :func:`_split` to pack into."""
+    global _handover
+    _handover = slots
+
+
+def _split(res: ChunkResult, slot: int = -1) -> ChunkResult:
     """Split the decoded columns into the model's tables here, in the worker: what travels back to
     the main process is the compact tables (ids into the chunk's own strings), not the wide columns."""
     if not res.columns.n:
         return res
     pool = StringPool(res.columns.strings)
     diags = DiagnosticsBuilder()
-    res.tables = pack(narrow_for_transfer(split_chunk(res.columns.cols, pool, diags)))
+    res.tables = pack(narrow_for_transfer(split_chunk(res.columns.cols, pool, diags)), _handover, slot)
     res.diagnostics = diags.freeze()
     res.columns = dataclasses.replace(res.columns, cols={}, strings=pool.strings)
     return res

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 import stepscope
-from stepscope.ingest import kineto_chunks
+from stepscope.ingest import kineto, kineto_chunks
 from stepscope.ingest.jsonscan import event_separator
+from stepscope.ingest.transfer import HandoverSlots, PackedTables
 from stepscope.model.schema import TABLE_SCHEMAS
 from stepscope.model.trace import Trace
 
@@ -66,9 +67,20 @@ def test_a_file_whose_first_events_are_laid_out_apart_is_still_cut_all_through(
     assert len(whole.events) == 3000 and len(whole.counters) == 50
 
 
-@pytest.mark.parametrize("plain", [False, True])
-def test_small_chunks_on_two_processes_equal_one_chunk_in_process(tmp_path: Path, plain: bool,
+@pytest.mark.parametrize(("plain", "by_slot"), [(False, True), (True, True), (True, False)])
+def test_small_chunks_on_two_processes_equal_one_chunk_in_process(tmp_path: Path, plain: bool, by_slot: bool,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Results come back through the shared handover slots, or by pipe where a slot is too small."""
+    from_slot: list[int] = []
+    collect = HandoverSlots.collect
+
+    def spy(self: HandoverSlots, packed: PackedTables) -> PackedTables:
+        from_slot.append(packed.slot >= 0)
+        return collect(self, packed)
+
+    monkeypatch.setattr(HandoverSlots, "collect", spy)
+    if not by_slot:
+        monkeypatch.setattr(kineto, "HANDOVER_SLOT_BYTES", 64)
     path = DEFAULT
     if plain:  # plain files are cut by byte range, gzip ones while inflating: both paths
         path = tmp_path / "t.json"
@@ -85,6 +97,8 @@ def test_small_chunks_on_two_processes_equal_one_chunk_in_process(tmp_path: Path
         assert _table_values(cut, name) == _table_values(whole, name), name
     assert sorted(whole.strings.strings) == sorted(cut.strings.strings)
     assert whole.diagnostics == cut.diagnostics
+    assert len(from_slot) == _chunks(path)
+    assert sum(from_slot) == (len(from_slot) if by_slot else 0)
 
 
 @pytest.mark.parametrize("gz", [False, True])

@@ -10,18 +10,9 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from stepscope.ingest import kineto_columns
-from stepscope.ingest.kineto_columns import (
-    _dim3,
-    _intern_ids,
-    arg_column,
-    events_to_columns,
-    first_rows,
-    intern_raw,
-    intern_strings,
-    phase_codes,
-    relabel,
-)
+from stepscope.ingest import interning, kineto_columns
+from stepscope.ingest.interning import first_rows, intern_ids, intern_raw, intern_strings, relabel
+from stepscope.ingest.kineto_columns import _dim3, arg_column, events_to_columns, phase_codes
 from stepscope.ingest.kineto_decode import FAST_DECODER, ChunkColumns
 from stepscope.ingest.kineto_values import dur_ns_of, floats_of, flow_ids, ints_of
 from stepscope.ingest.normalize import Lut
@@ -187,9 +178,9 @@ def test_intern_raw_again_in_a_new_chunk_gives_the_same_texts() -> None:
 
 
 def test_remembered_raw_texts_start_over_past_their_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(kineto_columns, "RAW_MEMO_LIMIT", 2)
-    monkeypatch.setitem(kineto_columns._RAW_TEXTS, (True, False), {})
-    known = kineto_columns._RAW_TEXTS[(True, False)]
+    monkeypatch.setattr(interning, "RAW_MEMO_LIMIT", 2)
+    monkeypatch.setitem(interning._RAW_TEXTS, (True, False), {})
+    known = interning._RAW_TEXTS[(True, False)]
     first = [msgspec.Raw(f"[{i}]".encode()) for i in range(4)]
     assert intern_raw(first, {}, compact=True).tolist() == [0, 1, 2, 3]
     assert len(known) == 4
@@ -231,9 +222,9 @@ def test_intern_strings_reads_an_iterator_of_n_values() -> None:
     assert table == {"a": 0, "z": 1}
 
 
-def test_intern_ids_by_text() -> None:
+def testintern_ids_by_text() -> None:
     table = {"X": 0}
-    got = _intern_ids(iter([7, "7", 8, "stream 7", 7, 0]), table, 6)
+    got = intern_ids(iter([7, "7", 8, "stream 7", 7, 0]), table, 6)
     assert got.dtype == np.int32
     assert got.tolist() == [1, 1, 2, 3, 1, 4]
     assert table == {"X": 0, "7": 1, "8": 2, "stream 7": 3, "0": 4}
@@ -440,8 +431,8 @@ def test_identity_columns_equal_interning_each_column_on_its_own() -> None:
     alone: dict[str, int] = {}
     want = {"ph": phase_codes([e.ph for e in evs]),
             "cat": intern_strings([e.cat for e in evs], alone), "name": intern_strings([e.name for e in evs], alone),
-            "pid": _intern_ids((e.pid for e in evs), alone, len(evs)),
-            "tid": _intern_ids((e.tid for e in evs), alone, len(evs))}
+            "pid": intern_ids((e.pid for e in evs), alone, len(evs)),
+            "tid": intern_ids((e.tid for e in evs), alone, len(evs))}
     assert table == alone
     for name, col in want.items():
         assert got[name].tolist() == col.tolist(), name

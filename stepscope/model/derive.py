@@ -127,11 +127,12 @@ def _jump_to_container(follows: npt.NDArray[np.bool_], end: I64) -> I64:
     inside_prev = np.zeros(len(end), bool)
     np.greater_equal(end[:-1], end[1:], out=inside_prev[1:])
     todo = np.flatnonzero(follows & ~inside_prev)
+    at, todo_end = todo - 1, end[todo]  # each open event's candidate and end, carried along the rounds
     while len(todo):
-        cand[todo] = cand[cand[todo]]
-        todo = todo[cand[todo] >= 0]
-        contains = end[cand[todo]] >= end[todo]
-        todo = todo[~contains]
+        at = cand[at]
+        cand[todo] = at
+        keep = (at >= 0) & (end[at] < todo_end)  # at -1 the read is junk, masked out
+        todo, at, todo_end = todo[keep], at[keep], todo_end[keep]
     return cand
 
 

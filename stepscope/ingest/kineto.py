@@ -120,6 +120,15 @@ def _roomy_result_pipe(pool: ProcessPoolExecutor) -> None:
         fcntl.fcntl(writer.fileno(), getattr(fcntl, "F_SETPIPE_SZ", F_SETPIPE_SZ), RESULT_PIPE_BYTES)  # type: ignore[union-attr]
 
 
+def _handover_slots(count: int) -> HandoverSlots | None:
+    """Shared slots for the results, or None (results then go by pipe) where the system refuses the
+    mapping."""
+    try:
+        return HandoverSlots(count, HANDOVER_SLOT_BYTES)
+    except (OSError, ValueError):
+        return None
+
+
 def _worker_count(paths: list[str], workers: int | None) -> int:
     if workers is not None:
         return max(1, workers)
@@ -141,7 +150,7 @@ def read_kineto_files(paths: list[str], pool_strings: StringPool, diags: Diagnos
     if n > 1:
         release_threads()
     inflight = 3 * n  # results are taken in job order: slack lets workers run ahead of a slow chunk
-    slots = HandoverSlots(inflight, HANDOVER_SLOT_BYTES) if n > 1 else None
+    slots = _handover_slots(inflight) if n > 1 else None
     pool = (ProcessPoolExecutor(n, mp_context=get_context("fork"), initializer=attach_handover, initargs=(slots,))
             if n > 1 else None)
     if pool is not None:

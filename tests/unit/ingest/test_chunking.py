@@ -113,3 +113,15 @@ def test_events_array_after_a_header_bigger_than_the_first_read(tmp_path: Path, 
     path.write_bytes(gzip.compress(raw) if gz else raw)
     trace = stepscope.load(str(path), use_cache=False)
     assert sorted(trace.strings.decode(trace.events["name"])) == ["op0", "op1", "op2"]
+
+
+def test_results_go_by_pipe_where_shared_memory_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*_args: object) -> None:
+        raise OSError("no shared memory here")
+
+    monkeypatch.setattr(HandoverSlots, "__init__", refuse)
+    monkeypatch.setattr(kineto_chunks, "CHUNK_BYTES", 256 << 10)
+    got = stepscope.load(DEFAULT, use_cache=False, workers=2)
+    want = stepscope.load(DEFAULT, use_cache=False, workers=1)
+    assert len(got.events) == len(want.events) > 10_000
+    assert _table_values(got, "events") == _table_values(want, "events")

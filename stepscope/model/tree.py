@@ -13,26 +13,36 @@ I64 = npt.NDArray[np.int64]
 
 def nearest_marked_ancestor(parent: npt.NDArray[np.integer], rows: I64, marked: npt.NDArray[np.bool_],
                             include_self: bool = False) -> I64:
-    """For each row, its nearest ancestor (or itself when ``include_self``) with ``marked`` set, else -1."""
+    """For each row, its nearest ancestor (or itself when ``include_self``) with ``marked`` set, else -1.
+
+    The rows still climbing and where they stand are carried from level to level, so each level
+    costs one gather of ``parent`` and one of ``marked`` over those rows only."""
     out = np.full(len(rows), -1, np.int64)
-    cur = rows.astype(np.int64) if include_self else parent[rows].astype(np.int64)
-    live = np.flatnonzero(cur >= 0)
+    at = rows.astype(np.int64) if include_self else parent[rows].astype(np.int64)
+    live = np.flatnonzero(at >= 0)
+    at = at[live]
     while len(live):
-        hit = marked[cur[live]]
-        out[live[hit]] = cur[live[hit]]
+        hit = marked[at]
+        out[live[hit]] = at[hit]
+        at = parent[at[~hit]].astype(np.int64, copy=False)
         live = live[~hit]
-        cur[live] = parent[cur[live]]
-        live = live[cur[live] >= 0]
+        keep = at >= 0
+        live, at = live[keep], at[keep]
     return out
 
 
 def depths(parent: npt.NDArray[np.integer], rows: I64) -> I64:
-    """Number of ancestors of each row (0 for a root)."""
+    """Number of ancestors of each row (0 for a root): each row's count is written once, at the
+    level where its climb ends."""
     depth = np.zeros(len(rows), np.int64)
-    cur = parent[rows].astype(np.int64)
-    live = np.flatnonzero(cur >= 0)
+    at = parent[rows].astype(np.int64)
+    live = np.flatnonzero(at >= 0)
+    at = at[live]
+    level = 0
     while len(live):
-        depth[live] += 1
-        cur[live] = parent[cur[live]]
-        live = live[cur[live] >= 0]
+        level += 1
+        at = parent[at]
+        done = at < 0
+        depth[live[done]] = level
+        live, at = live[~done], at[~done]
     return depth

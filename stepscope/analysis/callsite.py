@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from stepscope.analysis._common import I32, I64
-from stepscope.model.derive import STEP_NAME
 from stepscope.model.schema import EventKind
+from stepscope.model.steps import STEP_NAME
 from stepscope.model.trace import Trace
 from stepscope.model.uniq import unique
 

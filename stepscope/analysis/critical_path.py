@@ -29,8 +29,8 @@ from stepscope.analysis._common import I32, I64, interval_set, pct, rank_rows, s
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.comm import classify
 from stepscope.analysis.idle import is_dataloader_name
-from stepscope.model.derive import STEP_NAME
 from stepscope.model.schema import GPU_KINDS, HOST_KINDS, EventKind
+from stepscope.model.steps import STEP_NAME
 from stepscope.model.trace import Trace
 from stepscope.model.uniq import unique
 

@@ -23,6 +23,7 @@ from stepscope.model.schema import (
     TRACK_COLUMNS,
     TrackKind,
 )
+from stepscope.model.steps import assign_steps, find_steps
 from stepscope.model.strings import StringPool
 from stepscope.model.table import Table
 from stepscope.model.trace import DeviceInfo, RankInfo, Trace
@@ -182,7 +183,7 @@ def _link(ev: Table, tracks: Table, tables: list[FileTables], pool: StringPool, 
 
     def launches_and_steps() -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], Table]:
         launch = derive.link_launches(ev, diags)
-        return (launch, *derive.assign_steps(ev, derive.find_steps(ev, pool), launch))
+        return (launch, *assign_steps(ev, find_steps(ev, pool), launch))
 
     # links that do not depend on each other are derived side by side: parents ‖ launches and steps,
     # then depths ‖ (ops, memory)

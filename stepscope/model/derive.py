@@ -4,13 +4,11 @@
 * launch: GPU activity → its runtime call (same rank, same correlation id)
 * op: runtime call → innermost enclosing CPU op; GPU activity → the op of its launch
   (or, when no runtime call matches, the CPU op with the same External id)
-* steps: ProfilerStep#N spans per rank; host events by time, GPU activity by its launch's step,
-  each step's end stretched to the end of the last GPU activity launched in it (TB)
+* steps: :mod:`stepscope.model.steps`
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np
@@ -19,14 +17,12 @@ import numpy.typing as npt
 from stepscope.model import tree
 from stepscope.model.diagnostics import DiagnosticsBuilder
 from stepscope.model.masks import any_of
-from stepscope.model.schema import GPU_KINDS, HOST_KINDS, STEP_COLUMNS, EventKind
-from stepscope.model.strings import StringPool
+from stepscope.model.schema import GPU_KINDS, HOST_KINDS, EventKind
 from stepscope.model.table import Table
 from stepscope.model.uniq import unique
 
 I32 = npt.NDArray[np.int32]
 I64 = npt.NDArray[np.int64]
-STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
 
 
 def sort_order(ev: Table) -> I64:
@@ -187,7 +183,7 @@ def _key(rank: npt.NDArray[np.int32], ids: I64) -> I64:
     return (rank.astype(np.int64) << 44) | (ids & ((1 << 44) - 1))
 
 
-def _match_keys(keys: I64, queries: I64) -> I64:
+def match_keys(keys: I64, queries: I64) -> I64:
     """Index into ``keys`` of each query's first equal key, -1 when absent."""
     order = np.argsort(keys, kind="stable")
     found = _match_sorted(keys[order], queries)
@@ -216,79 +212,9 @@ def link_ops(ev: Table, parent: I32, launch: I32) -> I32:
     orphan = gpu[(op[gpu] < 0) & (ev["ext_id"][gpu] >= 0)]
     ops = np.flatnonzero(is_op & (ev["ext_id"] >= 0))
     if len(orphan) and len(ops):
-        found = _match_keys(_key(ev["rank"][ops], ev["ext_id"][ops]), _key(ev["rank"][orphan], ev["ext_id"][orphan]))
+        found = match_keys(_key(ev["rank"][ops], ev["ext_id"][ops]), _key(ev["rank"][orphan], ev["ext_id"][orphan]))
         op[orphan[found >= 0]] = ops[found[found >= 0]]
     return op
-
-
-def find_steps(ev: Table, strings: StringPool) -> Table:
-    """ProfilerStep#N host events → the steps table (one row per rank and N, by start time)."""
-    num = strings.map(_step_number)
-    host = any_of(ev["kind"], [EventKind.CPU_OP, EventKind.USER_ANNOTATION])
-    rows = np.flatnonzero(host & (num[ev["name"]] >= 0))
-    if len(rows) == 0:
-        return Table.empty(STEP_COLUMNS)
-    rank, step = ev["rank"][rows], num[ev["name"]][rows]
-    order = np.lexsort((-ev["dur_ns"][rows], rank.astype(np.int64) * (1 << 32) + step))
-    rows, rank, step = rows[order], rank[order], step[order]
-    first = np.ones(len(rows), bool)
-    first[1:] = (rank[1:] != rank[:-1]) | (step[1:] != step[:-1])
-    rows = rows[first]
-    rows = rows[np.lexsort((ev["ts_ns"][rows], ev["rank"][rows]))]
-    start = ev["ts_ns"][rows]
-    end = start + ev["dur_ns"][rows]
-    return Table(STEP_COLUMNS, {"rank": ev["rank"][rows], "step": num[ev["name"]][rows], "row": rows,
-                                "start_ns": start, "host_end_ns": end, "end_ns": end})
-
-
-def _step_number(name: str) -> int:
-    m = STEP_NAME.match(name)
-    n = int(m.group(1)) if m else -1
-    return n if n < 2**31 else -1  # beyond int32: not a step number any profiler writes
-
-
-def assign_steps(ev: Table, steps: Table, launch: I32) -> tuple[I32, Table]:
-    """Step of every event, and the steps with ``end_ns`` stretched over the GPU work they launched."""
-    step_of = np.full(len(ev), -1, np.int32)
-    if len(steps) == 0:
-        return step_of, steps
-    kind = ev["kind"]
-    host = np.flatnonzero(any_of(kind, [int(k) for k in HOST_KINDS]))
-    step_of[host] = _step_by_time(ev, host, steps, steps["host_end_ns"])
-    gpu = any_of(kind, [int(k) for k in GPU_KINDS]) | (kind == EventKind.GPU_USER_ANNOTATION)
-    launched = np.flatnonzero(gpu & (launch >= 0))
-    step_of[launched] = step_of[launch[launched]]
-    srow = _step_row(ev["rank"][launched], step_of[launched], steps)
-    ok = srow >= 0
-    done = launched[ok]
-    end = steps["host_end_ns"].copy()
-    np.maximum.at(end, srow[ok], ev["ts_ns"][done] + ev["dur_ns"][done])
-    steps = steps.with_columns(end_ns=end)
-    rest = np.flatnonzero(gpu & (launch < 0))
-    step_of[rest] = _step_by_time(ev, rest, steps, end)
-    return step_of, steps
-
-
-def _step_by_time(ev: Table, rows: I64, steps: Table, end_ns: I64) -> I32:
-    """Step number of each of ``rows`` whose start lies in [start, end) of a step of its rank, else -1."""
-    out = np.full(len(rows), -1, np.int32)
-    rank, ts = ev["rank"][rows], ev["ts_ns"][rows]
-    for r in unique(steps["rank"]).tolist():  # per rank, not per event
-        s = np.flatnonzero(steps["rank"] == r)
-        sub = np.flatnonzero(rank == r)
-        pos = np.searchsorted(steps["start_ns"][s], ts[sub], side="right") - 1
-        ok = pos >= 0
-        pos_c = np.maximum(pos, 0)
-        ok &= ts[sub] < end_ns[s][pos_c]
-        out[sub[ok]] = steps["step"][s][pos_c[ok]]
-    return out
-
-
-def _step_row(rank: npt.NDArray[np.int32], step: I32, steps: Table) -> I64:
-    """Row in the steps table of each (rank, step), -1 when none."""
-    keys = steps["rank"].astype(np.int64) * (1 << 32) + steps["step"]
-    found = _match_keys(keys, rank.astype(np.int64) * (1 << 32) + step)
-    return np.where(step >= 0, found, -1)
 
 
 def innermost_host_event(ev: Table, parent: I32, track: npt.NDArray[Any], ts: npt.NDArray[Any]) -> I32:

@@ -41,7 +41,7 @@ def depths(parent: npt.NDArray[np.integer], rows: I64) -> I64:
     level = 0
     while len(live):
         level += 1
-        at = parent[at]
+        at = parent[at].astype(np.int64, copy=False)
         done = at < 0
         depth[live[done]] = level
         live, at = live[~done], at[~done]

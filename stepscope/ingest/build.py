@@ -186,9 +186,8 @@ def _link(ev: Table, tracks: Table, tables: list[FileTables], pool: StringPool, 
         return (launch, *assign_steps(ev, find_steps(ev, pool), launch))
 
     # links that do not depend on each other are derived side by side: parents ‖ launches and steps,
-    # then depths ‖ (ops, memory)
-    (parent, self_ns), (launch, step_of, steps) = run_both(lambda: derive.nest_parents(ev, diags),
-                                                           launches_and_steps, len(ev))
+    # then (depths, self times) ‖ (ops, memory)
+    parent, (launch, step_of, steps) = run_both(lambda: derive.nest_parents(ev, diags), launches_and_steps, len(ev))
 
     def ops_and_memory() -> tuple[npt.NDArray[np.int32], Table]:
         op = derive.link_ops(ev, parent, launch)
@@ -198,7 +197,8 @@ def _link(ev: Table, tracks: Table, tables: list[FileTables], pool: StringPool, 
             mem = mem.take(np.lexsort((mem["ts_ns"], mem["rank"])))
         return op, mem
 
-    depth, (op, mem) = run_both(lambda: derive.nest_depths(parent), ops_and_memory, len(ev))
+    (depth, self_ns), (op, mem) = run_both(lambda: (derive.nest_depths(parent), derive.self_times(ev, parent)),
+                                           ops_and_memory, len(ev))
     ev = ev.with_columns(parent=parent, depth=depth, self_ns=self_ns, launch=launch, op=op, step=step_of)
     counters = _table(COUNTER_COLUMNS, [t.counters for t in tables])
     flows = _table(FLOW_COLUMNS, [t.flows for t in tables])

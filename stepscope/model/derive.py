@@ -78,19 +78,19 @@ def _track_time_key(track: npt.NDArray[np.int32], ts: I64) -> I64 | None:
 
 def nest(ev: Table, diags: DiagnosticsBuilder) -> tuple[I32, npt.NDArray[np.int16], I64]:
     """Parent row, depth and self time of host events; events must be in :func:`sort_order`."""
-    parent, self_ns = nest_parents(ev, diags)
-    return parent, nest_depths(parent), self_ns
+    parent = nest_parents(ev, diags)
+    return parent, nest_depths(parent), self_times(ev, parent)
 
 
-def nest_parents(ev: Table, diags: DiagnosticsBuilder) -> tuple[I32, I64]:
-    """Parent row and self time of host events (events in :func:`sort_order`); the depths follow
-    from the parents (:func:`nest_depths`), so ingest derives them beside other links."""
+def nest_parents(ev: Table, diags: DiagnosticsBuilder) -> I32:
+    """Parent row of host events (events in :func:`sort_order`); depths and self times follow from
+    the parents (:func:`nest_depths`, :func:`self_times`), so ingest derives them beside other links."""
     n = len(ev)
     host = any_of(ev["kind"], [int(k) for k in HOST_KINDS])
     idx = np.flatnonzero(host)
     parent = np.full(n, -1, np.int32)
     if len(idx) == 0:
-        return parent, ev["dur_ns"].copy()
+        return parent
     track, ts = ev["track"][idx], ev["ts_ns"][idx]
     end = ts + ev["dur_ns"][idx]
     follows = np.zeros(len(idx), bool)  # the previous host event is on the same track
@@ -98,11 +98,20 @@ def nest_parents(ev: Table, diags: DiagnosticsBuilder) -> tuple[I32, I64]:
     _count_overlaps(ts, end, follows, ev["kind"][idx], diags)
     local = _jump_to_container(follows, end)
     parent[idx] = np.where(local >= 0, idx[np.maximum(local, 0)], -1)
-    self_ns = ev["dur_ns"].copy()
-    has = parent >= 0
-    child_sum = np.bincount(parent[has], weights=ev["dur_ns"][has], minlength=n)
-    self_ns[host] = np.maximum(ev["dur_ns"][host] - child_sum[host].astype(np.int64), 0)
-    return parent, self_ns
+    return parent
+
+
+def self_times(ev: Table, parent: I32) -> I64:
+    """Each event's duration less its children's (host events; others keep their duration)."""
+    dur: I64 = ev["dur_ns"]
+    self_ns: I64 = dur.copy()
+    has = np.flatnonzero(parent >= 0)
+    if len(has) == 0:
+        return self_ns
+    child_sum = np.bincount(parent[has], weights=dur[has], minlength=len(ev))
+    host = any_of(ev["kind"], [int(k) for k in HOST_KINDS])
+    self_ns[host] = np.maximum(dur[host] - child_sum[host].astype(np.int64), 0)
+    return self_ns
 
 
 def nest_depths(parent: I32) -> npt.NDArray[np.int16]:

@@ -139,7 +139,7 @@ def _cat(tables: list[Cols], schema: Schema, in_time_order: bool = False) -> Col
         return np.full(n, schema[k][1] if k in schema else -1, dtypes[k])
 
     out = concat_columns(tables, [k for k in keys if k not in ordered], fill, order, dtypes)
-    out.update({k: v if order is None else v[order] for k, v in ordered.items()})
+    out.update({k: v if order is None else np.take(v, order) for k, v in ordered.items()})
     return {k: out[k] for k in keys}
 
 

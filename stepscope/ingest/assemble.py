@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.ingest.kineto_columns import arg_column
+from stepscope.ingest.kineto_columns import arg_column, arg_rows
 from stepscope.ingest.normalize import COPY_KIND, KIND, PAGEABLE
 from stepscope.model.derive import time_order
 from stepscope.model.diagnostics import DiagnosticsBuilder
@@ -152,11 +152,15 @@ def _count(diags: DiagnosticsBuilder, mask: npt.NDArray[np.bool_], name: str, se
 def _events(cols: Cols, sel: npt.NDArray[np.bool_], key: npt.NDArray[np.int64], pool: StringPool,
             diags: DiagnosticsBuilder) -> Cols:
     every = bool(sel.all())  # a chunk of complete events only: its columns as they are, no copy
-    out: Cols = {k: cols[k] if every else cols[k][sel] for k in EVENT_ARG_KEYS if k in cols}  # absent: filled later
-    out = {k: _narrow(k, v, diags) for k, v in out.items()}
-    out["_key"] = key if every else key[sel]
+    rows = np.flatnonzero(sel)  # rows taken by index: ~3x cheaper than a mask once per column
+
+    def pick(col: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        return col if every else np.take(col, rows)
+
+    out: Cols = {k: _narrow(k, pick(cols[k]), diags) for k in EVENT_ARG_KEYS if k in cols}  # absent: filled later
+    out["_key"] = pick(key)
     kind = KIND.table(pool.strings)[out["cat"]]
-    ph = _ph(cols) if every else _ph(cols)[sel]
+    ph = pick(_ph(cols))
     kind = np.where((ph != ord("X")) & (kind == 0), np.int8(EventKind.INSTANT), kind)
     out["kind"] = kind
     dur = out["dur_ns"]
@@ -170,7 +174,7 @@ def _events(cols: Cols, sel: npt.NDArray[np.bool_], key: npt.NDArray[np.int64], 
     out["dur_ns"] = dur
     out["copy_kind"], out["pageable"] = _copy_columns(kind, out["name"], pool)
     n = len(cols["ph"])
-    out["_device"], out["_stream"] = (arg_column(cols, k, n) if every else arg_column(cols, k, n)[sel]
+    out["_device"], out["_stream"] = (arg_column(cols, k, n) if every else arg_rows(cols, k, rows)
                                       for k in ("device", "stream"))
     if huge.any():
         out = {k: v[~huge] for k, v in out.items()}
@@ -227,9 +231,11 @@ def _tracks(uniq: npt.NDArray[np.int64], summaries: list[Cols]) -> Cols:
 
 
 def _memory(cols: Cols, sel: npt.NDArray[np.bool_], key: npt.NDArray[np.int64]) -> Cols:
+    rows = np.flatnonzero(sel)
+
     def a(name: str) -> npt.NDArray[Any]:
-        return arg_column(cols, name, len(sel))[sel]
-    return {"ts_ns": cols["ts_ns"][sel], "_key": key[sel], "device_type": a("device_type"),
+        return arg_rows(cols, name, rows)
+    return {"ts_ns": np.take(cols["ts_ns"], rows), "_key": np.take(key, rows), "device_type": a("device_type"),
             "device": a("mem_device"), "addr": a("addr"), "bytes": a("mem_bytes"),
             "total_allocated": a("total_allocated"), "total_reserved": a("total_reserved")}
 
@@ -237,13 +243,15 @@ def _memory(cols: Cols, sel: npt.NDArray[np.bool_], key: npt.NDArray[np.int64]) 
 def _counters(cols: Cols, sel: npt.NDArray[np.bool_], ok: npt.NDArray[np.bool_], pool: StringPool) -> Cols:
     if "ctr_ts_ns" in cols:  # series read by the generic pass (args other than "value")
         return {"ts_ns": cols["ctr_ts_ns"], "name": cols["ctr_name"], "value": cols["ctr_value"]}
-    sel = sel & ok
-    return {"ts_ns": cols["ts_ns"][sel], "name": cols["name"][sel], "value": arg_column(cols, "value", len(sel))[sel]}
+    rows = np.flatnonzero(sel & ok)
+    return {"ts_ns": np.take(cols["ts_ns"], rows), "name": np.take(cols["name"], rows),
+            "value": arg_rows(cols, "value", rows)}
 
 
 def _flows(cols: Cols, sel: npt.NDArray[np.bool_], key: npt.NDArray[np.int64], ph: npt.NDArray[np.int32]) -> Cols:
-    return {"ts_ns": cols["ts_ns"][sel], "_key": key[sel], "cat": cols["cat"][sel],
-            "flow_id": cols["flow_id"][sel], "phase": ph[sel].astype(np.int8)}
+    rows = np.flatnonzero(sel)
+    return {"ts_ns": np.take(cols["ts_ns"], rows), "_key": np.take(key, rows), "cat": np.take(cols["cat"], rows),
+            "flow_id": np.take(cols["flow_id"], rows), "phase": np.take(ph, rows).astype(np.int8)}
 
 
 def _thread_names(cols: Cols, ph: npt.NDArray[np.int32], pool: StringPool) -> dict[tuple[int, int], int]:

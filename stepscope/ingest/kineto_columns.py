@@ -80,6 +80,15 @@ def arg_column(cols: dict[str, npt.NDArray[Any]], name: str, n: int) -> npt.NDAr
     return np.full(n, fill, dtype)
 
 
+def arg_rows(cols: dict[str, npt.NDArray[Any]], name: str, rows: npt.NDArray[np.int64]) -> npt.NDArray[Any]:
+    """An arg column's values at ``rows`` (absent everywhere: its absent value, ``len(rows)`` times)."""
+    got = cols.get(name)
+    if got is not None:
+        return np.take(got, rows)
+    dtype, fill = ARG_DEFAULTS[name]
+    return np.full(len(rows), fill, dtype)
+
+
 class _LazyCols(dict[str, npt.NDArray[Any]]):
     """Arg columns created on first write, so a chunk ships only the columns its events carried."""
 

@@ -195,7 +195,7 @@ def _store_values(cols: dict[str, npt.NDArray[Any]], f: str, values: list[Any], 
 
 
 def _dim3(col: list[Any]) -> I64:
-    """(x, y, z) launch dimensions; anything but a list of three integers reads as (0, 0, 0)."""
+    """(x, y, z) launch dimensions; anything but three integers (a tuple as decoded, or a list) reads as (0, 0, 0)."""
     if col.count(None) == len(col):
         return np.zeros((len(col), 3), np.int64)
     if set(map(type, col)) <= {tuple, list} and set(map(len, col)) == {3}:  # every kernel's, as Kineto writes them

@@ -4,7 +4,7 @@ values looked up in the chunk's string table, texts of raw JSON values made once
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from itertools import count, repeat
 from typing import Any
 
@@ -12,10 +12,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.ingest.kineto_decode import RawArgs
-
 I64 = npt.NDArray[np.int64]
-_NO_RAW = RawArgs().input_dims  # the one default object of every absent raw arg
 
 
 def first_rows(values: Iterable[Any], n: int) -> tuple[dict[Any, int], I64]:
@@ -53,20 +50,13 @@ def _json_string(text: str) -> str:
     return value if isinstance(value, str) else text
 
 
-def intern_raw(values: Sequence[Any], table: dict[str, int], compact: bool = False,
-               unquote: bool = False) -> npt.NDArray[np.int32]:
-    """Local ids of the JSON text of raw values (Input Dims ...); only distinct texts are decoded.
-
-    ``compact`` drops all whitespace (for number-only values such as shapes), so equal shapes get
-    one id however the file was formatted. An absent value (empty raw) → -1."""
-    if values.count(_NO_RAW) == len(values):  # the key never occurs (identity compare, in C)
-        return np.full(len(values), -1, np.int32)
-    return raw_ids(map(b"".__add__, values), len(values), table, compact, unquote)  # raw JSON text as bytes
-
-
 def raw_ids(values: Iterable[bytes], n: int, table: dict[str, int], compact: bool,
             unquote: bool) -> npt.NDArray[np.int32]:
-    """Local ids of ``n`` raw JSON texts given as bytes (see :func:`intern_raw`); empty → -1."""
+    """Local ids of ``n`` raw JSON texts (Input Dims ...) given as bytes; empty (absent) → -1. Only
+    distinct texts are decoded, each once per process.
+
+    ``compact`` drops all whitespace (for number-only values such as shapes), so equal shapes get
+    one id however the file was formatted; ``unquote`` keeps a JSON string's text, not its quotes."""
     first, rows = first_rows(values, n)
     known = _RAW_TEXTS[(compact, unquote)]
     if len(known) > RAW_MEMO_LIMIT:

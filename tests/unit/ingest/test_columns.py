@@ -11,7 +11,7 @@ import numpy.typing as npt
 import pytest
 
 from stepscope.ingest import interning, kineto_columns
-from stepscope.ingest.interning import first_rows, intern_ids, intern_raw, intern_strings, relabel
+from stepscope.ingest.interning import first_rows, intern_ids, intern_strings, raw_ids, relabel
 from stepscope.ingest.kineto_columns import _dim3, arg_column, events_to_columns, phase_codes
 from stepscope.ingest.kineto_decode import FAST_DECODER, ChunkColumns
 from stepscope.ingest.kineto_values import dur_ns_of, floats_of, flow_ids, ints_of
@@ -137,6 +137,12 @@ def test_intern_strings_extends_an_existing_table() -> None:
     assert table == {"x": 0, "a": 1, "new": 2, "": 3}
     assert intern_strings([None, None], table).tolist() == [-1, -1]
     assert len(table) == 4  # None adds nothing
+
+
+def intern_raw(values: list[msgspec.Raw], table: dict[str, int], compact: bool = False,
+               unquote: bool = False) -> npt.NDArray[np.int32]:
+    """Raw args as the column reader hands them to ``raw_ids``: their JSON text as bytes."""
+    return raw_ids(list(map(b"".__add__, values)), len(values), table, compact, unquote)
 
 
 def test_intern_raw_absent_and_plain() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import msgspec
 
-from stepscope.ingest.kineto_decode import FAST_DECODER, PRECISE_DECODER, RawArgs, decode_events
+from stepscope.ingest.kineto_decode import FAST_DECODER, PRECISE_DECODER, decode_events
 
 CHUNK = (b'[{"ph": "X", "cat": "kernel", "name": "k", "pid": 1, "tid": 7, "ts": 10, "dur": 2,'
          b' "args": {"External id": 5, "correlation": 9, "grid": [1, 2, 3], "Bytes": 64}},'
@@ -23,13 +23,6 @@ def test_each_phase_reads_its_own_args() -> None:
     assert (mem.args.mem_bytes, mem.args.dev_id, mem.args.addr, mem.args.total_alloc) == (512, 0, 77, -1)
     assert ctr.args.value == 0.5 and meta.args.label == "main"
     assert isinstance(begin.args, msgspec.Raw)  # no phase of this kind is read: left undecoded
-
-
-def test_absent_raw_args_are_the_shared_default_object() -> None:
-    """``intern_raw`` skips a column whose values are all this one object (identity), so every
-    phase's struct must default to it."""
-    (x,) = FAST_DECODER.decode(b'[{"ph": "X", "args": {}}]')
-    assert x.args.input_dims is RawArgs().input_dims
 
 
 def test_precise_decoder_keeps_fractional_ts_as_text() -> None:

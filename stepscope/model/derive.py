@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -63,17 +64,39 @@ def _in_key_order(key: I64, dur: I64) -> bool:
 
 def _track_time_key(track: npt.NDArray[np.int32], ts: I64) -> I64 | None:
     """(track, ts) packed in one int64 that sorts the same way, or None when they do not fit."""
+    packed = pack_track_time(track, ts)
+    return None if packed is None else packed.key
+
+
+@dataclass(frozen=True)
+class PackedTrackTime:
+    """``key`` = (track << ``time_bits``) + (ts − ``lo``): one int64 per row that sorts like (track, ts)."""
+
+    key: I64
+    time_bits: int
+    lo: int
+
+    def at(self, track: npt.NDArray[np.integer], ts: I64) -> I64:
+        """Keys of other (track, ts) pairs on the same scale, ts clamped into it (before every row →
+        the track's first key; after every row → past its last, given a spare bit)."""
+        t = np.clip(ts - self.lo, 0, (1 << self.time_bits) - 1)
+        return (track.astype(np.int64) << self.time_bits) + t
+
+
+def pack_track_time(track: npt.NDArray[np.int32], ts: I64, spare_bits: int = 0) -> PackedTrackTime | None:
+    """:class:`PackedTrackTime` of these rows, with ``spare_bits`` of headroom above the latest ts;
+    None when there are none, a track is negative, or the key would not fit in 62 bits."""
     if len(ts) == 0 or int(track.min()) < 0:
         return None
     lo = int(ts.min())
-    time_bits = max(1, (int(ts.max()) - lo).bit_length())
+    time_bits = max(1, (int(ts.max()) - lo).bit_length()) + spare_bits
     if time_bits + max(1, int(track.max()).bit_length()) > 62:
         return None
     key: I64 = track.astype(np.int64)  # one new array, then in place: (track << bits) + (ts - lo)
     np.left_shift(key, time_bits, out=key)
     np.subtract(key, lo, out=key)
     np.add(key, ts, out=key)
-    return key
+    return PackedTrackTime(key, time_bits, lo)
 
 
 def nest(ev: Table, diags: DiagnosticsBuilder) -> tuple[I32, npt.NDArray[np.int16], I64]:

@@ -10,7 +10,7 @@ import re
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.model.derive import match_keys
+from stepscope.model.derive import match_keys, pack_track_time
 from stepscope.model.masks import any_of
 from stepscope.model.schema import GPU_KINDS, HOST_KINDS, STEP_COLUMNS, EventKind
 from stepscope.model.strings import StringPool
@@ -89,22 +89,16 @@ def _last_step_started(ev: Table, rows: I64, steps: Table) -> I64 | None:
     start of its rank, one search per (track, step) instead of one per row. None when the rows are
     not in that order or their (track, time) do not pack into one int64."""
     n = len(rows)
-    track, ts = ev["track"][rows], ev["ts_ns"][rows]
-    if n == 0 or int(track.min()) < 0:
-        return None
-    lo = int(ts.min())
-    bits = (int(ts.max()) - lo).bit_length() + 1  # one spare bit: a start after every row sorts last
-    if bits + int(track.max()).bit_length() > 62:
-        return None
-    key = (track.astype(np.int64) << bits) + (ts - lo)
-    if bool((key[1:] < key[:-1]).any()):
+    track = ev["track"][rows]
+    packed = pack_track_time(track, ev["ts_ns"][rows], spare_bits=1)  # spare: a start after every row sorts last
+    if packed is None or bool((packed.key[1:] < packed.key[:-1]).any()):
         return None
     run = np.flatnonzero(np.concatenate([[True], track[1:] != track[:-1]]))  # first row of each track's run
     first, count = _steps_of_rank(steps, ev["rank"][rows[run]])
     before = np.cumsum(count) - count  # steps listed for the runs before each run
     step_row = np.repeat(first - before, count) + np.arange(int(count.sum()))
-    at = np.clip(steps["start_ns"][step_row] - lo, 0, (1 << bits) - 1)
-    cut = np.searchsorted(key, (np.repeat(track[run], count).astype(np.int64) << bits) + at, side="left")
+    cut = np.searchsorted(packed.key, packed.at(np.repeat(track[run], count), steps["start_ns"][step_row]),
+                          side="left")
     slot = np.arange(len(run)) + before  # each run's own slot, then one per step of its rank
     bounds = np.empty(len(run) + len(cut), np.int64)
     labels = np.empty(len(bounds), np.int64)

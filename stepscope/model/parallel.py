@@ -87,8 +87,9 @@ def concat_columns(parts: Sequence[Mapping[str, npt.NDArray[Any]]], names: list[
     scratch = threading.local()  # per thread: one buffer for the unordered copies, reused column after column
 
     def one(name: str) -> npt.NDArray[Any]:
-        absent = fill(name, max(lengths)) if any(name not in p for p in parts) else None  # sliced, not refilled
-        cols = [p[name] if name in p else absent[:n] for p, n in zip(parts, lengths)]  # type: ignore[index]
+        # a column some parts lack: filled once for the longest part, sliced for each part that lacks it
+        absent = fill(name, max(lengths)) if any(name not in p for p in parts) else np.empty(0)
+        cols = [p[name] if name in p else absent[:n] for p, n in zip(parts, lengths)]
         if order is None:
             return np.concatenate(cols, dtype=types.get(name))
         dtype = np.dtype(types.get(name) or np.result_type(*cols))

@@ -64,10 +64,12 @@ def _docs_of(doc: dict[str, Any]) -> list[str]:
 
 
 def _missing_in_rule_pages(doc: dict[str, Any]) -> list[str]:
+    """Evidence keys not on the rule's page (keys every grouped finding carries are on advisor.md)."""
     missing = []
+    common = (DOCS / "advisor.md").read_text(encoding="utf-8")
     for finding in doc.get("findings") or []:
         page = DOCS / "rules" / f"{finding['rule']}.md"
-        text = page.read_text(encoding="utf-8") if page.is_file() else ""
+        text = (page.read_text(encoding="utf-8") if page.is_file() else "") + common
         change = finding.get("change") or {}
         parts = {"evidence": finding.get("evidence") or {}, "change.params": change.get("params") or {}}
         for where, obj in parts.items():

@@ -21,6 +21,7 @@ from stepscope.analysis._common import step_windows
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.breakdown import StepBreakdown
 from stepscope.analysis.bundle import Bundle
+from stepscope.analysis.platform import platform_of
 from stepscope.model.trace import Trace
 
 # Registry names of the analyses the rules read (stepscope/analysis/registry.py).
@@ -50,6 +51,8 @@ class RuleContext:
     rank: int | None
     step_ns: int
     steps: tuple[int, ...]
+    platform: str = "cuda"
+    whole_trace: bool = False
 
     @property
     def trace(self) -> Trace:
@@ -83,7 +86,8 @@ class RuleContext:
         sev = severity_for(gain, self.step_ns, self.cfg.severity_high_pct, self.cfg.severity_medium_pct)
         return Finding(rule=rule, severity=sev, rank=self.rank if rank is None else rank,
                        steps=self.steps if steps is None else steps, est_gain_ns=gain, step_ns=self.step_ns,
-                       basis=basis, evidence=dict(evidence), change=change)
+                       basis=basis, evidence=dict(evidence), change=change, platform=self.platform,
+                       whole_trace=self.whole_trace)
 
     def pct_of_step(self, ns: float) -> float:
         return 100.0 * ns / self.step_ns if self.step_ns > 0 else 0.0
@@ -99,7 +103,11 @@ def rank_breakdown(bundle: Bundle, rank: int) -> StepBreakdown | None:
 
 
 def rank_step(bundle: Bundle, rank: int) -> tuple[int, tuple[int, ...]]:
-    """Average step time (ns) and step numbers of a rank: the breakdown's, else the raw step windows."""
+    """Average step time (ns) and step numbers of a rank: the critical path's (the breakdown's windows;
+    the device's span for a trace without steps), else the breakdown's, else the raw step windows."""
+    cp = bundle.ranks[rank].results.get(CRITICAL_PATH)
+    if cp is not None and cp.step_count and cp.avg_step_ns > 0:
+        return round(cp.avg_step_ns), tuple(int(s) for s in cp.step.tolist() if s >= 0)
     bd = rank_breakdown(bundle, rank)
     if bd is not None and bd.step_count:
         steps = tuple(int(s) for s in bd.step.tolist() if s >= 0)
@@ -115,7 +123,10 @@ def context_for(bundle: Bundle, cfg: AdvisorConfig, rank: int | None) -> RuleCon
     """The context of one rank, or of the cluster (median average step over ranks)."""
     if rank is not None:
         step_ns, steps = rank_step(bundle, rank)
-        return RuleContext(bundle, cfg, rank, step_ns, steps)
+        cp = bundle.ranks[rank].results.get(CRITICAL_PATH)
+        whole = bool(getattr(cp, "whole_trace", False))
+        return RuleContext(bundle, cfg, rank, step_ns, steps, platform_of(bundle.trace, rank), whole)
     per = [rank_step(bundle, r)[0] for r in bundle.ranks]
     per = [p for p in per if p > 0]
-    return RuleContext(bundle, cfg, None, int(np.median(per)) if per else 0, ())
+    first = min(bundle.ranks) if bundle.ranks else 0
+    return RuleContext(bundle, cfg, None, int(np.median(per)) if per else 0, (), platform_of(bundle.trace, first))

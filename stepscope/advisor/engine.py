@@ -20,6 +20,7 @@ from typing import Protocol
 from stepscope.advisor.config import AdvisorConfig
 from stepscope.advisor.context import RuleContext, context_for
 from stepscope.advisor.finding import Finding, NotRun
+from stepscope.advisor.ranking import group_across_ranks, rank_findings
 from stepscope.advisor.rules import ALL_RULES
 from stepscope.advisor.verdict import Verdict, verdicts
 from stepscope.analysis.base import NotApplicable
@@ -70,7 +71,13 @@ def run_advisor(bundle: Bundle, config: AdvisorConfig | None = None,
                 skipped.setdefault((rule.RULE_ID, reason), []).append(-1 if ctx.rank is None else ctx.rank)
     not_run = tuple(NotRun(rule_id, reason, tuple(sorted({r for r in ranks if r >= 0})))
                     for (rule_id, reason), ranks in skipped.items())
-    return Advice(tuple(rank_findings(found)), not_run, verdicts(bundle))
+    verdict = verdicts(bundle)
+    steps = {r: c.step_ns for r, c in contexts.items() if c.step_ns > 0}
+    cluster_rules = frozenset(r.RULE_ID for r in ALL_RULES if r.SCOPE == "cluster")
+    grouped = group_across_ranks(found, steps, cfg.severity_high_pct, cfg.severity_medium_pct, cluster_rules)
+    bound = verdict[0].bound if verdict else None
+    addresses = {rule.RULE_ID: tuple(getattr(rule, "ADDRESSES", ())) for rule in ALL_RULES}
+    return Advice(tuple(rank_findings(grouped, bound, addresses)), not_run, verdict)
 
 
 def _run_one(rule: Rule, ctx: RuleContext, out: list[Finding]) -> str | None:
@@ -85,7 +92,3 @@ def _run_one(rule: Rule, ctx: RuleContext, out: list[Finding]) -> str | None:
     return None
 
 
-def rank_findings(findings: Sequence[Finding]) -> list[Finding]:
-    """Largest estimated gain first; ties by severity, rule id, rank."""
-    return sorted(findings, key=lambda f: (-f.est_gain_ns, f.severity.order, f.rule,
-                                           -1 if f.rank is None else f.rank))

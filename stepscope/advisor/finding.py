@@ -16,6 +16,11 @@ step_ns        the average step time the gain is relative to, ns
 basis          key of the estimate's method (texts.BASIS): how ``est_gain_ns`` was derived
 evidence       numbers, and the events / ops / call sites behind them (JSON-ready values)
 change         the concrete remedy: a key (texts.CHANGES) and its parameters
+ranks          the ranks it holds for when grouped across a multi-rank run (``rank`` is then
+               the rank with the largest gain, whose evidence it carries); empty otherwise
+whole_trace    the trace has no step markers: figures are over the whole window, not per step
+platform       what the advice is worded for: ``cuda`` | ``rocm`` | ``ascend`` | ``cpu`` and,
+               after a ``+``, ``native`` for a program without PyTorch (``cuda+native``)
 =============  ===========================================================================
 """
 
@@ -63,6 +68,9 @@ class Finding:
     basis: str
     evidence: Mapping[str, Any]
     change: Change
+    ranks: tuple[int, ...] = ()
+    platform: str = "cuda"
+    whole_trace: bool = False  # no step markers: the gain is over the whole trace, not per step
 
     @property
     def est_gain_ms(self) -> float:
@@ -80,6 +88,7 @@ class Finding:
             "rule": self.rule,
             "severity": self.severity.value,
             "rank": self.rank,
+            "ranks": list(self.ranks),
             "steps": list(self.steps),
             "est_gain_ms": round(self.est_gain_ms, 3),
             "est_gain_pct": round(self.est_gain_pct, 2),

@@ -1,75 +1,95 @@
-"""The macro answer per rank: what bounds this step — input, host, GPU compute, communication or copies.
+"""The macro answer: what bounds the step, per rank and, for a multi-rank run, for the job.
 
-The step time breakdown (TB priority rules, categories sum exactly to the step) is folded into five
-stages, the seed articles' macro view:
+A rank's verdict is read off its critical-path attribution (:mod:`stepscope.analysis.critical_path`):
+every instant of the step is charged once to compute, communication, copy, input or host, and the
+bound is the largest part — except that a starved device's compute yields to what the device
+waited for (``CriticalPath.bound``). The same windows as the step breakdown, so the step length is
+the breakdown's.
 
-==============  =====================================================
-stage           breakdown categories
-==============  =====================================================
-input           dataloader
-host            runtime + cpu_exec + other (host-side work the GPU waits for)
-gpu_compute     kernel (computation kernels)
-communication   communication (collectives not hidden under kernels)
-memory_copies   memcpy + memset
-==============  =====================================================
-
-The bound is the stage with the largest share; the verdict keeps every share so a reader sees how
-close the runner-up is. Wording lives in :mod:`stepscope.report.texts`.
+A job's verdict comes first: ``imbalance`` when the cluster analysis finds ranks that are slow by
+their own work (the others wait for them at the collectives, so the job runs at their pace);
+otherwise the bound of the slowest rank, whose step is the job's step. Wording lives in
+:mod:`stepscope.report.texts`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from stepscope.advisor.context import rank_breakdown
 from stepscope.analysis.bundle import Bundle
+from stepscope.analysis.critical_path import CriticalPath
+from stepscope.analysis.platform import platform_of
 
-STAGES: dict[str, tuple[str, ...]] = {
-    "input": ("dataloader",),
-    "host": ("runtime", "cpu_exec", "other"),
-    "gpu_compute": ("kernel",),
-    "communication": ("communication",),
-    "memory_copies": ("memcpy", "memset"),
-}
+#: Every bound a verdict can name.
+BOUNDS = ("input", "host", "compute", "communication", "copy", "imbalance")
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """One rank's bound and the share of the average step each stage takes (percent)."""
+    """A rank's (``rank`` set) or the job's (``rank`` None) bound and the shares of its step (%)."""
 
-    rank: int
+    rank: int | None
     bound: str
     step_ns: int
     shares_pct: dict[str, float]
     step_count: int
+    whole_trace: bool = False
+    device_busy_pct: float | None = None
+    has_device: bool = True
+    ranks: tuple[int, ...] = field(default=())  # job verdict: the slow ranks, or the slowest rank
+    excess_pct: float | None = None  # job imbalance: the slowest rank's step over the median rank's
+    platform: str = "cuda"  # what the device is called in words (analysis.platform)
 
     def to_dict(self) -> dict[str, Any]:
         import stepscope.report.texts as texts
 
         return {"rank": self.rank, "bound": self.bound, "avg_step_ms": self.step_ns / 1e6,
-                "step_count": self.step_count,
+                "step_count": self.step_count, "whole_trace": self.whole_trace,
+                "device_busy_pct": None if self.device_busy_pct is None else round(self.device_busy_pct, 2),
                 "shares_pct": {k: round(v, 2) for k, v in self.shares_pct.items()},
+                "ranks": list(self.ranks), "excess_pct": self.excess_pct,
                 "text": texts.verdict_text(self)}
 
 
+def rank_critical_path(bundle: Bundle, rank: int) -> CriticalPath | None:
+    cp = bundle.ranks[rank].results.get("critical_path")
+    return cp if isinstance(cp, CriticalPath) and cp.step_count and cp.avg_step_ns > 0 else None
+
+
 def verdict_of(bundle: Bundle, rank: int) -> Verdict | None:
-    """The verdict of one rank, or None when its step breakdown did not run."""
-    bd = rank_breakdown(bundle, rank)
-    if bd is None or bd.step_count == 0 or bd.avg_step_ns <= 0:
+    """The verdict of one rank, or None when its critical-path attribution did not run."""
+    cp = rank_critical_path(bundle, rank)
+    if cp is None:
         return None
-    pct = dict(zip(bd.categories, (float(v) for v in bd.avg_category_pct)))
-    shares = {stage: sum(pct.get(c, 0.0) for c in cats) for stage, cats in STAGES.items()}
-    bound = max(shares, key=lambda s: shares[s])
-    return Verdict(rank, bound, round(bd.avg_step_ns), shares, bd.step_count)
+    return Verdict(rank, cp.bound, round(cp.avg_step_ns), cp.share_pct(), cp.step_count, cp.whole_trace,
+                   cp.device_busy_pct() if cp.has_device else None, cp.has_device,
+                   platform=platform_of(bundle.trace, rank))
+
+
+def job_verdict(bundle: Bundle, per_rank: tuple[Verdict, ...]) -> Verdict | None:
+    """The whole job's verdict (multi-rank runs only): imbalance, else the slowest rank's bound."""
+    if len(per_rank) < 2:
+        return None
+    slowest = max(per_rank, key=lambda v: v.step_ns)
+    steps = sorted(v.step_ns for v in per_rank)
+    median = steps[len(steps) // 2] if len(steps) % 2 else (steps[len(steps) // 2 - 1] + steps[len(steps) // 2]) / 2
+    excess = round(100.0 * (slowest.step_ns - median) / median, 1) if median > 0 else 0.0
+    cluster = bundle.cluster.get("cluster")
+    slow = tuple(getattr(cluster, "slow_ranks", ()) or ())
+    if slow:
+        return replace(slowest, rank=None, bound="imbalance", ranks=slow, excess_pct=excess)
+    return replace(slowest, rank=None, ranks=(slowest.rank,) if slowest.rank is not None else (), excess_pct=excess)
 
 
 def verdicts(bundle: Bundle) -> tuple[Verdict, ...]:
-    """Verdicts of every rank that has a breakdown, by rank."""
+    """The job's verdict first (multi-rank runs), then every rank's, by rank."""
     out = (verdict_of(bundle, r) for r in sorted(bundle.ranks))
-    return tuple(v for v in out if v is not None)
+    per_rank = tuple(v for v in out if v is not None)
+    job = job_verdict(bundle, per_rank)
+    return ((job,) if job is not None else ()) + per_rank
 
 
 def verdict_section(bundle: Bundle) -> list[dict[str, Any]]:
-    """The ``verdicts`` key of the JSON document: one object per rank with a breakdown."""
+    """The ``verdicts`` key of the JSON document: the job's (multi-rank), then one per rank."""
     return [v.to_dict() for v in verdicts(bundle)]

@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from stepscope.analysis import intervals
 from stepscope.analysis._memo import per_rank
+from stepscope.analysis.activity import is_comm_row
 from stepscope.analysis.frames import TableResult
 from stepscope.model.schema import GPU_KINDS, EventKind
 from stepscope.model.trace import Trace
@@ -61,12 +62,6 @@ def is_dataloader(name: str) -> bool:
     """TB's DataLoader marker: ``enumerate(DataLoader)#...__next__`` or ``enumerate(DataPipe)#...``."""
     return (name.startswith("enumerate(DataLoader)#") and name.endswith(".__next__")) \
         or name.startswith("enumerate(DataPipe)#")
-
-
-def is_comm_kernel(name: str) -> bool:
-    """Collective-library kernels (NCCL / RCCL / HCCL)."""
-    low = name.lower()
-    return "nccl" in low or "rccl" in low or "hccl" in low
 
 
 def _host_steps(trace: Trace, rank: int) -> tuple[I32, I64, I64]:
@@ -147,7 +142,7 @@ def role_masks(trace: Trace, rank: int) -> list[B]:
     ev, pool = trace.events, trace.strings
     kind, name = ev["kind"], ev["name"]
     mine = ev["rank"] == rank
-    comm_kernel = pool.mask(is_comm_kernel)[name]
+    comm_kernel = is_comm_row(trace)
     dl = pool.mask(is_dataloader)[name]
     step_name = pool.mask(lambda s: s.startswith("ProfilerStep#"))[name]
     comm_op = pool.mask(lambda s: s.startswith(COMM_OPS))[name]

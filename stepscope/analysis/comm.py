@@ -5,12 +5,16 @@ Every other analysis asks this module; none matches communication names on its o
 
 A GPU activity is communication when
 
-1. its kernel name names a communication library (``nccl``, ``rccl``, ``msccl``, ``hccl``/``hcom``,
-   ``gloo``, ``c10d``) or a collective (``AllReduce``, ``all_gather``, ``cross_device_reduce`` ...), or
-2. it is a kernel whose launch call sits directly inside a communication host op
-   (``record_param_comms``, ``c10d::*``, ``nccl:*``, ``gloo:*``, ``hccl*``, ``ProcessGroup*``,
-   ``_c10d_functional::*``): custom all-reduce / all-to-all kernels are caught this way.
-   Copies launched by ``aten::copy_`` *inside* a c10d op are not (their direct parent is the copy op).
+1. its kernel name names a communication library or mechanism (``nccl``, ``rccl``, ``msccl``,
+   ``hccl``/``hcom``, ``gloo``, ``c10d``, ``nvshmem``, symmetric memory / ``multimem``, DeepEP /
+   pplx expert-parallel dispatch and combine) or a collective (``AllReduce``, ``all_gather``,
+   ``cross_device_reduce`` ...), or
+2. it is a kernel whose launch call's innermost enclosing op (the first ``cpu_op`` / annotation
+   above it, Python frames skipped) is a communication op: a library op (``record_param_comms``,
+   ``c10d::*``, ``nccl:*``, ``gloo:*``, ``hccl*``, ``ProcessGroup*``, ``_c10d_functional::*``) or
+   any op or ``record_function`` range named for a collective or an expert-parallel phase
+   (``all_to_all``, ``dispatch``, ``combine`` ...). Kernels of a library nobody listed are caught
+   this way. Copies and memsets are never communication (a copy inside a c10d op is a copy).
 
 Sizes come from, in order: the kernel's own collective args (PyTorch ≥ 2.1 writes them), the
 nearest ancestor of its launch that carries them (``record_param_comms``), else the ``Input Dims``
@@ -55,10 +59,14 @@ class CollType(IntEnum):
 
 
 #: Communication libraries, matched case-insensitively anywhere in a kernel name.
-LIBRARY_PATTERN = re.compile(r"nccl|rccl|msccl|hccl|hcom_|gloo|c10d", re.IGNORECASE)
-#: Host ops that launch communication (direct parent of the launch call).
+LIBRARY_PATTERN = re.compile(
+    r"nccl|rccl|msccl|hccl|hcom_|gloo|c10d|nvshmem|multimem|symm_?mem|deep_?ep|pplx"
+    r"|(?:intra|inter)node(?:_ll)?::(?:dispatch|combine|notify)", re.IGNORECASE)
+#: Host ops that launch communication (the innermost op enclosing the launch call).
 COMM_OP_PATTERN = re.compile(
-    r"^(record_param_comms|c10d::|_?c10d_functional::|nccl:|rccl:|gloo:|hccl|hcom|ProcessGroup)", re.IGNORECASE)
+    r"^(record_param_comms|c10d::|_?c10d_functional::|nccl:|rccl:|gloo:|hccl|hcom|ProcessGroup)"
+    r"|(?<![a-z])(all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|dispatch|combine|nvshmem|symm_?mem)(?![a-z])",
+    re.IGNORECASE)
 #: Collective type from a name (kernel, op or ``Collective name`` arg), first match wins.
 COLLECTIVE_PATTERNS: tuple[tuple[re.Pattern[str], CollType], ...] = tuple(
     (re.compile(p, re.IGNORECASE), t) for p, t in (
@@ -171,8 +179,11 @@ def _classify(trace: Trace) -> CommClassification:
     kernel = kind == EventKind.KERNEL
     by_name = kernel & pool.mask(is_comm_kernel_name)[name]
     launch = ev["launch"]
-    direct = np.where(launch >= 0, ev["parent"][np.maximum(launch, 0)], -1)
-    by_op = kernel & ~by_name & (direct >= 0) & host_comm[np.maximum(direct, 0)]
+    krows = np.flatnonzero(kernel & ~by_name & (launch >= 0))
+    op_kinds = np.isin(kind, [EventKind.CPU_OP, EventKind.USER_ANNOTATION, EventKind.COMMUNICATION])
+    enclosing = _first(_ancestors(ev["parent"], ev["parent"][launch[krows]]), op_kinds)
+    by_op = np.zeros(n, bool)
+    by_op[krows] = (enclosing >= 0) & host_comm[np.maximum(enclosing, 0)]
     is_comm = by_name | by_op
     rows = np.flatnonzero(is_comm)
     anc = _ancestors(ev["parent"], np.where(launch[rows] >= 0, ev["parent"][np.maximum(launch[rows], 0)], -1))

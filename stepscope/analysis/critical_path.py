@@ -1,114 +1,278 @@
-"""Critical path of each step of one rank, simplified and vectorised (HTA critical path, SPEC §5).
+"""Where each step's wall time goes on its critical path: the one attribution behind the verdict.
 
-Model (documented in docs/analyses/critical_path.md). A step ends when its last GPU work ends, and
-GPU work can only start once the host has launched it. So, walking the step in time:
+A step ends when its last device work ends, and device work waits for two things: the work before
+it on its stream and its launch by the host. So the step's critical path runs on the device while
+the device has work queued, and on the host while the device waits for the host. Per activity on
+a stream (in start order) this is decided from the trace alone:
 
-* while the device runs anything, the critical path is on the **GPU**: it is ``gpu_compute`` when
-  a non-communication activity (kernel, copy, memset) runs, else ``communication``;
-* while the device is idle, the critical path is on the **host threads that launch GPU work**, and
-  the time is charged, in this priority, to ``data_loading`` (inside a DataLoader event of the
-  rank), ``launch_overhead`` (inside a launch / async-copy call: ``cudaLaunchKernel``,
-  ``cudaMemcpyAsync`` ...), ``cpu`` (inside any other host event except the step annotation), or
-  ``other`` (the host did nothing that was traced: Python between ops, untraced work).
+* an activity whose successor on the stream was launched only after it ended left the stream dry:
+  the path reaches that successor through its launch on the host, so the activity's time was
+  hidden under host work (it has slack) — as were the activities queued behind one another up to
+  it (a burst the host had queued, then caught up with);
+* an activity that is the last device work of its step, or at whose end the host sat blocked
+  (``cudaStreamSynchronize``, ``.item()``, a synchronous ``cudaMemcpy``), is **on the device path**,
+  and so is every activity queued behind one another up to it.
 
-Every instant of a step lands in exactly one category, so the six parts sum to the step. Unlike
-HTA's graph-based critical path this ignores CPU time hidden behind busy GPU work and cross-stream
-dependencies: it says what bounds the step, not which single chain of events does.
+Walking forward from an activity over successors that were already queued when it ended, the first
+activity that is one of these two decides.
+
+Every instant of a step is then charged, in this order, to the first that holds:
+
+==============  ==========================================================================
+compute         an on-path compute kernel runs
+communication   an on-path communication kernel runs (:mod:`.activity` decides which)
+copy            an on-path copy or memset runs
+input           the host is inside the DataLoader
+communication   the host is inside a host-side collective (gloo on CPU, c10d waits)
+copy            the host is blocked in a synchronous copy call
+compute         device work was launched and has not started yet: the device has a queue, so the
+                host is ahead and the device is what everything waits for (busy with earlier work,
+                or with work from before the window); communication when that work is communication
+host            anything else: host ops, launch calls, Python between ops, untraced host time
+==============  ==========================================================================
+
+The parts of a step sum exactly to the step (the TensorBoard plugin's step windows, the same
+windows as the step breakdown; the whole trace as one window when it has no step markers). Host
+time is split further into launch calls, other host ops and untraced time, for the advisor.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis import intervals
-from stepscope.analysis._common import I32, I64, interval_set, pct, rank_rows, step_windows
-from stepscope.analysis.base import NotApplicable
+from stepscope.analysis._common import I32, I64, interval_set, pct, rank_rows
+from stepscope.analysis._memo import per_rank
+from stepscope.analysis.activity import Activity, activity_of
+from stepscope.analysis.breakdown import tb_step_windows
 from stepscope.analysis.comm import classify
 from stepscope.analysis.idle import is_dataloader_name
+from stepscope.analysis.sync import is_sync_call
 from stepscope.model.schema import GPU_KINDS, HOST_KINDS, EventKind
 from stepscope.model.steps import STEP_NAME
 from stepscope.model.trace import Trace
-from stepscope.model.uniq import unique
 
-CATEGORIES = ("gpu_compute", "communication", "data_loading", "launch_overhead", "cpu", "other")
-LAUNCH_CALL = re.compile(r"Launch|MemcpyAsync|MemsetAsync|MemcpyWithStream", re.IGNORECASE)
+#: The parts of a step, in the order of :attr:`CriticalPath.parts_ns` columns.
+PARTS = ("compute", "communication", "copy", "input", "host")
+#: What the host side waits on, in the order of :attr:`CriticalPath.waits_ns` columns: the DataLoader,
+#: a host-side collective, a blocking copy call, anything else (host work, launches, Python).
+WAITS = ("input", "communication", "copy", "host")
+#: A device busy less than this share of the step is starved: when its own compute is the largest
+#: part, what it waits for bounds the step (the first thing to fix), not the compute.
+DEVICE_STARVED_BELOW_PCT = 200.0 / 3.0
+#: The host part split: inside launch calls, inside other host ops, no traced host activity.
+HOST_PARTS = ("launch", "host_ops", "untraced")
 Iv = intervals.Intervals
+B = npt.NDArray[np.bool_]
+_LAUNCH_CALL = ("Launch", "MemcpyAsync", "MemsetAsync", "GraphLaunch")
 
 
 @dataclass(frozen=True)
-class CriticalPathResult:
-    """Per step, the time bound by each category (``parts_ns[i, j]``: step i, ``CATEGORIES[j]``).
+class CriticalPath:
+    """Per step, the critical-path time of each part (``parts_ns[i, j]``: step i, ``PARTS[j]``).
 
-    Evidence: the device-idle segments (``idle_start_ns`` / ``idle_end_ns``) with the category they
-    were charged to (``idle_category``: index into ``CATEGORIES``).
+    ``whole_trace`` is true when the trace has no step markers and the one window is the whole trace.
+    ``host_parts_ns`` splits the ``host`` column by :data:`HOST_PARTS`.
+    ``device_busy_ns`` is the time any device activity ran inside each window (on the path or not).
+    ``waits_ns`` is the host side of the path by :data:`WAITS` (its columns are inside ``parts_ns``).
     """
 
     rank: int
     step: I32
-    step_ns: I64
+    start_ns: I64
+    end_ns: I64
     parts_ns: npt.NDArray[np.int64]
-    idle_start_ns: I64
-    idle_end_ns: I64
-    idle_category: npt.NDArray[np.int8]
-
-    def share_pct(self) -> dict[str, float]:
-        """Share of all steps' time bound by each category."""
-        total = float(self.step_ns.sum())
-        return {c: pct(float(self.parts_ns[:, j].sum()), total) for j, c in enumerate(CATEGORIES)}
+    host_parts_ns: npt.NDArray[np.int64]
+    device_busy_ns: I64
+    waits_ns: npt.NDArray[np.int64]
+    whole_trace: bool
+    has_device: bool
 
     @property
-    def bound_by(self) -> str:
-        """The category with the largest share."""
+    def step_ns(self) -> I64:
+        return self.end_ns - self.start_ns
+
+    @property
+    def step_count(self) -> int:
+        return len(self.step)
+
+    @property
+    def avg_step_ns(self) -> float:
+        return float(self.step_ns.mean()) if len(self.step) else 0.0
+
+    def share_pct(self) -> dict[str, float]:
+        """Share of all steps' time on the critical path of each part."""
+        total = float(self.step_ns.sum())
+        return {p: pct(float(self.parts_ns[:, j].sum()), total) for j, p in enumerate(PARTS)}
+
+    def host_share_pct(self) -> dict[str, float]:
+        total = float(self.step_ns.sum())
+        return {p: pct(float(self.host_parts_ns[:, j].sum()), total) for j, p in enumerate(HOST_PARTS)}
+
+    def device_busy_pct(self) -> float:
+        return pct(float(self.device_busy_ns.sum()), float(self.step_ns.sum()))
+
+    def wait_share_pct(self) -> dict[str, float]:
+        total = float(self.step_ns.sum())
+        return {w: pct(float(self.waits_ns[:, j].sum()), total) for j, w in enumerate(WAITS)}
+
+    @property
+    def bound(self) -> str:
+        """What bounds the step: the largest part of the critical path, except that a starved
+        device's compute yields to the largest thing the device waited for (see the docs)."""
         shares = self.share_pct()
-        return max(shares, key=lambda c: shares[c])
+        top = max(PARTS, key=lambda p: shares[p])
+        if top != "compute" or self.device_busy_pct() >= DEVICE_STARVED_BELOW_PCT:
+            return top
+        waits = self.wait_share_pct()
+        return max(WAITS, key=lambda w: waits[w])
 
 
-def compute_critical_path(trace: Trace, rank: int) -> CriticalPathResult:
-    """What bounds each step of a rank: GPU compute, communication, data loading, launches, CPU."""
+@per_rank
+def compute_critical_path(trace: Trace, rank: int) -> CriticalPath:
+    """The critical-path attribution of every step of a rank (see the module docstring)."""
+    start, end, step, whole = _windows(trace, rank)
+    dev = rank_rows(trace, rank, tuple(int(k) for k in GPU_KINDS))
+    driver = _driver_rows(trace, rank)
+    blocking = _blocking_set(trace, driver)
+    on_path = _on_path(trace, dev, blocking, start, end)
+    act = activity_of(trace)[dev]
+    is_comm = act == Activity.COMMUNICATION
+    claims: list[Iv] = [
+        interval_set(trace, dev[on_path & (act == Activity.COMPUTE)]),
+        interval_set(trace, dev[on_path & is_comm]),
+        interval_set(trace, dev[on_path & ((act == Activity.MEMCPY) | (act == Activity.MEMSET))]),
+        *_host_claims(trace, rank, driver),
+        _pending(trace, dev[~is_comm]),
+        _pending(trace, dev[is_comm]),
+    ]
+    c, free = _claim(claims, start, end)
+    host_parts = _split_host(trace, driver, free, start, end)
+    host = host_parts.sum(axis=1)
+    parts = np.stack([c[0] + c[6], c[1] + c[4] + c[7], c[2] + c[5], c[3], host],
+                     axis=1).reshape(len(start), len(PARTS))
+    waits = np.stack([c[3], c[4], c[5], host], axis=1).reshape(len(start), len(WAITS))
+    busy = intervals.covered_in_windows(interval_set(trace, dev), start, end)
+    return CriticalPath(rank, step, start, end, parts, host_parts, busy, waits, whole, len(dev) > 0)
+
+
+def _windows(trace: Trace, rank: int) -> tuple[I64, I64, I32, bool]:
+    """The step windows (the breakdown's); without step markers one window over the device's work
+    (first device activity to the last one's end), or over the host's for a rank with no device work."""
+    wins = tb_step_windows(trace, rank)
+    if len(wins.step) and int(wins.step[0]) >= 0:
+        return wins.start_ns, wins.end_ns, wins.step, False
     ev = trace.events
-    gpu = rank_rows(trace, rank, tuple(int(k) for k in GPU_KINDS))
-    if len(gpu) == 0:
-        raise NotApplicable("no GPU activity on this rank")
-    wins = step_windows(trace, rank)
-    comm = classify(trace).is_comm[gpu]
-    busy = interval_set(trace, gpu)
-    comm_only = intervals.subtract(interval_set(trace, gpu[comm]), interval_set(trace, gpu[~comm]))
-    idle = intervals.subtract(intervals.union(wins.start_ns, wins.end_ns), busy)
-    host = _host_sets(trace, rank, ev["launch"][gpu])
-    pieces: list[Iv] = []
-    rest = idle
-    for s in host:  # data loading, launch overhead, cpu: in priority order
-        pieces.append(intervals.intersect(rest, s))
-        rest = intervals.subtract(rest, s)
-    pieces.append(rest)
-
-    def cov(iv: Iv) -> I64:
-        return intervals.covered_in_windows(iv, wins.start_ns, wins.end_ns)
-
-    comm_ns = cov(comm_only)
-    parts = [cov(busy) - comm_ns, comm_ns, *(cov(p) for p in pieces)]
-    seg_s = np.concatenate([p[0] for p in pieces])
-    order = np.argsort(seg_s, kind="stable")
-    cat = np.concatenate([np.full(len(p[0]), j + 2, np.int8) for j, p in enumerate(pieces)])
-    return CriticalPathResult(rank=rank, step=wins.step, step_ns=wins.dur_ns, parts_ns=np.stack(parts, axis=1),
-                              idle_start_ns=seg_s[order], idle_end_ns=np.concatenate([p[1] for p in pieces])[order],
-                              idle_category=cat[order])
+    timed = rank_rows(trace, rank, tuple(int(k) for k in GPU_KINDS))
+    if len(timed) == 0:
+        rows = rank_rows(trace, rank)
+        timed = rows[ev["kind"][rows] != EventKind.INSTANT]
+    if len(timed) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int32), True
+    lo = int(ev["ts_ns"][timed].min())
+    hi = int((ev["ts_ns"][timed] + ev["dur_ns"][timed]).max())
+    return np.array([lo], np.int64), np.array([max(hi, lo)], np.int64), np.array([-1], np.int32), True
 
 
-def _host_sets(trace: Trace, rank: int, launch: I32) -> tuple[Iv, Iv, Iv]:
-    """Data-loading, launch-call and other host-activity sets of the threads that launch GPU work."""
+def _driver_rows(trace: Trace, rank: int) -> I64:
+    """Host rows of the threads that drive the device (launch its work); every host thread if none do."""
+    ev = trace.events
+    host = rank_rows(trace, rank, tuple(int(k) for k in HOST_KINDS))
+    launch = ev["launch"][rank_rows(trace, rank, tuple(int(k) for k in GPU_KINDS))]
+    threads = np.unique(ev["track"][launch[launch >= 0]])
+    if len(threads) == 0:
+        return host
+    return host[np.isin(ev["track"][host], threads)]
+
+
+def _blocking_set(trace: Trace, driver: I64) -> Iv:
+    """When a driving thread is blocked waiting for the device (sync calls, synchronous copies)."""
+    ev = trace.events
+    rt = driver[np.isin(ev["kind"][driver], [EventKind.RUNTIME, EventKind.DRIVER])]
+    return interval_set(trace, rt[trace.strings.mask(is_sync_call)[ev["name"][rt]]])
+
+
+def _on_path(trace: Trace, dev: I64, blocking: Iv, start: I64, end: I64) -> B:
+    """Per device row: whether its time is on the critical path (see the module docstring)."""
+    ev = trace.events
+    if len(dev) == 0:
+        return np.zeros(0, bool)
+    ts, fin = ev["ts_ns"][dev], ev["ts_ns"][dev] + ev["dur_ns"][dev]
+    order = np.lexsort((ts, ev["track"][dev]))
+    nxt = np.full(len(dev), -1, np.int64)
+    same = ev["track"][dev][order][1:] == ev["track"][dev][order][:-1]
+    nxt[order[:-1][same]] = order[1:][same]
+    launch = ev["launch"][dev]
+    launched_at = np.where(launch >= 0, ev["ts_ns"][np.maximum(launch, 0)], np.iinfo(np.int64).min)
+    win = np.searchsorted(start, ts, side="right") - 1
+    has_next = nxt >= 0
+    n = np.maximum(nxt, 0)
+    next_same_window = has_next & (win[n] == win) & (ts[n] < end[np.maximum(win, 0)])
+    queued = next_same_window & (launched_at[n] < fin)
+    sink = ~next_same_window | _inside(blocking, fin)
+    decided = sink | ~queued  # walking forward over queued successors, the first of these decides
+    pos = np.empty(len(dev), np.int64)
+    pos[order] = np.arange(len(dev))
+    decider_pos = np.flatnonzero(decided[order])  # each stream's last row is a sink, so runs end in-stream
+    first = order[decider_pos[np.searchsorted(decider_pos, pos)]]
+    out: B = sink[first]
+    return out
+
+
+def _inside(iv: Iv, t: I64) -> B:
+    """Per instant: whether it lies inside the normalised interval set (ends included)."""
+    k = np.searchsorted(iv[0], t, side="left") - 1
+    ok = k >= 0
+    return ok & (t <= iv[1][np.maximum(k, 0)]) if len(iv[0]) else np.zeros(len(t), bool)
+
+
+def _host_claims(trace: Trace, rank: int, driver: I64) -> tuple[Iv, Iv, Iv]:
+    """Host-side sets, in claim order: DataLoader, host-side collectives, blocking copy calls."""
     ev, pool = trace.events, trace.strings
     host = rank_rows(trace, rank, tuple(int(k) for k in HOST_KINDS))
-    name = ev["name"][host]
-    loader = host[pool.mask(is_dataloader_name)[name]]
-    threads = unique(ev["track"][launch[launch >= 0]])
-    on_thread = np.isin(ev["track"][host], threads)
-    is_launch = pool.mask(lambda s: bool(LAUNCH_CALL.search(s)))[name] & np.isin(
-        ev["kind"][host], [EventKind.RUNTIME, EventKind.DRIVER])
+    loader = host[pool.mask(is_dataloader_name)[ev["name"][host]]]
+    cls = classify(trace)
+    comm = driver[(cls.coll_type[driver] > 0) | (ev["kind"][driver] == EventKind.COMMUNICATION)]
+    rt = driver[np.isin(ev["kind"][driver], [EventKind.RUNTIME, EventKind.DRIVER])]
+    copy = rt[pool.mask(lambda s: is_sync_call(s) and "emcpy" in s)[ev["name"][rt]]]
+    return interval_set(trace, loader), interval_set(trace, comm), interval_set(trace, copy)
+
+
+def _pending(trace: Trace, dev: I64) -> Iv:
+    """When these device rows were launched (the launch call returned) and had not started yet."""
+    ev = trace.events
+    launch = ev["launch"][dev]
+    ok = launch >= 0
+    lr = launch[ok]
+    returned = ev["ts_ns"][lr] + ev["dur_ns"][lr]
+    return intervals.union(returned, ev["ts_ns"][dev[ok]])
+
+
+def _claim(claims: list[Iv], start: I64, end: I64) -> tuple[list[I64], Iv]:
+    """Time each set claims per window, in order, each only where no earlier set did; and what is left."""
+    free = intervals.union(start, end)
+    parts: list[I64] = []
+    for iv in claims:
+        got = intervals.intersect(free, iv)
+        parts.append(intervals.covered_in_windows(got, start, end))
+        free = intervals.subtract(free, got)
+    return parts, free
+
+
+def _split_host(trace: Trace, driver: I64, free: Iv, start: I64, end: I64) -> npt.NDArray[np.int64]:
+    """The unclaimed time per window split into launch calls, other host ops and untraced time."""
+    ev, pool = trace.events, trace.strings
+    name = ev["name"][driver]
+    is_launch = pool.mask(lambda s: any(m in s for m in _LAUNCH_CALL))[name] & np.isin(
+        ev["kind"][driver], [EventKind.RUNTIME, EventKind.DRIVER])
     is_step = pool.mask(lambda s: bool(STEP_NAME.match(s)))[name]
-    return (interval_set(trace, loader), interval_set(trace, host[on_thread & is_launch]),
-            interval_set(trace, host[on_thread & ~is_step]))
+    launch, ops = interval_set(trace, driver[is_launch]), interval_set(trace, driver[~is_step & ~is_launch])
+    got_launch = intervals.intersect(free, launch)
+    rest = intervals.subtract(free, got_launch)
+    got_ops = intervals.intersect(rest, ops)
+    untraced = intervals.subtract(rest, got_ops)
+    cols = [intervals.covered_in_windows(iv, start, end) for iv in (got_launch, got_ops, untraced)]
+    return np.stack(cols, axis=1).reshape(len(start), len(HOST_PARTS))

@@ -15,8 +15,8 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis._groups import duration_stats, group_keys, largest_first
+from stepscope.analysis.activity import is_comm_row
 from stepscope.analysis.base import NotApplicable
-from stepscope.analysis.breakdown import is_comm_kernel
 from stepscope.analysis.frames import TableResult
 from stepscope.analysis.occupancy import kernel_occupancy
 from stepscope.analysis.tensor_cores import tc_kernel_mask
@@ -122,6 +122,12 @@ def _weighted(inv: I64, values: F64, dur: I64, groups: int) -> F64:
     return np.where(w > 0, s / np.maximum(w, 1), np.nan)
 
 
+def _comm_by_name(trace: Trace, rows: I64, ids: I32) -> B:
+    """Per kernel name (``ids``, sorted): whether its rows are communication (any of them)."""
+    pos = np.searchsorted(ids, trace.events["name"][rows])
+    return np.bincount(pos, weights=is_comm_row(trace)[rows], minlength=len(ids)) > 0
+
+
 def _by_name(trace: Trace, rows: I64, bps: F64, occ: F64) -> KernelTable:
     ev = trace.events
     ids, inv = np.unique(ev["name"][rows], return_inverse=True)
@@ -133,7 +139,7 @@ def _by_name(trace: Trace, rows: I64, bps: F64, occ: F64) -> KernelTable:
     return KernelTable(
         name=trace.strings.decode(ids)[o], calls=st.calls[o], total_ns=st.total_ns[o], mean_ns=st.mean_ns[o],
         median_ns=st.median_ns[o], min_ns=st.min_ns[o], max_ns=st.max_ns[o], std_ns=st.std_ns[o],
-        tc_used=tc_kernel_mask(trace.strings)[ids][o], is_comm=trace.strings.mask(is_comm_kernel)[ids][o],
+        tc_used=tc_kernel_mask(trace.strings)[ids][o], is_comm=_comm_by_name(trace, rows, ids)[o],
         mean_blocks_per_sm=_weighted(inv, bps, dur, len(ids))[o],
         mean_occupancy_pct=_weighted(inv, occ, dur, len(ids))[o], share_pct=st.total_ns[o] / total * 100.0)
 
@@ -174,7 +180,7 @@ def collective_kernels(trace: Trace, rows: I64) -> CollectiveKernels:
     (``record_param_comms`` / ``nccl:*``), which carries the same fields.
     """
     ev, pool = trace.events, trace.strings
-    comm = rows[pool.mask(is_comm_kernel)[ev["name"][rows]]]
+    comm = rows[is_comm_row(trace)[rows]]
     comm = comm[np.argsort(-ev["dur_ns"][comm], kind="stable")]
     op = ev["op"][comm]
     vals: dict[str, I64] = {}

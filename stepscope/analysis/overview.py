@@ -129,6 +129,10 @@ def compute_overview(trace: Trace, rank: int) -> Overview:
                                   "occupancy_computed": False, "kernel_ns": 0, "tc_kernel_ns": 0}
     if len(rows) and bd.step_count and bd.end_ns[-1] > bd.start_ns[0]:
         metrics = _gpu_metrics(trace, rows, dev, int(bd.start_ns[0]), int(bd.end_ns[-1]))
+    elif len(rows):  # no step markers and no host ops to frame a step: the kernels' own span
+        ev = trace.events
+        lo, hi = int(ev["ts_ns"][rows].min()), int((ev["ts_ns"][rows] + ev["dur_ns"][rows]).max())
+        metrics = _gpu_metrics(trace, rows, dev, lo, max(hi, lo + 1))
     busy, span = gpu_busy_span(trace, rank, bd.step.astype(np.int64))
     return Overview(rank=rank, device=dev, breakdown=bd, busy_ns=busy, span_ns=span,
                     **metrics)  # type: ignore[arg-type]

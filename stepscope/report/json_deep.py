@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from stepscope.analysis.critical_path import CATEGORIES, CriticalPathResult
+from stepscope.analysis.critical_path import HOST_PARTS, PARTS, CriticalPath
 from stepscope.analysis.distributed import DistributedResult
 from stepscope.analysis.fusion import FusionResult
 from stepscope.analysis.idle import IdleResult
@@ -82,12 +82,15 @@ def idle_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
 
 
 def critical_path_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
-    r: CriticalPathResult | None = rr.get("critical_path")
+    r: CriticalPath | None = rr.get("critical_path")
     if r is None:
         return None
-    parts = {c: r.parts_ns[:, j] for j, c in enumerate(CATEGORIES)}
-    return {"bound_by": r.bound_by, "share_pct": r.share_pct(),
-            "avg_ms": {c: _avg_ms(v) for c, v in parts.items()}, "steps": _steps(r.step, step=r.step_ns, **parts)}
+    parts = {c: r.parts_ns[:, j] for j, c in enumerate(PARTS)}
+    return {"bound_by": r.bound, "share_pct": r.share_pct(), "host_share_pct": r.host_share_pct(),
+            "wait_share_pct": r.wait_share_pct(), "device_busy_pct": r.device_busy_pct(),
+            "whole_trace": r.whole_trace, "avg_ms": {c: _avg_ms(v) for c, v in parts.items()},
+            "host_avg_ms": {c: _avg_ms(r.host_parts_ns[:, j]) for j, c in enumerate(HOST_PARTS)},
+            "steps": _steps(r.step, step=r.step_ns, **parts)}
 
 
 def sync_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:

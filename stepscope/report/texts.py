@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from stepscope.advisor.finding import Finding
     from stepscope.advisor.verdict import Verdict
 
+from stepscope.report.platform_texts import CHANGES_BY_PLATFORM, device_noun, dialect, platform_key
+
 DOCS = "docs/rules/{rule}.md"
 
 
@@ -161,6 +163,10 @@ CHANGES: dict[str, str] = {
     "cuda-graphs-or-compile": "Launch less: capture the step with CUDA Graphs (torch.cuda.graphs / "
                               "torch.compile(mode='reduce-overhead')), fuse small ops (torch.compile), or give "
                               "each launch more work (a larger batch).",
+    "graph-capture-compiled": "The model already runs under torch.compile, so fusing is done: capture it in CUDA "
+                              "Graphs (torch.compile(mode='reduce-overhead') or torch.cuda.graphs) so the host stops "
+                              "launching each of its small kernels, or make the kernels larger (a larger batch, "
+                              "max-autotune).",
     "reduce-host-work": "Take the host off the critical path: less Python per step (move bookkeeping out "
                         "of the loop), torch.compile, a larger batch per launch; find the slow host ops in "
                         "the operator view (host self time).",
@@ -235,11 +241,12 @@ BASIS: dict[str, str] = {
 }
 
 VERDICT_STAGES: dict[str, str] = {
-    "input": "input pipeline",
-    "host": "host (CPU work, launches)",
-    "gpu_compute": "GPU compute",
+    "input": "the input pipeline",
+    "host": "the host (CPU work, launches)",
+    "compute": "{device} compute",
     "communication": "communication",
-    "memory_copies": "memory copies",
+    "copy": "memory copies",
+    "imbalance": "imbalance between ranks",
 }
 
 
@@ -281,22 +288,35 @@ def _values(f: Finding) -> dict[str, Any]:
 
 def title_text(f: Finding) -> str:
     rt = RULES.get(f.rule)
-    return rt.title if rt is not None else f.rule
+    return dialect(rt.title if rt is not None else f.rule, f.platform, f.whole_trace)
 
 
 def found_text(f: Finding) -> str:
     rt = RULES.get(f.rule)
-    return fill(rt.found, _values(f)) if rt is not None else ""
+    text = fill(rt.found, _values(f)) if rt is not None else ""
+    if f.ranks:
+        text = f"{text} (on ranks {_rank_list(f.ranks)}; the figures are rank {f.rank}'s)"
+    return dialect(text, f.platform, f.whole_trace)
 
 
 def change_text(f: Finding) -> str:
-    tpl = CHANGES.get(f.change.key)
-    return fill(tpl, _values(f)) if tpl is not None else f.change.key
+    tpl = CHANGES_BY_PLATFORM.get(platform_key(f.platform), {}).get(f.change.key) or CHANGES.get(f.change.key)
+    return dialect(fill(tpl, _values(f)) if tpl is not None else f.change.key, f.platform, f.whole_trace)
 
 
 def basis_text(f: Finding) -> str:
     tpl = BASIS.get(f.basis)
-    return fill(tpl, _values(f)) if tpl is not None else f.basis
+    text = fill(tpl, _values(f)) if tpl is not None else f.basis
+    if f.ranks:
+        text += "; for the job: how much the slowest rank's step shrinks when every rank saves its own gain"
+    return dialect(text, f.platform, f.whole_trace)
+
+
+def _rank_list(ranks: Sequence[int]) -> str:
+    rs = sorted(ranks)
+    if len(rs) > 2 and rs == list(range(rs[0], rs[-1] + 1)):
+        return f"{rs[0]}-{rs[-1]}"
+    return ", ".join(str(r) for r in rs)
 
 
 def advice_text(f: Finding) -> str:
@@ -313,10 +333,28 @@ def not_run_text(rule: str, reason: str) -> str:
     return f"{rule}: not run: {reason}"
 
 
+def _stage(stage: str, device: str) -> str:
+    return VERDICT_STAGES.get(stage, stage).format(device=device)
+
+
 def verdict_text(v: Verdict) -> str:
-    """``rank 0: bound by GPU compute (56%) — input pipeline 33%, host 10%, ...``."""
+    """``rank 0: bound by the input pipeline (33% of the 177.6 ms step; GPU busy 57%) — compute 54%, ...``.
+
+    The device is named for the platform (GPU, NPU); a window without step markers is the whole trace.
+    """
+    device = device_noun(v.platform)
+    window = "window (whole trace, no step markers)" if v.whole_trace else "step"
+    who = "job" if v.rank is None else f"rank {v.rank}"
+    if v.bound == "imbalance":
+        ranks = ", ".join(str(r) for r in v.ranks)
+        return (f"{who}: bound by imbalance between ranks — rank{'s' if len(v.ranks) > 1 else ''} {ranks} "
+                f"slow by their own work; the slowest {window} is {v.excess_pct or 0:.0f}% over the median "
+                f"rank's ({v.step_ns / 1e6:.1f} ms) and the others wait for it at the collectives")
+    share = v.shares_pct.get(v.bound, 0.0)
+    busy = f"; {device} busy {v.device_busy_pct:.0f}%" if v.device_busy_pct is not None else ""
+    head = f"{who}: bound by {_stage(v.bound, device)} ({share:.0f}% of the {v.step_ns / 1e6:.1f} ms {window}{busy})"
     others = sorted(((s, p) for s, p in v.shares_pct.items() if s != v.bound), key=lambda sp: -sp[1])
-    rest = ", ".join(f"{VERDICT_STAGES[s]} {p:.0f}%" for s, p in others if p >= 0.5)
-    head = f"rank {v.rank}: bound by {VERDICT_STAGES[v.bound]} ({v.shares_pct[v.bound]:.0f}% of the " \
-           f"{v.step_ns / 1e6:.1f} ms step)"
+    rest = ", ".join(f"{_stage(s, device)} {p:.0f}%" for s, p in others if p >= 0.5)
+    if v.rank is None and v.ranks:
+        head += f", set by its slowest rank ({v.ranks[0]})"
     return f"{head} — {rest}" if rest else head

@@ -65,8 +65,8 @@ def test_both_get_the_tensor_core_finding(run: str, request: pytest.FixtureReque
 
 def test_verdict_nw0(nw0: tuple[Advice, np.ndarray]) -> None:
     (v,) = nw0[0].verdicts
-    assert v.bound == "gpu_compute"
-    assert v.shares_pct["input"] == pytest.approx(33.4, abs=0.5)
+    assert v.bound == "input"  # the GPU is busy 57 % of the step: what it waits for bounds it
+    assert v.shares_pct["input"] == pytest.approx(33.4, abs=0.5)  # TB gold: DataLoader 33.4 %
 
 
 ALL = sorted(p.parent.relative_to(TRACES).as_posix() for p in TRACES.glob("**/*.json*")

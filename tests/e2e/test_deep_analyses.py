@@ -78,7 +78,7 @@ def test_tb_plugin_nw0_idle_is_host_wait_inside_the_dataloader() -> None:
     nw4 = bundle("kineto_tb_plugin/resnet50_num_workers_4").rank(0).get("idle")
     assert nw4.host_wait_in_dataloader_ns.sum() < 0.1 * r.host_wait_in_dataloader_ns.sum()
     cp = bundle("kineto_tb_plugin/resnet50_num_workers_0").rank(0).get("critical_path")
-    assert 25 < cp.share_pct()["data_loading"] < 40  # TB gold: DataLoader 33.4 % of the step
+    assert 25 < cp.share_pct()["input"] < 40  # TB gold: DataLoader 33.4 % of the step
 
 
 def test_sync_and_copies_on_the_traces_that_have_them() -> None:

@@ -82,7 +82,7 @@ def test_demo_shows_input_bound_then_faster(tmp_path: Path) -> None:
     wall = time.perf_counter() - t0
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
-    assert "bound by input pipeline" in proc.stderr  # the advisor's verdict on the first run
+    assert "bound by the input pipeline" in proc.stderr  # the advisor's verdict on the first run
     assert "dataloader-bound" in proc.stderr or "Input pipeline stalls the step" in proc.stderr
     assert result["after"]["ips"] > result["before"]["ips"] * 1.15
     assert result["after"]["reader_cost_s"] < result["before"]["reader_cost_s"]

@@ -27,6 +27,7 @@ from stepscope.model.schema import EventKind
 
 RULE_ID = "allocator-fragmentation"
 SCOPE = "rank"
+ADDRESSES: tuple[str, ...] = ("host",)  # the bounds its change shortens
 ALLOC_CALL = re.compile(r"^(cuda|hip)(Malloc|Free)(Async)?$|^cuMem(Alloc|Free)|^cudaDeviceReset$")
 GIB = float(1 << 30)
 

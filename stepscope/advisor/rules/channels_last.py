@@ -24,6 +24,7 @@ from stepscope.analysis.tensor_cores import tc_kernel_mask
 
 RULE_ID = "channels-last"
 SCOPE = "rank"
+ADDRESSES: tuple[str, ...] = ("compute",)  # the bounds its change shortens
 TRANSFORM = re.compile(r"nchwToNhwc|nhwcToNchw|nchw_to_nhwc|nhwc_to_nchw|nchw2nhwc|nhwc2nchw", re.IGNORECASE)
 NCHW = re.compile(r"nchw", re.IGNORECASE)
 

@@ -20,6 +20,7 @@ from stepscope.advisor.rules._util import ms
 
 RULE_ID = "comm-not-overlapped"
 SCOPE = "rank"
+ADDRESSES: tuple[str, ...] = ("communication",)  # the bounds its change shortens
 
 
 def detect(ctx: RuleContext) -> list[Finding]:

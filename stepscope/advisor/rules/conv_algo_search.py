@@ -25,6 +25,7 @@ from stepscope.model.uniq import unique
 
 RULE_ID = "conv-algo-search"
 SCOPE = "rank"
+ADDRESSES: tuple[str, ...] = ("compute",)  # the bounds its change shortens
 
 
 def detect(ctx: RuleContext) -> list[Finding]:

@@ -18,6 +18,7 @@ from stepscope.advisor.rules._util import ms, per_step
 
 RULE_ID = "cuda-launch-blocking"
 SCOPE = "rank"
+ADDRESSES: tuple[str, ...] = ("host",)  # the bounds its change shortens
 NORMAL_LAUNCH_NS = 5_000
 MIN_KERNELS = 20
 

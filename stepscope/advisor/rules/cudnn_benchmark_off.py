@@ -21,6 +21,7 @@ from stepscope.advisor.rules._util import ms, per_step, top_names
 
 RULE_ID = "cudnn-benchmark-off"
 SCOPE = "rank"
+ADDRESSES: tuple[str, ...] = ("compute",)  # the bounds its change shortens
 FALLBACK = re.compile(r"implicit_convolve_sgemm|wgrad_alg0_engine|dgrad_engine|explicit_convolve_sgemm")
 
 

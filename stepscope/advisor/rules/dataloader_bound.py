@@ -25,6 +25,7 @@ from stepscope.model.schema import EventKind
 
 RULE_ID = "dataloader-bound"
 SCOPE = "rank"
+ADDRESSES: tuple[str, ...] = ("input",)  # the bounds its change shortens
 
 
 def breakdown_of(ctx: RuleContext) -> StepBreakdown:

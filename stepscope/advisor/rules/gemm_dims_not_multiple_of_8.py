@@ -27,6 +27,7 @@ from stepscope.model.uniq import unique
 
 RULE_ID = "gemm-dims-not-multiple-of-8"
 SCOPE = "rank"
+ADDRESSES: tuple[str, ...] = ("compute",)  # the bounds its change shortens
 GEMM_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear")
 HALF = ("Half", "BFloat16")
 

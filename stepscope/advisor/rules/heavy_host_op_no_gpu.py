@@ -30,6 +30,7 @@ from stepscope.model.schema import GPU_KINDS, EventKind
 
 RULE_ID = "heavy-host-op-no-gpu"
 SCOPE = "rank"
+ADDRESSES: tuple[str, ...] = ("host",)  # the bounds its change shortens
 #: ops that wait for the device (``.item()``, ``.cpu()``, copies): ``sync-in-step``'s business
 SYNC_OPS = re.compile(r"^aten::(item|_local_scalar_dense|to|_to_copy|copy_|cpu|tolist|nonzero|equal)$")
 

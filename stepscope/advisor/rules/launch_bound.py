@@ -19,9 +19,11 @@ import numpy as np
 from stepscope.advisor.context import CRITICAL_PATH, IDLE, LAUNCH, RuleContext
 from stepscope.advisor.finding import Change, Finding
 from stepscope.advisor.rules._util import ms
+from stepscope.analysis.platform import uses_compile
 
 RULE_ID = "launch-bound"
 SCOPE = "rank"
+ADDRESSES: tuple[str, ...] = ("host",)  # the bounds its change shortens
 
 
 def detect(ctx: RuleContext) -> list[Finding]:
@@ -45,10 +47,15 @@ def detect(ctx: RuleContext) -> list[Finding]:
     cp = ctx.optional(CRITICAL_PATH)
     launches_dominate = True
     if cp is not None and len(cp.step):
-        shares = cp.share_pct()
-        evidence["critical_path_pct"] = {k: round(v, 1) for k, v in shares.items()}
-        launches_dominate = shares.get("launch_overhead", 0.0) >= shares.get("cpu", 0.0)
-    if short_pct >= ctx.cfg.short_kernel_min_share_pct and launches_dominate:
+        evidence["critical_path_pct"] = {k: round(v, 1) for k, v in cp.share_pct().items()}
+        host = cp.host_share_pct()
+        evidence["host_path_pct"] = {k: round(v, 1) for k, v in host.items()}
+        launches_dominate = host["launch"] >= host["host_ops"]
+    compiled = uses_compile(ctx.trace)
+    evidence["compiled"] = compiled
+    if compiled:
+        change = Change("graph-capture-compiled", {"short_kernel_pct": round(short_pct)})
+    elif short_pct >= ctx.cfg.short_kernel_min_share_pct and launches_dominate:
         change = Change("cuda-graphs-or-compile", {"short_kernel_pct": round(short_pct)})
     else:
         change = Change("reduce-host-work", {})

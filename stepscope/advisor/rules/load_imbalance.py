@@ -19,6 +19,7 @@ from stepscope.advisor.rules._util import ms
 
 RULE_ID = "load-imbalance"
 SCOPE = "cluster"
+ADDRESSES: tuple[str, ...] = ("imbalance",)  # the bounds its change shortens
 
 
 def detect(ctx: RuleContext) -> list[Finding]:

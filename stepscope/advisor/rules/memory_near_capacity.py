@@ -18,6 +18,7 @@ from stepscope.analysis.base import NotApplicable
 
 RULE_ID = "memory-near-capacity"
 SCOPE = "rank"
+ADDRESSES: tuple[str, ...] = ()  # the bounds its change shortens
 GIB = float(1 << 30)
 
 

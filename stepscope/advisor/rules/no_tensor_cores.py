@@ -31,6 +31,7 @@ from stepscope.model.uniq import unique
 
 RULE_ID = "no-tensor-cores"
 SCOPE = "rank"
+ADDRESSES: tuple[str, ...] = ("compute",)  # the bounds its change shortens
 HALF_TYPES = ("Half", "BFloat16", "c10::Half", "c10::BFloat16", "float16", "bfloat16")
 
 

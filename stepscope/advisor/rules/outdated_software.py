@@ -18,6 +18,7 @@ from stepscope.analysis.base import NotApplicable
 
 RULE_ID = "outdated-software"
 SCOPE = "rank"
+ADDRESSES: tuple[str, ...] = ()  # the bounds its change shortens
 LEGACY_CATEGORIES = ("Operator", "Runtime", "Kernel")
 
 

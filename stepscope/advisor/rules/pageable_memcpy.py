@@ -20,6 +20,7 @@ from stepscope.model.schema import MemcpyKind
 
 RULE_ID = "pageable-memcpy"
 SCOPE = "rank"
+ADDRESSES: tuple[str, ...] = ("copy",)  # the bounds its change shortens
 
 
 def detect(ctx: RuleContext) -> list[Finding]:

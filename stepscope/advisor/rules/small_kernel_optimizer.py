@@ -16,6 +16,7 @@ from stepscope.advisor.rules._util import ms, per_step, top_names
 
 RULE_ID = "small-kernel-optimizer"
 SCOPE = "rank"
+ADDRESSES: tuple[str, ...] = ("host", "compute")  # the bounds its change shortens
 
 
 def detect(ctx: RuleContext) -> list[Finding]:

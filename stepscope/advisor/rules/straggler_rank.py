@@ -17,6 +17,7 @@ from stepscope.advisor.rules._util import ms
 
 RULE_ID = "straggler-rank"
 SCOPE = "cluster"
+ADDRESSES: tuple[str, ...] = ("imbalance",)  # the bounds its change shortens
 
 
 def detect(ctx: RuleContext) -> list[Finding]:

@@ -18,6 +18,7 @@ from stepscope.advisor.rules._util import ms
 
 RULE_ID = "sync-in-step"
 SCOPE = "rank"
+ADDRESSES: tuple[str, ...] = ("host", "copy")  # the bounds its change shortens
 
 
 def detect(ctx: RuleContext) -> list[Finding]:

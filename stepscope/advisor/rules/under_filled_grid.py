@@ -18,6 +18,7 @@ from stepscope.advisor.rules._util import ms, per_step, top_names
 
 RULE_ID = "under-filled-grid"
 SCOPE = "rank"
+ADDRESSES: tuple[str, ...] = ("compute",)  # the bounds its change shortens
 
 
 def detect(ctx: RuleContext) -> list[Finding]:

@@ -23,6 +23,7 @@ from stepscope.model.uniq import unique
 
 RULE_ID = "variable-input-shapes"
 SCOPE = "rank"
+ADDRESSES: tuple[str, ...] = ("host", "compute")  # the bounds its change shortens
 
 
 def detect(ctx: RuleContext) -> list[Finding]:

@@ -17,6 +17,7 @@ from stepscope.model.schema import GPU_KINDS
 
 RULE_ID = "zero-grad-not-none"
 SCOPE = "rank"
+ADDRESSES: tuple[str, ...] = ("compute",)  # the bounds its change shortens
 
 
 def detect(ctx: RuleContext) -> list[Finding]:

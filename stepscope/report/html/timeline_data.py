@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.analysis.activity import is_comm_row
 from stepscope.model.schema import EventKind, TrackKind
 from stepscope.model.trace import Trace
 from stepscope.model.uniq import unique
@@ -44,8 +45,6 @@ _BASE_KIND = {EventKind.CPU_OP: "cpu_op", EventKind.USER_ANNOTATION: "annotation
 _SYNC_NAMES = {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaMemcpy",
                "hipDeviceSynchronize", "hipStreamSynchronize", "hipEventSynchronize", "hipMemcpy",
                "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize"}
-_COMM_MARKERS = ("nccl", "rccl", "hccl", "gloo", "allreduce", "all_reduce", "allgather", "all_gather",
-                 "reducescatter", "reduce_scatter", "alltoall", "all_to_all")
 
 
 @dataclass(frozen=True)
@@ -106,13 +105,13 @@ def _kind_codes(trace: Trace, sel: npt.NDArray[np.intp]) -> npt.NDArray[np.int8]
     pool = trace.strings
     is_loader = pool.mask(lambda s: "DataLoader" in s)[name_ids]
     is_sync = pool.mask(lambda s: s in _SYNC_NAMES)[name_ids]
-    is_comm = pool.mask(lambda s: any(m in s.lower() for m in _COMM_MARKERS))[name_ids]
+    is_comm = is_comm_row(trace)[sel]
     is_step = pool.mask(lambda s: s.startswith("ProfilerStep#"))[name_ids]
     host = np.isin(kinds, [_K["cpu_op"], _K["annotation"], _K["python"]])
     kinds[host & is_step] = _K["annotation"]
     kinds[host & is_loader] = _K["dataloader"]
     kinds[(kinds == _K["runtime"]) & is_sync] = _K["sync"]
-    kinds[(kinds == _K["kernel"]) & is_comm] = _K["communication"]
+    kinds[is_comm] = _K["communication"]
     return kinds
 
 

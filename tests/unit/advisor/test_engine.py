@@ -120,7 +120,7 @@ def test_cli_advise_json_and_terminal(tmp_path: Path) -> None:
     doc = json.loads(res.output)
     top = doc["findings"][0]
     assert top["rule"] == "no-tensor-cores" and top["est_gain_ms"] == pytest.approx(6.0)  # 8 ms x (1 - 1/4)
-    assert doc["verdicts"][0]["bound"] == "gpu_compute"
+    assert doc["verdicts"][0]["bound"] == "compute"
     assert any(n["rule"] == "straggler-rank" for n in doc["not_run"])
     res = runner.invoke(cli, ["advise", str(path), "--no-cache", "--top", "1"])
     assert res.exit_code == 0 and "no-tensor-cores" in res.output and "verdict" in res.output

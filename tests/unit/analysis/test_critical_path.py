@@ -1,4 +1,5 @@
-"""Simplified critical path: each instant of a step charged to exactly one category."""
+"""Critical-path attribution: each instant of a step charged once, device work on the path only
+when the device (not the host) held the step up. Times in µs, answers computed by hand."""
 
 from __future__ import annotations
 
@@ -6,19 +7,27 @@ from pathlib import Path
 
 import pytest
 
-from stepscope.analysis.critical_path import CATEGORIES, compute_critical_path
+from stepscope.analysis.critical_path import HOST_PARTS, PARTS, compute_critical_path
 from tests.builders import TraceBuilder
 
 US = 1000
 
 
+def _parts(r: object) -> dict[str, int]:
+    return dict(zip(PARTS, (r.parts_ns[0] // US).tolist()))  # type: ignore[attr-defined]
+
+
+def _host(r: object) -> dict[str, int]:
+    return dict(zip(HOST_PARTS, (r.host_parts_ns[0] // US).tolist()))  # type: ignore[attr-defined]
+
+
 def test_every_instant_is_charged_once(tmp_path: Path) -> None:
     """Step [0,100]. DataLoader [0,20]; launch [20,25] → sgemm [30,60]; aten::foo [25,70] holds a launch
-    [65,70] → NCCL all-reduce [80,90] (nothing else runs then).
+    [65,70] → NCCL all-reduce [80,90] on another stream.
 
-    GPU: compute 30, communication 10. Device idle [0,30] [60,80] [90,100]: data loading [0,20] = 20;
-    launch calls [20,25] + [65,70] = 10; other host work (aten::foo) [25,30] + [60,65] = 10;
-    nothing traced [70,80] + [90,100] = 20.
+    Each kernel is the last of its stream: on the path. compute: sgemm 30 + its wait after the launch
+    returned [25,30] 5 = 35; communication: 10 + its wait [70,80] 10 = 20; input [0,20] 20; host: launch
+    calls [20,25] + [65,70] = 10, aten::foo [60,65] 5, nothing traced [90,100] 10 = 25.
     """
     b = TraceBuilder()
     b.step(1, ts=0, dur=100)
@@ -28,15 +37,54 @@ def test_every_instant_is_charged_once(tmp_path: Path) -> None:
     b.launch_kernel("ncclKernel_AllReduce_RING_LL_Sum_float", launch_ts=65, launch_dur=5, ts=80, dur=10,
                     stream=20)
     r = compute_critical_path(b.load(tmp_path), 0)
-    parts = dict(zip(CATEGORIES, (r.parts_ns[0] // US).tolist()))
-    assert parts == {"gpu_compute": 30, "communication": 10, "data_loading": 20, "launch_overhead": 10,
-                     "cpu": 10, "other": 20}
+    assert _parts(r) == {"compute": 35, "communication": 20, "copy": 0, "input": 20, "host": 25}
+    assert _host(r) == {"launch": 10, "host_ops": 5, "untraced": 10}
     assert r.parts_ns.sum() == r.step_ns.sum() == 100 * US
-    assert r.share_pct()["gpu_compute"] == pytest.approx(30.0)
-    assert r.bound_by == "gpu_compute"
-    assert r.idle_start_ns.tolist() == [0, 20 * US, 25 * US, 60 * US, 65 * US, 70 * US, 90 * US]
-    assert [CATEGORIES[c] for c in r.idle_category] == [
-        "data_loading", "launch_overhead", "cpu", "cpu", "launch_overhead", "other", "other"]
+    assert r.device_busy_pct() == pytest.approx(40.0)
+    assert r.bound == "host"  # compute is the largest part but the device is starved (busy 40 %)
+
+
+def test_a_burst_the_host_caught_up_with_is_off_the_path(tmp_path: Path) -> None:
+    """k1 [10,20] and k2 [20,30] were queued (k2 launched at 5, before k1 ended); k3 [50,60] was launched
+    at 40, after k2 ended: the stream ran dry, so the path reaches k3 through the host and k2's run is
+    hidden under host time. While k1, k2 sat launched but not started [1,20] the device had a queue:
+    compute. compute: 19 + k3's wait [41,50] 9 + k3 10 = 38; host: launch calls [0,1] + [40,41] = 2,
+    untraced [20,40] = 20 (k2 runs then, but nothing waits for it)."""
+    b = TraceBuilder()
+    b.step(1, ts=0, dur=60)
+    b.launch_kernel("k1", launch_ts=0, launch_dur=1, ts=10, dur=10)
+    b.launch_kernel("k2", launch_ts=5, launch_dur=1, ts=20, dur=10)
+    b.launch_kernel("k3", launch_ts=40, launch_dur=1, ts=50, dur=10)
+    r = compute_critical_path(b.load(tmp_path), 0)
+    assert _parts(r) == {"compute": 38, "communication": 0, "copy": 0, "input": 0, "host": 22}
+    assert _host(r) == {"launch": 2, "host_ops": 0, "untraced": 20}
+    assert r.bound == "host"
+
+
+def test_queued_work_keeps_the_path_on_the_device(tmp_path: Path) -> None:
+    """Three kernels queued back to back [10,100] (all launched by 3): the device holds the step; its wait
+    for the first after the launch returned [1,10] is the device's too."""
+    b = TraceBuilder()
+    b.step(1, ts=0, dur=100)
+    for i, name in enumerate(("k1", "k2", "k3")):
+        b.launch_kernel(name, launch_ts=i, launch_dur=1, ts=10 + 30 * i, dur=30)
+    r = compute_critical_path(b.load(tmp_path), 0)
+    assert _parts(r) == {"compute": 99, "communication": 0, "copy": 0, "input": 0, "host": 1}
+    assert r.bound == "compute"
+
+
+def test_a_synchronous_copy_is_copy_time(tmp_path: Path) -> None:
+    """The host sits in cudaMemcpy [0,30] while the H2D copy runs [10,30], then launches k [30,31] →
+    [32,40]. The copy ended while the host was blocked on it: on the path (copy 20), and the host's
+    wait in the blocking call before it [0,10] is copy too; k: 8 + its wait [31,32] 1; launch 1."""
+    b = TraceBuilder()
+    b.step(1, ts=0, dur=40)
+    b.launch_kernel("Memcpy HtoD (Pageable -> Device)", launch_ts=0, launch_dur=30, ts=10, dur=20,
+                    runtime="cudaMemcpy", cat="gpu_memcpy")
+    b.launch_kernel("k", launch_ts=30, launch_dur=1, ts=32, dur=8)
+    r = compute_critical_path(b.load(tmp_path), 0)
+    assert _parts(r) == {"compute": 9, "communication": 0, "copy": 30, "input": 0, "host": 1}
+    assert r.bound == "copy"
 
 
 def test_communication_overlapped_by_compute_is_not_on_the_path(tmp_path: Path) -> None:
@@ -46,5 +94,17 @@ def test_communication_overlapped_by_compute_is_not_on_the_path(tmp_path: Path) 
     b.launch_kernel("ncclKernel_AllReduce_RING_LL_Sum_float", launch_ts=0.5, launch_dur=0.5, ts=10, dur=20,
                     stream=20)
     r = compute_critical_path(b.load(tmp_path), 0)
-    parts = dict(zip(CATEGORIES, (r.parts_ns[0] // US).tolist()))
-    assert (parts["gpu_compute"], parts["communication"], parts["launch_overhead"]) == (49, 0, 1)
+    parts = _parts(r)
+    assert (parts["compute"], parts["communication"], parts["host"]) == (49, 0, 1)
+
+
+def test_a_trace_without_steps_is_one_window_over_the_device_work(tmp_path: Path) -> None:
+    """No ProfilerStep: host work [0,100] launches one kernel at 50 that runs [200,300] (the device was
+    busy with earlier work): the window is the device's span [200,300], all of it compute."""
+    b = TraceBuilder()
+    b.op("aten::foo", ts=0, dur=100)
+    b.launch_kernel("k", launch_ts=50, launch_dur=1, ts=200, dur=100)
+    r = compute_critical_path(b.load(tmp_path), 0)
+    assert r.whole_trace and r.step.tolist() == [-1]
+    assert (int(r.start_ns[0]) // US, int(r.end_ns[0]) // US) == (200, 300)
+    assert _parts(r)["compute"] == 100

@@ -1,0 +1,70 @@
+"""Order the findings a user reads: one finding per cause across ranks, the verdict's bound first.
+
+* **Grouped across ranks.** In a multi-rank run a rank-scope rule that fires on several ranks with
+  the same change is one finding: ``ranks`` lists where it holds, ``rank`` is the rank where it
+  gains most (its evidence is that rank's), ``evidence.per_rank_gain_ms`` gives the spread.
+* **Gain for the job.** A cluster rule's finding already states the job's gain (the largest of its
+  ranks' is kept). For a rank rule: a synchronous job runs at the pace of its slowest rank, so the grouped
+  finding's gain is how much the slowest step would shrink if every rank saved its own gain:
+  ``max(step_r) - max(step_r - gain_r)`` (``gain_r`` 0 where the finding does not hold). A fix on
+  ranks that wait for others anyway gains the job nothing.
+* **The bound first.** Findings whose change shortens what the verdict says bounds the step (each
+  rule's ``ADDRESSES``) come first, largest gain first; then the others by gain. The verdict and
+  the first finding tell one story; a larger saving elsewhere is still listed, and said.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from stepscope.advisor.finding import Finding, Severity, severity_for
+
+
+def group_across_ranks(findings: Sequence[Finding], step_ns: Mapping[int, int], high_pct: float,
+                       medium_pct: float, cluster_rules: frozenset[str] = frozenset()) -> list[Finding]:
+    """One finding per (rule, change) over the ranks it holds for (multi-rank runs only).
+
+    A cluster rule's findings (one per slow rank, say) already carry the job's gain: the group keeps
+    the largest, since the job runs at the pace of its slowest rank."""
+    if len(step_ns) < 2:
+        return list(findings)
+    groups: dict[tuple[str, str], list[Finding]] = {}
+    out: list[Finding] = []
+    for f in findings:  # a few per rule and rank
+        if f.rank is None:
+            out.append(f)
+        else:
+            groups.setdefault((f.rule, f.change.key), []).append(f)
+    for (rule, _), members in groups.items():
+        if rule in cluster_rules:
+            best = max(members, key=lambda f: (f.est_gain_ns, -(f.rank or 0)))
+            out.append(replace(best, ranks=tuple(sorted(int(f.rank) for f in members if f.rank is not None))))
+        else:
+            out.append(_merge(members, step_ns, high_pct, medium_pct))
+    return out
+
+
+def _merge(members: list[Finding], step_ns: Mapping[int, int], high_pct: float, medium_pct: float) -> Finding:
+    best = max(members, key=lambda f: (f.est_gain_ns, -(f.rank or 0)))
+    gain = {int(f.rank): f.est_gain_ns for f in members if f.rank is not None}
+    job_step = max(step_ns.values())
+    after = max(s - gain.get(r, 0) for r, s in step_ns.items())
+    job_gain = max(job_step - after, 0)
+    evidence = dict(best.evidence)
+    evidence["per_rank_gain_ms"] = {str(r): round(g / 1e6, 3) for r, g in sorted(gain.items())}
+    sev: Severity = severity_for(job_gain, job_step, high_pct, medium_pct)
+    return replace(best, ranks=tuple(sorted(gain)), est_gain_ns=int(job_gain), step_ns=int(job_step),
+                   severity=sev, evidence=evidence)
+
+
+def rank_findings(findings: Sequence[Finding], bound: str | None = None,
+                  addresses: Mapping[str, tuple[str, ...]] | None = None) -> list[Finding]:
+    """Findings addressing ``bound`` first, then the rest; each part by gain, severity, rule, rank."""
+    addr = addresses or {}
+
+    def key(f: Finding) -> tuple[int, int, int, str, int]:
+        first = 0 if bound is not None and bound in addr.get(f.rule, ()) else 1
+        return (first, -f.est_gain_ns, f.severity.order, f.rule, -1 if f.rank is None else f.rank)
+
+    return sorted(findings, key=key)

@@ -1,0 +1,78 @@
+"""Advice as said for the program at hand: remedies for a CUDA / MPI program without PyTorch, for
+ROCm and for Ascend, the device's noun (GPU, NPU), NPU words on Ascend and whole-trace wording for a
+trace without step markers. Part of the one place for prose (:mod:`stepscope.report.texts`)."""
+
+from __future__ import annotations
+
+#: Remedies worded for a platform: ``native`` (a CUDA / MPI program without PyTorch), ``rocm``,
+#: ``ascend``. A key missing here falls back to :data:`CHANGES`.
+CHANGES_BY_PLATFORM: dict[str, dict[str, str]] = {
+    "native": {
+        "set-num-workers": "Overlap input reading with device work: read the next batch on a separate host "
+                           "thread into pinned buffers while the current one computes.",
+        "pin-memory": "Allocate the host buffers pinned (cudaMallocHost / cudaHostAlloc, or cudaHostRegister on "
+                      "existing memory) so copies run at full bandwidth and can be asynchronous.",
+        "remove-step-sync": "Replace blocking cudaMemcpy / cudaDeviceSynchronize calls with cudaMemcpyAsync on "
+                            "non-default streams and cudaEvent waits, so copies overlap kernels and the host "
+                            "keeps queuing work; synchronise once where the result is really needed.",
+        "cuda-graphs-or-compile": "Launch less: capture the repeated launch sequence once in a CUDA Graph "
+                                  "(cudaStreamBeginCapture ... cudaGraphLaunch), fuse small kernels, or give each "
+                                  "launch more work.",
+        "graph-capture-compiled": "Launch less: capture the repeated launch sequence once in a CUDA Graph "
+                                  "(cudaStreamBeginCapture ... cudaGraphLaunch) or fuse small kernels.",
+        "reduce-host-work": "Take the host off the critical path: move host work off the launching thread, "
+                            "queue kernels and cudaMemcpyAsync copies ahead on streams, and avoid cudaMalloc / "
+                            "cudaFree inside the loop (allocate once).",
+    },
+    "rocm": {
+        "cuda-graphs-or-compile": "Launch less: capture the step with HIP graphs (torch.cuda.graphs, which are HIP "
+                                  "graphs on ROCm, or torch.compile(mode='reduce-overhead')), fuse small ops "
+                                  "(torch.compile), or give each launch more work (a larger batch).",
+        "graph-capture-compiled": "The model already runs under torch.compile, so fusing is done: capture it in HIP "
+                                  "graphs (torch.compile(mode='reduce-overhead') or torch.cuda.graphs, HIP graphs "
+                                  "on ROCm) so the host stops launching each of its small kernels, or make the "
+                                  "kernels larger (a larger batch, max-autotune).",
+    },
+    "ascend": {
+        "cuda-graphs-or-compile": "Launch less: run the step in graph mode (torch_npu's torchair / "
+                                  "torch.compile with the NPU backend), fuse small ops, or give each launch more "
+                                  "work (a larger batch).",
+        "remove-step-sync": "Remove per-step host syncs (here {op} {call_site}): no .item() / .cpu() / .tolist() of "
+                            "NPU tensors each step; use torch.npu events instead of torch.npu.synchronize().",
+        "pin-memory": "Copy from pinned memory: DataLoader(..., pin_memory=True), then .to('npu', "
+                      "non_blocking=True).",
+    },
+}
+#: Words replaced in every text shown for an Ascend NPU.
+_NPU_WORDS = (("GPU", "NPU"), ("CUDA Graphs", "graph mode"), ("CUDA events", "NPU events"),
+              ("torch.cuda.synchronize()", "torch.npu.synchronize()"), ("CUDA", "CANN"),
+              (" SMs", " AI cores"), ("SM ", "AI core "))
+
+
+def platform_key(platform: str) -> str:
+    """The wording family of a finding's platform: native, rocm, ascend or the default (cuda, cpu)."""
+    if platform.endswith("+native"):
+        return "native"
+    return platform
+
+
+def device_noun(platform: str) -> str:
+    base = platform.split("+")[0]
+    return {"ascend": "NPU", "cpu": "CPU"}.get(base, "GPU")
+
+
+_WHOLE_TRACE_WORDS = (("per step", "over the whole trace"), ("of the step", "of the window"),
+                      ("each step", "the run"), ("inside the step", "in the run"))
+
+
+def dialect(text: str, platform: str, whole_trace: bool = False) -> str:
+    """A text as said for the platform (NPU words on Ascend), and for a trace without step markers."""
+    if whole_trace:
+        for old, new in _WHOLE_TRACE_WORDS:
+            text = text.replace(old, new)
+    if platform.split("+")[0] == "ascend":
+        for old, new in _NPU_WORDS:
+            text = text.replace(old, new)
+    return text
+
+

@@ -1,0 +1,219 @@
+"""What an engineer concludes from each shared trace (``shared/traces/expected/diagnoses.json``) holds.
+
+For every case: the first verdict (the job's for a multi-rank run) names the expected bound, the
+first finding is one of the expected rules, and every ``must_not`` sentence is checked by the
+recogniser that matches its wording; a sentence no recogniser knows fails the test, so a new entry
+cannot pass unchecked.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from stepscope import load
+from stepscope.advisor.engine import Advice, run_advisor
+from stepscope.advisor.finding import Finding
+from stepscope.advisor.rules import ALL_RULES
+from stepscope.analysis.bundle import analyze
+from stepscope.report import texts
+from tests.conftest import SHARED_TRACES
+
+EXPECTED = SHARED_TRACES / "expected" / "diagnoses.json"
+CASES = json.loads(EXPECTED.read_text())["cases"] if EXPECTED.is_file() else []
+HOST_RULES = {r.RULE_ID for r in ALL_RULES if "host" in getattr(r, "ADDRESSES", ())}
+TRAINING_RULES = {"small-kernel-optimizer", "zero-grad-not-none", "dataloader-bound"}
+
+
+@cache
+def advice_of(path: str) -> Advice:
+    return run_advisor(analyze(load(SHARED_TRACES / path)))
+
+
+def words(f: Finding) -> str:
+    return " ".join((texts.title_text(f), texts.advice_text(f), texts.basis_text(f)))
+
+
+def all_words(adv: Advice) -> str:
+    return " ".join([*(words(f) for f in adv.findings), *(texts.verdict_text(v) for v in adv.verdicts)])
+
+
+def _no_gpu_words(adv: Advice, case: dict[str, object]) -> None:
+    text = all_words(adv)
+    bad = re.findall(r"\bGPU\b|\bSMs?\b|\bCUDA\b|Tensor Core", text)
+    assert not bad, f"{case['path']}: GPU wording {sorted(set(bad))}"
+
+
+def _comm_not_compute(adv: Advice, case: dict[str, object]) -> None:
+    from stepscope.analysis.activity import Activity, activity_of
+
+    trace = load(SHARED_TRACES / str(case["path"]))
+    names = trace.strings.decode(trace.events["name"])
+    act = activity_of(trace)
+    hccl = [i for i, n in enumerate(names) if re.search(r"hcom_|hccl", str(n), re.IGNORECASE) and act[i] != 0]
+    assert hccl, "the HCCL kernels are expected in this trace"
+    assert all(act[i] == Activity.COMMUNICATION for i in hccl)
+
+
+def _no_per_step(adv: Advice, case: dict[str, object]) -> None:
+    assert "per step" not in all_words(adv), f"{case['path']}: 'per step' without step markers"
+
+
+def _no_pytorch_api(adv: Advice, case: dict[str, object]) -> None:
+    text = " ".join(texts.change_text(f) for f in adv.findings)
+    bad = re.findall(r"num_workers|torch\.\w+|\.item\(\)|DataLoader", text)
+    assert not bad, f"{case['path']}: PyTorch APIs in advice {sorted(set(bad))}"
+
+
+def _no_nvidia_only(adv: Advice, case: dict[str, object]) -> None:
+    text = " ".join(texts.change_text(f) for f in adv.findings)
+    bad = re.findall(r"TF32|cudnn\.benchmark|CUDA Graphs", text)
+    assert not bad, f"{case['path']}: NVIDIA-only remedies on AMD {sorted(set(bad))}"
+
+
+def _no_training_advice(adv: Advice, case: dict[str, object]) -> None:
+    rules = {f.rule for f in adv.findings}
+    assert not rules & TRAINING_RULES, f"{case['path']}: training advice {rules & TRAINING_RULES}"
+    assert "optimizer" not in " ".join(texts.change_text(f) for f in adv.findings).lower()
+
+
+def _no_host_finding(adv: Advice, case: dict[str, object]) -> None:
+    rules = {f.rule for f in adv.findings}
+    assert not rules & HOST_RULES, f"{case['path']}: host findings {rules & HOST_RULES}"
+
+
+def _no_pre_gpu_host_share(adv: Advice, case: dict[str, object]) -> None:
+    assert adv.verdicts[0].shares_pct["host"] < 5.0
+
+
+def _not_compile_again(adv: Advice, case: dict[str, object]) -> None:
+    keys = {f.change.key for f in adv.findings if f.rule == "launch-bound"}
+    assert keys and keys <= {"graph-capture-compiled"}, keys
+
+
+def _no_high_gpu(adv: Advice, case: dict[str, object]) -> None:
+    assert not [f.rule for f in adv.findings if f.severity.value == "high"]
+
+
+def _once_per_cause(adv: Advice, case: dict[str, object]) -> None:
+    keys = [(f.rule, f.change.key) for f in adv.findings]
+    assert len(keys) == len(set(keys)), f"{case['path']}: a rule listed once per rank"
+
+
+def _slow_ranks_1_3(adv: Advice, case: dict[str, object]) -> None:
+    assert set(adv.verdicts[0].ranks) <= {1, 3}
+    for f in adv.findings:
+        if f.rule == "straggler-rank":
+            assert set(f.ranks or (f.rank,)) <= {1, 3}
+
+
+def _same_findings_as_text(adv: Advice, case: dict[str, object]) -> None:
+    text = advice_of(str(case["path"]).replace("/db", "/text"))
+    extra = {f.rule for f in adv.findings} - {f.rule for f in text.findings}
+    if extra == {"launch-bound"}:  # known, open: see the closing note of issue 14
+        pytest.xfail("the db layout's idle analysis sees 33.8 ms of host-wait per step that the text layout "
+                     "does not (the db carries CANN API events the text trace lacks); launch-bound fires there")
+    assert not extra, f"the db layout adds {extra}"
+
+
+def _input_first(adv: Advice, case: dict[str, object]) -> None:
+    assert adv.verdicts[0].bound == "input" or adv.findings[0].rule == "dataloader-bound"
+
+
+def _gpu_utilization_known(adv: Advice, case: dict[str, object]) -> None:
+    from stepscope.analysis.overview import compute_overview
+
+    trace = load(SHARED_TRACES / str(case["path"]))
+    for rank in trace.rank_ids:
+        util = compute_overview(trace, rank).gpu_utilization_pct
+        assert util is not None and util > 0, f"{case['path']}: GPU utilization n/a beside its kernels"
+
+
+def _no_dataloader(adv: Advice, case: dict[str, object]) -> None:
+    assert "dataloader-bound" not in {f.rule for f in adv.findings}
+
+
+RECOGNISERS: tuple[tuple[str, Callable[[Advice, dict[str, object]], None]], ...] = (
+    (r"GPU / SM / CUDA wording|GPU / CUDA / Tensor Core / SM", _no_gpu_words),
+    (r"HCCL kernels counted as computation", _comm_not_compute),
+    (r"'per step' wording", _no_per_step),
+    (r"PyTorch APIs in advice", _no_pytorch_api),
+    (r"NVIDIA-only remedies", _no_nvidia_only),
+    (r"training or optimizer advice|optimizer advice on an inference", _no_training_advice),
+    (r"launch-bound or any host-bound finding", _no_host_finding),
+    (r"host share built from the time before the first GPU event", _no_pre_gpu_host_share),
+    (r"'use torch.compile' as the remedy", _not_compile_again),
+    (r"high-severity GPU finding", _no_high_gpu),
+    (r"same rule listed once per rank", _once_per_cause),
+    (r"slow ranks other than 1 and 3", _slow_ranks_1_3),
+    (r"findings the text layout of the same profile does not have", _same_findings_as_text),
+    (r"first-named bound is not the input pipeline", _input_first),
+    (r"^dataloader-bound$", _no_dataloader),
+    (r"GPU utilization n/a", _gpu_utilization_known),
+)
+
+
+def _ids(cases: list[dict[str, object]]) -> list[str]:
+    return [str(c["path"]) for c in cases]
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids(CASES))
+def test_bound_and_top_finding(case: dict[str, object], shared_traces: Path) -> None:
+    adv = advice_of(str(case["path"]))
+    assert adv.verdicts, "no verdict"
+    assert adv.verdicts[0].bound == case["bound"], texts.verdict_text(adv.verdicts[0])
+    top = list(case["top"])  # type: ignore[call-overload]
+    if top:
+        assert adv.findings, "no findings"
+        assert adv.findings[0].rule in top, [f.rule for f in adv.findings[:3]]
+        assert case["bound"] in {a for r in ALL_RULES if adv.findings[0].rule == r.RULE_ID
+                                 for a in getattr(r, "ADDRESSES", ())}
+
+
+MUST_NOT = [c for c in CASES if c.get("must_not")]
+
+
+@pytest.mark.parametrize("case", MUST_NOT, ids=_ids(MUST_NOT))
+def test_must_not(case: dict[str, object], shared_traces: Path) -> None:
+    adv = advice_of(str(case["path"]))
+    for sentence in case["must_not"]:  # type: ignore[attr-defined]
+        checks = [fn for pat, fn in RECOGNISERS if re.search(pat, sentence)]
+        assert checks, f"no check recognises must_not {sentence!r}: add one"
+        for check in checks:
+            check(adv, case)
+
+
+ASCEND = "ascend_msinsight/small_cnn_2rank_hccl_level1"
+
+
+def _profiler_step_ms(rank: int) -> float:
+    """Stage + Preparing of the profiler's step_trace_time.csv (µs → ms): its own step."""
+    path = SHARED_TRACES / ASCEND / "text" / f"rank{rank}_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv"
+    row = next(csv.DictReader(path.open()))
+    return (float(row["Stage"]) + float(row["Preparing"])) / 1e3
+
+
+DB_GAP = pytest.mark.xfail(strict=True, reason="the db export's rank-1 step is 148.3 ms, 2.7 % under the profiler's "
+                           "152.3 ms (the text layout: 153.9 ms): the db lacks host events at the step's start")
+
+
+@pytest.mark.parametrize("layout", ["text", pytest.param("db", marks=DB_GAP)])
+def test_ascend_step_matches_the_profiler(layout: str, shared_traces: Path) -> None:
+    adv = advice_of(f"{ASCEND}/{layout}")
+    for v in adv.verdicts[1:]:
+        assert v.rank is not None
+        assert v.step_ns / 1e6 == pytest.approx(_profiler_step_ms(v.rank), rel=0.02)
+
+
+@pytest.mark.xfail(strict=True, reason="the db export's step is 2.6 % shorter than the text layout's "
+                   "(151.9 vs 156.0 ms on rank 0): the db lacks some host events at the step's start")
+def test_ascend_text_and_db_agree(shared_traces: Path) -> None:
+    text, db = advice_of(f"{ASCEND}/text"), advice_of(f"{ASCEND}/db")
+    for a, b in zip(text.verdicts, db.verdicts):
+        assert a.step_ns == pytest.approx(b.step_ns, rel=0.02)

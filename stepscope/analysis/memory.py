@@ -96,6 +96,21 @@ class MemoryView:
     by_op: OpMemory
     addresses_recorded: bool  # False: old trace without "Addr", so frees cannot be paired
 
+    @property
+    def allocation_count(self) -> int:
+        """Allocation events (+bytes)."""
+        return len(self.allocations.size_bytes)
+
+    @property
+    def free_count(self) -> int:
+        """Free events (−bytes) in the trace: the sum of the per-operator ``free_count``."""
+        return int(self.by_op.free_count.sum())
+
+    @property
+    def freed_count(self) -> int | None:
+        """Allocations of the trace freed within it; None when no addresses pair frees with allocations."""
+        return int((self.allocations.free_ts_ns >= 0).sum()) if self.addresses_recorded else None
+
 
 def device_label(device_type: int, device: int) -> str:
     """How every view names a memory device: "CPU" (device type 0, whatever its id: Kineto writes

@@ -135,10 +135,10 @@ class TraceBuilder:
         return rt, k
 
     def memory(self, ts: Time, nbytes: int, total_allocated: int, total_reserved: int, addr: int = 1,
-               device_type: int = 1, tid: int | None = None) -> dict[str, Any]:
+               device_type: int = 1, tid: int | None = None, device: int = 0) -> dict[str, Any]:
         return self.add(ph="i", s="t", name="[memory]", pid=self.pid,
                         tid=tid if tid is not None else self.tid, ts=ts,
-                        args={"Device Type": device_type, "Device Id": 0, "Addr": addr, "Bytes": nbytes,
+                        args={"Device Type": device_type, "Device Id": device, "Addr": addr, "Bytes": nbytes,
                               "Total Allocated": total_allocated, "Total Reserved": total_reserved})
 
     def counter(self, name: str, ts: Time, pid: int | None = None, **values: float) -> dict[str, Any]:

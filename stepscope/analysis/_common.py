@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from stepscope.analysis import intervals
 from stepscope.analysis._memo import per_rank
-from stepscope.model.schema import GPU_KINDS
+from stepscope.analysis.breakdown import tb_step_windows
 from stepscope.model.trace import Trace
 
 I32 = npt.NDArray[np.int32]
@@ -44,7 +44,8 @@ class Windows:
     """The analysis windows of one rank: its profiled steps, or one window over all its GPU work.
 
     ``step`` is the ProfilerStep number (-1 for the whole-trace window); ``start_ns`` / ``end_ns``
-    the step span stretched to the end of the GPU work it launched (SPEC §3).
+    the step breakdown's windows: the step span stretched to the end of the GPU work it launched,
+    starting where the previous step ended (SPEC §3, §4).
     """
 
     step: I32
@@ -64,22 +65,10 @@ class Windows:
 
 
 def step_windows(trace: Trace, rank: int) -> Windows:
-    """Steps of a rank, or the rank's GPU extent (host extent for CPU-only ranks) as one window."""
-    st = trace.steps
-    mine = np.flatnonzero(st["rank"] == rank)
-    if len(mine):
-        order = mine[np.argsort(st["start_ns"][mine], kind="stable")]
-        return Windows(st["step"][order].astype(np.int32), st["start_ns"][order].astype(np.int64),
-                       st["end_ns"][order].astype(np.int64))
-    ev = trace.events
-    rows = np.flatnonzero(ev["rank"] == rank)
-    gpu = rows[np.isin(ev["kind"][rows], [int(k) for k in GPU_KINDS])]
-    use = gpu if len(gpu) else rows
-    if len(use) == 0:
-        return Windows(np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int64))
-    lo = int(ev["ts_ns"][use].min())
-    hi = int((ev["ts_ns"][use] + ev["dur_ns"][use]).max())
-    return Windows(np.array([-1], np.int32), np.array([lo], np.int64), np.array([hi], np.int64))
+    """The rank's step windows: exactly the step breakdown's (``breakdown.tb_step_windows``), so every
+    view shows one length per step; without steps, one window over the rank's device work."""
+    tb = tb_step_windows(trace, rank)
+    return Windows(tb.step.astype(np.int32), tb.start_ns.astype(np.int64), tb.end_ns.astype(np.int64))
 
 
 def rank_rows(trace: Trace, rank: int, kinds: tuple[int, ...] | None = None) -> I64:

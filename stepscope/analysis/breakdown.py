@@ -4,8 +4,10 @@ Step boundaries (TB ``StepParser``): each ``ProfilerStep#N`` host span is stretc
 GPU work launched by runtime calls lying wholly inside it, and starts no earlier than the previous
 step's (stretched) end; the first step starts after the GPU work launched before it, when that ends
 before the step's own GPU work. A trailing step whose launched-GPU count is below 80 % of the one before
-is dropped (the profiler likely missed its kernels). Without ``ProfilerStep`` the whole host extent
-is one step.
+is dropped (the profiler likely missed its kernels). Without ``ProfilerStep`` the rank's host and
+device extent is one window, starting at the first device activity when that activity was queued
+behind work the trace does not show (:func:`_whole_trace_window`). Every view's step windows are these
+(:func:`stepscope.analysis._common.step_windows`), so a step has one length everywhere.
 
 Attribution: within the steps, categories are claimed in priority order
 Kernel > Memcpy > Memset > Communication > Runtime > DataLoader > CPU Exec > Other, each taking only
@@ -34,6 +36,8 @@ B = npt.NDArray[np.bool_]
 CATEGORIES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec", "other")
 COMM_OPS = ("nccl:", "gloo:", "c10d::", "hccl:", "rccl:")
 TAIL_DROP_RATIO = 0.8
+#: a device activity starting this long after its launch returned was queued behind other work
+QUEUED_NS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -67,22 +71,41 @@ def is_dataloader(name: str) -> bool:
 def _host_steps(trace: Trace, rank: int) -> tuple[I32, I64, I64]:
     st = trace.steps
     mine = np.flatnonzero(st["rank"] == rank)
-    if len(mine):
-        mine = mine[np.argsort(st["start_ns"][mine], kind="stable")]
-        return st["step"][mine].astype(np.int32), st["start_ns"][mine], st["host_end_ns"][mine]
+    mine = mine[np.argsort(st["start_ns"][mine], kind="stable")]
+    return st["step"][mine].astype(np.int32), st["start_ns"][mine], st["host_end_ns"][mine]
+
+
+def _whole_trace_window(trace: Trace, rank: int) -> StepWindows:
+    """A rank without ProfilerStep: one window from its first host or device event to its last.
+
+    When the first device activity waited more than :data:`QUEUED_NS` after its launch, the device
+    was busy with work the trace does not show (a window cut from a longer run): the window then
+    starts at that activity, since the host time before it is not time the device waited for."""
     ev = trace.events
-    host = np.flatnonzero((ev["rank"] == rank) & np.isin(ev["kind"], [EventKind.CPU_OP,
-                                                                      EventKind.USER_ANNOTATION]))
-    if len(host) == 0:
-        return np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return (np.array([-1], np.int32), np.array([ev["ts_ns"][host].min()], np.int64),
-            np.array([(ev["ts_ns"][host] + ev["dur_ns"][host]).max()], np.int64))
+    mine = ev["rank"] == rank
+    gpu = np.flatnonzero(mine & np.isin(ev["kind"], [int(k) for k in GPU_KINDS]))
+    host = np.flatnonzero(mine & np.isin(ev["kind"], [EventKind.CPU_OP, EventKind.USER_ANNOTATION]))
+    ts, end = ev["ts_ns"], ev["ts_ns"] + ev["dur_ns"]
+    if len(gpu) + len(host) == 0:
+        empty = np.zeros(0, np.int64)
+        return StepWindows(np.zeros(0, np.int32), empty, empty, empty, empty, empty, 0)
+    lo = int(ts[np.concatenate([gpu, host])].min())
+    hi = int(end[np.concatenate([gpu, host])].max())
+    if len(gpu):
+        first = int(gpu[np.argmin(ts[gpu])])
+        la = int(ev["launch"][first])
+        if la >= 0 and int(ts[first]) - int(end[la]) > QUEUED_NS:
+            lo = int(ts[first])
+    one = np.array([lo], np.int64), np.array([hi], np.int64)
+    return StepWindows(np.array([-1], np.int32), *one, *one, np.array([len(gpu)], np.int64), 0)
 
 
 @per_rank
 def tb_step_windows(trace: Trace, rank: int) -> StepWindows:
     """Step windows of a rank following the TB plugin (see the module docstring)."""
     step, hs, he = _host_steps(trace, rank)
+    if len(step) == 0:
+        return _whole_trace_window(trace, rank)
     ev = trace.events
     n = len(step)
     gpu = np.flatnonzero((ev["rank"] == rank) & np.isin(ev["kind"], [int(k) for k in GPU_KINDS]))
@@ -91,9 +114,7 @@ def tb_step_windows(trace: Trace, rank: int) -> StepWindows:
     le = lt + ev["dur_ns"][np.maximum(launch, 0)]
     pos = np.searchsorted(hs, lt, side="right") - 1
     pc = np.maximum(pos, 0)
-    inside = (launch >= 0) & (pos >= 0) & (n > 0)
-    if n:
-        inside &= (lt >= hs[pc]) & (le <= he[pc])
+    inside = (launch >= 0) & (pos >= 0) & (lt >= hs[pc]) & (le <= he[pc])
     g_ts, g_end = ev["ts_ns"][gpu], ev["ts_ns"][gpu] + ev["dur_ns"][gpu]
     count = np.bincount(pc[inside], minlength=n).astype(np.int64)[:n]
     dmin = np.full(n, np.iinfo(np.int64).max)

@@ -96,13 +96,38 @@ class MemoryView:
     by_op: OpMemory
     addresses_recorded: bool  # False: old trace without "Addr", so frees cannot be paired
 
+    @property
+    def allocation_count(self) -> int:
+        """Allocation events (+bytes)."""
+        return len(self.allocations.size_bytes)
+
+    @property
+    def free_count(self) -> int:
+        """Free events (−bytes) in the trace: the sum of the per-operator ``free_count``."""
+        return int(self.by_op.free_count.sum())
+
+    @property
+    def freed_count(self) -> int | None:
+        """Allocations of the trace freed within it; None when no addresses pair frees with allocations."""
+        return int((self.allocations.free_ts_ns >= 0).sum()) if self.addresses_recorded else None
+
+
+def device_label(device_type: int, device: int) -> str:
+    """How every view names a memory device: "CPU" (device type 0, whatever its id: Kineto writes
+    -1), "GPU<n>" (type 1), "device<type>:<n>" for any other type a profiler records."""
+    if device_type == 0:
+        return "CPU"
+    if device_type == 1:
+        return f"GPU{device}"
+    return f"device{device_type}:{device}"
+
 
 def _device_labels(dtype: I64, dev: I64) -> S:
-    """"CPU" / "GPU<n>" per row, worded once per distinct (device type, device)."""
-    uniq, inv = np.unique(dtype * (1 << 20) + dev, return_inverse=True)
-    words = np.empty(len(uniq), object)
-    words[:] = [("CPU" if k >> 20 == 0 else f"GPU{k & ((1 << 20) - 1)}") for k in uniq.tolist()]
-    out: S = words[inv]
+    """:func:`device_label` per row, worded once per distinct (device type, device)."""
+    _, first, inv = np.unique(np.stack([dtype, dev]), axis=1, return_index=True, return_inverse=True)
+    words = np.empty(len(first), object)
+    words[:] = [device_label(int(dtype[i]), int(dev[i])) for i in first.tolist()]  # per device
+    out: S = words[np.asarray(inv).reshape(-1)]
     return out
 
 

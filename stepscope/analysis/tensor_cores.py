@@ -6,8 +6,11 @@ the vendor libraries (cuBLAS, cuDNN, CUTLASS, flash-attention, rocBLAS/Tensile, 
 put in Tensor-Core kernels. The fragments name the MMA instruction shape (``h884`` = HMMA 8x8x4 on
 Volta, ``1688`` = 16x8x8 on Turing/Ampere, ``16816`` = 16x8x16 on Ampere+), the library family
 (``xmma``, ``tensorop``, ``gmma`` / ``wgmma`` on Hopper, ``tcgen05`` / ``umma`` on Blackwell) or the AMD
-matrix instruction (``MFMA``, Tensile ``MI32x32x8``). Plain FP32 SIMT kernels (``volta_sgemm``,
-``scudnn``, ``simt_sgemm``, ``implicit_convolve_sgemm``) are deliberately absent.
+matrix instruction (``MFMA``, Tensile ``MI32x32x8``). A GEMM in an FP8 / FP6 / FP4 or MX format
+(``e4m3``, ``MxE2m1``, ``mxfp4``, ``fp8_gemm``) runs on Tensor Cores whatever its library, since only
+they multiply those types; a kernel that merely converts to such a type (``..._fp8_quant_kernel``)
+is not a GEMM and is not counted. Plain FP32 SIMT kernels (``volta_sgemm``, ``scudnn``,
+``simt_sgemm``, ``implicit_convolve_sgemm``) are deliberately absent.
 """
 
 from __future__ import annotations
@@ -36,7 +39,12 @@ TC_KERNEL_PATTERNS: tuple[tuple[str, str, str], ...] = (
     ("hopper", r"nvjet", "cuBLAS nvjet kernels (Hopper/Blackwell)"),
     ("hopper", r"flash_(fwd|bwd)|flash::|fmha|flashattn", "flash / fused multi-head attention kernels"),
     ("blackwell", r"tcgen05|(?<![a-z])umma|sm1[02]\da?_.*(gemm|conv|mma)", "Blackwell 5th-gen Tensor Core kernels"),
+    ("low-precision", r"^(?=.*(?:gemm|bmm|matmul|mma|grouped_mm))"
+                      r"(?=.*(?:e4m3|e5m2|e[23]m[123]|mxf(?:p)?[468]|mxint8|nvf(?:p)?4|fp8|fp4|f8f6f4|w8a8|w4a\d))",
+     "FP8 / FP6 / FP4 and MX-format GEMMs (cutlass / cuBLASLt / trtllm-gen e4m3 and MxE2m1, DeepGEMM and "
+     "grouped fp8 GEMMs, Triton matmul_ogs mxfp4): only Tensor Cores / matrix cores multiply these types"),
     ("amd", r"mfma|smfmac|xdl", "AMD CDNA matrix-core kernels (MFMA, composable_kernel XDL)"),
+    ("amd", r"igemm_\w*gtcx", "MIOpen implicit-GEMM xdlops convolutions (igemm_fwd_gtcx*)"),
     ("amd", r"cijk_.*_mi\d+x\d+x\d+", "rocBLAS/hipBLASLt Tensile kernels built on MFMA (MI shape)"),
 )
 

@@ -55,6 +55,7 @@ from stepscope.analysis import _timeline_index as tix
 from stepscope.analysis import intervals
 from stepscope.analysis._memo import per_rank
 from stepscope.analysis._timeline_sample import sampled_cells
+from stepscope.analysis.breakdown import tb_step_windows
 from stepscope.model.schema import EventKind, TrackKind
 from stepscope.model.strings import StringPool
 from stepscope.model.trace import Trace
@@ -299,11 +300,11 @@ def _dominant_names(cell: I64, name: I64, weight: F64, n_cells: int) -> I64:
 
 
 def _steps(trace: Trace, rank: int, a: int, b: int) -> dict[str, I64]:
-    st = trace.steps
-    m = np.flatnonzero((st["rank"] == rank) & (st["start_ns"] < b) & (np.maximum(st["end_ns"], st["host_end_ns"]) > a))
-    m = m[np.argsort(st["start_ns"][m], kind="stable")]
-    return {"step": st["step"][m].astype(np.int64), "start_ns": st["start_ns"][m].astype(np.int64),
-            "end_ns": st["end_ns"][m].astype(np.int64), "host_end_ns": st["host_end_ns"][m].astype(np.int64)}
+    """The step windows of the breakdown (one length per step everywhere) overlapping [a, b)."""
+    w = tb_step_windows(trace, rank)
+    m = np.flatnonzero((w.step >= 0) & (w.start_ns < b) & (np.maximum(w.end_ns, w.host_end_ns) > a))
+    return {"step": w.step[m].astype(np.int64), "start_ns": w.start_ns[m].astype(np.int64),
+            "end_ns": w.end_ns[m].astype(np.int64), "host_end_ns": w.host_end_ns[m].astype(np.int64)}
 
 
 def _flows(trace: Trace, ix: tix.RankIndex, rows: I64) -> dict[str, I64]:

@@ -9,6 +9,7 @@ from rich.console import Console
 
 from stepscope.analysis.bundle import analyze, apply_batch_size
 from stepscope.cli.common import echo_json, load_trace, trace_options
+from stepscope.errors import UsageError
 from stepscope.report import json_out, terminal
 
 
@@ -21,10 +22,26 @@ def findings_for(bundle: Any) -> list[Any]:
     return list(advise(bundle))
 
 
+def view_names() -> list[str]:
+    """The names ``--view`` accepts: every analysis the terminal report renders."""
+    from stepscope.report.views import CLUSTER_RENDERERS, RENDERERS
+
+    return [*RENDERERS, *CLUSTER_RENDERERS]
+
+
+def _check_views(views: tuple[str, ...]) -> tuple[str, ...]:
+    bad = [v for v in views if v not in view_names()]
+    if bad:
+        raise UsageError(f"unknown view {', '.join(repr(b) for b in bad)} (views: {', '.join(view_names())})")
+    return views
+
+
 @click.command("analyze")
 @click.argument("path", required=False, type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON document (docs/json.md).")
-@click.option("--view", "views", multiple=True, help="Only these views (repeatable), e.g. --view kernels.")
+@click.option("--view", "views", multiple=True, callback=lambda _c, _p, v: _check_views(v),
+              help="Show only these views (repeatable), e.g. --view kernels; the analyses and findings "
+                   "are the same as without it.")
 @click.option("--top", default=10, show_default=True, help="Rows per table.")
 @click.option("--batch-size", type=int, default=None, help="Samples per step, for samples/s.")
 @click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None,
@@ -36,7 +53,7 @@ def command(path: str | None, as_json: bool, views: tuple[str, ...], top: int, b
             as_md: bool = False) -> None:
     """Analyze a trace file or run directory (the embedded sample when PATH is omitted)."""
     trace = load_trace(path, no_cache, span, ranks)
-    bundle = analyze(trace, names=views or None)
+    bundle = analyze(trace)  # every analysis: --view chooses what is shown, never which findings exist
     apply_batch_size(bundle, batch_size)
     findings = findings_for(bundle)
     if html_out or as_md:

@@ -12,22 +12,16 @@ from stepscope.collect.step_timer import StepRecord, summarise_records
 
 
 def _summarise(trace_dir: Path) -> str:
-    """The short verdict printed after a run: steps and mean step time from the loaded trace.
-
-    This is the hook where the advisor's verdict goes once ``stepscope.advisor`` exposes it.
-    """
-    import numpy as np
-
+    """The short verdict printed after a run: steps and mean step time (the step breakdown's) from the trace."""
     import stepscope
+    from stepscope.collect.demo import stats_of
 
     trace = stepscope.load(trace_dir)
-    steps = trace.steps
-    if len(steps) == 0:
+    stats = stats_of(trace)
+    if stats.steps == 0:
         return "no ProfilerStep spans in the trace"
-    span_ns = np.asarray(steps["end_ns"], dtype=np.int64) - np.asarray(steps["start_ns"], dtype=np.int64)
-    step_ms = float(span_ns.mean()) / 1e6
-    return (f"{len(steps)} profiled steps on {len(trace.ranks)} rank(s), "
-            f"mean step {step_ms:.2f} ms, {len(trace.counters)} system counter samples")
+    return (f"{stats.steps} profiled steps on {len(trace.ranks)} rank(s), "
+            f"mean step {stats.step_ms:.2f} ms, {len(trace.counters)} system counter samples")
 
 
 @click.command("run", context_settings={"ignore_unknown_options": True,

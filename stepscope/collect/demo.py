@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -29,10 +30,11 @@ from stepscope.collect.demo_workload import DemoConfig, train
 from stepscope.collect.profiler import import_torch
 from stepscope.collect.step_timer import StepRecord, StepSummary, summarise_records
 
+if TYPE_CHECKING:
+    from stepscope.model.trace import Trace
+
 BASELINE = DemoConfig(num_workers=0)
 FIXED = DemoConfig(num_workers=2, persistent_workers=True)
-#: DataLoader share of the step above which the run is called input-bound
-DATALOADER_PREFIX = "enumerate(DataLoader)"
 
 Echo = Callable[[str], None]
 
@@ -88,20 +90,22 @@ class TraceStats:
 def trace_stats(trace_dir: Path) -> TraceStats:
     """Mean step time and mean DataLoader time per step of the traces in ``trace_dir``."""
     import stepscope
-    from stepscope.model.schema import EventKind
 
-    trace = stepscope.load(trace_dir)
-    steps = trace.steps
-    n = len(steps)
+    return stats_of(stepscope.load(trace_dir))
+
+
+def stats_of(trace: Trace) -> TraceStats:
+    """Profiled steps, mean step and mean DataLoader time of a trace, from the step breakdown of
+    every rank (its step windows and DataLoader category, as every view shows them)."""
+    from stepscope.analysis.breakdown import compute_breakdown
+
+    bds = [compute_breakdown(trace, r) for r in trace.rank_ids]
+    bds = [b for b in bds if b.step_count and b.step[0] >= 0]
+    n = sum(b.step_count for b in bds)
     if n == 0:
         return TraceStats(0, 0.0, 0.0)
-    span_ns = np.asarray(steps["end_ns"], dtype=np.int64) - np.asarray(steps["start_ns"], dtype=np.int64)
-    step_ms = float(span_ns.mean()) / 1e6
-    ev = trace.events
-    in_step = np.asarray(ev["step"], dtype=np.int64) >= 0
-    is_dl = trace.strings.mask(lambda s: s.startswith(DATALOADER_PREFIX))[ev["name"]]
-    is_dl &= trace.kind_mask(EventKind.CPU_OP, EventKind.USER_ANNOTATION) & in_step
-    dl_ms = float(np.asarray(ev["dur_ns"], dtype=np.int64)[is_dl].sum()) / 1e6 / n
+    step_ms = float(np.concatenate([b.total_ns for b in bds]).mean()) / 1e6
+    dl_ms = float(np.concatenate([b.reader_cost_ns for b in bds]).mean()) / 1e6
     return TraceStats(n, step_ms, dl_ms)
 
 

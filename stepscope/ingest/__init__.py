@@ -91,13 +91,13 @@ def _load(path: str | Path | None, use_cache: bool, span: str | int | None, rank
     target = cache_dir() / key
     if use_cache and (target / "meta.json").exists():
         try:
-            return store.load(target)
+            return store.load(target, source=str(path if path is not None else DEFAULT_TRACE), files=run.files)
         except store.CorruptStoreError as exc:
             log.info("cache entry %s unreadable (%s); rebuilding", target, exc)
     trace = _parse(run, path if path is not None else DEFAULT_TRACE, ranks, workers, progress, engine, ray_address)
     if use_cache:
         try:
-            store.save(trace, target)
+            store.save(trace, target, files=run.files)
         except OSError as exc:
             log.info("could not write cache %s: %s", target, exc)
     return trace

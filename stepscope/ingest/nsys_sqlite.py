@@ -201,9 +201,21 @@ def _runtime(con: sqlite3.Connection, tables: set[str], strings: dict[int, str],
     if len(start) == 0:
         return {}
     c = _host(start, end, gtid, EventKind.RUNTIME, "cuda_runtime", pool)
-    c["corr"] = corr.astype(np.int64)
+    c["corr"] = np.where(corr == None, -1, corr).astype(np.int64)  # noqa: E711 (object array from SQL NULLs)
     c["name"] = _names(pool, name, strings, strip=True)
-    return c
+    keep = _one_per_call(c["_key"], c["corr"], c["name"], c["dur_ns"])
+    return {k: v[keep] for k, v in c.items()}
+
+
+def _one_per_call(key: npt.NDArray[np.int64], corr: npt.NDArray[np.int64], name: npt.NDArray[np.int32],
+                  dur: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Rows to keep, in table order: old exports record some calls twice (``cudaMemcpy`` and
+    ``cudaMemcpy_v3020``, the same correlation id on the same thread); the longer row of each stays."""
+    order = np.lexsort((-dur, name, corr, key))
+    k, c, n = key[order], corr[order], name[order]
+    first = np.ones(len(order), bool)
+    first[1:] = (k[1:] != k[:-1]) | (c[1:] != c[:-1]) | (n[1:] != n[:-1]) | (c[1:] < 0)
+    return np.sort(order[first])
 
 
 def _nvtx(con: sqlite3.Connection, tables: set[str], strings: dict[int, str], pool: StringPool) -> Cols:

@@ -13,6 +13,7 @@ from rich.table import Table
 from stepscope.advisor.finding import Finding, NotRun
 from stepscope.advisor.verdict import Verdict
 from stepscope.report import texts
+from stepscope.report._prose import prose
 
 SEVERITY_STYLE = {"high": "bold red", "medium": "yellow", "low": "dim"}
 
@@ -60,12 +61,16 @@ def _rank(rank: int | None) -> str:
 
 
 def _evidence_line(evidence: Any, limit: int = 300) -> str:
-    """Scalar evidence as ``key=value`` pairs, lists summarised by their first item's name."""
+    """Evidence as ``key=value`` pairs in prose (lists joined, unknown values left out), lists of
+    records summarised by their first item's name."""
     parts = []
     for k, v in dict(evidence).items():
-        if isinstance(v, (int, float, str)) or v is None:
-            parts.append(f"{k}={v}")
-        elif isinstance(v, list) and v and isinstance(v[0], dict) and "name" in v[0]:
-            parts.append(f"{k}[0]={str(v[0]['name'])[:80]}")
+        if isinstance(v, list) and v and isinstance(v[0], dict):
+            if "name" in v[0]:
+                parts.append(f"{k}: first {str(v[0]['name'])[:80]}")
+            continue
+        words = v if isinstance(v, (int, float)) and not isinstance(v, bool) else prose(v)
+        if words is not None:
+            parts.append(f"{k}={words}")
     line = ", ".join(parts)
     return line if len(line) <= limit else line[: limit - 1] + "…"

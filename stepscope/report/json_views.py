@@ -103,9 +103,8 @@ def _memory(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
                 "peak_reserved_bytes": c.peak_reserved_bytes if c.peak_reserved_bytes >= 0 else None,
                 "max_fragmentation_bytes": int(c.fragmentation_bytes.max()) if len(c.ts_ns) else 0,
                 "events": len(c.ts_ns)} for c in m.curves]
-    a = m.allocations
-    return {"devices": devices, "allocation_count": len(a.size_bytes),
-            "freed_count": int((a.free_ts_ns >= 0).sum()), "addresses_recorded": m.addresses_recorded,
+    return {"devices": devices, "allocation_count": m.allocation_count, "free_count": m.free_count,
+            "freed_count": m.freed_count, "addresses_recorded": m.addresses_recorded,
             "by_op": [{"name": n, "device": d, "self_increase_bytes": si, "total_increase_bytes": ti,
                        "alloc_count": ac, "alloc_bytes": ab, "free_count": fc}
                       for n, d, si, ti, ac, ab, fc in zip(

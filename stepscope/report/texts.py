@@ -3,15 +3,19 @@
 Keyed by rule id (``RULES``: title and what was found), by remedy key (``CHANGES``: what to change,
 code-level where possible) and by gain-basis key (``BASIS``: how the saving was estimated). Templates
 are ``str.format`` strings over the finding's evidence, its change parameters and ``gain_ms``,
-``gain_pct``, ``step_ms``, ``rank``; a missing field renders as ``?`` instead of failing.
+``gain_pct``, ``step_ms``, ``rank`` (the evidence's own keys win); :func:`fill` renders them so that a
+person never reads a Python value (:mod:`stepscope.report._prose`): lists read as prose, shapes as
+``1×141×512``, and a part written ``⟨…⟩`` is left out when one of its fields has no value (None,
+empty), so there is no empty placeholder like "(here  )". A missing field outside such a part
+renders as ``?`` instead of failing.
 """
 
 from __future__ import annotations
 
-import string
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from stepscope.report._prose import fill
 
 if TYPE_CHECKING:
     from stepscope.advisor.finding import Finding
@@ -79,8 +83,8 @@ RULES: dict[str, RuleText] = {
         ("https://pytorch.org/tutorials/intermediate/memory_format_tutorial.html",)),
     "under-filled-grid": RuleText(
         "Kernels launch fewer blocks than the GPU has SMs",
-        "{underfilled_kernel_pct:.1f}% of kernel time runs with fewer blocks than the {sm_count} SMs "
-        "(mean {mean_blocks} blocks): {idle_sm_ms:.2f} ms of SM time idle per step.",
+        "{underfilled_kernel_pct:.1f}% of kernel time runs with fewer blocks than the⟨ {sm_count}⟩ SMs"
+        "⟨ (mean {mean_blocks} blocks)⟩: {idle_sm_ms:.2f} ms of SM time idle per step.",
         ("https://docs.nvidia.com/cuda/cuda-c-best-practices-guide/#occupancy",)),
     "comm-not-overlapped": RuleText(
         "Communication is not hidden behind computation",
@@ -90,8 +94,9 @@ RULES: dict[str, RuleText] = {
          "https://pytorch.org/docs/stable/fsdp.html")),
     "straggler-rank": RuleText(
         "One rank holds the others back",
-        "Rank {slow_rank} is slower than the median rank ({reasons}): {step_ms:.2f} vs {median_step_ms:.2f} ms per "
-        "step, {kernel_count} vs {median_kernel_count:.0f} kernels; the others wait {others_wait_ms:.2f} ms.",
+        "Rank {slow_rank} is slower than the median rank⟨ ({reasons_text})⟩: {step_ms:.2f} vs "
+        "{median_step_ms:.2f} ms per step, {kernel_count} vs {median_kernel_count:.0f} kernels; the others wait "
+        "{others_wait_ms:.2f} ms.",
         ("https://hta.readthedocs.io/en/latest/source/features/temporal_breakdown.html",)),
     "load-imbalance": RuleText(
         "Ranks do unequal work",
@@ -100,8 +105,8 @@ RULES: dict[str, RuleText] = {
         ("https://hta.readthedocs.io/en/latest/source/features/temporal_breakdown.html",)),
     "allocator-fragmentation": RuleText(
         "The caching allocator wastes memory or churns",
-        "Signals: {signals}. At peak, {unused_reserved_gib} GiB of {peak_reserved_gib} GiB reserved is unused "
-        "({unused_reserved_pct}%); allocator calls take {alloc_calls_ms:.2f} ms per step.",
+        "Signals: {signals}.⟨ At peak, {unused_reserved_gib} GiB of {peak_reserved_gib} GiB reserved is unused "
+        "({unused_reserved_pct}%).⟩ Allocator calls take {alloc_calls_ms:.2f} ms per step.",
         ("https://pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf",)),
     "memory-near-capacity": RuleText(
         "GPU memory is nearly full",
@@ -157,7 +162,8 @@ CHANGES: dict[str, str] = {
                                "cheaper (pre-decoded binary shards, fewer small files, GPU-side augmentation).",
     "pin-memory": "Copy from pinned memory: DataLoader(..., pin_memory=True), or tensor.pin_memory() for "
                   "buffers you reuse, then .to(device, non_blocking=True).",
-    "remove-step-sync": "Remove per-step host syncs (here {op} {call_site}): no .item() / .cpu() / .tolist() / "
+    "remove-step-sync": "Remove per-step host syncs⟨ (here {call}⟨ under {op}⟩⟨ from {call_site}⟩)⟩: no .item() / "
+                        ".cpu() / .tolist() / "
                         "print of GPU tensors each step — accumulate on the GPU and read every N steps; use "
                         "CUDA events instead of torch.cuda.synchronize().",
     "cuda-graphs-or-compile": "Launch less: capture the step with CUDA Graphs (torch.cuda.graphs / "
@@ -184,7 +190,7 @@ CHANGES: dict[str, str] = {
     "channels-last": "Use NHWC: model = model.to(memory_format=torch.channels_last) and the same for the "
                      "input batch, together with AMP.",
     "fill-the-gpu": "Give these kernels more parallel work: a larger batch, fused ops (torch.compile), or a "
-                    "split-K / stream-K kernel variant, so that all {sm_count} SMs have blocks.",
+                    "split-K / stream-K kernel variant, so that all⟨ {sm_count}⟩ SMs have blocks.",
     "overlap-communication": "Overlap collectives with backward compute: DDP(bucket_cap_mb=...) tuned (default "
                              "{bucket_cap_mb}), no find_unused_parameters unless needed, gradient accumulation "
                              "with no_sync(); FSDP backward/forward prefetch.",
@@ -250,29 +256,12 @@ VERDICT_STAGES: dict[str, str] = {
 }
 
 
-class _Lenient(string.Formatter):
-    """A formatter for which a missing field is ``?`` and a value that does not fit its spec is str()."""
-
-    def get_value(self, key: int | str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
-        return kwargs.get(str(key), "?")
-
-    def format_field(self, value: Any, format_spec: str) -> str:
-        try:
-            return format(value, format_spec)
-        except (ValueError, TypeError):
-            return str(value)
-
-
-_FORMATTER = _Lenient()
-
-
-def fill(template: str, values: Mapping[str, Any]) -> str:
-    """Format a template over ``values``; never raises on a missing or mistyped field."""
-    return _FORMATTER.vformat(template, (), values)
-
-
 ISSUE_WORDS = {"cuda-runtime-old": "an old CUDA runtime", "driver-older-than-runtime": "a driver older than "
                "the CUDA runtime", "legacy-profiler-schema": "the 2021 profiler schema (PyTorch 1.9 or older)"}
+
+
+#: the cluster analysis' work metrics, as a reason a rank is slow
+REASON_WORDS = {"kernel_count": "more kernels", "compute_ns": "more GPU compute", "step_ns": "longer steps"}
 
 
 def _values(f: Finding) -> dict[str, Any]:
@@ -280,10 +269,11 @@ def _values(f: Finding) -> dict[str, Any]:
     issues = [ISSUE_WORDS.get(str(i), str(i)) for i in ev.get("issues", [])]
     versions = [f"{label} {ev[k]}" for k, label in (("cuda_runtime", "CUDA runtime"), ("cuda_driver", "driver"))
                 if ev.get(k) not in (None, "None", "")]
-    derived = {"issues_text": " and ".join(issues) or "an old stack",
+    reasons = [REASON_WORDS.get(str(r), str(r)) for r in ev.get("reasons", [])]
+    derived = {"issues_text": " and ".join(issues) or "an old stack", "reasons_text": reasons,
                "versions_text": f" ({', '.join(versions)})" if versions else ""}
-    return {**ev, **dict(f.change.params), **derived, "gain_ms": f.est_gain_ms, "gain_pct": f.est_gain_pct,
-            "step_ms": f.step_ns / 1e6, "rank": f.rank}
+    general = {"gain_ms": f.est_gain_ms, "gain_pct": f.est_gain_pct, "step_ms": f.step_ns / 1e6, "rank": f.rank}
+    return {**general, **ev, **dict(f.change.params), **derived}
 
 
 def title_text(f: Finding) -> str:

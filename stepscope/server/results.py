@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from stepscope.analysis.breakdown import tb_step_windows
 from stepscope.analysis.bundle import Bundle, analyze
 from stepscope.model.trace import Trace
 from stepscope.report.json_out import clean, to_json
@@ -83,10 +84,10 @@ def _rank_info(trace: Trace, rank: int) -> dict[str, Any]:
     ts, dur = ev["ts_ns"][sl], ev["dur_ns"][sl]
     start = int(ts.min()) if len(ts) else 0
     end = int((ts + np.maximum(dur, 0)).max()) if len(ts) else 1
-    st = trace.steps
-    rows = np.flatnonzero(st["rank"] == rank)[:MAX_STEP_MARKERS]
+    w = tb_step_windows(trace, rank)  # the breakdown's windows: one length per step in every view
+    rows = np.flatnonzero(w.step >= 0)[:MAX_STEP_MARKERS]
     steps = [{"step": int(s), "start_ns": int(a), "end_ns": int(b)}
-             for s, a, b in zip(st["step"][rows], st["start_ns"][rows], st["end_ns"][rows])]
+             for s, a, b in zip(w.step[rows], w.start_ns[rows], w.end_ns[rows])]
     return {"rank": rank, "start_ns": start, "end_ns": max(end, start + 1), "steps": steps}
 
 

@@ -26,7 +26,13 @@ def bundle(rel: str) -> Bundle:
     return _BUNDLES[rel]
 
 
-def test_dlrm_8_ranks_comm_compute_and_the_imbalance_of_ranks_1_and_3() -> None:
+def test_dlrm_8_ranks_comm_compute_and_ranks_1_and_3_arrive_first() -> None:
+    """Step 10 ends within 1 ms on every rank; ranks 1 and 3 start it first (their host finished step 9
+    first), so their step windows are the longest and they wait longest inside the collectives (their
+    first all-to-all kernel starts 3.1 / 4.6 ms in, rank 7's at 10.7 ms, all end at 10.73 ms). In the
+    breakdown's step windows they run as many kernels as the others: the 61 / 64 extra kernels once
+    counted for them are step 9's, launched before the profiling window and still running when the
+    host began step 10 (the first step starts after that work, as the TB plugin rules)."""
     b = bundle("param_dlrm/dlrm_8rank_v100")
     assert sorted(b.ranks) == list(range(8))
     for rank in range(8):
@@ -36,15 +42,14 @@ def test_dlrm_8_ranks_comm_compute_and_the_imbalance_of_ranks_1_and_3() -> None:
         assert np.array_equal(parts, d.step_ns)
         assert 0 < d.overlap_ratio_pct < 100
     c = b.cluster["cluster"]
-    assert c.slow_ranks == [1, 3]
-    assert c.verdict == "imbalanced"
-    assert set(c.slow_reasons[1]) >= {"kernel_count"} and set(c.slow_reasons[3]) >= {"kernel_count"}
-    assert c.kernel_count[[1, 3]].tolist() == [310, 315]
+    assert c.kernel_count[[1, 3]].tolist() == [249, 251]
+    assert c.kernel_count.min() >= 245 and c.kernel_count.max() <= 251
     assert set(np.argsort(-c.step_ns)[:2].tolist()) == {1, 3}  # the two longest spans
+    assert set(np.argsort(-c.wait_ns)[:2].tolist()) == {1, 3} and int(np.argmin(c.wait_ns)) == 7
+    assert 1 not in c.slow_ranks and 3 not in c.slow_ranks
     assert c.wait_method == "min across ranks"
     doc = to_json(b)
-    assert doc["cluster"]["rank_count"] == 8 and doc["cluster"]["slow_ranks"] == [1, 3]
-    assert doc["cluster"]["imbalance_pct"] > 5
+    assert doc["cluster"]["rank_count"] == 8
     assert set(doc["ranks"][0]["distributed"]) >= {"computation_ms", "communication_ms", "overlap_ms", "other_ms"}
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import re
+import shutil
+import sqlite3
 from collections import defaultdict
 from pathlib import Path
 
@@ -59,10 +61,41 @@ def test_runtime_calls_match_reference(shared_traces: Path) -> None:
         mine = runtime & (names == name)
         if not mine.any():  # driver-API calls (cu*) are not in the runtime table of the export
             continue
-        assert int(mine.sum()) >= count, raw
+        assert int(mine.sum()) == count, raw
     sync = runtime & (names == "cudaDeviceSynchronize")
     c, t = gold["cudaDeviceSynchronize_v3020"]
     assert (int(sync.sum()), int(ev["dur_ns"][sync].sum())) == (c, t)
+
+
+def _with_old_schema_duplicates(src: Path, dst: Path) -> int:
+    """A copy of the export where every ``cudaMemcpy_v3020`` call is recorded a second time as
+    ``cudaMemcpy`` with the same correlation id, thread and times, as old nsys exports do."""
+    shutil.copy(src, dst)
+    con = sqlite3.connect(dst)
+    try:
+        (new_id,) = con.execute("SELECT MAX(id) + 1 FROM StringIds").fetchone()
+        con.execute("INSERT INTO StringIds (id, value) VALUES (?, 'cudaMemcpy')", (new_id,))
+        cols = [r[1] for r in con.execute("PRAGMA table_info(CUPTI_ACTIVITY_KIND_RUNTIME)")]
+        picked = ", ".join("?" if c == "nameId" else c for c in cols)
+        n = con.execute(f"INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME ({', '.join(cols)}) SELECT {picked} FROM "
+                        "CUPTI_ACTIVITY_KIND_RUNTIME WHERE nameId = (SELECT id FROM StringIds WHERE "
+                        "value = 'cudaMemcpy_v3020')", (new_id,)).rowcount
+        con.commit()
+    finally:
+        con.close()
+    return int(n)
+
+
+def test_old_schema_duplicated_runtime_calls_count_once(shared_traces: Path, tmp_path: Path) -> None:
+    src = next((shared_traces / CASE).glob("*.sqlite"))
+    assert _with_old_schema_duplicates(src, tmp_path / "old.sqlite") == 279
+    trace = stepscope.load(tmp_path / "old.sqlite", use_cache=False)
+    ev = trace.events
+    memcpy = (ev["kind"] == EventKind.RUNTIME) & (trace.names(ev["name"]) == "cudaMemcpy")
+    assert int(memcpy.sum()) == 279
+    assert int((ev["kind"] == EventKind.RUNTIME).sum()) == 3048  # pipit's reference: 3,048 CUDA API calls
+    copies = np.flatnonzero(ev["kind"] == EventKind.MEMCPY)
+    assert (ev["launch"][copies] >= 0).all() and len(np.unique(ev["launch"][copies])) == len(copies)
 
 
 def test_links_devices_and_no_diagnostics(shared_traces: Path) -> None:

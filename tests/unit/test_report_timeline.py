@@ -67,7 +67,7 @@ def test_memory_from_trace(tmp_path: Path) -> None:
     for i in range(10):
         b.memory(ts=i * 10, nbytes=1 << 20, total_allocated=(i + 1) << 20, total_reserved=16 << 20, addr=i)
     curves = memory_from_trace(b.load(tmp_path), 0)
-    assert len(curves) == 1 and curves[0].device == "GPU 0"
+    assert len(curves) == 1 and curves[0].device == "GPU0"
     assert curves[0].peak_allocated_mb == 10.0 and curves[0].reserved_mb == (16.0,) * 10
     assert curves[0].ts_ms[-1] == 0.09
 

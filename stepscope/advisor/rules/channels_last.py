@@ -1,10 +1,11 @@
 """``channels-last``: a convolution network runs in NCHW on Tensor Cores (SPEC §6).
 
-Detects: convolution kernels take at least ``channels_last_min_conv_pct`` of kernel time, and either
-cuDNN inserts layout-transform kernels (``nchwToNhwc`` / ``nhwcToNchw``: Tensor-Core convolutions
-work in NHWC, so NCHW tensors are transposed around every conv) or the conv kernels run on Tensor
-Cores while their names say NCHW. In FP32 without Tensor Cores the layout matters little: then
-``no-tensor-cores`` comes first and this rule stays quiet.
+Detects: convolution kernels take at least ``channels_last_min_conv_pct`` of kernel time, some of
+them run on Tensor Cores, and either cuDNN inserts layout-transform kernels (``nchwToNhwc`` /
+``nhwcToNchw``: Tensor-Core convolutions work in NHWC, so NCHW tensors are transposed around every
+conv) or the Tensor-Core conv kernels' names say NCHW. Without a Tensor-Core convolution the title
+would be false and the layout matters little (FP32 SIMT convs): then ``no-tensor-cores`` comes first
+and this rule stays quiet, transform kernels or not.
 
 Gain: the transform kernels' time per step plus ``channels_last_conv_gain`` of the Tensor-Core conv
 kernel time.
@@ -40,7 +41,7 @@ def detect(ctx: RuleContext) -> list[Finding]:
     transform = k[trace.strings.mask(lambda s: TRANSFORM.search(s) is not None)[names[k]]]
     tc_conv = conv[tc_kernel_mask(trace.strings)[names[conv]]]
     nchw_tc = tc_conv[trace.strings.mask(lambda s: NCHW.search(s) is not None)[names[tc_conv]]]
-    if len(transform) == 0 and len(nchw_tc) == 0:
+    if len(tc_conv) == 0 or (len(transform) == 0 and len(nchw_tc) == 0):
         return []
     tr_ns = per_step(ctx, float(ev["dur_ns"][transform].sum()))
     tc_ns = per_step(ctx, float(ev["dur_ns"][tc_conv].sum()))

@@ -37,5 +37,6 @@ def detect(ctx: RuleContext) -> list[Finding]:
                 "sync_calls_per_step": round(res.avg_ns("sync_count"), 1),
                 "d2h_copies_per_step": round(res.avg_ns("d2h_count"), 1), "sites": sites}
     top = sites[0] if sites else {}
-    change = Change("remove-step-sync", {"op": top.get("op", ""), "call_site": top.get("call_site", "")})
+    change = Change("remove-step-sync", {"call": top.get("call", ""), "op": top.get("op", ""),
+                                         "call_site": top.get("call_site", "")})
     return [ctx.finding(RULE_ID, max(gain, 0.0), "blocked-host-time", evidence, change)]

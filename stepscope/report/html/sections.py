@@ -114,6 +114,8 @@ def evidence_html(evidence: object, is_open: bool = True) -> str:
         return ""
     items = []
     for k, v in list(evidence.items())[:24]:
+        if v is None:  # unknown: left out rather than shown as null
+            continue
         if isinstance(v, float):
             text = f"{v:,.3f}".rstrip("0").rstrip(".")
         elif isinstance(v, (str, int)):

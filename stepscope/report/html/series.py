@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.analysis.memory import device_label
 from stepscope.model.trace import Trace
 from stepscope.model.uniq import unique
 from stepscope.report.html.fmt import num
@@ -63,14 +64,13 @@ def memory_from_trace(trace: Trace, rank: int, max_points: int = 2000) -> list[M
     for dtype, dev in sorted(keys.tolist(), key=lambda k: (k[0] != 1, k[1])):
         r = rows[(mem["device_type"][rows] == dtype) & (mem["device"][rows] == dev)]
         r = r[np.argsort(mem["ts_ns"][r], kind="stable")]
-        curve = _curve(mem, r, max_points, "GPU" if dtype == 1 else "CPU" if dtype == 0 else f"device {dtype}",
-                       int(dev))
+        curve = _curve(mem, r, max_points, device_label(int(dtype), int(dev)))
         if curve is not None:
             out.append(curve)
     return out
 
 
-def _curve(mem: Any, r: npt.NDArray[np.intp], max_points: int, what: str, dev: int) -> MemoryCurve | None:
+def _curve(mem: Any, r: npt.NDArray[np.intp], max_points: int, label: str) -> MemoryCurve | None:
     ts = mem["ts_ns"][r]
     alloc = mem["total_allocated"][r].astype(np.float64)
     if (alloc < 0).any():
@@ -86,7 +86,6 @@ def _curve(mem: Any, r: npt.NDArray[np.intp], max_points: int, what: str, dev: i
         if len(keep) > max_points:
             keep = keep[np.linspace(0, len(keep) - 1, max_points).astype(np.intp)]
     mib = 1.0 / 2**20
-    label = f"{what} {dev}" if dev >= 0 else what
     return MemoryCurve(label, tuple(np.round(x[keep], 3).tolist()), tuple((alloc[keep] * mib).tolist()),
                        tuple((reserved[keep] * mib).tolist()) if has_reserved else None)
 

@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis.activity import is_comm_row
+from stepscope.analysis.breakdown import tb_step_windows
 from stepscope.model.schema import EventKind, TrackKind
 from stepscope.model.trace import Trace
 from stepscope.model.uniq import unique
@@ -79,19 +80,19 @@ class TimelineData:
 
 def _pick_step(trace: Trace, rank: int, step: int | None) -> tuple[int | None, int, int]:
     """(step, start_ns, end_ns) of the wanted step, the median-duration one by default."""
-    st = trace.steps
-    rows = np.flatnonzero(st["rank"] == rank)
+    w = tb_step_windows(trace, rank)  # the breakdown's windows: one length per step in every view
+    rows = np.flatnonzero(w.step >= 0)
     if step is not None:
-        rows = rows[st["step"][rows] == step]
+        rows = rows[w.step[rows] == step]
     if len(rows) == 0:
         ev = trace.events
         mask = (ev["rank"] == rank) & (ev["dur_ns"] > 0)
         if not mask.any():
             return None, 0, 0
         return None, int(ev["ts_ns"][mask].min()), int((ev["ts_ns"][mask] + ev["dur_ns"][mask]).max())
-    dur = st["end_ns"][rows] - st["start_ns"][rows]
+    dur = w.end_ns[rows] - w.start_ns[rows]
     r = int(rows[np.argsort(dur, kind="stable")[len(rows) // 2]])
-    return int(st["step"][r]), int(st["start_ns"][r]), int(st["end_ns"][r])
+    return int(w.step[r]), int(w.start_ns[r]), int(w.end_ns[r])
 
 
 def _kind_codes(trace: Trace, sel: npt.NDArray[np.intp]) -> npt.NDArray[np.int8]:

@@ -19,10 +19,7 @@ def render_memory(m: MemoryView, console: Console, top: int) -> None:
         frag = nbytes(int(c.fragmentation_bytes.max())) if c.peak_reserved_bytes >= 0 else "-"
         t.add_row(c.device, f"{len(c.ts_ns):,}", nbytes(c.peak_allocated_bytes), reserved, frag)
     console.print(t)
-    a = m.allocations
-    freed = int((a.free_ts_ns >= 0).sum())
-    note = "" if m.addresses_recorded else " (this trace records no addresses, so frees cannot be paired)"
-    console.print(f"  {len(a.size_bytes):,} allocations, {freed:,} freed within the trace{note}")
+    console.print(f"  {allocation_summary(m.allocation_count, m.free_count, m.freed_count)}")
     o = m.by_op
     t = Table(title=f"top {min(top, len(o.name))} operators by allocated bytes", header_style="bold")
     for col in ("operator", "device", "allocs", "allocated", "self increase", "total increase"):
@@ -32,6 +29,15 @@ def render_memory(m: MemoryView, console: Console, top: int) -> None:
         t.add_row(short(str(o.name[i]), 50), str(o.device[i]), f"{o.alloc_count[i]:,}", nbytes(o.alloc_bytes[i]),
                   _signed(o.self_increase_bytes[i]), _signed(o.total_increase_bytes[i]))
     console.print(t)
+
+
+def allocation_summary(allocs: int, frees: int, freed: int | None) -> str:
+    """One line, the same counts the web UI shows (``memory.allocation_count`` / ``free_count`` /
+    ``freed_count`` of the JSON document)."""
+    line = f"{allocs:,} allocations, {frees:,} frees within the trace"
+    if freed is None:
+        return line + " (no addresses recorded: frees cannot be paired with allocations)"
+    return line + f"; {freed:,} of the allocations freed within it"
 
 
 def _signed(n: int) -> str:

@@ -34,8 +34,16 @@ export async function memoryView(ctx) {
     {key: "alloc_count", label: "allocs", num: true, fmt: (v) => fmtNum(v)},
     {key: "alloc_bytes", label: "allocated", num: true, fmt: fmtBytes},
     {key: "free_count", label: "frees", num: true, fmt: (v) => fmtNum(v)}];
-  out.push(card("memory-ops", "Memory by operator", null, dataTable(mem.by_op || [], columns, {id: "memory-table", sortKey: "self_increase_bytes"})));
+  out.push(card("memory-ops", "Memory by operator", allocationSummary(mem), dataTable(mem.by_op || [], columns, {id: "memory-table", sortKey: "self_increase_bytes"})));
   return out;
+}
+
+// The terminal's line (report/views/memory.py allocation_summary), from the same document counts.
+export function allocationSummary(mem) {
+  const n = (v) => Number(v || 0).toLocaleString("en-US");
+  const line = `${n(mem.allocation_count)} allocations, ${n(mem.free_count)} frees within the trace`;
+  if (!isNum(mem.freed_count)) return `${line} (no addresses recorded: frees cannot be paired with allocations)`;
+  return `${line}; ${n(mem.freed_count)} of the allocations freed within it`;
 }
 
 const SPLIT = [["computation", "Computation", "#4c78a8"], ["overlap", "Overlap", "#9ecae9"],

@@ -66,6 +66,17 @@ def test_rule_quiet(tmp_path: Path, rule: str) -> None:
     assert rule not in {n.rule for n in advice.not_run}  # it ran, and found nothing
 
 
+def test_channels_last_only_when_convolutions_run_on_tensor_cores(tmp_path: Path) -> None:
+    """FP32 SIMT convolutions with cuDNN layout transforms around them (hta/ns_resolution_v100_ddp):
+    "Convolutions run in NCHW on Tensor Cores" would be false; no-tensor-cores says what matters."""
+    b = TraceBuilder()
+    SCENES["channels-last"](b, False)
+    for t in range(0, 30_000, 10_000):
+        b.launch_kernel("void cudnn::ops::nchwToNhwcKernel<float>", launch_ts=t + 15, launch_dur=5, ts=t + 30,
+                        dur=700, grid=[432, 1, 1], block=[256, 1, 1])
+    assert "channels-last" not in rules_of(run_advisor(analyze(b.load(tmp_path))))
+
+
 def test_straggler_and_imbalance(tmp_path: Path) -> None:
     trace = load_ranks([rank_builder(r, 6_000 if r == 3 else 2_000) for r in range(4)], tmp_path)
     advice = run_advisor(analyze(trace))

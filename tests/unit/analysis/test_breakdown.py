@@ -99,3 +99,31 @@ def test_no_steps_means_one_window_over_the_host_work(tmp_path: Path) -> None:
     assert bd.step_labels() == ["all"]
     assert bd.total_ns.tolist() == [70 * US]
     assert bd.category_ns[0, CATEGORIES.index("kernel")] == 50 * US
+
+
+def test_no_steps_window_starts_at_device_work_queued_behind_unseen_work(tmp_path: Path) -> None:
+    """A window cut from a longer run (vLLM decode): the host launched the work at 10 µs and the GPU,
+    busy with work the trace does not show, began it at 5 ms. The host time before is not GPU wait."""
+    b = TraceBuilder()
+    b.op("execute_model", ts=0, dur=2400)
+    b.launch_kernel("graph_kernel", launch_ts=10, launch_dur=2, ts=5000, dur=4000)
+    bd = compute_breakdown(b.load(tmp_path), 0)
+    assert bd.start_ns.tolist() == [5000 * US] and bd.total_ns.tolist() == [4000 * US]
+    assert bd.category_ns[0, CATEGORIES.index("kernel")] == 4000 * US
+
+
+def test_every_view_uses_the_breakdown_step_windows(tmp_path: Path) -> None:
+    """One length per step: the first step starts after the GPU work before it (TB rule), in the
+    breakdown and in the deep analyses alike."""
+    from stepscope.analysis._common import step_windows
+
+    b = TraceBuilder()
+    b.gpu("previous_step_kernel", ts=-5, dur=10)  # launched before the profiling window
+    b.step(1, ts=0, dur=100)
+    b.launch_kernel("k", launch_ts=10, launch_dur=2, ts=20, dur=10)
+    b.step(2, ts=100, dur=50)
+    b.launch_kernel("k", launch_ts=110, launch_dur=2, ts=120, dur=60)
+    trace = b.load(tmp_path)
+    bd, wins = compute_breakdown(trace, 0), step_windows(trace, 0)
+    assert bd.total_ns.tolist() == [95 * US, 80 * US]
+    assert wins.step.tolist() == bd.step.tolist() and wins.dur_ns.tolist() == bd.total_ns.tolist()

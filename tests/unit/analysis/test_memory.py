@@ -33,6 +33,21 @@ def test_curves_peaks_and_fragmentation(tmp_path: Path) -> None:
     assert c.fragmentation_bytes.tolist() == [100, 50, 150]
 
 
+def test_cpu_memory_is_called_cpu_in_every_view(tmp_path: Path) -> None:
+    """Kineto writes CPU allocations as device type 0, device id -1: "CPU", never "GPU1048575"."""
+    from stepscope.report.html.series import memory_from_trace
+
+    b = build()
+    b.memory(12, 64, 64, 64, addr=7, device_type=0, device=-1)
+    b.memory(14, 32, 96, 96, addr=8, device_type=0, device=-1)
+    trace = b.load(tmp_path)
+    m = compute_memory(trace, 0)
+    assert sorted(c.device for c in m.curves) == ["CPU", "GPU0"]
+    assert set(m.allocations.device.tolist()) == {"CPU", "GPU0"}
+    assert set(m.by_op.device.tolist()) <= {"CPU", "GPU0"}
+    assert [c.device for c in memory_from_trace(trace, 0)] == ["GPU0", "CPU"]
+
+
 def test_allocation_lifetimes(tmp_path: Path) -> None:
     a = compute_memory(build().load(tmp_path), 0).allocations
     got = sorted(zip(a.size_bytes.tolist(), a.lifetime_ns.tolist(), a.op_name.tolist()))

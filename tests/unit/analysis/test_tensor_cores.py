@@ -22,6 +22,19 @@ TC_KERNELS = [
     ("cutlass3x_sm100_tensorop_s64x256x16gemm_tcgen05_bf16", "ampere"),
     ("Cijk_Alik_Bljk_B_BS_BH_Bias_HA_S_SAV_UserArgs_MT128x144x64_MI16x16x1_SN_LDSB1_AFC1", "amd"),
     ("ck::kernel_gemm_xdl_cshuffle_v3<ck::GridwiseGemm_xdl_cshuffle_v3>", "amd"),
+    # FP8 / FP4 / MX-format GEMMs (issue 14)
+    ("gemm_Bfloat16_E4m3E4m3_Fp32_t128x8x128u2_s6_et64x8_m64x8x32_cga1x1x1_16dp256b_TN_transOut_schedS_sm100a",
+     "low-precision"),
+    ("bmm_MxE2m1_MxE4m3_Fp32_t128x128x256u2_s4_et128x128_m256x128x64_cga2x1x1_16dp256b_TN_schedS_sm100a",
+     "low-precision"),
+    ("void deep_gemm::fp8_gemm_kernel<128u, 128u, 128u, 4u, 2u, 128u, 1u, (deep_gemm::GemmType)1>(float*)",
+     "low-precision"),
+    ("void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<cutlass::gemm::GroupProblemShape<"
+     "cute::tuple<int, int, int>>, cutlass::float_e4m3_t>>", "low-precision"),
+    ("_w8a8_block_fp8_matmul", "low-precision"),
+    ("_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1_swiglu", "low-precision"),
+    ("nvjet_sm100_ootst_128x128_128x6_2x1_2cta_h_bz_TNN", "hopper"),
+    ("igemm_fwd_gtcx3_nhwc_bf16_bx0_ex1_bt128x256x32_wt32x32x8_ws1x2_wr2x2_ta1x8x2x1_1x4x1x64", "amd"),
 ]
 NON_TC_KERNELS = [
     "volta_sgemm_128x64_nn", "volta_scudnn_128x128_stridedB_splitK_small_nn_v1",
@@ -31,6 +44,9 @@ NON_TC_KERNELS = [
     "void cutlass::Kernel<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>(...)", "ampere_sgemm_32x128_nt",
     "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>(int)",
     "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", "dummy_summary_kernel",
+    # converting to FP8 is not a GEMM
+    "void vllm::dynamic_scaled_fp8_quant_kernel<c10::BFloat16, c10::Float8_e4m3fn>(c10::Float8_e4m3fn*)",
+    "void vllm::reshape_and_cache_flash_kernel<__hip_bfloat16, __hip_bfloat16, (vllm::Fp8KVCacheDataType)0>",
 ]
 
 

@@ -156,3 +156,24 @@ def test_selection_is_part_of_the_key(tmp_path: Path, cache: Path, parses: list[
     only1 = stepscope.load(run, ranks=[1])
     assert both.rank_ids == [0, 1] and only1.rank_ids == [1]
     assert len(parses) == 2
+
+
+def test_a_cached_trace_shows_the_path_this_user_typed(tmp_path: Path, cache: Path, parses: list[str],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """One cache entry serves every path to the same bytes; each read shows its own path, not the
+    path of whoever cached it first (nor its files or the diagnostics naming them)."""
+    b = TraceBuilder()
+    b.op("aten::mm", ts=0, dur=10)
+    (tmp_path / "alice").mkdir()
+    first = b.write(tmp_path / "alice" / "run.json")
+    second = tmp_path / "bob" / "copy_of_run.json"
+    second.parent.mkdir()
+    second.write_bytes(first.read_bytes())
+    a = stepscope.load(first)
+    monkeypatch.chdir(tmp_path / "bob")
+    c = stepscope.load("copy_of_run.json")
+    assert parses == [str(first)]  # the second read came from the cache
+    assert a.source == str(first) and c.source == "copy_of_run.json"
+    assert [r.source for r in c.ranks] == ["copy_of_run.json"]
+    assert all(str(first) not in (d.source + d.example) for d in c.diagnostics)
+    assert stepscope.load(first).source == str(first)

@@ -1,0 +1,89 @@
+"""Advice text never shows a Python value or an empty placeholder (issue 14): "(here  )",
+"(None SMs)", "['[[1,141,512],…]", "(['kernel_count', 'compute_ns'])"."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from stepscope.advisor.engine import run_advisor
+from stepscope.advisor.finding import Change, Finding, Severity
+from stepscope.analysis.bundle import analyze
+from stepscope.report import texts
+from stepscope.report._prose import fill, prose
+from tests.builders import TraceBuilder, load_ranks
+from tests.unit.advisor.scenes import SCENES, rank_builder
+
+#: a Python value or an empty slot in prose (a call like ``no_sync()`` is code, not a slot)
+PYTHONISH = re.compile(r"\bNone\b|\[|\]|(?<![\w.])\(\s*\)|\(here\s+\)|\(\s*,|,\s*\)|\bnan\b|\{\}")
+SYNC = "Remove syncs⟨ (here {call}⟨ under {op}⟩⟨ from {call_site}⟩)⟩: no .item()"
+
+
+def test_optional_parts_drop_when_a_field_has_no_value() -> None:
+    assert fill(SYNC, {"call": "cudaMemcpy", "op": "", "call_site": None}) == \
+        "Remove syncs (here cudaMemcpy): no .item()"
+    assert fill(SYNC, {"call": "", "op": "aten::copy_", "call_site": ""}) == "Remove syncs: no .item()"
+    assert fill(SYNC, {"call": "cudaStreamSynchronize", "op": "aten::copy_", "call_site": "a.py(4): <module>"}) == \
+        "Remove syncs (here cudaStreamSynchronize under aten::copy_ from a.py(4): <module>): no .item()"
+    assert fill("than the⟨ {sm_count}⟩ SMs", {"sm_count": None}) == "than the SMs"
+    assert fill("than the⟨ {sm_count}⟩ SMs", {"sm_count": 80}) == "than the 80 SMs"
+
+
+def test_values_read_as_prose() -> None:
+    assert prose(["[[1,141,512],[30522,512],[30522]]", "[[30522],[]]"]) == \
+        "(1×141×512, 30522×512, 30522); (30522, scalar)"
+    assert prose(["fragmentation", "allocator-churn"]) == "fragmentation, allocator-churn"
+    assert prose([5, 6, 7]) == "5, 6, 7"
+    assert prose(None) is None and prose("") is None and prose([]) is None and prose(math.nan) is None
+    assert fill("{x:.1f} and {y:.1f} of {z}", {"x": 2.25, "y": "many"}) == "2.2 and many of ?"
+    assert fill("{bad", {}) == "{bad"  # a malformed template is shown, never raised
+
+
+def _finding(rule: str, evidence: dict[str, object], change: Change) -> Finding:
+    return Finding(rule, Severity.LOW, 0, (), 1_000_000, 10_000_000, "not-estimated", evidence, change)
+
+
+def test_sync_advice_names_the_call_and_never_leaves_the_placeholder_empty() -> None:
+    f = _finding("sync-in-step", {"sync_ms": 1.0, "sync_pct": 10.0, "sync_calls_per_step": 2,
+                                  "d2h_copies_per_step": 0}, Change("remove-step-sync", {"call": "", "op": "",
+                                                                                          "call_site": ""}))
+    assert "(here" not in texts.advice_text(f)
+    g = _finding("sync-in-step", f.evidence, Change("remove-step-sync", {"call": "cudaDeviceSynchronize", "op": "",
+                                                                         "call_site": ""}))
+    assert "Remove per-step host syncs (here cudaDeviceSynchronize):" in texts.advice_text(g)
+
+
+def test_straggler_text_uses_its_own_step_and_reads_its_reasons() -> None:
+    """The text said "(['kernel_count', 'compute_ns']): 16.13 vs 16.13 ms" beside evidence of 19.90 vs 16.13."""
+    f = Finding("straggler-rank", Severity.HIGH, 1, (), 3_000_000, 16_130_000, "excess-over-median",
+                {"slow_rank": 1, "reasons": ["kernel_count", "compute_ns"], "step_ms": 19.9, "median_step_ms": 16.13,
+                 "kernel_count": 310, "median_kernel_count": 246.0, "others_wait_ms": 2.0},
+                Change("fix-slow-rank", {"rank": 1}))
+    text = texts.advice_text(f)
+    assert "(more kernels, more GPU compute): 19.90 vs 16.13 ms" in text
+    assert not PYTHONISH.search(text), text
+
+
+def _all_texts(findings: list[Finding]) -> list[str]:
+    return [t for f in findings for t in (texts.title_text(f), texts.advice_text(f), texts.basis_text(f))]
+
+
+@pytest.mark.parametrize("rule", sorted(SCENES))
+def test_every_rule_reads_as_prose(tmp_path: Path, rule: str) -> None:
+    b = TraceBuilder()
+    SCENES[rule](b, True)
+    findings = list(run_advisor(analyze(b.load(tmp_path))).findings)
+    assert findings
+    for text in _all_texts(findings):
+        assert not PYTHONISH.search(text), text
+
+
+def test_cluster_rules_read_as_prose(tmp_path: Path) -> None:
+    trace = load_ranks([rank_builder(r, 6_000 if r == 3 else 2_000) for r in range(4)], tmp_path)
+    findings = list(run_advisor(analyze(trace)).findings)
+    assert {"straggler-rank", "load-imbalance"} <= {f.rule for f in findings}
+    for text in _all_texts(findings):
+        assert not PYTHONISH.search(text), text

@@ -3,16 +3,13 @@ and a per-trace memo for whole-trace passes."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from functools import wraps
 from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis import intervals
-from stepscope.analysis._memo import per_rank
 from stepscope.analysis.breakdown import tb_step_windows
 from stepscope.model.trace import Trace
 
@@ -21,22 +18,6 @@ I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 B = npt.NDArray[np.bool_]
 R = TypeVar("R")
-
-
-def per_trace(fn: Callable[[Trace], R]) -> Callable[[Trace], R]:
-    """Memoise a whole-trace pass ``fn(trace)`` while ``trace`` is alive (the ``per_rank`` memo, rank -1)."""
-
-    def by_rank(trace: Trace, _rank: int) -> R:
-        return fn(trace)
-
-    by_rank.__module__, by_rank.__qualname__ = fn.__module__, fn.__qualname__  # the memo's key
-    memo = per_rank(by_rank)
-
-    @wraps(fn)
-    def wrapper(trace: Trace) -> R:
-        return memo(trace, -1)
-
-    return wrapper
 
 
 @dataclass(frozen=True)

@@ -36,3 +36,19 @@ def per_rank(fn: Callable[[Trace, int], R]) -> Callable[[Trace, int], R]:
         return value
 
     return wrapper
+
+
+def per_trace(fn: Callable[[Trace], R]) -> Callable[[Trace], R]:
+    """Memoise a whole-trace pass ``fn(trace)`` while ``trace`` is alive (the ``per_rank`` memo, rank -1)."""
+
+    def by_rank(trace: Trace, _rank: int) -> R:
+        return fn(trace)
+
+    by_rank.__module__, by_rank.__qualname__ = fn.__module__, fn.__qualname__  # the memo's key
+    memo = per_rank(by_rank)
+
+    @wraps(fn)
+    def wrapper(trace: Trace) -> R:
+        return memo(trace, -1)
+
+    return wrapper

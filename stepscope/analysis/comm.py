@@ -31,7 +31,7 @@ from enum import IntEnum
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.analysis._common import per_trace
+from stepscope.analysis._memo import per_trace
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
 

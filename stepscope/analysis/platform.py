@@ -4,7 +4,7 @@ CUDA / MPI program captured with Nsight Systems: advice in CUDA terms, never PyT
 
 from __future__ import annotations
 
-from stepscope.analysis._common import per_trace
+from stepscope.analysis._memo import per_trace
 from stepscope.model.trace import Trace
 
 #: Names only PyTorch's profiler or its ops produce.

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from stepscope.analysis import intervals
-from stepscope.analysis._common import F64, I64, interval_set, pct, per_trace, rank_rows, step_windows
+from stepscope.analysis._common import F64, I64, interval_set, pct, rank_rows, step_windows
+from stepscope.analysis._memo import per_trace
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.comm import classify
 from stepscope.model.schema import EventKind

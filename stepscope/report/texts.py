@@ -12,6 +12,7 @@ renders as ``?`` instead of failing.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from stepscope.analysis._common import per_trace
+from stepscope.analysis._memo import per_trace
 from stepscope.analysis.comm import classify
 from stepscope.model.trace import Trace
 from tests.builders import TraceBuilder

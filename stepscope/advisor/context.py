@@ -17,10 +17,10 @@ import numpy as np
 
 from stepscope.advisor.config import AdvisorConfig
 from stepscope.advisor.finding import Change, Finding, severity_for
-from stepscope.analysis._common import step_windows
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.breakdown import StepBreakdown
 from stepscope.analysis.bundle import Bundle
+from stepscope.analysis.common import step_windows
 from stepscope.analysis.platform import platform_of
 from stepscope.model.trace import Trace
 

@@ -80,25 +80,6 @@ class Finding:
     def est_gain_pct(self) -> float:
         return 100.0 * self.est_gain_ns / self.step_ns if self.step_ns > 0 else 0.0
 
-    def to_dict(self) -> dict[str, Any]:
-        """The SPEC §12 ``findings`` item, with the advice text resolved from report.texts."""
-        import stepscope.report.texts as texts
-
-        return {
-            "rule": self.rule,
-            "severity": self.severity.value,
-            "rank": self.rank,
-            "ranks": list(self.ranks),
-            "steps": list(self.steps),
-            "est_gain_ms": round(self.est_gain_ms, 3),
-            "est_gain_pct": round(self.est_gain_pct, 2),
-            "basis": texts.basis_text(self),
-            "evidence": dict(self.evidence),
-            "change": self.change.to_dict(),
-            "title": texts.title_text(self),
-            "advice": texts.advice_text(self),
-        }
-
 
 @dataclass(frozen=True)
 class NotRun:

@@ -42,14 +42,11 @@ class Verdict:
     platform: str = "cuda"  # what the device is called in words (analysis.platform)
 
     def to_dict(self) -> dict[str, Any]:
-        import stepscope.report.texts as texts
-
         return {"rank": self.rank, "bound": self.bound, "avg_step_ms": self.step_ns / 1e6,
                 "step_count": self.step_count, "whole_trace": self.whole_trace,
                 "device_busy_pct": None if self.device_busy_pct is None else round(self.device_busy_pct, 2),
                 "shares_pct": {k: round(v, 2) for k, v in self.shares_pct.items()},
-                "ranks": list(self.ranks), "excess_pct": self.excess_pct,
-                "text": texts.verdict_text(self)}
+                "ranks": list(self.ranks), "excess_pct": self.excess_pct}
 
 
 def rank_critical_path(bundle: Bundle, rank: int) -> CriticalPath | None:
@@ -88,8 +85,3 @@ def verdicts(bundle: Bundle) -> tuple[Verdict, ...]:
     per_rank = tuple(v for v in out if v is not None)
     job = job_verdict(bundle, per_rank)
     return ((job,) if job is not None else ()) + per_rank
-
-
-def verdict_section(bundle: Bundle) -> list[dict[str, Any]]:
-    """The ``verdicts`` key of the JSON document: the job's (multi-rank), then one per rank."""
-    return [v.to_dict() for v in verdicts(bundle)]

@@ -2,7 +2,7 @@
 
 When a window holds hundreds of thousands of events, walking them all costs more than a UI can wait
 for. Everything a cell needs is answered instead by binary searches over the lane index
-(:mod:`stepscope.analysis._timeline_index`), lanes × buckets × samples of them:
+(:mod:`stepscope.analysis.timeline_index`), lanes × buckets × samples of them:
 
 * **count**: per lane, events touching bucket ``j`` = (first event starting at or after the
   bucket's end) − (first event whose running max end passes the bucket's start); summed per track.
@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.analysis._timeline_index import RankIndex
+from stepscope.analysis.timeline_index import RankIndex
 
 I64 = npt.NDArray[np.int64]
 MAX_QUERIES = 4_000_000  # lanes × sample instants per window

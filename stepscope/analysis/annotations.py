@@ -10,10 +10,10 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis._groups import duration_stats, largest_first
-from stepscope.analysis._hier import sum_to_ancestors
 from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.frames import TableResult
+from stepscope.analysis.hier import sum_to_ancestors
 from stepscope.model.schema import GPU_KINDS, EventKind
 from stepscope.model.trace import Trace
 

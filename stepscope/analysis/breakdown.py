@@ -7,7 +7,7 @@ before the step's own GPU work. A trailing step whose launched-GPU count is belo
 is dropped (the profiler likely missed its kernels). Without ``ProfilerStep`` the rank's host and
 device extent is one window, starting at the first device activity when that activity was queued
 behind work the trace does not show (:func:`_whole_trace_window`). Every view's step windows are these
-(:func:`stepscope.analysis._common.step_windows`), so a step has one length everywhere.
+(:func:`stepscope.analysis.common.step_windows`), so a step has one length everywhere.
 
 Attribution: within the steps, categories are claimed in priority order
 Kernel > Memcpy > Memset > Communication > Runtime > DataLoader > CPU Exec > Other, each taking only

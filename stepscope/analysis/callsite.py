@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stepscope.analysis._common import I32, I64
+from stepscope.analysis.common import I32, I64
 from stepscope.model.schema import EventKind
 from stepscope.model.steps import STEP_NAME
 from stepscope.model.trace import Trace

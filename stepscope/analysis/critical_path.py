@@ -44,11 +44,11 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis import intervals
-from stepscope.analysis._common import I32, I64, interval_set, pct, rank_rows
 from stepscope.analysis._memo import per_rank
 from stepscope.analysis.activity import Activity, activity_of
 from stepscope.analysis.breakdown import tb_step_windows
 from stepscope.analysis.comm import classify
+from stepscope.analysis.common import I32, I64, interval_set, pct, rank_rows
 from stepscope.analysis.idle import is_dataloader_name
 from stepscope.analysis.sync import is_sync_call
 from stepscope.model.schema import GPU_KINDS, HOST_KINDS, EventKind

@@ -23,9 +23,9 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis import intervals
-from stepscope.analysis._common import F64, I32, I64, B, Windows, interval_set, pct, rank_rows, step_windows, window_of
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.comm import CollType, classify, coll_type_name
+from stepscope.analysis.common import F64, I32, I64, B, Windows, interval_set, pct, rank_rows, step_windows, window_of
 from stepscope.analysis.stragglers import match_collectives
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from stepscope.analysis import intervals
-from stepscope.analysis._common import I64, pct, rank_rows
 from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.common import I64, pct, rank_rows
 from stepscope.model.schema import HOST_KINDS, EventKind
 from stepscope.model.trace import Trace
 from stepscope.model.uniq import unique

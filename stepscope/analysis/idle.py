@@ -27,8 +27,8 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis import intervals
-from stepscope.analysis._common import I32, I64, Windows, interval_set, rank_rows, step_windows, window_of
 from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.common import I32, I64, Windows, interval_set, rank_rows, step_windows, window_of
 from stepscope.model.schema import GPU_KINDS, HOST_KINDS
 from stepscope.model.trace import Trace
 from stepscope.model.uniq import unique

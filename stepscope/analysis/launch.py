@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from stepscope.analysis import intervals
-from stepscope.analysis._common import F64, I32, I64, pct, rank_rows, step_windows, window_of
 from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.common import F64, I32, I64, pct, rank_rows, step_windows, window_of
 from stepscope.model.schema import GPU_KINDS, EventKind
 from stepscope.model.trace import Trace
 from stepscope.model.uniq import unique

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stepscope.analysis._common import F64, I64, pct, rank_rows
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.comm import classify
+from stepscope.analysis.common import F64, I64, pct, rank_rows
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
 

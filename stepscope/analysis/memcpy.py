@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.analysis._common import F64, I32, I64, pct, rank_rows, step_windows, window_of
 from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.common import F64, I32, I64, pct, rank_rows, step_windows, window_of
 from stepscope.model.schema import EventKind, MemcpyKind
 from stepscope.model.trace import Trace
 

@@ -16,10 +16,10 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis._groups import group_keys, largest_first
-from stepscope.analysis._hier import sum_to_ancestors
 from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.frames import TableResult
+from stepscope.analysis.hier import sum_to_ancestors
 from stepscope.model.trace import Trace
 from stepscope.model.uniq import unique
 

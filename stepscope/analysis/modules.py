@@ -15,10 +15,10 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis._groups import largest_first
-from stepscope.analysis._hier import sum_to_ancestors
 from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.frames import TableResult
+from stepscope.analysis.hier import sum_to_ancestors
 from stepscope.model.schema import GPU_KINDS, HOST_KINDS
 from stepscope.model.trace import Trace
 from stepscope.model.tree import depths, nearest_marked_ancestor

@@ -23,10 +23,10 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis._groups import group_keys, largest_first
-from stepscope.analysis._hier import any_descendant, sum_to_ancestors
 from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.frames import TableResult
+from stepscope.analysis.hier import any_descendant, sum_to_ancestors
 from stepscope.analysis.tensor_cores import tc_eligible_mask, tc_kernel_mask
 from stepscope.model.schema import GPU_KINDS, EventKind
 from stepscope.model.trace import Trace

@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from stepscope.analysis import intervals
-from stepscope.analysis._common import F64, I64, interval_set, pct, rank_rows, step_windows
 from stepscope.analysis._memo import per_trace
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.comm import classify
+from stepscope.analysis.common import F64, I64, interval_set, pct, rank_rows, step_windows
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
 from stepscope.model.uniq import unique

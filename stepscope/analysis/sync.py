@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stepscope.analysis._common import I32, I64, Windows, rank_rows, step_windows, window_of
 from stepscope.analysis.callsite import call_sites
+from stepscope.analysis.common import I32, I64, Windows, rank_rows, step_windows, window_of
 from stepscope.model.schema import EventKind, MemcpyKind
 from stepscope.model.trace import Trace
 

@@ -13,7 +13,7 @@ plus, in both modes, the steps overlapping the window and derived counters per b
 utilization per device (union of kernel time / bucket width, %) and queue length per stream
 (GPU activities launched — launch call started — and not finished; max and time-weighted mean).
 
-Cost: the first call on a rank builds an index (:mod:`stepscope.analysis._timeline_index`,
+Cost: the first call on a rank builds an index (:mod:`stepscope.analysis.timeline_index`,
 memoised per trace and rank); each window is then a few binary searches plus work proportional to
 the events in the window (aggregates are vectorised over them, never a per-event Python loop).
 
@@ -51,8 +51,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.analysis import _timeline_index as tix
 from stepscope.analysis import intervals
+from stepscope.analysis import timeline_index as tix
 from stepscope.analysis._memo import per_rank
 from stepscope.analysis._timeline_sample import sampled_cells
 from stepscope.analysis.breakdown import tb_step_windows

@@ -10,6 +10,7 @@ from stepscope.advisor.engine import run_advisor
 from stepscope.analysis.bundle import analyze
 from stepscope.cli.common import echo_json, load_trace, trace_options
 from stepscope.report import findings_view, json_out
+from stepscope.report.advice_json import finding_dict, verdict_dict
 
 
 @click.command("advise")
@@ -30,8 +31,8 @@ def command(path: str | None, as_json: bool, top: int, settings: tuple[str, ...]
     if as_json:
         echo_json(json_out.clean({
             "schema_version": json_out.SCHEMA_VERSION, "source": trace.source,
-            "verdicts": [v.to_dict() for v in advice.verdicts],
-            "findings": [f.to_dict() for f in advice.findings],
+            "verdicts": [verdict_dict(v) for v in advice.verdicts],
+            "findings": [finding_dict(f) for f in advice.findings],
             "not_run": [n.to_dict() for n in advice.not_run]}))
         return
     console = Console()

@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 from rich.console import Console
 
-from stepscope.analysis.bundle import analyze, apply_batch_size
+from stepscope.advisor.engine import advise
+from stepscope.advisor.finding import Finding
+from stepscope.analysis.bundle import Bundle, analyze, apply_batch_size
 from stepscope.cli.common import echo_json, load_trace, trace_options
 from stepscope.errors import UsageError
 from stepscope.report import json_out, terminal
+from stepscope.report.advice_json import finding_dict
 
 
-def findings_for(bundle: Any) -> list[Any]:
-    """Advisor findings when the advisor is installed in this build, else none."""
-    try:
-        from stepscope.advisor.engine import advise
-    except ImportError:
-        return []
+def findings_for(bundle: Bundle) -> list[Finding]:
+    """The advisor's findings of the bundle."""
     return list(advise(bundle))
 
 
@@ -63,7 +60,7 @@ def command(path: str | None, as_json: bool, views: tuple[str, ...], top: int, b
         if as_md and not as_json:
             return
     if as_json:
-        echo_json(json_out.to_json(bundle, [f.to_dict() for f in findings]))
+        echo_json(json_out.to_json(bundle, [finding_dict(f) for f in findings]))
         return
     console = Console()
     renderer = None

@@ -41,11 +41,12 @@ def _from_trace(path: str | None, title: str | None, step: int | None, no_cache:
     from stepscope.analysis.bundle import analyze
     from stepscope.cli.analyze_cmd import findings_for
     from stepscope.report import json_out
+    from stepscope.report.advice_json import finding_dict
     from stepscope.report.html.build import render_trace_report
 
     trace = load_trace(path, no_cache, span, ranks)
     bundle = analyze(trace)
-    findings = [f.to_dict() if hasattr(f, "to_dict") else dict(f) for f in findings_for(bundle)]
+    findings = [finding_dict(f) for f in findings_for(bundle)]
     doc = json_out.to_json(bundle, findings)
     return doc, render_trace_report(doc, trace, title=title, step=step)
 

@@ -163,7 +163,7 @@ def compare(base: Bundle, new: Bundle, *, base_rank: int | None = None, new_rank
         name_map: renames applied before matching (cross-vendor names); none by default.
         by_shapes: match operators by name + input shapes.
         per_step: table values per average step (default) or totals over the selection.
-        with_findings: also compare the advisor's findings (when the advisor is installed).
+        with_findings: also compare the advisor's findings.
     """
     sb = side_data(base, base_rank, by_shapes=by_shapes, per_step=per_step, with_findings=with_findings)
     sn = side_data(new, new_rank, by_shapes=by_shapes, per_step=per_step, with_findings=with_findings)

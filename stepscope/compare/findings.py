@@ -1,8 +1,7 @@
 """The advisor's findings of two runs, matched by rule id: resolved, new, still present.
 
 Ranks are not part of the match (``--base-rank 0 --new-rank 3`` compares two chosen ranks), so a
-rule found on the compared rank of each side is "still" present. The advisor is optional in a
-build: :func:`findings_of` returns None when it is not installed.
+rule found on the compared rank of each side is "still" present.
 """
 
 from __future__ import annotations
@@ -10,6 +9,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from typing import Any
+
+from stepscope.advisor.engine import advise
+from stepscope.analysis.bundle import Bundle
+from stepscope.report.advice_json import finding_dict
 
 log = logging.getLogger(__name__)
 
@@ -41,14 +44,10 @@ class FindingChange:
                 "new_severity": self.new.get("severity") if self.new else None}
 
 
-def findings_of(bundle: Any, rank: int) -> list[dict[str, Any]] | None:
-    """The advisor's findings about ``rank`` (and cluster-wide ones), as dicts; None without an advisor."""
-    try:
-        from stepscope.advisor.engine import advise
-    except ImportError:
-        return None
+def findings_of(bundle: Bundle, rank: int) -> list[dict[str, Any]]:
+    """The advisor's findings about ``rank`` (and cluster-wide ones), as JSON objects."""
     found = advise(bundle)
-    return [f.to_dict() for f in found if f.rank is None or f.rank == rank]
+    return [finding_dict(f) for f in found if f.rank is None or f.rank == rank]
 
 
 def compare_findings(base: list[dict[str, Any]], new: list[dict[str, Any]]) -> tuple[FindingChange, ...]:

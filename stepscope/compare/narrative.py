@@ -1,8 +1,7 @@
 """The short story of a diff: which few numbers moved most.
 
 :func:`narrative_items` returns data (:class:`Change` items); :func:`word` turns them into
-sentences. When :mod:`stepscope.report.texts` provides ``diff_narrative_text(items)`` (the one
-place for prose), that wording is used instead of the plain one here.
+sentences.
 """
 
 from __future__ import annotations
@@ -60,7 +59,8 @@ def _signed(ms: float) -> str:
     return f"{'+' if ms >= 0 else '−'}{_ms(abs(ms))} ms"
 
 
-def _plain(items: Sequence[Change]) -> list[str]:
+def word(items: Sequence[Change]) -> list[str]:
+    """Sentences for the items: the step, the biggest category changes, the largest kernel and operator."""
     lines: list[str] = []
     step = next((c for c in items if c.kind == "step"), None)
     if step is not None:
@@ -77,17 +77,3 @@ def _plain(items: Sequence[Change]) -> list[str]:
             lines.append(f"Largest {what} change: {name} {_signed(c.diff_ms)}/step "
                          f"({_ms(c.base_ms)} → {_ms(c.new_ms)} ms).")
     return lines
-
-
-def word(items: Sequence[Change]) -> list[str]:
-    """Sentences for the items: report.texts' wording when it has one, else the plain wording here."""
-    try:
-        from stepscope.report import texts
-    except ImportError:
-        return _plain(items)
-    fn = getattr(texts, "diff_narrative_text", None)
-    if callable(fn):
-        out = fn(items)
-        if isinstance(out, list) and all(isinstance(x, str) for x in out):
-            return out
-    return _plain(items)

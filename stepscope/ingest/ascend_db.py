@@ -24,11 +24,18 @@ from stepscope.errors import TraceFormatError
 from stepscope.ingest.ascend import CONTROL_TASKS, COPY_TASKS
 from stepscope.ingest.assemble import FileTables
 from stepscope.ingest.kineto import FileBatch
-from stepscope.ingest.nsys_sqlite import SQLITE_MAGIC, _columns, _event_cols, _fetch, _key, open_sqlite
+from stepscope.ingest.sqlite_tables import (
+    SQLITE_MAGIC,
+    Cols,
+    event_columns,
+    fetch_columns,
+    open_sqlite,
+    table_columns,
+    track_key,
+)
 from stepscope.model.schema import EventKind, MemcpyKind
 from stepscope.model.strings import StringPool
 
-Cols = dict[str, npt.NDArray[Any]]
 DB_NAME = "ascend_pytorch_profiler"
 #: PYTORCH_API.type (ENUM_API_TYPE) → event kind and raw category
 HOST_TYPES = {50001: (EventKind.CPU_OP, "cpu_op"), 50002: (EventKind.OTHER, "queue"),
@@ -88,7 +95,7 @@ def _op_connections(con: sqlite3.Connection, tables: set[str]) -> Links | None:
     q = (f"WITH a AS (SELECT DISTINCT c.id AS id, c.connectionId AS cid FROM CONNECTION_IDS c {cat}), "
          "r AS (SELECT id, MIN(cid) AS rep FROM a GROUP BY id) "
          "SELECT a.id, a.cid, r.rep FROM a JOIN r USING (id) ORDER BY a.cid")
-    ids, cid, rep = (np.asarray(c, np.int64) for c in _fetch(con, q, 3))
+    ids, cid, rep = (np.asarray(c, np.int64) for c in fetch_columns(con, q, 3))
     order = np.argsort(ids, kind="stable")
     return Links(ids[order], rep[order], cid, rep)
 
@@ -125,13 +132,13 @@ def _tasks(con: sqlite3.Connection, tables: set[str], strings: dict[int, str],
     compute = "c.globalTaskId IS NOT NULL" if has_info else "0"
     q = (f"SELECT t.startNs, t.endNs, t.deviceId, t.streamId, COALESCE(t.connectionId, -1), t.taskType, {name}, "
          f"{compute} FROM TASK t {info}")
-    start, end, dev, stream, conn, ttype, label, is_compute = _fetch(con, q, 8)
+    start, end, dev, stream, conn, ttype, label, is_compute = fetch_columns(con, q, 8)
     if len(start) == 0:
         return {}
-    c = _event_cols(len(start), EventKind.OTHER, "device_task", pool)
+    c = event_columns(len(start), EventKind.OTHER, "device_task", pool)
     c["ts_ns"], c["dur_ns"] = start.astype(np.int64), np.maximum(end - start, 0).astype(np.int64)
     c["_device"], c["_stream"] = dev.astype(np.int64), stream.astype(np.int64)
-    c["_key"] = _key(pool, np.char.add("NPU ", dev.astype(str)), stream)
+    c["_key"] = track_key(pool, np.char.add("NPU ", dev.astype(str)), stream)
     c["corr"] = conn.astype(np.int64)
     c["ext_id"] = _task_ext(links, conn)
     c["name"] = _text(pool, label, strings)
@@ -152,16 +159,16 @@ def _collectives(con: sqlite3.Connection, tables: set[str], strings: dict[int, s
         return {}
     dev_sql = "(SELECT MIN(deviceId) FROM TASK)"
     q = f"SELECT opName, startNs, endNs, COALESCE(connectionId, -1), groupName, {dev_sql} FROM COMMUNICATION_OP"
-    name, start, end, conn, group, dev = _fetch(con, q, 6)
+    name, start, end, conn, group, dev = fetch_columns(con, q, 6)
     if len(start) == 0:
         return {}
-    c = _event_cols(len(start), EventKind.KERNEL, "communication", pool)
+    c = event_columns(len(start), EventKind.KERNEL, "communication", pool)
     c["ts_ns"], c["dur_ns"] = start.astype(np.int64), np.maximum(end - start, 0).astype(np.int64)
     dev = np.where(dev == None, 0, dev).astype(np.int64)  # noqa: E711 (object array from SQL NULLs)
     groups, g_inv = np.unique(group.astype(np.int64), return_inverse=True)
     labels = np.array([f"Group {strings.get(int(g), str(g))} Communication" for g in groups.tolist()])
     c["_device"], c["_stream"] = dev, COMM_STREAM_BASE + g_inv.astype(np.int64)
-    c["_key"] = _key(pool, np.char.add("NPU ", dev.astype(str)), labels[g_inv])
+    c["_key"] = track_key(pool, np.char.add("NPU ", dev.astype(str)), labels[g_inv])
     c["corr"] = conn.astype(np.int64)
     c["ext_id"] = _task_ext(links, conn)
     c["name"] = _text(pool, name, strings)
@@ -171,11 +178,11 @@ def _collectives(con: sqlite3.Connection, tables: set[str], strings: dict[int, s
 def _host(start: npt.NDArray[Any], end: npt.NDArray[Any], gtid: npt.NDArray[Any], pid: npt.NDArray[Any] | None,
           kind: EventKind, cat: str, pool: StringPool) -> Cols:
     """Host events on threads; ``globalTid`` is pid << 32 | tid (``pid`` overrides the process label)."""
-    c = _event_cols(len(start), kind, cat, pool)
+    c = event_columns(len(start), kind, cat, pool)
     s, e = start.astype(np.int64), end.astype(np.int64)
     c["ts_ns"], c["dur_ns"] = s, np.maximum(e - s, 0)
     g = gtid.astype(np.int64)
-    c["_key"] = _key(pool, g >> 32 if pid is None else pid, g & TID_MASK)
+    c["_key"] = track_key(pool, g >> 32 if pid is None else pid, g & TID_MASK)
     return c
 
 
@@ -183,7 +190,7 @@ def _cann(con: sqlite3.Connection, tables: set[str], strings: dict[int, str], po
     if "CANN_API" not in tables:
         return {}
     q = "SELECT startNs, endNs, globalTid, COALESCE(connectionId, -1), name FROM CANN_API"
-    start, end, gtid, conn, name = _fetch(con, q, 5)
+    start, end, gtid, conn, name = fetch_columns(con, q, 5)
     if len(start) == 0:
         return {}
     c = _host(start, end, gtid, np.full(len(start), "CANN"), EventKind.RUNTIME, "cann", pool)
@@ -198,7 +205,7 @@ def _pytorch(con: sqlite3.Connection, tables: set[str], strings: dict[int, str],
         return {}
     q = ("SELECT CAST(startNs AS INTEGER), CAST(endNs AS INTEGER), globalTid, COALESCE(connectionId, -1), name, "
          "COALESCE(type, 50001) FROM PYTORCH_API")
-    start, end, gtid, conn, name, typ = _fetch(con, q, 6)
+    start, end, gtid, conn, name, typ = fetch_columns(con, q, 6)
     if len(start) == 0:
         return {}
     c = _host(start, end, gtid, None, EventKind.CPU_OP, "cpu_op", pool)
@@ -217,13 +224,13 @@ def _memory(con: sqlite3.Connection, tables: set[str], strings: dict[int, str], 
     if "NPU_OP_MEM" not in tables:
         return {}
     q = "SELECT timestampNs, globalTid, type, addr, size, totalAllocate, totalReserve, deviceId FROM NPU_OP_MEM"
-    ts, gtid, typ, addr, size, alloc, reserve, dev = _fetch(con, q, 8)
+    ts, gtid, typ, addr, size, alloc, reserve, dev = fetch_columns(con, q, 8)
     if len(ts) == 0:
         return {}
     typ_id = _text(pool, typ, strings)
     release = pool.mask(lambda s: s == "release")[typ_id]
     g = gtid.astype(np.int64)
-    return {"ts_ns": ts.astype(np.int64), "_key": _key(pool, g >> 32, g & TID_MASK),
+    return {"ts_ns": ts.astype(np.int64), "_key": track_key(pool, g >> 32, g & TID_MASK),
             "device_type": np.ones(len(ts), np.int8), "device": dev.astype(np.int32),
             "addr": addr.astype(np.int64), "bytes": np.where(release, -1, 1) * size.astype(np.int64),
             "total_allocated": alloc.astype(np.int64), "total_reserved": reserve.astype(np.int64)}
@@ -237,7 +244,7 @@ def _meta(con: sqlite3.Connection, tables: set[str], strings: dict[int, str]) ->
         row = con.execute("SELECT rankId FROM RANK_DEVICE_MAP WHERE rankId >= 0 ORDER BY rankId").fetchone()
         if row and isinstance(row[0], int):
             meta["distributedInfo"] = {"rank": int(row[0]), "backend": "hccl"}
-    if "NPU_INFO" in tables and {"id", "name"} <= _columns(con, "NPU_INFO"):
+    if "NPU_INFO" in tables and {"id", "name"} <= table_columns(con, "NPU_INFO"):
         meta["deviceProperties"] = [{"id": int(i), "name": str(n), "vendor": "ascend"}
                                     for i, n in con.execute("SELECT id, name FROM NPU_INFO ORDER BY id")]
     if "STEP_TIME" in tables:

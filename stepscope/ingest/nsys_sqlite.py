@@ -17,11 +17,18 @@ import numpy.typing as npt
 from stepscope.errors import TraceFormatError
 from stepscope.ingest.assemble import FileTables
 from stepscope.ingest.kineto import FileBatch
+from stepscope.ingest.sqlite_tables import (
+    SQLITE_MAGIC,
+    Cols,
+    event_columns,
+    fetch_columns,
+    open_sqlite,
+    table_columns,
+    track_key,
+)
 from stepscope.model.schema import EventKind, MemcpyKind
 from stepscope.model.strings import StringPool
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
-Cols = dict[str, npt.NDArray[Any]]
 _VERSION_SUFFIX = re.compile(r"_v\d+$")
 #: CUPTI copyKind → (MemcpyKind, Kineto-style direction label)
 COPY_KINDS = {1: (MemcpyKind.H2D, "HtoD"), 2: (MemcpyKind.D2H, "DtoH"), 8: (MemcpyKind.D2D, "DtoD"),
@@ -33,34 +40,6 @@ MEM_KINDS = {0: "Pageable", 1: "Pinned", 2: "Device", 3: "Array", 4: "Managed"}
 def is_nsys_sqlite(path: str) -> bool:
     with open(path, "rb") as fh:
         return fh.read(16) == SQLITE_MAGIC
-
-
-def open_sqlite(path: str) -> tuple[sqlite3.Connection, set[str]]:
-    """A read-only connection to a SQLite trace and its table names; TraceFormatError when unreadable."""
-    try:
-        con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
-    except sqlite3.DatabaseError as exc:
-        raise TraceFormatError(f"not a readable SQLite file ({exc})", path) from None
-    try:
-        return con, _tables(con)
-    except sqlite3.DatabaseError as exc:
-        con.close()
-        raise TraceFormatError(f"not a readable SQLite file ({exc})", path) from None
-
-
-def _tables(con: sqlite3.Connection) -> set[str]:
-    return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
-
-
-def _columns(con: sqlite3.Connection, table: str) -> set[str]:
-    return {r[1] for r in con.execute(f"PRAGMA table_info({table})")}
-
-
-def _fetch(con: sqlite3.Connection, sql: str, ncols: int) -> list[npt.NDArray[Any]]:
-    rows = con.execute(sql).fetchall()
-    if not rows:
-        return [np.zeros(0, np.int64) for _ in range(ncols)]
-    return [np.array(col) for col in zip(*rows)]
 
 
 def read_nsys(path: str, pool: StringPool) -> FileBatch:
@@ -87,27 +66,6 @@ def _string_ids(con: sqlite3.Connection, tables: set[str]) -> dict[int, str]:
     return dict(con.execute("SELECT id, value FROM StringIds").fetchall())
 
 
-def _event_cols(n: int, kind: EventKind, cat: str, pool: StringPool) -> Cols:
-    """Defaults for every event column the assembler expects."""
-    return {"ts_ns": np.zeros(n, np.int64), "dur_ns": np.zeros(n, np.int64), "name": np.full(n, -1, np.int32),
-            "cat": np.full(n, pool.intern(cat), np.int32), "kind": np.full(n, int(kind), np.int8),
-            "corr": np.full(n, -1, np.int64), "ext_id": np.full(n, -1, np.int64),
-            "copy_kind": np.zeros(n, np.int8), "pageable": np.full(n, -1, np.int8),
-            "bytes": np.full(n, -1, np.int64), "_device": np.full(n, -1, np.int64),
-            "_stream": np.full(n, -1, np.int64), "_key": np.zeros(n, np.int64),
-            **{f"{d}_{a}": np.zeros(n, np.int32) for d in ("grid", "block") for a in "xyz"},
-            "regs": np.full(n, -1, np.int32), "shmem_bytes": np.full(n, -1, np.int32)}
-
-
-def _key(pool: StringPool, pid: npt.NDArray[Any], tid: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
-    """Track key (pid string id, tid string id) as the Kineto path builds it."""
-    pu, pinv = np.unique(pid, return_inverse=True)
-    tu, tinv = np.unique(tid, return_inverse=True)
-    pids = pool.intern_many([str(x) for x in pu.tolist()])[pinv].astype(np.int64)
-    tids = pool.intern_many([str(x) for x in tu.tolist()])[tinv].astype(np.int64)
-    return (pids << 32) | (tids & 0xFFFFFFFF)
-
-
 def _names(pool: StringPool, ids: npt.NDArray[Any], strings: dict[int, str],
            strip: bool = False) -> npt.NDArray[np.int32]:
     uniq, inv = np.unique(ids, return_inverse=True)
@@ -119,10 +77,10 @@ def _names(pool: StringPool, ids: npt.NDArray[Any], strings: dict[int, str],
 
 def _gpu_base(start: npt.NDArray[Any], end: npt.NDArray[Any], dev: npt.NDArray[Any], stream: npt.NDArray[Any],
               corr: npt.NDArray[Any], kind: EventKind, cat: str, pool: StringPool) -> Cols:
-    c = _event_cols(len(start), kind, cat, pool)
+    c = event_columns(len(start), kind, cat, pool)
     c["ts_ns"], c["dur_ns"] = start.astype(np.int64), (end - start).astype(np.int64)
     c["corr"], c["_device"], c["_stream"] = corr.astype(np.int64), dev.astype(np.int64), stream.astype(np.int64)
-    c["_key"] = _key(pool, dev, stream)
+    c["_key"] = track_key(pool, dev, stream)
     return c
 
 
@@ -130,12 +88,12 @@ def _kernels(con: sqlite3.Connection, tables: set[str], strings: dict[int, str],
     t = "CUPTI_ACTIVITY_KIND_KERNEL"
     if t not in tables:
         return {}
-    cols = _columns(con, t)
+    cols = table_columns(con, t)
     name_col = "demangledName" if "demangledName" in cols else "shortName"
     shm = ("staticSharedMemory + dynamicSharedMemory" if "dynamicSharedMemory" in cols else "0")
     q = (f"SELECT start, end, deviceId, streamId, correlationId, {name_col}, registersPerThread, gridX, gridY, "
          f"gridZ, blockX, blockY, blockZ, {shm} FROM {t}")
-    start, end, dev, stream, corr, name, regs, gx, gy, gz, bx, by, bz, shmem = _fetch(con, q, 14)
+    start, end, dev, stream, corr, name, regs, gx, gy, gz, bx, by, bz, shmem = fetch_columns(con, q, 14)
     if len(start) == 0:
         return {}
     c = _gpu_base(start, end, dev, stream, corr, EventKind.KERNEL, "kernel", pool)
@@ -151,7 +109,7 @@ def _copies(con: sqlite3.Connection, tables: set[str], pool: StringPool) -> Cols
     if t not in tables:
         return {}
     q = f"SELECT start, end, deviceId, streamId, correlationId, bytes, copyKind, srcKind, dstKind FROM {t}"
-    start, end, dev, stream, corr, nbytes, kind, src, dst = _fetch(con, q, 9)
+    start, end, dev, stream, corr, nbytes, kind, src, dst = fetch_columns(con, q, 9)
     if len(start) == 0:
         return {}
     c = _gpu_base(start, end, dev, stream, corr, EventKind.MEMCPY, "gpu_memcpy", pool)
@@ -174,7 +132,7 @@ def _memsets(con: sqlite3.Connection, tables: set[str], pool: StringPool) -> Col
     t = "CUPTI_ACTIVITY_KIND_MEMSET"
     if t not in tables:
         return {}
-    start, end, dev, stream, corr, nbytes = _fetch(
+    start, end, dev, stream, corr, nbytes = fetch_columns(
         con, f"SELECT start, end, deviceId, streamId, correlationId, bytes FROM {t}", 6)
     if len(start) == 0:
         return {}
@@ -186,10 +144,10 @@ def _memsets(con: sqlite3.Connection, tables: set[str], pool: StringPool) -> Col
 
 def _host(start: npt.NDArray[Any], end: npt.NDArray[Any], gtid: npt.NDArray[Any], kind: EventKind, cat: str,
           pool: StringPool) -> Cols:
-    c = _event_cols(len(start), kind, cat, pool)
+    c = event_columns(len(start), kind, cat, pool)
     c["ts_ns"], c["dur_ns"] = start.astype(np.int64), np.maximum(end - start, 0).astype(np.int64)
     g = gtid.astype(np.int64)
-    c["_key"] = _key(pool, (g >> 24) & 0xFFFFFF, g & 0xFFFFFF)
+    c["_key"] = track_key(pool, (g >> 24) & 0xFFFFFF, g & 0xFFFFFF)
     return c
 
 
@@ -197,7 +155,8 @@ def _runtime(con: sqlite3.Connection, tables: set[str], strings: dict[int, str],
     t = "CUPTI_ACTIVITY_KIND_RUNTIME"
     if t not in tables:
         return {}
-    start, end, gtid, corr, name = _fetch(con, f"SELECT start, end, globalTid, correlationId, nameId FROM {t}", 5)
+    sql = f"SELECT start, end, globalTid, correlationId, nameId FROM {t}"
+    start, end, gtid, corr, name = fetch_columns(con, sql, 5)
     if len(start) == 0:
         return {}
     c = _host(start, end, gtid, EventKind.RUNTIME, "cuda_runtime", pool)
@@ -221,11 +180,11 @@ def _one_per_call(key: npt.NDArray[np.int64], corr: npt.NDArray[np.int64], name:
 def _nvtx(con: sqlite3.Connection, tables: set[str], strings: dict[int, str], pool: StringPool) -> Cols:
     if "NVTX_EVENTS" not in tables:
         return {}
-    cols = _columns(con, "NVTX_EVENTS")
+    cols = table_columns(con, "NVTX_EVENTS")
     text = "COALESCE(text, CAST(textId AS TEXT))" if "textId" in cols else "text"
     q = (f"SELECT start, end, globalTid, {text} FROM NVTX_EVENTS "
          "WHERE end IS NOT NULL AND eventType IN (59, 60, 70, 71)")
-    start, end, gtid, label = _fetch(con, q, 4)
+    start, end, gtid, label = fetch_columns(con, q, 4)
     if len(start) == 0:
         return {}
     c = _host(start, end, gtid, EventKind.USER_ANNOTATION, "user_annotation", pool)
@@ -239,7 +198,8 @@ def _meta(con: sqlite3.Connection, tables: set[str]) -> dict[str, Any]:
     for t in ("META_DATA_EXPORT", "EXPORT_META_DATA"):
         if t in tables:
             meta["export"] = dict(con.execute(f"SELECT name, value FROM {t}").fetchall())
-    if "TARGET_INFO_SESSION_START_TIME" in tables and "utcEpochNs" in _columns(con, "TARGET_INFO_SESSION_START_TIME"):
+    start_table = "TARGET_INFO_SESSION_START_TIME"
+    if start_table in tables and "utcEpochNs" in table_columns(con, start_table):
         row = con.execute("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME").fetchone()
         if row and row[0] is not None:
             meta["baseTimeNanoseconds"] = int(row[0])

@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis import intervals
-from stepscope.analysis._timeline_index import RankIndex, rank_index
+from stepscope.analysis.timeline_index import RankIndex, rank_index
 from stepscope.errors import UsageError
 from stepscope.model.schema import TrackKind
 from stepscope.model.trace import Trace

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from stepscope.advisor.verdict import verdict_section
 from stepscope.analysis.bundle import Bundle, RankResults
 from stepscope.model.trace import Trace
+from stepscope.report.advice_json import verdict_section
 from stepscope.report.json_deep import DEEP_RANK_SECTIONS, cluster_section
 from stepscope.report.json_views import VIEW_RANK_SECTIONS
 

@@ -27,9 +27,11 @@ from typing import Any
 
 import numpy as np
 
+from stepscope.advisor.engine import advise
 from stepscope.analysis.breakdown import tb_step_windows
 from stepscope.analysis.bundle import Bundle, analyze
 from stepscope.model.trace import Trace
+from stepscope.report.advice_json import finding_dict
 from stepscope.report.json_out import clean, to_json
 from stepscope.server.discover import RunEntry
 
@@ -64,11 +66,7 @@ def dumps(obj: Any) -> bytes:
 
 
 def _findings(bundle: Bundle) -> list[dict[str, Any]]:
-    try:
-        from stepscope.advisor.engine import advise
-    except ImportError:  # a build without the advisor
-        return []
-    return [f.to_dict() for f in advise(bundle)]
+    return [finding_dict(f) for f in advise(bundle)]
 
 
 def _memory(trace: Trace, rank: int) -> dict[str, Any]:

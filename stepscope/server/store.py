@@ -10,7 +10,6 @@ timeline windows (computed by ``stepscope.analysis.timeline``) in a small LRU.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import threading
 from collections import OrderedDict
@@ -19,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stepscope.analysis.timeline import timeline_window
 from stepscope.errors import StepscopeError
 from stepscope.model.trace import Trace
 from stepscope.server.discover import RunEntry
@@ -35,16 +35,6 @@ def default_loader(path: Path) -> Trace:
     from stepscope.ingest import load
 
     return load(path)
-
-
-def timeline_function() -> Callable[..., Any] | None:
-    """``stepscope.analysis.timeline.timeline_window`` when this build has it, else None."""
-    try:
-        mod = importlib.import_module("stepscope.analysis.timeline")
-    except ImportError:
-        return None
-    fn = getattr(mod, "timeline_window", None)
-    return fn if callable(fn) else None
 
 
 @dataclass
@@ -143,10 +133,7 @@ class RunStore:
         return bytes(_fill(slot, lambda: _diff_bytes(b, n), f"diff {b.entry.label} → {n.entry.label}"))
 
     def window(self, run_id: str, rank: int, start_ns: int, end_ns: int, max_items: int) -> bytes:
-        """One timeline window of a rank (LRU-cached); 501 when this build has no timeline analysis."""
-        fn = timeline_function()
-        if fn is None:
-            raise ApiError(501, "the timeline analysis (stepscope.analysis.timeline) is not in this build")
+        """One timeline window of a rank (LRU-cached)."""
         res = self.get(run_id)
         key = (run_id, rank, start_ns, end_ns, max_items)
         with self._guard:
@@ -155,7 +142,7 @@ class RunStore:
                 self._windows.move_to_end(key)
                 return hit
         try:
-            data = dumps(fn(res.trace, rank, start_ns, end_ns, max_items=max_items).to_dict())
+            data = dumps(timeline_window(res.trace, rank, start_ns, end_ns, max_items=max_items).to_dict())
         except StepscopeError as exc:
             raise ApiError(422, str(exc)) from None
         with self._guard:

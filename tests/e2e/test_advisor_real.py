@@ -11,6 +11,7 @@ import stepscope
 from stepscope.advisor.engine import Advice, run_advisor
 from stepscope.advisor.finding import Severity
 from stepscope.analysis.bundle import analyze
+from stepscope.report.advice_json import finding_dict
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
 TB = TRACES / "kineto_tb_plugin"
@@ -39,7 +40,7 @@ def test_nw0_top_finding_is_the_input_pipeline(nw0: tuple[Advice, np.ndarray],
     assert top.rule == "dataloader-bound" and top.severity is Severity.HIGH
     assert top.evidence["dataloader_pct"] == pytest.approx(33.4, abs=0.5)  # TB plugin: 33.4 %
     assert top.change.key == "set-num-workers" and top.change.params["num_workers"] > 0
-    assert "num_workers=" in top.to_dict()["advice"]
+    assert "num_workers=" in finding_dict(top)["advice"]
     # What nw4 actually saved: 36.5 ms on the mean step (177.6 → 141.1 ms), whose steps 5 and 9 are
     # disturbed (runtime 41 ms, CPU exec 44 ms); 51 ms on the median step. The estimate (the exposed
     # DataLoader time, 59.3 ms) must sit between 0.8 x the first and 1.2 x the second.

@@ -23,9 +23,9 @@ from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
 from stepscope.advisor.rules._util import ms, rank_rows
 from stepscope.analysis import intervals
-from stepscope.analysis._hier import any_descendant
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.breakdown import is_dataloader
+from stepscope.analysis.hier import any_descendant
 from stepscope.model.schema import GPU_KINDS, EventKind
 
 RULE_ID = "heavy-host-op-no-gpu"

@@ -6,9 +6,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from stepscope.advisor.finding import Finding
 from stepscope.analysis.bundle import Bundle
 from stepscope.model.trace import Trace
 from stepscope.report import json_out
+from stepscope.report.advice_json import finding_dict
 from stepscope.report.html.page import render_html
 from stepscope.report.html.series import MemoryCurve, memory_from_doc, memory_from_trace
 from stepscope.report.html.timeline_data import compute_timeline
@@ -64,13 +66,13 @@ def write_text(path: str | Path, text: str) -> int:
     return len(data)
 
 
-def write_reports(bundle: Bundle, findings: Sequence[Any], *, html_path: str | None, print_md: bool) -> None:
+def write_reports(bundle: Bundle, findings: Sequence[Finding], *, html_path: str | None, print_md: bool) -> None:
     """``analyze --html FILE`` / ``--md``: write the page, print the Markdown summary (to stdout)."""
     import click
 
     from stepscope.report.markdown import render_markdown
 
-    dicts = [f.to_dict() if hasattr(f, "to_dict") else dict(f) for f in findings]
+    dicts = [finding_dict(f) for f in findings]
     doc = json_out.to_json(bundle, dicts)
     title = default_title(bundle.trace.source)
     if html_path is not None:

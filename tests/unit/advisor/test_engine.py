@@ -19,6 +19,7 @@ from stepscope.analysis.bundle import analyze
 from stepscope.cli import cli
 from stepscope.errors import StepscopeError
 from stepscope.report import json_out, texts
+from stepscope.report.advice_json import finding_dict
 from tests.builders import TraceBuilder
 from tests.unit.advisor.scenes import dataloader, tensor_cores
 
@@ -45,7 +46,7 @@ def test_ranked_by_gain_and_json_shape(tmp_path: Path) -> None:
     gains = [f.est_gain_ns for f in found]
     assert gains == sorted(gains, reverse=True)
     assert found[0].rule == "dataloader-bound" and found[0].severity is Severity.HIGH
-    d = found[0].to_dict()
+    d = finding_dict(found[0])
     assert set(d) >= {"rule", "severity", "rank", "est_gain_ms", "est_gain_pct", "evidence", "advice"}
     assert d["est_gain_pct"] == pytest.approx(40.0, abs=0.5)
     assert "num_workers=4" in d["advice"]

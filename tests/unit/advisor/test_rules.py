@@ -9,6 +9,7 @@ import pytest
 from stepscope.advisor.engine import Advice, run_advisor
 from stepscope.advisor.rules import ALL_RULES
 from stepscope.analysis.bundle import analyze
+from stepscope.report.advice_json import finding_dict
 from tests.builders import TraceBuilder, load_ranks
 from tests.unit.advisor.scenes import SCENES, rank_builder
 
@@ -55,7 +56,7 @@ def test_rule_fires(tmp_path: Path, rule: str) -> None:
     assert f.est_gain_ns >= 0 and f.step_ns > 0
     if rule in EXPECTED_GAIN_MS:
         assert f.est_gain_ms == pytest.approx(EXPECTED_GAIN_MS[rule], abs=0.01)
-    d = f.to_dict()
+    d = finding_dict(f)
     assert d["rule"] == rule and d["advice"] and "?" not in d["advice"].split("(")[0][:40]
 
 

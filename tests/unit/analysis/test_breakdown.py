@@ -115,7 +115,7 @@ def test_no_steps_window_starts_at_device_work_queued_behind_unseen_work(tmp_pat
 def test_every_view_uses_the_breakdown_step_windows(tmp_path: Path) -> None:
     """One length per step: the first step starts after the GPU work before it (TB rule), in the
     breakdown and in the deep analyses alike."""
-    from stepscope.analysis._common import step_windows
+    from stepscope.analysis.common import step_windows
 
     b = TraceBuilder()
     b.gpu("previous_step_kernel", ts=-5, dur=10)  # launched before the profiling window

@@ -10,8 +10,8 @@ import pytest
 from builders import TraceBuilder
 
 from stepscope.analysis import timeline as tl
-from stepscope.analysis._timeline_index import bucket_edges, bucket_of, rank_index
 from stepscope.analysis.timeline import timeline_window
+from stepscope.analysis.timeline_index import bucket_edges, bucket_of, rank_index
 from stepscope.model.trace import Trace
 
 US = 1000

@@ -12,7 +12,7 @@ import pytest
 import stepscope
 from stepscope.analysis.bundle import analyze
 from stepscope.server.discover import discover_runs
-from stepscope.server.store import RunStore, timeline_function
+from stepscope.server.store import RunStore
 from tests.unit.server.served import DEFAULT_TRACE, TestClient, client_for
 
 
@@ -52,12 +52,7 @@ def test_findings_memory_info(client: TestClient, ids: dict[str, str]) -> None:
     assert info["end_ns"] > info["start_ns"] and [s["step"] for s in info["steps"]] == [5, 6, 7, 8, 9]
 
 
-def _needs_timeline() -> None:
-    assert timeline_function() is not None, "the server cannot reach stepscope.analysis.timeline"
-
-
 def test_timeline_zooms_from_aggregate_to_events(client: TestClient, ids: dict[str, str]) -> None:
-    _needs_timeline()
     rid = ids["h100/base"]
     whole = client.get(f"/api/v1/runs/{rid}/timeline?rank=0&max_items=500").json()
     assert whole["mode"] == "aggregate" and whole["event_count"] > 500
@@ -66,14 +61,6 @@ def test_timeline_zooms_from_aggregate_to_events(client: TestClient, ids: dict[s
     narrow = client.get(f"/api/v1/runs/{rid}/timeline?rank=0&start_ns={a}&end_ns={a + 200_000}").json()
     assert narrow["mode"] == "events" and narrow["start_ns"] == a and narrow["end_ns"] == a + 200_000
     assert narrow["events"]["name"] and len(narrow["events"]["name"]) == narrow["event_count"]
-
-
-def test_timeline_without_the_analysis_is_a_clear_501(store: RunStore, ids: dict[str, str],
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("stepscope.server.store.timeline_function", lambda: None)
-    with client_for(store) as c:
-        r = c.get(f"/api/v1/runs/{ids['h100/base']}/timeline?rank=0")
-    assert r.status_code == 501 and "timeline" in r.json()["error"]
 
 
 @pytest.mark.parametrize("qs", ["rank=0&start_ns=10&end_ns=5", "rank=0&start_ns=abc", "rank=0&max_items=0",

@@ -1,0 +1,45 @@
+"""Findings and verdicts as JSON objects: the advisor's data with its words added here.
+
+The advisor hands out plain data (:class:`~stepscope.advisor.finding.Finding`,
+:class:`~stepscope.advisor.verdict.Verdict`); the sentences a person reads are looked up in
+:mod:`stepscope.report.texts`. Every JSON output (``analyze --json``, ``advise --json``, the HTML
+page, the server, ``diff``) builds its findings and verdicts with these functions, so prose lives
+in one place.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stepscope.advisor.finding import Finding
+from stepscope.advisor.verdict import Verdict, verdicts
+from stepscope.analysis.bundle import Bundle
+from stepscope.report import texts
+
+
+def finding_dict(f: Finding) -> dict[str, Any]:
+    """The SPEC §12 ``findings`` item: the finding's data, its title, basis and advice in words."""
+    return {
+        "rule": f.rule,
+        "severity": f.severity.value,
+        "rank": f.rank,
+        "ranks": list(f.ranks),
+        "steps": list(f.steps),
+        "est_gain_ms": round(f.est_gain_ms, 3),
+        "est_gain_pct": round(f.est_gain_pct, 2),
+        "basis": texts.basis_text(f),
+        "evidence": dict(f.evidence),
+        "change": f.change.to_dict(),
+        "title": texts.title_text(f),
+        "advice": texts.advice_text(f),
+    }
+
+
+def verdict_dict(v: Verdict) -> dict[str, Any]:
+    """A ``verdicts`` item: the verdict's numbers and its sentence."""
+    return {**v.to_dict(), "text": texts.verdict_text(v)}
+
+
+def verdict_section(bundle: Bundle) -> list[dict[str, Any]]:
+    """The ``verdicts`` key of the JSON document: the job's (multi-rank), then one per rank."""
+    return [verdict_dict(v) for v in verdicts(bundle)]

@@ -23,7 +23,7 @@ def command(out_dir: Path | None, steps: int, as_json: bool) -> None:
 
     Needs PyTorch (pip install 'stepscope[torch]'). Takes well under two minutes on two cores.
     """
-    from stepscope.collect.demo import run_demo
+    from stepscope.cli.demo_run import run_demo
 
     if out_dir is None:
         out_dir = Path(tempfile.mkdtemp(prefix="stepscope-demo-"))

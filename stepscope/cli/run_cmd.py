@@ -14,7 +14,7 @@ from stepscope.collect.step_timer import StepRecord, summarise_records
 def _summarise(trace_dir: Path) -> str:
     """The short verdict printed after a run: steps and mean step time (the step breakdown's) from the trace."""
     import stepscope
-    from stepscope.collect.demo import stats_of
+    from stepscope.cli.demo_run import stats_of
 
     trace = stepscope.load(trace_dir)
     stats = stats_of(trace)

@@ -60,7 +60,7 @@ def test_default_trace_fixture_is_real_and_input_bound() -> None:
     trace = stepscope.load(path)
     assert len(trace.steps) == 4
     assert _counter_names(trace) >= COUNTERS
-    from stepscope.collect.demo import trace_stats
+    from stepscope.cli.demo_run import trace_stats
 
     assert trace_stats(path).dataloader_share > 0.5
 

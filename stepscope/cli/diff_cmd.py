@@ -45,17 +45,13 @@ def _write_reports(doc: dict[str, Any], csv_dir: str | None, xlsx: str | None, h
     if xlsx:
         written.append(str(tabular.write_xlsx(doc, xlsx)))
     if html:
-        try:
-            from stepscope.report.html import render_diff_html
-        except ImportError:
-            raise UsageError("the HTML diff report is not available in this build") from None
+        from stepscope.report.html import render_diff_html
+
         Path(html).write_text(render_diff_html(doc, title=title), encoding="utf-8")
         written.append(html)
     if md:
-        try:
-            from stepscope.report.markdown import render_diff_markdown
-        except ImportError:
-            raise UsageError("the Markdown diff summary is not available in this build") from None
+        from stepscope.report.markdown import render_diff_markdown
+
         Path(md).write_text(render_diff_markdown(doc, title=title), encoding="utf-8")
         written.append(md)
     return written

@@ -1,0 +1,287 @@
+"""The package's layers, checked on every module's imports with ``ast`` (module level, inside
+functions and under ``TYPE_CHECKING`` alike)::
+
+    errors ← model ← ingest
+             model ← analysis ← advisor ← report ← compare ← server ← cli
+             model ← query                                  collect ← cli, stepscope/__init__
+
+* an import goes only to a package that ``LAYERS`` lets its package use (the map is itself
+  checked to be a layering: no package reaches itself through it);
+* no import cycle between modules (imports under ``TYPE_CHECKING`` aside: they do not run);
+* no ``_private`` module, nor a ``_private`` name, is imported from another package;
+* no ``except ImportError`` around an import of the package's own modules (a module of this
+  package is always there; optional *third-party* imports may be guarded).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "stepscope"
+ROOT = "<root>"  # stepscope/__init__.py and the modules directly in stepscope/
+
+#: package → the packages its modules may import (besides their own)
+LAYERS: dict[str, frozenset[str]] = {
+    "errors": frozenset(),
+    "model": frozenset({"errors"}),
+    "ingest": frozenset({"model", "errors"}),
+    "analysis": frozenset({"model", "errors"}),
+    "query": frozenset({"model", "errors"}),
+    "advisor": frozenset({"analysis", "model", "errors"}),
+    # export writes the Kineto format back with the reader's category table (ingest.normalize)
+    "report": frozenset({"advisor", "analysis", "ingest", "model", "errors"}),
+    # compare loads its two sides (ingest), diffs their results, words the findings (report)
+    "compare": frozenset({"report", "advisor", "analysis", "ingest", "model", "errors"}),
+    "collect": frozenset({"errors"}),
+    "server": frozenset({"compare", "report", "advisor", "analysis", "ingest", "model", "errors"}),
+    "cli": frozenset({"server", "compare", "report", "advisor", "analysis", "ingest", "model", "query",
+                      "collect", "errors", ROOT}),
+    ROOT: frozenset({"collect", "ingest", "model", "errors"}),
+    "__main__": frozenset({"cli"}),
+}
+
+
+@dataclass(frozen=True)
+class Import:
+    source: str  # importing module, dotted
+    target: str  # imported module, dotted (the longest prefix that is a module of the package)
+    names: tuple[str, ...]  # names taken from it (``from target import a, b``)
+    line: int
+    type_only: bool
+
+
+def _modules(root: Path = PACKAGE) -> dict[str, Path]:
+    out: dict[str, Path] = {}
+    for p in sorted(root.rglob("*.py")):
+        if "__pycache__" in p.parts:
+            continue
+        parts = list(p.relative_to(root.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = p
+    return out
+
+
+def package_of(module: str) -> str:
+    parts = module.split(".")
+    if len(parts) == 1:
+        return ROOT
+    if len(parts) == 2 and parts[1] not in LAYERS:
+        return ROOT  # stepscope/query.py and the like belong with their own entry when they have one
+    return parts[1]
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    ids: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            ids.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    return ids
+
+
+def _absolute(module: str, is_package: bool, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _longest_module(name: str, known: set[str] | dict[str, Path]) -> str:
+    while name not in known and "." in name:
+        name = name.rsplit(".", 1)[0]
+    return name
+
+
+def imports_of(module: str, tree: ast.AST, known: set[str] | dict[str, Path], is_package: bool = False) -> list[Import]:
+    """Every import of a stepscope module in ``tree``; ``from pkg import mod`` counts as importing ``pkg.mod``."""
+    type_only = _type_checking_nodes(tree)
+    out: list[Import] = []
+    for node in ast.walk(tree):
+        tc = id(node) in type_only
+        if isinstance(node, ast.Import):
+            out += [Import(module, _longest_module(a.name, known), (), node.lineno, tc)
+                    for a in node.names if a.name.split(".")[0] == "stepscope"]
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(module, is_package, node)
+            if base.split(".")[0] != "stepscope":
+                continue
+            for a in node.names:
+                sub = f"{base}.{a.name}"
+                if sub in known:
+                    out.append(Import(module, sub, (), node.lineno, tc))
+                else:
+                    out.append(Import(module, _longest_module(base, known), (a.name,), node.lineno, tc))
+    return out
+
+
+def _all_imports() -> list[Import]:
+    mods = _modules()
+    out: list[Import] = []
+    for name, path in mods.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        out += imports_of(name, tree, mods, path.name == "__init__.py")
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- checks
+
+
+def layer_violations(imports: list[Import]) -> list[str]:
+    bad = []
+    for imp in imports:
+        src, dst = package_of(imp.source), package_of(imp.target)
+        if src != dst and dst not in LAYERS.get(src, frozenset()):
+            bad.append(f"{imp.source}:{imp.line} imports {imp.target} ({src} may not use {dst})")
+    return bad
+
+
+def cycles(imports: list[Import]) -> list[list[str]]:
+    """Strongly connected groups of modules (more than one) in the graph of runtime imports."""
+    graph: dict[str, set[str]] = {}
+    for imp in imports:
+        if not imp.type_only and imp.target != imp.source:
+            graph.setdefault(imp.source, set()).add(imp.target)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_reach_ins(imports: list[Import]) -> list[str]:
+    bad = []
+    for imp in imports:
+        if package_of(imp.source) == package_of(imp.target):
+            continue
+        if any(_private(p) for p in imp.target.split(".")) or any(_private(n) for n in imp.names):
+            bad.append(f"{imp.source}:{imp.line} imports {imp.target} {list(imp.names) or ''}".rstrip())
+    return bad
+
+
+def _guards(tree: ast.AST) -> Iterator[ast.Try]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and any(_catches_import_error(h) for h in node.handlers):
+            yield node
+
+
+def _catches_import_error(handler: ast.ExceptHandler) -> bool:
+    if handler.type is None:
+        return False
+    names = [handler.type] if not isinstance(handler.type, ast.Tuple) else list(handler.type.elts)
+    return any(isinstance(n, ast.Name) and n.id in ("ImportError", "ModuleNotFoundError") for n in names)
+
+
+def own_import_guards(module: str, tree: ast.AST, known: set[str] | dict[str, Path],
+                      is_package: bool = False) -> list[str]:
+    bad = []
+    for guard in _guards(tree):
+        body = ast.Module(body=guard.body, type_ignores=[])
+        for imp in imports_of(module, body, known, is_package):
+            bad.append(f"{module}:{guard.lineno} guards an import of {imp.target} with except ImportError")
+        for node in ast.walk(body):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "import_module" and node.args
+                    and isinstance(node.args[0], ast.Constant) and str(node.args[0].value).startswith("stepscope")):
+                bad.append(f"{module}:{guard.lineno} guards import_module({node.args[0].value!r})")
+    return bad
+
+
+# ----------------------------------------------------------------------------------------------- tests
+
+
+def test_the_package_is_found() -> None:
+    mods = _modules()
+    assert len(mods) > 100 and {package_of(m) for m in mods} <= set(LAYERS)
+
+
+def test_the_layers_are_a_layering() -> None:
+    """No package can reach itself through the allowed uses (the map is a DAG)."""
+
+    def reach(p: str, seen: frozenset[str]) -> None:
+        for q in LAYERS[p]:
+            assert q not in seen, f"LAYERS has a cycle through {q}"
+            reach(q, seen | {q})
+
+    for p in LAYERS:
+        reach(p, frozenset({p}))
+
+
+def test_every_import_goes_down_the_layers() -> None:
+    bad = layer_violations(_all_imports())
+    assert not bad, "imports against the layers (tests/test_layers.py LAYERS):\n" + "\n".join(bad)
+
+
+def test_no_import_cycles() -> None:
+    found = cycles(_all_imports())
+    assert not found, "import cycles:\n" + "\n".join(" ↔ ".join(c) for c in found)
+
+
+def test_no_private_module_or_name_is_imported_from_another_package() -> None:
+    bad = private_reach_ins(_all_imports())
+    assert not bad, "make the helper public, or move it:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("name", sorted(_modules()))
+def test_no_import_error_guard_around_the_package_itself(name: str) -> None:
+    mods = _modules()
+    path = mods[name]
+    bad = own_import_guards(name, ast.parse(path.read_text(encoding="utf-8")), mods, path.name == "__init__.py")
+    assert not bad, "\n".join(bad)
+
+
+def test_the_checks_catch_what_they_should() -> None:
+    known = {"stepscope.model.trace", "stepscope.report.texts", "stepscope.advisor.finding",
+             "stepscope.analysis._memo", "stepscope.analysis.common"}
+    src = ("from stepscope.report import texts\n"
+           "from stepscope.analysis._memo import per_rank\n"
+           "from stepscope.analysis.common import _helper\n"
+           "def f():\n    try:\n        import stepscope.model.trace\n    except ImportError:\n        pass\n")
+    tree = ast.parse(src)
+    imps = imports_of("stepscope.advisor.finding", tree, known)
+    assert [i.target for i in imps] == ["stepscope.report.texts", "stepscope.analysis._memo",
+                                        "stepscope.analysis.common", "stepscope.model.trace"]
+    assert layer_violations(imps) == [
+        "stepscope.advisor.finding:1 imports stepscope.report.texts (advisor may not use report)"]
+    assert len(private_reach_ins(imps)) == 2
+    assert own_import_guards("stepscope.advisor.finding", tree, known) == [
+        "stepscope.advisor.finding:5 guards an import of stepscope.model.trace with except ImportError"]
+    back = imports_of("stepscope.report.texts", ast.parse("import stepscope.advisor.finding\n"), known)
+    assert cycles(imps + back) == [["stepscope.advisor.finding", "stepscope.report.texts"]]
+    typed = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import stepscope.advisor.finding\n")
+    assert cycles(imps + imports_of("stepscope.report.texts", typed, known)) == []

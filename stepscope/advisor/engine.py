@@ -24,7 +24,7 @@ from stepscope.advisor.ranking import group_across_ranks, rank_findings
 from stepscope.advisor.rules import ALL_RULES
 from stepscope.advisor.verdict import Verdict, verdicts
 from stepscope.analysis.base import NotApplicable
-from stepscope.analysis.bundle import Bundle
+from stepscope.analysis.bundle import Bundle, with_bundle_memo
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +55,7 @@ def advise(bundle: Bundle, config: AdvisorConfig | None = None) -> list[Finding]
     return list(run_advisor(bundle, config).findings)
 
 
+@with_bundle_memo
 def run_advisor(bundle: Bundle, config: AdvisorConfig | None = None,
                 rules: Sequence[Rule] | None = None) -> Advice:
     """Findings (ranked), the rules that could not run (once each, with why) and the verdicts."""

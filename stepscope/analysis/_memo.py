@@ -1,54 +1,81 @@
-"""A per-(trace, rank) memo so that views sharing an expensive base (step windows) compute it once.
+"""Memoisation within one bundle build: views that share an expensive base (step windows, the
+collective classes) compute it once per build, and there is no global cache.
 
-Keyed by the trace object's identity and held through a weak reference, so a result never outlives
-its trace and a different trace never sees it. Results are frozen, so sharing them is safe.
+:func:`~stepscope.analysis.bundle.analyze` makes a :class:`Memo`, runs every analysis with it
+active and keeps it in the :class:`~stepscope.analysis.bundle.Bundle`; work done later over the
+same bundle (the advisor, the JSON document, timeline windows) runs inside ``bundle.memo.active()``
+and reuses what the build computed. Outside an active memo a memoised function simply computes.
+The active memo is held in a :class:`~contextvars.ContextVar`, so threads (the server's) never see
+each other's; a memo lives exactly as long as its bundle.
 """
 
 from __future__ import annotations
 
-import weakref
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from functools import wraps
-from typing import Any, TypeVar
+from typing import TypeVar, cast
 
 from stepscope.model.trace import Trace
 
 R = TypeVar("R")
-_STORE: dict[tuple[int, str, int], tuple[weakref.ref[Trace], Any]] = {}
+
+
+class Memo:
+    """The results of memoised passes of one build, keyed by (function, trace, rank)."""
+
+    def __init__(self) -> None:
+        self._store: dict[tuple[str, int, int], tuple[Trace, object]] = {}
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[Memo]:
+        """Memoised functions called inside this block (in this thread or task) use this memo."""
+        token = _ACTIVE.set(self)
+        try:
+            yield self
+        finally:
+            _ACTIVE.reset(token)
+
+    def get(self, name: str, trace: Trace, rank: int, compute: Callable[[], R]) -> R:
+        key = (name, id(trace), rank)
+        hit = self._store.get(key)
+        if hit is not None and hit[0] is trace:
+            return cast(R, hit[1])
+        value = compute()
+        self._store[key] = (trace, value)  # the trace is kept with it, so its id is not reused meanwhile
+        return value
+
+
+_ACTIVE: ContextVar[Memo | None] = ContextVar("stepscope_analysis_memo", default=None)
 
 
 def per_rank(fn: Callable[[Trace, int], R]) -> Callable[[Trace, int], R]:
-    """Memoise ``fn(trace, rank)`` while ``trace`` is alive."""
-    key_name = f"{fn.__module__}.{fn.__qualname__}"
+    """Memoise ``fn(trace, rank)`` in the active memo (computed afresh when none is active)."""
+    name = f"{fn.__module__}.{fn.__qualname__}"
 
     @wraps(fn)
     def wrapper(trace: Trace, rank: int) -> R:
-        key = (id(trace), key_name, rank)
-        hit = _STORE.get(key)
-        if hit is not None and hit[0]() is trace:
-            return hit[1]  # type: ignore[no-any-return]
-        value = fn(trace, rank)
-
-        def forget(_ref: weakref.ref[Trace], k: tuple[int, str, int] = key) -> None:
-            _STORE.pop(k, None)
-
-        _STORE[key] = (weakref.ref(trace, forget), value)
-        return value
+        memo = _ACTIVE.get()
+        if memo is None:
+            return fn(trace, rank)
+        return memo.get(name, trace, rank, lambda: fn(trace, rank))
 
     return wrapper
 
 
 def per_trace(fn: Callable[[Trace], R]) -> Callable[[Trace], R]:
-    """Memoise a whole-trace pass ``fn(trace)`` while ``trace`` is alive (the ``per_rank`` memo, rank -1)."""
-
-    def by_rank(trace: Trace, _rank: int) -> R:
-        return fn(trace)
-
-    by_rank.__module__, by_rank.__qualname__ = fn.__module__, fn.__qualname__  # the memo's key
-    memo = per_rank(by_rank)
+    """Memoise a whole-trace pass ``fn(trace)`` in the active memo (the ``per_rank`` memo, rank -1)."""
+    name = f"{fn.__module__}.{fn.__qualname__}"
 
     @wraps(fn)
     def wrapper(trace: Trace) -> R:
-        return memo(trace, -1)
+        memo = _ACTIVE.get()
+        if memo is None:
+            return fn(trace)
+        return memo.get(name, trace, -1, lambda: fn(trace))
 
     return wrapper

@@ -1,7 +1,7 @@
 """Every analysis by name. Add an entry to plug a new analysis into analyze / JSON / reports.
 
 ``RANK_ANALYSES`` run once per rank (``fn(trace, rank)``); ``CLUSTER_ANALYSES`` run once per trace
-after the per-rank ones (``fn(trace, bundle)``). An analysis that lacks data raises
+after the per-rank ones (``fn(trace)``). An analysis that lacks data raises
 :class:`~stepscope.analysis.base.NotApplicable`. Order is the order of the terminal report.
 """
 
@@ -29,11 +29,10 @@ from stepscope.analysis.summary import compute_summary
 from stepscope.analysis.sync import compute_sync
 
 if TYPE_CHECKING:
-    from stepscope.analysis.bundle import Bundle
     from stepscope.model.trace import Trace
 
 RankAnalysis = Callable[["Trace", int], Any]
-ClusterAnalysis = Callable[["Trace", "Bundle"], Any]
+ClusterAnalysis = Callable[["Trace"], Any]
 
 RANK_ANALYSES: dict[str, RankAnalysis] = {
     "summary": compute_summary,

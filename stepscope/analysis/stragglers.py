@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,9 +29,6 @@ from stepscope.analysis.common import F64, I64, interval_set, pct, rank_rows, st
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
 from stepscope.model.uniq import unique
-
-if TYPE_CHECKING:
-    from stepscope.analysis.bundle import Bundle
 
 #: metrics by name (one value per rank, aligned with ``ranks``) → {rank: [metric names it is slow in]}
 Detector = Callable[[dict[str, F64], list[int]], dict[int, list[str]]]
@@ -124,7 +120,7 @@ class ClusterResult:
         return len(self.ranks)
 
 
-def compute_cluster(trace: Trace, bundle: Bundle | None = None, detector: Detector | None = None) -> ClusterResult:
+def compute_cluster(trace: Trace, detector: Detector | None = None) -> ClusterResult:
     """Per-rank work metrics, wait/transfer, slow ranks and imbalance of a multi-rank trace."""
     ranks = list(trace.rank_ids)
     if len(ranks) < 2:

@@ -7,7 +7,7 @@ from rich.console import Console
 
 from stepscope.advisor.engine import advise
 from stepscope.advisor.finding import Finding
-from stepscope.analysis.bundle import Bundle, analyze, apply_batch_size
+from stepscope.analysis.bundle import Bundle, analyze
 from stepscope.cli.common import echo_json, load_trace, trace_options
 from stepscope.errors import UsageError
 from stepscope.report import json_out, terminal
@@ -50,8 +50,7 @@ def command(path: str | None, as_json: bool, views: tuple[str, ...], top: int, b
             as_md: bool = False) -> None:
     """Analyze a trace file or run directory (the embedded sample when PATH is omitted)."""
     trace = load_trace(path, no_cache, span, ranks)
-    bundle = analyze(trace)  # every analysis: --view chooses what is shown, never which findings exist
-    apply_batch_size(bundle, batch_size)
+    bundle = analyze(trace, batch_size=batch_size)  # --view chooses only what is shown
     findings = findings_for(bundle)
     if html_out or as_md:
         from stepscope.report.html.build import write_reports

@@ -46,9 +46,10 @@ def _from_trace(path: str | None, title: str | None, step: int | None, no_cache:
 
     trace = load_trace(path, no_cache, span, ranks)
     bundle = analyze(trace)
-    findings = [finding_dict(f) for f in findings_for(bundle)]
-    doc = json_out.to_json(bundle, findings)
-    return doc, render_trace_report(doc, trace, title=title, step=step)
+    with bundle.memo.active():
+        findings = [finding_dict(f) for f in findings_for(bundle)]
+        doc = json_out.to_json(bundle, findings)
+        return doc, render_trace_report(doc, trace, title=title, step=step)
 
 
 def _from_document(doc: dict[str, Any], path: str, title: str | None) -> str:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from stepscope.analysis.bundle import Bundle
+from stepscope.analysis.bundle import Bundle, with_bundle_memo
 from stepscope.compare import sources
 from stepscope.compare.align import NameMap
 from stepscope.compare.findings import FindingChange, compare_findings, findings_of
@@ -101,6 +101,7 @@ class SideData:
     findings: list[dict[str, Any]] | None
 
 
+@with_bundle_memo
 def side_data(bundle: Bundle, rank: int | None = None, *, by_shapes: bool = False, per_step: bool = True,
               with_findings: bool = True) -> SideData:
     """Extract one run's side of a diff from its bundle (the views' results, the advisor's findings)."""

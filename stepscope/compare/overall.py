@@ -19,6 +19,7 @@ and the breakdown describe the same time.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,7 +71,7 @@ class SideOverall:
     per_step: list[dict[str, Any]]  # {"step", "total_ms", "breakdown_ms": {...}} per step
 
 
-def side_overall(results: dict[str, Any]) -> SideOverall:
+def side_overall(results: Mapping[str, Any]) -> SideOverall:
     """Average-step numbers of one rank's results (requires the breakdown view)."""
     bd = results["breakdown"]
     cats = {c: float(v) / MS for c, v in zip(bd.categories, bd.avg_category_ns)}

@@ -24,7 +24,7 @@ runtime     ms       total host time of the call          —
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -52,13 +52,13 @@ def _f(a: npt.ArrayLike, scale: float) -> F64:
     return np.asarray(a, np.float64) / scale
 
 
-def _result(results: dict[str, Any], skipped: dict[str, str], name: str) -> Any:
+def _result(results: Mapping[str, Any], skipped: Mapping[str, str], name: str) -> Any:
     if name in results:
         return results[name]
     raise Missing(skipped.get(name, f"the {name} view did not run"))
 
 
-def operators(results: dict[str, Any], skipped: dict[str, str], steps: int, by_shapes: bool) -> SideTable:
+def operators(results: Mapping[str, Any], skipped: Mapping[str, str], steps: int, by_shapes: bool) -> SideTable:
     """Operators by name (or name + input shapes): device self time per step (host times as extras)."""
     view = _result(results, skipped, "operators")
     t = view.by_name_shape if by_shapes else view.by_name
@@ -69,14 +69,14 @@ def operators(results: dict[str, Any], skipped: dict[str, str], steps: int, by_s
                             "device_total": _f(t.device_total_ns, s)})
 
 
-def kernels(results: dict[str, Any], skipped: dict[str, str], steps: int) -> SideTable:
+def kernels(results: Mapping[str, Any], skipped: Mapping[str, str], steps: int) -> SideTable:
     """Kernels by name: total time per step and launches."""
     t = _result(results, skipped, "kernels").by_name
     return SideTable(names=np.asarray(t.name, dtype=object), value=_f(t.total_ns, MS * steps),
                      count=_f(t.calls, 1))
 
 
-def modules(results: dict[str, Any], skipped: dict[str, str], steps: int) -> SideTable:
+def modules(results: Mapping[str, Any], skipped: Mapping[str, str], steps: int) -> SideTable:
     """nn.Modules by name: device total time per step (host times as extras)."""
     t = _result(results, skipped, "modules")
     s = MS * steps
@@ -99,7 +99,7 @@ def host_view(table: str, t: SideTable) -> SideTable:
     return SideTable(t.names, t.extra[host], t.count, t.shapes, extra)
 
 
-def side_tables(results: dict[str, Any], skipped: dict[str, str], trace: Trace, rank: int, steps: int,
+def side_tables(results: Mapping[str, Any], skipped: Mapping[str, str], trace: Trace, rank: int, steps: int,
                 by_shapes: bool) -> dict[str, SideTable | str]:
     """Every compared table of one rank; a str in place of a table says why it is missing."""
     getters: dict[str, Callable[[], SideTable]] = {
@@ -117,7 +117,7 @@ def side_tables(results: dict[str, Any], skipped: dict[str, str], trace: Trace, 
     return out
 
 
-def memory(results: dict[str, Any], skipped: dict[str, str], steps: int) -> SideTable:
+def memory(results: Mapping[str, Any], skipped: Mapping[str, str], steps: int) -> SideTable:
     """Allocations per op name and device: MB allocated per step, allocation count."""
     t = _result(results, skipped, "memory").by_op
     names = _steps_as_one(np.asarray(t.name, dtype=object))
@@ -155,7 +155,7 @@ def runtime_api(trace: Trace, rank: int, steps: int) -> SideTable:
                      count=_f(calls, 1))
 
 
-def has_device_time(results: dict[str, Any]) -> bool:
+def has_device_time(results: Mapping[str, Any]) -> bool:
     """Whether the rank ran anything on a GPU (kernels view present with time)."""
     kv = results.get("kernels")
     return kv is not None and int(getattr(kv, "total_kernel_ns", 0)) > 0

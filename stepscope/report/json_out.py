@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from stepscope.analysis.bundle import Bundle, RankResults
+from stepscope.analysis.bundle import Bundle, RankResults, with_bundle_memo
 from stepscope.model.trace import Trace
 from stepscope.report.advice_json import verdict_section
 from stepscope.report.json_deep import DEEP_RANK_SECTIONS, cluster_section
@@ -65,6 +65,7 @@ CLUSTER_SECTIONS: dict[str, ClusterSection] = {
 }
 
 
+@with_bundle_memo
 def to_json(bundle: Bundle, findings: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """The whole §12 document for one analysed trace."""
     trace = bundle.trace

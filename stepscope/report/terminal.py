@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from stepscope.analysis.bundle import Bundle
+from stepscope.analysis.bundle import Bundle, with_bundle_memo
 from stepscope.model.diagnostics import Diagnostic
 from stepscope.report.views import CLUSTER_RENDERERS, RENDERERS
 
@@ -24,6 +24,7 @@ def render_header(bundle: Bundle, console: Console) -> None:
     console.print(f"{len(trace.events):,} events, {len(trace.ranks)} rank(s), {len(trace.steps)} step spans")
 
 
+@with_bundle_memo
 def render(bundle: Bundle, console: Console, views: Iterable[str] | None = None, top: int = 10,
            findings_renderer: Any = None) -> None:
     """Everything for the chosen views (all by default), then findings and diagnostics."""

@@ -104,6 +104,12 @@ def analyse_run(entry: RunEntry, loader: Loader) -> RunResults:
     """Load, analyse and advise one run, and render every answer the routes serve (once)."""
     trace = loader(entry.path)
     bundle = analyze(trace)
+    with bundle.memo.active():
+        return _results(entry, bundle)
+
+
+def _results(entry: RunEntry, bundle: Bundle) -> RunResults:
+    trace = bundle.trace
     doc = to_json(bundle, _findings(bundle))
     ranks = tuple(int(r["rank"]) for r in doc["ranks"])
     rank_docs = {r: dumps({**doc, "ranks": [obj]}) for r, obj in zip(ranks, doc["ranks"])}

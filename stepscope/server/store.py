@@ -142,7 +142,8 @@ class RunStore:
                 self._windows.move_to_end(key)
                 return hit
         try:
-            data = dumps(timeline_window(res.trace, rank, start_ns, end_ns, max_items=max_items).to_dict())
+            with res.bundle.memo.active():
+                data = dumps(timeline_window(res.trace, rank, start_ns, end_ns, max_items=max_items).to_dict())
         except StepscopeError as exc:
             raise ApiError(422, str(exc)) from None
         with self._guard:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from stepscope.advisor.finding import Finding
-from stepscope.analysis.bundle import Bundle
+from stepscope.analysis.bundle import Bundle, with_bundle_memo
 from stepscope.model.trace import Trace
 from stepscope.report import json_out
 from stepscope.report.advice_json import finding_dict
@@ -44,6 +44,7 @@ def render_trace_report(doc: Mapping[str, Any], trace: Trace, *, title: str | No
                        memory=memory_curves(doc, trace))
 
 
+@with_bundle_memo
 def build_report(bundle: Bundle, findings: Sequence[Mapping[str, Any]], *,
                  title: str | None = None) -> tuple[dict[str, Any], str]:
     """(§12 document, HTML page) of an analysed trace."""
@@ -66,6 +67,7 @@ def write_text(path: str | Path, text: str) -> int:
     return len(data)
 
 
+@with_bundle_memo
 def write_reports(bundle: Bundle, findings: Sequence[Finding], *, html_path: str | None, print_md: bool) -> None:
     """``analyze --html FILE`` / ``--md``: write the page, print the Markdown summary (to stdout)."""
     import click

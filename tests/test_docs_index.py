@@ -37,7 +37,7 @@ def test_every_page_is_linked_from_the_index() -> None:
 
 def test_every_registered_analysis_has_its_page() -> None:
     rows = {m.group(1): m.group(2) for line in _index().splitlines() if (m := ROW.match(line))}
-    names = set(RANK_ANALYSES) | set(CLUSTER_ANALYSES)
+    names = {a.name for a in RANK_ANALYSES} | {c.name for c in CLUSTER_ANALYSES}
     missing = sorted(n for n in names if n not in rows or not (DOCS / rows[n]).is_file())
     assert not missing, ("write docs/views/<name>.md (views) or docs/analyses/<name>.md (deep analyses) "
                          f"and list it in docs/index.md: {missing}")

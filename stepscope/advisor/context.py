@@ -1,7 +1,8 @@
 """What a rule sees: the bundle, the config, the rank it looks at, and the average step it compares to.
 
-A rule asks for an analysis result with :meth:`RuleContext.result`; when that analysis did not run
-(skipped, or not registered in this build) the call raises
+A rule asks for an analysis result with :meth:`RuleContext.result` and the analysis's registry
+entry, the typed key (``ctx.result(IDLE)`` is an :class:`~stepscope.analysis.idle.IdleResult`);
+when that analysis did not run (skipped, or not asked for in this build) the call raises
 :class:`~stepscope.analysis.base.NotApplicable` with the reason, and the engine reports the rule as
 "not run" once. Rules build findings with :meth:`RuleContext.finding`, which fills in rank, the
 step list and the severity from the gain.
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -22,24 +23,10 @@ from stepscope.analysis.breakdown import StepBreakdown
 from stepscope.analysis.bundle import Bundle
 from stepscope.analysis.common import step_windows
 from stepscope.analysis.platform import platform_of
+from stepscope.analysis.registry import BREAKDOWN, CRITICAL_PATH, OVERVIEW, ClusterAnalysis, RankAnalysis
 from stepscope.model.trace import Trace
 
-# Registry names of the analyses the rules read (stepscope/analysis/registry.py).
-BREAKDOWN = "breakdown"
-OVERVIEW = "overview"
-OPERATORS = "operators"
-KERNELS = "kernels"
-MEMORY = "memory"
-TENSOR_CORES = "tensor_cores"
-DISTRIBUTED = "distributed"
-IDLE = "idle"
-LAUNCH = "launch"
-SYNC = "sync"
-MEMCPY = "memcpy"
-LAUNCH_CONFIG = "launch_config"
-FUSION = "fusion"
-CLUSTER = "cluster"
-CRITICAL_PATH = "critical_path"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -58,26 +45,21 @@ class RuleContext:
     def trace(self) -> Trace:
         return self.bundle.trace
 
-    def result(self, name: str) -> Any:
-        """The rank's result of analysis ``name``, or NotApplicable saying why there is none."""
+    def result(self, key: RankAnalysis[T] | ClusterAnalysis[T]) -> T:
+        """The result of analysis ``key`` (the rank's, or the trace's for a cluster analysis), or
+        NotApplicable saying why there is none."""
+        if isinstance(key, ClusterAnalysis):
+            return self.bundle.require_cluster(key)
         if self.rank is None:
-            return self.cluster(name)
-        rr = self.bundle.ranks[self.rank]
-        if name in rr.results:
-            return rr.results[name]
-        raise NotApplicable(rr.skipped.get(name, f"the {name} analysis did not run"))
+            raise NotApplicable(f"the {key.name} analysis is per rank")
+        return self.bundle.ranks[self.rank].require(key)
 
-    def optional(self, name: str) -> Any:
-        """The rank's result of ``name``, or None when it did not run."""
+    def optional(self, key: RankAnalysis[T] | ClusterAnalysis[T]) -> T | None:
+        """The result of ``key``, or None when it did not run."""
         try:
-            return self.result(name)
+            return self.result(key)
         except NotApplicable:
             return None
-
-    def cluster(self, name: str) -> Any:
-        if name in self.bundle.cluster:
-            return self.bundle.cluster[name]
-        raise NotApplicable(self.bundle.cluster_skipped.get(name, f"the {name} analysis did not run"))
 
     def finding(self, rule: str, gain_ns: float, basis: str, evidence: Mapping[str, Any], change: Change,
                 steps: tuple[int, ...] | None = None, rank: int | None = None) -> Finding:
@@ -95,17 +77,18 @@ class RuleContext:
 
 def rank_breakdown(bundle: Bundle, rank: int) -> StepBreakdown | None:
     """The rank's step breakdown: its own analysis, else the overview's copy; None when neither ran."""
-    results = bundle.ranks[rank].results
-    bd: StepBreakdown | None = results.get(BREAKDOWN)
-    if bd is None and OVERVIEW in results:
-        bd = results[OVERVIEW].breakdown
+    rr = bundle.ranks[rank]
+    bd = rr.get(BREAKDOWN)
+    if bd is None:
+        ov = rr.get(OVERVIEW)
+        bd = ov.breakdown if ov is not None else None
     return bd
 
 
 def rank_step(bundle: Bundle, rank: int) -> tuple[int, tuple[int, ...]]:
     """Average step time (ns) and step numbers of a rank: the critical path's (the breakdown's windows;
     the device's span for a trace without steps), else the breakdown's, else the raw step windows."""
-    cp = bundle.ranks[rank].results.get(CRITICAL_PATH)
+    cp = bundle.ranks[rank].get(CRITICAL_PATH)
     if cp is not None and cp.step_count and cp.avg_step_ns > 0:
         return round(cp.avg_step_ns), tuple(int(s) for s in cp.step.tolist() if s >= 0)
     bd = rank_breakdown(bundle, rank)
@@ -123,8 +106,8 @@ def context_for(bundle: Bundle, cfg: AdvisorConfig, rank: int | None) -> RuleCon
     """The context of one rank, or of the cluster (median average step over ranks)."""
     if rank is not None:
         step_ns, steps = rank_step(bundle, rank)
-        cp = bundle.ranks[rank].results.get(CRITICAL_PATH)
-        whole = bool(getattr(cp, "whole_trace", False))
+        cp = bundle.ranks[rank].get(CRITICAL_PATH)
+        whole = cp is not None and cp.whole_trace
         return RuleContext(bundle, cfg, rank, step_ns, steps, platform_of(bundle.trace, rank), whole)
     per = [rank_step(bundle, r)[0] for r in bundle.ranks]
     per = [p for p in per if p > 0]

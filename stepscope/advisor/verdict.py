@@ -20,6 +20,7 @@ from typing import Any
 from stepscope.analysis.bundle import Bundle
 from stepscope.analysis.critical_path import CriticalPath
 from stepscope.analysis.platform import platform_of
+from stepscope.analysis.registry import CLUSTER, CRITICAL_PATH
 
 #: Every bound a verdict can name.
 BOUNDS = ("input", "host", "compute", "communication", "copy", "imbalance")
@@ -50,8 +51,8 @@ class Verdict:
 
 
 def rank_critical_path(bundle: Bundle, rank: int) -> CriticalPath | None:
-    cp = bundle.ranks[rank].results.get("critical_path")
-    return cp if isinstance(cp, CriticalPath) and cp.step_count and cp.avg_step_ns > 0 else None
+    cp = bundle.ranks[rank].get(CRITICAL_PATH)
+    return cp if cp is not None and cp.step_count and cp.avg_step_ns > 0 else None
 
 
 def verdict_of(bundle: Bundle, rank: int) -> Verdict | None:
@@ -72,8 +73,8 @@ def job_verdict(bundle: Bundle, per_rank: tuple[Verdict, ...]) -> Verdict | None
     steps = sorted(v.step_ns for v in per_rank)
     median = steps[len(steps) // 2] if len(steps) % 2 else (steps[len(steps) // 2 - 1] + steps[len(steps) // 2]) / 2
     excess = round(100.0 * (slowest.step_ns - median) / median, 1) if median > 0 else 0.0
-    cluster = bundle.cluster.get("cluster")
-    slow = tuple(getattr(cluster, "slow_ranks", ()) or ())
+    cluster = bundle.cluster_result(CLUSTER)
+    slow = tuple(cluster.slow_ranks) if cluster is not None else ()
     if slow:
         return replace(slowest, rank=None, bound="imbalance", ranks=slow, excess_pct=excess)
     return replace(slowest, rank=None, ranks=(slowest.rank,) if slowest.rank is not None else (), excess_pct=excess)

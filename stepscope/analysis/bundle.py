@@ -7,29 +7,58 @@ import functools
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Concatenate, ParamSpec, TypeVar
 
 from stepscope.analysis._memo import Memo
 from stepscope.analysis.base import NotApplicable
-from stepscope.analysis.breakdown import with_batch_size
-from stepscope.analysis.registry import CLUSTER_ANALYSES, RANK_ANALYSES
+from stepscope.analysis.breakdown import StepBreakdown, with_batch_size
+from stepscope.analysis.overview import Overview
+from stepscope.analysis.registry import (
+    BREAKDOWN,
+    CLUSTER_ANALYSES,
+    OVERVIEW,
+    RANK_ANALYSES,
+    ClusterAnalysis,
+    RankAnalysis,
+)
 from stepscope.model.trace import Trace
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
+
+
+def _typed(key: RankAnalysis[T] | ClusterAnalysis[T], value: object) -> T | None:
+    if value is None or isinstance(value, key.result):
+        return value
+    raise TypeError(f"the {key.name} result is a {type(value).__name__}, not a {key.result.__name__}")
 
 
 @dataclass(frozen=True)
 class RankResults:
-    """Results of every per-rank analysis for one rank; ``skipped`` says why one could not run."""
+    """Results of every per-rank analysis for one rank; ``skipped`` says why one could not run.
+
+    Read a result with its registry entry, the typed key: ``rr.get(KERNELS)`` (None when it did not
+    run) or ``rr.require(KERNELS)`` (NotApplicable with the reason when it did not).
+    """
 
     rank: int
-    results: Mapping[str, Any] = field(default_factory=dict)
+    results: Mapping[str, object] = field(default_factory=dict)
     skipped: Mapping[str, str] = field(default_factory=dict)
 
-    def get(self, name: str) -> Any:
-        return self.results.get(name)
+    def get(self, key: RankAnalysis[T]) -> T | None:
+        return _typed(key, self.results.get(key.name))
+
+    def require(self, key: RankAnalysis[T]) -> T:
+        value = self.get(key)
+        if value is None:
+            raise NotApplicable(self.reason(key))
+        return value
+
+    def reason(self, key: RankAnalysis[object]) -> str:
+        """Why ``key`` has no result on this rank."""
+        return self.skipped.get(key.name, f"the {key.name} analysis did not run")
 
 
 @dataclass(frozen=True)
@@ -43,13 +72,23 @@ class Bundle:
 
     trace: Trace
     ranks: Mapping[int, RankResults]
-    cluster: Mapping[str, Any] = field(default_factory=dict)
+    cluster: Mapping[str, object] = field(default_factory=dict)
     cluster_skipped: Mapping[str, str] = field(default_factory=dict)
     batch_size: int | None = None
     memo: Memo = field(default_factory=Memo, repr=False, compare=False)
 
     def rank(self, rank: int) -> RankResults:
         return self.ranks[rank]
+
+    def cluster_result(self, key: ClusterAnalysis[T]) -> T | None:
+        """The whole-trace result of ``key``, None when it did not run."""
+        return _typed(key, self.cluster.get(key.name))
+
+    def require_cluster(self, key: ClusterAnalysis[T]) -> T:
+        value = self.cluster_result(key)
+        if value is None:
+            raise NotApplicable(self.cluster_skipped.get(key.name, f"the {key.name} analysis did not run"))
+        return value
 
 
 def analyze(trace: Trace, names: Iterable[str] | None = None, ranks: Iterable[int] | None = None, *,
@@ -63,36 +102,36 @@ def analyze(trace: Trace, names: Iterable[str] | None = None, ranks: Iterable[in
     with memo.active():
         per_rank = {rank: _rank_results(trace, rank, wanted, batch_size)
                     for rank in (ranks if ranks is not None else trace.rank_ids)}
-        cluster: dict[str, Any] = {}
+        cluster: dict[str, object] = {}
         cluster_skipped: dict[str, str] = {}
-        for name, cfn in CLUSTER_ANALYSES.items():
-            if wanted is None or name in wanted:
-                _run(name, functools.partial(cfn, trace), cluster, cluster_skipped)
+        for c in CLUSTER_ANALYSES:
+            if wanted is None or c.name in wanted:
+                _run(c.name, functools.partial(c.compute, trace), cluster, cluster_skipped)
     return Bundle(trace, per_rank, cluster, cluster_skipped, batch_size, memo)
 
 
 def _rank_results(trace: Trace, rank: int, wanted: set[str] | None, batch_size: int | None) -> RankResults:
-    results: dict[str, Any] = {}
+    results: dict[str, object] = {}
     skipped: dict[str, str] = {}
-    for name, fn in RANK_ANALYSES.items():
-        if wanted is None or name in wanted or name == "summary":
-            _run(name, functools.partial(fn, trace, rank), results, skipped)
+    for a in RANK_ANALYSES:
+        if wanted is None or a.name in wanted or a.name == "summary":
+            _run(a.name, functools.partial(a.compute, trace, rank), results, skipped)
     if batch_size:
         _apply_batch_size(results, batch_size)
     return RankResults(rank, results, skipped)
 
 
-def _apply_batch_size(results: dict[str, Any], batch_size: int) -> None:
+def _apply_batch_size(results: dict[str, object], batch_size: int) -> None:
     """Samples/s in the step breakdown and in the overview's copy of it."""
-    bd = results.get("breakdown")
-    if bd is not None:
-        results["breakdown"] = with_batch_size(bd, batch_size)
-    ov = results.get("overview")
-    if ov is not None:
-        results["overview"] = dataclasses.replace(ov, breakdown=with_batch_size(ov.breakdown, batch_size))
+    bd = results.get(BREAKDOWN.name)
+    if isinstance(bd, StepBreakdown):
+        results[BREAKDOWN.name] = with_batch_size(bd, batch_size)
+    ov = results.get(OVERVIEW.name)
+    if isinstance(ov, Overview):
+        results[OVERVIEW.name] = dataclasses.replace(ov, breakdown=with_batch_size(ov.breakdown, batch_size))
 
 
-def _run(name: str, call: Callable[[], object], results: dict[str, Any], skipped: dict[str, str]) -> None:
+def _run(name: str, call: Callable[[], object], results: dict[str, object], skipped: dict[str, str]) -> None:
     try:
         results[name] = call()
     except NotApplicable as exc:

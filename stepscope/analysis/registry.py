@@ -1,60 +1,85 @@
-"""Every analysis by name. Add an entry to plug a new analysis into analyze / JSON / reports.
+"""Every analysis, one entry each: its name, its function, the class of its result and the keys of
+the JSON document (docs/json.md) its result fills. Add an entry to plug a new analysis into analyze,
+the JSON document and the reports.
 
-``RANK_ANALYSES`` run once per rank (``fn(trace, rank)``); ``CLUSTER_ANALYSES`` run once per trace
-after the per-rank ones (``fn(trace)``). An analysis that lacks data raises
-:class:`~stepscope.analysis.base.NotApplicable`. Order is the order of the terminal report.
+:class:`RankAnalysis` entries run once per rank (``compute(trace, rank)``), :class:`ClusterAnalysis`
+entries once per trace after the per-rank ones (``compute(trace)``). An analysis that lacks data
+raises :class:`~stepscope.analysis.base.NotApplicable`. The entries are also the typed keys of the
+results: ``bundle.rank(0).get(KERNELS)`` is a :class:`~stepscope.analysis.kernels.KernelView` or
+None, and mypy knows it. Order is the order of the terminal report.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
-from stepscope.analysis.annotations import compute_annotations
-from stepscope.analysis.breakdown import compute_breakdown
-from stepscope.analysis.critical_path import compute_critical_path
-from stepscope.analysis.distributed import compute_distributed
-from stepscope.analysis.fusion import compute_fusion
-from stepscope.analysis.idle import compute_idle
-from stepscope.analysis.kernels import compute_kernels
-from stepscope.analysis.launch import compute_launch
-from stepscope.analysis.launch_config import compute_launch_config
-from stepscope.analysis.memcpy import compute_memcpy
-from stepscope.analysis.memory import compute_memory
-from stepscope.analysis.modules import compute_modules
-from stepscope.analysis.operators import compute_operators
-from stepscope.analysis.overview import compute_overview
-from stepscope.analysis.stragglers import compute_cluster
-from stepscope.analysis.summary import compute_summary
-from stepscope.analysis.sync import compute_sync
+from stepscope.analysis.annotations import AnnotationView, compute_annotations
+from stepscope.analysis.breakdown import StepBreakdown, compute_breakdown
+from stepscope.analysis.critical_path import CriticalPath, compute_critical_path
+from stepscope.analysis.distributed import DistributedResult, compute_distributed
+from stepscope.analysis.fusion import FusionResult, compute_fusion
+from stepscope.analysis.idle import IdleResult, compute_idle
+from stepscope.analysis.kernels import KernelView, compute_kernels
+from stepscope.analysis.launch import LaunchResult, compute_launch
+from stepscope.analysis.launch_config import LaunchConfigResult, compute_launch_config
+from stepscope.analysis.memcpy import MemcpyResult, compute_memcpy
+from stepscope.analysis.memory import MemoryView, compute_memory
+from stepscope.analysis.modules import ModuleTable, compute_modules
+from stepscope.analysis.operators import OperatorView, compute_operators
+from stepscope.analysis.overview import Overview, compute_overview
+from stepscope.analysis.stragglers import ClusterResult, compute_cluster
+from stepscope.analysis.summary import Summary, compute_summary
+from stepscope.analysis.sync import SyncResult, compute_sync
+from stepscope.model.trace import Trace
 
-if TYPE_CHECKING:
-    from stepscope.model.trace import Trace
+T = TypeVar("T", covariant=True)
 
-RankAnalysis = Callable[["Trace", int], Any]
-ClusterAnalysis = Callable[["Trace"], Any]
 
-RANK_ANALYSES: dict[str, RankAnalysis] = {
-    "summary": compute_summary,
-    # the views (SPEC §4, TB parity)
-    "overview": compute_overview,
-    "breakdown": compute_breakdown,
-    "operators": compute_operators,
-    "kernels": compute_kernels,
-    "memory": compute_memory,
-    "modules": compute_modules,
-    "annotations": compute_annotations,
-    # deep analyses (SPEC §4 distributed, §5)
-    "distributed": compute_distributed,
-    "idle": compute_idle,
-    "critical_path": compute_critical_path,
-    "sync": compute_sync,
-    "memcpy": compute_memcpy,
-    "launch": compute_launch,
-    "launch_config": compute_launch_config,
-    "fusion": compute_fusion,
-}
+@dataclass(frozen=True)
+class RankAnalysis(Generic[T]):
+    """A per-rank analysis and the typed key of its result."""
 
-CLUSTER_ANALYSES: dict[str, ClusterAnalysis] = {
-    "cluster": compute_cluster,
-}
+    name: str
+    compute: Callable[[Trace, int], T]
+    result: type[T]
+    json_keys: tuple[str, ...]  # the per-rank keys of the JSON document made from its result
+
+
+@dataclass(frozen=True)
+class ClusterAnalysis(Generic[T]):
+    """A whole-trace analysis (run after the per-rank ones) and the typed key of its result."""
+
+    name: str
+    compute: Callable[[Trace], T]
+    result: type[T]
+    json_keys: tuple[str, ...]  # the top-level keys of the JSON document made from its result
+
+
+SUMMARY = RankAnalysis("summary", compute_summary, Summary, ("event_counts", "gpu"))
+# the views (SPEC §4, TB parity)
+OVERVIEW = RankAnalysis("overview", compute_overview, Overview, ("overview", "gpu"))
+BREAKDOWN = RankAnalysis("breakdown", compute_breakdown, StepBreakdown, ("steps",))
+OPERATORS = RankAnalysis("operators", compute_operators, OperatorView, ("operators",))
+KERNELS = RankAnalysis("kernels", compute_kernels, KernelView, ("kernels", "collective_kernels"))
+MEMORY = RankAnalysis("memory", compute_memory, MemoryView, ("memory",))
+MODULES = RankAnalysis("modules", compute_modules, ModuleTable, ("modules",))
+ANNOTATIONS = RankAnalysis("annotations", compute_annotations, AnnotationView, ("annotations",))
+# deep analyses (SPEC §4 distributed, §5)
+DISTRIBUTED = RankAnalysis("distributed", compute_distributed, DistributedResult, ("distributed",))
+IDLE = RankAnalysis("idle", compute_idle, IdleResult, ("idle",))
+CRITICAL_PATH = RankAnalysis("critical_path", compute_critical_path, CriticalPath, ("critical_path",))
+SYNC = RankAnalysis("sync", compute_sync, SyncResult, ("sync",))
+MEMCPY = RankAnalysis("memcpy", compute_memcpy, MemcpyResult, ("memcpy",))
+LAUNCH = RankAnalysis("launch", compute_launch, LaunchResult, ("launch",))
+LAUNCH_CONFIG = RankAnalysis("launch_config", compute_launch_config, LaunchConfigResult, ("launch_config",))
+FUSION = RankAnalysis("fusion", compute_fusion, FusionResult, ("fusion",))
+
+CLUSTER = ClusterAnalysis("cluster", compute_cluster, ClusterResult, ("cluster",))
+
+RANK_ANALYSES: tuple[RankAnalysis[object], ...] = (
+    SUMMARY, OVERVIEW, BREAKDOWN, OPERATORS, KERNELS, MEMORY, MODULES, ANNOTATIONS,
+    DISTRIBUTED, IDLE, CRITICAL_PATH, SYNC, MEMCPY, LAUNCH, LAUNCH_CONFIG, FUSION,
+)
+CLUSTER_ANALYSES: tuple[ClusterAnalysis[object], ...] = (CLUSTER,)

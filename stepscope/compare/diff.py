@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stepscope.analysis.bundle import Bundle, with_bundle_memo
+from stepscope.analysis.registry import BREAKDOWN
 from stepscope.compare import sources
 from stepscope.compare.align import NameMap
 from stepscope.compare.findings import FindingChange, compare_findings, findings_of
@@ -107,17 +108,17 @@ def side_data(bundle: Bundle, rank: int | None = None, *, by_shapes: bool = Fals
     """Extract one run's side of a diff from its bundle (the views' results, the advisor's findings)."""
     r = pick_rank(bundle, rank)
     rr = bundle.ranks[r]
-    if "breakdown" not in rr.results:
-        reason = rr.skipped.get("breakdown", "the breakdown view did not run")
+    if rr.get(BREAKDOWN) is None:
+        reason = rr.skipped.get(BREAKDOWN.name, "the breakdown view did not run")
         raise UsageError(f"{bundle.trace.source}: cannot compare rank {r}: {reason}")
-    ov = side_overall(rr.results)
+    ov = side_overall(rr)
     dev = bundle.trace.device_of_rank(r)
     side = Side(bundle.trace.source, r, [p["step"] for p in ov.per_step], dev.name if dev else None,
                 bundle.trace.rank_info(r).platform, ov)
     steps = max(ov.step_count, 1) if per_step else 1
-    tables = sources.side_tables(rr.results, rr.skipped, bundle.trace, r, steps, by_shapes)
+    tables = sources.side_tables(rr, bundle.trace, steps, by_shapes)
     found = findings_of(bundle, r) if with_findings else None
-    return SideData(side, tables, sources.has_device_time(rr.results), found)
+    return SideData(side, tables, sources.has_device_time(rr), found)
 
 
 def _one_table(name: str, base: SideTable | str, new: SideTable | str, device: bool, name_map: NameMap,

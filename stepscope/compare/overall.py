@@ -19,12 +19,13 @@ and the breakdown describe the same time.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from stepscope.analysis.bundle import RankResults
+from stepscope.analysis.registry import BREAKDOWN, DISTRIBUTED
 from stepscope.compare.gate import change_pct
 
 MS = 1e6
@@ -71,12 +72,12 @@ class SideOverall:
     per_step: list[dict[str, Any]]  # {"step", "total_ms", "breakdown_ms": {...}} per step
 
 
-def side_overall(results: Mapping[str, Any]) -> SideOverall:
+def side_overall(rr: RankResults) -> SideOverall:
     """Average-step numbers of one rank's results (requires the breakdown view)."""
-    bd = results["breakdown"]
+    bd = rr.require(BREAKDOWN)
     cats = {c: float(v) / MS for c, v in zip(bd.categories, bd.avg_category_ns)}
     step_ms = bd.avg_step_ns / MS
-    dist = results.get("distributed")
+    dist = rr.get(DISTRIBUTED)
     if dist is not None and len(dist.step):
         computing = float(np.mean(dist.computation_ns + dist.overlap_ns)) / MS
         comm = float(np.mean(dist.communication_ns)) / MS

@@ -24,17 +24,20 @@ runtime     ms       total host time of the call          —
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.analysis.bundle import RankResults
+from stepscope.analysis.registry import KERNELS, MEMORY, MODULES, OPERATORS, RankAnalysis
 from stepscope.compare.tables import SideTable
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
 
 F64 = npt.NDArray[np.float64]
+T = TypeVar("T")
 MS = 1e6
 MB = float(1 << 20)
 _STEP_RE = re.compile(r"^ProfilerStep#\d+$")
@@ -52,15 +55,16 @@ def _f(a: npt.ArrayLike, scale: float) -> F64:
     return np.asarray(a, np.float64) / scale
 
 
-def _result(results: Mapping[str, Any], skipped: Mapping[str, str], name: str) -> Any:
-    if name in results:
-        return results[name]
-    raise Missing(skipped.get(name, f"the {name} view did not run"))
+def _result(rr: RankResults, key: RankAnalysis[T]) -> T:
+    result = rr.get(key)
+    if result is None:
+        raise Missing(rr.skipped.get(key.name, f"the {key.name} view did not run"))
+    return result
 
 
-def operators(results: Mapping[str, Any], skipped: Mapping[str, str], steps: int, by_shapes: bool) -> SideTable:
+def operators(rr: RankResults, steps: int, by_shapes: bool) -> SideTable:
     """Operators by name (or name + input shapes): device self time per step (host times as extras)."""
-    view = _result(results, skipped, "operators")
+    view = _result(rr, OPERATORS)
     t = view.by_name_shape if by_shapes else view.by_name
     s = MS * steps
     return SideTable(names=np.asarray(t.name, dtype=object), value=_f(t.device_self_ns, s), count=_f(t.calls, 1),
@@ -69,16 +73,16 @@ def operators(results: Mapping[str, Any], skipped: Mapping[str, str], steps: int
                             "device_total": _f(t.device_total_ns, s)})
 
 
-def kernels(results: Mapping[str, Any], skipped: Mapping[str, str], steps: int) -> SideTable:
+def kernels(rr: RankResults, steps: int) -> SideTable:
     """Kernels by name: total time per step and launches."""
-    t = _result(results, skipped, "kernels").by_name
+    t = _result(rr, KERNELS).by_name
     return SideTable(names=np.asarray(t.name, dtype=object), value=_f(t.total_ns, MS * steps),
                      count=_f(t.calls, 1))
 
 
-def modules(results: Mapping[str, Any], skipped: Mapping[str, str], steps: int) -> SideTable:
+def modules(rr: RankResults, steps: int) -> SideTable:
     """nn.Modules by name: device total time per step (host times as extras)."""
-    t = _result(results, skipped, "modules")
+    t = _result(rr, MODULES)
     s = MS * steps
     return SideTable(names=np.asarray(t.name, dtype=object), value=_f(t.device_total_ns, s), count=_f(t.calls, 1),
                      extra={"host_total": _f(t.host_total_ns, s), "host_self": _f(t.host_self_ns, s),
@@ -99,15 +103,15 @@ def host_view(table: str, t: SideTable) -> SideTable:
     return SideTable(t.names, t.extra[host], t.count, t.shapes, extra)
 
 
-def side_tables(results: Mapping[str, Any], skipped: Mapping[str, str], trace: Trace, rank: int, steps: int,
+def side_tables(rr: RankResults, trace: Trace, steps: int,
                 by_shapes: bool) -> dict[str, SideTable | str]:
     """Every compared table of one rank; a str in place of a table says why it is missing."""
     getters: dict[str, Callable[[], SideTable]] = {
-        "operators": lambda: operators(results, skipped, steps, by_shapes),
-        "kernels": lambda: kernels(results, skipped, steps),
-        "modules": lambda: modules(results, skipped, steps),
-        "memory": lambda: memory(results, skipped, steps),
-        "runtime": lambda: runtime_api(trace, rank, steps)}
+        "operators": lambda: operators(rr, steps, by_shapes),
+        "kernels": lambda: kernels(rr, steps),
+        "modules": lambda: modules(rr, steps),
+        "memory": lambda: memory(rr, steps),
+        "runtime": lambda: runtime_api(trace, rr.rank, steps)}
     out: dict[str, SideTable | str] = {}
     for name, get in getters.items():  # five tables
         try:
@@ -117,9 +121,9 @@ def side_tables(results: Mapping[str, Any], skipped: Mapping[str, str], trace: T
     return out
 
 
-def memory(results: Mapping[str, Any], skipped: Mapping[str, str], steps: int) -> SideTable:
+def memory(rr: RankResults, steps: int) -> SideTable:
     """Allocations per op name and device: MB allocated per step, allocation count."""
-    t = _result(results, skipped, "memory").by_op
+    t = _result(rr, MEMORY).by_op
     names = _steps_as_one(np.asarray(t.name, dtype=object))
     dev = np.asarray(t.device, dtype=object)
     label = np.char.add(np.char.add(names.astype(str), " @ "), dev.astype(str)) if len(names) else names
@@ -155,7 +159,7 @@ def runtime_api(trace: Trace, rank: int, steps: int) -> SideTable:
                      count=_f(calls, 1))
 
 
-def has_device_time(results: Mapping[str, Any]) -> bool:
+def has_device_time(rr: RankResults) -> bool:
     """Whether the rank ran anything on a GPU (kernels view present with time)."""
-    kv = results.get("kernels")
-    return kv is not None and int(getattr(kv, "total_kernel_ns", 0)) > 0
+    kv = rr.get(KERNELS)
+    return kv is not None and int(kv.total_kernel_ns) > 0

@@ -10,15 +10,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from stepscope.analysis.critical_path import HOST_PARTS, PARTS, CriticalPath
-from stepscope.analysis.distributed import DistributedResult
-from stepscope.analysis.fusion import FusionResult
-from stepscope.analysis.idle import IdleResult
-from stepscope.analysis.launch import LaunchResult
-from stepscope.analysis.launch_config import LaunchConfigResult
-from stepscope.analysis.memcpy import MemcpyResult
-from stepscope.analysis.stragglers import ClusterResult
-from stepscope.analysis.sync import SyncResult
+from stepscope.analysis.critical_path import HOST_PARTS, PARTS
+from stepscope.analysis.registry import (
+    CLUSTER,
+    CRITICAL_PATH,
+    DISTRIBUTED,
+    FUSION,
+    IDLE,
+    LAUNCH,
+    LAUNCH_CONFIG,
+    MEMCPY,
+    SYNC,
+)
 
 if TYPE_CHECKING:
     from stepscope.analysis.bundle import Bundle, RankResults
@@ -38,7 +41,7 @@ def _steps(step: Any, /, **cols: Any) -> list[dict[str, Any]]:
 
 
 def distributed_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
-    r: DistributedResult | None = rr.get("distributed")
+    r = rr.get(DISTRIBUTED)
     if r is None:
         return None
     c = r.collectives
@@ -59,7 +62,7 @@ def distributed_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
 
 
 def idle_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
-    r: IdleResult | None = rr.get("idle")
+    r = rr.get(IDLE)
     if r is None:
         return None
     idle = r.idle_ns
@@ -82,7 +85,7 @@ def idle_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
 
 
 def critical_path_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
-    r: CriticalPath | None = rr.get("critical_path")
+    r = rr.get(CRITICAL_PATH)
     if r is None:
         return None
     parts = {c: r.parts_ns[:, j] for j, c in enumerate(PARTS)}
@@ -94,7 +97,7 @@ def critical_path_section(rr: RankResults, trace: Trace) -> dict[str, Any] | Non
 
 
 def sync_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
-    r: SyncResult | None = rr.get("sync")
+    r = rr.get(SYNC)
     if r is None:
         return None
     n = max(len(r.step), 1)
@@ -107,7 +110,7 @@ def sync_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
 
 
 def memcpy_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
-    r: MemcpyResult | None = rr.get("memcpy")
+    r = rr.get(MEMCPY)
     if r is None:
         return None
     g = r.groups
@@ -119,7 +122,7 @@ def memcpy_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
 
 
 def launch_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
-    r: LaunchResult | None = rr.get("launch")
+    r = rr.get(LAUNCH)
     if r is None:
         return None
     stats = {f: {f"p{q}_us": r.percentile_ns(f + "_ns", q) / 1e3 for q in (50, 90, 99)}
@@ -132,7 +135,7 @@ def launch_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
 
 
 def launch_config_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
-    r: LaunchConfigResult | None = rr.get("launch_config")
+    r = rr.get(LAUNCH_CONFIG)
     if r is None:
         return None
     k = r.kernels
@@ -142,7 +145,7 @@ def launch_config_section(rr: RankResults, trace: Trace) -> dict[str, Any] | Non
 
 
 def fusion_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
-    r: FusionResult | None = rr.get("fusion")
+    r = rr.get(FUSION)
     if r is None:
         return None
     s, o = r.sequences, r.optimizer
@@ -156,7 +159,7 @@ def fusion_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
 
 
 def cluster_section(bundle: Bundle) -> dict[str, Any] | None:
-    r: ClusterResult | None = bundle.cluster.get("cluster")
+    r = bundle.cluster_result(CLUSTER)
     if r is None:
         return None
     return {"rank_count": r.rank_count, "slow_ranks": r.slow_ranks, "imbalance_pct": r.imbalance_pct,

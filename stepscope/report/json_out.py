@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from stepscope.analysis.bundle import Bundle, RankResults, with_bundle_memo
+from stepscope.analysis.registry import SUMMARY
 from stepscope.model.trace import Trace
 from stepscope.report.advice_json import verdict_section
 from stepscope.report.json_deep import DEEP_RANK_SECTIONS, cluster_section
@@ -34,14 +35,14 @@ def _device(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
 
 
 def _gpu(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
-    s = rr.get("summary")
+    s = rr.get(SUMMARY)
     if s is None or s.gpu_event_count == 0:
         return None
     return {"busy_ms": s.gpu_busy_ns / 1e6, "span_ms": s.gpu_span_ns / 1e6}
 
 
 def _events(rr: RankResults, trace: Trace) -> dict[str, int] | None:
-    s = rr.get("summary")
+    s = rr.get(SUMMARY)
     return dict(s.event_counts) if s is not None else None
 
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from stepscope.analysis.breakdown import CATEGORIES, StepBreakdown
 from stepscope.analysis.bundle import RankResults
+from stepscope.analysis.registry import ANNOTATIONS, BREAKDOWN, KERNELS, MEMORY, MODULES, OPERATORS, OVERVIEW
 from stepscope.model.trace import Trace
 
 MS = 1e-6
@@ -23,7 +24,7 @@ def _ms(values: Any) -> dict[str, float]:
 
 
 def _overview(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
-    o = rr.get("overview")
+    o = rr.get(OVERVIEW)
     if o is None:
         return None
     bd: StepBreakdown = o.breakdown
@@ -37,7 +38,7 @@ def _overview(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
 
 
 def _steps(rr: RankResults, trace: Trace) -> list[dict[str, Any]]:
-    bd = rr.get("breakdown")
+    bd = rr.get(BREAKDOWN)
     if bd is None:
         return []
     return [{"step": label, "total_ms": float(total) * MS, "breakdown_ms": _ms(cats),
@@ -47,14 +48,14 @@ def _steps(rr: RankResults, trace: Trace) -> list[dict[str, Any]]:
 
 
 def _gpu(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
-    o = rr.get("overview")
+    o = rr.get(OVERVIEW)
     if o is None or o.span_ns == 0:
         return None
     return {"busy_ms": o.busy_ns * MS, "span_ms": o.span_ns * MS}
 
 
 def _kernels(rr: RankResults, trace: Trace) -> list[dict[str, Any]]:
-    k = rr.get("kernels")
+    k = rr.get(KERNELS)
     if k is None:
         return []
     t = k.by_name
@@ -68,7 +69,7 @@ def _kernels(rr: RankResults, trace: Trace) -> list[dict[str, Any]]:
 
 
 def _collectives(rr: RankResults, trace: Trace) -> list[dict[str, Any]]:
-    k = rr.get("kernels")
+    k = rr.get(KERNELS)
     if k is None:
         return []
     c = k.collectives
@@ -82,7 +83,7 @@ def _collectives(rr: RankResults, trace: Trace) -> list[dict[str, Any]]:
 
 
 def _operators(rr: RankResults, trace: Trace) -> list[dict[str, Any]]:
-    v = rr.get("operators")
+    v = rr.get(OPERATORS)
     if v is None:
         return []
     t = v.by_name
@@ -96,7 +97,7 @@ def _operators(rr: RankResults, trace: Trace) -> list[dict[str, Any]]:
 
 
 def _memory(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
-    m = rr.get("memory")
+    m = rr.get(MEMORY)
     if m is None:
         return None
     devices = [{"device": c.device, "peak_allocated_bytes": c.peak_allocated_bytes,
@@ -114,7 +115,7 @@ def _memory(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
 
 
 def _modules(rr: RankResults, trace: Trace) -> list[dict[str, Any]] | None:
-    t = rr.get("modules")
+    t = rr.get(MODULES)
     if t is None:
         return None
     return [{"name": n, "parent": p or None, "depth": d, "calls": c, "host_total_ms": ht * MS,
@@ -125,7 +126,7 @@ def _modules(rr: RankResults, trace: Trace) -> list[dict[str, Any]] | None:
 
 
 def _annotations(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
-    v = rr.get("annotations")
+    v = rr.get(ANNOTATIONS)
     if v is None:
         return None
 

@@ -32,16 +32,16 @@ def render(bundle: Bundle, console: Console, views: Iterable[str] | None = None,
     render_header(bundle, console)
     if findings_renderer is not None:
         findings_renderer(console)
-    for name, fn in CLUSTER_RENDERERS.items():
-        if (wanted is None or name in wanted) and name in bundle.cluster:
-            fn(bundle.cluster[name], console, top)
+    for name, show_cluster in CLUSTER_RENDERERS.items():
+        if wanted is None or name in wanted:
+            show_cluster(bundle, console, top)
     for rank, rr in sorted(bundle.ranks.items()):
-        for name, fn in RENDERERS.items():
+        for name, show in RENDERERS.items():
             if wanted is not None and name not in wanted:
                 continue
-            if name in rr.results:
-                fn(rr.results[name], console, top)
-            elif name in rr.skipped and (wanted is None or name in wanted):
+            if show(rr, console, top):
+                continue
+            if name in rr.skipped:
                 console.print(f"[dim]{name} (rank {rank}): {rr.skipped[name]}[/dim]")
     render_diagnostics(bundle.trace.diagnostics, console)
 

@@ -11,6 +11,7 @@ import stepscope
 from stepscope.advisor.engine import Advice, run_advisor
 from stepscope.advisor.finding import Severity
 from stepscope.analysis.bundle import analyze
+from stepscope.analysis.registry import BREAKDOWN
 from stepscope.report.advice_json import finding_dict
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.skipif(not TB.is_dir(), reason=f"real traces not found 
 
 def _advise(name: str) -> tuple[Advice, np.ndarray]:
     bundle = analyze(stepscope.load(TB / name))
-    return run_advisor(bundle), bundle.ranks[0].results["breakdown"].total_ns.astype(np.float64)
+    return run_advisor(bundle), bundle.ranks[0].require(BREAKDOWN).total_ns.astype(np.float64)
 
 
 @pytest.fixture(scope="module")

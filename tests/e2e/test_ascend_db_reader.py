@@ -20,6 +20,7 @@ import pytest
 import stepscope
 from stepscope.analysis.bundle import analyze
 from stepscope.analysis.comm import LIBRARY_PATTERN
+from stepscope.analysis.registry import DISTRIBUTED
 from stepscope.ingest.layout import resolve
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
@@ -61,7 +62,7 @@ def _kernels(trace: Trace, rank: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _distributed_us(trace: Trace, rank: int) -> dict[str, float]:
-    dist = analyze(trace, names=["distributed"]).rank(rank).results["distributed"]
+    dist = analyze(trace, names=["distributed"]).rank(rank).require(DISTRIBUTED)
     return {"not_overlapped": float(dist.communication_ns.mean()) / 1e3,
             "overlapped": float(dist.overlap_ns.mean()) / 1e3,
             "computing": float((dist.computation_ns + dist.overlap_ns).mean()) / 1e3}

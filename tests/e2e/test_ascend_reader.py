@@ -9,6 +9,7 @@ import pytest
 
 import stepscope
 from stepscope.analysis.bundle import analyze
+from stepscope.analysis.registry import DISTRIBUTED
 from stepscope.model.schema import EventKind
 
 CASE = "ascend_msinsight/small_cnn_2rank_hccl_level1/text"
@@ -32,7 +33,7 @@ def test_overlap_matches_the_profilers_summary(shared_traces: Path, rank: int) -
     run = shared_traces / CASE
     gold = _step_trace_time(run, rank)
     trace = stepscope.load(run, use_cache=False)
-    dist = analyze(trace, names=["distributed"]).rank(rank).results["distributed"]
+    dist = analyze(trace, names=["distributed"]).rank(rank).require(DISTRIBUTED)
     comm_not_overlapped_us = float(dist.communication_ns.mean()) / 1e3  # one step in this run
     overlapped_us = float(dist.overlap_ns.mean()) / 1e3
     computing_us = float((dist.computation_ns + dist.overlap_ns).mean()) / 1e3

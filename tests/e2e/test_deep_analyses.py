@@ -11,6 +11,17 @@ from rich.console import Console
 
 import stepscope
 from stepscope.analysis.bundle import Bundle, analyze
+from stepscope.analysis.registry import (
+    CLUSTER,
+    CRITICAL_PATH,
+    DISTRIBUTED,
+    FUSION,
+    IDLE,
+    LAUNCH,
+    LAUNCH_CONFIG,
+    MEMCPY,
+    SYNC,
+)
 from stepscope.report.json_out import to_json
 from stepscope.report.terminal import render
 
@@ -36,12 +47,12 @@ def test_dlrm_8_ranks_comm_compute_and_ranks_1_and_3_arrive_first() -> None:
     b = bundle("param_dlrm/dlrm_8rank_v100")
     assert sorted(b.ranks) == list(range(8))
     for rank in range(8):
-        d = b.rank(rank).get("distributed")
+        d = b.rank(rank).get(DISTRIBUTED)
         assert d.comm_kernel_count == 8
         parts = d.computation_ns + d.communication_ns + d.overlap_ns + d.other_ns
         assert np.array_equal(parts, d.step_ns)
         assert 0 < d.overlap_ratio_pct < 100
-    c = b.cluster["cluster"]
+    c = b.require_cluster(CLUSTER)
     assert c.kernel_count[[1, 3]].tolist() == [249, 251]
     assert c.kernel_count.min() >= 245 and c.kernel_count.max() <= 251
     assert set(np.argsort(-c.step_ns)[:2].tolist()) == {1, 3}  # the two longest spans
@@ -54,7 +65,7 @@ def test_dlrm_8_ranks_comm_compute_and_ranks_1_and_3_arrive_first() -> None:
 
 
 def test_nccl_resnet_overlap_wait_transfer_sizes_and_bandwidth() -> None:
-    d = bundle("hta/nccl_resnet_a100_rank0_of2").rank(0).get("distributed")
+    d = bundle("hta/nccl_resnet_a100_rank0_of2").rank(0).get(DISTRIBUTED)
     assert d.comm_kernel_count == 21  # HTA gold: 21 ncclKernel
     assert 5 < d.overlap_ratio_pct < 50
     assert d.wait_method == "same size across steps"
@@ -72,7 +83,7 @@ def test_nccl_resnet_overlap_wait_transfer_sizes_and_bandwidth() -> None:
 
 
 def test_tb_plugin_nw0_idle_is_host_wait_inside_the_dataloader() -> None:
-    r = bundle("kineto_tb_plugin/resnet50_num_workers_0").rank(0).get("idle")
+    r = bundle("kineto_tb_plugin/resnet50_num_workers_0").rank(0).get(IDLE)
     assert r.step.tolist() == [5, 6, 7, 8, 9, 10]
     idle = r.idle_ns
     assert (r.host_wait_ns > 0.9 * idle).all()
@@ -80,38 +91,38 @@ def test_tb_plugin_nw0_idle_is_host_wait_inside_the_dataloader() -> None:
     steps = to_json(bundle("kineto_tb_plugin/resnet50_num_workers_0"))["ranks"][0]["idle"]["steps"]
     assert [s["step"] for s in steps] == [5, 6, 7, 8, 9, 10]
     assert all(s["host_wait_in_dataloader_pct"] > 50 for s in steps)
-    nw4 = bundle("kineto_tb_plugin/resnet50_num_workers_4").rank(0).get("idle")
+    nw4 = bundle("kineto_tb_plugin/resnet50_num_workers_4").rank(0).get(IDLE)
     assert nw4.host_wait_in_dataloader_ns.sum() < 0.1 * r.host_wait_in_dataloader_ns.sum()
-    cp = bundle("kineto_tb_plugin/resnet50_num_workers_0").rank(0).get("critical_path")
+    cp = bundle("kineto_tb_plugin/resnet50_num_workers_0").rank(0).get(CRITICAL_PATH)
     assert 25 < cp.share_pct()["input"] < 40  # TB gold: DataLoader 33.4 % of the step
 
 
 def test_sync_and_copies_on_the_traces_that_have_them() -> None:
     nw0 = bundle("kineto_tb_plugin/resnet50_num_workers_0").rank(0)
-    s = nw0.get("sync").sites
+    s = nw0.get(SYNC).sites
     i = s.what.index("cudaStreamSynchronize")
     assert (s.op[i], s.top_op[i], s.call_site[i], s.count[i]) == (
         "aten::copy_", "aten::to", "resnet50_profiler_api.py(44): <module>", 12)
-    m = nw0.get("memcpy").groups
+    m = nw0.get(MEMCPY).groups
     assert (m.direction, m.pageable, m.count.tolist()) == (["h2d"], ["pageable"], [12])
-    bert = bundle("tracelens/h100_bert_small_inference").rank(0).get("sync")
+    bert = bundle("tracelens/h100_bert_small_inference").rank(0).get(SYNC)
     assert bert.d2h_count.sum() == 1
     assert "aten::_local_scalar_dense" in bert.sites.op  # .item() behind the D2H copy and the sync
     dlrm = bundle("param_dlrm/dlrm_8rank_v100").rank(0)
-    assert dlrm.get("sync").d2h_count.sum() == 2
-    g = dlrm.get("memcpy").groups
+    assert dlrm.get(SYNC).d2h_count.sum() == 2
+    g = dlrm.get(MEMCPY).groups
     assert ("d2h", "pageable") in set(zip(g.direction, g.pageable))
     assert ("h2d", "pageable") in set(zip(g.direction, g.pageable))
 
 
 def test_launch_config_fusion_and_launch_on_real_traces() -> None:
     nw0 = bundle("kineto_tb_plugin/resnet50_num_workers_0").rank(0)
-    assert nw0.get("fusion").optimizer.verdict == "many-small-kernels"  # SGD without foreach (PT 1.9)
+    assert nw0.get(FUSION).optimizer.verdict == "many-small-kernels"  # SGD without foreach (PT 1.9)
     ddp = bundle("hta/ns_resolution_v100_ddp").rank(0)
-    assert ddp.get("fusion").optimizer.verdict == "foreach-or-fused"
-    launch = nw0.get("launch")
+    assert ddp.get(FUSION).optimizer.verdict == "foreach-or-fused"
+    launch = nw0.get(LAUNCH)
     assert len(launch.rows) == 8772 and launch.queue.max_length.max() > 1
-    lc = nw0.get("launch_config")
+    lc = nw0.get(LAUNCH_CONFIG)
     assert lc.sm_count == 80 and 0 < lc.underfilled_time_pct < 100
 
 

@@ -11,6 +11,7 @@ import pytest
 import stepscope
 from stepscope.advisor.engine import advise
 from stepscope.analysis.bundle import analyze
+from stepscope.analysis.registry import SYNC
 from stepscope.compare.diff import compare
 from stepscope.compare.document import to_json
 
@@ -38,7 +39,7 @@ def test_the_fixed_run_is_clean_of_them() -> None:
 
 def test_item_syncs_are_traced_to_their_op() -> None:
     bundle = analyze(stepscope.load(RUNS / "base", use_cache=False), names=["sync"])
-    sites = bundle.rank(0).results["sync"]
+    sites = bundle.rank(0).require(SYNC)
     text = repr(sites)
     assert "aten::item" in text and "cudaStreamSynchronize" in text
 

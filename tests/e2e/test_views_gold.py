@@ -20,7 +20,7 @@ from stepscope.analysis.kernels import compute_kernels
 from stepscope.analysis.occupancy import LaunchShape, occupancy_pct
 from stepscope.analysis.operators import compute_operators
 from stepscope.analysis.overview import compute_overview
-from stepscope.analysis.registry import RANK_ANALYSES
+from stepscope.analysis.registry import ANNOTATIONS, BREAKDOWN, KERNELS, MEMORY, MODULES, OPERATORS, OVERVIEW
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
 
@@ -165,9 +165,9 @@ def all_traces() -> list[Path]:
 @pytest.mark.parametrize("path", all_traces(), ids=lambda p: str(p.relative_to(TRACES)))
 def test_every_view_runs_or_says_what_is_missing(path: Path) -> None:
     trace = load(path)
-    for name in ("overview", "breakdown", "operators", "kernels", "memory", "modules", "annotations"):
+    for a in (OVERVIEW, BREAKDOWN, OPERATORS, KERNELS, MEMORY, MODULES, ANNOTATIONS):
         for rank in trace.rank_ids:
             try:
-                RANK_ANALYSES[name](trace, rank)
+                a.compute(trace, rank)
             except NotApplicable as exc:
                 assert exc.reason

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from stepscope.advisor.context import DISTRIBUTED, RuleContext
+from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
 from stepscope.advisor.rules._util import ms
+from stepscope.analysis.registry import DISTRIBUTED
 
 RULE_ID = "comm-not-overlapped"
 SCOPE = "rank"

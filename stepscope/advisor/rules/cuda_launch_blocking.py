@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from stepscope.advisor.context import LAUNCH, RuleContext
+from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
 from stepscope.advisor.rules._util import ms, per_step
+from stepscope.analysis.registry import LAUNCH
 
 RULE_ID = "cuda-launch-blocking"
 SCOPE = "rank"

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from stepscope.advisor.context import IDLE, RuleContext, rank_breakdown
+from stepscope.advisor.context import RuleContext, rank_breakdown
 from stepscope.advisor.finding import Change, Finding
 from stepscope.advisor.rules._util import ms, per_step, rank_rows, top_names
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.breakdown import StepBreakdown, is_dataloader
+from stepscope.analysis.registry import IDLE
 from stepscope.model.schema import EventKind
 
 RULE_ID = "dataloader-bound"

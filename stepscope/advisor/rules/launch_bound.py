@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from stepscope.advisor.context import CRITICAL_PATH, IDLE, LAUNCH, RuleContext
+from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
 from stepscope.advisor.rules._util import ms
 from stepscope.analysis.platform import uses_compile
+from stepscope.analysis.registry import CRITICAL_PATH, IDLE, LAUNCH
 
 RULE_ID = "launch-bound"
 SCOPE = "rank"

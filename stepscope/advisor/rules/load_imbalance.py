@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from stepscope.advisor.context import CLUSTER, RuleContext
+from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
 from stepscope.advisor.rules._util import ms
+from stepscope.analysis.registry import CLUSTER
 
 RULE_ID = "load-imbalance"
 SCOPE = "cluster"

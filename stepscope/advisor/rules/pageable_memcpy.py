@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from stepscope.advisor.context import MEMCPY, RuleContext
+from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
 from stepscope.advisor.rules._util import ms, per_step, top_names
+from stepscope.analysis.registry import MEMCPY
 from stepscope.model.schema import MemcpyKind
 
 RULE_ID = "pageable-memcpy"

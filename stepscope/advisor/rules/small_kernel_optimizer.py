@@ -10,9 +10,10 @@ Gain: the optimizer kernels' GPU time per step × (1 − 1 / ``optimizer_fused_s
 
 from __future__ import annotations
 
-from stepscope.advisor.context import FUSION, RuleContext
+from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
 from stepscope.advisor.rules._util import ms, per_step, top_names
+from stepscope.analysis.registry import FUSION
 
 RULE_ID = "small-kernel-optimizer"
 SCOPE = "rank"

@@ -12,9 +12,10 @@ idles once the queue drains — that idle time is what removing the sync gives b
 
 from __future__ import annotations
 
-from stepscope.advisor.context import IDLE, SYNC, RuleContext
+from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
 from stepscope.advisor.rules._util import ms
+from stepscope.analysis.registry import IDLE, SYNC
 
 RULE_ID = "sync-in-step"
 SCOPE = "rank"

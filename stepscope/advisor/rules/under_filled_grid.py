@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from stepscope.advisor.context import LAUNCH_CONFIG, RuleContext
+from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
 from stepscope.advisor.rules._util import ms, per_step, top_names
+from stepscope.analysis.registry import LAUNCH_CONFIG
 
 RULE_ID = "under-filled-grid"
 SCOPE = "rank"

@@ -1,4 +1,4 @@
-"""Terminal renderers, one per analysis result: ``RENDERERS[name](result, console, top)``.
+"""Terminal renderers, one per analysis result: ``RENDERERS[name](rank_results, console, top)``.
 
 Order here is the order of the terminal report (overview first). Add an entry per view.
 """
@@ -6,10 +6,32 @@ Order here is the order of the terminal report (overview first). Add an entry pe
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TypeVar
 
 from rich.console import Console
 
+from stepscope.analysis.bundle import Bundle, RankResults
+from stepscope.analysis.registry import (
+    ANNOTATIONS,
+    BREAKDOWN,
+    CLUSTER,
+    CRITICAL_PATH,
+    DISTRIBUTED,
+    FUSION,
+    IDLE,
+    KERNELS,
+    LAUNCH,
+    LAUNCH_CONFIG,
+    MEMCPY,
+    MEMORY,
+    MODULES,
+    OPERATORS,
+    OVERVIEW,
+    SUMMARY,
+    SYNC,
+    ClusterAnalysis,
+    RankAnalysis,
+)
 from stepscope.report.views.annotations import render_annotations
 from stepscope.report.views.breakdown import render_breakdown
 from stepscope.report.views.critical_path import render_critical_path
@@ -27,30 +49,60 @@ from stepscope.report.views.overview import render_overview
 from stepscope.report.views.summary import render_summary
 from stepscope.report.views.sync import render_sync
 
-Renderer = Callable[[Any, Console, int], None]
+T = TypeVar("T")
 
-RENDERERS: dict[str, Renderer] = {
-    "summary": render_summary,
+#: renders one rank's result of a view's analysis; False when that rank has no such result
+RankView = Callable[[RankResults, Console, int], bool]
+#: renders the whole-trace result of a cluster analysis; False when there is none
+ClusterView = Callable[[Bundle, Console, int], bool]
+
+
+def rank_view(key: RankAnalysis[T], render: Callable[[T, Console, int], None]) -> RankView:
+    """The view of ``key``'s result; mypy checks that ``render`` takes that result's class."""
+
+    def show(rr: RankResults, console: Console, top: int) -> bool:
+        result = rr.get(key)
+        if result is None:
+            return False
+        render(result, console, top)
+        return True
+
+    return show
+
+
+def cluster_view(key: ClusterAnalysis[T], render: Callable[[T, Console, int], None]) -> ClusterView:
+    def show(bundle: Bundle, console: Console, top: int) -> bool:
+        result = bundle.cluster_result(key)
+        if result is None:
+            return False
+        render(result, console, top)
+        return True
+
+    return show
+
+
+RENDERERS: dict[str, RankView] = {
+    "summary": rank_view(SUMMARY, render_summary),
     # the views (SPEC §4, TB parity)
-    "overview": render_overview,
-    "breakdown": render_breakdown,
-    "operators": render_operators,
-    "kernels": render_kernels,
-    "memory": render_memory,
-    "modules": render_modules,
-    "annotations": render_annotations,
+    "overview": rank_view(OVERVIEW, render_overview),
+    "breakdown": rank_view(BREAKDOWN, render_breakdown),
+    "operators": rank_view(OPERATORS, render_operators),
+    "kernels": rank_view(KERNELS, render_kernels),
+    "memory": rank_view(MEMORY, render_memory),
+    "modules": rank_view(MODULES, render_modules),
+    "annotations": rank_view(ANNOTATIONS, render_annotations),
     # deep analyses (SPEC §4 distributed, §5)
-    "distributed": render_distributed,
-    "idle": render_idle,
-    "critical_path": render_critical_path,
-    "sync": render_sync,
-    "memcpy": render_memcpy,
-    "launch": render_launch,
-    "launch_config": render_launch_config,
-    "fusion": render_fusion,
+    "distributed": rank_view(DISTRIBUTED, render_distributed),
+    "idle": rank_view(IDLE, render_idle),
+    "critical_path": rank_view(CRITICAL_PATH, render_critical_path),
+    "sync": rank_view(SYNC, render_sync),
+    "memcpy": rank_view(MEMCPY, render_memcpy),
+    "launch": rank_view(LAUNCH, render_launch),
+    "launch_config": rank_view(LAUNCH_CONFIG, render_launch_config),
+    "fusion": rank_view(FUSION, render_fusion),
 }
 
-#: cluster-level renderers: ``CLUSTER_RENDERERS[name](result, console, top)``
-CLUSTER_RENDERERS: dict[str, Renderer] = {
-    "cluster": render_cluster,
+#: cluster-level renderers
+CLUSTER_RENDERERS: dict[str, ClusterView] = {
+    "cluster": cluster_view(CLUSTER, render_cluster),
 }

@@ -17,6 +17,7 @@ from rich.console import Console
 
 from stepscope.analysis.bundle import analyze
 from stepscope.analysis.memory import MemoryView
+from stepscope.analysis.registry import MEMORY
 from stepscope.report.json_out import to_json
 from stepscope.report.views.memory import render_memory
 from tests.builders import TraceBuilder
@@ -59,7 +60,7 @@ def _ui_line(mem: dict[str, object], tmp_path: Path) -> str:
 @pytest.mark.parametrize("addresses", [True, False])
 def test_terminal_and_ui_count_allocations_and_frees_alike(tmp_path: Path, addresses: bool) -> None:
     bundle = analyze(_trace(tmp_path, addresses).load(tmp_path))
-    m = bundle.rank(0).get("memory")
+    m = bundle.rank(0).require(MEMORY)
     mem = to_json(bundle)["ranks"][0]["memory"]
     assert (mem["allocation_count"], mem["free_count"]) == (3, 3)
     assert mem["free_count"] == sum(o["free_count"] for o in mem["by_op"])  # the UI's per-operator column

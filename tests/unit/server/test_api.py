@@ -11,6 +11,7 @@ import pytest
 
 import stepscope
 from stepscope.analysis.bundle import analyze
+from stepscope.analysis.registry import OVERVIEW
 from stepscope.server.discover import discover_runs
 from stepscope.server.store import RunStore
 from tests.unit.server.served import DEFAULT_TRACE, TestClient, client_for
@@ -30,7 +31,7 @@ def test_document_matches_the_engine(client: TestClient, ids: dict[str, str]) ->
     assert [r["rank"] for r in one["ranks"]] == [1]
     assert one["ranks"][0] == doc["ranks"][1]
     mine = client.get(f"/api/v1/runs/{ids[DEFAULT_TRACE.name]}?rank=0").json()
-    expected = analyze(stepscope.load(DEFAULT_TRACE)).ranks[0].results["overview"]
+    expected = analyze(stepscope.load(DEFAULT_TRACE)).ranks[0].require(OVERVIEW)
     assert mine["ranks"][0]["overview"]["avg_step_ms"] == pytest.approx(expected.avg_step_ns / 1e6, rel=1e-9)
 
 

@@ -8,6 +8,7 @@ import pytest
 
 import stepscope
 from stepscope.analysis.bundle import analyze
+from stepscope.analysis.registry import OVERVIEW
 from stepscope.server.discover import discover_runs
 from stepscope.server.store import RunStore
 from tests.unit.server.served import SHARED_TRACES, TestClient, client_for
@@ -37,7 +38,7 @@ def test_eight_ranks_match_the_engine(real: tuple[TestClient, dict[str, str]]) -
     assert [r["rank"] for r in doc["ranks"]] == list(range(8)) and doc["cluster"]["rank_count"] == 8
     bundle = analyze(stepscope.load(SHARED_TRACES / DLRM))
     for r in doc["ranks"]:
-        engine = bundle.ranks[r["rank"]].results["overview"]
+        engine = bundle.ranks[r["rank"]].require(OVERVIEW)
         assert r["overview"]["avg_step_ms"] == pytest.approx(engine.avg_step_ns / 1e6)
     three = c.get(f"/api/v1/runs/{ids[DLRM]}?rank=3").json()
     assert three["ranks"][0] == doc["ranks"][3]

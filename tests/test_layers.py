@@ -1,7 +1,7 @@
 """The package's layers, checked on every module's imports with ``ast`` (module level, inside
 functions and under ``TYPE_CHECKING`` alike)::
 
-    errors ← model ← ingest
+    errors, runtime ← model ← ingest
              model ← analysis ← advisor ← report ← compare ← server ← cli
              model ← query                                  collect ← cli, stepscope/__init__
 
@@ -28,19 +28,20 @@ ROOT = "<root>"  # stepscope/__init__.py and the modules directly in stepscope/
 #: package → the packages its modules may import (besides their own)
 LAYERS: dict[str, frozenset[str]] = {
     "errors": frozenset(),
-    "model": frozenset({"errors"}),
-    "ingest": frozenset({"model", "errors"}),
+    "runtime": frozenset(),  # threads, the fork pool, the huge-page hint: how work runs, not what it is
+    "model": frozenset({"runtime", "errors"}),
+    "ingest": frozenset({"model", "runtime", "errors"}),
     "analysis": frozenset({"model", "errors"}),
     "query": frozenset({"model", "errors"}),
     "advisor": frozenset({"analysis", "model", "errors"}),
     # export writes the Kineto format back with the reader's category table (ingest.normalize)
     "report": frozenset({"advisor", "analysis", "ingest", "model", "errors"}),
     # compare loads its two sides (ingest), diffs their results, words the findings (report)
-    "compare": frozenset({"report", "advisor", "analysis", "ingest", "model", "errors"}),
+    "compare": frozenset({"report", "advisor", "analysis", "ingest", "model", "runtime", "errors"}),
     "collect": frozenset({"errors"}),
     "server": frozenset({"compare", "report", "advisor", "analysis", "ingest", "model", "errors"}),
     "cli": frozenset({"server", "compare", "report", "advisor", "analysis", "ingest", "model", "query",
-                      "collect", "errors", ROOT}),
+                      "collect", "runtime", "errors", ROOT}),
     ROOT: frozenset({"collect", "ingest", "model", "errors"}),
     "__main__": frozenset({"cli"}),
 }

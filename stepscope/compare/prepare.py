@@ -8,11 +8,9 @@ callers that already hold bundles call :func:`stepscope.compare.diff.compare` di
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import sys
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,8 +20,8 @@ from stepscope.compare.align import NameMap
 from stepscope.compare.diff import NEEDED, DiffResult, SideData, compare_sides, side_data
 from stepscope.compare.select import parse_steps, select_steps
 from stepscope.ingest import load
-from stepscope.model.parallel import release_threads
 from stepscope.model.trace import Trace
+from stepscope.runtime.pool import fork_pool
 
 #: combined input size from which the two sides are loaded and analysed in two processes
 PARALLEL_ABOVE_BYTES = 32 << 20
@@ -83,8 +81,7 @@ def sides_for(base: SideSpec, new: SideSpec, *, parallel: bool | None = None, **
     if not (worth_parallel(base, new) if parallel is None else parallel):
         return side_for(base, **kw), side_for(new, **kw)
     kw = {**kw, "loader": None}  # no progress bars from two processes at once
-    release_threads()
-    with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("fork")) as ex:
+    with fork_pool(2, None, None) as ex:
         fb, fn = ex.submit(side_for, base, **kw), ex.submit(side_for, new, **kw)
         return fb.result(), fn.result()
 

@@ -20,9 +20,9 @@ from stepscope.ingest.engines import check_engine, read_files
 from stepscope.ingest.layout import RunFiles, resolve
 from stepscope.model import store
 from stepscope.model.diagnostics import DiagnosticsBuilder
-from stepscope.model.hugepages import without_hugepage_hint
 from stepscope.model.strings import StringPool
 from stepscope.model.trace import Trace
+from stepscope.runtime.hugepages import without_hugepage_hint
 
 log = logging.getLogger(__name__)
 INGEST_VERSION = "2"  # bump when the reader or model changes what it produces
@@ -80,7 +80,7 @@ def load(path: str | Path | None = None, *, use_cache: bool = True, span: str | 
         ray_address: with engine="ray": "auto" or "HOST:PORT" of a running cluster (default: start a local Ray).
     """
     check_engine(engine, ray_address)
-    with without_hugepage_hint():  # see model/hugepages.py: fresh big arrays without compaction stalls
+    with without_hugepage_hint():  # see runtime/hugepages.py: fresh big arrays without compaction stalls
         return _load(path, use_cache, span, ranks, workers, progress, engine, ray_address)
 
 

@@ -17,11 +17,11 @@ from stepscope.ingest.normalize import COPY_KIND, KIND, PAGEABLE
 from stepscope.model.derive import time_order
 from stepscope.model.diagnostics import DiagnosticsBuilder
 from stepscope.model.masks import any_of
-from stepscope.model.parallel import concat_columns
 from stepscope.model.schema import EVENT_COLUMNS, GPU_KINDS, HOST_KINDS, TABLE_SCHEMAS, EventKind, TrackKind
 from stepscope.model.strings import StringPool
 from stepscope.model.table import Schema
 from stepscope.model.uniq import unique
+from stepscope.runtime.parallel import concat_columns
 
 MAX_DUR_NS = 24 * 3600 * 10**9
 EVENT_ARG_KEYS = ("ts_ns", "dur_ns", "name", "cat", "corr", "ext_id", "grid_x", "grid_y", "grid_z", "block_x",

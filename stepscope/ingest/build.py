@@ -14,7 +14,6 @@ from stepscope.ingest.assemble import FileTables, finish_file
 from stepscope.ingest.kineto import FileBatch
 from stepscope.model import derive
 from stepscope.model.diagnostics import DiagnosticsBuilder
-from stepscope.model.parallel import concat_columns, run_both
 from stepscope.model.schema import (
     COUNTER_COLUMNS,
     EVENT_COLUMNS,
@@ -27,6 +26,7 @@ from stepscope.model.steps import assign_steps, find_steps
 from stepscope.model.strings import StringPool
 from stepscope.model.table import Table
 from stepscope.model.trace import DeviceInfo, RankInfo, Trace
+from stepscope.runtime.parallel import concat_columns, run_both
 
 RANK_IN_NAME = re.compile(r"(?:worker|rank)[-_]?(\d+)", re.IGNORECASE)
 ASCEND_DIR = re.compile(r"(\d+)_ascend_pt$")

@@ -6,14 +6,12 @@ most a few chunks are in flight; the main process remaps string ids as results a
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
-from multiprocessing import get_context
 from typing import Any
 
 import msgspec
@@ -34,14 +32,12 @@ from stepscope.ingest.kineto_chunks import (
 from stepscope.ingest.kineto_decode import FAST_DECODER
 from stepscope.ingest.transfer import HandoverSlots, unpack
 from stepscope.model.diagnostics import DiagnosticsBuilder
-from stepscope.model.parallel import release_threads
 from stepscope.model.strings import StringPool
+from stepscope.runtime.pool import fork_pool
 
 PARALLEL_ABOVE_BYTES = 16 << 20
 #: a chunk's packed tables take ~0.3-0.5 MB (up to ~2 MB for chunks of tiny events); bigger ones go by pipe
 HANDOVER_SLOT_BYTES = 4 << 20
-RESULT_PIPE_BYTES = 1 << 20  # the most an unprivileged process may ask for (/proc/sys/fs/pipe-max-size)
-F_SETPIPE_SZ = 1031  # Linux's fcntl command (named in the fcntl module from Python 3.10 on Linux only)
 
 Progress = Callable[[int], None]
 
@@ -109,17 +105,6 @@ def _bounded_map(pool: ProcessPoolExecutor | None, jobs: Iterable[ChunkJob], inf
         yield taken()
 
 
-def _roomy_result_pipe(pool: ProcessPoolExecutor) -> None:
-    """Let a worker hand over a whole chunk's tables (~0.5 MB) and go on to its next chunk without
-    waiting for the main process to read them: a Linux pipe holds 64 KiB unless asked for more.
-    Best effort: where the executor's pipe or the call is not there, nothing changes."""
-    writer = getattr(getattr(pool, "_result_queue", None), "_writer", None)
-    with contextlib.suppress(ImportError, AttributeError, OSError, ValueError):
-        import fcntl  # POSIX only
-
-        fcntl.fcntl(writer.fileno(), getattr(fcntl, "F_SETPIPE_SZ", F_SETPIPE_SZ), RESULT_PIPE_BYTES)  # type: ignore[union-attr]
-
-
 def _handover_slots(count: int) -> HandoverSlots | None:
     """Shared slots for the results, or None (results then go by pipe) where the system refuses the
     mapping."""
@@ -147,14 +132,9 @@ def read_kineto_files(paths: list[str], pool_strings: StringPool, diags: Diagnos
     tails: list[bytes] = [b""] * len(paths)
     trailing = [0] * len(paths)
     n = _worker_count(paths, workers)
-    if n > 1:
-        release_threads()
     inflight = 3 * n  # results are taken in job order: slack lets workers run ahead of a slow chunk
     slots = _handover_slots(inflight) if n > 1 else None
-    pool = (ProcessPoolExecutor(n, mp_context=get_context("fork"), initializer=attach_handover, initargs=(slots,))
-            if n > 1 else None)
-    if pool is not None:
-        _roomy_result_pipe(pool)
+    pool = fork_pool(n, attach_handover, slots) if n > 1 else None
     try:
         for res in _bounded_map(pool, _jobs(paths, heads), inflight, slots):
             b = batches[res.file_index]

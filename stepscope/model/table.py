@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from stepscope.model.parallel import map_columns
+from stepscope.runtime.parallel import map_columns
 
 Schema = Mapping[str, tuple[type[np.generic], int | float]]
 Column = npt.NDArray[Any]

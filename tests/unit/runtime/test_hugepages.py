@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import stepscope
-from stepscope.model import hugepages
-from stepscope.model.hugepages import without_hugepage_hint
+from stepscope.runtime import hugepages
+from stepscope.runtime.hugepages import without_hugepage_hint
 from tests.builders import TraceBuilder
 
 

@@ -13,8 +13,8 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from stepscope.model import parallel
-from stepscope.model.parallel import concat_columns, map_columns
+from stepscope.runtime import parallel
+from stepscope.runtime.parallel import concat_columns, map_columns
 
 POOL_PREFIX = "stepscope-col"
 

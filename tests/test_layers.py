@@ -143,11 +143,20 @@ def layer_violations(imports: list[Import]) -> list[str]:
 
 
 def cycles(imports: list[Import]) -> list[list[str]]:
-    """Strongly connected groups of modules (more than one) in the graph of runtime imports."""
+    """Strongly connected groups of modules (more than one) in the graph of runtime imports.
+
+    Importing ``a.b.c`` runs the ``__init__`` of ``a.b`` first: an edge to every package on the way
+    that is not already one of the importer's own (those are being initialised around it)."""
     graph: dict[str, set[str]] = {}
     for imp in imports:
-        if not imp.type_only and imp.target != imp.source:
-            graph.setdefault(imp.source, set()).add(imp.target)
+        if imp.type_only or imp.target == imp.source:
+            continue
+        parts = imp.target.split(".")
+        own = {".".join(imp.source.split(".")[:i]) for i in range(1, imp.source.count(".") + 1)}
+        for i in range(2, len(parts) + 1):
+            name = ".".join(parts[:i])
+            if name not in own and name != imp.source:
+                graph.setdefault(imp.source, set()).add(name)
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -286,3 +295,11 @@ def test_the_checks_catch_what_they_should() -> None:
     assert cycles(imps + back) == [["stepscope.advisor.finding", "stepscope.report.texts"]]
     typed = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import stepscope.advisor.finding\n")
     assert cycles(imps + imports_of("stepscope.report.texts", typed, known)) == []
+    # a package whose __init__ imports its modules closes a cycle for anyone who imports one of them
+    pkg = {"stepscope.ingest.readers", "stepscope.ingest.readers.kineto", "stepscope.ingest.assemble"}
+    init = imports_of("stepscope.ingest.readers", ast.parse("from stepscope.ingest.readers import kineto\n"), pkg, True)
+    kin = imports_of("stepscope.ingest.readers.kineto", ast.parse("import stepscope.ingest.assemble\n"), pkg)
+    asm = imports_of("stepscope.ingest.assemble", ast.parse("import stepscope.ingest.readers.kineto\n"), pkg)
+    assert cycles(init + kin + asm) == [["stepscope.ingest.assemble", "stepscope.ingest.readers",
+                                         "stepscope.ingest.readers.kineto"]]
+    assert cycles(init + kin) == []

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.ingest.kineto_columns import arg_column, arg_rows
 from stepscope.ingest.normalize import COPY_KIND, KIND, PAGEABLE
+from stepscope.ingest.readers.kineto_columns import arg_column, arg_rows
 from stepscope.model.derive import time_order
 from stepscope.model.diagnostics import DiagnosticsBuilder
 from stepscope.model.masks import any_of

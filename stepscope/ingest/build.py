@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.ingest import ascend
 from stepscope.ingest.assemble import FileTables, finish_file
-from stepscope.ingest.kineto import FileBatch
+from stepscope.ingest.readers import ascend
+from stepscope.ingest.readers.batch import FileBatch
 from stepscope.model import derive
 from stepscope.model.diagnostics import DiagnosticsBuilder
 from stepscope.model.schema import (

@@ -22,10 +22,11 @@ from typing import Any
 import numpy as np
 
 from stepscope.errors import StepscopeError, UsageError
-from stepscope.ingest.ascend_db import is_ascend_db, read_ascend_db
 from stepscope.ingest.assemble import Cols, FileTables, remap_strings
-from stepscope.ingest.kineto import FileBatch, read_kineto_files
-from stepscope.ingest.nsys_sqlite import is_nsys_sqlite, read_nsys
+from stepscope.ingest.readers import kineto
+from stepscope.ingest.readers.batch import FileBatch
+from stepscope.ingest.readers.kineto import read_kineto_files
+from stepscope.ingest.readers.protocol import reader_for
 from stepscope.model.diagnostics import Diagnostic, DiagnosticsBuilder
 from stepscope.model.strings import StringPool
 
@@ -55,17 +56,13 @@ def read_files(files: Sequence[str], pool: StringPool, diags: DiagnosticsBuilder
 
 def read_local(files: Sequence[str], pool: StringPool, diags: DiagnosticsBuilder, workers: int | None,
                progress: Progress | None) -> list[FileBatch]:
-    """Every Kineto file's chunks through one local process pool, then the SQLite files (Nsight, Ascend)."""
-    sqlite = {f for f in files if is_nsys_sqlite(f)}
-    kineto = [f for f in files if f not in sqlite]
-    by_path = {b.path: b for b in read_kineto_files(kineto, pool, diags, workers, progress)}
-    by_path.update({f: read_sqlite(f, pool) for f in files if f in sqlite})
+    """Every Kineto file's chunks through one local process pool, then each other file (the SQLite
+    exports of Nsight and Ascend) with its reader."""
+    readers = {f: reader_for(f) for f in files}
+    json_files = [f for f in files if readers[f] is kineto]
+    by_path = {b.path: b for b in read_kineto_files(json_files, pool, diags, workers, progress)}
+    by_path.update({f: readers[f].read(f, pool, diags) for f in files if readers[f] is not kineto})
     return [by_path[f] for f in files]
-
-
-def read_sqlite(path: str, pool: StringPool) -> FileBatch:
-    """A SQLite trace: the Ascend profiler's database, else an Nsight Systems export."""
-    return read_ascend_db(path, pool) if is_ascend_db(path) else read_nsys(path, pool)
 
 
 @dataclass(frozen=True)
@@ -77,11 +74,11 @@ class RemoteFile:
     diagnostics: tuple[Diagnostic, ...]
 
 
-def read_one(path: str, sqlite: bool, source: str) -> RemoteFile:
+def read_one(path: str, source: str) -> RemoteFile:
     """The Ray task: read one file exactly as the local engine does, on one core, with its own pool."""
     pool = StringPool()
     diags = DiagnosticsBuilder(source=source)
-    batch = read_sqlite(path, pool) if sqlite else read_kineto_files([path], pool, diags, workers=1)[0]
+    batch = reader_for(path).read(path, pool, diags)
     return RemoteFile(batch, pool.strings, diags.freeze())
 
 
@@ -109,12 +106,12 @@ def read_ray(files: Sequence[str], pool: StringPool, diags: DiagnosticsBuilder, 
     SQLite), so the string pool, and with it every id column, is the same as with ``local``."""
     ray = _import_ray()
     unique = list(dict.fromkeys(files))
-    sqlite = {f for f in unique if is_nsys_sqlite(f)}
+    json_files = [f for f in unique if reader_for(f) is kineto]
     by_path: dict[str, FileBatch] = {}
     with _ray_session(ray, address):
         task = ray.remote(num_cpus=1, max_retries=RAY_TASK_RETRIES, retry_exceptions=False)(read_one)
-        refs = {f: task.remote(f, f in sqlite, diags.source) for f in unique}
-        for f in [f for f in unique if f not in sqlite] + [f for f in unique if f in sqlite]:
+        refs = {f: task.remote(f, diags.source) for f in unique}
+        for f in json_files + [f for f in unique if f not in json_files]:
             by_path[f] = adopt(_get(ray, refs.pop(f)), pool, diags)
             if progress is not None:
                 progress(by_path[f].n_events)
@@ -166,4 +163,4 @@ def _ray_session(ray: Any, address: str | None) -> Iterator[None]:
 
 
 __all__ = ["ENGINES", "RemoteFile", "adopt", "check_engine", "read_files", "read_local", "read_one", "read_ray",
-           "read_sqlite", "remap_strings"]
+           "remap_strings"]

@@ -16,8 +16,8 @@ from stepscope.ingest.assemble import (
     split_chunk,
     track_summary,
 )
-from stepscope.ingest.kineto_columns import events_to_columns
-from stepscope.ingest.kineto_decode import FAST_DECODER
+from stepscope.ingest.readers.kineto_columns import events_to_columns
+from stepscope.ingest.readers.kineto_decode import FAST_DECODER
 from stepscope.ingest.transfer import narrow_for_transfer
 from stepscope.model.diagnostics import DiagnosticsBuilder
 from stepscope.model.schema import EVENT_COLUMNS, MEMORY_COLUMNS, EventKind, MemcpyKind, TrackKind

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import stepscope
-from stepscope.ingest import kineto, kineto_chunks
-from stepscope.ingest.jsonscan import event_separator
+from stepscope.ingest.readers import kineto, kineto_chunks
+from stepscope.ingest.readers.jsonscan import event_separator
 from stepscope.ingest.transfer import HandoverSlots, PackedTables
 from stepscope.model.schema import TABLE_SCHEMAS
 from stepscope.model.trace import Trace

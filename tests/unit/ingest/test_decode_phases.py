@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import msgspec
 
-from stepscope.ingest.kineto_decode import FAST_DECODER, PRECISE_DECODER, decode_events
+from stepscope.ingest.readers.kineto_decode import FAST_DECODER, PRECISE_DECODER, decode_events
 
 CHUNK = (b'[{"ph": "X", "cat": "kernel", "name": "k", "pid": 1, "tid": 7, "ts": 10, "dur": 2,'
          b' "args": {"External id": 5, "correlation": 9, "grid": [1, 2, 3], "Bytes": 64}},'

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from stepscope.ingest import kineto_chunks as kc
+from stepscope.ingest.readers import kineto_chunks as kc
 
 
 def _job(path: Path, start: int, end: int) -> kc.ChunkJob:

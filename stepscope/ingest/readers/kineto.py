@@ -11,14 +11,14 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
 from stepscope.ingest.assemble import remap_strings
-from stepscope.ingest.jsonscan import scan_events
-from stepscope.ingest.kineto_chunks import (
+from stepscope.ingest.readers.batch import FileBatch
+from stepscope.ingest.readers.jsonscan import scan_events
+from stepscope.ingest.readers.kineto_chunks import (
     PRECISE_TS_ABOVE_US,
     ChunkJob,
     ChunkResult,
@@ -29,7 +29,8 @@ from stepscope.ingest.kineto_chunks import (
     iter_plain,
     locate_events,
 )
-from stepscope.ingest.kineto_decode import FAST_DECODER
+from stepscope.ingest.readers.kineto_decode import FAST_DECODER
+from stepscope.ingest.readers.sqlite_tables import SQLITE_MAGIC
 from stepscope.ingest.transfer import HandoverSlots, unpack
 from stepscope.model.diagnostics import DiagnosticsBuilder
 from stepscope.model.strings import StringPool
@@ -40,21 +41,6 @@ PARALLEL_ABOVE_BYTES = 16 << 20
 HANDOVER_SLOT_BYTES = 4 << 20
 
 Progress = Callable[[int], None]
-
-
-@dataclass
-class FileBatch:
-    """Everything read from one file: columns with global string ids, its JSON metadata, losses."""
-
-    path: str
-    size_bytes: int
-    parts: list[Any] = field(default_factory=list)  # what ``consume`` made of each chunk
-    n_events: int = 0
-    meta: dict[str, Any] = field(default_factory=dict)
-    dropped: list[tuple[str, str]] = field(default_factory=list)
-    lost_bytes: int = 0
-    complete: bool = True
-    meta_error: str = ""
 
 
 def _needs_precise(head: bytes, at: int) -> bool:
@@ -121,6 +107,17 @@ def _worker_count(paths: list[str], workers: int | None) -> int:
     if total < PARALLEL_ABOVE_BYTES:
         return 1
     return max(1, len(os.sched_getaffinity(0)))
+
+
+def sniff(path: str) -> bool:
+    """Any file the SQLite readers do not claim is read as Kineto / chrome-trace JSON (plain or gzip)."""
+    with open(path, "rb") as fh:
+        return fh.read(16) != SQLITE_MAGIC
+
+
+def read(path: str, pool: StringPool, diags: DiagnosticsBuilder) -> FileBatch:
+    """One file on one core (the local engine reads many files at once with :func:`read_kineto_files`)."""
+    return read_kineto_files([path], pool, diags, workers=1)[0]
 
 
 def read_kineto_files(paths: list[str], pool_strings: StringPool, diags: DiagnosticsBuilder,

@@ -17,11 +17,11 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.ingest.interning import first_rows, intern_ids, intern_strings, ordered_strings, raw_ids, relabel
-from stepscope.ingest.jsonscan import scan_events
-from stepscope.ingest.kineto_decode import ChunkColumns
-from stepscope.ingest.kineto_values import dur_ns_of, floats_of, flow_ids, ints_of, ts_to_ns
 from stepscope.ingest.normalize import KIND, Lut, phase_code
+from stepscope.ingest.readers.interning import first_rows, intern_ids, intern_strings, ordered_strings, raw_ids, relabel
+from stepscope.ingest.readers.jsonscan import scan_events
+from stepscope.ingest.readers.kineto_decode import ChunkColumns
+from stepscope.ingest.readers.kineto_values import dur_ns_of, floats_of, flow_ids, ints_of, ts_to_ns
 from stepscope.model.masks import any_of
 from stepscope.model.schema import EventKind
 

@@ -16,8 +16,8 @@ import numpy.typing as npt
 
 from stepscope.errors import TraceFormatError
 from stepscope.ingest.assemble import FileTables
-from stepscope.ingest.kineto import FileBatch
-from stepscope.ingest.sqlite_tables import (
+from stepscope.ingest.readers.batch import FileBatch
+from stepscope.ingest.readers.sqlite_tables import (
     SQLITE_MAGIC,
     Cols,
     event_columns,
@@ -26,6 +26,7 @@ from stepscope.ingest.sqlite_tables import (
     table_columns,
     track_key,
 )
+from stepscope.model.diagnostics import DiagnosticsBuilder
 from stepscope.model.schema import EventKind, MemcpyKind
 from stepscope.model.strings import StringPool
 
@@ -40,6 +41,15 @@ MEM_KINDS = {0: "Pageable", 1: "Pinned", 2: "Device", 3: "Array", 4: "Managed"}
 def is_nsys_sqlite(path: str) -> bool:
     with open(path, "rb") as fh:
         return fh.read(16) == SQLITE_MAGIC
+
+
+def sniff(path: str) -> bool:
+    """A SQLite file (the Ascend database reader, asked first, claims its own)."""
+    return is_nsys_sqlite(path)
+
+
+def read(path: str, pool: StringPool, diags: DiagnosticsBuilder) -> FileBatch:
+    return read_nsys(path, pool)
 
 
 def read_nsys(path: str, pool: StringPool) -> FileBatch:

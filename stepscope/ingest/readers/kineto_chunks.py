@@ -21,9 +21,9 @@ import numpy as np
 
 from stepscope.errors import TraceFormatError
 from stepscope.ingest.assemble import split_chunk
-from stepscope.ingest.jsonscan import event_separator, find_events_array, scan_events
-from stepscope.ingest.kineto_columns import add_counter_series, events_to_columns
-from stepscope.ingest.kineto_decode import ChunkColumns, decode_events
+from stepscope.ingest.readers.jsonscan import event_separator, find_events_array, scan_events
+from stepscope.ingest.readers.kineto_columns import add_counter_series, events_to_columns
+from stepscope.ingest.readers.kineto_decode import ChunkColumns, decode_events
 from stepscope.ingest.transfer import HandoverSlots, PackedTables, narrow_for_transfer, pack
 from stepscope.model.diagnostics import Diagnostic, DiagnosticsBuilder
 from stepscope.model.strings import StringPool

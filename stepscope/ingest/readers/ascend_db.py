@@ -1,6 +1,6 @@
 """Read the Ascend PyTorch profiler's database export (``ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_N.db``).
 
-The same run as the text export (``trace_view.json``, :mod:`stepscope.ingest.ascend`), classified the
+The same run as the text export (``trace_view.json``, :mod:`stepscope.ingest.readers.ascend`), classified the
 same way: ``TASK`` rows with a ``COMPUTE_TASK_INFO`` row are kernels on (device, stream) tracks,
 ``MEMCPY_ASYNC`` tasks are copies, stream control and HCCL sub-tasks are other device activity;
 ``COMMUNICATION_OP`` rows (the collectives, ``hcom_*``) are kernels on one track per group;
@@ -21,10 +21,10 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.errors import TraceFormatError
-from stepscope.ingest.ascend import CONTROL_TASKS, COPY_TASKS
 from stepscope.ingest.assemble import FileTables
-from stepscope.ingest.kineto import FileBatch
-from stepscope.ingest.sqlite_tables import (
+from stepscope.ingest.readers.ascend import CONTROL_TASKS, COPY_TASKS
+from stepscope.ingest.readers.batch import FileBatch
+from stepscope.ingest.readers.sqlite_tables import (
     SQLITE_MAGIC,
     Cols,
     event_columns,
@@ -33,6 +33,7 @@ from stepscope.ingest.sqlite_tables import (
     table_columns,
     track_key,
 )
+from stepscope.model.diagnostics import DiagnosticsBuilder
 from stepscope.model.schema import EventKind, MemcpyKind
 from stepscope.model.strings import StringPool
 
@@ -42,6 +43,14 @@ HOST_TYPES = {50001: (EventKind.CPU_OP, "cpu_op"), 50002: (EventKind.OTHER, "que
               50003: (EventKind.PYTHON_FUNCTION, "python_function"), 50004: (EventKind.USER_ANNOTATION, "mstx")}
 COMM_STREAM_BASE = 1 << 20  # stream number of the first communication group's track
 TID_MASK = 0xFFFFFFFF
+
+
+def sniff(path: str) -> bool:
+    return is_ascend_db(path)
+
+
+def read(path: str, pool: StringPool, diags: DiagnosticsBuilder) -> FileBatch:
+    return read_ascend_db(path, pool)
 
 
 def is_ascend_db(path: str) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from stepscope.analysis.critical_path import HOST_PARTS, PARTS
 from stepscope.analysis.registry import (
@@ -28,13 +29,14 @@ if TYPE_CHECKING:
     from stepscope.model.trace import Trace
 
 MS = 1e6
+Num = npt.NDArray[np.int64] | npt.NDArray[np.float64]  # ns per step
 
 
-def _avg_ms(arr: Any) -> float:
+def _avg_ms(arr: Num) -> float:
     return float(np.mean(arr)) / MS if len(arr) else 0.0
 
 
-def _steps(step: Any, /, **cols: Any) -> list[dict[str, Any]]:
+def _steps(step: npt.NDArray[np.int32] | npt.NDArray[np.int64], /, **cols: Num) -> list[dict[str, Any]]:
     """Per-step rows: ``cols`` are ns arrays (key gets ``_ms``) aligned with ``step``."""
     return [{"step": int(s), **{f"{k}_ms": float(v[i]) / MS for k, v in cols.items()}}
             for i, s in enumerate(step.tolist())]  # per step

@@ -9,7 +9,9 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
+from stepscope.analysis.annotations import AnnotationTable
 from stepscope.analysis.breakdown import CATEGORIES, StepBreakdown
 from stepscope.analysis.bundle import RankResults
 from stepscope.analysis.registry import ANNOTATIONS, BREAKDOWN, KERNELS, MEMORY, MODULES, OPERATORS, OVERVIEW
@@ -19,7 +21,7 @@ MS = 1e-6
 US = 1e-3
 
 
-def _ms(values: Any) -> dict[str, float]:
+def _ms(values: npt.ArrayLike) -> dict[str, float]:
     return {c: float(v) * MS for c, v in zip(CATEGORIES, np.asarray(values).tolist())}
 
 
@@ -130,7 +132,7 @@ def _annotations(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
     if v is None:
         return None
 
-    def rows(t: Any, with_device: bool) -> list[dict[str, Any]]:
+    def rows(t: AnnotationTable, with_device: bool) -> list[dict[str, Any]]:
         return [{"name": n, "calls": c, "total_ms": tot * MS, "mean_ms": mean * MS,
                  **({"device_ms": d * MS} if with_device else {})}
                 for n, c, tot, mean, d in zip(t.name.tolist(), t.calls.tolist(), t.total_ns.tolist(),

@@ -10,12 +10,12 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from stepscope.ingest.normalize import Lut
 from stepscope.ingest.readers import interning, kineto_columns
 from stepscope.ingest.readers.interning import first_rows, intern_ids, intern_strings, raw_ids, relabel
 from stepscope.ingest.readers.kineto_columns import _dim3, arg_column, events_to_columns, phase_codes
 from stepscope.ingest.readers.kineto_decode import FAST_DECODER, ChunkColumns
 from stepscope.ingest.readers.kineto_values import dur_ns_of, floats_of, flow_ids, ints_of
-from stepscope.ingest.normalize import Lut
 
 NAN = float("nan")
 

@@ -38,6 +38,9 @@ class Rule(Protocol):
     @property
     def SCOPE(self) -> str: ...
 
+    @property
+    def ADDRESSES(self) -> tuple[str, ...]: ...  # the verdict bounds its change shortens
+
     def detect(self, ctx: RuleContext) -> list[Finding]: ...
 
 
@@ -77,7 +80,7 @@ def run_advisor(bundle: Bundle, config: AdvisorConfig | None = None,
     cluster_rules = frozenset(r.RULE_ID for r in ALL_RULES if r.SCOPE == "cluster")
     grouped = group_across_ranks(found, steps, cfg.severity_high_pct, cfg.severity_medium_pct, cluster_rules)
     bound = verdict[0].bound if verdict else None
-    addresses = {rule.RULE_ID: tuple(getattr(rule, "ADDRESSES", ())) for rule in ALL_RULES}
+    addresses = {rule.RULE_ID: tuple(rule.ADDRESSES) for rule in ALL_RULES}
     return Advice(tuple(rank_findings(grouped, bound, addresses)), not_run, verdict)
 
 

@@ -14,6 +14,7 @@ otherwise the bound of the slowest rank, whose step is the job's step. Wording l
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -70,8 +71,7 @@ def job_verdict(bundle: Bundle, per_rank: tuple[Verdict, ...]) -> Verdict | None
     if len(per_rank) < 2:
         return None
     slowest = max(per_rank, key=lambda v: v.step_ns)
-    steps = sorted(v.step_ns for v in per_rank)
-    median = steps[len(steps) // 2] if len(steps) % 2 else (steps[len(steps) // 2 - 1] + steps[len(steps) // 2]) / 2
+    median = statistics.median(v.step_ns for v in per_rank)
     excess = round(100.0 * (slowest.step_ns - median) / median, 1) if median > 0 else 0.0
     cluster = bundle.cluster_result(CLUSTER)
     slow = tuple(cluster.slow_ranks) if cluster is not None else ()

@@ -67,7 +67,7 @@ DEVICE_STARVED_BELOW_PCT = 200.0 / 3.0
 HOST_PARTS = ("launch", "host_ops", "untraced")
 Iv = intervals.Intervals
 B = npt.NDArray[np.bool_]
-_LAUNCH_CALL = ("Launch", "MemcpyAsync", "MemsetAsync", "GraphLaunch")
+_LAUNCH_CALL = ("Launch", "MemcpyAsync", "MemsetAsync")  # GraphLaunch contains Launch
 
 
 @dataclass(frozen=True)

@@ -33,5 +33,4 @@ _COMPILED_MARKS = ("Torch-Compiled Region", "CompiledFunction", "torch._inductor
 def uses_compile(trace: Trace) -> bool:
     """Whether the trace shows torch.compile at work (compiled regions or Inductor's Triton kernels)."""
     pool = trace.strings
-    return bool(pool.mask(lambda s: s.startswith(_COMPILED_MARKS) or "Torch-Compiled Region" in s[:200])[
-        trace.events["name"]].any())
+    return bool(pool.mask(lambda s: s.startswith(_COMPILED_MARKS))[trace.events["name"]].any())

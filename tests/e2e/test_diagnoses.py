@@ -27,7 +27,7 @@ from tests.conftest import SHARED_TRACES
 
 EXPECTED = SHARED_TRACES / "expected" / "diagnoses.json"
 CASES = json.loads(EXPECTED.read_text())["cases"] if EXPECTED.is_file() else []
-HOST_RULES = {r.RULE_ID for r in ALL_RULES if "host" in getattr(r, "ADDRESSES", ())}
+HOST_RULES = {r.RULE_ID for r in ALL_RULES if "host" in r.ADDRESSES}
 TRAINING_RULES = {"small-kernel-optimizer", "zero-grad-not-none", "dataloader-bound"}
 
 
@@ -177,7 +177,7 @@ def test_bound_and_top_finding(case: dict[str, object], shared_traces: Path) -> 
         assert adv.findings, "no findings"
         assert adv.findings[0].rule in top, [f.rule for f in adv.findings[:3]]
         assert case["bound"] in {a for r in ALL_RULES if adv.findings[0].rule == r.RULE_ID
-                                 for a in getattr(r, "ADDRESSES", ())}
+                                 for a in r.ADDRESSES}
 
 
 MUST_NOT = [c for c in CASES if c.get("must_not")]

@@ -1,6 +1,7 @@
 """The advisor's rules, one module each (stable kebab-case ``RULE_ID``; docs/rules/<id>.md).
 
-Every module provides ``RULE_ID``, ``SCOPE`` (``"rank"`` or ``"cluster"``) and
+Every module provides ``RULE_ID``, ``SCOPE`` (``"rank"`` or ``"cluster"``), ``ADDRESSES`` (the bounds its
+change shortens, see advisor/ranking.py) and
 ``detect(ctx) -> list[Finding]``. Add a rule by writing its module and listing it here.
 """
 

@@ -342,7 +342,8 @@ def verdict_text(v: Verdict) -> str:
                 f"slow by their own work; the slowest {window} is {v.excess_pct or 0:.0f}% over the median "
                 f"rank's ({v.step_ns / 1e6:.1f} ms) and the others wait for it at the collectives")
     share = v.shares_pct.get(v.bound, 0.0)
-    busy = f"; {device} busy {v.device_busy_pct:.0f}%" if v.device_busy_pct is not None else ""
+    busy = (f"; {device} busy with kernels or copies {v.device_busy_pct:.0f}%"
+            if v.device_busy_pct is not None else "")
     head = f"{who}: bound by {_stage(v.bound, device)} ({share:.0f}% of the {v.step_ns / 1e6:.1f} ms {window}{busy})"
     others = sorted(((s, p) for s, p in v.shares_pct.items() if s != v.bound), key=lambda sp: -sp[1])
     rest = ", ".join(f"{_stage(s, device)} {p:.0f}%" for s, p in others if p >= 0.5)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -17,12 +18,26 @@ class StringPool:
     """
 
     def __init__(self, strings: Iterable[str] = ()) -> None:
+        # mask() results per predicate function, with the pool size they cover: analyses that ask the
+        # same classification (Tensor-Core kernels, communication ops ...) scan the strings once
+        self._masks: weakref.WeakKeyDictionary[Callable[[str], bool], tuple[int, npt.NDArray[np.bool_]]] = \
+            weakref.WeakKeyDictionary()
         self._strings: list[str] = list(strings)
         self._ids: dict[str, int] = dict(zip(self._strings, range(len(self._strings))))  # in C
         if len(self._ids) < len(self._strings):  # a repeated string: keep its first id only
             given, self._strings, self._ids = self._strings, [], {}
             for s in given:
                 self.intern(s)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable without the remembered masks (weak references do not pickle)."""
+        state = dict(self.__dict__)
+        state.pop("_masks", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._masks = weakref.WeakKeyDictionary()
 
     def __len__(self) -> int:
         return len(self._strings)
@@ -72,9 +87,16 @@ class StringPool:
         return out
 
     def mask(self, predicate: Callable[[str], bool]) -> npt.NDArray[np.bool_]:
-        """Boolean per string id (plus a trailing False for id -1): index it with an id column."""
+        """Boolean per string id (plus a trailing False for id -1): index it with an id column.
+
+        Remembered per predicate function while it lives and the pool does not grow; a copy is returned."""
+        hit = self._masks.get(predicate)
+        if hit is not None and hit[0] == len(self._strings):
+            cached: npt.NDArray[np.bool_] = hit[1].copy()
+            return cached
         out = np.zeros(len(self._strings) + 1, dtype=bool)
         out[:-1] = [predicate(s) for s in self._strings]
+        self._masks[predicate] = (len(self._strings), out.copy())
         return out
 
     def map(self, fn: Callable[[str], int], dtype: type[np.generic] = np.int32,

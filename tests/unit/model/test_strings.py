@@ -31,3 +31,24 @@ def test_a_pool_made_from_distinct_strings_holds_them_in_order() -> None:
     pool = StringPool(iter(["q", "", "p"]))
     assert pool.strings == ["q", "", "p"]
     assert pool.find("") == 1 and pool.find("p") == 2 and pool.find("zz") == -1
+
+
+def test_mask_scans_the_strings_once_per_predicate_until_the_pool_grows() -> None:
+    import pickle
+
+    calls: list[str] = []
+
+    def is_gemm(s: str) -> bool:
+        calls.append(s)
+        return "gemm" in s
+
+    pool = StringPool(["sgemm", "relu"])
+    first = pool.mask(is_gemm)
+    first[1] = True  # a caller's copy: the remembered mask is not touched
+    assert pool.mask(is_gemm).tolist() == [True, False, False]
+    assert calls == ["sgemm", "relu"]  # the second call was remembered
+    pool.intern("hgemm")
+    assert pool.mask(is_gemm).tolist() == [True, False, True, False]  # the pool grew: scanned again
+    assert len(calls) == 5
+    again = pickle.loads(pickle.dumps(pool))
+    assert again.mask(is_gemm).tolist() == [True, False, True, False]

@@ -21,8 +21,8 @@ from stepscope.errors import StepscopeError
 class AdvisorConfig:
     """Thresholds of every rule (percentages are of the average step unless said otherwise)."""
 
-    # severity of a finding from its estimated gain (SPEC §6)
-    severity_high_pct: float = 5.0
+    # severity of a finding from its estimated gain (SPEC §6): high only for a tenth of the step or more
+    severity_high_pct: float = 10.0
     severity_medium_pct: float = 2.0
     # dataloader-bound
     dataloader_min_pct: float = 5.0

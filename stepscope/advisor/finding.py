@@ -8,7 +8,8 @@ gain basis key and the change key, so that wording lives in one place (STYLE §5
 field          meaning
 =============  ===========================================================================
 rule           stable kebab-case rule id (``dataloader-bound``); one docs page per id
-severity       ``high`` (gain ≥ 5 % of the step), ``medium`` (≥ 2 %), ``low`` (below)
+severity       ``high`` (gain ≥ 10 % of the step), ``medium`` (≥ 2 %), ``low`` (below): set in one
+               place, :func:`severity_for` via ``RuleContext.finding``, from config thresholds
 rank           the rank the finding is about; None for a cluster-wide finding
 steps          ProfilerStep numbers the evidence comes from (empty: the whole trace)
 est_gain_ns    time per average step the change would save, ns (an estimate; see ``basis``)

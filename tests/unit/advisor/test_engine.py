@@ -40,6 +40,16 @@ def test_severity_thresholds() -> None:
     assert severity_for(1.0, 0.0, 5.0, 2.0) is Severity.LOW
 
 
+def test_default_severity_is_high_only_for_a_tenth_of_the_step() -> None:
+    """A gain of 5 % of the step is medium, not high (issue 14: DLRM dataloader-bound was high at 5.3 %)."""
+    from stepscope.advisor.config import AdvisorConfig
+
+    cfg = AdvisorConfig()
+    assert severity_for(5.3, 100.0, cfg.severity_high_pct, cfg.severity_medium_pct) is Severity.MEDIUM
+    assert severity_for(9.99, 100.0, cfg.severity_high_pct, cfg.severity_medium_pct) is Severity.MEDIUM
+    assert severity_for(10.0, 100.0, cfg.severity_high_pct, cfg.severity_medium_pct) is Severity.HIGH
+
+
 def test_ranked_by_gain_and_json_shape(tmp_path: Path) -> None:
     bundle = analyze(_trace(tmp_path))  # type: ignore[arg-type]
     found = advise(bundle)

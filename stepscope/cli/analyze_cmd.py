@@ -8,7 +8,7 @@ from rich.console import Console
 from stepscope.advisor.engine import advise
 from stepscope.advisor.finding import Finding
 from stepscope.analysis.bundle import Bundle, analyze
-from stepscope.cli.common import echo_json, load_trace, trace_options
+from stepscope.cli.common import check_outputs, emit, json_text, load_trace, md_output_options, trace_options
 from stepscope.errors import UsageError
 from stepscope.report import json_out, terminal
 from stepscope.report.advice_json import finding_dict
@@ -43,23 +43,25 @@ def _check_views(views: tuple[str, ...]) -> tuple[str, ...]:
 @click.option("--batch-size", type=int, default=None, help="Samples per step, for samples/s.")
 @click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None,
               help="Also write the self-contained HTML report to this file.")
-@click.option("--md", "as_md", is_flag=True, help="Print a Markdown summary instead of the terminal report.")
+@md_output_options()
 @trace_options
 def command(path: str | None, as_json: bool, views: tuple[str, ...], top: int, batch_size: int | None,
             no_cache: bool, span: str | None, ranks: tuple[int, ...], html_out: str | None = None,
-            as_md: bool = False) -> None:
+            as_md: bool = False, output: str | None = None) -> None:
     """Analyze a trace file or run directory (the embedded sample when PATH is omitted)."""
+    check_outputs(as_md, as_json, output)
     trace = load_trace(path, no_cache, span, ranks)
     bundle = analyze(trace, batch_size=batch_size)  # --view chooses only what is shown
     findings = findings_for(bundle)
     if html_out or as_md:
         from stepscope.report.html.build import write_reports
 
-        write_reports(bundle, findings, html_path=html_out, print_md=as_md and not as_json)
-        if as_md and not as_json:
+        md = write_reports(bundle, findings, html_path=html_out)
+        if as_md:
+            emit(md, output)
             return
     if as_json:
-        echo_json(json_out.to_json(bundle, [finding_dict(f) for f in findings]))
+        emit(json_text(json_out.to_json(bundle, [finding_dict(f) for f in findings])), output)
         return
     console = Console()
     renderer = None

@@ -51,6 +51,45 @@ def echo_json(doc: Any) -> None:
     click.echo(json.dumps(doc, indent=2, allow_nan=False))
 
 
+#: ``--md`` and ``-o`` mean the same on analyze, report and diff
+MD_HELP = "Markdown summary (for a pull-request comment) instead of the usual output; to -o FILE, else stdout."
+OUTPUT_HELP = "Write the output (--md, --json{extra}) to FILE instead of stdout."
+
+
+def md_output_options(extra: str = "") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--md`` (flag) and ``-o/--output FILE``: the one meaning of both across commands."""
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        fn = click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+                          help=OUTPUT_HELP.format(extra=extra))(fn)
+        return click.option("--md", "as_md", is_flag=True, help=MD_HELP)(fn)
+    return deco
+
+
+def emit(text: str, output: str | None) -> None:
+    """Print ``text``, or write it to ``output`` (UTF-8) and say so on stderr."""
+    if output is None:
+        click.echo(text, nl=not text.endswith("\n"))
+        return
+    from pathlib import Path
+
+    Path(output).write_text(text, encoding="utf-8")
+    click.echo(f"wrote {output} ({len(text.encode()) / 1024:,.0f} kB)", err=True)
+
+
+def check_outputs(as_md: bool, as_json: bool, output: str | None) -> None:
+    """--md and --json are two outputs of one command run: one at a time; -o needs one of them."""
+    from stepscope.errors import UsageError
+
+    if as_md and as_json:
+        raise UsageError("--md and --json are two outputs: choose one")
+    if output is not None and not (as_md or as_json):
+        raise UsageError("-o FILE writes the --md or --json output: add one of them")
+
+
+def json_text(doc: Any) -> str:
+    return json.dumps(doc, indent=2, allow_nan=False) + "\n"
+
+
 def _to_meta(key: str) -> Callable[[click.Context, click.Parameter, Any], None]:
     def store(ctx: click.Context, _param: click.Parameter, value: Any) -> None:
         ctx.meta[key] = value

@@ -13,7 +13,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from stepscope.cli.common import _progress_factory, echo_json
+from stepscope.cli.common import _progress_factory, check_outputs, emit, json_text, md_output_options
 from stepscope.compare import tabular, terminal
 from stepscope.compare.align import NameMap, builtin_name_map, load_name_map
 from stepscope.compare.diff import DiffResult, compare_sides
@@ -38,7 +38,7 @@ def _loader(path: str | Path | None, use_cache: bool, span: str | None, ranks: A
 
 
 def _write_reports(doc: dict[str, Any], csv_dir: str | None, xlsx: str | None, html: str | None,
-                   md: str | None, title: str) -> list[str]:
+                   title: str) -> list[str]:
     written: list[str] = []
     if csv_dir:
         written += [str(p) for p in tabular.write_csv(doc, csv_dir)]
@@ -49,20 +49,19 @@ def _write_reports(doc: dict[str, Any], csv_dir: str | None, xlsx: str | None, h
 
         Path(html).write_text(render_diff_html(doc, title=title), encoding="utf-8")
         written.append(html)
-    if md:
-        from stepscope.report.markdown import render_diff_markdown
-
-        Path(md).write_text(render_diff_markdown(doc, title=title), encoding="utf-8")
-        written.append(md)
     return written
 
 
 def _finish(result: DiffResult, gate: GateResult | None, as_json: bool, top: int, outputs: dict[str, Any],
             title: str) -> None:
     doc = to_json(result, gate)
-    written = _write_reports(doc, outputs["csv"], outputs["xlsx"], outputs["html"], outputs["md"], title)
-    if as_json:
-        echo_json(doc)
+    written = _write_reports(doc, outputs["csv"], outputs["xlsx"], outputs["html"], title)
+    if outputs["md"]:
+        from stepscope.report.markdown import render_diff_markdown
+
+        emit(render_diff_markdown(doc, title=title), outputs["output"])
+    elif as_json:
+        emit(json_text(doc), outputs["output"])
     else:
         terminal.render(doc, Console(), top)
     err = Console(stderr=True)
@@ -97,15 +96,16 @@ def _finish(result: DiffResult, gate: GateResult | None, as_json: bool, top: int
 @click.option("--csv", "csv_dir", type=click.Path(), default=None, help="Write one CSV per table into DIR.")
 @click.option("--xlsx", type=click.Path(), default=None, help="Write a workbook, one sheet per table.")
 @click.option("--html", type=click.Path(), default=None, help="Write a self-contained HTML report.")
-@click.option("--md", type=click.Path(), default=None, help="Write a Markdown summary (PR comment).")
+@md_output_options()
 @click.option("--top", default=10, show_default=True, help="Rows per table in the terminal.")
 @click.option("--no-cache", is_flag=True, help="Parse again; neither read nor write the cache.")
 def command(base: str, new: str, base_rank: int | None, new_rank: int | None, base_span: str | None,
             new_span: str | None, base_steps: str | None, new_steps: str | None, by_shapes: bool,
             name_maps: tuple[str, ...], totals: bool, no_findings: bool, fail_pct: float | None, as_json: bool,
-            csv_dir: str | None, xlsx: str | None, html: str | None, md: str | None, top: int,
+            csv_dir: str | None, xlsx: str | None, html: str | None, as_md: bool, output: str | None, top: int,
             no_cache: bool) -> None:
     """Compare two traces (files or run directories): BASE is before, NEW is after."""
+    check_outputs(as_md, as_json, output)
     if fail_pct is not None and fail_pct < 0:
         raise UsageError("--fail-if-slower takes a percentage ≥ 0")
     nm = _name_map(name_maps)
@@ -115,6 +115,6 @@ def command(base: str, new: str, base_rank: int | None, new_rank: int | None, ba
     result = compare_sides(sb, sn, name_map=nm, by_shapes=by_shapes, per_step=not totals)
     gate = result.gate(fail_pct) if fail_pct is not None else None
     title = f"stepscope diff: {Path(base).name} → {Path(new).name}"
-    outputs = {"csv": csv_dir, "xlsx": xlsx, "html": html, "md": md}
+    outputs = {"csv": csv_dir, "xlsx": xlsx, "html": html, "md": as_md, "output": output}
     _finish(result, gate, as_json, top, outputs, title)
     sys.stdout.flush()

@@ -1,4 +1,5 @@
-"""``stepscope report PATH -o report.html [--md]``: the shareable report of a trace.
+"""``stepscope report PATH -o report.html``: the shareable report of a trace; ``--md`` makes it the
+Markdown summary instead (to ``-o FILE``, else stdout), as ``--md`` does on ``analyze`` and ``diff``.
 
 PATH is a trace (file or run directory, like ``analyze``) or a saved ``--json`` document of
 ``analyze`` or ``diff`` (then the page is drawn from the document alone, without the timeline).
@@ -12,7 +13,7 @@ from typing import Any
 
 import click
 
-from stepscope.cli.common import load_trace, trace_options
+from stepscope.cli.common import MD_HELP, emit, load_trace, trace_options
 from stepscope.errors import StepscopeError
 
 _SNIFF_BYTES = 4096
@@ -34,6 +35,15 @@ def saved_document(path: str | None) -> dict[str, Any] | None:
     except (OSError, ValueError) as exc:
         raise StepscopeError(f"{path}: not a readable stepscope JSON document ({exc})") from exc
     return doc if isinstance(doc, dict) and ("ranks" in doc or "overall" in doc) else None
+
+
+def _document_of_trace(path: str | None, no_cache: bool, span: str | None, ranks: tuple[int, ...]) -> dict[str, Any]:
+    from stepscope.analysis.bundle import analyze
+    from stepscope.cli.analyze_cmd import findings_for
+    from stepscope.report import json_out
+
+    bundle = analyze(load_trace(path, no_cache, span, ranks))
+    return json_out.to_json(bundle, [f.to_dict() if hasattr(f, "to_dict") else dict(f) for f in findings_for(bundle)])
 
 
 def _from_trace(path: str | None, title: str | None, step: int | None, no_cache: bool, span: str | None,
@@ -67,30 +77,38 @@ def _from_document(doc: dict[str, Any], path: str, title: str | None) -> str:
 @click.command("report")
 @click.argument("path", required=False, type=click.Path())
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
-              help="Write the self-contained HTML report here.")
-@click.option("--md", "as_md", is_flag=True, help="Print a Markdown summary (for a pull-request comment).")
+              help="Write the self-contained HTML report (with --md: the Markdown summary) to FILE.")
+@click.option("--md", "as_md", is_flag=True, help=MD_HELP)
 @click.option("--title", default=None, help="Page title (default: the trace's name).")
 @click.option("--step", type=int, default=None, help="Step shown in the timeline (default: the median one).")
 @trace_options
 def command(path: str | None, output: str | None, as_md: bool, title: str | None, step: int | None,
             no_cache: bool, span: str | None, ranks: tuple[int, ...]) -> None:
-    """Write a self-contained HTML report of a trace (or of a saved --json document)."""
+    """Write a self-contained HTML report of a trace (or of a saved --json document); with --md, the
+    Markdown summary instead (to -o FILE, else stdout)."""
     from stepscope.report.html.build import write_text
-    from stepscope.report.markdown import render_markdown
 
     if output is None and not as_md:
-        raise click.UsageError("give -o FILE for the HTML report, --md for the Markdown summary, or both")
+        raise click.UsageError("give -o FILE for the HTML report, or --md for the Markdown summary")
     doc = saved_document(path)
+    if as_md:
+        if doc is None:
+            doc = _document_of_trace(path, no_cache, span, ranks)
+        emit(_markdown(doc, path, title), output)
+        return
     if doc is not None:
         page = _from_document(doc, str(path), title)
     else:
         doc, page = _from_trace(path, title, step, no_cache, span, ranks)
-    if output is not None:
-        size = write_text(output, page)
-        click.echo(f"wrote {output} ({size / 1024:,.0f} kB)", err=True)
-    if as_md:
-        from stepscope.report.html.build import default_title
+    assert output is not None
+    size = write_text(output, page)
+    click.echo(f"wrote {output} ({size / 1024:,.0f} kB)", err=True)
 
-        is_diff = "overall" in doc and "ranks" not in doc
-        md_title = title or (None if is_diff else default_title(str(doc.get("source") or path or "")))
-        click.echo(render_markdown(doc, title=md_title), nl=False)
+
+def _markdown(doc: dict[str, Any], path: str | None, title: str | None) -> str:
+    from stepscope.report.html.build import default_title
+    from stepscope.report.markdown import render_markdown
+
+    is_diff = "overall" in doc and "ranks" not in doc
+    name = None if is_diff else default_title(str(doc.get("source") or path or ""))
+    return render_markdown(doc, title=title or name)

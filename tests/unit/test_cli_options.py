@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -35,3 +36,33 @@ def test_view_never_changes_which_findings_exist() -> None:
     assert everything
     for view in ("kernels", "memory", "breakdown"):
         assert _findings(["--view", view]) == everything
+
+
+@pytest.mark.parametrize("cmd", ["analyze", "report"])
+def test_md_with_output_writes_markdown_to_the_file(cmd: str, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """``report PATH --md -o FILE`` wrote the HTML page to FILE and printed the Markdown; --md means
+    "the Markdown summary, to -o FILE else stdout" on analyze, report and diff alike."""
+    out = tmp_path / "summary.md"
+    rc, stdout, err = _main([cmd, "--md", "-o", str(out), "--no-cache"], capsys)
+    assert rc == 0, err
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith("### ") and "<html" not in text.lower()
+    assert stdout == "" and f"wrote {out}" in err
+    rc, printed, err = _main([cmd, "--md", "--no-cache"], capsys)
+    assert rc == 0 and printed.rstrip("\n") == text.rstrip("\n"), err
+
+
+def test_diff_md_flag_means_the_same(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from stepscope.ingest import DEFAULT_TRACE
+
+    out = tmp_path / "diff.md"
+    rc, stdout, err = _main(["diff", str(DEFAULT_TRACE), str(DEFAULT_TRACE), "--no-findings", "--no-cache", "--md",
+                             "-o", str(out)], capsys)
+    assert rc == 0, err
+    assert out.read_text(encoding="utf-8").startswith("### ") and stdout == ""
+
+
+def test_output_needs_a_document_format(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, _out, err = _main(["analyze", "-o", "x.txt", "--no-cache"], capsys)
+    assert rc == 2 and err.count("\n") == 1 and "--md or --json" in err

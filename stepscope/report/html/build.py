@@ -68,8 +68,8 @@ def write_text(path: str | Path, text: str) -> int:
 
 
 @with_bundle_memo
-def write_reports(bundle: Bundle, findings: Sequence[Finding], *, html_path: str | None, print_md: bool) -> None:
-    """``analyze --html FILE`` / ``--md``: write the page, print the Markdown summary (to stdout)."""
+def write_reports(bundle: Bundle, findings: Sequence[Finding], *, html_path: str | None) -> str:
+    """``analyze --html FILE`` / ``--md``: write the page; return the Markdown summary."""
     import click
 
     from stepscope.report.markdown import render_markdown
@@ -80,5 +80,4 @@ def write_reports(bundle: Bundle, findings: Sequence[Finding], *, html_path: str
     if html_path is not None:
         size = write_text(html_path, render_trace_report(doc, bundle.trace, title=title))
         click.echo(f"wrote {html_path} ({size / 1024:,.0f} kB)", err=True)
-    if print_md:
-        click.echo(render_markdown(doc, title=title), nl=False)
+    return render_markdown(doc, title=title)

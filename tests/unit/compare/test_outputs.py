@@ -90,13 +90,14 @@ def test_cli_gate_exit_codes_and_outputs(tmp_path: Path) -> None:
     b, n = write_runs(tmp_path)
     runner = CliRunner()
     ok = runner.invoke(command, [str(b), str(n), "--fail-if-slower", "5", "--no-cache", "--json",
-                                 "--csv", str(tmp_path / "csv"), "--md", str(tmp_path / "d.md")])
+                                 "--csv", str(tmp_path / "csv")])
     assert ok.exit_code == 0, ok.output
     doc = json.loads(ok.stdout)
     assert doc["gate"]["passed"] is True
     assert (tmp_path / "csv" / "overall.csv").exists()
-    if (tmp_path / "d.md").exists():
-        assert "DataLoader" in (tmp_path / "d.md").read_text() or "dataloader" in (tmp_path / "d.md").read_text()
+    md = runner.invoke(command, [str(b), str(n), "--no-cache", "--md", "-o", str(tmp_path / "d.md")])
+    assert md.exit_code == 0, md.output
+    assert "dataloader" in (tmp_path / "d.md").read_text().lower()
     bad = runner.invoke(command, [str(n), str(b), "--fail-if-slower", "5", "--no-cache", "--no-findings"])
     assert bad.exit_code == 1
     assert "gate FAILED" in bad.output and "+42.9 %" in bad.output

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from stepscope.collect.step_timer import StepRecord, summarise_records
+from stepscope.collect.step_timer import STEPS, StepRecord, summarise_records
 
 
 def _summarise(trace_dir: Path) -> str:
@@ -43,12 +43,14 @@ def _summarise(trace_dir: Path) -> str:
 @click.option("--worker-name", default=None, help="Trace file prefix (default <hostname>_<pid>).")
 @click.option("--log-every", type=click.IntRange(min=0), default=10, show_default=True,
               help="Log ips / batch_cost / reader_cost every N steps (0: never).")
+@click.option("--batch-size", type=click.IntRange(min=1), default=None,
+              help="Samples per optimizer step: the rate is then samples/s (steps/s without it).")
 @click.option("--sample-interval", type=click.FloatRange(min=0.001), default=0.1, show_default=True,
               help="Seconds between system samples.")
 @click.argument("cmd", nargs=-1, type=click.UNPROCESSED, required=True)
 def command(wait: int, warmup: int, active: int, repeat: int, out_dir: Path | None,
             record_shapes: bool, profile_memory: bool, with_stack: bool, with_modules: bool,
-            worker_name: str | None, log_every: int, sample_interval: float,
+            worker_name: str | None, log_every: int, batch_size: int | None, sample_interval: float,
             cmd: tuple[str, ...]) -> None:
     """Run CMD (e.g. `-- python train.py --epochs 1`) with the PyTorch profiler armed.
 
@@ -63,15 +65,16 @@ def command(wait: int, warmup: int, active: int, repeat: int, out_dir: Path | No
                           with_stack=with_stack, with_modules=with_modules)
     out = out_dir if out_dir is not None else Path(tempfile.mkdtemp(prefix="stepscope-run-"))
     result = run_script(cmd, out, opts, log_every=log_every, worker_name=worker_name,
-                        sample_interval_s=sample_interval)
-    _report(result.trace_files, result.records, out, wait + warmup + active)
+                        sample_interval_s=sample_interval, batch_size=batch_size)
+    _report(result.trace_files, result.records, out, wait + warmup + active, batch_size)
     if result.trace_files:
         click.echo(f"[stepscope] {_summarise(out)}", err=True)
     if result.exit_code:
         sys.exit(result.exit_code)
 
 
-def _report(files: tuple[Path, ...], recs: tuple[StepRecord, ...], out: Path, needed: int) -> None:
+def _report(files: tuple[Path, ...], recs: tuple[StepRecord, ...], out: Path, needed: int,
+            batch_size: int | None = None) -> None:
     """Where the traces are, and the step timer over the whole run (on stderr)."""
     if not files:
         click.echo(f"[stepscope] no trace written: the script made {len(recs)} optimizer steps, "
@@ -81,4 +84,5 @@ def _report(files: tuple[Path, ...], recs: tuple[StepRecord, ...], out: Path, ne
     for f in files:
         click.echo(f"[stepscope]   {f.name}", err=True)
     if recs:
-        click.echo(f"[stepscope] {len(recs)} steps: {summarise_records(recs).format()}", err=True)
+        unit = "samples" if batch_size else STEPS
+        click.echo(f"[stepscope] {len(recs)} steps: {summarise_records(recs).format(unit)}", err=True)

@@ -153,6 +153,7 @@ def run_script(
     log_every: int = 10,
     worker_name: str | None = None,
     sample_interval_s: float = 0.1,
+    batch_size: int | None = None,
 ) -> RunResult:
     """Run a training script with the profiler armed; see the module docstring.
 
@@ -161,7 +162,8 @@ def run_script(
     """
     target = parse_command(argv)
     opts = options or ProfileOptions()
-    timer = StepTimer(log_every=log_every, log=lambda line: print(f"[stepscope] {line}", file=sys.stderr))
+    timer = StepTimer(log_every=log_every, batch_size=batch_size,
+                      log=lambda line: print(f"[stepscope] {line}", file=sys.stderr))
     with profile(out_dir, options=opts, worker_name=worker_name,
                  sample_interval_s=sample_interval_s) as session, step_hooks(session, timer):
         code = _exec_script(target)

@@ -29,6 +29,10 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
+#: the unit when no batch size is known: each step counts once, and the rate is steps/s
+STEPS = "steps"
+
+
 @dataclass(frozen=True)
 class StepRecord:
     """The timing of one step (see the module docstring for each field)."""
@@ -74,9 +78,11 @@ class StepSummary:
         return 100.0 * self.mean_reader_cost_s / self.mean_batch_cost_s
 
     def format(self, unit: str = "samples") -> str:
-        """One log line: ``ips 812.3 samples/s | batch_cost 39.40 ms | reader_cost 25.30 ms (64%)``."""
+        """One log line: ``ips 812.3 samples/s | batch_cost 39.40 ms | reader_cost 25.30 ms (64%)``;
+        with ``unit="steps"`` (the batch size is unknown) the rate is ``25.38 steps/s``."""
+        rate = f"{self.ips:.2f} steps/s" if unit == STEPS else f"ips {self.ips:.1f} {unit}/s"
         return (
-            f"ips {self.ips:.1f} {unit}/s | batch_cost {self.mean_batch_cost_s * 1e3:.2f} ms"
+            f"{rate} | batch_cost {self.mean_batch_cost_s * 1e3:.2f} ms"
             f" | reader_cost {self.mean_reader_cost_s * 1e3:.2f} ms ({self.reader_pct:.0f}%)"
         )
 
@@ -111,7 +117,8 @@ class StepTimer:
         batch_size: instances per step, used when :meth:`step` gets no ``samples``.
         clock: seconds as a float; ``time.perf_counter`` by default (tests pass a fake one).
         log: where log lines go; the module logger at INFO level by default.
-        unit: the instance unit in log lines (``samples``, ``images``, ``tokens`` ...).
+        unit: the instance unit in log lines (``samples``, ``images``, ``tokens`` ...); ignored without a
+            batch size until :meth:`step` is given ``samples``: the rate is then steps/s, never samples/s.
     """
 
     def __init__(
@@ -126,12 +133,18 @@ class StepTimer:
             raise ValueError("log_every must be >= 0")
         self.log_every = log_every
         self.batch_size = batch_size
-        self.unit = unit
+        self._unit = unit
+        self._counted = batch_size is not None  # instances per step known: samples/s, else steps/s
         self._clock = clock
         self._log = log if log is not None else logger.info
         self._records: list[StepRecord] = []
         self._step_start: float | None = None
         self._reader_s = 0.0
+
+    @property
+    def unit(self) -> str:
+        """The unit of the logged rate: the instance unit when instances are counted, else ``steps``."""
+        return self._unit if self._counted else STEPS
 
     @property
     def records(self) -> tuple[StepRecord, ...]:
@@ -169,6 +182,7 @@ class StepTimer:
         """Close the current step and start the next; logs every ``log_every`` steps."""
         now = self._clock()
         start = self._step_start if self._step_start is not None else now
+        self._counted = self._counted or samples is not None
         n = samples if samples is not None else (self.batch_size or 1)
         rec = StepRecord(len(self._records), now, now - start, self._reader_s, n)
         self._records.append(rec)

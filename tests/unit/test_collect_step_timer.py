@@ -99,3 +99,35 @@ def test_record_to_dict() -> None:
     d = StepRecord(3, 2.0, 0.25, 0.05, 5).to_dict()
     assert d == {"step": 3, "end_s": 2.0, "batch_cost_s": 0.25, "reader_cost_s": 0.05,
                  "samples": 5, "ips": 20.0}
+
+
+def test_rate_is_steps_per_second_without_a_batch_size() -> None:
+    """`stepscope run` printed "ips 25.4 samples/s" counting each step as one sample: without a batch
+    size the rate is steps/s; samples/s only when the batch size (or each step's samples) is known."""
+    clock = FakeClock()
+    lines: list[str] = []
+    timer = StepTimer(log_every=2, clock=clock, log=lines.append)
+    for _ in timer.wrap(SlowLoader(clock, batches=2, wait_s=0.030)):
+        clock.advance(0.010)
+        timer.step()
+    assert timer.unit == "steps"
+    assert lines == ["step 2: 25.00 steps/s | batch_cost 40.00 ms | reader_cost 30.00 ms (75%)"]
+    assert "samples" not in summarise_records(timer.records).format(timer.unit)
+    known = StepTimer(log_every=0, batch_size=8)
+    assert known.unit == "samples"
+    counted = StepTimer(log_every=0, clock=clock)
+    counted.step(samples=4)
+    assert counted.unit == "samples"
+
+
+def test_run_command_reports_samples_only_with_batch_size(capsys: pytest.CaptureFixture[str]) -> None:
+    from pathlib import Path
+
+    from stepscope.cli.run_cmd import _report
+
+    recs = (StepRecord(0, 1.0, 0.04, 0.03, 1), StepRecord(1, 1.04, 0.04, 0.03, 1))
+    _report((Path("t.json"),), recs, Path("."), 3)
+    assert "25.00 steps/s" in capsys.readouterr().err
+    recs8 = tuple(StepRecord(r.step, r.end_s, r.batch_cost_s, r.reader_cost_s, 8) for r in recs)
+    _report((Path("t.json"),), recs8, Path("."), 3, batch_size=8)
+    assert "ips 200.0 samples/s" in capsys.readouterr().err

@@ -31,8 +31,8 @@ def parse_steps(text: str | None) -> tuple[int, int] | None:
 @trace_options
 def command(path: str, output: str, steps: str | None, as_json: bool, no_cache: bool, span: str | None,
             ranks: tuple[int, ...]) -> None:
-    """Write PATH as a chrome-trace / Perfetto JSON file: every event, launch→kernel flows, steps,
-    and derived counter tracks (GPU utilization %, queue length per stream).
+    """Write PATH as a chrome-trace / Perfetto JSON file: every event and memory (allocator) event,
+    launch→kernel flows, steps, and derived counter tracks (GPU utilization %, queue length per stream).
 
     Open the output in https://ui.perfetto.dev or chrome://tracing; it also loads back in stepscope.
     """
@@ -44,5 +44,6 @@ def command(path: str, output: str, steps: str | None, as_json: bool, no_cache: 
     if as_json:
         echo_json(stats.to_dict())
         return
-    click.echo(f"wrote {stats.path}: {stats.events:,} events, {stats.flows:,} flows, {stats.steps} steps, "
+    click.echo(f"wrote {stats.path}: {stats.events:,} events, {stats.memory_events:,} memory events, "
+               f"{stats.flows:,} flows, {stats.steps} steps, "
                f"{stats.counter_samples:,} counter samples ({stats.bytes_written / 2**20:,.1f} MiB)")

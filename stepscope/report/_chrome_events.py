@@ -139,6 +139,22 @@ class EventText:
             out += ct.rows_text(parts, len(step))
         return out
 
+    def memory(self, rows: I64) -> bytes:
+        """Kineto ``[memory]`` instants of these rows of the memory table (on their host thread), so
+        the allocator curves, allocations and per-op memory read back the same."""
+        mem = self.trace.memory
+        track = mem["track"][rows].astype(np.int64)
+        pid = np.where(track >= 0, self.pids[np.maximum(track, 0)], mem["rank"][rows].astype(np.int64) * PID_PER_RANK)
+        total_a, total_r = mem["total_allocated"][rows], mem["total_reserved"][rows]
+        parts: list[ct.Part] = [
+            '{"ph":"i","s":"t","cat":"cpu_instant_event","name":"[memory]","pid":', ct.ints(pid),
+            ',"tid":', ct.ints(np.maximum(track, 0)), ',"ts":', ct.micros(mem["ts_ns"][rows]),
+            ',"args":{"Device Type":', ct.ints(mem["device_type"][rows]), ',"Device Id":', ct.ints(mem["device"][rows]),
+            ',"Addr":', ct.ints(mem["addr"][rows]), ',"Bytes":', ct.ints(mem["bytes"][rows]),
+            ct.optional(total_a >= 0, ',"Total Allocated":', ct.ints(total_a[total_a >= 0])),
+            ct.optional(total_r >= 0, ',"Total Reserved":', ct.ints(total_r[total_r >= 0])), "}}"]
+        return ct.rows_text(parts, len(rows))
+
     def counter(self, pid: int, name: str, ts: I64, value: npt.NDArray[np.float64]) -> bytes:
         """``C`` samples of one counter track."""
         label = ct.JsonStrings.encode(name)

@@ -5,6 +5,9 @@ What is written (one ``traceEvents`` array, ``.gz`` compressed when the name end
 ================  ==============================================================================
 events            every event of the selected ranks / steps, ``ph: X`` (``i`` for instants), with
                   its raw category (or the canonical one for its kind) and the args stepscope reads
+memory            every allocator event (the memory table) as Kineto ``[memory]`` instants with
+                  ``Device Type`` / ``Device Id`` / ``Addr`` / ``Bytes`` / ``Total Allocated`` /
+                  ``Total Reserved``, on its host thread
 pid / tid         ``pid = rank × 1000`` for host threads, ``rank × 1000 + 1 + device`` for GPU
                   streams, ``rank × 1000 + 999`` for steps; ``tid`` = the model's track id;
                   named with ``process_name`` / ``thread_name`` metadata
@@ -58,6 +61,7 @@ class ExportStats:
     steps: int
     counter_samples: int
     bytes_written: int
+    memory_events: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__, ranks=list(self.ranks))
@@ -70,14 +74,29 @@ def export_chrome_trace(trace: Trace, out: str | Path, *, ranks: list[int] | Non
     _refuse_input(trace, out)
     chosen = _choose_ranks(trace, ranks)
     rows, windows = _select(trace, chosen, steps)
+    mem_rows = _memory_rows(trace, chosen, windows if steps is not None else None)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     try:
         with _open(tmp, out.name.endswith(".gz")) as fh:
-            counts = _write(fh, trace, chosen, rows, windows, util_buckets)
+            counts = _write(fh, trace, chosen, rows, windows, util_buckets, mem_rows)
         os.replace(tmp, out)
     finally:
         tmp.unlink(missing_ok=True)
-    return ExportStats(str(out), tuple(chosen), len(rows), counts[0], counts[1], counts[2], out.stat().st_size)
+    return ExportStats(str(out), tuple(chosen), len(rows), counts[0], counts[1], counts[2], out.stat().st_size,
+                       len(mem_rows))
+
+
+def _memory_rows(trace: Trace, ranks: list[int], windows: dict[int, tuple[int, int]] | None) -> I64:
+    """Rows of the memory table to write: the chosen ranks', inside their step span when one is chosen."""
+    mem = trace.memory
+    keep = np.isin(mem["rank"], np.array(ranks, np.int32))
+    if windows is not None and ranks:
+        order = sorted(ranks)
+        lo = np.array([windows[r][0] for r in order], np.int64)
+        hi = np.array([windows[r][1] for r in order], np.int64)
+        i = np.minimum(np.searchsorted(np.array(order), mem["rank"]), len(order) - 1)
+        keep &= (mem["ts_ns"] >= lo[i]) & (mem["ts_ns"] <= hi[i])
+    return np.flatnonzero(keep).astype(np.int64)
 
 
 def _refuse_input(trace: Trace, out: Path) -> None:
@@ -131,13 +150,15 @@ def _open(path: Path, gz: bool) -> IO[bytes]:
 
 
 def _write(fh: IO[bytes], trace: Trace, ranks: list[int], rows: I64, windows: dict[int, tuple[int, int]],
-           util_buckets: int) -> tuple[int, int, int]:
-    """Header, metadata, events, flows, steps, counters; returns (flows, steps, counter samples)."""
+           util_buckets: int, mem_rows: I64) -> tuple[int, int, int]:
+    """Header, metadata, events, memory events, flows, steps, counters; returns (flows, steps, counter samples)."""
     fh.write(_header(trace, ranks))
     fh.write(_metadata(trace, ranks, rows))
     text = ce.EventText(trace)
     for i in range(0, len(rows), CHUNK_ROWS):  # per chunk of rows
         fh.write(text.events(rows[i: i + CHUNK_ROWS]))
+    for i in range(0, len(mem_rows), CHUNK_ROWS):  # per chunk of memory rows
+        fh.write(text.memory(mem_rows[i: i + CHUNK_ROWS]))
     selected = np.zeros(len(trace.events), bool)
     selected[rows] = True
     gpu = rows[(trace.events["launch"][rows] >= 0)]

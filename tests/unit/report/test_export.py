@@ -147,3 +147,31 @@ def test_export_real_trace_round_trip(tmp_path: Path, shared_traces: Path) -> No
     assert _canonical(back) == _canonical(trace)
     assert len(back.steps) == len(trace.steps)
     assert {d.name for d in back.diagnostics} <= {"phase-unknown"}  # the async step slices, skipped
+
+
+def test_export_writes_memory_events(tmp_path: Path) -> None:
+    """``export`` said "every event" but left the allocator events out: the memory view of the
+    exported file was empty. They are written as Kineto ``[memory]`` instants and read back the same."""
+    from stepscope.analysis.memory import compute_memory
+
+    b = _builder()
+    b.op("aten::empty", ts=200, dur=30)
+    b.memory(205, 512, 512, 2048, addr=11)
+    b.memory(210, 256, 768, 2048, addr=12)
+    b.memory(220, -512, 256, 2048, addr=11)
+    b.memory(225, 64, 64, -1, addr=13, device_type=0, device=-1)
+    trace = stepscope.load(b.write(tmp_path / "in.json"), use_cache=False)
+    assert len(trace.memory) == 4
+    stats = export_chrome_trace(trace, tmp_path / "out.json.gz")
+    assert stats.memory_events == 4
+    back = stepscope.load(tmp_path / "out.json.gz", use_cache=False)
+    cols = ("ts_ns", "device_type", "device", "addr", "bytes", "total_allocated", "total_reserved")
+    assert {c: back.memory[c].tolist() for c in cols} == {c: trace.memory[c].tolist() for c in cols}
+    def ops(t: Trace) -> list[str]:
+        return t.strings.decode(t.events["name"][t.memory["op"]]).tolist()
+
+    assert ops(back) == ops(trace) == ["aten::empty"] * 3 + [ops(trace)[3]]
+    a, z = compute_memory(trace, 0), compute_memory(back, 0)
+    assert [(c.device, c.allocated_bytes.tolist()) for c in z.curves] == \
+        [(c.device, c.allocated_bytes.tolist()) for c in a.curves]
+    assert z.freed_count == a.freed_count == 1

@@ -1,7 +1,8 @@
 """``stepscope serve DIR``: the local web UI over every run under DIR (docs/serve.md).
 
-Needs the ``[web]`` extra (starlette, uvicorn); without it the command prints the install hint and
-exits 2. Binds 127.0.0.1 on a free port by default and says loudly when told to bind elsewhere.
+Needs starlette and uvicorn, core dependencies of stepscope; in an environment that lacks them the
+command prints the install hint and exits 2. Binds 127.0.0.1 on a free port by default and says
+loudly when told to bind elsewhere.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import click
 
 from stepscope.errors import UsageError
 
-INSTALL_HINT = "stepscope serve needs the web extra: pip install 'stepscope[web]'"
+INSTALL_HINT = "stepscope serve needs starlette and uvicorn (dependencies of stepscope): pip install starlette uvicorn"
 
 
 def _need_web() -> None:

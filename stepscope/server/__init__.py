@@ -5,6 +5,6 @@ once), :mod:`.store` (per-run locks and caches), :mod:`.params` (strict query pa
 :mod:`.routes` (the JSON API), :mod:`.app` (the Starlette app and its guards), :mod:`.serve`
 (socket + uvicorn), ``static/`` (the single page: vanilla JS and CSS, no build step).
 
-Starlette and uvicorn (the ``[web]`` extra) are imported only by :mod:`.routes`, :mod:`.app` and
+Starlette and uvicorn (core dependencies) are imported only by :mod:`.routes`, :mod:`.app` and
 :func:`.serve.serve`, so importing this package costs nothing.
 """

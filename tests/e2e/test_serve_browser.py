@@ -39,7 +39,7 @@ HOSTILE_KERNEL = "<script>window.__pwned=2</script>void k<float, 128>"
 
 def _need_browser() -> None:
     need_playwright()
-    pytest.importorskip("uvicorn", reason="the [web] extra (starlette, uvicorn) is not installed")
+    pytest.importorskip("uvicorn", reason="uvicorn (a dependency of stepscope) is not installed")
 
 
 def _hostile_trace(path: Path) -> None:

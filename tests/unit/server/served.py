@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("starlette", reason="the [web] extra (starlette, uvicorn) is not installed")
+pytest.importorskip("starlette", reason="starlette (a dependency of stepscope) is not installed")
 pytest.importorskip("httpx", reason="starlette's TestClient needs httpx (dev extra)")
 
 with warnings.catch_warnings():

@@ -135,4 +135,4 @@ def test_missing_web_extra_prints_the_install_hint(monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setattr(builtins, "__import__", no_web)
     res = CliRunner().invoke(cli, ["serve", str(tmp_path), "--no-browser"], standalone_mode=False)
-    assert res.exception is not None and "pip install 'stepscope[web]'" in str(res.exception)
+    assert res.exception is not None and "pip install starlette uvicorn" in str(res.exception)

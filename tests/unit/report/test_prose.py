@@ -87,3 +87,20 @@ def test_cluster_rules_read_as_prose(tmp_path: Path) -> None:
     assert {"straggler-rank", "load-imbalance"} <= {f.rule for f in findings}
     for text in _all_texts(findings):
         assert not PYTHONISH.search(text), text
+
+
+def test_the_terminal_header_names_a_device_without_an_sm_count(tmp_path: Path) -> None:
+    """An NPU has no SMs: the header said "Ascend NPU (None SMs)"."""
+    import io
+
+    from rich.console import Console
+
+    from stepscope.report.terminal import render_header
+
+    b = TraceBuilder()
+    b.meta["deviceProperties"] = [{"id": 0, "name": "Ascend910B", "totalGlobalMem": 64 << 30}]
+    b.launch_kernel("k", launch_ts=0, launch_dur=2, ts=5, dur=10)
+    out = io.StringIO()
+    render_header(analyze(b.load(tmp_path)), Console(file=out, width=200))
+    text = out.getvalue()
+    assert "Ascend910B" in text and "None" not in text and "SMs" not in text

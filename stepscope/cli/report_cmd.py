@@ -41,9 +41,11 @@ def _document_of_trace(path: str | None, no_cache: bool, span: str | None, ranks
     from stepscope.analysis.bundle import analyze
     from stepscope.cli.analyze_cmd import findings_for
     from stepscope.report import json_out
+    from stepscope.report.advice_json import finding_dict
 
     bundle = analyze(load_trace(path, no_cache, span, ranks))
-    return json_out.to_json(bundle, [f.to_dict() if hasattr(f, "to_dict") else dict(f) for f in findings_for(bundle)])
+    with bundle.memo.active():
+        return json_out.to_json(bundle, [finding_dict(f) for f in findings_for(bundle)])
 
 
 def _from_trace(path: str | None, title: str | None, step: int | None, no_cache: bool, span: str | None,

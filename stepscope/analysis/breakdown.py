@@ -106,27 +106,35 @@ def tb_step_windows(trace: Trace, rank: int) -> StepWindows:
     step, hs, he = _host_steps(trace, rank)
     if len(step) == 0:
         return _whole_trace_window(trace, rank)
-    ev = trace.events
     n = len(step)
-    gpu = np.flatnonzero((ev["rank"] == rank) & np.isin(ev["kind"], [int(k) for k in GPU_KINDS]))
-    launch = ev["launch"][gpu].astype(np.int64)
-    lt = ev["ts_ns"][np.maximum(launch, 0)]
-    le = lt + ev["dur_ns"][np.maximum(launch, 0)]
-    pos = np.searchsorted(hs, lt, side="right") - 1
-    pc = np.maximum(pos, 0)
-    inside = (launch >= 0) & (pos >= 0) & (lt >= hs[pc]) & (le <= he[pc])
+    gpu, pc, inside = launched_in_steps(trace, rank, hs, he)
+    ev = trace.events
     g_ts, g_end = ev["ts_ns"][gpu], ev["ts_ns"][gpu] + ev["dur_ns"][gpu]
     count = np.bincount(pc[inside], minlength=n).astype(np.int64)[:n]
     dmin = np.full(n, np.iinfo(np.int64).max)
     dmax = np.full(n, np.iinfo(np.int64).min)
     np.minimum.at(dmin, pc[inside], g_ts[inside])
     np.maximum.at(dmax, pc[inside], g_end[inside])
-    start, end = _stretch(hs, he, dmin, dmax, count, g_end[~inside])
+    start, end = stretch_windows(hs, he, dmin, dmax, count, g_end[~inside])
     keep = _kept_steps(count) if count.any() else n
     return StepWindows(step[:keep], start[:keep], end[:keep], hs[:keep], he[:keep], count[:keep], n - keep)
 
 
-def _stretch(hs: I64, he: I64, dmin: I64, dmax: I64, count: I64, outside_end: I64) -> tuple[I64, I64]:
+def launched_in_steps(trace: Trace, rank: int, hs: I64, he: I64) -> tuple[I64, I64, npt.NDArray[np.bool_]]:
+    """The rank's device rows, the host step each was launched in (clipped to 0) and whether its
+    launch call lies wholly inside that step's host span (the work the step's window stretches over)."""
+    ev = trace.events
+    gpu = np.flatnonzero((ev["rank"] == rank) & np.isin(ev["kind"], [int(k) for k in GPU_KINDS]))
+    launch = ev["launch"][gpu].astype(np.int64)
+    lt = ev["ts_ns"][np.maximum(launch, 0)]
+    le = lt + ev["dur_ns"][np.maximum(launch, 0)]
+    pos = np.searchsorted(hs, lt, side="right") - 1
+    pc = np.maximum(pos, 0)
+    inside = (launch >= 0) & (pos >= 0) & (lt >= hs[pc]) & (le <= he[pc]) if len(hs) else np.zeros(len(gpu), bool)
+    return gpu, pc, inside
+
+
+def stretch_windows(hs: I64, he: I64, dmin: I64, dmax: I64, count: I64, outside_end: I64) -> tuple[I64, I64]:
     """Stretch host steps over their GPU work; each starts no earlier than the previous one ends."""
     n = len(hs)
     start, end = hs.copy(), he.copy()

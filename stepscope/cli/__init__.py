@@ -25,6 +25,7 @@ COMMANDS = {
     "demo": "stepscope.cli.demo_cmd",
     "serve": "stepscope.cli.serve_cmd",
     "export": "stepscope.cli.export_cmd",
+    "whatif": "stepscope.cli.whatif_cmd",
 }
 
 

@@ -1,0 +1,1 @@
+"""What-if: replay each step's dependency graph with a fix applied and predict the new step."""

@@ -1,0 +1,237 @@
+"""The dependency graph of a rank's steps, built once from the model, for the what-if replay.
+
+Three kinds of node, all from the trace alone:
+
+* **Host points**: every instant at which something the device or the step depends on starts or
+  ends on the threads that drive the device — runtime and driver calls, DataLoader calls, the
+  ``ProfilerStep`` markers. The host is one chain through them (the threads of a PyTorch step hand
+  work to one another; they do not launch concurrently): each *segment* between two points keeps
+  its measured length unless a transformation changes it, and is labelled with what the host does
+  in it (:data:`SEG_KINDS`).
+* **Synchronisations**: a blocking call (``cudaStreamSynchronize``, ``.item()``'s copy, a synchronous
+  ``cudaMemcpy`` …) returns after the device work it waited for. It waited for the latest device
+  activity that had been launched when it was called and ended before it returned; it returns
+  ``tail_ns`` after that activity, or after its own call when it waited for nothing.
+* **Device activities**, per stream in order: one starts when both its launch has reached the
+  device (the call's start + a latency) and the activity before it on its stream has ended (+ the
+  measured gap). When the host had queued it before its predecessor ended, the stream bound it: the
+  gap is measured and the latency is the rank's typical launch latency (the median over activities
+  that found their stream idle). Otherwise its launch bound it: the latency is measured.
+
+Measured values fill every edge, so re-timing the unchanged graph gives back the measured times
+exactly (the identity replay); a transformation changes durations and the replay moves what
+depends on them, and only that (:mod:`.replay`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.analysis import intervals
+from stepscope.analysis._memo import per_rank
+from stepscope.analysis.breakdown import launched_in_steps, tb_step_windows
+from stepscope.analysis.common import I64, interval_set, rank_rows
+from stepscope.analysis.idle import is_dataloader_name
+from stepscope.analysis.sync import is_sync_call
+from stepscope.model.schema import GPU_KINDS, HOST_KINDS, EventKind
+from stepscope.model.trace import Trace
+
+#: What the host does in a segment, by precedence: blocked in a sync call, inside the DataLoader,
+#: inside a launch call, anything else (ops, Python, untraced time).
+SEG_KINDS = ("sync", "input", "launch", "host")
+SEG_SYNC, SEG_INPUT, SEG_LAUNCH, SEG_HOST = range(4)
+_LAUNCH_CALL = ("Launch", "MemcpyAsync", "MemsetAsync")
+_NONE = np.iinfo(np.int64).min // 4  # "no constraint" that survives additions
+
+
+@dataclass(frozen=True)
+class HostChain:
+    """The host points (sorted, distinct) and the segments between them (``len(t_ns) - 1``)."""
+
+    t_ns: I64
+    seg_kind: npt.NDArray[np.int8]
+    seg_input_call: I64  # per segment: index of the DataLoader call it lies in, -1 outside
+
+
+@dataclass(frozen=True)
+class Syncs:
+    """Blocking calls in time order, none inside another: their points, what they waited for."""
+
+    row: I64  # event row of the call
+    start_pt: I64
+    end_pt: I64
+    awaited: I64  # index into the device activities, -1: it waited for nothing
+    tail_ns: I64  # from the awaited activity's end (or the call's start) to the call's return
+
+
+@dataclass(frozen=True)
+class DeviceWork:
+    """Device activities sorted by (stream, start): the rules that time each one."""
+
+    row: I64
+    stream: I64  # 0 .. streams-1
+    dur_ns: I64
+    launch_pt: I64  # host point of its launch call's start, -1: not launched from a traced call
+    latency_ns: I64  # launch start → earliest start
+    gap_ns: I64  # predecessor's end → earliest start
+    start_ns: I64  # measured (used where nothing else anchors it)
+    stream_first: I64  # index of each stream's first activity (``len(streams)+1`` bounds)
+
+    @property
+    def end_ns(self) -> I64:
+        return self.start_ns + self.dur_ns
+
+
+@dataclass(frozen=True)
+class StepNodes:
+    """The step windows' anchors: host points of each kept step's marker, its device activities."""
+
+    step: npt.NDArray[np.int32]
+    host_start_pt: I64
+    host_end_pt: I64
+    work_step: I64  # per device activity: index of the step whose window stretches over it, -1 none
+    outside_end_ns: I64  # ends of device work launched outside every step (the first step starts after)
+    measured_start_ns: I64
+    measured_end_ns: I64
+    whole_trace: bool
+
+
+@dataclass(frozen=True)
+class StepGraph:
+    rank: int
+    host: HostChain
+    syncs: Syncs
+    device: DeviceWork
+    steps: StepNodes
+
+
+@per_rank
+def step_graph(trace: Trace, rank: int) -> StepGraph:
+    """The what-if dependency graph of one rank (see the module docstring)."""
+    ev = trace.events
+    driver = _driver_rows(trace, rank)
+    rt = driver[np.isin(ev["kind"][driver], [EventKind.RUNTIME, EventKind.DRIVER])]
+    pool = trace.strings
+    sync_rows = rt[pool.mask(is_sync_call)[ev["name"][rt]]]
+    launch_rows = rt[pool.mask(lambda s: any(m in s for m in _LAUNCH_CALL))[ev["name"][rt]]]
+    loader = driver[pool.mask(is_dataloader_name)[ev["name"][driver]]]
+    wins = tb_step_windows(trace, rank)
+    whole = not (len(wins.step) and int(wins.step[0]) >= 0)
+    hs = wins.host_start_ns if not whole else np.zeros(0, np.int64)
+    he = wins.host_end_ns if not whole else np.zeros(0, np.int64)
+    gpu, pc, inside = launched_in_steps(trace, rank, hs, he)
+    t = _points(trace, rt, loader, hs, he)
+    host = _host_chain(trace, t, sync_rows, loader, launch_rows)
+    device, order = _device_work(trace, gpu, t)
+    syncs = _syncs(trace, sync_rows, t, device)
+    work_step = np.where(inside, pc, -1)[order]
+    g_end = ev["ts_ns"][gpu] + ev["dur_ns"][gpu]
+    steps = StepNodes(wins.step, np.searchsorted(t, hs), np.searchsorted(t, he), work_step,
+                      g_end[~inside], wins.start_ns, wins.end_ns, whole)
+    return StepGraph(rank, host, syncs, device, steps)
+
+
+def _driver_rows(trace: Trace, rank: int) -> I64:
+    """Host rows of the threads that launch device work (every host thread when none does)."""
+    ev = trace.events
+    host = rank_rows(trace, rank, tuple(int(k) for k in HOST_KINDS))
+    launch = ev["launch"][rank_rows(trace, rank, tuple(int(k) for k in GPU_KINDS))]
+    threads = np.unique(ev["track"][launch[launch >= 0]])
+    return host if len(threads) == 0 else host[np.isin(ev["track"][host], threads)]
+
+
+def _points(trace: Trace, rt: I64, loader: I64, hs: I64, he: I64) -> I64:
+    ev = trace.events
+    rows = np.concatenate([rt, loader])
+    ts, end = ev["ts_ns"][rows], ev["ts_ns"][rows] + ev["dur_ns"][rows]
+    return np.unique(np.concatenate([ts, end, hs, he]))
+
+
+def _host_chain(trace: Trace, t: I64, sync_rows: I64, loader: I64, launch_rows: I64) -> HostChain:
+    """Label each segment between consecutive points by :data:`SEG_KINDS` precedence."""
+    n = max(len(t) - 1, 0)
+    mid = t[:-1] + (t[1:] - t[:-1]) // 2 if n else np.zeros(0, np.int64)
+    kind = np.full(n, SEG_HOST, np.int8)
+    for k, rows in ((SEG_LAUNCH, launch_rows), (SEG_INPUT, loader), (SEG_SYNC, sync_rows)):
+        kind[_inside(interval_set(trace, rows), mid)] = k  # later kinds take precedence
+    calls = interval_set(trace, loader)
+    call = np.searchsorted(calls[0], mid, side="right") - 1
+    in_call = (call >= 0) & (kind == SEG_INPUT)
+    return HostChain(t, kind, np.where(in_call, call, -1).astype(np.int64))
+
+
+def _inside(iv: intervals.Intervals, t: I64) -> npt.NDArray[np.bool_]:
+    k = np.searchsorted(iv[0], t, side="right") - 1
+    if len(iv[0]) == 0:
+        return np.zeros(len(t), bool)
+    return (k >= 0) & (t < iv[1][np.maximum(k, 0)])
+
+
+def _device_work(trace: Trace, gpu: I64, t: I64) -> tuple[DeviceWork, I64]:
+    """Device rows in (stream, start) order with the latency and gap that reproduce their starts."""
+    ev = trace.events
+    order = np.lexsort((ev["ts_ns"][gpu], ev["track"][gpu]))
+    rows = gpu[order]
+    track = ev["track"][rows]
+    first = np.flatnonzero(np.concatenate([[True], track[1:] != track[:-1]])) if len(rows) else np.zeros(0, np.int64)
+    stream = np.cumsum(np.isin(np.arange(len(rows)), first)) - 1
+    s, d = ev["ts_ns"][rows], ev["dur_ns"][rows]
+    prev_end = np.full(len(rows), _NONE, np.int64)
+    prev_end[1:] = (s + d)[:-1]
+    prev_end[first] = _NONE
+    launch = ev["launch"][rows].astype(np.int64)
+    has = launch >= 0
+    call_ts = ev["ts_ns"][np.maximum(launch, 0)]
+    call_end = call_ts + ev["dur_ns"][np.maximum(launch, 0)]
+    queued = has & (prev_end > _NONE) & (call_end < prev_end)
+    latency = np.where(has, s - call_ts, 0)
+    gap = np.where(prev_end > _NONE, s - prev_end, 0)
+    gap = np.where(queued, np.maximum(gap, 0), np.minimum(gap, 0))
+    launch_pt = np.where(has, np.searchsorted(t, call_ts), -1)
+    bounds = np.append(first, len(rows)).astype(np.int64)
+    typical = _typical_latency_of(latency[has & ~queued])
+    lat = np.where(queued, np.minimum(latency, typical), latency)
+    return DeviceWork(rows, stream.astype(np.int64), d.copy(), launch_pt, lat, gap, s.copy(), bounds), order
+
+
+def _typical_latency_of(latency: I64) -> int:
+    return int(np.median(latency)) if len(latency) else 0
+
+
+def _syncs(trace: Trace, sync_rows: I64, t: I64, device: DeviceWork) -> Syncs:
+    """Blocking calls in time order (one inside another dropped), each with the activity it waited for."""
+    ev = trace.events
+    rows = sync_rows[np.argsort(ev["ts_ns"][sync_rows], kind="stable")]
+    a, b = ev["ts_ns"][rows], ev["ts_ns"][rows] + ev["dur_ns"][rows]
+    keep = a >= np.concatenate([[np.iinfo(np.int64).min], np.maximum.accumulate(b)[:-1]])
+    rows, a, b = rows[keep], a[keep], b[keep]
+    awaited = _awaited(trace, device, a, b)
+    e = np.where(awaited >= 0, device.end_ns[np.maximum(awaited, 0)], a)
+    tail = b - np.maximum(a, e)
+    return Syncs(rows, np.searchsorted(t, a), np.searchsorted(t, b), awaited, tail)
+
+
+def _awaited(trace: Trace, device: DeviceWork, a: I64, b: I64) -> I64:
+    """Per call [a, b]: the latest-ending activity launched at or before a that ended by b (the call
+    waits for the device work launched before it; work that ended after it returned was not waited
+    for). When the host is made faster, a call that found that work done may have to wait for it."""
+    ev = trace.events
+    launch = ev["launch"][device.row].astype(np.int64)
+    launched_at = np.where(launch >= 0, ev["ts_ns"][np.maximum(launch, 0)], np.iinfo(np.int64).max)
+    by_end = np.argsort(device.end_ns, kind="stable")
+    end_sorted = device.end_ns[by_end]
+    pos = np.searchsorted(end_sorted, b, side="right") - 1
+    out = np.full(len(a), -1, np.int64)
+    todo = np.flatnonzero(pos >= 0)
+    for _ in range(64):  # step back over activities launched later; almost always the first fits
+        if len(todo) == 0:
+            break
+        cand = by_end[pos[todo]]
+        ok = launched_at[cand] <= a[todo]
+        out[todo[ok]] = cand[ok]
+        pos[todo] -= 1
+        todo = todo[~ok & (pos[todo] >= 0)]
+    return out

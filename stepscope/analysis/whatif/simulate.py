@@ -1,0 +1,142 @@
+"""What-if on a trace: apply transformations to each rank's step graph, replay it, and read the
+replayed trace with the same critical-path analysis as the measured one (new breakdown, new bound).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.analysis.common import I64
+from stepscope.analysis.critical_path import PARTS, CriticalPath, compute_critical_path
+from stepscope.analysis.whatif.graph import StepGraph, step_graph
+from stepscope.analysis.whatif.replay import Durations, Replay, replay
+from stepscope.analysis.whatif.transforms import Transform
+from stepscope.model.schema import HOST_KINDS
+from stepscope.model.trace import Trace
+
+
+@dataclass(frozen=True)
+class RankWhatIf:
+    """One rank: measured and predicted step windows, and both critical-path readings."""
+
+    rank: int
+    step: npt.NDArray[np.int32]
+    measured_ns: I64
+    predicted_ns: I64
+    before: CriticalPath
+    after: CriticalPath
+
+    @property
+    def saved_ns(self) -> I64:
+        return self.measured_ns - self.predicted_ns
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    """The prediction for a trace: per rank, and the job's mean and median step (the slowest rank's
+    window at each step), measured and predicted."""
+
+    bases: tuple[str, ...]
+    ranks: tuple[RankWhatIf, ...]
+
+    def job_steps_ns(self, predicted: bool) -> I64:
+        rows = [r.predicted_ns if predicted else r.measured_ns for r in self.ranks if len(r.step)]
+        if not rows:
+            return np.zeros(0, np.int64)
+        n = min(len(x) for x in rows)
+        out: I64 = np.max(np.stack([x[:n] for x in rows]), axis=0)
+        return out
+
+    def mean_ns(self, predicted: bool) -> float:
+        s = self.job_steps_ns(predicted)
+        return float(s.mean()) if len(s) else 0.0
+
+    def median_ns(self, predicted: bool) -> float:
+        s = self.job_steps_ns(predicted)
+        return float(np.median(s)) if len(s) else 0.0
+
+    def saved_ns(self) -> float:
+        """What the change saves on the mean step of the job."""
+        return self.mean_ns(False) - self.mean_ns(True)
+
+    def share_pct(self, predicted: bool) -> dict[str, float]:
+        """Critical-path shares of the slowest rank (by mean step), after or before."""
+        cps = [r.after if predicted else r.before for r in self.ranks]
+        if not cps:
+            return {p: 0.0 for p in PARTS}
+        return max(cps, key=lambda c: c.avg_step_ns).share_pct()
+
+    def bound(self, predicted: bool) -> str:
+        cps = [r.after if predicted else r.before for r in self.ranks if r.before.step_count]
+        return max(cps, key=lambda c: c.avg_step_ns).bound if cps else "host"
+
+
+def simulate(trace: Trace, transforms: Sequence[Transform], ranks: Sequence[int] | None = None) -> WhatIf:
+    """Predict every step of each rank with these transformations applied together, in order."""
+    out = []
+    for rank in ranks if ranks is not None else trace.rank_ids:
+        g, rp = _replayed(trace, rank, transforms)
+        after = compute_critical_path(replayed_trace(trace, g, rp), rank)
+        before = compute_critical_path(trace, rank)
+        measured = g.steps.measured_end_ns - g.steps.measured_start_ns
+        out.append(RankWhatIf(rank, g.steps.step, measured, rp.step_ns, before, after))
+    return WhatIf(tuple(t.basis() for t in transforms), tuple(out))
+
+
+def saving_ns(trace: Trace, transforms: Sequence[Transform], ranks: Sequence[int] | None = None) -> float:
+    """What these transformations save on the job's mean step (0 when they change nothing)."""
+    out = []
+    for rank in ranks if ranks is not None else trace.rank_ids:
+        g, rp = _replayed(trace, rank, transforms)
+        if len(g.steps.step):
+            out.append((g.steps.measured_end_ns - g.steps.measured_start_ns, rp.step_ns))
+    if not out:
+        return 0.0
+    n = min(len(m) for m, _ in out)
+    before = np.max(np.stack([m[:n] for m, _ in out]), axis=0)
+    after = np.max(np.stack([p[:n] for _, p in out]), axis=0)
+    return max(float(before.mean() - after.mean()), 0.0)
+
+
+def _replayed(trace: Trace, rank: int, transforms: Sequence[Transform]) -> tuple[StepGraph, Replay]:
+    g = step_graph(trace, rank)
+    d = Durations.measured(g)
+    for t in transforms:
+        d = t.change(trace, g, d)
+    return g, replay(g, d)
+
+
+def replayed_trace(trace: Trace, g: StepGraph, rp: Replay) -> Trace:
+    """The trace with one rank's device activities and host events moved to their replayed times."""
+    ev = trace.events
+    ts, dur = ev["ts_ns"].copy(), ev["dur_ns"].copy()
+    ts[g.device.row] = rp.device_start_ns
+    dur[g.device.row] = rp.device_end_ns - rp.device_start_ns
+    host = np.flatnonzero((ev["rank"] == g.rank) & np.isin(ev["kind"], [int(k) for k in HOST_KINDS]))
+    start = _map_host(g.host.t_ns, rp.host_t_ns, ev["ts_ns"][host])
+    end = _map_host(g.host.t_ns, rp.host_t_ns, ev["ts_ns"][host] + ev["dur_ns"][host])
+    ts[host], dur[host] = start, np.maximum(end - start, 0)
+    st = trace.steps
+    mine = st["rank"] == g.rank
+    s_start, s_end = st["start_ns"].copy(), st["host_end_ns"].copy()
+    s_start[mine] = _map_host(g.host.t_ns, rp.host_t_ns, s_start[mine])
+    s_end[mine] = _map_host(g.host.t_ns, rp.host_t_ns, s_end[mine])
+    steps = st.with_columns(start_ns=s_start, host_end_ns=s_end, end_ns=np.maximum(s_end, st["end_ns"]))
+    return replace(trace, events=ev.with_columns(ts_ns=ts, dur_ns=dur), steps=steps)
+
+
+def _map_host(t: I64, tp: I64, x: I64) -> I64:
+    """Host instants moved with the chain: linearly inside each segment, rigidly outside the chain."""
+    if len(t) < 2:
+        shifted: I64 = x + (tp[0] - t[0]) if len(t) else x.copy()
+        return shifted
+    k = np.clip(np.searchsorted(t, x, side="right") - 1, 0, len(t) - 2)
+    seg, new = t[k + 1] - t[k], tp[k + 1] - tp[k]
+    inner = tp[k] + ((x - t[k]) * (new / np.maximum(seg, 1))).astype(np.int64)
+    before, after = x < t[0], x > t[-1]
+    out: I64 = np.where(after, x + (tp[-1] - t[-1]), np.where(before, x + (tp[0] - t[0]), inner))
+    return out

@@ -1,0 +1,201 @@
+"""The changes a what-if can make to a step graph: each turns measured durations into new ones.
+
+Every transformation states its basis (the model behind the new durations) in one line, shown
+beside its prediction; several apply in order, so combined fixes are replayed together.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.analysis.activity import Activity, activity_of
+from stepscope.analysis.common import I64, interval_set
+from stepscope.analysis.whatif.graph import SEG_HOST, SEG_INPUT, SEG_LAUNCH, StepGraph
+from stepscope.analysis.whatif.replay import Durations
+from stepscope.model.schema import HOST_KINDS, EventKind
+from stepscope.model.trace import Trace
+
+B = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class Select:
+    """Which events a transformation touches: a regex on their name or on the name of the op that
+    launched them (searched, case-sensitive), and/or explicit event rows. Empty: every event."""
+
+    pattern: str | None = None
+    rows: tuple[int, ...] = ()
+
+    def mask(self, trace: Trace, rows: I64) -> B:
+        if self.pattern is None and not self.rows:
+            return np.ones(len(rows), bool)
+        out = np.isin(rows, np.asarray(self.rows, np.int64)) if self.rows else np.zeros(len(rows), bool)
+        if self.pattern is not None:
+            rx = re.compile(self.pattern)
+            hit = trace.strings.mask(lambda s: rx.search(s) is not None)
+            ev = trace.events
+            op = ev["op"][rows]
+            out |= hit[ev["name"][rows]] | ((op >= 0) & hit[ev["name"][np.maximum(op, 0)]])
+        return out
+
+
+@dataclass(frozen=True)
+class LoaderWorkers:
+    """DataLoader workers: W workers prepare batches while the step runs, one batch per fetch/W,
+    so a call waits ``max(0, fetch / W − rest of its step)`` (fetch: its measured time)."""
+
+    workers: int = 4
+    name: str = field(default="loader-workers", init=False)
+
+    def basis(self) -> str:
+        return (f"{self.workers} DataLoader workers: each call waits max(0, its fetch time / {self.workers}"
+                " − the rest of its step)")
+
+    def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
+        kind, call = g.host.seg_kind, g.host.seg_input_call
+        inp = (kind == SEG_INPUT) & (call >= 0)
+        if not inp.any():
+            return d
+        n_calls = int(call.max()) + 1
+        fetch = np.bincount(call[inp], weights=d.host_seg_ns[inp], minlength=n_calls)
+        first_seg = np.full(n_calls, len(kind), np.int64)
+        np.minimum.at(first_seg, call[inp], np.flatnonzero(inp))
+        step_ns = _step_of_points(g, g.host.t_ns[np.minimum(first_seg, len(g.host.t_ns) - 1)])
+        new = np.maximum(0.0, fetch / max(self.workers, 1) - np.maximum(step_ns - fetch, 0.0))
+        factor = np.divide(new, fetch, out=np.zeros(n_calls), where=fetch > 0)
+        seg = d.host_seg_ns.copy()
+        seg[inp] = np.round(seg[inp] * factor[call[inp]]).astype(np.int64)
+        return replace(d, host_seg_ns=seg)
+
+
+def _step_of_points(g: StepGraph, t: I64) -> npt.NDArray[np.float64]:
+    """Measured length of the step window each instant falls in (the whole span when none)."""
+    st = g.steps
+    start, end = st.measured_start_ns, st.measured_end_ns
+    if len(start) == 0:
+        return np.zeros(len(t))
+    k = np.clip(np.searchsorted(start, t, side="right") - 1, 0, len(start) - 1)
+    return (end - start)[k].astype(np.float64)
+
+
+@dataclass(frozen=True)
+class DropSyncs:
+    """Blocking calls (sync calls, synchronous copies) whose name or launching op matches no longer
+    block: the host goes on after the call's own cost (``.item()`` removed or made asynchronous)."""
+
+    select: Select = Select()
+    name: str = field(default="drop-syncs", init=False)
+
+    def basis(self) -> str:
+        what = f" matching {self.select.pattern!r}" if self.select.pattern else ""
+        return f"blocking calls{what} cost only their own call: the host no longer waits for the device"
+
+    def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
+        hit = self.select.mask(trace, g.syncs.row)
+        return replace(d, sync_dropped=d.sync_dropped | hit)
+
+
+@dataclass(frozen=True)
+class ScaleDevice:
+    """Device activities whose name or launching op matches take ``factor`` × their time
+    (Tensor Cores / AMP, a fused kernel, a faster algorithm)."""
+
+    select: Select = Select()
+    factor: float = 0.5
+    name: str = field(default="scale-device", init=False)
+
+    def basis(self) -> str:
+        what = f" matching {self.select.pattern!r}" if self.select.pattern else ""
+        return f"device activities{what} take {self.factor:g} × their measured time"
+
+    def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
+        hit = self.select.mask(trace, g.device.row)
+        dev = d.device_ns.copy()
+        dev[hit] = np.round(dev[hit] * self.factor).astype(np.int64)
+        return replace(d, device_ns=dev)
+
+
+@dataclass(frozen=True)
+class PinnedCopies:
+    """Pageable host↔device copies from pinned memory: ``factor`` × their device time (pinned
+    copies run at full bus bandwidth, commonly about twice pageable), and the host does not
+    block on them (``non_blocking=True``)."""
+
+    factor: float = 0.5
+    name: str = field(default="pinned-copies", init=False)
+
+    def basis(self) -> str:
+        return f"pageable copies pinned: {self.factor:g} × their device time, the host does not wait for them"
+
+    def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
+        ev = trace.events
+        rows = g.device.row
+        pageable = (ev["kind"][rows] == EventKind.MEMCPY) & (ev["pageable"][rows] == 1)
+        dev = d.device_ns.copy()
+        dev[pageable] = np.round(dev[pageable] * self.factor).astype(np.int64)
+        launch_of = ev["launch"][rows[pageable]]
+        dropped = d.sync_dropped | np.isin(g.syncs.row, launch_of[launch_of >= 0])
+        return replace(d, device_ns=dev, sync_dropped=dropped)
+
+
+@dataclass(frozen=True)
+class HostOverhead:
+    """Launch calls and host work between them take ``factor`` × their time: everywhere (CUDA/HIP
+    graphs, ``torch.compile``: the host replays a captured graph instead of launching op by op), or
+    only inside host ops that match (a fused optimizer: ``Optimizer.step``). DataLoader and blocking
+    calls are kept."""
+
+    factor: float = 0.0
+    select: Select = Select()
+    name: str = field(default="host-overhead", init=False)
+
+    def basis(self) -> str:
+        where = f" inside ops matching {self.select.pattern!r}" if self.select.pattern else ""
+        return (f"launch calls and host work between them{where} take {self.factor:g} × their time; "
+                "the DataLoader and blocking calls are kept")
+
+    def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
+        k = g.host.seg_kind
+        hit = (k == SEG_LAUNCH) | (k == SEG_HOST)
+        if self.select.pattern is not None or self.select.rows:
+            hit &= _inside_ops(trace, g, self.select)
+        seg = d.host_seg_ns.copy()
+        seg[hit] = np.round(seg[hit] * self.factor).astype(np.int64)
+        return replace(d, host_seg_ns=seg)
+
+
+def _inside_ops(trace: Trace, g: StepGraph, select: Select) -> B:
+    """Per host segment: whether it lies inside a host event of the rank that the selection matches."""
+    ev = trace.events
+    rows = np.flatnonzero((ev["rank"] == g.rank) & np.isin(ev["kind"], [int(k) for k in HOST_KINDS]))
+    ops = rows[select.mask(trace, rows)]
+    iv = interval_set(trace, ops)
+    t = g.host.t_ns
+    mid = t[:-1] + (t[1:] - t[:-1]) // 2
+    k = np.searchsorted(iv[0], mid, side="right") - 1
+    return (k >= 0) & (mid < iv[1][np.maximum(k, 0)]) if len(iv[0]) else np.zeros(len(mid), bool)
+
+
+@dataclass(frozen=True)
+class OverlapComm:
+    """Communication kernels hidden under compute (the upper bound of overlapping them): they
+    take ``factor`` × their time on their streams."""
+
+    factor: float = 0.0
+    name: str = field(default="overlap-comm", init=False)
+
+    def basis(self) -> str:
+        return f"communication kernels take {self.factor:g} × their time (fully overlapped with compute)"
+
+    def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
+        comm = activity_of(trace)[g.device.row] == Activity.COMMUNICATION
+        dev = d.device_ns.copy()
+        dev[comm] = np.round(dev[comm] * self.factor).astype(np.int64)
+        return replace(d, device_ns=dev)
+
+
+Transform = LoaderWorkers | DropSyncs | ScaleDevice | PinnedCopies | HostOverhead | OverlapComm

@@ -1,0 +1,62 @@
+"""The what-if prediction as a JSON section and in the terminal (one source: :func:`whatif_dict`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from stepscope.analysis.whatif.simulate import WhatIf
+from stepscope.report import json_out
+
+
+def _ms(ns: float) -> float:
+    return round(ns / 1e6, 3)
+
+
+def whatif_dict(w: WhatIf, source: str) -> dict[str, Any]:
+    """The prediction: the changes' bases, the job's steps before/after, each rank's steps, bounds."""
+    measured, predicted = w.job_steps_ns(False), w.job_steps_ns(True)
+    steps = w.ranks[0].step.tolist() if w.ranks else []
+    doc: dict[str, Any] = json_out.clean({
+        "schema_version": json_out.SCHEMA_VERSION, "source": source,
+        "changes": list(w.bases),
+        "job": {
+            "measured_mean_ms": _ms(w.mean_ns(False)), "predicted_mean_ms": _ms(w.mean_ns(True)),
+            "measured_median_ms": _ms(w.median_ns(False)), "predicted_median_ms": _ms(w.median_ns(True)),
+            "saved_mean_ms": _ms(w.saved_ns()),
+            "bound_before": w.bound(False), "bound_after": w.bound(True),
+            "critical_path_pct_before": {k: round(v, 2) for k, v in w.share_pct(False).items()},
+            "critical_path_pct_after": {k: round(v, 2) for k, v in w.share_pct(True).items()},
+            "steps": [{"step": int(s), "measured_ms": _ms(float(m)), "predicted_ms": _ms(float(p))}
+                      for s, m, p in zip(steps, measured.tolist(), predicted.tolist())],
+        },
+        "ranks": [{"rank": r.rank, "bound_before": r.before.bound if r.before.step_count else None,
+                   "bound_after": r.after.bound if r.after.step_count else None,
+                   "steps": [{"step": int(s), "measured_ms": _ms(float(m)), "predicted_ms": _ms(float(p))}
+                             for s, m, p in zip(r.step.tolist(), r.measured_ns.tolist(), r.predicted_ns.tolist())]}
+                  for r in w.ranks],
+    })
+    return doc
+
+
+def render(w: WhatIf, source: str, console: Console) -> None:
+    doc = whatif_dict(w, source)
+    job = doc["job"]
+    console.rule(f"[bold]stepscope whatif[/bold] {source}")
+    for basis in doc["changes"]:
+        console.print(f"change: {basis}")
+    table = Table(title="step time, measured and predicted (slowest rank)")
+    for col in ("step", "measured ms", "predicted ms", "saved ms"):
+        table.add_column(col, justify="right")
+    for s in job["steps"]:
+        table.add_row(str(s["step"]), f"{s['measured_ms']:,.2f}", f"{s['predicted_ms']:,.2f}",
+                      f"{s['measured_ms'] - s['predicted_ms']:,.2f}")
+    console.print(table)
+    console.print(f"mean step {job['measured_mean_ms']:,.2f} -> {job['predicted_mean_ms']:,.2f} ms "
+                  f"(saves {job['saved_mean_ms']:,.2f} ms); median {job['measured_median_ms']:,.2f} -> "
+                  f"{job['predicted_median_ms']:,.2f} ms")
+    before, after = job["critical_path_pct_before"], job["critical_path_pct_after"]
+    parts = ", ".join(f"{k} {before[k]:.0f} -> {after[k]:.0f} %" for k in before)
+    console.print(f"bound by {job['bound_before']} now; after this, bound by {job['bound_after']} ({parts})")

@@ -1,0 +1,99 @@
+"""What-if replay on a micro trace whose every replayed time is computed by hand (µs).
+
+Step 1 [0,100] on one thread: DataLoader [0,40]; cudaLaunchKernel [40,42] → k1 [45,75] (found its
+stream idle: latency 5, the rank's typical one); cudaLaunchKernel [42,44] → k2 [75,85] (queued
+behind k1: gap 0); host work [44,50]; cudaStreamSynchronize [50,90] waits for k2 (ends 85) and
+returns 5 after it; host [90,100]. Measured step: 100.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stepscope.analysis.whatif import transforms as tf
+from stepscope.analysis.whatif.graph import step_graph
+from stepscope.analysis.whatif.replay import Durations, replay
+from stepscope.analysis.whatif.simulate import simulate
+from stepscope.model.trace import Trace
+from tests.builders import TraceBuilder
+
+US = 1000
+
+
+@pytest.fixture
+def micro(tmp_path: Path) -> Trace:
+    b = TraceBuilder()
+    b.step(1, ts=0, dur=100)
+    b.op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", ts=0, dur=40)
+    b.launch_kernel("k1", launch_ts=40, launch_dur=2, ts=45, dur=30)
+    b.launch_kernel("k2", launch_ts=42, launch_dur=2, ts=75, dur=10)
+    b.add(ph="X", cat=b.RUNTIME_CAT, name="cudaStreamSynchronize", pid=b.pid, tid=b.tid, ts=50, dur=40, args={})
+    return b.load(tmp_path)
+
+
+def _steps_us(trace: Trace, *changes: tf.Transform) -> list[int]:
+    return (simulate(trace, changes).ranks[0].predicted_ns // US).tolist()
+
+
+def test_graph_edges_are_measured(micro: Trace) -> None:
+    g = step_graph(micro, 0)
+    assert (g.device.latency_ns // US).tolist() == [5, 5]  # k1 measured; k2 queued: the typical 5
+    assert (g.device.gap_ns // US).tolist() == [0, 0]
+    assert (g.syncs.tail_ns // US).tolist() == [5]
+    assert (g.host.t_ns // US).tolist() == [0, 40, 42, 44, 50, 90, 100]
+
+
+def test_identity_replay_gives_back_every_measured_time(micro: Trace) -> None:
+    g = step_graph(micro, 0)
+    rp = replay(g, Durations.measured(g))
+    assert (rp.device_start_ns // US).tolist() == [45, 75]
+    assert (rp.host_t_ns // US).tolist() == [0, 40, 42, 44, 50, 90, 100]
+    assert (rp.step_ns // US).tolist() == [100]
+
+
+def test_workers_hide_the_loader_and_the_sync_then_waits_for_the_device(micro: Trace) -> None:
+    """fetch 40 / 2 workers = 20 < the rest of the step (60): no wait. The host runs 40 earlier: k1
+    ready at 0 + 5 → [5,35], k2 queued → [35,45]; the sync, called at 10, returns at 45 + 5 = 50 (it
+    now waits 35 where it waited 35 before: the device moved with the host); host 10 more: 60."""
+    assert _steps_us(micro, tf.LoaderWorkers(2)) == [60]
+
+
+def test_one_worker_hides_a_fetch_shorter_than_the_rest_of_the_step(micro: Trace) -> None:
+    """One worker already hides a fetch (40) shorter than the rest of the step (60): max(0, 40 − 60) = 0."""
+    assert _steps_us(micro, tf.LoaderWorkers(1)) == [60]
+
+
+def test_dropping_the_sync_leaves_the_device_as_the_end(micro: Trace) -> None:
+    """The sync costs only its tail 5: the host ends at 50 + 5 + 10 = 65; the device still ends at 85."""
+    assert _steps_us(micro, tf.DropSyncs()) == [85]
+
+
+def test_graph_capture_keeps_the_loader_and_the_sync(micro: Trace) -> None:
+    """Launch calls and host work cost nothing: both kernels are launched at 40 (k1 [45,75], k2 queued
+    [75,85]), the sync returns at 90, nothing follows: 90."""
+    assert _steps_us(micro, tf.HostOverhead(0.0)) == [90]
+
+
+def test_a_faster_kernel_moves_its_successor_and_the_sync(micro: Trace) -> None:
+    """k1 takes 15: [45,60]; k2 [60,70]; the sync returns at 75; host 10 more: 85."""
+    assert _steps_us(micro, tf.ScaleDevice(tf.Select("^k1$"), 0.5)) == [85]
+
+
+def test_changes_combine_and_do_not_simply_add(micro: Trace) -> None:
+    """Workers alone save 40, dropping the sync alone 15; together the host ends at 10 + 5 + 10 = 25
+    but the device at 45 (k1 [5,35], k2 [35,45]): the step is 45, a saving of 55 — bounded by the
+    device, not the sum of the two."""
+    assert _steps_us(micro, tf.LoaderWorkers(2), tf.DropSyncs()) == [45]
+
+
+def test_the_replayed_trace_reads_as_the_prediction(micro: Trace) -> None:
+    """The critical path of the replayed trace has the predicted step and a new bound."""
+    w = simulate(micro, [tf.LoaderWorkers(2)])
+    r = w.ranks[0]
+    assert (r.after.step_ns // US).tolist() == (r.predicted_ns // US).tolist() == [60]
+    assert w.bound(False) == "input"
+    assert r.after.parts_ns[0, 3] == 0  # no input time left
+    assert np.isclose(w.saved_ns(), 40 * US)

@@ -1,0 +1,47 @@
+"""``stepscope whatif``: the JSON is the simulation's numbers; bad changes are one-line usage errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from stepscope import load
+from stepscope.analysis.whatif import transforms as tf
+from stepscope.analysis.whatif.simulate import simulate
+from stepscope.cli import main
+
+BASE = Path(__file__).resolve().parents[1] / "data" / "h100_cuda_train" / "base"
+
+
+def _main(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    out, err = capsys.readouterr()
+    return int(exc.value.code or 0), out, err
+
+
+def test_json_is_the_simulation(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = _main(["whatif", str(BASE), "--workers", "8", "--drop-syncs", "_local_scalar_dense",
+                        "--json", "--no-cache"], capsys)
+    assert rc == 0
+    doc = json.loads(out)
+    w = simulate(load(BASE), [tf.LoaderWorkers(8), tf.DropSyncs(tf.Select("_local_scalar_dense"))])
+    job = doc["job"]
+    assert job["predicted_mean_ms"] == pytest.approx(w.mean_ns(True) / 1e6, abs=1e-3)
+    assert job["measured_median_ms"] == pytest.approx(w.median_ns(False) / 1e6, abs=1e-3)
+    assert [s["step"] for s in job["steps"]] == w.ranks[0].step.tolist()
+    assert job["bound_before"] == "input" and job["bound_after"] == "host"
+    assert len(doc["changes"]) == 2 and "8 DataLoader workers" in doc["changes"][0]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["whatif", str(BASE)], "name at least one change"),
+    (["whatif", str(BASE), "--scale", "gemm"], "--scale takes REGEX=FACTOR"),
+    (["whatif", str(BASE), "--host-in", "Optimizer=-1"], "--host-in takes REGEX=FACTOR"),
+])
+def test_bad_changes_are_usage_errors(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    rc, out, err = _main(argv, capsys)
+    assert rc == 2 and out == ""
+    assert message in err and len(err.strip().splitlines()) == 1

@@ -32,6 +32,7 @@ from stepscope.analysis.overview import Overview, compute_overview
 from stepscope.analysis.stragglers import ClusterResult, compute_cluster
 from stepscope.analysis.summary import Summary, compute_summary
 from stepscope.analysis.sync import SyncResult, compute_sync
+from stepscope.analysis.whatif.remedies import Remedies, compute_remedies
 from stepscope.model.trace import Trace
 
 T = TypeVar("T", covariant=True)
@@ -75,11 +76,12 @@ MEMCPY = RankAnalysis("memcpy", compute_memcpy, MemcpyResult, ("memcpy",))
 LAUNCH = RankAnalysis("launch", compute_launch, LaunchResult, ("launch",))
 LAUNCH_CONFIG = RankAnalysis("launch_config", compute_launch_config, LaunchConfigResult, ("launch_config",))
 FUSION = RankAnalysis("fusion", compute_fusion, FusionResult, ("fusion",))
+REMEDIES = RankAnalysis("remedies", compute_remedies, Remedies, ("remedies",))  # what-if: each remedy replayed
 
 CLUSTER = ClusterAnalysis("cluster", compute_cluster, ClusterResult, ("cluster",))
 
 RANK_ANALYSES: tuple[RankAnalysis[object], ...] = (
     SUMMARY, OVERVIEW, BREAKDOWN, OPERATORS, KERNELS, MEMORY, MODULES, ANNOTATIONS,
-    DISTRIBUTED, IDLE, CRITICAL_PATH, SYNC, MEMCPY, LAUNCH, LAUNCH_CONFIG, FUSION,
+    DISTRIBUTED, IDLE, CRITICAL_PATH, SYNC, MEMCPY, LAUNCH, LAUNCH_CONFIG, FUSION, REMEDIES,
 )
 CLUSTER_ANALYSES: tuple[ClusterAnalysis[object], ...] = (CLUSTER,)

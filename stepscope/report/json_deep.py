@@ -21,6 +21,7 @@ from stepscope.analysis.registry import (
     LAUNCH,
     LAUNCH_CONFIG,
     MEMCPY,
+    REMEDIES,
     SYNC,
 )
 
@@ -172,9 +173,18 @@ def cluster_section(bundle: Bundle) -> dict[str, Any] | None:
                        "excess_pct": r.excess_pct.get(rank)} for i, rank in enumerate(r.ranks)]}
 
 
+def remedies_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
+    r = rr.get(REMEDIES)
+    if r is None:
+        return None
+    return {"measured_mean_ms": r.measured_mean_ns / MS,
+            "remedies": [{"remedy": n, "basis": r.basis[i], "predicted_mean_ms": float(r.predicted_mean_ns[i]) / MS,
+                          "saved_ms": r.saved_ns(n) / MS} for i, n in enumerate(r.name)]}
+
+
 #: per-rank §12 keys owned by the deep analyses
 DEEP_RANK_SECTIONS = {
     "distributed": distributed_section, "idle": idle_section, "critical_path": critical_path_section,
     "sync": sync_section, "memcpy": memcpy_section, "launch": launch_section,
-    "launch_config": launch_config_section, "fusion": fusion_section,
+    "launch_config": launch_config_section, "fusion": fusion_section, "remedies": remedies_section,
 }

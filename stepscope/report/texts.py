@@ -221,6 +221,8 @@ CHANGES: dict[str, str] = {
 }
 
 BASIS: dict[str, str] = {
+    "replayed": "every step replayed with the change ({whatif_basis}): the mean step goes from "
+                "{whatif_measured_ms:.2f} to {whatif_predicted_ms:.2f} ms (stepscope whatif)",
     "exposed-input-time": "time per step spent only in the DataLoader (GPU idle, no other work) — what "
                           "background workers can hide; an upper bound, since workers share the host CPU",
     "amp-speedup": "eligible non-Tensor-Core kernel time per step ({eligible_non_tc_ms:.1f} ms) x "

@@ -43,13 +43,14 @@ def test_nw0_top_finding_is_the_input_pipeline(nw0: tuple[Advice, np.ndarray],
     assert top.change.key == "set-num-workers" and top.change.params["num_workers"] > 0
     assert "num_workers=" in finding_dict(top)["advice"]
     # What nw4 actually saved: 36.5 ms on the mean step (177.6 → 141.1 ms), whose steps 5 and 9 are
-    # disturbed (runtime 41 ms, CPU exec 44 ms); 51 ms on the median step. The estimate (the exposed
-    # DataLoader time, 59.3 ms) must sit between 0.8 x the first and 1.2 x the second.
+    # disturbed (runtime 41 ms, CPU exec 44 ms); 51 ms on the median step. The estimate (the steps
+    # replayed with 4 workers, 59.0 ms) must sit between 0.8 x the first and 1.2 x the second.
     steps4 = nw4[1]
     mean_saved = (steps0.mean() - steps4.mean()) / 1e6
     median_saved = (np.median(steps0) - np.median(steps4)) / 1e6
     assert mean_saved == pytest.approx(36.5, abs=0.5)
     assert 0.8 * mean_saved <= top.est_gain_ms <= 1.2 * median_saved
+    assert top.basis == "replayed" and top.evidence["whatif_remedy"] == "loader-workers"
 
 
 def test_nw4_has_no_input_finding(nw4: tuple[Advice, np.ndarray]) -> None:

@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.advisor.context import RuleContext
+from stepscope.analysis.registry import REMEDIES
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
 from stepscope.model.tree import nearest_marked_ancestor
@@ -95,3 +96,15 @@ def compact_json(text: str) -> str:
         return json.dumps(json.loads(text), separators=(",", ":"))
     except ValueError:
         return text
+
+
+def replayed_saving(ctx: RuleContext, remedy: str, evidence: dict[str, Any]) -> float | None:
+    """What the remedy saves on the rank's mean step, replayed (what-if), with its basis added to the
+    evidence; None when the replay did not run (the rule keeps its own estimate then)."""
+    r = ctx.optional(REMEDIES)
+    if r is None or ctx.rank is None:
+        return None
+    i = r.name.index(remedy)
+    evidence.update(whatif_remedy=remedy, whatif_basis=r.basis[i], whatif_measured_ms=ms(r.measured_mean_ns),
+                    whatif_predicted_ms=ms(float(r.predicted_mean_ns[i])))
+    return r.saved_ns(remedy)

@@ -4,9 +4,10 @@ Detects: the step breakdown's DataLoader category — time inside ``DataLoader._
 kernel, copy, memset, communication or runtime call running — is at least ``dataloader_min_pct`` of the
 average step. That category *is* "GPU idle while the host is in the DataLoader" by construction.
 
-Gain: that exposed input time per average step — what a background input pipeline (workers that
-prepare the next batch while this step runs) can hide. It is an upper bound: workers share the host's
-CPU cores with the main process, which slows its remaining work somewhat.
+Gain: the steps replayed with background workers (what-if ``loader-workers``: each call then waits
+``max(0, fetch / 4 − rest of its step)``), so only input time on the critical path counts; without a
+replay, the exposed input time per average step. Workers share the host's CPU cores with the main
+process, which can slow its remaining work: the gain is an upper bound.
 
 Evidence: per-step DataLoader time, the DataLoader events (their names say single- or multi-process
 loading), the GPU host-wait inside DataLoader periods (idle analysis, when it ran).
@@ -18,7 +19,7 @@ import numpy as np
 
 from stepscope.advisor.context import RuleContext, rank_breakdown
 from stepscope.advisor.finding import Change, Finding
-from stepscope.advisor.rules._util import ms, per_step, rank_rows, top_names
+from stepscope.advisor.rules._util import ms, per_step, rank_rows, replayed_saving, top_names
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.breakdown import StepBreakdown, is_dataloader
 from stepscope.analysis.registry import IDLE
@@ -66,4 +67,7 @@ def detect(ctx: RuleContext) -> list[Finding]:
                                             "pin_memory": True, "persistent_workers": True})
     else:
         change = Change("speed-up-input-pipeline", {"prefetch_factor": 4, "persistent_workers": True})
-    return [ctx.finding(RULE_ID, dl_ns, "exposed-input-time", evidence, change)]
+    gain = replayed_saving(ctx, "loader-workers", evidence)
+    if gain is None:
+        return [ctx.finding(RULE_ID, dl_ns, "exposed-input-time", evidence, change)]
+    return [ctx.finding(RULE_ID, gain, "replayed", evidence, change)]

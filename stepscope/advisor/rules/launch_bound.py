@@ -6,10 +6,12 @@ DataLoader part belongs to ``dataloader-bound``. The launch analysis says whethe
 *short* (shorter than their launch call): then launches themselves are the limit (CUDA Graphs,
 ``torch.compile``); otherwise Python / CPU work between launches is.
 
-Gain: the median over steps of the host-wait idle time outside the DataLoader (the median, so one
-disturbed step — warm-up, a hiccup — does not drive it) — what taking the host off the critical
-path gives back. The change is CUDA Graphs / ``torch.compile`` when short kernels are common and
-launch calls outweigh other CPU work on the critical path, else less host work per step.
+Gain: the steps replayed with launch calls and the host work between them taking no time (what-if
+``graph-capture``, the upper bound of graph capture), so only host time on the critical path counts.
+Without a replay: the median over steps of the host-wait idle time outside the DataLoader (the
+median, so one disturbed step — warm-up, a hiccup — does not drive it) — what taking the host off
+the critical path gives back. The change is CUDA Graphs / ``torch.compile`` when short kernels are
+common and launch calls outweigh other CPU work on the critical path, else less host work per step.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import numpy as np
 
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
-from stepscope.advisor.rules._util import ms
+from stepscope.advisor.rules._util import ms, replayed_saving
 from stepscope.analysis.platform import uses_compile
 from stepscope.analysis.registry import CRITICAL_PATH, IDLE, LAUNCH
 
@@ -60,4 +62,7 @@ def detect(ctx: RuleContext) -> list[Finding]:
         change = Change("cuda-graphs-or-compile", {"short_kernel_pct": round(short_pct)})
     else:
         change = Change("reduce-host-work", {})
-    return [ctx.finding(RULE_ID, wait_ns, "host-wait-idle", evidence, change)]
+    replayed = replayed_saving(ctx, "graph-capture", evidence)
+    if replayed is None:
+        return [ctx.finding(RULE_ID, wait_ns, "host-wait-idle", evidence, change)]
+    return [ctx.finding(RULE_ID, replayed, "replayed", evidence, change)]

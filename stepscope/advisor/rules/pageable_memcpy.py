@@ -5,9 +5,10 @@ copy's name ``Memcpy HtoD (Pageable -> Device)``), taking at least ``pageable_mi
 A pageable copy is staged through a driver buffer: it runs at a fraction of the pinned bandwidth and
 cannot overlap with the host, even when issued with ``non_blocking=True``.
 
-Gain: half the pageable copies' GPU time per step (pinned copies reach about twice the bandwidth),
-plus nothing for the overlap they would gain — a conservative estimate.
-"""
+Gain: the steps replayed with the pageable copies pinned — half their device time, the host no
+longer waiting for them (what-if ``pinned-copies``); a copy whose end nothing waited for gains
+nothing. Without a replay: half the pageable copies' GPU time per step (pinned copies reach about
+twice the bandwidth), plus nothing for the overlap they would gain — a conservative estimate. """
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import numpy as np
 
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
-from stepscope.advisor.rules._util import ms, per_step, top_names
+from stepscope.advisor.rules._util import ms, per_step, replayed_saving, top_names
 from stepscope.analysis.registry import MEMCPY
 from stepscope.model.schema import MemcpyKind
 
@@ -40,5 +41,8 @@ def detect(ctx: RuleContext) -> list[Finding]:
                 "bytes_per_step": int(res.bytes[sel][res.bytes[sel] > 0].sum() // n),
                 "median_bandwidth_gbps": round(float(np.nanmedian(bw)), 2) if np.isfinite(bw).any() else None,
                 "copies": top_names(ctx.trace, res.rows[sel], per=n)}
-    return [ctx.finding(RULE_ID, time_ns * 0.5, "pinned-bandwidth",
-                        evidence, Change("pin-memory", {"pin_memory": True, "non_blocking": True}))]
+    change = Change("pin-memory", {"pin_memory": True, "non_blocking": True})
+    replayed = replayed_saving(ctx, "pinned-copies", evidence)
+    if replayed is None:
+        return [ctx.finding(RULE_ID, time_ns * 0.5, "pinned-bandwidth", evidence, change)]
+    return [ctx.finding(RULE_ID, replayed, "replayed", evidence, change)]

@@ -5,16 +5,16 @@ blocking ``cudaMemcpy``) and D2H copies inside steps (sync analysis) whose host 
 ``sync_min_pct`` of the average step. The usual causes are ``.item()``, ``.cpu()``, ``.tolist()``,
 printing or logging a tensor every step; the sync analysis names the op and the Python call site.
 
-Gain: the host time spent blocked per step, capped by the GPU host-wait idle of the step (idle
-analysis, when it ran): while the host is blocked it cannot queue the next kernels, and the GPU
-idles once the queue drains — that idle time is what removing the sync gives back.
+Gain: the steps replayed with the blocking calls no longer blocking (what-if ``drop-syncs``): the
+host queues the next kernels instead of waiting, and what that gives back is what the step loses.
+Without a replay: the host time blocked per step, capped by the GPU host-wait idle of the step.
 """
 
 from __future__ import annotations
 
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
-from stepscope.advisor.rules._util import ms
+from stepscope.advisor.rules._util import ms, replayed_saving
 from stepscope.analysis.registry import IDLE, SYNC
 
 RULE_ID = "sync-in-step"
@@ -40,4 +40,7 @@ def detect(ctx: RuleContext) -> list[Finding]:
     top = sites[0] if sites else {}
     change = Change("remove-step-sync", {"call": top.get("call", ""), "op": top.get("op", ""),
                                          "call_site": top.get("call_site", "")})
-    return [ctx.finding(RULE_ID, max(gain, 0.0), "blocked-host-time", evidence, change)]
+    replayed = replayed_saving(ctx, "drop-syncs", evidence)
+    if replayed is None:
+        return [ctx.finding(RULE_ID, max(gain, 0.0), "blocked-host-time", evidence, change)]
+    return [ctx.finding(RULE_ID, replayed, "replayed", evidence, change)]

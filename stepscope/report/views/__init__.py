@@ -27,6 +27,7 @@ from stepscope.analysis.registry import (
     MODULES,
     OPERATORS,
     OVERVIEW,
+    REMEDIES,
     SUMMARY,
     SYNC,
     ClusterAnalysis,
@@ -46,6 +47,7 @@ from stepscope.report.views.memory import render_memory
 from stepscope.report.views.modules import render_modules
 from stepscope.report.views.operators import render_operators
 from stepscope.report.views.overview import render_overview
+from stepscope.report.views.remedies import render_remedies
 from stepscope.report.views.summary import render_summary
 from stepscope.report.views.sync import render_sync
 
@@ -100,6 +102,7 @@ RENDERERS: dict[str, RankView] = {
     "launch": rank_view(LAUNCH, render_launch),
     "launch_config": rank_view(LAUNCH_CONFIG, render_launch_config),
     "fusion": rank_view(FUSION, render_fusion),
+    "remedies": rank_view(REMEDIES, render_remedies),
 }
 
 #: cluster-level renderers

@@ -30,7 +30,7 @@ def main() -> int:
         t2 = time.perf_counter()
         base = Durations.measured(g)
         steps = 0
-        for name, change in REMEDIES.items():
+        for change in REMEDIES.values():
             rp = replay(g, change.change(trace, g, base))
             steps += len(rp.step_ns)
         t3 = time.perf_counter()

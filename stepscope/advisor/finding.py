@@ -72,6 +72,7 @@ class Finding:
     ranks: tuple[int, ...] = ()
     platform: str = "cuda"
     whole_trace: bool = False  # no step markers: the gain is over the whole trace, not per step
+    addresses_bound: bool = False  # its change shortens what the (job's) verdict says bounds the step
 
     @property
     def est_gain_ms(self) -> float:

@@ -10,7 +10,8 @@
   ranks that wait for others anyway gains the job nothing.
 * **The bound first.** Findings whose change shortens what the verdict says bounds the step (each
   rule's ``ADDRESSES``) come first, largest gain first; then the others by gain. The verdict and
-  the first finding tell one story; a larger saving elsewhere is still listed, and said.
+  the first finding tell one story; a larger saving elsewhere is still listed, and said. Each
+  finding carries ``addresses_bound``; when none does, the verdict's text says so (report.texts).
 """
 
 from __future__ import annotations
@@ -67,4 +68,4 @@ def rank_findings(findings: Sequence[Finding], bound: str | None = None,
         first = 0 if bound is not None and bound in addr.get(f.rule, ()) else 1
         return (first, -f.est_gain_ns, f.severity.order, f.rule, -1 if f.rank is None else f.rank)
 
-    return sorted(findings, key=key)
+    return [replace(f, addresses_bound=key(f)[0] == 0) for f in sorted(findings, key=key)]

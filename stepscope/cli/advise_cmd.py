@@ -10,7 +10,7 @@ from stepscope.advisor.engine import run_advisor
 from stepscope.analysis.bundle import analyze
 from stepscope.cli.common import echo_json, load_trace, trace_options
 from stepscope.report import findings_view, json_out
-from stepscope.report.advice_json import finding_dict, verdict_dict
+from stepscope.report.advice_json import finding_dict, verdict_dicts
 
 
 @click.command("advise")
@@ -31,12 +31,12 @@ def command(path: str | None, as_json: bool, top: int, settings: tuple[str, ...]
     if as_json:
         echo_json(json_out.clean({
             "schema_version": json_out.SCHEMA_VERSION, "source": trace.source,
-            "verdicts": [verdict_dict(v) for v in advice.verdicts],
+            "verdicts": verdict_dicts(advice.verdicts, advice.findings),
             "findings": [finding_dict(f) for f in advice.findings],
             "not_run": [n.to_dict() for n in advice.not_run]}))
         return
     console = Console()
     console.rule(f"[bold]stepscope advise[/bold] {trace.source}")
-    findings_view.render_verdicts(advice.verdicts, console)
+    findings_view.render_verdicts(advice.verdicts, console, advice.findings)
     findings_view.render_findings(advice.findings, console, top)
     findings_view.render_not_run(advice.not_run, console)

@@ -9,6 +9,7 @@ in one place.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from stepscope.advisor.finding import Finding
@@ -32,14 +33,27 @@ def finding_dict(f: Finding) -> dict[str, Any]:
         "change": f.change.to_dict(),
         "title": texts.title_text(f),
         "advice": texts.advice_text(f),
+        "addresses_bound": f.addresses_bound,
     }
 
 
-def verdict_dict(v: Verdict) -> dict[str, Any]:
-    """A ``verdicts`` item: the verdict's numbers and its sentence."""
-    return {**v.to_dict(), "text": texts.verdict_text(v)}
+def verdict_dict(v: Verdict, addressed: bool | None = None) -> dict[str, Any]:
+    """A ``verdicts`` item: the verdict's numbers and its sentence; ``addressed`` False (findings
+    exist, none shortens the bound) adds the sentence that says so."""
+    text = texts.verdict_text(v)
+    if addressed is False and v.bound != "imbalance":
+        text += ". " + texts.unaddressed_text(v)
+    return {**v.to_dict(), "text": text}
 
 
-def verdict_section(bundle: Bundle) -> list[dict[str, Any]]:
-    """The ``verdicts`` key of the JSON document: the job's (multi-rank), then one per rank."""
-    return [verdict_dict(v) for v in verdicts(bundle)]
+def verdict_dicts(vs: Sequence[Verdict], findings: Sequence[Finding]) -> list[dict[str, Any]]:
+    """The verdicts as JSON objects, the first saying when none of ``findings`` addresses its bound."""
+    addressed = any(f.addresses_bound for f in findings) if findings else None
+    return [verdict_dict(v, addressed if i == 0 else None) for i, v in enumerate(vs)]
+
+
+def verdict_section(bundle: Bundle, findings: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
+    """The ``verdicts`` key of the JSON document: the job's (multi-rank), then one per rank; the
+    first says when none of ``findings`` addresses its bound."""
+    addressed = any(f.get("addresses_bound") for f in findings) if findings else None
+    return [verdict_dict(v, addressed if i == 0 else None) for i, v in enumerate(verdicts(bundle))]

@@ -14,14 +14,16 @@ from stepscope.advisor.finding import Finding, NotRun
 from stepscope.advisor.verdict import Verdict
 from stepscope.report import texts
 from stepscope.report._prose import prose
+from stepscope.report.advice_json import verdict_dicts
 
 SEVERITY_STYLE = {"high": "bold red", "medium": "yellow", "low": "dim"}
 
 
-def render_verdicts(verdicts: Sequence[Verdict], console: Console) -> None:
-    """One line per rank: what bounds the step, and the shares behind it."""
-    for v in verdicts:
-        console.print(f"[bold]verdict[/bold] {texts.verdict_text(v)}")
+def render_verdicts(verdicts: Sequence[Verdict], console: Console, findings: Sequence[Finding] = ()) -> None:
+    """One line per rank: what bounds the step, and the shares behind it; the first says when none
+    of ``findings`` addresses its bound."""
+    for d in verdict_dicts(verdicts, findings):
+        console.print(f"[bold]verdict[/bold] {d['text']}")
 
 
 def render_findings(findings: Sequence[Finding], console: Console, top: int = 10) -> None:

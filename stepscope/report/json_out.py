@@ -78,6 +78,7 @@ def to_json(bundle: Bundle, findings: Sequence[dict[str, Any]] = ()) -> dict[str
         obj["skipped"] = dict(rr.skipped)
         ranks.append(obj)
     cluster = {k: fn(bundle) for k, fn in CLUSTER_SECTIONS.items()}
+    cluster["verdicts"] = verdict_section(bundle, findings)  # the first says when no finding addresses it
     doc: dict[str, Any] = clean({
         "schema_version": SCHEMA_VERSION,
         "source": trace.source,

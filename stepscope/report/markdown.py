@@ -59,7 +59,7 @@ def render_markdown(doc: Mapping[str, Any], *, title: str | None = None, top: in
     if "overall" in doc and "ranks" not in doc:
         return render_diff_markdown(doc, title=title, top=top)
     ranks = [r for r in doc.get("ranks") or [] if isinstance(r, Mapping)]
-    lines = [f"### {md(title or 'stepscope report', 120)}", "", f"**Verdict:** {md(verdict_text(doc), 300)}", ""]
+    lines = [f"### {md(title or 'stepscope report', 120)}", "", f"**Verdict:** {md(verdict_text(doc), 600)}", ""]
     lines += _findings(doc, top)
     if len(ranks) > 1:
         lines += _ranks(doc, ranks)

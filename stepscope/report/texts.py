@@ -330,6 +330,24 @@ def _stage(stage: str, device: str) -> str:
     return VERDICT_STAGES.get(stage, stage).format(device=device)
 
 
+#: where to look when no finding shortens the bound itself, per bound
+UNADDRESSED_HINT: dict[str, str] = {
+    "compute": "start from the longest kernels (the kernels view: their time, Tensor-Core use and occupancy)",
+    "communication": "see the distributed view (collective sizes, bandwidth, overlap with compute)",
+    "copy": "see the memcpy view (the largest copies, their direction and memory kind)",
+    "input": "see the DataLoader calls in the operators view",
+    "host": "see the operators view by host self time",
+}
+
+
+def unaddressed_text(v: Verdict) -> str:
+    """The sentence added to the verdict when no finding's change shortens its bound."""
+    stage = _stage(v.bound, device_noun(v.platform))
+    hint = UNADDRESSED_HINT.get(v.bound)
+    tail = f"; to shorten {stage} itself, {hint}" if hint else ""
+    return f"No finding below shortens {stage}: they act on other parts of the path{tail}."
+
+
 def verdict_text(v: Verdict) -> str:
     """``rank 0: bound by the input pipeline (33% of the 177.6 ms step; GPU busy 57%) — compute 54%, ...``.
 

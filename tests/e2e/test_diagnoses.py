@@ -11,7 +11,9 @@ from __future__ import annotations
 import csv
 import json
 import re
+import sqlite3
 from collections.abc import Callable
+from contextlib import closing
 from functools import cache
 from pathlib import Path
 
@@ -196,28 +198,35 @@ def test_must_not(case: dict[str, object], shared_traces: Path) -> None:
 ASCEND = "ascend_msinsight/small_cnn_2rank_hccl_level1"
 
 
-def _profiler_step_ms(rank: int) -> float:
-    """Stage + Preparing of the profiler's step_trace_time.csv (µs → ms): its own step."""
-    path = SHARED_TRACES / ASCEND / "text" / f"rank{rank}_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv"
-    row = next(csv.DictReader(path.open()))
-    return (float(row["Stage"]) + float(row["Preparing"])) / 1e3
+def _profiler_step_ms(layout: str, rank: int) -> float:
+    """Stage + Preparing (µs → ms) of the profiler's own step summary of that export: the text
+    layout's step_trace_time.csv, the db layout's analysis.db StepTraceTime."""
+    out = SHARED_TRACES / ASCEND / layout / f"rank{rank}_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    if layout == "text":
+        row = next(csv.DictReader((out / "step_trace_time.csv").open()))
+        return (float(row["Stage"]) + float(row["Preparing"])) / 1e3
+    with closing(sqlite3.connect(f"file:{out / 'analysis.db'}?mode=ro", uri=True)) as db:
+        stage, preparing = db.execute("SELECT stage, preparing FROM StepTraceTime").fetchone()
+    return (float(stage) + float(preparing)) / 1e3
 
 
-DB_GAP = pytest.mark.xfail(strict=True, reason="the db export's rank-1 step is 148.3 ms, 2.7 % under the profiler's "
-                           "152.3 ms (the text layout: 153.9 ms): the db lacks host events at the step's start")
-
-
-@pytest.mark.parametrize("layout", ["text", pytest.param("db", marks=DB_GAP)])
+@pytest.mark.parametrize("layout", ["text", "db"])
 def test_ascend_step_matches_the_profiler(layout: str, shared_traces: Path) -> None:
+    """Each export against the profiler's own summary in that export (rank 1, db: 148.3 vs 146.8 ms)."""
     adv = advice_of(f"{ASCEND}/{layout}")
     for v in adv.verdicts[1:]:
         assert v.rank is not None
-        assert v.step_ns / 1e6 == pytest.approx(_profiler_step_ms(v.rank), rel=0.02)
+        assert v.step_ns / 1e6 == pytest.approx(_profiler_step_ms(layout, v.rank), rel=0.02)
 
 
-@pytest.mark.xfail(strict=True, reason="the db export's step is 2.6 % shorter than the text layout's "
-                   "(151.9 vs 156.0 ms on rank 0): the db lacks some host events at the step's start")
-def test_ascend_text_and_db_agree(shared_traces: Path) -> None:
+def test_ascend_text_and_db_agree_as_closely_as_the_profilers_own_summaries(shared_traces: Path) -> None:
+    """The two exports of one run disagree in the profiler's own numbers (rank 1: 152.3 ms in the
+    text's step_trace_time.csv, 146.8 ms in the db's StepTraceTime, 3.8 %; their ProfilerStep#50
+    spans: 153.9 vs 148.3 ms): ours differ by no more than the profiler's own summaries (+0.5 %)."""
     text, db = advice_of(f"{ASCEND}/text"), advice_of(f"{ASCEND}/db")
-    for a, b in zip(text.verdicts, db.verdicts):
-        assert a.step_ns == pytest.approx(b.step_ns, rel=0.02)
+    for a, b in zip(text.verdicts[1:], db.verdicts[1:]):
+        assert a.rank == b.rank and a.rank is not None
+        ours = abs(a.step_ns - b.step_ns) / a.step_ns
+        text_ms, db_ms = _profiler_step_ms("text", a.rank), _profiler_step_ms("db", a.rank)
+        theirs = abs(text_ms - db_ms) / text_ms
+        assert ours <= theirs + 0.005, (ours, theirs)

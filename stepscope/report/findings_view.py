@@ -32,15 +32,7 @@ def render_findings(findings: Sequence[Finding], console: Console, top: int = 10
         console.print("[green]advisor: no findings[/green]")
         return
     shown = list(findings)[:max(top, 1)]
-    t = Table(title=f"advisor findings ({len(findings)}; largest estimated gain first)", header_style="bold")
-    for col, just in (("#", "right"), ("severity", "left"), ("finding", "left"), ("rule", "left"),
-                      ("rank", "right"), ("est. gain", "right"), ("% step", "right")):
-        t.add_column(col, justify=just, overflow="fold", no_wrap=col == "rule")  # type: ignore[arg-type]
-    for i, f in enumerate(shown, 1):
-        style = SEVERITY_STYLE[f.severity.value]
-        t.add_row(str(i), f"[{style}]{f.severity.value}[/{style}]", texts.title_text(f), f.rule, _rank(f.rank),
-                  f"{f.est_gain_ms:.2f} ms", f"{f.est_gain_pct:.1f}")
-    console.print(t)
+    console.print(_findings_table(findings, shown, console.width))
     for i, f in enumerate(shown, 1):
         console.print(f"[bold]{i}. {texts.title_text(f)}[/bold] ([cyan]{f.rule}[/cyan], rank {_rank(f.rank)})")
         console.print(f"   found: {texts.found_text(f)}", highlight=False)
@@ -49,6 +41,30 @@ def render_findings(findings: Sequence[Finding], console: Console, top: int = 10
         console.print(f"   evidence: {_evidence_line(f.evidence)}", style="dim", highlight=False)
         console.print(f"   docs: {', '.join(link for link in texts.links(f.rule) if link)}", style="dim",
                       highlight=False)
+
+
+#: below this width the table drops the rule id (the details below name it) so titles stay readable
+NARROW_COLUMNS = 100
+
+
+def _findings_table(findings: Sequence[Finding], shown: Sequence[Finding], width: int) -> Table:
+    """The ranked table; narrow terminals lose the rule id, single-rank runs the rank column."""
+    cols = ["#", "severity", "finding", "rule", "rank", "est. gain", "% step"]
+    if width < NARROW_COLUMNS:
+        cols.remove("rule")
+    if len({f.rank for f in findings}) <= 1 and not any(f.ranks for f in findings):
+        cols.remove("rank")
+    t = Table(title=f"advisor findings ({len(findings)}; largest estimated gain first)", header_style="bold")
+    for col in cols:
+        t.add_column(col, justify="left" if col in ("severity", "finding", "rule") else "right",
+                     overflow="fold", no_wrap=col in ("rule", "est. gain"))
+    for i, f in enumerate(shown, 1):
+        style = SEVERITY_STYLE[f.severity.value]
+        cells = {"#": str(i), "severity": f"[{style}]{f.severity.value}[/{style}]", "finding": texts.title_text(f),
+                 "rule": f.rule, "rank": _rank(f.rank), "est. gain": f"{f.est_gain_ms:.2f} ms",
+                 "% step": f"{f.est_gain_pct:.1f}"}
+        t.add_row(*(cells[c] for c in cols))
+    return t
 
 
 def render_not_run(not_run: Sequence[NotRun], console: Console) -> None:

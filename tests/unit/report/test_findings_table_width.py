@@ -1,0 +1,37 @@
+"""The findings table stays readable at 80 columns: whole titles, no ellipsis, the rule id in the details."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+
+from stepscope import load
+from stepscope.advisor.engine import run_advisor
+from stepscope.analysis.bundle import analyze
+from stepscope.report import findings_view, texts
+
+BASE = Path(__file__).resolve().parents[2] / "data" / "h100_cuda_train" / "base"
+
+
+def _table_text(width: int) -> tuple[str, list[str]]:
+    advice = run_advisor(analyze(load(BASE)))
+    console = Console(record=True, width=width)
+    findings_view.render_findings(advice.findings, console, top=10)
+    out = console.export_text()
+    return out.split("\n1. ")[0], [texts.title_text(f) for f in advice.findings]
+
+
+def test_eighty_columns_keep_every_title_whole() -> None:
+    table, titles = _table_text(80)
+    assert "…" not in table and "rule" not in table.splitlines()[2]
+    assert max(len(line) for line in table.splitlines()) <= 80
+    flat = " ".join(" ".join(line.strip("│┃ ").split()) for line in table.splitlines())
+    for title in titles:
+        assert all(word in flat for word in title.split())
+    assert "dataloader-bound" not in table  # the details below name the rule
+
+
+def test_wide_terminals_show_the_rule_id() -> None:
+    table, _ = _table_text(160)
+    assert "dataloader-bound" in table and "rank" not in table.splitlines()[2]  # one rank: no rank column

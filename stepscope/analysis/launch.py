@@ -115,10 +115,15 @@ def queue_length(trace: Trace, gpu: I64, win_start: I64, win_end: I64) -> QueueL
 
 
 def _time_weighted_mean(p: I64, v: I64, win_start: I64, win_end: I64) -> float:
-    """Mean of a step function (0 outside its points) over the union of the windows (or its own span)."""
+    """Mean of a step function (0 outside its points) over the union of the windows (or its own span
+    where the windows are absent or all empty, e.g. steps whose negative duration was clamped to 0)."""
     if len(p) < 2:
         return 0.0
-    seg = intervals.union(p[:1], p[-1:]) if len(win_start) == 0 else intervals.union(win_start, win_end)
+    seg = intervals.union(win_start, win_end)
+    if len(seg[0]) == 0:
+        seg = intervals.union(p[:1], p[-1:])
+    if len(seg[0]) == 0:
+        return 0.0
     lo, hi = seg[0][0], seg[1][-1]
     inside = intervals.covered_in_windows(seg, np.clip(p[:-1], lo, hi), np.clip(p[1:], lo, hi))
     total = intervals.total(seg)

@@ -35,3 +35,17 @@ def test_per_launch_numbers_and_queue_length(tmp_path: Path) -> None:
     assert length.tolist() == [1, 2, 1, 0]
     assert q.max_length.tolist() == [2]
     assert q.mean_length[0] == pytest.approx(1.0)
+
+
+def test_step_of_negative_duration_gives_no_crash(tmp_path: Path) -> None:
+    """The only step has dur -100 (clamped to 0, counted): its window is empty, so the queue length is
+    averaged over the queue's own span [10, 35]: (2·1 + 13·2 + 10·1) / 25 = 1.52 (issue 21: IndexError)."""
+    b = TraceBuilder()
+    b.step(1, ts=0, dur=-100)
+    b.launch_kernel("a", launch_ts=10, launch_dur=2, ts=20, dur=5)
+    b.launch_kernel("b", launch_ts=12, launch_dur=2, ts=30, dur=5)
+    trace = b.load(tmp_path)
+    assert "event-negative-duration" in {d.name for d in trace.diagnostics}
+    r = compute_launch(trace, 0)
+    assert r.queue.max_length.tolist() == [2]
+    assert r.queue.mean_length[0] == pytest.approx(1.52)

@@ -11,17 +11,25 @@ import numpy as np
 import numpy.typing as npt
 
 I64 = npt.NDArray[np.int64]
+US_LIMIT = 9e15  # |µs| from here on: the ns value would overflow int64
 
 
 def ts_to_ns(ts: Sequence[Any]) -> tuple[I64, npt.NDArray[np.bool_], float]:
-    """µs timestamps (int, float or decimal text) → int64 ns, a validity mask, and max |fractional ts|."""
-    arr = np.array(ts)
+    """µs timestamps (int, float or decimal text) → int64 ns, a validity mask, and max |fractional ts|.
+
+    Anything else (a list, an object, a bool, an integer whose ns overflow int64) is invalid."""
+    try:
+        arr = np.array(ts)
+    except (ValueError, TypeError, OverflowError):  # lists of unequal length, ...
+        return _mixed_us_to_ns(ts)
+    if arr.ndim != 1 or arr.dtype.kind not in "iuf":  # lists of one length make a 2-D array
+        return _mixed_us_to_ns(ts)
     if arr.dtype.kind in "iu":
+        if len(arr) and (int(arr.min()) <= -US_LIMIT or int(arr.max()) >= US_LIMIT):
+            return _mixed_us_to_ns(ts)
         return arr.astype(np.int64) * 1000, np.ones(len(arr), bool), 0.0
-    if arr.dtype.kind == "f":
-        ok = np.isfinite(arr) & (np.abs(arr) < 9e15)  # beyond this the ns value overflows int64
-        return _float_us_to_ns(np.where(ok, arr, 0.0)), ok, _max_fractional(arr)
-    return _mixed_us_to_ns(ts)
+    ok = np.isfinite(arr) & (np.abs(arr) < US_LIMIT)  # beyond this the ns value overflows int64
+    return _float_us_to_ns(np.where(ok, arr, 0.0)), ok, _max_fractional(arr)
 
 
 def _float_us_to_ns(arr: npt.NDArray[np.float64]) -> I64:
@@ -43,8 +51,8 @@ def _mixed_us_to_ns(ts: Sequence[Any]) -> tuple[I64, npt.NDArray[np.bool_], floa
     is_str = np.fromiter((type(x) is str for x in ts), bool, n)
     is_num = np.fromiter((type(x) in (int, float) for x in ts), bool, n)
     if is_num.any():
-        nums = np.array([x for x, m in zip(ts, is_num) if m], dtype=np.float64)
-        good = np.isfinite(nums) & (np.abs(nums) < 9e15)
+        nums = np.array([_to_float(x) for x, m in zip(ts, is_num) if m], dtype=np.float64)
+        good = np.isfinite(nums) & (np.abs(nums) < US_LIMIT)
         out[is_num] = _float_us_to_ns(np.where(good, nums, 0.0))
         ok[is_num] = good
     if is_str.any():
@@ -73,7 +81,7 @@ def decimal_us_to_ns(texts: list[str]) -> tuple[I64, npt.NDArray[np.bool_]]:
             except ValueError:
                 good[i] = False
                 continue
-            good[i] = bool(np.isfinite(us) and abs(us) < 9e15)
+            good[i] = bool(np.isfinite(us) and abs(us) < US_LIMIT)
             ns[i] = round(us * 1000) if good[i] else 0
     return ns, good
 

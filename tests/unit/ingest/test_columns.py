@@ -15,7 +15,7 @@ from stepscope.ingest.readers import interning, kineto_columns
 from stepscope.ingest.readers.interning import first_rows, intern_ids, intern_strings, raw_ids, relabel
 from stepscope.ingest.readers.kineto_columns import _dim3, arg_column, events_to_columns, phase_codes
 from stepscope.ingest.readers.kineto_decode import FAST_DECODER, ChunkColumns
-from stepscope.ingest.readers.kineto_values import dur_ns_of, floats_of, flow_ids, ints_of
+from stepscope.ingest.readers.kineto_values import dur_ns_of, floats_of, flow_ids, ints_of, ts_to_ns
 
 NAN = float("nan")
 
@@ -443,3 +443,21 @@ def test_identity_columns_equal_interning_each_column_on_its_own() -> None:
     for name, col in want.items():
         assert got[name].tolist() == col.tolist(), name
     assert got["tid"].tolist()[7:] == [table["7"], table["8"]] * 2 + [table["7"]]
+
+
+@pytest.mark.parametrize(("ts", "ns", "ok"), [
+    ([1, [1, 2]], [1000, 0], [True, False]),
+    ([[1, 2], [3, 4]], [0, 0], [False, False]),  # lists of one length: not a 2-D "column"
+    (["1.5", [1]], [1500, 0], [True, False]),
+    (["1.5", {"a": 1}], [1500, 0], [True, False]),
+    ([2**63, 1], [0, 1000], [False, True]),  # ns beyond int64: invalid, not wrapped
+    ([2**70, 1], [0, 1000], [False, True]),
+    ([10**400, "2"], [0, 2000], [False, True]),
+    ([9 * 10**15, 7], [0, 7000], [False, True]),
+])
+def test_ts_to_ns_of_lists_objects_and_huge_ints_is_invalid_not_a_crash(ts: list[Any], ns: list[int],
+                                                                        ok: list[bool]) -> None:
+    """Issue 21: ``ts`` given as a list or an object raised ValueError in ``np.array``."""
+    got_ns, got_ok, _ = ts_to_ns(ts)
+    assert got_ok.tolist() == ok
+    assert got_ns[got_ok].tolist() == [v for v, k in zip(ns, ok) if k]

@@ -47,6 +47,20 @@ def test_ns_resolution_keeps_every_digit(tmp_path: Path) -> None:
     assert trace.ranks[0].time_base_ns == 1712195495000000000
 
 
+@pytest.mark.parametrize("bad_ts", [[1712195495519689, 2], {"us": 1712195495519689}])
+def test_ts_that_is_a_list_or_an_object_drops_the_event_with_a_count(tmp_path: Path, bad_ts: object) -> None:
+    """Fractional ts make the reader keep ts undecoded; a list or object ts there crashed in
+    ``ts_to_ns`` with a ValueError (issue 21): the event is dropped and counted."""
+    b = TraceBuilder()
+    b.op("a", RawNumber("1712195495519689.047"), 1)
+    b.add(ph="X", cat="cpu_op", name="bad", pid=100, tid=100, ts=bad_ts, dur=1)
+    b.op("c", RawNumber("1712195495519690.5"), 1)
+    trace = b.load(tmp_path)
+    assert sorted(trace.names(trace.events["name"]).tolist()) == ["a", "c"]
+    assert col(trace, "ts_ns", "c") == 1712195495519690500
+    assert {d.name: d.count for d in trace.diagnostics}.get("event-missing-ts") == 1
+
+
 def test_ns_resolution_when_fractions_appear_late(tmp_path: Path) -> None:
     b = TraceBuilder()
     for i in range(2500):

@@ -113,7 +113,7 @@ def _parse(run: RunFiles, path: str | Path, ranks: Sequence[int] | None, workers
     chosen = []
     seen: set[int] = set()
     for i, b in enumerate(batches):
-        r = rank_of(b.meta, b.path, i)
+        r = rank_of(b.meta, b.path, i, diags)
         if r in seen:
             diags.add("duplicate-rank", "warning", f"{b.path} claims rank {r} again; given rank {i + 1000}",
                       source=b.path)

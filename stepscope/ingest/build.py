@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 from typing import Any
@@ -31,22 +32,38 @@ from stepscope.runtime.parallel import concat_columns, run_both
 RANK_IN_NAME = re.compile(r"(?:worker|rank)[-_]?(\d+)", re.IGNORECASE)
 ASCEND_DIR = re.compile(r"(\d+)_ascend_pt$")
 Cols = dict[str, npt.NDArray[Any]]
+#: ranks the model holds: int32, with room above for the ids given to files that repeat a rank
+RANK_MIN, RANK_MAX = -(2**31), 2**31 - 1 - (1 << 20)
 
 
-def rank_of(meta: dict[str, Any], path: str, fallback: int) -> int:
-    """Rank from ``distributedInfo``, else from the file name (worker3, rank-3), else the file order."""
+def rank_of(meta: dict[str, Any], path: str, fallback: int, diags: DiagnosticsBuilder | None = None) -> int:
+    """Rank from ``distributedInfo``, else from the file name (worker3, rank-3), else the file order.
+
+    A rank that does not fit the model's int32 rank columns (2^40, 2^63 ...) is not taken; the
+    ``distributedInfo`` one is reported as ``rank-out-of-range``."""
     info = meta.get("distributedInfo")
     if isinstance(info, dict) and isinstance(info.get("rank"), int):
-        return int(info["rank"])
+        if _fits_rank(info["rank"]):
+            return int(info["rank"])
+        if diags is not None:
+            diags.add("rank-out-of-range", "warning", f"distributedInfo.rank {info['rank']} is not a usable rank id "
+                      "(beyond int32); rank taken from the file name or order", source=path)
     p = Path(path)
     m = RANK_IN_NAME.search(p.name)
-    if m:
+    if m and _fits_rank(m.group(1)):
         return int(m.group(1))
     for parent in p.parents[:3]:  # Ascend: rank3_ascend_pt/ASCEND_PROFILER_OUTPUT/trace_view.json
         m = ASCEND_DIR.search(parent.name)
-        if m:
+        if m and _fits_rank(m.group(1)):
             return int(m.group(1))
     return fallback
+
+
+def _fits_rank(rank: int | str) -> bool:
+    """Whether a rank (an int, or digits from a file name) fits the int32 rank columns."""
+    if isinstance(rank, str):
+        return len(rank) <= 9
+    return RANK_MIN <= rank <= RANK_MAX
 
 
 def _int_field(props: dict[str, Any]) -> Any:
@@ -119,11 +136,12 @@ def _diagnose_ranks(ranks: list[RankInfo], diags: DiagnosticsBuilder) -> None:
     """Say when the run claims more ranks than it holds (a missing file is not an error)."""
     worlds = {r.world_size for r in ranks if isinstance(r.world_size, int) and r.world_size > 1}
     if len(worlds) == 1 and 1 < len(ranks) < next(iter(worlds)):
-        world = next(iter(worlds))
-        missing = sorted(set(range(world)) - {r.rank for r in ranks})
-        shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
+        world = next(iter(worlds))  # may be absurd (2^63): missing ranks are counted, not listed
+        have = {r.rank for r in ranks if 0 <= r.rank < world}
+        first = list(itertools.islice((r for r in range(world) if r not in have), 11))
+        shown = ", ".join(map(str, first[:10])) + (" ..." if len(first) > 10 else "")
         diags.add("ranks-missing", "info", f"world size {world} but {len(ranks)} rank files: missing {shown}",
-                  len(missing))
+                  min(world - len(have), 2**62))
 
 
 def _offset(ft: FileTables, rank: int, track_base: int, pool: StringPool) -> None:

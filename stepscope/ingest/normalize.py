@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.model.schema import EventKind, MemcpyKind
+from stepscope.model.strings import matchable
 
 MEMO_LIMIT = 1 << 18  # distinct strings remembered per lookup table (bounded memory on odd traces)
 
@@ -76,7 +77,8 @@ class Lut:
     """``fn`` of every string of a pool as a lookup table by string id (id -1 reads ``missing``).
 
     Values are remembered by string, not by id: an ingest makes one small pool per chunk in each
-    decoding process, and each distinct string is classified once per process all the same."""
+    decoding process, and each distinct string is classified once per process all the same; ``fn``
+    sees a string's first ``MATCH_PREFIX`` characters (see :func:`stepscope.model.strings.matchable`)."""
 
     def __init__(self, fn: Callable[[str], int], dtype: type[np.generic] = np.int32, missing: int = 0) -> None:
         self.fn, self.dtype, self.missing = fn, dtype, missing
@@ -94,7 +96,7 @@ class Lut:
     def _value(self, s: str) -> int:
         v = self.memo.get(s)
         if v is None:
-            v = self.memo[s] = self.fn(s)
+            v = self.memo[s] = self.fn(matchable(s))
         return v
 
 

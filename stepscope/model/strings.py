@@ -9,6 +9,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+#: names are classified on at most this many leading characters (:meth:`StringPool.mask` / ``map``):
+#: a pattern over a 200 MB name took minutes; the full name is kept for display
+MATCH_PREFIX = 4096
+
+
+def matchable(s: str) -> str:
+    """The part of a name that classifiers look at: its first :data:`MATCH_PREFIX` characters."""
+    return s if len(s) <= MATCH_PREFIX else s[:MATCH_PREFIX]
+
 
 class StringPool:
     """An append-only table of unique strings, looked up by id.
@@ -24,20 +33,24 @@ class StringPool:
             weakref.WeakKeyDictionary()
         self._strings: list[str] = list(strings)
         self._ids: dict[str, int] = dict(zip(self._strings, range(len(self._strings))))  # in C
+        self._matchable: tuple[int, list[str]] = (0, [])  # (pool length, its strings cut for matching)
         if len(self._ids) < len(self._strings):  # a repeated string: keep its first id only
             given, self._strings, self._ids = self._strings, [], {}
             for s in given:
                 self.intern(s)
 
     def __getstate__(self) -> dict[str, Any]:
-        """Picklable without the remembered masks (weak references do not pickle)."""
+        """Picklable without the remembered masks (weak references do not pickle) and the strings cut
+        for matching (made again on demand)."""
         state = dict(self.__dict__)
         state.pop("_masks", None)
+        state.pop("_matchable", None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._masks = weakref.WeakKeyDictionary()
+        self._matchable = (0, [])
 
     def __len__(self) -> int:
         return len(self._strings)
@@ -87,7 +100,8 @@ class StringPool:
         return out
 
     def mask(self, predicate: Callable[[str], bool]) -> npt.NDArray[np.bool_]:
-        """Boolean per string id (plus a trailing False for id -1): index it with an id column.
+        """Boolean per string id (plus a trailing False for id -1): index it with an id column;
+        ``predicate`` sees each string's first :data:`MATCH_PREFIX` characters.
 
         Remembered per predicate function while it lives and the pool does not grow; a copy is returned."""
         hit = self._masks.get(predicate)
@@ -95,13 +109,24 @@ class StringPool:
             cached: npt.NDArray[np.bool_] = hit[1].copy()
             return cached
         out = np.zeros(len(self._strings) + 1, dtype=bool)
-        out[:-1] = [predicate(s) for s in self._strings]
+        out[:-1] = list(map(predicate, self.for_matching()))
         self._masks[predicate] = (len(self._strings), out.copy())
         return out
 
     def map(self, fn: Callable[[str], int], dtype: type[np.generic] = np.int32,
             missing: int = -1) -> npt.NDArray[Any]:
-        """An integer per string id (plus ``missing`` for id -1), e.g. a category code."""
+        """An integer per string id (plus ``missing`` for id -1), e.g. a category code; ``fn`` sees
+        each string's first :data:`MATCH_PREFIX` characters."""
         out = np.full(len(self._strings) + 1, missing, dtype=dtype)
-        out[:-1] = [fn(s) for s in self._strings]
+        out[:-1] = list(map(fn, self.for_matching()))
         return out
+
+    def for_matching(self) -> list[str]:
+        """Every string cut to its first :data:`MATCH_PREFIX` characters (the pool's own list when
+        none is longer), remembered until the pool grows."""
+        n, cut = self._matchable
+        if n != len(self._strings):
+            long = bool(self._strings) and max(map(len, self._strings)) > MATCH_PREFIX
+            cut = list(map(matchable, self._strings)) if long else self._strings
+            self._matchable = (len(self._strings), cut)
+        return cut

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import click
-from rich.console import Console
 
 from stepscope.advisor.config import load_config
 from stepscope.advisor.engine import run_advisor
@@ -11,6 +10,7 @@ from stepscope.analysis.bundle import analyze
 from stepscope.cli.common import echo_json, load_trace, trace_options
 from stepscope.report import findings_view, json_out
 from stepscope.report.advice_json import finding_dict, verdict_dicts
+from stepscope.report.console import terminal_console
 
 
 @click.command("advise")
@@ -35,7 +35,7 @@ def command(path: str | None, as_json: bool, top: int, settings: tuple[str, ...]
             "findings": [finding_dict(f) for f in advice.findings],
             "not_run": [n.to_dict() for n in advice.not_run]}))
         return
-    console = Console()
+    console = terminal_console()
     console.rule(f"[bold]stepscope advise[/bold] {trace.source}")
     findings_view.render_verdicts(advice.verdicts, console, advice.findings)
     findings_view.render_findings(advice.findings, console, top)

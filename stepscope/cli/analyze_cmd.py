@@ -12,6 +12,7 @@ from stepscope.cli.common import check_outputs, emit, json_text, load_trace, md_
 from stepscope.errors import UsageError
 from stepscope.report import json_out, terminal
 from stepscope.report.advice_json import finding_dict
+from stepscope.report.console import terminal_console
 
 
 def findings_for(bundle: Bundle) -> list[Finding]:
@@ -63,7 +64,7 @@ def command(path: str | None, as_json: bool, views: tuple[str, ...], top: int, b
     if as_json:
         emit(json_text(json_out.to_json(bundle, [finding_dict(f) for f in findings])), output)
         return
-    console = Console()
+    console = terminal_console()
     renderer = None
     if findings:
         from stepscope.report.findings_view import render_findings

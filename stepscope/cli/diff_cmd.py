@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 
 from stepscope.cli.common import _progress_factory, check_outputs, emit, json_text, md_output_options
 from stepscope.compare import tabular, terminal
@@ -23,6 +22,7 @@ from stepscope.compare.prepare import SideSpec, sides_for
 from stepscope.errors import UsageError
 from stepscope.ingest import load
 from stepscope.model.trace import Trace
+from stepscope.report.console import terminal_console
 
 
 def _name_map(specs: tuple[str, ...]) -> NameMap | None:
@@ -63,8 +63,8 @@ def _finish(result: DiffResult, gate: GateResult | None, as_json: bool, top: int
     elif as_json:
         emit(json_text(doc), outputs["output"])
     else:
-        terminal.render(doc, Console(), top)
-    err = Console(stderr=True)
+        terminal.render(doc, terminal_console(), top)
+    err = terminal_console(stderr=True)
     for path in written:
         err.print(f"[dim]wrote {path}[/]")
     if gate is not None:

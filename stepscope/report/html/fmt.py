@@ -29,9 +29,22 @@ COLORS = {k: colour for k, _, colour in BREAKDOWN}
 SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2}
 
 
+#: the most characters of one text a page shows: a 200 MB kernel name made a 1.2 GB page (the
+#: middle of a longer text is elided; the ``--json`` document keeps it whole)
+TEXT_LIMIT = 1 << 16
+
+
+def clip(text: str, limit: int = TEXT_LIMIT) -> str:
+    """``text``, or its head and tail around a note of how much was left out when longer than ``limit``."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]} … ({len(text) - 2 * half:,} characters) … {text[-half:]}"
+
+
 def esc(value: object) -> str:
-    """HTML-escape any value for text or a quoted attribute."""
-    return html.escape(str(value), quote=True)
+    """HTML-escape any value for text or a quoted attribute (cut to :data:`TEXT_LIMIT` characters)."""
+    return html.escape(clip(str(value)), quote=True)
 
 
 def num(value: object) -> float | None:

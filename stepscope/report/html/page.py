@@ -16,7 +16,7 @@ from typing import Any
 from stepscope.report.html import sections as s
 from stepscope.report.html.assets import CSS, JS
 from stepscope.report.html.cluster import distributed_html
-from stepscope.report.html.fmt import esc
+from stepscope.report.html.fmt import clip, esc
 from stepscope.report.html.series import MemoryCurve, memory_from_doc
 from stepscope.report.html.timeline_data import TimelineData
 from stepscope.report.html.timeline_svg import render_timeline
@@ -51,7 +51,8 @@ def embed_json(doc: Mapping[str, Any], limit: int = JSON_LIMIT) -> str:
 
 
 def trim_doc(doc: Mapping[str, Any], limit: int) -> Any:
-    """A copy with every list cut to ``limit`` items (``steps`` to 2,000) and memory curves left out.
+    """A copy with every list cut to ``limit`` items (``steps`` to 2,000), every text to ``TEXT_LIMIT``
+    characters and memory curves left out.
 
     The full document is what ``--json`` prints; the page embeds this sample of it to stay small.
     """
@@ -64,7 +65,7 @@ def _trim(obj: Any, limit: int, key: str) -> Any:
     if isinstance(obj, list):
         cap = JSON_STEP_LIMIT if key in ("steps", "ranks", "findings", "diagnostics", "overall") else limit
         return [_trim(v, limit, "") for v in obj[:cap]]
-    return obj
+    return clip(obj) if isinstance(obj, str) else obj
 
 
 def page(*, title: str, kind: str, meta: str, nav: Sequence[tuple[str, str]], body: str,

@@ -101,7 +101,7 @@ class NameMap:
         """Canonical names of a name column; each unique name is looked at once."""
         if self.empty or len(names) == 0:
             return names
-        uniq, inv = np.unique(names.astype(str), return_inverse=True)
+        uniq, inv = np.unique(texts(names), return_inverse=True)
         mapped = np.array([self.rename(table, str(n)) for n in uniq] + [""], dtype=object)[:-1]
         return np.asarray(mapped[inv.reshape(-1)], dtype=object)
 
@@ -164,7 +164,15 @@ def make_keys(names: Obj, shapes: Obj | None = None) -> Obj:
     """Match keys: the name, or ``name KEY_SEP shapes`` when matching by input shapes too."""
     if shapes is None:
         return names
-    return np.asarray(np.char.add(np.char.add(names.astype(str), KEY_SEP), shapes.astype(str)), dtype=object)
+    return texts([f"{n}{KEY_SEP}{s}" for n, s in zip(names.tolist(), shapes.tolist())])
+
+
+def texts(values: Obj | list[str]) -> Obj:
+    """Keys as an object array of str: a fixed-width ``str`` array takes 4 bytes per character of the
+    longest key for every key (one 200 MB kernel name made a diff take 12 GB)."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = [v if type(v) is str else str(v) for v in (values.tolist() if isinstance(values, np.ndarray) else values)]
+    return out
 
 
 def group_by_key(keys: Obj, *columns: F64) -> tuple[Obj, I64, list[F64]]:
@@ -175,7 +183,7 @@ def group_by_key(keys: Obj, *columns: F64) -> tuple[Obj, I64, list[F64]]:
     """
     if len(keys) == 0:
         return keys, np.zeros(0, np.int64), [np.zeros(0, np.float64) for _ in columns]
-    uniq, inv = np.unique(keys.astype(str), return_inverse=True)
+    uniq, inv = np.unique(texts(keys), return_inverse=True)
     inv = inv.reshape(-1)
     sums = [np.bincount(inv, weights=c, minlength=len(uniq)).astype(np.float64) for c in columns]
     first = columns[0] if columns else np.zeros(len(keys))
@@ -208,7 +216,7 @@ class Alignment:
 def align(base_keys: Obj, new_keys: Obj) -> Alignment:
     """Align two arrays of unique keys by value."""
     nb = len(base_keys)
-    both = np.concatenate([base_keys.astype(str), new_keys.astype(str)])
+    both = np.concatenate([texts(base_keys), texts(new_keys)])
     if len(both) == 0:
         empty = np.zeros(0, np.int64)
         return Alignment(np.zeros(0, dtype=object), empty, empty)

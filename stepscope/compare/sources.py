@@ -32,6 +32,7 @@ import numpy.typing as npt
 
 from stepscope.analysis.bundle import RankResults
 from stepscope.analysis.registry import KERNELS, MEMORY, MODULES, OPERATORS, RankAnalysis
+from stepscope.compare.align import texts
 from stepscope.compare.tables import SideTable
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
@@ -126,7 +127,7 @@ def memory(rr: RankResults, steps: int) -> SideTable:
     t = _result(rr, MEMORY).by_op
     names = _steps_as_one(np.asarray(t.name, dtype=object))
     dev = np.asarray(t.device, dtype=object)
-    label = np.char.add(np.char.add(names.astype(str), " @ "), dev.astype(str)) if len(names) else names
+    label = texts([f"{n} @ {d}" for n, d in zip(names.tolist(), dev.tolist())])
     s = MB * steps
     return SideTable(names=np.asarray(label, dtype=object), value=_f(t.alloc_bytes, s),
                      count=_f(t.alloc_count, 1), extra={"self_increase": _f(t.self_increase_bytes, s)})
@@ -136,7 +137,7 @@ def _steps_as_one(names: npt.NDArray[np.object_]) -> npt.NDArray[np.object_]:
     """``ProfilerStep#12`` → ``ProfilerStep#*``: step numbers differ between runs, the role does not."""
     if len(names) == 0:
         return names
-    uniq, inv = np.unique(names.astype(str), return_inverse=True)
+    uniq, inv = np.unique(texts(names), return_inverse=True)
     fixed = np.array([_STEP_RE.sub("ProfilerStep#*", u) for u in uniq.tolist()] + [""], dtype=object)[:-1]
     return np.asarray(fixed[inv.reshape(-1)], dtype=object)
 

@@ -148,7 +148,7 @@ def diff_tables(table: str, unit: str, metric: str, base: SideTable, new: SideTa
     al: Alignment = align(bk, nk)
     b_val, n_val = _pick(bsums[0], al.base_row), _pick(nsums[0], al.new_row)
     status = np.where(al.base_row < 0, ADDED, np.where(al.new_row < 0, REMOVED, MATCHED)).astype(np.int8)
-    order = np.lexsort((al.keys.astype(str), -np.abs(n_val - b_val)))
+    order = np.lexsort((np.arange(len(al.keys)), -np.abs(n_val - b_val)))  # keys come sorted from align
     extra_names = sorted(set(base.extra) & set(new.extra))
     extra = {}
     for k in extra_names:

@@ -124,6 +124,8 @@ def _diagnose_file(b: FileBatch, diags: DiagnosticsBuilder) -> None:
         diags.add("no-events", "info", "the trace holds no events", source=b.path)
     for name, example in b.dropped:
         diags.add(name, "error", example, source=b.path)
+    for name, severity, example, count in b.repairs:
+        diags.add(name, severity, example, count, source=b.path)
     if not b.complete:
         diags.add("truncated-file", "error",
                   f"the events array never closes: {b.lost_bytes} bytes after the last complete event "

@@ -24,11 +24,11 @@ from stepscope.errors import TraceFormatError
 from stepscope.ingest.assemble import FileTables
 from stepscope.ingest.readers.ascend import CONTROL_TASKS, COPY_TASKS
 from stepscope.ingest.readers.batch import FileBatch
+from stepscope.ingest.readers.sqlite_read import TraceDb, fetch, guarded, interval
 from stepscope.ingest.readers.sqlite_tables import (
     SQLITE_MAGIC,
     Cols,
     event_columns,
-    fetch_columns,
     open_sqlite,
     table_columns,
     track_key,
@@ -55,9 +55,12 @@ def read(path: str, pool: StringPool, diags: DiagnosticsBuilder) -> FileBatch:
 
 def is_ascend_db(path: str) -> bool:
     """An Ascend profiler database: SQLite, named ``ascend_pytorch_profiler*`` or holding its tables."""
-    with open(path, "rb") as fh:
-        if fh.read(16) != SQLITE_MAGIC:
-            return False
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(16) != SQLITE_MAGIC:
+                return False
+    except OSError:
+        return False
     if Path(path).name.startswith(DB_NAME):
         return True
     try:
@@ -71,10 +74,16 @@ def is_ascend_db(path: str) -> bool:
 def read_ascend_db(path: str, pool: StringPool) -> FileBatch:
     """One database → a FileBatch with a single, already split part."""
     con, tables = open_sqlite(path)
-    if not {"TASK", "STRING_IDS"} <= tables:
+    try:
+        if not {"TASK", "STRING_IDS"} <= tables:
+            raise TraceFormatError("SQLite file without the Ascend profiler's TASK / STRING_IDS tables", path)
+        return guarded(path, lambda: _read(path, con, tables, pool))
+    finally:
         con.close()
-        raise TraceFormatError("SQLite file without the Ascend profiler's TASK / STRING_IDS tables", path)
-    strings = dict(con.execute("SELECT id, value FROM STRING_IDS").fetchall())
+
+
+def _read(path: str, con: TraceDb, tables: set[str], pool: StringPool) -> FileBatch:
+    strings = {i: v for i, v in con.execute("SELECT id, value FROM STRING_IDS").fetchall() if isinstance(i, int)}
     links = _op_connections(con, tables)
     parts = [p for p in (_tasks(con, tables, strings, links, pool), _collectives(con, tables, strings, links, pool),
                          _cann(con, tables, strings, pool), _pytorch(con, tables, strings, links, pool)) if p]
@@ -82,7 +91,7 @@ def read_ascend_db(path: str, pool: StringPool) -> FileBatch:
     batch = FileBatch(path, 0, meta=_meta(con, tables, strings))
     batch.parts = [FileTables(events, {}, _memory(con, tables, strings, pool), {}, {}, {})]
     batch.n_events = len(events.get("ts_ns", []))
-    con.close()
+    batch.repairs = con.repair_list()
     return batch
 
 
@@ -104,7 +113,7 @@ def _op_connections(con: sqlite3.Connection, tables: set[str]) -> Links | None:
     q = (f"WITH a AS (SELECT DISTINCT c.id AS id, c.connectionId AS cid FROM CONNECTION_IDS c {cat}), "
          "r AS (SELECT id, MIN(cid) AS rep FROM a GROUP BY id) "
          "SELECT a.id, a.cid, r.rep FROM a JOIN r USING (id) ORDER BY a.cid")
-    ids, cid, rep = (np.asarray(c, np.int64) for c in fetch_columns(con, q, 3))
+    ids, cid, rep = fetch(con, q, 3, "CONNECTION_IDS", required=(0, 1, 2))
     order = np.argsort(ids, kind="stable")
     return Links(ids[order], rep[order], cid, rep)
 
@@ -141,14 +150,14 @@ def _tasks(con: sqlite3.Connection, tables: set[str], strings: dict[int, str],
     compute = "c.globalTaskId IS NOT NULL" if has_info else "0"
     q = (f"SELECT t.startNs, t.endNs, t.deviceId, t.streamId, COALESCE(t.connectionId, -1), t.taskType, {name}, "
          f"{compute} FROM TASK t {info}")
-    start, end, dev, stream, conn, ttype, label, is_compute = fetch_columns(con, q, 8)
+    start, end, dev, stream, conn, ttype, label, is_compute = fetch(con, q, 8, "TASK")
     if len(start) == 0:
         return {}
     c = event_columns(len(start), EventKind.OTHER, "device_task", pool)
-    c["ts_ns"], c["dur_ns"] = start.astype(np.int64), np.maximum(end - start, 0).astype(np.int64)
-    c["_device"], c["_stream"] = dev.astype(np.int64), stream.astype(np.int64)
+    c["ts_ns"], c["dur_ns"] = interval(con, start, end, "TASK")
+    c["_device"], c["_stream"] = dev, stream
     c["_key"] = track_key(pool, np.char.add("NPU ", dev.astype(str)), stream)
-    c["corr"] = conn.astype(np.int64)
+    c["corr"] = conn
     c["ext_id"] = _task_ext(links, conn)
     c["name"] = _text(pool, label, strings)
     ttype_id = _text(pool, ttype, strings)
@@ -168,29 +177,29 @@ def _collectives(con: sqlite3.Connection, tables: set[str], strings: dict[int, s
         return {}
     dev_sql = "(SELECT MIN(deviceId) FROM TASK)"
     q = f"SELECT opName, startNs, endNs, COALESCE(connectionId, -1), groupName, {dev_sql} FROM COMMUNICATION_OP"
-    name, start, end, conn, group, dev = fetch_columns(con, q, 6)
+    name, start, end, conn, group, dev = fetch(con, q, 6, "COMMUNICATION_OP", required=(1, 2), nullable=(5,))
     if len(start) == 0:
         return {}
     c = event_columns(len(start), EventKind.KERNEL, "communication", pool)
-    c["ts_ns"], c["dur_ns"] = start.astype(np.int64), np.maximum(end - start, 0).astype(np.int64)
-    dev = np.where(dev == None, 0, dev).astype(np.int64)  # noqa: E711 (object array from SQL NULLs)
-    groups, g_inv = np.unique(group.astype(np.int64), return_inverse=True)
+    c["ts_ns"], c["dur_ns"] = interval(con, start, end, "COMMUNICATION_OP")
+    dev = np.maximum(dev, 0)  # NULL (no TASK rows): device 0
+    groups, g_inv = np.unique(group, return_inverse=True)
     labels = np.array([f"Group {strings.get(int(g), str(g))} Communication" for g in groups.tolist()])
     c["_device"], c["_stream"] = dev, COMM_STREAM_BASE + g_inv.astype(np.int64)
     c["_key"] = track_key(pool, np.char.add("NPU ", dev.astype(str)), labels[g_inv])
-    c["corr"] = conn.astype(np.int64)
+    c["corr"] = conn
     c["ext_id"] = _task_ext(links, conn)
     c["name"] = _text(pool, name, strings)
     return c
 
 
-def _host(start: npt.NDArray[Any], end: npt.NDArray[Any], gtid: npt.NDArray[Any], pid: npt.NDArray[Any] | None,
+def _host(con: sqlite3.Connection, table: str, cols: list[npt.NDArray[Any]], pid: npt.NDArray[Any] | None,
           kind: EventKind, cat: str, pool: StringPool) -> Cols:
-    """Host events on threads; ``globalTid`` is pid << 32 | tid (``pid`` overrides the process label)."""
+    """Host events on threads from (start, end, globalTid, ...) columns; ``globalTid`` is pid << 32 | tid
+    (``pid`` overrides the process label)."""
+    start, end, g = cols[:3]
     c = event_columns(len(start), kind, cat, pool)
-    s, e = start.astype(np.int64), end.astype(np.int64)
-    c["ts_ns"], c["dur_ns"] = s, np.maximum(e - s, 0)
-    g = gtid.astype(np.int64)
+    c["ts_ns"], c["dur_ns"] = interval(con, start, end, table)
     c["_key"] = track_key(pool, g >> 32 if pid is None else pid, g & TID_MASK)
     return c
 
@@ -199,11 +208,12 @@ def _cann(con: sqlite3.Connection, tables: set[str], strings: dict[int, str], po
     if "CANN_API" not in tables:
         return {}
     q = "SELECT startNs, endNs, globalTid, COALESCE(connectionId, -1), name FROM CANN_API"
-    start, end, gtid, conn, name = fetch_columns(con, q, 5)
-    if len(start) == 0:
+    cols = fetch(con, q, 5, "CANN_API")
+    conn, name = cols[3:]
+    if len(conn) == 0:
         return {}
-    c = _host(start, end, gtid, np.full(len(start), "CANN"), EventKind.RUNTIME, "cann", pool)
-    c["corr"] = conn.astype(np.int64)
+    c = _host(con, "CANN_API", cols, np.full(len(conn), "CANN"), EventKind.RUNTIME, "cann", pool)
+    c["corr"] = conn
     c["name"] = _text(pool, name, strings)
     return c
 
@@ -214,11 +224,11 @@ def _pytorch(con: sqlite3.Connection, tables: set[str], strings: dict[int, str],
         return {}
     q = ("SELECT CAST(startNs AS INTEGER), CAST(endNs AS INTEGER), globalTid, COALESCE(connectionId, -1), name, "
          "COALESCE(type, 50001) FROM PYTORCH_API")
-    start, end, gtid, conn, name, typ = fetch_columns(con, q, 6)
-    if len(start) == 0:
+    cols = fetch(con, q, 6, "PYTORCH_API")
+    conn, name, typ = cols[3:]
+    if len(conn) == 0:
         return {}
-    c = _host(start, end, gtid, None, EventKind.CPU_OP, "cpu_op", pool)
-    typ = typ.astype(np.int64)
+    c = _host(con, "PYTORCH_API", cols, None, EventKind.CPU_OP, "cpu_op", pool)
     for t, (kind, cat) in HOST_TYPES.items():  # a handful of types, vectorised within
         sel = typ == t
         c["kind"][sel], c["cat"][sel] = int(kind), pool.intern(cat)
@@ -233,16 +243,14 @@ def _memory(con: sqlite3.Connection, tables: set[str], strings: dict[int, str], 
     if "NPU_OP_MEM" not in tables:
         return {}
     q = "SELECT timestampNs, globalTid, type, addr, size, totalAllocate, totalReserve, deviceId FROM NPU_OP_MEM"
-    ts, gtid, typ, addr, size, alloc, reserve, dev = fetch_columns(con, q, 8)
+    ts, g, typ, addr, size, alloc, reserve, dev = fetch(con, q, 8, "NPU_OP_MEM", required=(0,))
     if len(ts) == 0:
         return {}
     typ_id = _text(pool, typ, strings)
     release = pool.mask(lambda s: s == "release")[typ_id]
-    g = gtid.astype(np.int64)
-    return {"ts_ns": ts.astype(np.int64), "_key": track_key(pool, g >> 32, g & TID_MASK),
-            "device_type": np.ones(len(ts), np.int8), "device": dev.astype(np.int32),
-            "addr": addr.astype(np.int64), "bytes": np.where(release, -1, 1) * size.astype(np.int64),
-            "total_allocated": alloc.astype(np.int64), "total_reserved": reserve.astype(np.int64)}
+    return {"ts_ns": ts, "_key": track_key(pool, g >> 32, g & TID_MASK),
+            "device_type": np.ones(len(ts), np.int8), "device": np.where(np.abs(dev) < 2**31, dev, -1).astype(np.int32),
+            "addr": addr, "bytes": np.where(release, -1, 1) * size, "total_allocated": alloc, "total_reserved": reserve}
 
 
 def _meta(con: sqlite3.Connection, tables: set[str], strings: dict[int, str]) -> dict[str, Any]:
@@ -254,7 +262,7 @@ def _meta(con: sqlite3.Connection, tables: set[str], strings: dict[int, str]) ->
         if row and isinstance(row[0], int):
             meta["distributedInfo"] = {"rank": int(row[0]), "backend": "hccl"}
     if "NPU_INFO" in tables and {"id", "name"} <= table_columns(con, "NPU_INFO"):
-        meta["deviceProperties"] = [{"id": int(i), "name": str(n), "vendor": "ascend"}
+        meta["deviceProperties"] = [{"id": i if isinstance(i, int) else None, "name": str(n), "vendor": "ascend"}
                                     for i, n in con.execute("SELECT id, name FROM NPU_INFO ORDER BY id")]
     if "STEP_TIME" in tables:
         meta["stepTime"] = [list(r) for r in con.execute("SELECT id, startNs, endNs FROM STEP_TIME")]

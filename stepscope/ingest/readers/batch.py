@@ -16,6 +16,7 @@ class FileBatch:
     n_events: int = 0
     meta: dict[str, Any] = field(default_factory=dict)
     dropped: list[tuple[str, str]] = field(default_factory=list)
+    repairs: list[tuple[str, str, str, int]] = field(default_factory=list)  # (name, severity, example, count)
     lost_bytes: int = 0
     complete: bool = True
     meta_error: str = ""

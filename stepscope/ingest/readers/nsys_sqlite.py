@@ -17,11 +17,11 @@ import numpy.typing as npt
 from stepscope.errors import TraceFormatError
 from stepscope.ingest.assemble import FileTables
 from stepscope.ingest.readers.batch import FileBatch
+from stepscope.ingest.readers.sqlite_read import TraceDb, fetch, guarded, interval
 from stepscope.ingest.readers.sqlite_tables import (
     SQLITE_MAGIC,
     Cols,
     event_columns,
-    fetch_columns,
     open_sqlite,
     table_columns,
     track_key,
@@ -39,8 +39,12 @@ MEM_KINDS = {0: "Pageable", 1: "Pinned", 2: "Device", 3: "Array", 4: "Managed"}
 
 
 def is_nsys_sqlite(path: str) -> bool:
-    with open(path, "rb") as fh:
-        return fh.read(16) == SQLITE_MAGIC
+    """A SQLite file (by its first bytes); an unreadable file is not, and the Kineto reader reports it."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(16) == SQLITE_MAGIC
+    except OSError:
+        return False
 
 
 def sniff(path: str) -> bool:
@@ -53,11 +57,17 @@ def read(path: str, pool: StringPool, diags: DiagnosticsBuilder) -> FileBatch:
 
 
 def read_nsys(path: str, pool: StringPool) -> FileBatch:
-    """One SQLite export → a FileBatch with a single, already split part."""
+    """One SQLite export → a FileBatch with a single, already split part (repairs in ``batch.repairs``)."""
     con, tables = open_sqlite(path)
-    if not {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME"} & tables:
+    try:
+        if not {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME"} & tables:
+            raise TraceFormatError("SQLite file without Nsight Systems CUPTI tables", path)
+        return guarded(path, lambda: _read(path, con, tables, pool))
+    finally:
         con.close()
-        raise TraceFormatError("SQLite file without Nsight Systems CUPTI tables", path)
+
+
+def _read(path: str, con: TraceDb, tables: set[str], pool: StringPool) -> FileBatch:
     strings = _string_ids(con, tables)
     parts = [p for p in (_kernels(con, tables, strings, pool), _copies(con, tables, pool),
                          _memsets(con, tables, pool), _runtime(con, tables, strings, pool),
@@ -66,14 +76,19 @@ def read_nsys(path: str, pool: StringPool) -> FileBatch:
     batch = FileBatch(path, 0, meta=_meta(con, tables))
     batch.parts = [FileTables(events, {}, {}, {}, {}, {})]
     batch.n_events = len(events.get("ts_ns", []))
-    con.close()
+    batch.repairs = con.repair_list()
     return batch
 
 
 def _string_ids(con: sqlite3.Connection, tables: set[str]) -> dict[int, str]:
     if "StringIds" not in tables:
         return {}
-    return dict(con.execute("SELECT id, value FROM StringIds").fetchall())
+    return {i: v for i, v in con.execute("SELECT id, value FROM StringIds").fetchall() if isinstance(i, int)}
+
+
+def _int32(col: npt.NDArray[np.int64]) -> npt.NDArray[np.int32]:
+    """An int64 column as int32; values beyond int32 read as unknown (-1)."""
+    return np.where((col >= -(2**31)) & (col < 2**31), col, -1).astype(np.int32)
 
 
 def _names(pool: StringPool, ids: npt.NDArray[Any], strings: dict[int, str],
@@ -85,11 +100,12 @@ def _names(pool: StringPool, ids: npt.NDArray[Any], strings: dict[int, str],
     return pool.intern_many(text)[inv]
 
 
-def _gpu_base(start: npt.NDArray[Any], end: npt.NDArray[Any], dev: npt.NDArray[Any], stream: npt.NDArray[Any],
-              corr: npt.NDArray[Any], kind: EventKind, cat: str, pool: StringPool) -> Cols:
+def _gpu_base(con: sqlite3.Connection, table: str, cols: list[npt.NDArray[Any]], kind: EventKind, cat: str,
+              pool: StringPool) -> Cols:
+    start, end, dev, stream, corr = cols[:5]
     c = event_columns(len(start), kind, cat, pool)
-    c["ts_ns"], c["dur_ns"] = start.astype(np.int64), (end - start).astype(np.int64)
-    c["corr"], c["_device"], c["_stream"] = corr.astype(np.int64), dev.astype(np.int64), stream.astype(np.int64)
+    c["ts_ns"], c["dur_ns"] = interval(con, start, end, table)
+    c["corr"], c["_device"], c["_stream"] = corr, dev, stream
     c["_key"] = track_key(pool, dev, stream)
     return c
 
@@ -98,19 +114,21 @@ def _kernels(con: sqlite3.Connection, tables: set[str], strings: dict[int, str],
     t = "CUPTI_ACTIVITY_KIND_KERNEL"
     if t not in tables:
         return {}
-    cols = table_columns(con, t)
-    name_col = "demangledName" if "demangledName" in cols else "shortName"
-    shm = ("staticSharedMemory + dynamicSharedMemory" if "dynamicSharedMemory" in cols else "0")
+    have = table_columns(con, t)
+    name_col = "demangledName" if "demangledName" in have else "shortName"
+    shm = ("staticSharedMemory + dynamicSharedMemory" if "dynamicSharedMemory" in have else "0")
     q = (f"SELECT start, end, deviceId, streamId, correlationId, {name_col}, registersPerThread, gridX, gridY, "
          f"gridZ, blockX, blockY, blockZ, {shm} FROM {t}")
-    start, end, dev, stream, corr, name, regs, gx, gy, gz, bx, by, bz, shmem = fetch_columns(con, q, 14)
-    if len(start) == 0:
+    cols = fetch(con, q, 14, t)
+    name, regs, gx, gy, gz, bx, by, bz, shmem = cols[5:]
+    if len(name) == 0:
         return {}
-    c = _gpu_base(start, end, dev, stream, corr, EventKind.KERNEL, "kernel", pool)
+    c = _gpu_base(con, t, cols, EventKind.KERNEL, "kernel", pool)
     c["name"] = _names(pool, name, strings)
-    for col, arr in (("regs", regs), ("shmem_bytes", shmem), ("grid_x", gx), ("grid_y", gy), ("grid_z", gz),
-                     ("block_x", bx), ("block_y", by), ("block_z", bz)):
-        c[col] = arr.astype(np.int32)
+    c["regs"], c["shmem_bytes"] = _int32(regs), _int32(shmem)
+    for col, arr in (("grid_x", gx), ("grid_y", gy), ("grid_z", gz), ("block_x", bx), ("block_y", by),
+                     ("block_z", bz)):
+        c[col] = np.maximum(_int32(arr), 0)  # an unusable dimension (-1) reads as unknown (0)
     return c
 
 
@@ -119,16 +137,16 @@ def _copies(con: sqlite3.Connection, tables: set[str], pool: StringPool) -> Cols
     if t not in tables:
         return {}
     q = f"SELECT start, end, deviceId, streamId, correlationId, bytes, copyKind, srcKind, dstKind FROM {t}"
-    start, end, dev, stream, corr, nbytes, kind, src, dst = fetch_columns(con, q, 9)
-    if len(start) == 0:
+    cols = fetch(con, q, 9, t, nullable=(7, 8))
+    nbytes, k, src, dst = cols[5:]
+    if len(k) == 0:
         return {}
-    c = _gpu_base(start, end, dev, stream, corr, EventKind.MEMCPY, "gpu_memcpy", pool)
-    c["bytes"] = nbytes.astype(np.int64)
-    k = kind.astype(np.int64)
+    c = _gpu_base(con, t, cols, EventKind.MEMCPY, "gpu_memcpy", pool)
+    c["bytes"] = nbytes
     c["copy_kind"] = np.array([int(COPY_KINDS.get(x, (MemcpyKind.UNKNOWN, ""))[0]) for x in range(16)],
                               np.int8)[np.clip(k, 0, 15)]
-    src_i = np.where(src == None, 7, src).astype(np.int64)  # noqa: E711 (object array from SQL NULLs)
-    dst_i = np.where(dst == None, 7, dst).astype(np.int64)  # noqa: E711
+    src_i = np.where(src < 0, 7, src)  # NULL: unknown (7)
+    dst_i = np.where(dst < 0, 7, dst)
     unknown = (src_i == 7) & (dst_i == 7)
     c["pageable"] = np.where((src_i == 0) | (dst_i == 0), 1, np.where(unknown, -1, 0)).astype(np.int8)
     labels = [f"Memcpy {COPY_KINDS.get(a, (0, '?'))[1]} "
@@ -142,22 +160,20 @@ def _memsets(con: sqlite3.Connection, tables: set[str], pool: StringPool) -> Col
     t = "CUPTI_ACTIVITY_KIND_MEMSET"
     if t not in tables:
         return {}
-    start, end, dev, stream, corr, nbytes = fetch_columns(
-        con, f"SELECT start, end, deviceId, streamId, correlationId, bytes FROM {t}", 6)
-    if len(start) == 0:
+    cols = fetch(con, f"SELECT start, end, deviceId, streamId, correlationId, bytes FROM {t}", 6, t)
+    if len(cols[0]) == 0:
         return {}
-    c = _gpu_base(start, end, dev, stream, corr, EventKind.MEMSET, "gpu_memset", pool)
-    c["bytes"] = nbytes.astype(np.int64)
-    c["name"] = np.full(len(start), pool.intern("Memset (Device)"), np.int32)
+    c = _gpu_base(con, t, cols, EventKind.MEMSET, "gpu_memset", pool)
+    c["bytes"] = cols[5]
+    c["name"] = np.full(len(cols[0]), pool.intern("Memset (Device)"), np.int32)
     return c
 
 
-def _host(start: npt.NDArray[Any], end: npt.NDArray[Any], gtid: npt.NDArray[Any], kind: EventKind, cat: str,
-          pool: StringPool) -> Cols:
+def _host(con: sqlite3.Connection, table: str, start: npt.NDArray[Any], end: npt.NDArray[Any],
+          gtid: npt.NDArray[Any], kind: EventKind, cat: str, pool: StringPool) -> Cols:
     c = event_columns(len(start), kind, cat, pool)
-    c["ts_ns"], c["dur_ns"] = start.astype(np.int64), np.maximum(end - start, 0).astype(np.int64)
-    g = gtid.astype(np.int64)
-    c["_key"] = track_key(pool, (g >> 24) & 0xFFFFFF, g & 0xFFFFFF)
+    c["ts_ns"], c["dur_ns"] = interval(con, start, end, table)
+    c["_key"] = track_key(pool, (gtid >> 24) & 0xFFFFFF, gtid & 0xFFFFFF)
     return c
 
 
@@ -165,12 +181,12 @@ def _runtime(con: sqlite3.Connection, tables: set[str], strings: dict[int, str],
     t = "CUPTI_ACTIVITY_KIND_RUNTIME"
     if t not in tables:
         return {}
-    sql = f"SELECT start, end, globalTid, correlationId, nameId FROM {t}"
-    start, end, gtid, corr, name = fetch_columns(con, sql, 5)
+    start, end, gtid, corr, name = fetch(con, f"SELECT start, end, globalTid, correlationId, nameId FROM {t}", 5, t,
+                                         nullable=(3,))
     if len(start) == 0:
         return {}
-    c = _host(start, end, gtid, EventKind.RUNTIME, "cuda_runtime", pool)
-    c["corr"] = np.where(corr == None, -1, corr).astype(np.int64)  # noqa: E711 (object array from SQL NULLs)
+    c = _host(con, t, start, end, gtid, EventKind.RUNTIME, "cuda_runtime", pool)
+    c["corr"] = corr  # NULL: -1
     c["name"] = _names(pool, name, strings, strip=True)
     keep = _one_per_call(c["_key"], c["corr"], c["name"], c["dur_ns"])
     return {k: v[keep] for k, v in c.items()}
@@ -194,13 +210,20 @@ def _nvtx(con: sqlite3.Connection, tables: set[str], strings: dict[int, str], po
     text = "COALESCE(text, CAST(textId AS TEXT))" if "textId" in cols else "text"
     q = (f"SELECT start, end, globalTid, {text} FROM NVTX_EVENTS "
          "WHERE end IS NOT NULL AND eventType IN (59, 60, 70, 71)")
-    start, end, gtid, label = fetch_columns(con, q, 4)
+    start, end, gtid, label = fetch(con, q, 4, "NVTX_EVENTS", text=(3,))
     if len(start) == 0:
         return {}
-    c = _host(start, end, gtid, EventKind.USER_ANNOTATION, "user_annotation", pool)
-    resolved = [strings.get(int(x), x) if isinstance(x, str) and x.isdigit() else str(x) for x in label.tolist()]
+    c = _host(con, "NVTX_EVENTS", start, end, gtid, EventKind.USER_ANNOTATION, "user_annotation", pool)
+    resolved = [_label(x, strings) for x in label.tolist()]  # per range: NVTX ranges are few
     c["name"] = pool.intern_many(resolved)
     return c
+
+
+def _label(x: Any, strings: dict[int, str]) -> str:
+    """An NVTX range's text, or the string its id (textId) names."""
+    if isinstance(x, str) and x.isascii() and x.isdigit() and len(x) < 19:
+        return strings.get(int(x), x)
+    return str(x)
 
 
 def _meta(con: sqlite3.Connection, tables: set[str]) -> dict[str, Any]:
@@ -211,8 +234,8 @@ def _meta(con: sqlite3.Connection, tables: set[str]) -> dict[str, Any]:
     start_table = "TARGET_INFO_SESSION_START_TIME"
     if start_table in tables and "utcEpochNs" in table_columns(con, start_table):
         row = con.execute("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME").fetchone()
-        if row and row[0] is not None:
-            meta["baseTimeNanoseconds"] = int(row[0])
+        if row and isinstance(row[0], int):
+            meta["baseTimeNanoseconds"] = row[0]
     if "TARGET_INFO_GPU" in tables:
         meta["deviceProperties"] = _devices(con)
     return meta
@@ -227,9 +250,14 @@ def _devices(con: sqlite3.Connection) -> list[dict[str, Any]]:
     return [{"id": r.get("id", i), "name": r.get("name", ""), "totalGlobalMem": r.get("totalMemory"),
              "computeMajor": r.get("computeMajor"), "computeMinor": r.get("computeMinor"), "numSms": r.get("smCount"),
              "maxThreadsPerBlock": r.get("maxThreadsPerBlock"),
-             "maxThreadsPerMultiprocessor": (r["maxWarpsPerSm"] * r["threadsPerWarp"]
-                                             if r.get("maxWarpsPerSm") and r.get("threadsPerWarp") else None),
+             "maxThreadsPerMultiprocessor": _product(r.get("maxWarpsPerSm"), r.get("threadsPerWarp")),
              "regsPerBlock": r.get("maxRegistersPerBlock"), "regsPerMultiprocessor": r.get("maxRegistersPerSm"),
              "warpSize": r.get("threadsPerWarp"), "sharedMemPerBlock": r.get("maxShmemPerBlock"),
              "sharedMemPerMultiprocessor": r.get("maxShmemPerSm"),
              "sharedMemPerBlockOptin": r.get("maxShmemPerBlockOptin")} for i, r in enumerate(rows)]
+
+
+def _product(a: Any, b: Any) -> int | None:
+    """a · b of two positive integers, else unknown (a text times an integer would repeat the text)."""
+    ok = all(isinstance(v, int) and not isinstance(v, bool) and 0 < v < 2**31 for v in (a, b))
+    return int(a) * int(b) if ok else None

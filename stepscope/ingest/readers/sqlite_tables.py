@@ -1,6 +1,7 @@
 """What the SQLite readers share (Nsight Systems exports, Ascend profiler databases).
 
-Opening a database read-only, listing its tables and columns, fetching a query's result as numpy
+Opening a database read-only (a :class:`~.sqlite_read.TraceDb`, which repairs and counts what it
+reads; :func:`.sqlite_read.fetch` gives a query's result as numpy columns), listing its tables and
 columns, and the event columns and track keys every SQLite reader fills the way the Kineto path does.
 """
 
@@ -13,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.errors import TraceFormatError
+from stepscope.ingest.readers.sqlite_read import TraceDb, connect
 from stepscope.model.schema import EventKind
 from stepscope.model.strings import StringPool
 
@@ -20,10 +22,10 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 Cols = dict[str, npt.NDArray[Any]]
 
 
-def open_sqlite(path: str) -> tuple[sqlite3.Connection, set[str]]:
+def open_sqlite(path: str) -> tuple[TraceDb, set[str]]:
     """A read-only connection to a SQLite trace and its table names; TraceFormatError when unreadable."""
     try:
-        con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+        con = connect(path)
     except sqlite3.DatabaseError as exc:
         raise TraceFormatError(f"not a readable SQLite file ({exc})", path) from None
     try:
@@ -39,13 +41,6 @@ def table_names(con: sqlite3.Connection) -> set[str]:
 
 def table_columns(con: sqlite3.Connection, table: str) -> set[str]:
     return {r[1] for r in con.execute(f"PRAGMA table_info({table})")}
-
-
-def fetch_columns(con: sqlite3.Connection, sql: str, ncols: int) -> list[npt.NDArray[Any]]:
-    rows = con.execute(sql).fetchall()
-    if not rows:
-        return [np.zeros(0, np.int64) for _ in range(ncols)]
-    return [np.array(col) for col in zip(*rows)]
 
 
 def event_columns(n: int, kind: EventKind, cat: str, pool: StringPool) -> Cols:

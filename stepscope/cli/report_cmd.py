@@ -8,6 +8,8 @@ PATH is a trace (file or run directory, like ``analyze``) or a saved ``--json`` 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +35,7 @@ def saved_document(path: str | None) -> dict[str, Any] | None:
     try:
         doc = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise StepscopeError(f"{path}: not a readable stepscope JSON document ({exc})") from exc
+        raise StepscopeError(f"not a readable stepscope JSON document ({exc})", path) from exc
     return doc if isinstance(doc, dict) and ("ranks" in doc or "overall" in doc) else None
 
 
@@ -95,11 +97,13 @@ def command(path: str | None, output: str | None, as_md: bool, title: str | None
     doc = saved_document(path)
     if as_md:
         if doc is None:
-            doc = _document_of_trace(path, no_cache, span, ranks)
-        emit(_markdown(doc, path, title), output)
+            md = _markdown(_document_of_trace(path, no_cache, span, ranks), path, title)
+        else:
+            md = _of_saved(str(path), partial(_markdown, doc, path, title))
+        emit(md, output)
         return
     if doc is not None:
-        page = _from_document(doc, str(path), title)
+        page = _of_saved(str(path), partial(_from_document, doc, str(path), title))
     else:
         doc, page = _from_trace(path, title, step, no_cache, span, ranks)
     assert output is not None
@@ -114,3 +118,17 @@ def _markdown(doc: dict[str, Any], path: str | None, title: str | None) -> str:
     is_diff = "overall" in doc and "ranks" not in doc
     name = None if is_diff else default_title(str(doc.get("source") or path or ""))
     return render_markdown(doc, title=title or name)
+
+
+#: what rendering a saved document of the wrong shape raises (``ranks[0].rank: "x"`` ...)
+_SHAPE_ERRORS = (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError)
+
+
+def _of_saved(path: str, render: Callable[[], str]) -> str:
+    """``render()`` of a saved document (the page or the Markdown); one StepscopeError naming the file
+    when the document is not of the shape ``analyze --json`` / ``diff --json`` write."""
+    try:
+        return render()
+    except _SHAPE_ERRORS as exc:
+        why = " ".join(str(exc).split())[:200]
+        raise StepscopeError(f"not a valid stepscope JSON document ({type(exc).__name__}: {why})", path) from None

@@ -18,6 +18,7 @@ from stepscope.errors import UsageError
 from stepscope.ingest.build import build_trace, rank_of
 from stepscope.ingest.engines import check_engine, read_files
 from stepscope.ingest.layout import RunFiles, resolve
+from stepscope.ingest.source import readable, renamed
 from stepscope.model import store
 from stepscope.model.diagnostics import DiagnosticsBuilder
 from stepscope.model.strings import StringPool
@@ -80,21 +81,23 @@ def load(path: str | Path | None = None, *, use_cache: bool = True, span: str | 
         ray_address: with engine="ray": "auto" or "HOST:PORT" of a running cluster (default: start a local Ray).
     """
     check_engine(engine, ray_address)
-    with without_hugepage_hint():  # see runtime/hugepages.py: fresh big arrays without compaction stalls
-        return _load(path, use_cache, span, ranks, workers, progress, engine, ray_address)
+    src = Path(path) if path is not None else DEFAULT_TRACE
+    # see runtime/hugepages.py: fresh big arrays without compaction stalls; source.py: pipes, special files
+    with without_hugepage_hint(), readable(src) as local:
+        return renamed(_load(local, src, use_cache, span, ranks, workers, progress, engine, ray_address), local, src)
 
 
-def _load(path: str | Path | None, use_cache: bool, span: str | int | None, ranks: Sequence[int] | None,
+def _load(path: Path, source: Path, use_cache: bool, span: str | int | None, ranks: Sequence[int] | None,
           workers: int | None, progress: ProgressFactory | None, engine: str, ray_address: str | None) -> Trace:
-    run = resolve(path if path is not None else DEFAULT_TRACE, span)
+    run = resolve(path, span)
     key = content_key(run.files, f"{run.span}|{sorted(ranks) if ranks else ''}") if use_cache else ""
     target = cache_dir() / key
     if use_cache and (target / "meta.json").exists():
         try:
-            return store.load(target, source=str(path if path is not None else DEFAULT_TRACE), files=run.files)
-        except store.CorruptStoreError as exc:
+            return store.load(target, source=str(source), files=run.files)
+        except (store.CorruptStoreError, OSError) as exc:
             log.info("cache entry %s unreadable (%s); rebuilding", target, exc)
-    trace = _parse(run, path if path is not None else DEFAULT_TRACE, ranks, workers, progress, engine, ray_address)
+    trace = _parse(run, source, ranks, workers, progress, engine, ray_address)
     if use_cache:
         try:
             store.save(trace, target, files=run.files)

@@ -110,9 +110,13 @@ def _worker_count(paths: list[str], workers: int | None) -> int:
 
 
 def sniff(path: str) -> bool:
-    """Any file the SQLite readers do not claim is read as Kineto / chrome-trace JSON (plain or gzip)."""
-    with open(path, "rb") as fh:
-        return fh.read(16) != SQLITE_MAGIC
+    """Any file the SQLite readers do not claim is read as Kineto / chrome-trace JSON (plain or gzip);
+    an unreadable file too: reading it reports the error (see :mod:`stepscope.ingest.source`)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(16) != SQLITE_MAGIC
+    except OSError:
+        return True
 
 
 def read(path: str, pool: StringPool, diags: DiagnosticsBuilder) -> FileBatch:

@@ -78,6 +78,8 @@ def read_head(path: str, nbytes: int = HEAD_BYTES) -> bytes:
         with open(path, "rb") as fh:
             return fh.read(nbytes)
     except (OSError, EOFError, zlib.error) as exc:
+        if isinstance(exc, OSError) and exc.errno is not None:
+            raise  # the system's error (no permission ...), not the file's content: reported as such
         if isinstance(exc, EOFError):  # gzip stream cut short: decode what is there
             return _salvage_gzip(path, nbytes)
         raise TraceFormatError(f"not a readable gzip file ({exc})", path) from None

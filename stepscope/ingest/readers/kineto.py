@@ -7,6 +7,7 @@ most a few chunks are in flight; the main process remaps string ids as results a
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -55,11 +56,11 @@ def _needs_precise(head: bytes, at: int) -> bool:
     return any(type(e.ts) is float and abs(e.ts) > PRECISE_TS_ABOVE_US for e in evs[:2000])
 
 
-def _jobs(paths: list[str], heads: list[tuple[bytes, int, bool]]) -> Iterator[ChunkJob]:
+def _jobs(paths: list[str], heads: list[tuple[bytes, int, bool]], gzip_junk: dict[int, int]) -> Iterator[ChunkJob]:
     for i, (path, (head, at, _bare)) in enumerate(zip(paths, heads)):
         precise = _needs_precise(head, at)
         if is_gzip(path):
-            yield from iter_gzip_chunks(i, path, at, precise)
+            yield from iter_gzip_chunks(i, path, at, precise, gzip_junk)
         else:
             yield from iter_plain(i, path, os.path.getsize(path), at, precise)
 
@@ -131,13 +132,14 @@ def read_kineto_files(paths: list[str], pool_strings: StringPool, diags: Diagnos
     heads = [locate_events(p) for p in paths]
     batches = [FileBatch(p, os.path.getsize(p)) for p in paths]
     tails: list[bytes] = [b""] * len(paths)
+    gzip_junk: dict[int, int] = {}  # file index → bytes after its last gzip member
     trailing = [0] * len(paths)
     n = _worker_count(paths, workers)
     inflight = 3 * n  # results are taken in job order: slack lets workers run ahead of a slow chunk
     slots = _handover_slots(inflight) if n > 1 else None
     pool = fork_pool(n, attach_handover, slots) if n > 1 else None
     try:
-        for res in _bounded_map(pool, _jobs(paths, heads), inflight, slots):
+        for res in _bounded_map(pool, _jobs(paths, heads, gzip_junk), inflight, slots):
             b = batches[res.file_index]
             if res.columns.n:
                 assert res.tables is not None
@@ -156,23 +158,54 @@ def read_kineto_files(paths: list[str], pool_strings: StringPool, diags: Diagnos
         if pool is not None:
             pool.shutdown()
     for i, b in enumerate(batches):
-        b.meta, b.meta_error = _parse_meta(heads[i], tails[i], b.complete)
+        b.meta, b.meta_error, after = _parse_meta(heads[i], tails[i], b.complete)
+        b.repairs += after
+        if i in gzip_junk:
+            b.repairs.append(("gzip-trailing-data", "warning", f"{gzip_junk[i]:,} bytes after the last gzip member "
+                              "were ignored (as gzip -d does)", 1))
     return batches
 
 
-def _parse_meta(head_info: tuple[bytes, int, bool], tail: bytes, complete: bool) -> tuple[dict[str, Any], str]:
-    """The trace's top-level keys other than traceEvents (header before it, trailer after it)."""
+Repair = tuple[str, str, str, int]  # (diagnostic name, severity, example, count)
+
+
+def _parse_meta(head_info: tuple[bytes, int, bool], tail: bytes,
+                complete: bool) -> tuple[dict[str, Any], str, list[Repair]]:
+    """The trace's top-level keys other than traceEvents (header before it, trailer after it), and
+    what follows the document (junk, a second document), reported, not read."""
     head, at, bare = head_info
     if bare:
-        return {}, ""
+        return {}, "", []
     key_at = head.rfind(b'"traceEvents"', 0, at)
     text = head[:key_at] + b'"traceEvents": null' + (tail if complete and tail.strip() else b"}")
     bad = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)
     try:
         meta = msgspec.json.decode(text)
     except bad as exc:
+        found = _document_and_rest(text)
+        if found is not None:
+            return found
         try:  # the trailer may be damaged: the header alone still has the device properties
             meta = msgspec.json.decode(head[:key_at] + b'"traceEvents": null}')
         except bad:
-            return {}, str(exc)
-    return (meta if isinstance(meta, dict) else {}), ""
+            return {}, str(exc), []
+    return (meta if isinstance(meta, dict) else {}), "", []
+
+
+def _document_and_rest(text: bytes) -> tuple[dict[str, Any], str, list[Repair]] | None:
+    """The top-level object at the start of ``text`` and a repair naming what follows it; None when
+    ``text`` does not start with a whole object."""
+    try:
+        doc, end = json.JSONDecoder().raw_decode(text.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    rest = text.decode("utf-8", "replace")[end:].strip()
+    if rest[:1] in ("{", "["):
+        repair = ("document-dropped", "error", f"a second JSON document follows the trace ({len(rest):,} "
+                  f"characters, starting {rest[:40]!r}); only the first was read", 1)
+    else:
+        repair = ("trailing-data", "warning", f"{len(rest):,} characters after the end of the JSON document were "
+                  f"ignored: {rest[:40]!r}", 1)
+    return doc, "", [repair]

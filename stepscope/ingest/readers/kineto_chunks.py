@@ -10,9 +10,10 @@ from __future__ import annotations
 import dataclasses
 import gc
 import gzip
+import os
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -80,8 +81,10 @@ def read_head(path: str, nbytes: int = HEAD_BYTES) -> bytes:
     except (OSError, EOFError, zlib.error) as exc:
         if isinstance(exc, OSError) and exc.errno is not None:
             raise  # the system's error (no permission ...), not the file's content: reported as such
-        if isinstance(exc, EOFError):  # gzip stream cut short: decode what is there
-            return _salvage_gzip(path, nbytes)
+        if isinstance(exc, (EOFError, gzip.BadGzipFile)):  # cut short, or junk after a member: what is there
+            head = _salvage_gzip(path, nbytes)
+            if head or isinstance(exc, EOFError):
+                return head
         raise TraceFormatError(f"not a readable gzip file ({exc})", path) from None
 
 
@@ -131,18 +134,21 @@ def _find_from(fh: BinaryIO, at: int, sep: re.Pattern[bytes], limit: int = 4 << 
         window = min(window * 4, limit)
 
 
-def iter_gzip_chunks(file_index: int, path: str, events_at: int, precise: bool) -> Iterator[ChunkJob]:
+def iter_gzip_chunks(file_index: int, path: str, events_at: int, precise: bool,
+                     junk: dict[int, int] | None = None) -> Iterator[ChunkJob]:
     """Stream-decompress a gzip file into jobs of roughly CHUNK_BYTES ending at event boundaries.
 
     Output is capped per call (traces compress ~30x), so memory stays at a few chunks whatever the
-    file size.
+    file size. Every gzip member is read, as ``gzip -d`` does; bytes after the last one that start
+    no member are skipped and their count left in ``junk[file_index]``.
     """
     d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    junk = junk if junk is not None else {}
     buf = bytearray()
     skip = events_at
     sep: re.Pattern[bytes] | None = None
     with open(path, "rb") as fh:
-        for data in _inflate(fh, d):
+        for data in _inflate(fh, d, lambda n: junk.__setitem__(file_index, n)):
             if skip:
                 cut = min(skip, len(data))
                 data, skip = data[cut:], skip - cut
@@ -159,8 +165,9 @@ def iter_gzip_chunks(file_index: int, path: str, events_at: int, precise: bool) 
     yield ChunkJob(file_index, path, 0, 0, bytes(buf), True, precise)
 
 
-def _inflate(fh: Any, d: Any) -> Iterator[bytes]:
-    """Decompressed pieces of at most ~4 MiB each; a corrupt or cut stream ends quietly (salvage)."""
+def _inflate(fh: Any, d: Any, skipped: Callable[[int], None]) -> Iterator[bytes]:
+    """Decompressed pieces of at most ~4 MiB each, member after member; a corrupt or cut stream ends
+    quietly (salvage); ``skipped`` is told how many bytes after the last member start none."""
     pending = b""
     while True:
         if not pending:
@@ -177,11 +184,15 @@ def _inflate(fh: Any, d: Any) -> Iterator[bytes]:
         except zlib.error:
             return
         pending = d.unconsumed_tail
-        if d.eof:
-            pending = b""
         yield out
         if d.eof:
-            return
+            rest = d.unused_data + fh.read(max(0, len(GZIP_MAGIC) - len(d.unused_data)))
+            if not rest.startswith(GZIP_MAGIC):  # the end, or junk after the last member
+                left = len(rest) + os.fstat(fh.fileno()).st_size - fh.tell()
+                if left:
+                    skipped(left)
+                return
+            d, pending = zlib.decompressobj(16 + zlib.MAX_WBITS), rest
 
 
 def _job_bytes(job: ChunkJob) -> bytearray:

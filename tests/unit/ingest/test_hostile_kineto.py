@@ -3,13 +3,14 @@ counted. Every input is hand-made and small, written to ``tmp_path``."""
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import pytest
 
 import stepscope
 from stepscope.model.trace import Trace
-from tests.builders import TraceBuilder
+from tests.builders import TraceBuilder, dumps
 
 
 def _counts(trace: Trace) -> dict[str, int]:
@@ -49,3 +50,55 @@ def test_absurd_world_size_counts_the_missing_ranks_without_listing_them(tmp_pat
     missing = [d for d in trace.diagnostics if d.name == "ranks-missing"]
     assert len(missing) == 1 and missing[0].count >= 2**62
     assert "missing 2, 3, 4" in missing[0].example
+
+
+# ---- what follows the document: reported, never silent -------------------------------------------
+
+def _doc(*names: str) -> bytes:
+    b = TraceBuilder()
+    b.step(1, 0, 100)
+    for i, name in enumerate(names):
+        b.op(name, 10 + i, 1)
+    return dumps(b.document()).encode()
+
+
+def _load_bytes(tmp_path: Path, name: str, data: bytes) -> Trace:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return stepscope.load(path, use_cache=False)
+
+
+def _names(trace: Trace) -> set[str]:
+    return set(trace.names(trace.events["name"]).tolist())
+
+
+def test_trailing_garbage_after_the_document_is_reported(tmp_path: Path) -> None:
+    trace = _load_bytes(tmp_path, "t.json", _doc("a") + b"\nGARBAGE{{")
+    assert _names(trace) == {"ProfilerStep#1", "a"}
+    assert _counts(trace) == {"trailing-data": 1}
+
+
+def test_a_second_concatenated_document_is_reported(tmp_path: Path) -> None:
+    trace = _load_bytes(tmp_path, "t.json", _doc("a") + _doc("second"))
+    assert "a" in _names(trace)
+    assert _counts(trace) == {"document-dropped": 1}
+
+
+def test_gzip_with_a_junk_tail_is_read_like_gzip_d_and_reported(tmp_path: Path) -> None:
+    """It was refused ("not a readable gzip file"); ``gzip -d`` decompresses it and warns."""
+    trace = _load_bytes(tmp_path, "t.json.gz", gzip.compress(_doc("a")) + b"junk tail bytes")
+    assert _names(trace) == {"ProfilerStep#1", "a"}
+    assert _counts(trace) == {"gzip-trailing-data": 1}
+
+
+def test_gzip_of_several_members_reads_them_all(tmp_path: Path) -> None:
+    """The members of one document (``cat a.gz b.gz``): all read, like ``gzip -d``."""
+    doc = _doc("a", "b")
+    cut = doc.index(b'"name": "b"')
+    trace = _load_bytes(tmp_path, "t.json.gz", gzip.compress(doc[:cut]) + gzip.compress(doc[cut:]))
+    assert _names(trace) == {"ProfilerStep#1", "a", "b"}
+    assert _counts(trace) == {}
+
+
+def test_a_well_formed_document_has_no_trailing_report(tmp_path: Path) -> None:
+    assert _counts(_load_bytes(tmp_path, "t.json", _doc("a") + b"\n\n")) == {}

@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+#: what a reader repaired and counted instead of failing: (diagnostic name, severity, example, count)
+Repair = tuple[str, str, str, int]
+
 
 @dataclass
 class FileBatch:
@@ -16,7 +19,7 @@ class FileBatch:
     n_events: int = 0
     meta: dict[str, Any] = field(default_factory=dict)
     dropped: list[tuple[str, str]] = field(default_factory=list)
-    repairs: list[tuple[str, str, str, int]] = field(default_factory=list)  # (name, severity, example, count)
+    repairs: list[Repair] = field(default_factory=list)  # each becomes a diagnostic of the file
     lost_bytes: int = 0
     complete: bool = True
     meta_error: str = ""

@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 
 from stepscope.ingest.assemble import remap_strings
-from stepscope.ingest.readers.batch import FileBatch
+from stepscope.ingest.readers.batch import FileBatch, Repair
 from stepscope.ingest.readers.jsonscan import scan_events
 from stepscope.ingest.readers.kineto_chunks import (
     PRECISE_TS_ABOVE_US,
@@ -164,9 +164,6 @@ def read_kineto_files(paths: list[str], pool_strings: StringPool, diags: Diagnos
             b.repairs.append(("gzip-trailing-data", "warning", f"{gzip_junk[i]:,} bytes after the last gzip member "
                               "were ignored (as gzip -d does)", 1))
     return batches
-
-
-Repair = tuple[str, str, str, int]  # (diagnostic name, severity, example, count)
 
 
 def _parse_meta(head_info: tuple[bytes, int, bool], tail: bytes,

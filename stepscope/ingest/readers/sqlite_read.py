@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.errors import TraceFormatError
+from stepscope.ingest.readers.batch import Repair
 
 I64 = npt.NDArray[np.int64]
 T = TypeVar("T")
@@ -40,7 +41,7 @@ class TraceDb(sqlite3.Connection):
         item = self.repairs.setdefault(name, [severity, 0, example])
         item[1] += count
 
-    def repair_list(self) -> list[tuple[str, str, str, int]]:
+    def repair_list(self) -> list[Repair]:
         """(name, severity, example, count) of every repair, for the file's diagnostics."""
         return [(name, str(v[0]), str(v[2]), int(v[1])) for name, v in self.repairs.items()]
 

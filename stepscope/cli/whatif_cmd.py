@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import click
-from rich.console import Console
 
 from stepscope.analysis.whatif import transforms as tf
 from stepscope.analysis.whatif.simulate import simulate
 from stepscope.cli.common import echo_json, load_trace, trace_options
 from stepscope.errors import UsageError
 from stepscope.report import whatif_view
+from stepscope.report.console import terminal_console
 
 
 def _pair(text: str, option: str) -> tuple[str, float]:
@@ -72,4 +72,4 @@ def command(path: str | None, workers: int | None, host_overhead: float | None, 
     if as_json:
         echo_json(whatif_view.whatif_dict(result, trace.source))
         return
-    whatif_view.render(result, trace.source, Console())
+    whatif_view.render(result, trace.source, terminal_console())

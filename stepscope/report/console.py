@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.table import Column, Table
 from rich.text import Text
 
 #: the most characters of one string the terminal shows (its middle is elided beyond this)
@@ -31,6 +32,59 @@ class BoundedConsole(Console):
         return clipped
 
 
+def fit_table(table: Table, width: int) -> int:
+    """Fit a table into ``width`` columns without cutting a number: numeric (right-aligned) columns
+    never shrink below their widest cell (their headers wrap), text columns may wrap down to
+    :data:`TEXT_MIN_WIDTH`, and the last columns are dropped until the table fits (the first two
+    always stay). Returns how many columns were dropped (the caption says so)."""
+    for col in table.columns:
+        if col.justify == "right":
+            col.min_width = _needed(col)  # never narrower than its widest number; the header may wrap
+    dropped = 0
+    while len(table.columns) > 2 and _table_width(table) > width:
+        table.columns.pop()
+        dropped += 1
+    if dropped:
+        note = f"{dropped} column{'s' if dropped > 1 else ''} not shown at {width} columns (wider terminal or --json)"
+        table.caption = f"{table.caption} · {note}" if table.caption else note
+    return dropped
+
+
+#: a text column (names) may wrap down to this width before columns are dropped
+TEXT_MIN_WIDTH = 16
+
+
+def _cell_len(cell: object) -> int:
+    text = cell if isinstance(cell, Text) else Text.from_markup(str(cell)) if isinstance(cell, str) else None
+    return text.cell_len if text is not None else 8
+
+
+def _needed(col: Column) -> int:
+    """The narrowest a column may be: numbers whole, headers by their longest word, text wrapped."""
+    cells = [_cell_len(c) for c in col.cells]
+    header = max((len(w) for w in str(col.header).split()), default=0)
+    if col.width is not None:
+        return col.width
+    if col.justify == "right" or col.no_wrap:
+        return max([header, *cells])
+    return max(header, min(max(cells, default=0), TEXT_MIN_WIDTH))
+
+
+def _table_width(table: Table) -> int:
+    """Columns at their narrowest, with each column's padding and rule."""
+    return sum(_needed(c) + 3 for c in table.columns) + 1
+
+
+class FittingConsole(BoundedConsole):
+    """A bounded console that fits every table into its width (:func:`fit_table`)."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        for obj in objects:
+            if isinstance(obj, Table):
+                fit_table(obj, self.width)
+        super().print(*objects, **kwargs)
+
+
 def terminal_console(**kwargs: Any) -> Console:
     """The console every command prints its terminal report to (``Console(**kwargs)``, bounded)."""
-    return BoundedConsole(**kwargs)
+    return FittingConsole(**kwargs)

@@ -4,46 +4,11 @@ from __future__ import annotations
 
 import click
 
-from stepscope.analysis.whatif import transforms as tf
+from stepscope.analysis.whatif.options import transforms_of
 from stepscope.analysis.whatif.simulate import simulate
 from stepscope.cli.common import echo_json, load_trace, trace_options
-from stepscope.errors import UsageError
 from stepscope.report import whatif_view
 from stepscope.report.console import terminal_console
-
-
-def _pair(text: str, option: str) -> tuple[str, float]:
-    """``REGEX=FACTOR`` → (regex, factor); a one-line usage error otherwise."""
-    pattern, sep, value = text.rpartition("=")
-    try:
-        factor = float(value)
-    except ValueError:
-        factor = -1.0
-    if not sep or not pattern or factor < 0:
-        raise UsageError(f"{option} takes REGEX=FACTOR with a factor >= 0 (got {text!r})")
-    return pattern, factor
-
-
-def transforms_of(workers: int | None, drop_syncs: str | None, pin: bool, scales: tuple[str, ...],
-                  host_overhead: float | None, host_in: tuple[str, ...], overlap_comm: bool) -> list[tf.Transform]:
-    """The transformations the options name, in a fixed order (input, host, syncs, copies, device)."""
-    out: list[tf.Transform] = []
-    if workers is not None:
-        out.append(tf.LoaderWorkers(workers))
-    if host_overhead is not None:
-        out.append(tf.HostOverhead(host_overhead))
-    out += [tf.HostOverhead(f, tf.Select(p)) for p, f in (_pair(s, "--host-in") for s in host_in)]
-    if drop_syncs is not None:
-        out.append(tf.DropSyncs(tf.Select(drop_syncs)))
-    if pin:
-        out.append(tf.PinnedCopies())
-    out += [tf.ScaleDevice(tf.Select(p), f) for p, f in (_pair(s, "--scale") for s in scales)]
-    if overlap_comm:
-        out.append(tf.OverlapComm())
-    if not out:
-        raise UsageError("name at least one change: --workers, --host-overhead, --host-in, --drop-syncs, "
-                         "--pin-copies, --scale or --overlap-comm (see stepscope whatif --help)")
-    return out
 
 
 @click.command("whatif")

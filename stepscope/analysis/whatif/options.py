@@ -1,0 +1,63 @@
+"""The what-if changes a user names (``stepscope whatif`` options, the web UI's form) as transformations.
+
+One function for both front ends, so the command line and the server accept the same changes and
+refuse the same nonsense with the same one-line message.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from stepscope.analysis.whatif import transforms as tf
+from stepscope.errors import UsageError
+
+
+def factor_of(value: float, option: str) -> float:
+    """A finite factor >= 0 (NaN or infinity would replay into garbage); a usage error otherwise."""
+    if not math.isfinite(value) or value < 0:
+        raise UsageError(f"{option} takes a finite factor >= 0 (got {value!r})")
+    return value
+
+
+def regex_of(pattern: str, option: str) -> str:
+    """``pattern`` when it compiles as a Python regular expression; a one-line usage error otherwise."""
+    try:
+        re.compile(pattern)
+    except (re.error, RecursionError, OverflowError) as exc:
+        raise UsageError(f"{option}: not a regular expression ({exc}): {pattern!r}") from None
+    return pattern
+
+
+def pair(text: str, option: str) -> tuple[str, float]:
+    """``REGEX=FACTOR`` → (regex, factor); a one-line usage error otherwise."""
+    pattern, sep, value = text.rpartition("=")
+    try:
+        factor = float(value)
+    except ValueError:
+        factor = -1.0
+    if not sep or not pattern or not math.isfinite(factor) or factor < 0:
+        raise UsageError(f"{option} takes REGEX=FACTOR with a finite factor >= 0 (got {text!r})")
+    return regex_of(pattern, option), factor
+
+
+def transforms_of(workers: int | None, drop_syncs: str | None, pin: bool, scales: tuple[str, ...],
+                  host_overhead: float | None, host_in: tuple[str, ...], overlap_comm: bool) -> list[tf.Transform]:
+    """The transformations the options name, in a fixed order (input, host, syncs, copies, device)."""
+    out: list[tf.Transform] = []
+    if workers is not None:
+        out.append(tf.LoaderWorkers(workers))
+    if host_overhead is not None:
+        out.append(tf.HostOverhead(factor_of(host_overhead, "--host-overhead")))
+    out += [tf.HostOverhead(f, tf.Select(p)) for p, f in (pair(s, "--host-in") for s in host_in)]
+    if drop_syncs is not None:
+        out.append(tf.DropSyncs(tf.Select(regex_of(drop_syncs, "--drop-syncs"))))
+    if pin:
+        out.append(tf.PinnedCopies())
+    out += [tf.ScaleDevice(tf.Select(p), f) for p, f in (pair(s, "--scale") for s in scales)]
+    if overlap_comm:
+        out.append(tf.OverlapComm())
+    if not out:
+        raise UsageError("name at least one change: --workers, --host-overhead, --host-in, --drop-syncs, "
+                         "--pin-copies, --scale or --overlap-comm (see stepscope whatif --help)")
+    return out

@@ -24,6 +24,7 @@ from stepscope.analysis.registry import (
     REMEDIES,
     SYNC,
 )
+from stepscope.analysis.whatif.remedies import REMEDY_OPTIONS
 
 if TYPE_CHECKING:
     from stepscope.analysis.bundle import Bundle, RankResults
@@ -179,7 +180,8 @@ def remedies_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
         return None
     return {"measured_mean_ms": r.measured_mean_ns / MS,
             "remedies": [{"remedy": n, "basis": r.basis[i], "predicted_mean_ms": float(r.predicted_mean_ns[i]) / MS,
-                          "saved_ms": r.saved_ns(n) / MS} for i, n in enumerate(r.name)]}
+                          "saved_ms": r.saved_ns(n) / MS, "options": dict(REMEDY_OPTIONS.get(n, {}))}
+                         for i, n in enumerate(r.name)]}
 
 
 #: per-rank §12 keys owned by the deep analyses

@@ -150,3 +150,41 @@ def test_diff_report_in_browser(tmp_path: Path, browser: Any) -> None:
     assert opened.page.locator("#gate").get_attribute("data-passed") == "true"
     assert opened.page.locator("#overall-chart rect.seg").count() == 8
     _keep_screenshot(opened.page, "report-diff.png", full=True)
+
+
+H100_BASE = Path(__file__).resolve().parents[1] / "data" / "h100_cuda_train" / "base"
+
+
+def test_whatif_section_shows_the_remedies(tmp_path: Path, browser: Any) -> None:
+    """The What-if section of the H100 report (a real trace in the repo) shows the document's
+    ``remedies``, and a finding with a replayed gain links to its row."""
+    from stepscope.cli.report_cmd import _from_trace
+    from stepscope.report.html.build import write_text
+
+    doc, page_html = _from_trace(str(H100_BASE), None, None, True, None, ())
+    path = tmp_path / "h100.html"
+    write_text(path, page_html)
+    opened = open_page(browser, path)
+    page = opened.page
+    sec = doc["ranks"][0]["remedies"]
+    assert page.locator("#whatif-r0").is_visible()
+    measured = page.locator("#whatif-measured-r0")
+    assert float(measured.get_attribute("data-value") or "nan") == pytest.approx(sec["measured_mean_ms"], rel=1e-6)
+    for r in sec["remedies"]:
+        row = page.locator(f"#whatif-r0-{r['remedy']}")
+        assert row.is_visible()
+        assert float(row.get_attribute("data-predicted-ms") or "nan") == pytest.approx(r["predicted_mean_ms"], rel=1e-6)
+        assert float(row.get_attribute("data-saved-ms") or "nan") == pytest.approx(r["saved_ms"], rel=1e-6, abs=1e-6)
+        cells = row.locator("td").all_text_contents()
+        assert cells[0] == r["remedy"] and cells[1] == r["basis"]
+        assert cells[2] == f"{r['predicted_mean_ms']:,.2f} ms"
+        bar = page.locator(f'#whatif-chart-r0 rect[data-name="{r["remedy"]}"][data-side="new"]')
+        assert float(bar.get_attribute("data-value") or "nan") == pytest.approx(r["predicted_mean_ms"], rel=1e-6)
+    replayed = [f for f in doc["findings"] if "whatif_remedy" in f["evidence"]]
+    assert replayed and page.locator("a.whatif-link").count() == len(replayed)
+    top = replayed[0]["evidence"]["whatif_remedy"]
+    page.click(f'a.whatif-link[href="#whatif-r0-{top}"]')
+    assert page.evaluate("location.hash") == f"#whatif-r0-{top}"
+    assert page.locator(f"#whatif-r0-{top}").is_visible()
+    _keep_screenshot(page, "report-whatif.png")
+    assert opened.errors == [] and opened.requests == [path.as_uri()]

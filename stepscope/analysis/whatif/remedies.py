@@ -28,6 +28,14 @@ REMEDIES: dict[str, tf.Transform] = {
     "pinned-copies": tf.PinnedCopies(),
     "graph-capture": tf.HostOverhead(0.0),
 }
+#: name → the ``stepscope whatif`` options (and web UI fields) that replay the same change
+#: (:func:`stepscope.analysis.whatif.options.transforms_of`; ``drop_syncs`` "." matches every call)
+REMEDY_OPTIONS: dict[str, dict[str, int | float | str | bool]] = {
+    "loader-workers": {"workers": DEFAULT_WORKERS},
+    "drop-syncs": {"drop_syncs": "."},
+    "pinned-copies": {"pin_copies": True},
+    "graph-capture": {"host_overhead": 0.0},
+}
 
 
 @dataclass(frozen=True)

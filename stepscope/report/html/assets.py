@@ -84,6 +84,10 @@ box-shadow:0 4px 14px rgba(0,0,0,.25)}
 .hero{border-top:4px solid var(--accent)}.hero .verdict{margin-top:0}
 .hero .stats{grid-template-columns:repeat(auto-fill,minmax(150px,1fr))}
 footer{color:var(--muted);font-size:12px;text-align:center;padding:8px 0 30px}
+td.wrap{white-space:normal;min-width:260px;color:var(--muted)}
+a.whatif-link{color:var(--accent);text-decoration:none;font-weight:600;white-space:nowrap}
+a.whatif-link:hover{text-decoration:underline}
+tr.remedy:target td{background:rgba(59,91,219,.14)}
 """
 
 JS = """
@@ -117,5 +121,8 @@ tabs.forEach(function(b){b.addEventListener('click',function(){
     p.style.display=(p.getAttribute('data-rank')===b.getAttribute('data-rank'))?'':'none';});
 });});
 if(tabs.length){tabs[0].click();}
+document.querySelectorAll('a[data-goto-rank]').forEach(function(a){a.addEventListener('click',function(){
+  tabs.forEach(function(b){if(b.getAttribute('data-rank')===a.getAttribute('data-goto-rank'))b.click();});
+});});
 })();
 """

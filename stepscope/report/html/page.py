@@ -20,6 +20,8 @@ from stepscope.report.html.fmt import clip, esc
 from stepscope.report.html.series import MemoryCurve, memory_from_doc
 from stepscope.report.html.timeline_data import TimelineData
 from stepscope.report.html.timeline_svg import render_timeline
+from stepscope.report.html.whatif import SUB as WHATIF_SUB
+from stepscope.report.html.whatif import whatif_html
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; "
        "connect-src 'none'; form-action 'none'; base-uri 'none'")
@@ -102,8 +104,8 @@ def render_html(doc: Mapping[str, Any], *, title: str, timeline: TimelineData | 
         body.append(s.section("overview", "Overview", '<p class="empty">The document has no ranks.</p>'))
     body.append(s.diagnostics_html(doc))
     nav = [("findings", "Verdict"), ("overview-r0", "Overview"), ("breakdown-r0", "Step breakdown"),
-           ("timeline-r0", "Timeline"), ("kernels-r0", "Kernels"), ("operators-r0", "Operators"),
-           ("diagnostics", "Diagnostics")]
+           ("whatif-r0", "What-if"), ("timeline-r0", "Timeline"), ("kernels-r0", "Kernels"),
+           ("operators-r0", "Operators"), ("diagnostics", "Diagnostics")]
     if ranks:
         first = int(ranks[0].get("rank") or 0)
         nav = [(a.replace("-r0", f"-r{first}"), label) for a, label in nav]
@@ -130,6 +132,7 @@ def _rank_page(r: Mapping[str, Any], rank_id: int, tl: TimelineData | None,
         s.section(f"breakdown-r{rank_id}", "Step time breakdown" + suffix, s.breakdown_html(r, rank_id),
                   "Each step's wall time split by priority: Kernel > Memcpy > Memset > Communication > "
                   "Runtime > DataLoader > CPU Exec > Other (the parts sum to the step)."),
+        s.section(f"whatif-r{rank_id}", "What-if: the remedies replayed" + suffix, whatif_html(r, rank_id), WHATIF_SUB),
     ]
     if tl is not None:
         parts.append(s.section(f"timeline-r{rank_id}", "Timeline of one step" + suffix,

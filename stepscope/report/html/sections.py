@@ -25,6 +25,7 @@ from stepscope.report.html.fmt import (
 )
 from stepscope.report.html.series import MemoryCurve
 from stepscope.report.html.tables import DIAGNOSTIC_COLS, KERNEL_COLS, OPERATOR_COLS, table
+from stepscope.report.html.whatif import finding_link
 
 Doc = Mapping[str, Any]
 MAX_STEP_BARS = 300
@@ -49,7 +50,9 @@ def findings_html(doc: Doc) -> str:
     if not findings:
         body = head + '<h3>Findings</h3><p class="empty" id="no-findings">no findings</p>'
         return section("findings", "Verdict", body).replace('class="card"', 'class="card hero"', 1)
-    cards = "".join(_finding_card(i + 1, f, open_evidence=i < 2) for i, f in enumerate(findings))
+    ranks = [r.get("rank") for r in doc.get("ranks") or [] if isinstance(r, Mapping)]
+    first = ranks[0] if ranks and isinstance(ranks[0], int) else None
+    cards = "".join(_finding_card(i + 1, f, first, open_evidence=i < 2) for i, f in enumerate(findings))
     body = (head + f"<h3>Findings ({len(findings)}), ranked by estimated gain per step</h3>"
             f'<ol class="findings">{cards}</ol>')
     return section("findings", "Verdict", body).replace('class="card"', 'class="card hero"', 1)
@@ -84,7 +87,7 @@ def _headline(doc: Doc) -> str:
     return out
 
 
-def _finding_card(pos: int, f: Mapping[str, Any], *, open_evidence: bool = True) -> str:
+def _finding_card(pos: int, f: Mapping[str, Any], first_rank: int | None, *, open_evidence: bool = True) -> str:
     sev = str(f.get("severity", "low"))
     sev_cls = sev if sev in SEVERITY_ORDER else "low"
     rank = f.get("rank")
@@ -96,7 +99,7 @@ def _finding_card(pos: int, f: Mapping[str, Any], *, open_evidence: bool = True)
     advice_html = f'<div class="advice">{esc(advice)}</div>' if advice else ""
     basis = f.get("basis")
     if isinstance(basis, str) and basis:
-        advice_html += f'<div class="note">Estimate: {esc(basis)}</div>'
+        advice_html += f'<div class="note">Estimate: {esc(basis)} {finding_link(f, first_rank)}</div>'
     steps = f.get("steps")
     if isinstance(steps, list) and steps:
         shown = ", ".join(str(x) for x in steps[:12]) + (" …" if len(steps) > 12 else "")

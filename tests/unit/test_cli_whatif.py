@@ -40,9 +40,10 @@ def test_json_is_the_simulation(capsys: pytest.CaptureFixture[str]) -> None:
     (["whatif", str(BASE)], "name at least one change"),
     (["whatif", str(BASE), "--scale", "gemm"], "--scale takes REGEX=FACTOR"),
     (["whatif", str(BASE), "--host-in", "Optimizer=-1"], "--host-in takes REGEX=FACTOR"),
-    (["whatif", str(BASE), "--scale", "gemm=nan"], "--scale takes REGEX=FACTOR with a finite factor"),
-    (["whatif", str(BASE), "--host-in", "Optimizer=inf"], "--host-in takes REGEX=FACTOR with a finite factor"),
-    (["whatif", str(BASE), "--host-overhead", "nan"], "--host-overhead takes a finite factor"),
+    (["whatif", str(BASE), "--scale", "gemm=nan"], "--scale takes REGEX=FACTOR with a factor from 0 to 1000"),
+    (["whatif", str(BASE), "--host-in", "Optimizer=inf"], "--host-in takes REGEX=FACTOR with a factor from 0 to 1000"),
+    (["whatif", str(BASE), "--host-overhead", "nan"], "--host-overhead takes a factor from 0 to 1000"),
+    (["whatif", str(BASE), "--scale", "gemm=1e300"], "--scale takes REGEX=FACTOR with a factor from 0 to 1000"),
     (["whatif", str(BASE), "--drop-syncs", "("], "--drop-syncs: not a regular expression"),
     (["whatif", str(BASE), "--scale", "a[=0.5"], "--scale: not a regular expression"),
 ])

@@ -12,11 +12,14 @@ import re
 from stepscope.analysis.whatif import transforms as tf
 from stepscope.errors import UsageError
 
+#: the largest factor a change may apply (a duration times more overflows int64 nanoseconds)
+MAX_FACTOR = 1000.0
+
 
 def factor_of(value: float, option: str) -> float:
-    """A finite factor >= 0 (NaN or infinity would replay into garbage); a usage error otherwise."""
-    if not math.isfinite(value) or value < 0:
-        raise UsageError(f"{option} takes a finite factor >= 0 (got {value!r})")
+    """A factor in [0, MAX_FACTOR] (NaN, infinity or 1e300 would replay into garbage); a usage error otherwise."""
+    if not math.isfinite(value) or not 0 <= value <= MAX_FACTOR:
+        raise UsageError(f"{option} takes a factor from 0 to {MAX_FACTOR:g} (got {value!r})")
     return value
 
 
@@ -36,8 +39,8 @@ def pair(text: str, option: str) -> tuple[str, float]:
         factor = float(value)
     except ValueError:
         factor = -1.0
-    if not sep or not pattern or not math.isfinite(factor) or factor < 0:
-        raise UsageError(f"{option} takes REGEX=FACTOR with a finite factor >= 0 (got {text!r})")
+    if not sep or not pattern or not math.isfinite(factor) or not 0 <= factor <= MAX_FACTOR:
+        raise UsageError(f"{option} takes REGEX=FACTOR with a factor from 0 to {MAX_FACTOR:g} (got {text!r})")
     return regex_of(pattern, option), factor
 
 

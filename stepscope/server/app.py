@@ -6,8 +6,12 @@ Security model (docs/serve.md):
   files are a fixed set read from the package at startup and looked up by name. No request path or
   parameter is ever joined to a file-system path, so ``..``, ``%2e%2e``, absolute paths and symlinks
   have nothing to act on.
-* **Bounded requests.** Only GET and HEAD; no request body; the path, the query string and each
-  parameter are length-capped; unknown or repeated parameters are a 400.
+* **Bounded requests.** Only GET and HEAD, without a body; the path, the query string and each
+  parameter are length-capped; unknown or repeated parameters are a 400. The one exception is
+  ``POST /api/v1/runs/{id}/whatif``: a JSON body (``Content-Type: application/json``, a declared
+  length of at most 8 KiB, no chunked encoding) from no other origin (an ``Origin`` header, when
+  sent, must name this server), so a page elsewhere cannot post to it (the JSON type needs a CORS
+  preflight, which is refused).
 * **Loopback by default, with a Host check.** When bound to loopback, a request whose ``Host`` is not
   a loopback name is refused (a DNS-rebinding page cannot read the API).
 * **Nothing executes from data.** Every response carries a strict Content-Security-Policy (scripts
@@ -33,6 +37,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from stepscope.server.params import ApiError
 from stepscope.server.routes import API_ROUTES, json_error
 from stepscope.server.store import RunStore
+from stepscope.server.whatif import MAX_BODY_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +52,8 @@ MAX_QUERY_CHARS = 1024
 STATIC_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
                 ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml"}
 _STATIC_NAME = re.compile(r"^[a-z0-9_-]{1,40}\.(?:js|css|svg)$")
+#: the one route that takes a request body (POST, JSON)
+POST_PATH = re.compile(r"^/api/v1/runs/[0-9a-f]{12}/whatif$")
 
 
 def load_static() -> dict[str, tuple[bytes, str]]:
@@ -86,19 +93,35 @@ class Guard:
         await self.app(scope, receive, send_with_headers)
 
     def _check(self, scope: Scope) -> tuple[int, str] | None:
-        if scope["method"] not in ("GET", "HEAD"):
-            return 405, "only GET requests are served"
+        posting = scope["method"] == "POST" and POST_PATH.match(scope["path"]) is not None
+        if scope["method"] not in ("GET", "HEAD") and not posting:
+            return 405, "only GET requests are served (and POST to /api/v1/runs/{id}/whatif)"
         if len(scope.get("raw_path") or scope["path"]) > MAX_PATH_CHARS:
             return 414, "request path too long"
         if len(scope.get("query_string", b"")) > MAX_QUERY_CHARS:
             return 414, "query string too long"
         headers = dict(scope.get("headers") or [])
-        length = headers.get(b"content-length", b"0")
-        if b"transfer-encoding" in headers or (length.strip() not in (b"", b"0")):
-            return 413, "requests must not carry a body"
         if self.hosts is not None and _host_name(headers.get(b"host", b"")) not in self.hosts:
             return 400, "unexpected Host header (the server answers only to its loopback address)"
-        return None
+        return _body_problem(headers, posting)
+
+
+def _body_problem(headers: Mapping[bytes, bytes], posting: bool) -> tuple[int, str] | None:
+    """GET and HEAD carry no body; the what-if POST carries a declared JSON body of at most 8 KiB
+    from this origin (a browser on another page must send an ``Origin`` naming itself)."""
+    length = headers.get(b"content-length", b"").strip()
+    if b"transfer-encoding" in headers:
+        return 413, "requests must not carry a chunked body"
+    if not posting:
+        return None if length in (b"", b"0") else (413, "requests must not carry a body")
+    if not length.isdigit() or int(length) > MAX_BODY_BYTES:
+        return 413, f"a what-if request is a JSON object of at most {MAX_BODY_BYTES} bytes, with its Content-Length"
+    if headers.get(b"content-type", b"").split(b";")[0].strip().lower() != b"application/json":
+        return 415, "a what-if request must be sent as application/json"
+    origin = headers.get(b"origin")
+    if origin is not None and origin.strip().lower() != b"http://" + headers.get(b"host", b"").strip().lower():
+        return 403, "a what-if request from another origin is refused"
+    return None
 
 
 def _host_name(raw: bytes) -> str:

@@ -10,10 +10,13 @@
 ``GET /api/v1/runs/{id}/timeline?rank=&...``   one timeline window (``start_ns``, ``end_ns``,
                                                ``max_items``; the rank's extent by default)
 ``GET /api/v1/diff?base=&new=``                the diff document of two runs (docs/json.md)
+``POST /api/v1/runs/{id}/whatif``              the run replayed with the changes of the JSON body
+                                               (:mod:`.whatif`): ``stepscope whatif --json``
 =============================================  ================================================
 
 Handlers are plain functions, so Starlette runs them in its thread pool: a run being analysed
-blocks only the requests that need it. Ids are opaque keys from the runs list; nothing a client
+blocks only the requests that need it. The what-if handler reads its body on the event loop, then
+replays in the same thread pool. Ids are opaque keys from the runs list; nothing a client
 sends is ever used as a path.
 """
 
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import json
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -29,6 +33,7 @@ from stepscope.server import params
 from stepscope.server.params import ApiError
 from stepscope.server.results import RunResults
 from stepscope.server.store import RunStore
+from stepscope.server.whatif import parse_whatif
 
 
 def json_bytes(body: bytes, status: int = 200) -> Response:
@@ -111,6 +116,14 @@ def diff(request: Request) -> Response:
     return json_bytes(_store(request).diff(base, new))
 
 
+async def whatif(request: Request) -> Response:
+    params.query(request.query_params.multi_items(), ())
+    store, run_id = _run(request)
+    store.entry(run_id)  # 404 before reading the body
+    changes = parse_whatif(await request.body())
+    return json_bytes(await run_in_threadpool(store.whatif, run_id, changes))
+
+
 API_ROUTES = [
     Route("/api/v1/health", health, methods=["GET"]),
     Route("/api/v1/runs", runs, methods=["GET"]),
@@ -120,4 +133,5 @@ API_ROUTES = [
     Route("/api/v1/runs/{run_id}/memory", memory, methods=["GET"]),
     Route("/api/v1/runs/{run_id}/timeline", timeline, methods=["GET"]),
     Route("/api/v1/diff", diff, methods=["GET"]),
+    Route("/api/v1/runs/{run_id}/whatif", whatif, methods=["POST"]),
 ]

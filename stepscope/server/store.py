@@ -5,7 +5,9 @@ preload thread) takes that slot's lock and calls :func:`~stepscope.server.result
 concurrent requests for the same run wait on the lock and then read the same result, so a trace is
 never parsed twice. A run that fails to load keeps its error (a message, never a traceback) and is
 not retried on every request. Diffs of two runs are cached the same way, keyed by the pair of ids;
-timeline windows (computed by ``stepscope.analysis.timeline``) in a small LRU.
+timeline windows (computed by ``stepscope.analysis.timeline``) and what-if replays
+(``stepscope.analysis.whatif``) in small LRUs. Replays run one at a time (each takes a core for up
+to a second on a large trace); requests for anything else never wait for them.
 """
 
 from __future__ import annotations
@@ -18,16 +20,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.timeline import timeline_window
+from stepscope.analysis.whatif.simulate import simulate
 from stepscope.errors import StepscopeError
 from stepscope.model.trace import Trace
+from stepscope.report.whatif_view import whatif_dict
 from stepscope.server.discover import RunEntry
 from stepscope.server.params import ApiError
 from stepscope.server.results import RunResults, analyse_run, dumps
+from stepscope.server.whatif import WhatIfRequest
 
 log = logging.getLogger(__name__)
 #: timeline windows kept (each a few hundred kB at most)
 WINDOW_CACHE = 128
+#: what-if answers kept (a few kB each)
+WHATIF_CACHE = 64
 
 
 def default_loader(path: Path) -> Trace:
@@ -80,8 +88,10 @@ class RunStore:
         self._loader = loader or default_loader
         self._diffs: dict[tuple[str, str], _Slot] = {}
         self._windows: OrderedDict[tuple[Any, ...], bytes] = OrderedDict()
+        self._whatifs: OrderedDict[tuple[Any, ...], bytes] = OrderedDict()
         self._guard = threading.Lock()
         self._one_at_a_time = threading.Lock()  # parsing forks workers and needs memory: one run at a time
+        self._replaying = threading.Lock()  # what-if replays: one at a time, apart from the runs' analysis
 
     @property
     def entries(self) -> list[RunEntry]:
@@ -136,21 +146,52 @@ class RunStore:
         """One timeline window of a rank (LRU-cached)."""
         res = self.get(run_id)
         key = (run_id, rank, start_ns, end_ns, max_items)
-        with self._guard:
-            hit = self._windows.get(key)
-            if hit is not None:
-                self._windows.move_to_end(key)
-                return hit
+        hit = self._cached(self._windows, key)
+        if hit is not None:
+            return hit
         try:
             with res.bundle.memo.active():
                 data = dumps(timeline_window(res.trace, rank, start_ns, end_ns, max_items=max_items).to_dict())
         except StepscopeError as exc:
             raise ApiError(422, str(exc)) from None
+        return self._keep(self._windows, key, data, WINDOW_CACHE)
+
+    def whatif(self, run_id: str, request: WhatIfRequest) -> bytes:
+        """The run replayed with the request's changes (``stepscope whatif --json``), LRU-cached."""
+        res = self.get(run_id)
+        key = (run_id, request.key)
+        with self._replaying:
+            hit = self._cached(self._whatifs, key)
+            if hit is not None:
+                return hit
+            data = _whatif_bytes(res, request)
+            return self._keep(self._whatifs, key, data, WHATIF_CACHE)
+
+    def _cached(self, lru: OrderedDict[tuple[Any, ...], bytes], key: tuple[Any, ...]) -> bytes | None:
         with self._guard:
-            self._windows[key] = data
-            while len(self._windows) > WINDOW_CACHE:
-                self._windows.popitem(last=False)
+            hit = lru.get(key)
+            if hit is not None:
+                lru.move_to_end(key)
+            return hit
+
+    def _keep(self, lru: OrderedDict[tuple[Any, ...], bytes], key: tuple[Any, ...], data: bytes, cap: int) -> bytes:
+        with self._guard:
+            lru[key] = data
+            while len(lru) > cap:
+                lru.popitem(last=False)
         return data
+
+
+def _whatif_bytes(res: RunResults, request: WhatIfRequest) -> bytes:
+    """Replay every rank of the run (outside the bundle's memo: the replayed traces are not kept)."""
+    try:
+        doc = whatif_dict(simulate(res.trace, request.changes), res.entry.label)
+    except StepscopeError as exc:
+        raise ApiError(422, str(exc)) from None
+    except NotApplicable as exc:
+        raise ApiError(422, f"no what-if for this run: {exc.reason}") from None
+    doc["options"] = request.options
+    return dumps(doc)
 
 
 def _diff_bytes(base: RunResults, new: RunResults) -> bytes:

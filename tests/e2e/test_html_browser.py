@@ -186,5 +186,5 @@ def test_whatif_section_shows_the_remedies(tmp_path: Path, browser: Any) -> None
     page.click(f'a.whatif-link[href="#whatif-r0-{top}"]')
     assert page.evaluate("location.hash") == f"#whatif-r0-{top}"
     assert page.locator(f"#whatif-r0-{top}").is_visible()
-    _keep_screenshot(page, "report-whatif.png")
+    _keep_screenshot(page, "whatif_report.png")
     assert opened.errors == [] and opened.requests == [path.as_uri()]

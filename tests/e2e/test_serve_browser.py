@@ -269,3 +269,66 @@ def test_diff_page(session: Session, ids: dict[str, str]) -> None:
     assert float(head.get_attribute("data-new") or "nan") == pytest.approx(step["new_ms"])
     assert page.locator("#overall-chart rect.seg").count() >= 4
     session.shot("serve-diff.png")
+
+
+def test_whatif_form_predicts_what_the_engine_does(session: Session, ids: dict[str, str]) -> None:
+    """The What-if view of the H100 base run: the remedies panel shows the document's numbers; the
+    form with ``workers=8`` posts to the what-if route and shows the prediction ``simulate`` makes."""
+    from stepscope import load
+    from stepscope.analysis.whatif.simulate import simulate
+    from stepscope.analysis.whatif.transforms import LoaderWorkers
+    from stepscope.report.whatif_view import whatif_dict
+
+    rid, page = ids["h100_base"], session.page
+    doc = api(session.base, f"/api/v1/runs/{rid}?rank=0")
+    page.goto(f"{session.base}/#/run/{rid}/whatif")
+    page.wait_for_selector("#whatif-form", timeout=120_000)
+    for r in doc["ranks"][0]["remedies"]["remedies"]:
+        row = page.locator(f"#remedy-{r['remedy']}")
+        assert float(row.get_attribute("data-predicted") or "nan") == pytest.approx(r["predicted_mean_ms"])
+        assert row.locator("td").nth(1).text_content() == r["basis"]
+    page.fill("#wi-workers", "8")
+    with page.expect_response(lambda r: r.url.endswith("/whatif")) as answer:
+        page.click("#whatif-go")
+    assert answer.value.request.method == "POST" and answer.value.status == 200
+    served_job = answer.value.json()["job"]
+    wait_until(page, "document.getElementById('whatif-output').dataset.state === 'ready'")
+    trace = load(REPO / "tests" / "data" / "h100_cuda_train" / "base")
+    job = whatif_dict(simulate(trace, [LoaderWorkers(8)]), "")["job"]
+    mean = page.locator("#whatif-mean")
+    shown = float(mean.get_attribute("data-value") or "nan")
+    assert shown == served_job["predicted_mean_ms"] == job["predicted_mean_ms"]
+    assert f"{job['predicted_mean_ms']:.2f} ms" in (mean.text_content() or "")
+    assert float(page.locator("#whatif-median").get_attribute("data-value") or "nan") == job["predicted_median_ms"]
+    bound = page.locator("#whatif-bound")
+    assert (bound.get_attribute("data-before"), bound.get_attribute("data-after")) == (job["bound_before"],
+                                                                                       job["bound_after"])
+    cells = page.locator("#whatif-steps tbody tr td:nth-child(3)").all_text_contents()
+    assert cells == [f"{s['predicted_ms']:.2f} ms" for s in job["steps"]]
+    after = page.locator("#whatif-shares-after .hseg[data-cat=host]").get_attribute("data-value")
+    assert float(after or "nan") == job["critical_path_pct_after"]["host"]
+    page.evaluate("window.scrollTo(0, 0)")  # the page scrolled to the prediction; a full shot from the top
+    session.shot("whatif_serve_workers8.png")
+
+
+def test_whatif_bad_input_and_the_finding_link(session: Session, ids: dict[str, str]) -> None:
+    rid, page = ids["h100_base"], session.page
+    page.goto(f"{session.base}/#/run/{rid}/whatif")
+    page.wait_for_selector("#whatif-form", timeout=120_000)
+    page.fill("#wi-scale", "gemm")
+    page.click("#whatif-go")
+    wait_until(page, "document.getElementById('whatif-output').dataset.state === 'error'")
+    assert "scale takes REGEX=FACTOR" in (page.locator("#whatif-error").text_content() or "")
+    session.shot("whatif_serve_error.png", full=False)  # scrolled to the message
+    # the browser logs the 400 it was answered; that one is expected
+    session.errors[:] = [e for e in session.errors if "status of 400" not in e]
+    doc = api(session.base, f"/api/v1/runs/{rid}?rank=0")
+    top = next(f for f in doc["findings"] if "whatif_remedy" in f["evidence"])
+    remedy = next(r for r in doc["ranks"][0]["remedies"]["remedies"] if r["remedy"] == top["evidence"]["whatif_remedy"])
+    page.goto(f"{session.base}/#/run/{rid}/overview")
+    page.click(f"a.whatif-link[data-remedy={remedy['remedy']}]")
+    wait_until(page, "document.getElementById('whatif-output')?.dataset.state === 'ready'")
+    assert page.locator(f"#remedy-{remedy['remedy']}").get_attribute("class") == "remedy on"
+    shown = float(page.locator("#whatif-mean").get_attribute("data-value") or "nan")
+    assert shown == pytest.approx(remedy["predicted_mean_ms"], abs=1e-3)
+    session.shot("whatif_serve_from_finding.png", full=False)

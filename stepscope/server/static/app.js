@@ -1,18 +1,20 @@
 // The single page: hash routes, the run and rank pickers, and the view dispatch.
 //   #/                             runs
-//   #/run/<id>/<view>?rank=<r>     overview | steps | kernels | operators | memory | distributed | timeline
+//   #/run/<id>/<view>?rank=<r>     overview | steps | kernels | operators | memory | distributed | timeline | whatif
+//                                  (whatif also takes &remedy=<name>: that remedy replayed at once)
 //   #/diff?base=<id>&new=<id>      compare two runs
 
 import {el, clear, api, empty, fmtMs} from "./util.js";
 import {overviewView, stepsView, kernelsView, operatorsView} from "./views.js";
 import {memoryView, distributedView} from "./views_more.js";
 import {timelineView} from "./timeline.js";
+import {whatifView} from "./whatif.js";
 import {diffPicker, diffView} from "./diff.js";
 
 const VIEWS = [
   ["overview", "Overview", overviewView], ["steps", "Step breakdown", stepsView], ["kernels", "Kernels", kernelsView],
   ["operators", "Operators", operatorsView], ["memory", "Memory", memoryView], ["distributed", "Distributed", distributedView],
-  ["timeline", "Timeline", timelineView],
+  ["timeline", "Timeline", timelineView], ["whatif", "What-if", whatifView],
 ];
 
 const main = document.getElementById("view");
@@ -27,7 +29,8 @@ function parseRoute() {
   const [path, qs] = hash.split("?");
   const q = new URLSearchParams(qs || "");
   const parts = path.split("/").filter(Boolean);
-  if (parts[0] === "run" && parts[1]) return {page: "run", id: parts[1], view: parts[2] || "overview", rank: q.get("rank")};
+  if (parts[0] === "run" && parts[1]) return {page: "run", id: parts[1], view: parts[2] || "overview", rank: q.get("rank"),
+    remedy: q.get("remedy")};
   if (parts[0] === "diff") return {page: "diff", base: q.get("base"), next: q.get("new")};
   return {page: "home"};
 }
@@ -103,7 +106,7 @@ async function runPage(r, my) {
   const doc = await api(`/api/v1/runs/${r.id}?rank=${rank}`);
   const entry = VIEWS.find(([k]) => k === r.view) || VIEWS[0];
   document.title = `${entry[1]} · ${run.label} · stepscope`;
-  const nodes = await entry[2]({runId: r.id, rank, doc, run});
+  const nodes = await entry[2]({runId: r.id, rank, doc, run, remedy: r.remedy});
   show(nodes, my);
 }
 

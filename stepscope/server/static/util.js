@@ -127,24 +127,31 @@ export function kindColor(kind) {
 
 const cache = new Map();
 
+async function answer(res) {
+  let body = null;
+  try { body = await res.json(); } catch (e) { body = null; }
+  if (!res.ok) {
+    const msg = body && typeof body.error === "string" ? body.error : `HTTP ${res.status}`;
+    throw new Error(msg);
+  }
+  return body;
+}
+
 /** GET a JSON API path; rejects with the server's error message. Cached unless fresh=true. */
 export async function api(path, fresh = false) {
   if (!fresh && cache.has(path)) return cache.get(path);
-  const promise = fetch(path, {headers: {Accept: "application/json"}, credentials: "same-origin"})
-    .then(async (res) => {
-      let body = null;
-      try { body = await res.json(); } catch (e) { body = null; }
-      if (!res.ok) {
-        const msg = body && typeof body.error === "string" ? body.error : `HTTP ${res.status}`;
-        throw new Error(msg);
-      }
-      return body;
-    });
+  const promise = fetch(path, {headers: {Accept: "application/json"}, credentials: "same-origin"}).then(answer);
   if (!fresh) {
     cache.set(path, promise);
     promise.catch(() => cache.delete(path));
   }
   return promise;
+}
+
+/** POST a JSON body to an API path (the what-if route); rejects with the server's error message. */
+export async function post(path, body) {
+  return fetch(path, {method: "POST", credentials: "same-origin", body: JSON.stringify(body),
+    headers: {"Content-Type": "application/json", Accept: "application/json"}}).then(answer);
 }
 
 export function query(params) {

@@ -23,15 +23,20 @@ function evidenceValue(v) {
   return JSON.stringify(v).slice(0, 600);
 }
 
-/** One finding card: severity, title, gain, advice, evidence. */
-export function findingCard(f) {
+/** One finding card: severity, title, gain, advice, evidence; a replayed gain links to the What-if view. */
+export function findingCard(f, runId, rank) {
   const sev = f.severity || "low";
   const ev = Object.entries(f.evidence || {});
+  const remedy = f.evidence && typeof f.evidence.whatif_remedy === "string" ? f.evidence.whatif_remedy : null;
+  const where = Number.isInteger(f.rank) ? f.rank : rank;
   return el("li", {class: `finding sev-${sev}`, "data-rule": f.rule},
     el("div", {class: "fhead"}, el("span", {class: `badge ${sev}`}, sev), el("span", {class: "ftitle"}, f.title || f.rule),
       el("span", {class: "rule"}, f.rule), el("span", {class: "gain", title: f.basis || ""},
         `≈ ${fmtMs(f.est_gain_ms)} / step (${fmtPct(f.est_gain_pct)})`)),
     el("div", {class: "advice"}, f.advice || ""),
+    remedy && runId ? el("a", {class: "whatif-link", "data-remedy": remedy,
+      href: `#/run/${encodeURIComponent(runId)}/whatif?rank=${where}&remedy=${encodeURIComponent(remedy)}`},
+    `replayed (${remedy}): see What-if →`) : null,
     ev.length ? el("details", {class: "evidence"}, el("summary", null, `evidence (${ev.length})`),
       el("dl", null, ev.map(([k, v]) => [el("dt", null, k), el("dd", null, evidenceValue(v))])),
       f.basis ? el("p", {class: "note"}, "estimate: " + f.basis) : null) : null);
@@ -81,7 +86,7 @@ export function overviewView(ctx) {
   const parts = [hero];
   if (ov) parts.push(card("avg-step-card", "Average step", "Where the average step's wall time goes (priority: Kernel > Memcpy > Memset > Communication > Runtime > DataLoader > CPU Exec > Other).", avgBreakdown(ov)));
   parts.push(card("findings", `Findings (${found.length})`, "Ranked by estimated time saved per step.",
-    found.length ? el("ol", {class: "findings"}, found.map(findingCard)) : el("p", {class: "empty ok", id: "no-findings"}, "No findings: nothing stands out.")));
+    found.length ? el("ol", {class: "findings"}, found.map((f) => findingCard(f, ctx.runId, rank))) : el("p", {class: "empty ok", id: "no-findings"}, "No findings: nothing stands out.")));
   parts.push(deepCard(r));
   if ((doc.diagnostics || []).length) parts.push(diagnosticsCard(doc.diagnostics));
   return parts;

@@ -1,0 +1,198 @@
+// The What-if view: the rank's standard remedies replayed (the §12 document's `remedies`), and a
+// form that replays any combination of changes through POST /api/v1/runs/<id>/whatif (the options
+// of `stepscope whatif`): the predicted step per step, the mean and median, the bound before and
+// after, and the critical-path shares before and after. Every value reaches the page as text.
+
+import {el, svg, card, empty, clear, post, tip, fmtMs, fmtPct, isNum} from "./util.js";
+import {dataTable} from "./tables.js";
+
+const PARTS = [["compute", "GPU compute", "#4c78a8"], ["communication", "communication", "#72b7b2"],
+  ["copy", "memory copies", "#f58518"], ["input", "input pipeline", "#eeca3b"], ["host", "host (CPU, launches)", "#b279a2"]];
+
+const FIELDS = [
+  {name: "workers", label: "DataLoader workers", type: "number", attrs: {min: 1, max: 1024, step: 1, placeholder: "e.g. 8"},
+    hint: "N workers prepare batches while the step runs"},
+  {name: "drop_syncs", label: "Drop syncs (regex)", type: "text", attrs: {placeholder: "e.g. item, or . for all"},
+    hint: "blocking calls whose name or op matches no longer block"},
+  {name: "pin_copies", label: "Pinned copies", type: "checkbox", hint: "pageable copies pinned: half their time, non-blocking"},
+  {name: "host_overhead", label: "Host overhead ×", type: "number", attrs: {min: 0, max: 1000, step: "any", placeholder: "0 = CUDA graphs"},
+    hint: "launch calls and host work between them take F × their time"},
+  {name: "host_in", label: "Host work in ops (REGEX=F)", type: "lines", attrs: {placeholder: "^Optimizer.step=0.5"},
+    hint: "one per line: host work inside matching ops × F (a fused optimizer)"},
+  {name: "scale", label: "Scale kernels (REGEX=F)", type: "lines", attrs: {placeholder: "gemm|conv=0.5"},
+    hint: "one per line: matching kernels and copies take F × their time (AMP, Tensor Cores)"},
+  {name: "overlap_comm", label: "Overlap communication", type: "checkbox", hint: "communication hidden under compute (an upper bound)"},
+];
+
+function stat(label, value, attrs = {}) {
+  return el("div", {class: "stat", ...attrs}, el("div", {class: "v"}, value), el("div", {class: "k"}, label));
+}
+
+function field(f) {
+  const id = `wi-${f.name}`;
+  const attrs = {id, name: f.name, spellcheck: "false", ...(f.attrs || {})};
+  const input = f.type === "lines" ? el("textarea", {rows: 2, ...attrs})
+    : el("input", {type: f.type === "checkbox" ? "checkbox" : f.type, ...attrs});
+  return el("div", {class: `wi-field wi-${f.type}`}, el("label", {for: id}, f.label), input, el("div", {class: "hint"}, f.hint));
+}
+
+/** The form as the request body: only the fields given (the server checks every value). */
+export function readForm(form) {
+  const body = {};
+  for (const f of FIELDS) {
+    const input = form.elements[f.name];
+    if (f.type === "checkbox") {
+      if (input.checked) body[f.name] = true;
+      continue;
+    }
+    const text = input.value.trim();
+    if (!text) continue;
+    if (f.type === "lines") body[f.name] = text.split("\n").map((s) => s.trim()).filter(Boolean);
+    else body[f.name] = f.type === "number" ? Number(text) : text;
+  }
+  return body;
+}
+
+function fillForm(form, options) {
+  form.reset();
+  for (const [k, v] of Object.entries(options || {})) {
+    const input = form.elements[k];
+    if (!input) continue;
+    if (input.type === "checkbox") input.checked = v === true;
+    else input.value = Array.isArray(v) ? v.join("\n") : String(v);
+  }
+}
+
+/** Measured (grey) and predicted (blue) mean step per remedy, the saving written at the end. */
+function pairedBars(id, measured, remedies) {
+  const W = 960, rowH = 34, nameW = 150, span = W - nameW - 130;
+  const root = svg("svg", {class: "chart", id, viewBox: `0 0 ${W} ${rowH * remedies.length + 8}`, role: "img"});
+  const max = Math.max(measured || 0, ...remedies.map((r) => r.predicted_mean_ms || 0)) || 1;
+  remedies.forEach((r, i) => {
+    const y = 4 + i * rowH;
+    root.appendChild(svg("text", {class: "name", x: nameW - 8, y: y + 19, "text-anchor": "end"}, r.remedy));
+    [["measured", measured, "#9aa5b1"], ["predicted", r.predicted_mean_ms, "#4c78a8"]].forEach(([side, v, color], j) => {
+      const bar = svg("rect", {class: "seg", x: nameW, y: y + 3 + j * 14, width: Math.max(1, (span * (v || 0)) / max), height: 12,
+        fill: color, "data-remedy": r.remedy, "data-side": side, "data-value": v});
+      root.appendChild(tip(bar, [r.remedy, `${side}: ${fmtMs(v)}`]));
+    });
+    root.appendChild(svg("text", {class: "axis neg", x: nameW + span + 10, y: y + 19}, `−${fmtMs(r.saved_ms)}`));
+  });
+  return root;
+}
+
+function remediesCard(ctx, onReplay) {
+  const r = ctx.doc.ranks[0];
+  const sec = r.remedies;
+  if (!sec || !(sec.remedies || []).length) {
+    return card("remedies", "Remedies replayed", null, empty(r.skipped?.remedies || "no what-if replay for this rank (no steps and no device work)"));
+  }
+  const m = sec.measured_mean_ms;
+  const rows = sec.remedies.map((x) => el("tr", {id: `remedy-${x.remedy}`, class: x.remedy === ctx.remedy ? "remedy on" : "remedy",
+    "data-remedy": x.remedy, "data-predicted": x.predicted_mean_ms, "data-saved": x.saved_ms},
+  el("td", {class: "txt"}, x.remedy), el("td", {class: "wrap"}, x.basis), el("td", {class: "num"}, fmtMs(x.predicted_mean_ms)),
+  el("td", {class: "num"}, fmtMs(x.saved_ms)), el("td", {class: "num"}, fmtPct(m > 0 ? (100 * x.saved_ms) / m : null)),
+  el("td", null, el("button", {type: "button", class: "replay", "data-remedy": x.remedy, title: "put its options in the form below and predict",
+    on: {click: () => onReplay(x.options)}}, "replay"))));
+  const table = el("table", {class: "data", id: "remedies-table"}, el("thead", null, el("tr", null,
+    ["remedy", "basis", "predicted mean", "saved / step", "saved", ""].map((h, i) => el("th", {class: i >= 2 && i <= 4 ? "num" : null}, h)))),
+  el("tbody", null, rows));
+  return card("remedies", `Remedies replayed — rank ${ctx.rank}`, `Each standard remedy replayed on this rank's steps. Measured mean step ${fmtMs(m)}; grey: measured, blue: predicted.`,
+    pairedBars("remedies-chart", m, sec.remedies), el("div", {class: "tablewrap"}, table));
+}
+
+function shareBar(id, shares) {
+  const bar = el("div", {class: "hstack", id});
+  for (const [k, label, color] of PARTS) {
+    const v = shares[k];
+    if (!isNum(v) || v <= 0) continue;
+    const seg = el("span", {class: "hseg", "data-cat": k, "data-value": v, title: `${label}: ${fmtPct(v)}`});
+    seg.style.width = `${v}%`;
+    seg.style.background = color;
+    bar.appendChild(seg);
+  }
+  return bar;
+}
+
+function sharesBlock(job) {
+  const before = job.critical_path_pct_before || {}, after = job.critical_path_pct_after || {};
+  const rows = PARTS.filter(([k]) => (before[k] || 0) > 0 || (after[k] || 0) > 0).map(([k, label, color]) => {
+    const sw = el("i", {class: "sw"});
+    sw.style.background = color;
+    return el("tr", {"data-part": k}, el("td", null, sw, label), el("td", {class: "num"}, fmtPct(before[k])), el("td", {class: "num"}, fmtPct(after[k])));
+  });
+  return el("div", {class: "wi-shares"}, el("h3", null, "Critical path of the slowest rank, before and after"),
+    el("div", {class: "wi-barrow"}, el("span", {class: "k"}, "before"), shareBar("whatif-shares-before", before)),
+    el("div", {class: "wi-barrow"}, el("span", {class: "k"}, "after"), shareBar("whatif-shares-after", after)),
+    el("table", {class: "data compact", id: "whatif-shares"}, el("thead", null, el("tr", null, el("th", null, "part"),
+      el("th", {class: "num"}, "before"), el("th", {class: "num"}, "after"))), el("tbody", null, rows)));
+}
+
+function stepsTable(res) {
+  const rows = res.job.steps.map((s) => ({step: String(s.step), measured_ms: s.measured_ms, predicted_ms: s.predicted_ms,
+    saved_ms: s.measured_ms - s.predicted_ms}));
+  const columns = [{key: "step", label: "step"}, {key: "measured_ms", label: "measured", num: true, fmt: fmtMs},
+    {key: "predicted_ms", label: "predicted", num: true, fmt: fmtMs}, {key: "saved_ms", label: "saved", num: true, fmt: fmtMs}];
+  return dataTable(rows, columns, {id: "whatif-steps", sortKey: "step", desc: false, filterKey: "step", limit: 100});
+}
+
+/** The prediction: headline numbers, the verdict before → after, the changes, shares, the steps. */
+export function resultNodes(res) {
+  const job = res.job;
+  const saved = job.measured_mean_ms > 0 ? (100 * job.saved_mean_ms) / job.measured_mean_ms : null;
+  const out = [
+    el("div", {class: "verdict", id: "whatif-verdict"}, `Bound by ${job.bound_before} now; after this, bound by ${job.bound_after}.`),
+    el("div", {class: "stats wi-stats"},
+      stat("mean step", `${fmtMs(job.measured_mean_ms)} → ${fmtMs(job.predicted_mean_ms)}`,
+        {id: "whatif-mean", "data-measured": job.measured_mean_ms, "data-value": job.predicted_mean_ms}),
+      stat("median step", `${fmtMs(job.measured_median_ms)} → ${fmtMs(job.predicted_median_ms)}`,
+        {id: "whatif-median", "data-measured": job.measured_median_ms, "data-value": job.predicted_median_ms}),
+      stat("saved on the mean step", `${fmtMs(job.saved_mean_ms)} (${fmtPct(saved)})`, {id: "whatif-saved", "data-value": job.saved_mean_ms}),
+      stat("bound by", `${job.bound_before} → ${job.bound_after}`, {id: "whatif-bound", class: "stat textual",
+        "data-before": job.bound_before, "data-after": job.bound_after})),
+    el("h3", null, "Changes replayed together"),
+    el("ul", {class: "story", id: "whatif-changes"}, res.changes.map((c) => el("li", null, c))),
+    sharesBlock(job), el("h3", null, "Each step, measured and predicted (the slowest rank's)"), stepsTable(res),
+  ];
+  if (res.ranks.length > 1) {
+    out.push(el("h3", null, "Per rank"), el("table", {class: "data compact", id: "whatif-ranks"},
+      el("thead", null, el("tr", null, ["rank", "bound before", "bound after"].map((h) => el("th", null, h)))),
+      el("tbody", null, res.ranks.map((r) => el("tr", null, el("td", null, String(r.rank)), el("td", null, r.bound_before ?? "–"),
+        el("td", null, r.bound_after ?? "–"))))));
+  }
+  return out;
+}
+
+async function predict(ctx, form, output, button) {
+  const body = readForm(form);
+  button.disabled = true;
+  output.dataset.state = "loading";
+  clear(output).append(el("div", {class: "loading"}, el("span", {class: "spinner"}), "replaying every step…"));
+  try {
+    const res = await post(`/api/v1/runs/${encodeURIComponent(ctx.runId)}/whatif`, body);
+    clear(output).append(...resultNodes(res));
+    output.dataset.state = "ready";
+  } catch (err) {
+    clear(output).append(el("p", {class: "errmsg", id: "whatif-error"}, err.message || String(err)));
+    output.dataset.state = "error";
+  } finally {
+    button.disabled = false;
+    if (output.isConnected) output.closest("section").scrollIntoView({block: "start"});
+  }
+}
+
+export function whatifView(ctx) {
+  const output = el("div", {id: "whatif-output", "data-state": "empty"}, empty("Name one or more changes and press Predict."));
+  const go = el("button", {type: "submit", class: "primary", id: "whatif-go"}, "Predict");
+  const form = el("form", {id: "whatif-form", class: "wi-form", novalidate: true, on: {submit: (e) => { e.preventDefault(); predict(ctx, form, output, go); }}},
+    el("div", {class: "wi-grid"}, FIELDS.map(field)),
+    el("div", {class: "wi-actions"}, go, el("button", {type: "button", id: "whatif-clear", on: {click: () => form.reset()}}, "Clear")));
+  const replay = (options) => { fillForm(form, options); predict(ctx, form, output, go); };
+  const formCard = card("whatif", "Try a change", "Replays every step of the run with the changes applied together "
+    + "(stepscope whatif). Combined fixes do not simply add.", form);
+  const resultCard = card("whatif-result", "Prediction", (ctx.run?.ranks?.length || 1) > 1
+    ? "Every rank is replayed; the job's step is the slowest rank's at each step." : null, output);
+  const remedy = (ctx.doc.ranks[0].remedies?.remedies || []).find((x) => x.remedy === ctx.remedy);
+  if (remedy) replay(remedy.options);
+  return [remediesCard(ctx, replay), formCard, resultCard];
+}

@@ -188,3 +188,20 @@ def test_whatif_section_shows_the_remedies(tmp_path: Path, browser: Any) -> None
     assert page.locator(f"#whatif-r0-{top}").is_visible()
     _keep_screenshot(page, "whatif_report.png")
     assert opened.errors == [] and opened.requests == [path.as_uri()]
+
+
+def test_whatif_link_switches_to_the_findings_rank(tmp_path: Path, browser: Any) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
+    from report_docs import whatif_doc
+
+    from stepscope.report.html import render_html
+
+    path = tmp_path / "two.html"
+    path.write_text(render_html(whatif_doc(ranks=2), title="two ranks"), encoding="utf-8")
+    opened = open_page(browser, path)
+    page = opened.page
+    assert page.locator("#whatif-r0").is_visible() and not page.locator("#whatif-r1").is_visible()
+    page.click("a.whatif-link")
+    assert page.locator("#whatif-r1-loader-workers").is_visible() and not page.locator("#whatif-r0").is_visible()
+    assert page.locator("button[data-rank='1']").get_attribute("class") == "on"
+    assert opened.errors == [] and opened.requests == [path.as_uri()]

@@ -88,6 +88,24 @@ def analysis_doc(*, findings: bool = True, ranks: int = 1) -> dict[str, Any]:
     }
 
 
+REMEDIES = [("loader-workers", 15.91, {"workers": 4}), ("drop-syncs", 37.96, {"drop_syncs": "."}),
+            ("pinned-copies", 37.5, {"pin_copies": True}), ("graph-capture", 27.4, {"host_overhead": 0.0})]
+
+
+def whatif_doc(ranks: int = 1) -> dict[str, Any]:
+    """``analysis_doc`` with ``remedies`` on every rank; the first finding's gain replayed on the last rank."""
+    doc = analysis_doc(ranks=ranks)
+    for r in doc["ranks"]:
+        shift = float(r["rank"])
+        r["remedies"] = {"measured_mean_ms": 37.97 + shift, "remedies": [
+            {"remedy": name, "basis": f"basis of {name} {EVIL}", "predicted_mean_ms": p + shift,
+             "saved_ms": 37.97 - p, "options": opts} for name, p, opts in REMEDIES]}
+    doc["findings"][0]["rank"] = ranks - 1
+    doc["findings"][0]["evidence"]["whatif_remedy"] = "loader-workers"
+    doc["findings"][0]["basis"] = "every step replayed with the change (...)"
+    return doc
+
+
 def diff_doc(*, gate_passed: bool | None = True) -> dict[str, Any]:
     overall = [
         {"category": "step", "base_ms": 177.6, "new_ms": 141.1, "diff_ms": -36.5},

@@ -3,29 +3,12 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import pytest
 
 from stepscope.report.html import render_html
 from stepscope.report.html.whatif import cli_options
-from tests.unit.report_docs import EVIL, analysis_doc
-
-REMEDIES = [("loader-workers", 15.91, {"workers": 4}), ("drop-syncs", 37.96, {"drop_syncs": "."}),
-            ("pinned-copies", 37.5, {"pin_copies": True}), ("graph-capture", 27.4, {"host_overhead": 0.0})]
-
-
-def _doc(ranks: int = 1) -> dict[str, Any]:
-    doc = analysis_doc(ranks=ranks)
-    for r in doc["ranks"]:
-        shift = float(r["rank"])
-        r["remedies"] = {"measured_mean_ms": 37.97 + shift, "remedies": [
-            {"remedy": name, "basis": f"basis of {name} {EVIL}", "predicted_mean_ms": p + shift,
-             "saved_ms": 37.97 - p, "options": opts} for name, p, opts in REMEDIES]}
-    doc["findings"][0]["rank"] = ranks - 1
-    doc["findings"][0]["evidence"]["whatif_remedy"] = "loader-workers"
-    doc["findings"][0]["basis"] = "every step replayed with the change (...)"
-    return doc
+from tests.unit.report_docs import EVIL, REMEDIES, analysis_doc, whatif_doc
 
 
 def _rows(page: str, rank: int) -> dict[str, tuple[float, float]]:
@@ -35,7 +18,7 @@ def _rows(page: str, rank: int) -> dict[str, tuple[float, float]]:
 
 
 def test_section_holds_every_remedy_of_every_rank() -> None:
-    doc = _doc(ranks=2)
+    doc = whatif_doc(ranks=2)
     page = render_html(doc, title="t")
     for r in doc["ranks"]:
         rows = _rows(page, r["rank"])
@@ -50,7 +33,7 @@ def test_section_holds_every_remedy_of_every_rank() -> None:
 
 
 def test_replayed_finding_links_to_its_remedy_on_its_rank() -> None:
-    page = render_html(_doc(ranks=2), title="t")
+    page = render_html(whatif_doc(ranks=2), title="t")
     links = re.findall(r'<a class="whatif-link" href="#([^"]+)" data-goto-rank="(\d+)">', page)
     assert links == [("whatif-r1-loader-workers", "1")]  # only the finding whose evidence names a remedy
     assert 'id="whatif-r1-loader-workers"' in page

@@ -87,7 +87,7 @@ footer{color:var(--muted);font-size:12px;text-align:center;padding:8px 0 30px}
 td.wrap{white-space:normal;min-width:260px;color:var(--muted)}
 a.whatif-link{color:var(--accent);text-decoration:none;font-weight:600;white-space:nowrap}
 a.whatif-link:hover{text-decoration:underline}
-tr.remedy:target td{background:rgba(59,91,219,.14)}
+tr.remedy{scroll-margin-top:96px}tr.remedy:target td{background:rgba(59,91,219,.14)}
 """
 
 JS = """

@@ -3,7 +3,8 @@ functions and under ``TYPE_CHECKING`` alike)::
 
     errors, runtime ← model ← ingest
              model ← analysis ← advisor ← report ← compare ← server ← cli
-             model ← query                                  collect ← cli, stepscope/__init__
+             model ← query ← mcp (also ← compare, report, ...)  mcp ← cli
+                                                            collect ← cli, stepscope/__init__
 
 * an import goes only to a package that ``LAYERS`` lets its package use (the map is itself
   checked to be a layering: no package reaches itself through it);
@@ -40,7 +41,9 @@ LAYERS: dict[str, frozenset[str]] = {
     "compare": frozenset({"report", "advisor", "analysis", "ingest", "model", "runtime", "errors"}),
     "collect": frozenset({"errors"}),
     "server": frozenset({"compare", "report", "advisor", "analysis", "ingest", "model", "errors"}),
-    "cli": frozenset({"server", "compare", "report", "advisor", "analysis", "ingest", "model", "query",
+    # the agents' front end, a peer of server: the same document (report), diffs (compare), SQL (query)
+    "mcp": frozenset({"query", "compare", "report", "advisor", "analysis", "ingest", "model", "errors"}),
+    "cli": frozenset({"mcp", "server", "compare", "report", "advisor", "analysis", "ingest", "model", "query",
                       "collect", "runtime", "errors", ROOT}),
     ROOT: frozenset({"collect", "ingest", "model", "errors"}),
     "__main__": frozenset({"cli"}),

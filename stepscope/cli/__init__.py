@@ -26,6 +26,7 @@ COMMANDS = {
     "serve": "stepscope.cli.serve_cmd",
     "export": "stepscope.cli.export_cmd",
     "whatif": "stepscope.cli.whatif_cmd",
+    "mcp": "stepscope.cli.mcp_cmd",
 }
 
 

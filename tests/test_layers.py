@@ -4,6 +4,7 @@ functions and under ``TYPE_CHECKING`` alike)::
     errors, runtime ← model ← ingest
              model ← analysis ← advisor ← report ← compare ← server ← cli
              model ← query ← mcp (also ← compare, report, ...)  mcp ← cli
+                     compare, report, ... ← notebook ← stepscope/__init__
                                                             collect ← cli, stepscope/__init__
 
 * an import goes only to a package that ``LAYERS`` lets its package use (the map is itself
@@ -45,7 +46,9 @@ LAYERS: dict[str, frozenset[str]] = {
     "mcp": frozenset({"query", "compare", "report", "advisor", "analysis", "ingest", "model", "errors"}),
     "cli": frozenset({"mcp", "server", "compare", "report", "advisor", "analysis", "ingest", "model", "query",
                       "collect", "runtime", "errors", ROOT}),
-    ROOT: frozenset({"collect", "ingest", "model", "errors"}),
+    # notebooks: stepscope.analyze / diff results that render themselves from the documents (report, compare)
+    "notebook": frozenset({"compare", "report", "advisor", "analysis", "ingest", "model", "errors"}),
+    ROOT: frozenset({"notebook", "collect", "ingest", "model", "errors"}),
     "__main__": frozenset({"cli"}),
 }
 

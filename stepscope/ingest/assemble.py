@@ -17,7 +17,15 @@ from stepscope.ingest.readers.kineto_columns import arg_column, arg_rows
 from stepscope.model.derive import time_order
 from stepscope.model.diagnostics import DiagnosticsBuilder
 from stepscope.model.masks import any_of
-from stepscope.model.schema import EVENT_COLUMNS, GPU_KINDS, HOST_KINDS, TABLE_SCHEMAS, EventKind, TrackKind
+from stepscope.model.schema import (
+    EVENT_COLUMNS,
+    GPU_KINDS,
+    HOST_KINDS,
+    STRING_ID_COLUMNS,
+    TABLE_SCHEMAS,
+    EventKind,
+    TrackKind,
+)
 from stepscope.model.strings import StringPool
 from stepscope.model.table import Schema
 from stepscope.model.uniq import unique
@@ -272,10 +280,9 @@ def _thread_names(cols: Cols, ph: npt.NDArray[np.int32], pool: StringPool) -> di
 
 
 # The string-id columns of the compact tables that ``split_chunk`` / ``read_nsys`` make (besides ``_key``,
-# which packs the pid and tid ids); the engine-equality tests catch a column missing here.
-STRING_ID_COLUMNS = {"events": ("name", "cat", "input_dims", "input_types", "call_stack", "coll_name", "coll_dtype",
-                                "pg_name", "pg_desc", "pg_ranks"),
-                     "tracks": ("pid", "tid", "name"), "memory": (), "counters": ("name",), "flows": ("cat",)}
+# which packs the pid and tid ids): the model's (schema.STRING_ID_COLUMNS); the engine-equality tests catch
+# a column missing there.
+FILE_TABLES = ("events", "tracks", "memory", "counters", "flows")
 
 
 def remap_strings(ft: FileTables, ids: npt.NDArray[np.int32]) -> FileTables:
@@ -283,7 +290,8 @@ def remap_strings(ft: FileTables, ids: npt.NDArray[np.int32]) -> FileTables:
 
     Columns that belong to this chunk alone are rewritten in place: no fresh memory per chunk."""
     out: dict[str, Cols] = {}
-    for table, names in STRING_ID_COLUMNS.items():
+    for table in FILE_TABLES:
+        names = STRING_ID_COLUMNS[table]
         cols = dict(getattr(ft, table))
         for name in names:
             if name in cols:

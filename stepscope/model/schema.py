@@ -159,6 +159,12 @@ STEP_COLUMNS: dict[str, tuple[type[np.generic], int | float]] = {
     "end_ns": (np.int64, 0),  # stretched to the end of the last GPU activity launched in the step (TB)
 }
 
+#: the columns of each table that hold string ids (decoded by ``Trace.to_arrow``, remapped by the readers)
+STRING_ID_COLUMNS: dict[str, tuple[str, ...]] = {
+    "events": ("name", "cat", "input_dims", "input_types", "call_stack", "coll_name", "coll_dtype", "pg_name",
+               "pg_desc", "pg_ranks"),
+    "tracks": ("pid", "tid", "name"), "memory": (), "counters": ("name",), "flows": ("cat",), "steps": ()}
+
 TABLE_SCHEMAS = {
     "events": EVENT_COLUMNS,
     "tracks": TRACK_COLUMNS,

@@ -22,7 +22,9 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa
 
+from stepscope.model import display, frames
 from stepscope.model.diagnostics import Diagnostic
 from stepscope.model.schema import GPU_KINDS, EventKind
 from stepscope.model.strings import StringPool
@@ -132,3 +134,20 @@ class Trace:
     @property
     def event_count(self) -> int:
         return len(self.events)
+
+    # ---- notebooks and other tools (model/frames.py, model/display.py) ----
+    def to_arrow(self, table: str = "events", *, decode: bool = True) -> pa.Table:
+        """A table (events, tracks, steps, memory, counters, flows) as Arrow; string ids decoded to
+        dictionary columns unless ``decode=False``."""
+        return frames.to_arrow(self, table, decode)
+
+    def to_pandas(self, table: str = "events", *, decode: bool = True) -> Any:
+        """A table as a pandas DataFrame (string columns as categoricals); needs pandas."""
+        return frames.to_pandas(self, table, decode)
+
+    def to_polars(self, table: str = "events", *, decode: bool = True) -> Any:
+        """A table as a polars DataFrame; needs polars."""
+        return frames.to_polars(self, table, decode)
+
+    def _repr_html_(self) -> str:
+        return display.trace_html(self)

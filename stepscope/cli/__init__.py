@@ -27,6 +27,7 @@ COMMANDS = {
     "export": "stepscope.cli.export_cmd",
     "whatif": "stepscope.cli.whatif_cmd",
     "mcp": "stepscope.cli.mcp_cmd",
+    "memory": "stepscope.cli.memory_cmd",
 }
 
 

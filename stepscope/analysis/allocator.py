@@ -1,0 +1,147 @@
+"""What an allocator snapshot says about memory: the segments now, the history, what is live at the peak.
+
+``summarize(snapshot)`` (pure, vectorised over the trace entries):
+
+* **segments** (the state at the dump): reserved / allocated / requested bytes, large and small
+  segments, blocks by state, the largest segments;
+* **history** per device: live bytes replayed from the trace (``alloc`` +size, ``free_completed``
+  −size; as memory_viz's "active memory timeline"), its peak and when (ms after the first entry),
+  and the curve at most ``points`` long (each point the maximum of its time bucket: the level of
+  detail keeps the peaks);
+* **sites**: allocation sites (first frame outside site-packages) by cumulative bytes allocated, and
+  by bytes still live at the peak, each with one full stack.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.model.snapshot import ACTIONS, BLOCK_STATES, AllocatorSnapshot
+
+I64 = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class DeviceHistory:
+    device: int
+    peak_live_bytes: int
+    peak_ms: float  # after the device's first trace entry
+    duration_ms: float
+    time_ms: npt.NDArray[np.float64]  # the curve, after the first entry
+    live_bytes: I64
+    live_at_peak: list[dict[str, Any]]  # site, bytes, count, stack
+
+
+@dataclass(frozen=True)
+class AllocatorSummary:
+    source: str
+    segments: dict[str, Any]
+    largest_segments: list[dict[str, Any]]
+    actions: dict[str, int]
+    largest_alloc_bytes: int
+    sites: list[dict[str, Any]]  # by cumulative bytes allocated
+    history: list[DeviceHistory]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "segments": self.segments, "largest_segments": self.largest_segments,
+                "actions": self.actions, "largest_alloc_bytes": self.largest_alloc_bytes, "sites": self.sites,
+                "history": [{"device": h.device, "peak_live_bytes": h.peak_live_bytes, "peak_ms": h.peak_ms,
+                             "duration_ms": h.duration_ms, "live_at_peak": h.live_at_peak,
+                             "curve": {"time_ms": np.round(h.time_ms, 3).tolist(),
+                                       "live_bytes": h.live_bytes.tolist()}} for h in self.history]}
+
+
+def _segment_totals(snap: AllocatorSnapshot) -> dict[str, Any]:
+    s, b = snap.segments, snap.blocks
+    states = np.bincount(b["state"][b["state"] >= 0], minlength=len(BLOCK_STATES)) if len(b["state"]) else \
+        np.zeros(len(BLOCK_STATES), np.int64)
+    return {"count": len(s["address"]), "large": int(s["is_large"].sum()), "small": int((~s["is_large"]).sum()),
+            "reserved_bytes": int(s["total_size"].sum()), "allocated_bytes": int(s["allocated_size"].sum()),
+            "requested_bytes": int(s["requested_size"].sum()), "active_bytes": int(s["active_size"].sum()),
+            "blocks": len(b["address"]), "blocks_by_state": dict(zip(BLOCK_STATES, states.tolist()))}
+
+
+def _largest_segments(snap: AllocatorSnapshot, top: int) -> list[dict[str, Any]]:
+    s = snap.segments
+    order = np.argsort(-s["total_size"], kind="stable")[:top]
+    return [{"device": int(s["device"][i]), "address": int(s["address"][i]), "total_bytes": int(s["total_size"][i]),
+             "allocated_bytes": int(s["allocated_size"][i]), "blocks": int(s["blocks"][i]),
+             "type": "large" if s["is_large"][i] else "small"} for i in order.tolist()]
+
+
+def _by_site(snap: AllocatorSnapshot, rows: I64, top: int) -> list[dict[str, Any]]:
+    """Allocation sites of the trace rows ``rows``: bytes, count and one stack, largest first."""
+    t = snap.trace
+    site, size = t["site"][rows], t["size"][rows]
+    if not len(rows):
+        return []
+    ids, inv = np.unique(site, return_inverse=True)
+    nbytes = np.bincount(inv, weights=size).astype(np.int64)
+    count = np.bincount(inv)
+    first = np.full(len(ids), len(rows), np.int64)
+    np.minimum.at(first, inv, np.arange(len(rows)))
+    order = np.lexsort((ids, -nbytes))[:top]
+    return [{"site": snap.strings[int(ids[i])], "bytes": int(nbytes[i]), "count": int(count[i]),
+             "stack": snap.strings[int(t["stack"][rows[first[i]]])]} for i in order.tolist()]
+
+
+def freed_at(snap: AllocatorSnapshot) -> I64:
+    """For each trace row, the row of the ``free_completed`` that freed its ``alloc`` (-1: none / not an alloc)."""
+    t = snap.trace
+    alloc, free = snap.action_mask("alloc"), snap.action_mask("free_completed")
+    rows = np.flatnonzero(alloc | free)
+    order = rows[np.lexsort((rows, t["addr"][rows], t["device"][rows]))]
+    out = np.full(len(t["addr"]), -1, np.int64)
+    nxt = order[1:]
+    pair = alloc[order[:-1]] & free[nxt] & (t["addr"][order[:-1]] == t["addr"][nxt]) & \
+        (t["device"][order[:-1]] == t["device"][nxt])
+    out[order[:-1][pair]] = nxt[pair]
+    return out
+
+
+def _curve(time_ms: npt.NDArray[np.float64], live: I64, points: int) -> tuple[npt.NDArray[np.float64], I64]:
+    if len(live) <= points:
+        return time_ms, live
+    cell = np.minimum((time_ms / max(time_ms[-1], 1e-9) * points).astype(np.int64), points - 1)
+    top = np.full(points, np.iinfo(np.int64).min)
+    np.maximum.at(top, cell, live)
+    at = np.zeros(points)
+    np.maximum.at(at, cell, time_ms)
+    keep = top > np.iinfo(np.int64).min
+    return at[keep], top[keep]
+
+
+def _history(snap: AllocatorSnapshot, device: int, freed: I64, points: int, top: int) -> DeviceHistory:
+    t = snap.trace
+    rows = np.flatnonzero((t["device"] == device) & (snap.action_mask("alloc") | snap.action_mask("free_completed")))
+    dev_rows = np.flatnonzero(t["device"] == device)
+    t0 = int(t["time_us"][dev_rows].min())
+    delta = np.where(snap.action_mask("alloc")[rows], t["size"][rows], -t["size"][rows])
+    live = np.cumsum(delta)
+    k = int(np.argmax(live)) if len(live) else 0
+    peak_row = int(rows[k]) if len(rows) else -1
+    allocs = rows[snap.action_mask("alloc")[rows] & (rows <= peak_row)]
+    alive = allocs[(freed[allocs] < 0) | (freed[allocs] > peak_row)]
+    time_ms = (t["time_us"][rows] - t0) / 1e3
+    tm, lv = _curve(time_ms, live, points)
+    return DeviceHistory(device, int(live[k]) if len(live) else 0, float(time_ms[k]) if len(live) else 0.0,
+                         float((t["time_us"][dev_rows].max() - t0) / 1e3), tm, lv, _by_site(snap, alive, top))
+
+
+def summarize(snap: AllocatorSnapshot, top: int = 10, points: int = 500) -> AllocatorSummary:
+    """The snapshot's summary (see the module docstring)."""
+    t = snap.trace
+    codes = np.bincount(t["action"][t["action"] >= 0], minlength=len(ACTIONS)) if len(t["action"]) else \
+        np.zeros(len(ACTIONS), np.int64)
+    alloc_rows = np.flatnonzero(snap.action_mask("alloc"))
+    freed = freed_at(snap)
+    return AllocatorSummary(
+        source=snap.source, segments=_segment_totals(snap), largest_segments=_largest_segments(snap, top),
+        actions={a: int(n) for a, n in zip(ACTIONS, codes.tolist()) if n},
+        largest_alloc_bytes=int(t["size"][alloc_rows].max()) if len(alloc_rows) else 0,
+        sites=_by_site(snap, alloc_rows, top),
+        history=[_history(snap, int(d), freed, points, top) for d in np.unique(t["device"]).tolist()])

@@ -1,0 +1,136 @@
+"""Allocator snapshots: the restricted unpickler refuses code, and the summary equals a plain replay."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from stepscope.analysis.allocator import summarize
+from stepscope.cli import cli, main
+from stepscope.errors import TraceFormatError
+from stepscope.ingest.snapshot import read_snapshot
+
+
+class Evil:
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_a_pickle_with_a_malicious_reduce_is_refused_and_nothing_runs(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    marker = tmp_path / "pwned"
+    bad = tmp_path / "evil.pickle"
+    bad.write_bytes(pickle.dumps({"segments": [], "device_traces": [[{"action": "alloc", "x": Evil(marker)}]]}))
+    with pytest.raises(TraceFormatError) as exc:
+        read_snapshot(bad)
+    msg = str(exc.value)
+    assert str(bad) in msg and "\n" not in msg and "system" in msg and "refused" in msg
+    with pytest.raises(SystemExit) as code:
+        main(["memory", str(bad)])
+    assert code.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("stepscope: error: ") and str(bad) in err
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("payload", [b"not a pickle", pickle.dumps([1, 2]), pickle.dumps({"segments": 3}),
+                                     pickle.dumps({"segments": [{"blocks": 5}]})])
+def test_what_is_not_a_snapshot_is_one_error_naming_the_file(tmp_path: Path, payload: bytes) -> None:
+    p = tmp_path / "x.pickle"
+    p.write_bytes(payload)
+    with pytest.raises(TraceFormatError, match=r"x\.pickle") as exc:
+        read_snapshot(p)
+    assert "\n" not in str(exc.value)
+
+
+def _frames(*sites: str) -> list[dict[str, Any]]:
+    return [{"filename": "/venv/site-packages/torch/x.py", "line": 1, "name": "inner"}] + \
+        [{"filename": f"/src/{s}.py", "line": i + 10, "name": s} for i, s in enumerate(sites)]
+
+
+def _handmade() -> dict[str, Any]:
+    """Two sites; the peak is after the third alloc; one allocation is freed before it."""
+    ev = [("segment_alloc", 0x1000, 4096, 0, ()),
+          ("alloc", 0x1000, 100, 10, ("a",)), ("alloc", 0x2000, 300, 20, ("b",)),
+          ("free_requested", 0x1000, 100, 25, ("a",)), ("free_completed", 0x1000, 100, 30, ("a",)),
+          ("alloc", 0x1000, 700, 40, ("a",)),  # the same address again: a new block
+          ("free_completed", 0x2000, 300, 50, ("b",)), ("alloc", 0x3000, 50, 60, ("b",))]
+    trace = [{"action": a, "addr": addr, "size": n, "time_us": 1_000_000 + t * 1000, "stream": 0,
+              "frames": _frames(*f)} for a, addr, n, t, f in ev]
+    seg = {"device": 0, "address": 0x1000, "total_size": 4096, "allocated_size": 750, "active_size": 750,
+           "requested_size": 750, "stream": 0, "segment_type": "small", "frames": [],
+           "blocks": [{"address": 0x1000, "size": 700, "requested_size": 700, "state": "active_allocated",
+                       "frames": _frames("a")},
+                      {"address": 0x3000, "size": 50, "requested_size": 50, "state": "active_allocated", "frames": []},
+                      {"address": 0x4000, "size": 3346, "requested_size": 0, "state": "inactive", "frames": []}]}
+    return {"segments": [seg], "device_traces": [trace], "allocator_settings": {"expandable_segments": False}}
+
+
+def _replay(doc: dict[str, Any]) -> tuple[int, float, dict[int, tuple[int, str]]]:
+    """Peak live bytes, its time (ms after the first entry) and the blocks live then (a plain loop)."""
+    live: dict[int, tuple[int, str]] = {}
+    total, peak, at, t0, snap = 0, -1, 0.0, doc["device_traces"][0][0]["time_us"], {}
+    for e in doc["device_traces"][0]:
+        f = e["frames"][-1]
+        if e["action"] == "alloc":
+            live[e["addr"]] = (e["size"], f"{f['filename']}:{f['line']} {f['name']}")
+            total += e["size"]
+        elif e["action"] == "free_completed":
+            live.pop(e["addr"])
+            total -= e["size"]
+        else:
+            continue
+        if total > peak:
+            peak, at, snap = total, (e["time_us"] - t0) / 1e3, dict(live)
+    return peak, at, snap
+
+
+def test_the_summary_of_a_handmade_snapshot_equals_a_replay(tmp_path: Path) -> None:
+    doc = _handmade()
+    p = tmp_path / "snap.pickle"
+    p.write_bytes(pickle.dumps(doc))
+    s = summarize(read_snapshot(p))
+    peak, at, alive = _replay(doc)
+    h = s.history[0]
+    assert (h.peak_live_bytes, h.peak_ms) == (peak, at) == (1000, 40.0)
+    want: dict[str, int] = {}
+    for n, site in alive.values():
+        want[site] = want.get(site, 0) + n
+    assert {r["site"]: r["bytes"] for r in h.live_at_peak} == want
+    assert [r["site"] for r in s.sites] == ["/src/a.py:10 a", "/src/b.py:10 b"] and s.sites[0]["bytes"] == 800
+    assert s.sites[0]["stack"].startswith("/venv/site-packages/torch/x.py:1 inner;/src/a.py:10 a")
+    assert s.segments["reserved_bytes"] == 4096 and s.segments["blocks_by_state"]["active_allocated"] == 2
+    assert s.actions == {"alloc": 4, "free_requested": 1, "free_completed": 2, "segment_alloc": 1}
+    assert h.live_bytes.tolist() == [100, 400, 300, 1000, 700, 750]
+    assert h.time_ms.tolist() == [10.0, 20.0, 30.0, 40.0, 50.0, 60.0]
+    out = CliRunner().invoke(cli, ["memory", str(p), "--json"])
+    assert out.exit_code == 0 and json.loads(out.output)["history"][0]["peak_live_bytes"] == 1000
+
+
+def test_the_real_snapshot_matches_its_recorded_facts(shared_traces: Path) -> None:
+    p = shared_traces / "decomfl" / "zo_fl_training_memory_snapshot" / "memory.pickle"
+    if not p.exists():
+        pytest.skip(f"{p} not found")
+    s = summarize(read_snapshot(p))  # the facts of SOURCES.md §10
+    seg = s.segments
+    assert (seg["count"], seg["large"], seg["small"], seg["blocks"]) == (61, 44, 17, 468)
+    assert (seg["reserved_bytes"], seg["allocated_bytes"], seg["requested_bytes"]) == \
+        (1_897_922_560, 1_014_430_208, 1_011_485_828)
+    assert seg["blocks_by_state"] == {"inactive": 71, "active_allocated": 397, "active_pending_free": 0}
+    assert s.actions == {"alloc": 7946, "free_requested": 7549, "free_completed": 7549, "segment_alloc": 61}
+    assert s.largest_alloc_bytes == 154_435_584
+    h = s.history[0]
+    assert h.peak_live_bytes == 1_783_664_516 and round(h.peak_ms, 1) == 1622.5 and round(h.duration_ms, 1) == 1850.4
+    assert [r["site"].rsplit("\\", 1)[-1] for r in s.sites[:3]] == [
+        "adam_forward.py:185 generate_perturbation_norm_paramwise",
+        "adam_forward.py:187 generate_perturbation_norm_paramwise", "copy.py:153 deepcopy"]
+    assert len(h.time_ms) <= 500 and int(h.live_bytes.max()) == h.peak_live_bytes

@@ -19,7 +19,7 @@ from stepscope.mcp.cache import DEFAULT_CAPACITY
 def command(root: str | None, max_traces: int) -> None:
     """Serve the analyses to an MCP client (Claude Desktop, VS Code, ...) over stdio.
 
-    Tools: overview, findings, view, timeline, sql, diff. Configure the client to run
+    Tools: overview, findings, view, timeline, sql, diff, whatif. Configure the client to run
     `stepscope mcp`; see docs/mcp.md.
     """
     if importlib.util.find_spec("mcp") is None:

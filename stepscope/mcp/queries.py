@@ -1,10 +1,11 @@
-"""The answers of the computing tools: SQL, a timeline window, a diff of two traces.
+"""The answers of the computing tools: SQL, a timeline window, a diff of two traces, what-if.
 
 Each calls the engine function its command line calls — ``stepscope sql`` (``query.connect``),
 the web UI's timeline (``analysis.timeline.timeline_window``), ``stepscope diff``
-(``compare.diff.compare`` → ``compare.document.to_json``) — and returns plain data with the units
-in the key names (times in trace nanoseconds, as the model holds them, or milliseconds where the
-document says ``_ms``).
+(``compare.diff.compare`` → ``compare.document.to_json``), ``stepscope whatif``
+(``analysis.whatif.options.transforms_of`` → ``simulate`` → ``report.whatif_view.whatif_dict``) —
+and returns plain data with the units in the key names (times in trace nanoseconds, as the model
+holds them, or milliseconds where the document says ``_ms``).
 """
 
 from __future__ import annotations
@@ -15,12 +16,15 @@ import numpy as np
 
 from stepscope.analysis.breakdown import tb_step_windows
 from stepscope.analysis.timeline import timeline_window
+from stepscope.analysis.whatif.options import transforms_of
+from stepscope.analysis.whatif.simulate import simulate
 from stepscope.compare.diff import compare
 from stepscope.compare.document import to_json as diff_json
 from stepscope.errors import UsageError
 from stepscope.mcp.cache import Loaded
 from stepscope.model.trace import Trace
 from stepscope.query import TABLES, connect
+from stepscope.report.whatif_view import whatif_dict
 
 #: the most rows one SQL answer carries
 MAX_SQL_ROWS = 1000
@@ -138,3 +142,15 @@ def diff(base: Loaded, new: Loaded, top: int = 10) -> dict[str, Any]:
     if doc.get("findings") is not None:
         doc["findings"] = [{k: f.get(k) for k in DIFF_FINDING_KEYS} for f in doc["findings"]]
     return {"base_source": base.trace.source, "new_source": new.trace.source, **doc}
+
+
+def whatif(loaded: Loaded, rank: int | None = None, workers: int | None = None, host_overhead: float | None = None,
+           host_in: list[str] | None = None, drop_syncs: str | None = None, pin_copies: bool = False,
+           scale: list[str] | None = None, overlap_comm: bool = False) -> dict[str, Any]:
+    """``stepscope whatif PATH ... --json``: every step replayed with the changes applied together."""
+    changes = transforms_of(workers, drop_syncs, pin_copies, tuple(scale or ()), host_overhead,
+                            tuple(host_in or ()), overlap_comm)
+    trace = loaded.trace
+    ranks = None if rank is None else [_rank_of(trace, rank)]
+    with loaded.bundle.memo.active():
+        return whatif_dict(simulate(trace, changes, ranks), trace.source)

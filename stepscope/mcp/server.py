@@ -24,14 +24,15 @@ from stepscope.mcp import answers, queries
 from stepscope.mcp.cache import DEFAULT_CAPACITY, TraceCache
 
 #: the tools, in the order a client lists them
-TOOLS = ("overview", "findings", "view", "timeline", "sql", "diff")
+TOOLS = ("overview", "findings", "view", "timeline", "sql", "diff", "whatif")
 
 INSTRUCTIONS = """stepscope explains why a training or inference step is slow from a profiler trace
 (PyTorch/Kineto JSON, a tensorboard_trace_handler run directory, Nsight Systems SQLite, Ascend).
 Start with `overview` (the step, its breakdown, the verdict: what bounds the step), then `findings`
 (ranked causes with evidence, estimated gain and the change to make), then `view` for a table
 (kernels, operators, memory, idle, sync, ...), `timeline` for what ran in one step, `sql` for any
-other question, `diff` to compare two runs. Units are in the key names (_ms, _us, _ns, _bytes, _pct).
+other question, `diff` to compare two runs, `whatif` to predict the step after a change.
+Units are in the key names (_ms, _us, _ns, _bytes, _pct).
 A trace is loaded once per server process; later calls on the same path are fast."""
 
 TracePath = Annotated[str, Field(description="Trace file or run directory (absolute, or relative to the server's "
@@ -103,6 +104,26 @@ class Tools:
         vs new (ms per step), the largest changes by operator, kernel, module, memory and runtime
         call, a narrative, and findings resolved / new / still there."""
         return self._answer(lambda: queries.diff(self.cache.get(base), self.cache.get(new), top))
+
+
+    def whatif(self, path: TracePath, rank: Rank = None,
+               workers: Annotated[int | None, Field(ge=1, description="DataLoader with N workers")] = None,
+               host_overhead: Annotated[float | None, Field(description="Launch calls and host work between "
+                                                            "them take FACTOR x their time (0: CUDA graphs)")] = None,
+               host_in: Annotated[list[str] | None, Field(description="REGEX=FACTOR: the same, only inside "
+                                                          "host ops matching REGEX")] = None,
+               drop_syncs: Annotated[str | None, Field(description="Blocking calls matching REGEX no longer "
+                                                       "block ('.': all; 'item': .item())")] = None,
+               pin_copies: Annotated[bool, Field(description="Pageable copies pinned")] = False,
+               scale: Annotated[list[str] | None, Field(description="REGEX=FACTOR: kernels / copies "
+                                                        "matching REGEX take FACTOR x their time")] = None,
+               overlap_comm: Annotated[bool, Field(description="Communication fully hidden under "
+                                                   "compute")] = False) -> str:
+        """Predict each step with the named changes applied together (`stepscope whatif --json`): the
+        replayed step graph gives measured vs predicted ms per step, the mean and median, the saving,
+        and what bounds the step before and after."""
+        return self._answer(lambda: queries.whatif(self.cache.get(path), rank, workers, host_overhead, host_in,
+                                                   drop_syncs, pin_copies, scale, overlap_comm))
 
 
 def _version() -> str:

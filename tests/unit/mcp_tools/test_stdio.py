@@ -46,6 +46,9 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("overview", {"path": B, "rank": 7}),
     ("overview", {"path": str(REPO / "no" / "such.json")}),
     ("sql", {"path": B, "query": "SELEC nonsense"}),
+    ("whatif", {"path": B, "workers": 4, "scale": ["cudnn=0.5"]}),
+    ("whatif", {"path": B}),
+    ("whatif", {"path": B, "scale": ["x=nan"]}),
 ]
 
 
@@ -198,3 +201,12 @@ def test_bad_input_is_a_one_line_tool_error(session: dict[str, Any]) -> None:
     assert "rank 7 is not in the trace (ranks: 0)" in error(session, 14)
     assert "such.json: no such file or directory" in error(session, 15)
     assert "SQL error" in error(session, 16)
+
+
+def test_whatif_equals_stepscope_whatif_json(session: dict[str, Any], tmp_path: Path) -> None:
+    w = answer(session, 17)
+    want = cli_json(tmp_path, "whatif", B, "--workers", "4", "--scale", "cudnn=0.5")
+    close(w, want)
+    assert w["job"]["predicted_mean_ms"] < w["job"]["measured_mean_ms"]
+    assert "name at least one change" in error(session, 18)
+    assert "--scale takes REGEX=FACTOR" in error(session, 19)

@@ -22,6 +22,7 @@ def whatif_dict(w: WhatIf, source: str) -> dict[str, Any]:
     doc: dict[str, Any] = json_out.clean({
         "schema_version": json_out.SCHEMA_VERSION, "source": source,
         "changes": list(w.bases),
+        "caveats": list(w.caveats),
         "job": {
             "measured_mean_ms": _ms(w.mean_ns(False)), "predicted_mean_ms": _ms(w.mean_ns(True)),
             "measured_median_ms": _ms(w.median_ns(False)), "predicted_median_ms": _ms(w.median_ns(True)),
@@ -47,6 +48,8 @@ def render(w: WhatIf, source: str, console: Console) -> None:
     console.rule(f"[bold]stepscope whatif[/bold] {source}")
     for basis in doc["changes"]:
         console.print(f"change: {basis}")
+    for caveat in doc["caveats"]:
+        console.print(f"[yellow]caveat[/yellow]: {caveat}", highlight=False)
     table = Table(title="step time, measured and predicted (slowest rank)")
     for col in ("step", "measured ms", "predicted ms", "saved ms"):
         table.add_column(col, justify="right")

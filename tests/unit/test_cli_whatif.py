@@ -51,3 +51,11 @@ def test_bad_changes_are_usage_errors(capsys: pytest.CaptureFixture[str], argv: 
     rc, out, err = _main(argv, capsys)
     assert rc == 2 and out == ""
     assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_workers_on_a_cpu_only_run_carry_the_cores_caveat(capsys: pytest.CaptureFixture[str]) -> None:
+    """A CPU-only trace (the embedded sample): the workers would take the training's own cores."""
+    rc, out, _ = _main(["whatif", "--workers", "2", "--json", "--no-cache"], capsys)
+    assert rc == 0 and any("CPU-only run" in c for c in json.loads(out)["caveats"])
+    rc, out, _ = _main(["whatif", str(BASE), "--workers", "2", "--json", "--no-cache"], capsys)
+    assert rc == 0 and json.loads(out)["caveats"] == []  # a GPU run: the workers take idle host cores

@@ -14,7 +14,7 @@ from stepscope.analysis.common import I64
 from stepscope.analysis.critical_path import PARTS, CriticalPath, compute_critical_path
 from stepscope.analysis.whatif.graph import StepGraph, step_graph
 from stepscope.analysis.whatif.replay import Durations, Replay, replay
-from stepscope.analysis.whatif.transforms import Transform
+from stepscope.analysis.whatif.transforms import LoaderWorkers, Transform
 from stepscope.model.schema import HOST_KINDS
 from stepscope.model.trace import Trace
 
@@ -41,6 +41,7 @@ class WhatIf:
     window at each step), measured and predicted."""
 
     bases: tuple[str, ...]
+    caveats: tuple[str, ...]  # what the model assumes that this trace puts in doubt (see cpu_caveat)
     ranks: tuple[RankWhatIf, ...]
 
     def job_steps_ns(self, predicted: bool) -> I64:
@@ -84,7 +85,18 @@ def simulate(trace: Trace, transforms: Sequence[Transform], ranks: Sequence[int]
         before = compute_critical_path(trace, rank)
         measured = g.steps.measured_end_ns - g.steps.measured_start_ns
         out.append(RankWhatIf(rank, g.steps.step, measured, rp.step_ns, before, after))
-    return WhatIf(tuple(t.basis() for t in transforms), tuple(out))
+    return WhatIf(tuple(t.basis() for t in transforms), _caveats(transforms, out), tuple(out))
+
+
+#: said when DataLoader workers are replayed on a rank whose work all runs on the CPU
+CPU_WORKERS_CAVEAT = ("CPU-only run: the DataLoader workers would share the CPU cores this training computes on; "
+                      "the prediction assumes cores to spare, and on a busy or small machine the step can even grow")
+
+
+def _caveats(transforms: Sequence[Transform], ranks: Sequence[RankWhatIf]) -> tuple[str, ...]:
+    loader = any(isinstance(t, LoaderWorkers) for t in transforms)
+    cpu_only = any(not r.before.has_device for r in ranks)
+    return (CPU_WORKERS_CAVEAT,) if loader and cpu_only else ()
 
 
 def saving_ns(trace: Trace, transforms: Sequence[Transform], ranks: Sequence[int] | None = None) -> float:

@@ -152,6 +152,7 @@ export function resultNodes(res) {
         "data-before": job.bound_before, "data-after": job.bound_after})),
     el("h3", null, "Changes replayed together"),
     el("ul", {class: "story", id: "whatif-changes"}, res.changes.map((c) => el("li", null, c))),
+    ...(res.caveats || []).map((c) => el("p", {class: "note whatif-caveat"}, `Caveat: ${c}`)),
     sharesBlock(job), el("h3", null, "Each step, measured and predicted (the slowest rank's)"), stepsTable(res),
   ];
   if (res.ranks.length > 1) {

@@ -131,3 +131,26 @@ def split_at(iv: Intervals, cuts: npt.ArrayLike) -> tuple[I64, I64, I64]:
     ps = np.where(j == 0, s[src], c_pad[np.maximum(k - 1, 0)])
     pe = np.where(j == inside[src], e[src], c_pad[np.minimum(k, len(c))])
     return ps.astype(np.int64), pe.astype(np.int64), src.astype(np.int64)
+
+
+def union_length_by_group(group: npt.ArrayLike, starts: npt.ArrayLike, ends: npt.ArrayLike, groups: int) -> I64:
+    """Per group (``group`` = 0..groups-1 per interval), the length of the union of its intervals.
+
+    A segmented running maximum of the ends: times are replaced by their rank among all times and
+    offset by ``group × (number of times)``, so one ``maximum.accumulate`` never carries an end
+    across groups."""
+    g = np.asarray(group, np.int64)
+    s, e = np.asarray(starts, np.int64), np.asarray(ends, np.int64)
+    if len(g) == 0:
+        return np.zeros(groups, np.int64)
+    order = np.lexsort((s, g))
+    g, s, e = g[order], s[order], e[order]
+    times = unique(np.concatenate([s, e]))
+    span = len(times) + 1
+    run = np.maximum.accumulate(np.searchsorted(times, e) + g * span)
+    prev = np.full(len(g), np.iinfo(np.int64).min)
+    same = np.zeros(len(g), bool)
+    same[1:] = g[1:] == g[:-1]
+    prev[1:] = np.where(same[1:], times[np.minimum(run[:-1] - g[:-1] * span, len(times) - 1)], prev[1:])
+    covered = np.maximum(e - np.maximum(s, prev), 0)
+    return np.rint(np.bincount(g, weights=covered, minlength=groups)).astype(np.int64)

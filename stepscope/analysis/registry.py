@@ -17,6 +17,7 @@ from typing import Generic, TypeVar
 
 from stepscope.analysis.annotations import AnnotationView, compute_annotations
 from stepscope.analysis.breakdown import StepBreakdown, compute_breakdown
+from stepscope.analysis.categories import CategoryView, compute_categories
 from stepscope.analysis.critical_path import CriticalPath, compute_critical_path
 from stepscope.analysis.distributed import DistributedResult, compute_distributed
 from stepscope.analysis.fusion import FusionResult, compute_fusion
@@ -64,6 +65,7 @@ OVERVIEW = RankAnalysis("overview", compute_overview, Overview, ("overview", "gp
 BREAKDOWN = RankAnalysis("breakdown", compute_breakdown, StepBreakdown, ("steps",))
 OPERATORS = RankAnalysis("operators", compute_operators, OperatorView, ("operators",))
 KERNELS = RankAnalysis("kernels", compute_kernels, KernelView, ("kernels", "collective_kernels"))
+OP_CATEGORIES = RankAnalysis("categories", compute_categories, CategoryView, ("categories",))
 MEMORY = RankAnalysis("memory", compute_memory, MemoryView, ("memory",))
 MODULES = RankAnalysis("modules", compute_modules, ModuleTable, ("modules",))
 ANNOTATIONS = RankAnalysis("annotations", compute_annotations, AnnotationView, ("annotations",))
@@ -81,7 +83,7 @@ REMEDIES = RankAnalysis("remedies", compute_remedies, Remedies, ("remedies",))  
 CLUSTER = ClusterAnalysis("cluster", compute_cluster, ClusterResult, ("cluster",))
 
 RANK_ANALYSES: tuple[RankAnalysis[object], ...] = (
-    SUMMARY, OVERVIEW, BREAKDOWN, OPERATORS, KERNELS, MEMORY, MODULES, ANNOTATIONS,
+    SUMMARY, OVERVIEW, BREAKDOWN, OPERATORS, KERNELS, OP_CATEGORIES, MEMORY, MODULES, ANNOTATIONS,
     DISTRIBUTED, IDLE, CRITICAL_PATH, SYNC, MEMCPY, LAUNCH, LAUNCH_CONFIG, FUSION, REMEDIES,
 )
 CLUSTER_ANALYSES: tuple[ClusterAnalysis[object], ...] = (CLUSTER,)

@@ -14,7 +14,17 @@ import numpy.typing as npt
 from stepscope.analysis.annotations import AnnotationTable
 from stepscope.analysis.breakdown import CATEGORIES, StepBreakdown
 from stepscope.analysis.bundle import RankResults
-from stepscope.analysis.registry import ANNOTATIONS, BREAKDOWN, KERNELS, MEMORY, MODULES, OPERATORS, OVERVIEW
+from stepscope.analysis.category_rules import CATEGORY_NAMES
+from stepscope.analysis.registry import (
+    ANNOTATIONS,
+    BREAKDOWN,
+    KERNELS,
+    MEMORY,
+    MODULES,
+    OP_CATEGORIES,
+    OPERATORS,
+    OVERVIEW,
+)
 from stepscope.model.trace import Trace
 
 MS = 1e-6
@@ -84,6 +94,23 @@ def _collectives(rr: RankResults, trace: Trace) -> list[dict[str, Any]]:
                 c.pg_desc.tolist(), c.pg_ranks.tolist())]
 
 
+def _categories(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
+    v = rr.get(OP_CATEGORIES)
+    if v is None:
+        return None
+    t, tl = v.table, v.tracelens
+    return {"total_ms": v.total_ns * MS, "unattributed_ms": v.unattributed_ns * MS,
+            "categories": [{"category": c, "ops": o, "activities": a, "time_ms": ns * MS, "share_pct": sh}
+                           for c, o, a, ns, sh in zip(t.category.tolist(), t.ops.tolist(), t.activities.tolist(),
+                                                      t.time_ns.tolist(), t.share_pct.tolist())],
+            "steps": [{"step": int(s), "total_ms": float(row.sum()) * MS,
+                       "time_ms": {c: float(ns) * MS for c, ns in zip(CATEGORY_NAMES, row.tolist())}}
+                      for s, row in zip(v.step.tolist(), v.step_time_ns)],
+            "tracelens": [{"category": c, "ops": o, "time_ms": ns * MS, "share_pct": sh}
+                          for c, o, ns, sh in zip(tl.category.tolist(), tl.ops.tolist(), tl.time_ns.tolist(),
+                                                  tl.share_pct.tolist())]}
+
+
 def _operators(rr: RankResults, trace: Trace) -> list[dict[str, Any]]:
     v = rr.get(OPERATORS)
     if v is None:
@@ -147,6 +174,7 @@ VIEW_RANK_SECTIONS: dict[str, Callable[[RankResults, Trace], Any]] = {
     "gpu": _gpu,
     "kernels": _kernels,
     "collective_kernels": _collectives,
+    "categories": _categories,
     "operators": _operators,
     "memory": _memory,
     "modules": _modules,

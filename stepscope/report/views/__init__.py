@@ -25,6 +25,7 @@ from stepscope.analysis.registry import (
     MEMCPY,
     MEMORY,
     MODULES,
+    OP_CATEGORIES,
     OPERATORS,
     OVERVIEW,
     REMEDIES,
@@ -35,6 +36,7 @@ from stepscope.analysis.registry import (
 )
 from stepscope.report.views.annotations import render_annotations
 from stepscope.report.views.breakdown import render_breakdown
+from stepscope.report.views.categories import render_categories
 from stepscope.report.views.critical_path import render_critical_path
 from stepscope.report.views.distributed import render_cluster, render_distributed
 from stepscope.report.views.fusion import render_fusion
@@ -90,6 +92,7 @@ RENDERERS: dict[str, RankView] = {
     "breakdown": rank_view(BREAKDOWN, render_breakdown),
     "operators": rank_view(OPERATORS, render_operators),
     "kernels": rank_view(KERNELS, render_kernels),
+    "categories": rank_view(OP_CATEGORIES, render_categories),
     "memory": rank_view(MEMORY, render_memory),
     "modules": rank_view(MODULES, render_modules),
     "annotations": rank_view(ANNOTATIONS, render_annotations),

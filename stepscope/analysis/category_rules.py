@@ -61,6 +61,16 @@ _REDUCTIONS = (
     "frobenius_norm|prod|std|std_mean|sum|var|var_mean|topk|_softmax|softmax|_log_softmax|log_softmax|"
     "_softmax_backward_data|_log_softmax_backward_data|_safe_softmax")
 
+#: Ascend CANN operator APIs (``aclnn<Op>[V<n>]``, ``aclnnInplace<Op>``), the PyTorch op's name in CamelCase
+_ACLNN = r"^aclnn(?:Inplace)?(?:{})(?:V\d+)?$"
+_ACLNN_POINTWISE = (
+    "Foreach[A-Za-z]+|Adds?|Subs?|Muls?|Divs?|Relu|Gelu|GeluBackward|Silu|SiluBackward|Sigmoid|SigmoidBackward|"
+    "Tanh|TanhBackward|Exp|Log|Sqrt|Rsqrt|Pow[A-Za-z]*|Neg|Abs|Cast|Fill[A-Za-z]*|Zero|Dropout[A-Za-z]*|"
+    "MaskedFill[A-Za-z]*|ThresholdBackward|Clamp[A-Za-z]*|Where|Eq[A-Za-z]*|Ne[A-Z][A-Za-z]*|Gt[A-Za-z]*|"
+    "Ge[A-Z][A-Za-z]*|Lt[A-Za-z]*|Le[A-Z][A-Za-z]*|Addcmul|Addcdiv|Lerp")
+_ACLNN_REDUCTIONS = "Reduce[A-Za-z]*|Sum|Mean|Amax|Amin|Max|Min|ArgMax|ArgMin|Softmax[A-Za-z]*|LogSoftmax[A-Za-z]*|" \
+                    "Cumsum|Norm|Prod|Any|All"
+
 #: (category, regex) over operator names; first match wins.
 OP_FAMILIES: tuple[tuple[Category, str], ...] = (
     (Category.ATTENTION, r"attention|attn|fmha|(?<![a-z])mha(?![a-z])|sdpa|flash|_and_cache"),
@@ -70,8 +80,8 @@ OP_FAMILIES: tuple[tuple[Category, str], ...] = (
                     r"|^(?:autograd::engine::evaluate_function: )?(?:Mm|Addmm|Bmm|Baddbmm|Addbmm|Mv|Addmv|Matmul|"
                     r"Linear|Dot)Backward\d*$|gemm|gemv|matmul|(?:::|_)b?mm$"),
     (Category.NORMALISATION, r"(?:batch|layer|group|instance|rms|local_response|weight)_?norm"),
-    (Category.REDUCTION, rf"^aten::(?:{_REDUCTIONS})_?$"),
-    (Category.ELEMENTWISE, rf"^aten::(?:{_POINTWISE})_?$|^triton_poi_"),
+    (Category.REDUCTION, rf"^aten::(?:{_REDUCTIONS})_?$|{_ACLNN.format(_ACLNN_REDUCTIONS)}"),
+    (Category.ELEMENTWISE, rf"^aten::(?:{_POINTWISE})_?$|^triton_poi_|{_ACLNN.format(_ACLNN_POINTWISE)}"),
     (Category.REDUCTION, r"^triton_(?:red|per)_"),
 )
 

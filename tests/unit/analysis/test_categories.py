@@ -29,6 +29,10 @@ C = Category
     ("aten::norm", C.REDUCTION), ("aten::sum", C.REDUCTION), ("aten::_softmax", C.REDUCTION),
     ("aten::gelu", C.ELEMENTWISE), ("aten::add_", C.ELEMENTWISE), ("aten::_foreach_mul_", C.ELEMENTWISE),
     ("triton_poi_fused_add_cos_sin_0", C.ELEMENTWISE), ("triton_red_fused_sum_1", C.REDUCTION),
+    # Ascend CANN operator APIs
+    ("aclnnMuls", C.ELEMENTWISE), ("aclnnInplaceRelu", C.ELEMENTWISE), ("aclnnForeachAddListV2", C.ELEMENTWISE),
+    ("aclnnThresholdBackward", C.ELEMENTWISE), ("aclnnReduceSum", C.REDUCTION), ("aclnnSoftmax", C.REDUCTION),
+    ("aclnnConvolution", C.CONVOLUTION), ("aclnnMatmul", C.GEMM), ("aclnnBatchNorm", C.NORMALISATION),
 ])
 def test_op_families(name: str, cat: Category) -> None:
     assert op_family(name) == cat
@@ -36,7 +40,8 @@ def test_op_families(name: str, cat: Category) -> None:
 
 @pytest.mark.parametrize("name", ["aten::copy_", "aten::to", "aten::cat", "aten::max_pool2d_with_indices",
                                   "aten::_local_scalar_dense", "aten::index_select", "record_param_comms",
-                                  "aten::_convert_indices_from_coo_to_csr"])
+                                  "aten::_convert_indices_from_coo_to_csr", "aclnnInplaceCopy",
+                                  "aclnnMaxPool2dWithMask", "aclnnExpand", "aclnnNLLLoss"])
 def test_ops_the_table_leaves_to_their_rows(name: str) -> None:
     assert op_family(name) == -1
 

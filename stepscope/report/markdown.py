@@ -65,6 +65,7 @@ def render_markdown(doc: Mapping[str, Any], *, title: str | None = None, top: in
         lines += _ranks(doc, ranks)
     if ranks:
         lines += _breakdown(ranks[0])
+        lines += _categories(ranks[0])
         lines += _kernels(ranks[0], top)
     lines += _diagnostics(doc)
     return "\n".join(lines).rstrip() + "\n"
@@ -123,6 +124,17 @@ def _breakdown(rank: Mapping[str, Any]) -> list[str]:
     note = f"_first {MAX_STEP_ROWS} of {len(steps)} steps_" if len(steps) > MAX_STEP_ROWS else ""
     return [f"**Step time breakdown** (rank {md(rank.get('rank'))})", "",
             *_table(headers, rows, right=range(1, len(headers))), *(["", note] if note else []), ""]
+
+
+def _categories(rank: Mapping[str, Any]) -> list[str]:
+    cats = [c for c in (rank.get("categories") or {}).get("categories") or []
+            if isinstance(c, Mapping) and c.get("activities")]
+    if not cats:
+        return []
+    rows = [[md(c.get("category")), fmt_int(c.get("ops")), fmt_ms(c.get("time_ms")), fmt_pct(c.get("share_pct"))]
+            for c in cats]
+    return [f"**Op categories** (rank {md(rank.get('rank'))}, device time)", "",
+            *_table(["category", "ops", "time", "share"], rows, right=(1, 2, 3)), ""]
 
 
 def _kernels(rank: Mapping[str, Any], top: int) -> list[str]:

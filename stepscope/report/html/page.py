@@ -140,6 +140,9 @@ def _rank_page(r: Mapping[str, Any], rank_id: int, tl: TimelineData | None,
                                "CPU threads above, GPU streams below; hover a block for its name."))
     parts += [
         s.section(f"kernels-r{rank_id}", "Kernels" + suffix, s.kernels_html(r, rank_id, limit)),
+        s.section(f"categories-r{rank_id}", "Op categories" + suffix, s.categories_html(r, rank_id),
+                  "Every kernel, copy and memset by kind of work: by its launching op's name, else its own "
+                  "name; communication and memory as in every view."),
         s.section(f"operators-r{rank_id}", "Operators" + suffix, s.operators_html(r, rank_id, limit)),
         s.memory_html(curves, rank_id),
         s.idle_html(r, rank_id),

@@ -24,7 +24,7 @@ from stepscope.report.html.fmt import (
     verdict_text,
 )
 from stepscope.report.html.series import MemoryCurve
-from stepscope.report.html.tables import DIAGNOSTIC_COLS, KERNEL_COLS, OPERATOR_COLS, table
+from stepscope.report.html.tables import CATEGORY_COLS, DIAGNOSTIC_COLS, KERNEL_COLS, OPERATOR_COLS, table
 from stepscope.report.html.whatif import finding_link
 
 Doc = Mapping[str, Any]
@@ -222,6 +222,19 @@ def _share(row: Mapping[str, Any], total: float) -> float:
     if own is not None:
         return own
     return 100.0 * (num(row.get("total_ms")) or 0.0) / total if total else 0.0
+
+
+def categories_html(rank: Mapping[str, Any], rank_id: int) -> str:
+    cat = rank.get("categories")
+    rows = [c for c in (cat or {}).get("categories") or [] if isinstance(c, Mapping) and c.get("activities")]
+    if not rows:
+        return '<p class="empty">No device activity (CPU-only trace, or the categories view did not run).</p>'
+    items = [(str(c.get("category", "")), num(c.get("share_pct")) or 0.0,
+              f"{c.get('category', '')}: {fmt_ms(c.get('time_ms'), 3)}, {fmt_int(c.get('ops'))} ops") for c in rows]
+    chart = svg.hbars(f"category-chart-r{rank_id}", items, color=COLORS["kernel"], label="device time by category")
+    total = num((cat or {}).get("total_ms")) or 0.0
+    sub = f'<p class="note">Share of all device time ({esc(fmt_ms(total))}).</p>'
+    return chart + sub + table(f"categories-r{rank_id}", CATEGORY_COLS, rows, share_key="time_ms", share_total=total)
 
 
 def operators_html(rank: Mapping[str, Any], rank_id: int, limit: int) -> str:

@@ -88,6 +88,13 @@ KERNEL_COLS = (
     Col("mean_occupancy_pct", "occupancy", fmt_pct, optional=True),
 )
 
+CATEGORY_COLS = (
+    Col("category", "category", str, numeric=False),
+    Col("ops", "ops", fmt_int),
+    Col("activities", "kernels / copies", fmt_int),
+    Col("time_ms", "time", ms),
+)
+
 OPERATOR_COLS = (
     Col("name", "operator", str, numeric=False),
     Col("calls", "calls", fmt_int),

@@ -36,6 +36,7 @@ from stepscope.analysis.categories_tracelens import TraceLensTable, tracelens_ta
 from stepscope.analysis.category_rules import CATEGORY_NAMES, Category, kernel_family, op_family
 from stepscope.analysis.common import rank_rows
 from stepscope.analysis.frames import TableResult
+from stepscope.analysis.gemm_shapes import GemmShapeTable, gemm_shapes
 from stepscope.model.schema import GPU_KINDS
 from stepscope.model.trace import Trace
 
@@ -72,6 +73,7 @@ class CategoryView:
     total_ns: int  # device time of the rank
     unattributed_ns: int  # device time without a launching operator
     tracelens: TraceLensTable  # the launchers as TraceLens groups them
+    gemm: GemmShapeTable  # the GEMM calls per shape: FLOPs, bytes, achieved rates
 
     def step_total_ns(self) -> I64:
         out: I64 = self.step_time_ns.sum(axis=1)
@@ -154,4 +156,4 @@ def compute_categories(trace: Trace, rank: int) -> CategoryView:
     step, step_time = _per_step(trace, rank, rows, cat.astype(np.int8))
     return CategoryView(rank=rank, table=_table(ops, activities, time), step=step, step_time_ns=step_time,
                         total_ns=int(dur.sum()), unattributed_ns=int(dur[ev["op"][rows] < 0].sum()),
-                        tracelens=tracelens_table(trace, rows))
+                        tracelens=tracelens_table(trace, rows), gemm=gemm_shapes(trace, rows))

@@ -15,6 +15,7 @@ from stepscope.analysis.annotations import AnnotationTable
 from stepscope.analysis.breakdown import CATEGORIES, StepBreakdown
 from stepscope.analysis.bundle import RankResults
 from stepscope.analysis.category_rules import CATEGORY_NAMES
+from stepscope.analysis.gemm_shapes import GemmShapeTable
 from stepscope.analysis.registry import (
     ANNOTATIONS,
     BREAKDOWN,
@@ -108,7 +109,19 @@ def _categories(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
                       for s, row in zip(v.step.tolist(), v.step_time_ns)],
             "tracelens": [{"category": c, "ops": o, "time_ms": ns * MS, "share_pct": sh}
                           for c, o, ns, sh in zip(tl.category.tolist(), tl.ops.tolist(), tl.time_ns.tolist(),
-                                                  tl.share_pct.tolist())]}
+                                                  tl.share_pct.tolist())],
+            "gemm": _gemm_rows(v.gemm)}
+
+
+def _gemm_rows(g: GemmShapeTable) -> list[dict[str, Any]]:
+    keys = ("name", "input_dims", "dtype", "batch", "m", "n", "k", "bias", "calls", "gflops", "data_moved_mb",
+            "flops_per_byte", "tflops_mean", "tflops_median", "tbps_mean", "tbps_median")
+    cols = g.columns()
+    rows = [dict(zip(keys, vals)) for vals in zip(*(cols[k].tolist() for k in keys))]
+    for row, total, mean, median in zip(rows, g.time_ns.tolist(), g.mean_time_ns.tolist(),
+                                        g.median_time_ns.tolist()):  # per shape
+        row.update(time_ms=total * MS, mean_us=mean * US, median_us=median * US)
+    return rows
 
 
 def _operators(rr: RankResults, trace: Trace) -> list[dict[str, Any]]:

@@ -101,3 +101,33 @@ def test_native_categories_regroup_the_same_device_time(shared_traces: Path, cas
     assert int(v.table.time_ns.sum()) == v.total_ns
     assert t["attention"] > 0 and t["GEMM"] > 0  # flash attention is TraceLens "other", attention here
     assert v.step_time_ns.sum() <= v.total_ns
+
+
+#: GEMM.csv column → our GemmShapeTable column (scale)
+GEMM_COLUMNS = {"GFLOPS_first": ("gflops", 1.0), "Data Moved (MB)_first": ("data_moved_mb", 1.0),
+                "FLOPS/Byte_first": ("flops_per_byte", 1.0), "TFLOPS/s_mean": ("tflops_mean", 1.0),
+                "TFLOPS/s_median": ("tflops_median", 1.0), "TB/s_mean": ("tbps_mean", 1.0),
+                "TB/s_median": ("tbps_median", 1.0), "Kernel Time (µs)_sum": ("time_ns", 1e-3),
+                "Kernel Time (µs)_median": ("median_time_ns", 1e-3)}
+
+
+def gemm_gold(root: Path, case: str, folder: str) -> list[dict[str, str]]:
+    with (root / "tracelens" / case / folder / "GEMM.csv").open() as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.mark.parametrize("case", [*CASES, *LATER_VERSION])
+def test_gemm_rows_equal_tracelens(shared_traces: Path, case: str) -> None:
+    folder = CASES.get(case) or LATER_VERSION[case][0]
+    g = compute_categories(_load(shared_traces, case), 0).gemm
+    cols = g.columns()
+    ours_by_key = {(str(n), int(m), int(nn), int(k), int(b)): i
+                   for i, (n, m, nn, k, b) in enumerate(zip(g.name, g.m, g.n, g.k, g.batch))}
+    want = gemm_gold(shared_traces, case, folder)
+    assert len(want) == len(ours_by_key)
+    for row in want:
+        key = (row["name"], int(row["param: M"]), int(row["param: N"]), int(row["param: K"]), int(row["param: B"]))
+        i = ours_by_key[key]
+        assert int(g.calls[i]) == int(row["name_count"]), key
+        for gold_col, (col, scale) in GEMM_COLUMNS.items():
+            assert float(cols[col][i]) * scale == pytest.approx(float(row[gold_col]), rel=REL), (key, gold_col)

@@ -7,8 +7,12 @@ import numpy as np
 from rich.console import Console
 
 from stepscope.analysis.categories import CategoryView
+from stepscope.analysis.gemm_shapes import GemmShapeTable
 from stepscope.report.views._deep import ms, pct, table
 
+#: short element types for the GEMM table
+DTYPES = {"c10::BFloat16": "bf16", "c10::Half": "fp16", "float": "fp32", "double": "fp64",
+          "c10::Float8_e4m3fn": "fp8e4m3", "c10::Float8_e5m2": "fp8e5m2", "signed char": "int8"}
 #: column headers of the per-step table, in Category order
 SHORT = ("GEMM", "attn", "conv", "elemwise", "norm", "reduce", "comm", "memory", "other")
 
@@ -23,6 +27,7 @@ def render_categories(v: CategoryView, console: Console, top: int) -> None:
                     pct(t.share_pct[i]))
     console.print(out)
     _steps(v, console, top)
+    _gemm(v, console, top)
     tl = v.tracelens
     if len(tl.category):
         parts = [f"{c} {n:,} ({ms(ns)} ms)" for c, n, ns in zip(tl.category, tl.ops.tolist(), tl.time_ns.tolist())]
@@ -41,3 +46,23 @@ def _steps(v: CategoryView, console: Console, top: int) -> None:
     for i in np.sort(longest):  # per step shown
         out.add_row(str(v.step[i]), *[ms(v.step_time_ns[i, c]) for c in cols])
     console.print(out)
+
+
+def _shape(g: GemmShapeTable, i: int) -> str:
+    mnk = f"{g.m[i]}×{g.n[i]}×{g.k[i]}"
+    return mnk if g.batch[i] == 1 else f"{g.batch[i]}×{mnk}"
+
+
+def _gemm(v: CategoryView, console: Console, top: int) -> None:
+    g = v.gemm
+    if len(g.calls) == 0:
+        return
+    out = table(f"rank {v.rank}: GEMMs per shape (top {min(top, len(g.calls))} of {len(g.calls)})", "op",
+                "[B×]M×N×K", "type", "calls", "time ms", "TFLOP/s", "TB/s")
+    out.columns[1].no_wrap = True
+    for i in range(min(top, len(g.calls))):  # per shape shown
+        out.add_row(str(g.name[i]).removeprefix("aten::"), _shape(g, i), DTYPES.get(str(g.dtype[i]), str(g.dtype[i])),
+                    f"{g.calls[i]:,}", ms(g.time_ns[i]), f"{g.tflops_median[i]:,.1f}", f"{g.tbps_median[i]:,.2f}")
+    console.print(out)
+    console.print("[dim]TFLOP/s, TB/s: median over the calls, FLOPs and bytes from the input shapes "
+                  "(JSON: categories.gemm)[/dim]")

@@ -13,6 +13,7 @@ from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.categories import compute_categories
 from stepscope.analysis.categories_tracelens import kernel_label, op_label
 from stepscope.analysis.category_rules import CATEGORY_NAMES, Category, kernel_family, op_family
+from stepscope.analysis.gemm_shapes import gemm_shape
 from tests.builders import TraceBuilder
 
 C = Category
@@ -137,3 +138,34 @@ def test_without_device_work_it_is_not_applicable(tmp_path: Path) -> None:
     b.op("aten::add", ts=0, dur=10)
     with pytest.raises(NotApplicable):
         compute_categories(b.load(tmp_path), 0)
+
+
+def test_gemm_shape_from_input_dims() -> None:
+    bf16 = '["c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "Scalar", "Scalar"]'
+    assert gemm_shape("aten::addmm", "[[512], [141, 512], [512, 512], [], []]", bf16) == (
+        1, 141, 512, 512, True, "c10::BFloat16", 2)
+    assert gemm_shape("aten::bmm", "[[4, 32, 8], [4, 8, 16]]", '["float", "float"]') == (
+        4, 32, 16, 8, False, "float", 4)
+    assert gemm_shape("aten::mm", "[[4, 8]]", '["float"]') is None  # one operand only
+    assert gemm_shape("aten::add", "[[4, 8], [8, 4]]", '["float", "float"]') is None
+
+
+def test_gemm_rows_per_shape(tmp_path: Path) -> None:
+    """Two mm calls of one shape (40 and 60 µs: the second with a 10 µs memset beside its kernel) and
+    one addmm; FLOPs 2·M·N·K (+ M·N bias), bytes (M·K + K·N + M·N (+ N)) × 4."""
+    b = TraceBuilder()
+    mm = {"Input Dims": [[64, 128], [128, 256]], "Input type": ["float", "float"]}
+    b.op("aten::mm", ts=0, dur=10, **mm)
+    b.launch_kernel("volta_sgemm_128x64_nn", 1, 2, ts=100, dur=40)
+    b.op("aten::mm", ts=20, dur=10, **mm)
+    b.launch_kernel("volta_sgemm_128x64_nn", 21, 2, ts=200, dur=50)
+    b.launch_kernel("Memset (Device)", 24, 2, ts=250, dur=10, cat="gpu_memset", runtime="cudaMemsetAsync")
+    b.op("aten::addmm", ts=40, dur=10, **{"Input Dims": [[256], [64, 128], [128, 256], [], []],
+                                           "Input type": ["float", "float", "float", "Scalar", "Scalar"]})
+    b.launch_kernel("volta_sgemm_128x64_nn", 41, 2, ts=300, dur=20)
+    g = compute_categories(b.load(tmp_path), 0).gemm
+    assert g.name.tolist() == ["aten::mm", "aten::addmm"] and g.calls.tolist() == [2, 1]
+    assert g.gflops.tolist() == pytest.approx([2 * 64 * 256 * 128 / 1e9, (2 * 64 * 256 * 128 + 64 * 256) / 1e9])
+    assert g.data_moved_mb[0] * 2**20 == (64 * 128 + 128 * 256 + 64 * 256) * 4
+    assert g.time_ns.tolist() == [100_000, 20_000] and g.median_time_ns[0] == 50_000
+    assert g.tflops_median[0] == pytest.approx((2 * 64 * 256 * 128 / 40e-6 + 2 * 64 * 256 * 128 / 60e-6) / 2 / 1e12)

@@ -34,7 +34,7 @@ F64 = npt.NDArray[np.float64]
 #: separates the name from the input shapes inside a key (never appears in a name)
 KEY_SEP = "\x1f"
 #: table names a mapping file section may target; "*" applies to every table
-TABLES = ("operators", "kernels", "modules", "memory", "runtime")
+TABLES = ("operators", "kernels", "modules", "memory", "runtime", "categories")
 
 # The built-in cross-vendor table (used with ``--name-map builtin``): NPU (Ascend) and ROCm names
 # mapped onto one canonical name, so the same work matches across vendors. Kernels are mapped to

@@ -9,7 +9,7 @@ What a :class:`DiffResult` holds:
 =========== =====================================================================================
 overall     per average step: ``step``, every breakdown key, ``computing``,
             ``communication_not_overlapped``, ``free`` (see :mod:`.overall`), base / new ms
-tables      ``operators``, ``kernels``, ``modules``, ``memory``, ``runtime``: one
+tables      ``operators``, ``kernels``, ``modules``, ``memory``, ``runtime``, ``categories``: one
             :class:`~.tables.DiffTable` each, sorted by |diff|, with added / removed rows
 findings    the advisor's findings matched by rule: resolved / new / still (None without advisor)
 narrative   the few numbers that moved most (:mod:`.narrative`)
@@ -39,9 +39,10 @@ TABLES: dict[str, tuple[str, str, str]] = {
     "modules": ("ms", "device total time", "host total time"),
     "memory": ("MB", "allocated", "allocated"),
     "runtime": ("ms", "host time", "host time"),
+    "categories": ("ms", "device time", "device time"),
 }
 #: analyses a diff reads (plus what the advisor reads when findings are compared)
-NEEDED = ("breakdown", "operators", "kernels", "modules", "memory", "distributed")
+NEEDED = ("breakdown", "operators", "kernels", "categories", "modules", "memory", "distributed")
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ modules     ms       device total time (host total when   host_total, host_self,
                      neither run has GPU time)
 memory      MB       bytes allocated by the op            self_increase (allocated − freed)
 runtime     ms       total host time of the call          —
+categories  ms       device time of the op category       —
 =========== ======== ==================================== =========================================
 """
 
@@ -31,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis.bundle import RankResults
-from stepscope.analysis.registry import KERNELS, MEMORY, MODULES, OPERATORS, RankAnalysis
+from stepscope.analysis.registry import KERNELS, MEMORY, MODULES, OP_CATEGORIES, OPERATORS, RankAnalysis
 from stepscope.compare.align import texts
 from stepscope.compare.tables import SideTable
 from stepscope.model.schema import EventKind
@@ -81,6 +82,14 @@ def kernels(rr: RankResults, steps: int) -> SideTable:
                      count=_f(t.calls, 1))
 
 
+def categories(rr: RankResults, steps: int) -> SideTable:
+    """Op categories with device work: device time per step, device rows (kernels, copies, memsets)."""
+    t = _result(rr, OP_CATEGORIES).table
+    has = t.activities > 0
+    return SideTable(names=np.asarray(t.category[has], dtype=object), value=_f(t.time_ns[has], MS * steps),
+                     count=_f(t.activities[has], 1))
+
+
 def modules(rr: RankResults, steps: int) -> SideTable:
     """nn.Modules by name: device total time per step (host times as extras)."""
     t = _result(rr, MODULES)
@@ -110,11 +119,12 @@ def side_tables(rr: RankResults, trace: Trace, steps: int,
     getters: dict[str, Callable[[], SideTable]] = {
         "operators": lambda: operators(rr, steps, by_shapes),
         "kernels": lambda: kernels(rr, steps),
+        "categories": lambda: categories(rr, steps),
         "modules": lambda: modules(rr, steps),
         "memory": lambda: memory(rr, steps),
         "runtime": lambda: runtime_api(trace, rr.rank, steps)}
     out: dict[str, SideTable | str] = {}
-    for name, get in getters.items():  # five tables
+    for name, get in getters.items():  # six tables
         try:
             out[name] = get()
         except Missing as exc:

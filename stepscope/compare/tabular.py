@@ -16,7 +16,8 @@ from typing import Any
 
 from stepscope.errors import UsageError
 
-TABLE_ORDER = ("overall", "steps", "operators", "kernels", "modules", "memory", "runtime", "findings")
+TABLE_ORDER = ("overall", "steps", "operators", "kernels", "categories", "modules", "memory", "runtime",
+               "findings")
 XLSX_HINT = "writing .xlsx needs openpyxl: pip install 'stepscope[xlsx]' (or pip install openpyxl)"
 GOOD_FILL, BAD_FILL = "C6EFCE", "FFC7CE"  # Excel's own "good" / "bad" fills
 GOOD_FONT, BAD_FONT = "006100", "9C0006"

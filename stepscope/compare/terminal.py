@@ -18,7 +18,8 @@ LABELS = {"step": "Step (average)", "kernel": "Kernel", "memcpy": "Memcpy", "mem
           "cpu_exec": "CPU Exec", "other": "Other", "computing": "Computing (MSA)",
           "communication_not_overlapped": "Comm. not overlapped (MSA)", "free": "Free (MSA)"}
 TITLES = {"operators": "Operators", "kernels": "Kernels", "modules": "Modules",
-          "memory": "Memory (allocations per op)", "runtime": "Runtime API"}
+          "memory": "Memory (allocations per op)", "runtime": "Runtime API",
+          "categories": "Op categories"}
 NAME_WIDTH = 70
 
 
@@ -113,7 +114,7 @@ def render(doc: Mapping[str, Any], console: Console, top: int = 10) -> None:
     _header(doc, console)
     _overall(doc, console)
     metas = doc.get("tables") or {}
-    for name in ("kernels", "operators", "modules", "memory", "runtime"):
+    for name in ("categories", "kernels", "operators", "modules", "memory", "runtime"):
         if name in doc:
             _table(name, doc[name], metas.get(name, {}), console, top, bool(doc.get("per_step", True)))
     _findings(doc, console)

@@ -58,6 +58,15 @@ def test_operators_device_self_and_host_self(result: DiffResult) -> None:
     assert (hb[i] / US, hn[i] / US) == pytest.approx((15, 15))  # 20 µs minus the 5 µs launch
 
 
+def test_op_categories_table(result: DiffResult) -> None:
+    """sgemm under aten::mm is GEMM on both sides; add_kernel (aten::add) and relu_kernel (aten::relu)
+    are elementwise: 5 µs per step before, 2 after."""
+    c = result.tables["categories"]
+    rows = dict(zip(c.name.tolist(), zip((c.base / US).tolist(), (c.new / US).tolist())))
+    assert rows == {"GEMM": pytest.approx((30, 30)), "elementwise": pytest.approx((5, 2))}
+    assert c.status.tolist() == [MATCHED, MATCHED]
+
+
 def test_runtime_api_table(result: DiffResult) -> None:
     rt = result.tables["runtime"]
     assert rt.name.tolist() == ["cudaLaunchKernel"]

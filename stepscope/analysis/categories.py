@@ -23,6 +23,7 @@ steps or not (as the kernel view).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,6 +40,7 @@ from stepscope.analysis.frames import TableResult
 from stepscope.analysis.gemm_shapes import GemmShapeTable, gemm_shapes
 from stepscope.model.schema import GPU_KINDS
 from stepscope.model.trace import Trace
+from stepscope.model.uniq import unique
 
 I8 = npt.NDArray[np.int8]
 I32 = npt.NDArray[np.int32]
@@ -80,10 +82,13 @@ class CategoryView:
         return out
 
 
-@per_trace
-def _family_codes(trace: Trace) -> tuple[I8, I8]:
-    """Per string id: the category it names as an operator (-1 none) and as a kernel."""
-    return trace.strings.map(op_family, np.int8), trace.strings.map(kernel_family, np.int8)
+def name_codes(trace: Trace, ids: I32, classify: Callable[[str], int], default: int) -> I8:
+    """Per string id (index with a name column): ``classify`` of each of the distinct ``ids``,
+    ``default`` for every other string — only the names that matter are classified."""
+    out = np.full(len(trace.strings) + 1, default, np.int8)
+    ids = unique(ids[ids >= 0])
+    out[ids] = [classify(trace.strings[int(i)]) for i in ids.tolist()]  # per distinct name
+    return out
 
 
 @per_trace
@@ -93,10 +98,10 @@ def row_categories(trace: Trace) -> I8:
     act = activity_of(trace)
     device = act != Activity.NONE
     op = ev["op"]
-    op_codes, kernel_codes = _family_codes(trace)
-    op_cat = op_codes[ev["name"]]
-    out = kernel_codes[ev["name"]]
     launched = device & (op >= 0)
+    op_codes = name_codes(trace, ev["name"][op[launched]], op_family, -1)
+    out = name_codes(trace, ev["name"][device], kernel_family, Category.OTHER)[ev["name"]]
+    op_cat = op_codes[ev["name"]]
     by_op = op_cat[np.where(launched, op, 0)]
     named = launched & (by_op >= 0)
     out[named] = by_op[named]
@@ -106,20 +111,22 @@ def row_categories(trace: Trace) -> I8:
     return out
 
 
-def launcher_categories(trace: Trace, rows: I64) -> tuple[I64, I8]:
-    """The operators that launched ``rows`` (device rows) and each one's category: the one its name
-    names, else the category of the largest part of its rows' time (the lower code on a tie)."""
+def launcher_categories(trace: Trace, rows: I64, row_cat: I8) -> tuple[I64, I8]:
+    """The operators that launched ``rows`` (device rows, ``row_cat`` their categories) and each one's
+    category: the one its name names, else the category of the largest part of its rows' time (the
+    lower code on a tie)."""
     ev = trace.events
-    rows = rows[ev["op"][rows] >= 0]
+    has = ev["op"][rows] >= 0
+    rows, row_cat = rows[has], row_cat[has]
     if len(rows) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int8)
-    (ops, cats), inv = group_keys(ev["op"][rows], row_categories(trace)[rows])
+    (ops, cats), inv = group_keys(ev["op"][rows], row_cat)
     time = np.bincount(inv, weights=ev["dur_ns"][rows], minlength=len(ops))
     order = np.lexsort((cats, -time, ops))
     first = np.ones(len(order), bool)
     first[1:] = ops[order][1:] != ops[order][:-1]
     launchers, major = ops[order][first], cats[order][first].astype(np.int8)
-    named = _family_codes(trace)[0][ev["name"][launchers]]
+    named = name_codes(trace, ev["name"][launchers], op_family, -1)[ev["name"][launchers]]
     return launchers, np.where(named >= 0, named, major).astype(np.int8)
 
 
@@ -151,7 +158,7 @@ def compute_categories(trace: Trace, rank: int) -> CategoryView:
     dur = ev["dur_ns"][rows]
     time = np.rint(np.bincount(cat, weights=dur, minlength=N_CATEGORIES)).astype(np.int64)
     activities = np.bincount(cat, minlength=N_CATEGORIES).astype(np.int64)
-    _, op_cat = launcher_categories(trace, rows)
+    _, op_cat = launcher_categories(trace, rows, cat.astype(np.int8))
     ops = np.bincount(op_cat.astype(np.int64), minlength=N_CATEGORIES).astype(np.int64)
     step, step_time = _per_step(trace, rank, rows, cat.astype(np.int8))
     return CategoryView(rank=rank, table=_table(ops, activities, time), step=step, step_time_ns=step_time,

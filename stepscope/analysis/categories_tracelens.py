@@ -25,13 +25,13 @@ extensions add (pseudo ops, MoE, Primus, aiter custom ops) are not replicated.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis import intervals
-from stepscope.analysis._memo import per_trace
 from stepscope.analysis.frames import TableResult
 from stepscope.model.trace import Trace
 
@@ -116,10 +116,10 @@ def _is_nccl(name: str) -> bool:
     return "nccl" in name
 
 
-@per_trace
-def _label_codes(trace: Trace) -> tuple[I64, I64]:
-    """Per string id: its :func:`op_label` and its :func:`kernel_label`."""
-    return trace.strings.map(op_label, np.int64), trace.strings.map(kernel_label, np.int64)
+def _labels(trace: Trace, ids: I64, label: Callable[[str], int]) -> I64:
+    """``label`` of each string id in ``ids``, each distinct name labelled once."""
+    uniq, inv = np.unique(ids, return_inverse=True)
+    return np.array([label(trace.strings[int(i)]) for i in uniq.tolist()], np.int64)[inv.reshape(-1)]
 
 
 def launchers(trace: Trace, rows: I64) -> tuple[I64, I64, I64]:
@@ -155,9 +155,8 @@ def launcher_labels(trace: Trace, rows: I64) -> Launchers:
     busy = intervals.union_length_by_group(group, ts, ts + ev["dur_ns"][kept], len(owners))
     first = np.ones(len(kept), bool)
     first[1:] = group[1:] != group[:-1]
-    op_codes, kernel_codes = _label_codes(trace)
-    label = op_codes[ev["name"][owners]]
-    fallback = kernel_codes[ev["name"][kept[first]]]
+    label = _labels(trace, ev["name"][owners], op_label)
+    fallback = _labels(trace, ev["name"][kept[first]], kernel_label)
     label = np.where(label >= 0, label, np.where(fallback >= 0, fallback, OTHER)).astype(np.int64)
     return Launchers(owners, label, busy)
 

@@ -39,6 +39,7 @@ from stepscope.analysis.common import rank_rows
 from stepscope.analysis.frames import TableResult
 from stepscope.analysis.gemm_shapes import GemmShapeTable, gemm_shapes
 from stepscope.model.schema import GPU_KINDS
+from stepscope.model.strings import matchable
 from stepscope.model.trace import Trace
 from stepscope.model.uniq import unique
 
@@ -83,11 +84,12 @@ class CategoryView:
 
 
 def name_codes(trace: Trace, ids: I32, classify: Callable[[str], int], default: int) -> I8:
-    """Per string id (index with a name column): ``classify`` of each of the distinct ``ids``,
-    ``default`` for every other string — only the names that matter are classified."""
+    """Per string id (index with a name column): ``classify`` of each of the distinct ``ids`` (their
+    first ``MATCH_PREFIX`` characters), ``default`` for every other string — only the names that
+    matter are classified."""
     out = np.full(len(trace.strings) + 1, default, np.int8)
     ids = unique(ids[ids >= 0])
-    out[ids] = [classify(trace.strings[int(i)]) for i in ids.tolist()]  # per distinct name
+    out[ids] = [classify(matchable(trace.strings[int(i)])) for i in ids.tolist()]  # per distinct name
     return out
 
 

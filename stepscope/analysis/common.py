@@ -61,6 +61,27 @@ def rank_rows(trace: Trace, rank: int, kinds: tuple[int, ...] | None = None) -> 
     return rows
 
 
+def kept_steps(trace: Trace, rank: int) -> I32:
+    """The step numbers of the rank's windows (what per-step numbers average over); empty without steps."""
+    step = step_windows(trace, rank).step
+    out: I32 = step[step >= 0]
+    return out
+
+
+def in_step_rows(trace: Trace, rank: int, kinds: tuple[int, ...] | None = None) -> I64:
+    """A rank's rows (of some kinds only) inside its kept steps; all of them when it has no steps."""
+    rows = rank_rows(trace, rank, kinds)
+    steps = kept_steps(trace, rank)
+    if len(steps):
+        rows = rows[np.isin(trace.events["step"][rows], steps)]
+    return rows
+
+
+def step_divisor(trace: Trace, rank: int) -> int:
+    """Number of steps totals are averaged over (1 for a rank without steps)."""
+    return max(len(kept_steps(trace, rank)), 1)
+
+
 def interval_set(trace: Trace, rows: I64) -> intervals.Intervals:
     """Normalised union of the given events' [ts, ts + dur) intervals."""
     ts = trace.events["ts_ns"][rows]

@@ -19,7 +19,8 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis.base import NotApplicable
-from stepscope.analysis.common import F64, I32, I64, pct, rank_rows, step_windows, window_of
+from stepscope.analysis.common import F64, I32, I64, kept_steps, pct, rank_rows, step_windows, window_of
+from stepscope.analysis.named import NamedRows, named_rows
 from stepscope.model.schema import EventKind, MemcpyKind
 from stepscope.model.trace import Trace
 
@@ -42,6 +43,19 @@ class CopyGroups:
 
 
 @dataclass(frozen=True)
+class CopySet:
+    """Host<->device copies of one kind inside the steps (the whole trace without steps): the evidence
+    of the pageable-memcpy and small-memcpy findings. Totals over the steps; ``names`` per copy."""
+
+    count: int
+    time_ns: int
+    bytes_total: int  # Σ of the known, non-zero sizes
+    mean_bytes: int  # mean size (unknown sizes count as -1, as recorded); 0 without copies
+    median_bandwidth_gbps: float | None  # None when no copy has a known bandwidth
+    names: NamedRows
+
+
+@dataclass(frozen=True)
 class MemcpyResult:
     """Every copy of one rank (arrays aligned with ``rows``) and the grouped view."""
 
@@ -56,6 +70,9 @@ class MemcpyResult:
     dur_ns: I64
     bandwidth_gbps: F64
     groups: CopyGroups
+    step_count: int  # steps the per-step numbers average over (0 without steps)
+    pageable_copies: CopySet  # H2D / D2H copies from pageable memory, inside the steps
+    small_copies: CopySet  # H2D / D2H copies of a known size under small_bytes, inside the steps
 
     @property
     def small_count(self) -> int:
@@ -84,7 +101,20 @@ def compute_memcpy(trace: Trace, rank: int, small_bytes: int = SMALL_BYTES) -> M
     direction = ev["copy_kind"][rows]
     pageable = ev["pageable"][rows]
     groups = _group(direction, pageable, is_sync, nbytes, dur, small_bytes)
-    return MemcpyResult(rank, small_bytes, rows, step, direction, pageable, is_sync, nbytes, dur, bw, groups)
+    n_steps = len(kept_steps(trace, rank))
+    names = named_rows(trace, rows)
+    host = np.isin(direction, [int(MemcpyKind.H2D), int(MemcpyKind.D2H)]) & (step >= 0 if n_steps else True)
+    return MemcpyResult(rank, small_bytes, rows, step, direction, pageable, is_sync, nbytes, dur, bw, groups,
+                        n_steps, _copy_set(host & (pageable == 1), names, nbytes, bw),
+                        _copy_set(host & (nbytes >= 0) & (nbytes < small_bytes), names, nbytes, bw))
+
+
+def _copy_set(sel: npt.NDArray[np.bool_], names: NamedRows, nbytes: I64, bw: F64) -> CopySet:
+    b, rate = nbytes[sel], bw[sel]
+    return CopySet(count=int(sel.sum()), time_ns=int(names.dur_ns[sel].sum()), bytes_total=int(b[b > 0].sum()),
+                   mean_bytes=int(b.mean()) if len(b) else 0,
+                   median_bandwidth_gbps=float(np.nanmedian(rate)) if np.isfinite(rate).any() else None,
+                   names=names.subset(sel))
 
 
 def _group(direction: npt.NDArray[np.int8], pageable: npt.NDArray[np.int8], is_sync: npt.NDArray[np.int8],

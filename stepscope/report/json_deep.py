@@ -12,6 +12,8 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis.critical_path import HOST_PARTS, PARTS
+from stepscope.analysis.memcpy import CopySet
+from stepscope.analysis.named import NamedRows
 from stepscope.analysis.registry import (
     CLUSTER,
     CRITICAL_PATH,
@@ -42,6 +44,12 @@ def _steps(step: npt.NDArray[np.int32] | npt.NDArray[np.int64], /, **cols: Num) 
     """Per-step rows: ``cols`` are ns arrays (key gets ``_ms``) aligned with ``step``."""
     return [{"step": int(s), **{f"{k}_ms": float(v[i]) / MS for k, v in cols.items()}}
             for i, s in enumerate(step.tolist())]  # per step
+
+
+def named_list(named: NamedRows, per: int, k: int = 10) -> list[dict[str, Any]]:
+    """The top names of an analysis' evidence rows: ``name``, ``count`` and ``ms`` (summed duration
+    divided by ``per``, the step count: what the advisor's findings list)."""
+    return [{"name": n, "count": c, "ms": t / MS / max(per, 1)} for n, c, t in named.top(k)]
 
 
 def distributed_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
@@ -113,12 +121,20 @@ def sync_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
                        "time_ms": float(s.time_ns[i]) / MS} for i in range(len(s.count))]}
 
 
+def _copy_set(c: CopySet, n: int) -> dict[str, Any]:
+    return {"copies_per_step": c.count / n, "ms": c.time_ns / MS / n, "bytes_per_step": c.bytes_total // n,
+            "mean_bytes": c.mean_bytes, "median_bandwidth_gbps": c.median_bandwidth_gbps,
+            "names": named_list(c.names, n)}
+
+
 def memcpy_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
     r = rr.get(MEMCPY)
     if r is None:
         return None
-    g = r.groups
+    g, n = r.groups, max(r.step_count, 1)
     return {"small_bytes": r.small_bytes, "small_count": r.small_count, "small_time_pct": r.small_time_pct,
+            "step_count": r.step_count, "pageable_copies": _copy_set(r.pageable_copies, n),
+            "small_copies": _copy_set(r.small_copies, n),
             "groups": [{"direction": g.direction[i], "memory": g.pageable[i], "call": g.sync[i],
                         "count": int(g.count[i]), "bytes": int(g.bytes_total[i]),
                         "time_ms": float(g.time_ns[i]) / MS, "bandwidth_gbps": float(g.bandwidth_gbps[i]),

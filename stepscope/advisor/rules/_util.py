@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.advisor.context import RuleContext
+from stepscope.analysis.named import NamedRows
 from stepscope.analysis.registry import REMEDIES
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
@@ -65,6 +66,12 @@ def top_names(trace: Trace, rows: I64, weights: npt.ArrayLike | None = None, k: 
     names = trace.strings.decode(uniq[order])
     return [{"name": str(n), "count": int(c), "ms": ms(t / max(per, 1))}
             for n, c, t in zip(names.tolist(), cnt[order].tolist(), tot[order].tolist())]
+
+
+def top_named(named: NamedRows, per: int = 1, k: int = 5) -> list[dict[str, Any]]:
+    """The ``k`` names of an analysis' evidence rows with the largest summed duration, as evidence:
+    ``[{"name", "count", "ms"}]``, ``ms`` divided by ``per`` (e.g. the step count)."""
+    return [{"name": n, "count": c, "ms": ms(t / max(per, 1))} for n, c, t in named.top(k)]
 
 
 def op_rows_of(trace: Trace, rows: I64) -> I64:

@@ -1,9 +1,10 @@
 """``pageable-memcpy``: host↔device copies from pageable memory (SPEC §6; Nsight ``cuda_memcpy_async``).
 
-Detects: H2D / D2H copies inside steps whose host side is pageable memory (memcpy analysis, from the
-copy's name ``Memcpy HtoD (Pageable -> Device)``), taking at least ``pageable_min_pct`` of the step.
-A pageable copy is staged through a driver buffer: it runs at a fraction of the pinned bandwidth and
-cannot overlap with the host, even when issued with ``non_blocking=True``.
+Detects: H2D / D2H copies inside steps whose host side is pageable memory (the memcpy analysis'
+``pageable_copies``, from the copy's name ``Memcpy HtoD (Pageable -> Device)``), taking at least
+``pageable_min_pct`` of the step. A pageable copy is staged through a driver buffer: it runs at a
+fraction of the pinned bandwidth and cannot overlap with the host, even when issued with
+``non_blocking=True``.
 
 Gain: the steps replayed with the pageable copies pinned — half their device time, the host no
 longer waiting for them (what-if ``pinned-copies``); a copy whose end nothing waited for gains
@@ -12,13 +13,10 @@ twice the bandwidth), plus nothing for the overlap they would gain — a conserv
 
 from __future__ import annotations
 
-import numpy as np
-
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
-from stepscope.advisor.rules._util import ms, per_step, replayed_saving, top_names
+from stepscope.advisor.rules._util import ms, per_step, replayed_saving, top_named
 from stepscope.analysis.registry import MEMCPY
-from stepscope.model.schema import MemcpyKind
 
 RULE_ID = "pageable-memcpy"
 SCOPE = "rank"
@@ -27,20 +25,16 @@ ADDRESSES: tuple[str, ...] = ("copy",)  # the bounds its change shortens
 
 def detect(ctx: RuleContext) -> list[Finding]:
     res = ctx.result(MEMCPY)
-    host = np.isin(res.direction, [int(MemcpyKind.H2D), int(MemcpyKind.D2H)])
-    sel = host & (res.pageable == 1)
-    if ctx.steps:
-        sel &= res.step >= 0
-    time_ns = per_step(ctx, float(res.dur_ns[sel].sum()))
-    if not sel.any() or ctx.pct_of_step(time_ns) < ctx.cfg.pageable_min_pct:
+    copies = res.pageable_copies
+    time_ns = per_step(ctx, float(copies.time_ns))
+    if not copies.count or ctx.pct_of_step(time_ns) < ctx.cfg.pageable_min_pct:
         return []
     n = max(len(ctx.steps), 1)
-    bw = res.bandwidth_gbps[sel]
-    evidence = {"pageable_copies_per_step": round(int(sel.sum()) / n, 1), "pageable_ms": ms(time_ns),
-                "pageable_pct": round(ctx.pct_of_step(time_ns), 2),
-                "bytes_per_step": int(res.bytes[sel][res.bytes[sel] > 0].sum() // n),
-                "median_bandwidth_gbps": round(float(np.nanmedian(bw)), 2) if np.isfinite(bw).any() else None,
-                "copies": top_names(ctx.trace, res.rows[sel], per=n)}
+    bw = copies.median_bandwidth_gbps
+    evidence = {"pageable_copies_per_step": round(copies.count / n, 1), "pageable_ms": ms(time_ns),
+                "pageable_pct": round(ctx.pct_of_step(time_ns), 2), "bytes_per_step": copies.bytes_total // n,
+                "median_bandwidth_gbps": round(bw, 2) if bw is not None else None,
+                "copies": top_named(copies.names, per=n)}
     change = Change("pin-memory", {"pin_memory": True, "non_blocking": True})
     replayed = replayed_saving(ctx, "pinned-copies", evidence)
     if replayed is None:

@@ -1,9 +1,9 @@
 """``small-memcpy``: many tiny host↔device copies per step (Nsight memcpy rules; HTA memory bandwidth).
 
-Detects: copies under the memcpy analysis' small-size limit (64 KiB), at least
-``small_memcpy_min_count_per_step`` of them per step, taking ``small_memcpy_min_pct`` of the step. Each
-copy pays a fixed latency (launch + DMA setup) that dwarfs its transfer: batch them into one tensor,
-or keep the values on the device.
+Detects: H2D / D2H copies under the memcpy analysis' small-size limit (64 KiB) inside steps (its
+``small_copies``), at least ``small_memcpy_min_count_per_step`` of them per step, taking
+``small_memcpy_min_pct`` of the step. Each copy pays a fixed latency (launch + DMA setup) that
+dwarfs its transfer: batch them into one tensor, or keep the values on the device.
 
 Gain: half the small copies' GPU time per step (one batched copy keeps the bytes, drops the per-copy
 latency that dominates these).
@@ -11,13 +11,10 @@ latency that dominates these).
 
 from __future__ import annotations
 
-import numpy as np
-
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
-from stepscope.advisor.rules._util import ms, per_step, top_names
+from stepscope.advisor.rules._util import ms, per_step, top_named
 from stepscope.analysis.registry import MEMCPY
-from stepscope.model.schema import MemcpyKind
 
 RULE_ID = "small-memcpy"
 SCOPE = "rank"
@@ -26,17 +23,13 @@ ADDRESSES: tuple[str, ...] = ("copy",)  # the bounds its change shortens
 
 def detect(ctx: RuleContext) -> list[Finding]:
     res = ctx.result(MEMCPY)
-    sel = (res.bytes >= 0) & (res.bytes < res.small_bytes)
-    sel &= np.isin(res.direction, [int(MemcpyKind.H2D), int(MemcpyKind.D2H)])
-    if ctx.steps:
-        sel &= res.step >= 0
+    copies = res.small_copies
     n = max(len(ctx.steps), 1)
-    count, time_ns = int(sel.sum()) / n, per_step(ctx, float(res.dur_ns[sel].sum()))
+    count, time_ns = copies.count / n, per_step(ctx, float(copies.time_ns))
     if count < ctx.cfg.small_memcpy_min_count_per_step or ctx.pct_of_step(time_ns) < ctx.cfg.small_memcpy_min_pct:
         return []
     evidence = {"small_copies_per_step": round(count, 1), "small_copies_ms": ms(time_ns),
-                "small_bytes_limit": int(res.small_bytes),
-                "mean_bytes": int(res.bytes[sel].mean()) if sel.any() else 0,
-                "copies": top_names(ctx.trace, res.rows[sel], per=n)}
+                "small_bytes_limit": int(res.small_bytes), "mean_bytes": copies.mean_bytes,
+                "copies": top_named(copies.names, per=n)}
     return [ctx.finding(RULE_ID, time_ns * 0.5, "copy-latency", evidence,
                         Change("batch-small-copies", {"count_per_step": round(count)}))]

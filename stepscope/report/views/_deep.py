@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import math
 
+from rich.console import Console
 from rich.table import Table
+
+from stepscope.analysis.named import NamedRows
 
 
 def ms(ns: float) -> str:
@@ -48,3 +51,14 @@ def table(title: str, *columns: str, right_from: int = 1) -> Table:
 
 def step_label(step: int) -> str:
     return "all" if step < 0 else str(step)
+
+
+def print_names(console: Console, title: str, named: NamedRows, per: int, top: int, what: str = "name") -> None:
+    """The top names of an analysis' evidence rows (count, ms per step): what the findings list."""
+    rows = named.top(top)
+    if not rows:
+        return
+    t = table(title, what, "count", "ms / step")
+    for name, count, total in rows:  # per name
+        t.add_row(short(name), f"{count:,}", ms(total / max(per, 1)))
+    console.print(t)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from stepscope.analysis.memcpy import MemcpyResult
-from stepscope.report.views._deep import gbps, ms, nbytes, pct, table
+from stepscope.analysis.memcpy import CopySet, MemcpyResult
+from stepscope.report.views._deep import gbps, ms, nbytes, pct, print_names, table
 
 
 def render_memcpy(r: MemcpyResult, console: Console, top: int) -> None:
@@ -18,3 +18,16 @@ def render_memcpy(r: MemcpyResult, console: Console, top: int) -> None:
                   ms(g.time_ns[i]), gbps(float(g.bandwidth_gbps[i])), f"{g.small_count[i]:,}", style=style)
     console.print(t)
     console.print(f"  {r.small_count} small copies take {pct(r.small_time_pct)} of copy time")
+    n = max(r.step_count, 1)
+    _copy_set(console, f"rank {r.rank}: pageable H2D / D2H copies in the steps", r.pageable_copies, n, top)
+    _copy_set(console, f"rank {r.rank}: H2D / D2H copies under {nbytes(r.small_bytes)} in the steps",
+              r.small_copies, n, top)
+
+
+def _copy_set(console: Console, title: str, c: CopySet, n: int, top: int) -> None:
+    if not c.count:
+        return
+    bw = gbps(c.median_bandwidth_gbps) if c.median_bandwidth_gbps is not None else "-"
+    console.print(f"  {title}: {c.count / n:,.1f} per step, {ms(c.time_ns / n)} ms per step, "
+                  f"{nbytes(c.bytes_total // n)} per step, median {bw} GB/s")
+    print_names(console, f"{title}, by name", c.names, n, top, "copy")

@@ -37,6 +37,14 @@ def test_groups_and_bandwidth(tmp_path: Path) -> None:
     assert r.step.tolist() == [1, 1, 1, -1]
     assert r.small_count == 3
     assert r.small_time_pct == pytest.approx(100 * 4000 / 104_000)
+    # the advisor's evidence: H2D / D2H copies inside the one step (the D2H after it is left out)
+    assert r.step_count == 1
+    p, s = r.pageable_copies, r.small_copies
+    assert (p.count, p.time_ns, p.bytes_total, p.mean_bytes) == (1, 100_000, MIB, MIB)
+    assert p.median_bandwidth_gbps == pytest.approx(10.48576)
+    assert p.names.top() == [("Memcpy HtoD (Pageable -> Device)", 1, 100_000.0)]
+    assert (s.count, s.time_ns, s.bytes_total, s.mean_bytes) == (2, 2000, 2000, 1000)
+    assert s.names.top() == [("Memcpy HtoD (Pinned -> Device)", 2, 2000.0)]
 
 
 def test_no_copies_is_not_applicable(tmp_path: Path) -> None:

@@ -1,0 +1,65 @@
+"""Events kept as evidence with their names: the rows an analysis singles out (the pageable copies,
+the optimizer's kernels, the convolutions' layout transforms ...), so that a view, the JSON document
+and an advisor finding list the same top names with the same times.
+
+``names`` holds the distinct names in string-id order and ``name`` indexes it per row, so grouping
+by ``name`` orders ties exactly as grouping by the string ids does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.model.trace import Trace
+
+I64 = npt.NDArray[np.int64]
+B = npt.NDArray[np.bool_]
+#: (name, count, summed duration in ns) of one name among the rows
+NameTotal = tuple[str, int, float]
+
+
+@dataclass(frozen=True)
+class NamedRows:
+    """Event rows with their durations and names (``names[name[i]]`` is row ``rows[i]``'s name)."""
+
+    rows: I64
+    dur_ns: I64
+    name: I64
+    names: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @property
+    def total_ns(self) -> int:
+        return int(self.dur_ns.sum())
+
+    def top(self, k: int = 5, mask: B | None = None) -> list[NameTotal]:
+        """The ``k`` names with the largest summed duration among the rows (those of ``mask`` only
+        when given), ties in string-id order: (name, count, total ns)."""
+        ids = self.name if mask is None else self.name[mask]
+        if len(ids) == 0:
+            return []
+        w = self.dur_ns if mask is None else self.dur_ns[mask]
+        uniq, inv = np.unique(ids, return_inverse=True)
+        tot = np.bincount(inv, weights=w, minlength=len(uniq))
+        cnt = np.bincount(inv, minlength=len(uniq))
+        order = np.argsort(-tot, kind="stable")[:k]
+        return [(self.names[int(uniq[i])], int(cnt[i]), float(tot[i])) for i in order.tolist()]
+
+    def subset(self, mask: B) -> NamedRows:
+        """The rows of ``mask`` (names kept whole)."""
+        return NamedRows(self.rows[mask], self.dur_ns[mask], self.name[mask], self.names)
+
+
+def named_rows(trace: Trace, rows: I64) -> NamedRows:
+    """The given event rows, their durations and their names."""
+    rows = np.asarray(rows, np.int64)
+    ids = trace.events["name"][rows]
+    uniq, inv = np.unique(ids, return_inverse=True)
+    names = tuple(str(s) for s in trace.strings.decode(uniq))
+    return NamedRows(rows, trace.events["dur_ns"][rows].astype(np.int64), np.asarray(inv, np.int64).reshape(-1),
+                     names)

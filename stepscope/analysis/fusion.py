@@ -22,6 +22,7 @@ import numpy as np
 from stepscope.analysis import intervals
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import I64, pct, rank_rows
+from stepscope.analysis.named import NamedRows, named_rows
 from stepscope.model.schema import HOST_KINDS, EventKind
 from stepscope.model.trace import Trace
 from stepscope.model.uniq import unique
@@ -52,7 +53,8 @@ class OptimizerKernels:
     foreach_count: int
     elementwise_count: int
     verdict: str  # many-small-kernels | foreach-or-fused | mixed | none
-    rows: I64  # evidence: the kernels
+    kernels: NamedRows  # evidence: the kernels
+    name: str  # the optimizer's class (``SGD`` of ``Optimizer.step#SGD.step``), "optimizer" when unknown
 
     @property
     def kernels_per_step(self) -> float:
@@ -118,10 +120,23 @@ def _sequences(trace: Trace, k: I64, short_ns: int, length: int, min_count: int)
                            example_first_row=k[starts[first[keep]]])
 
 
+def _is_optimizer_step(name: str) -> bool:
+    return OPTIMIZER.match(name) is not None
+
+
+def optimizer_name(trace: Trace) -> str:
+    """``SGD`` from the trace's first ``Optimizer.step#SGD.step`` name (string-pool order); "optimizer"
+    when there is none."""
+    ids = np.flatnonzero(trace.strings.mask(_is_optimizer_step)[:-1])
+    if len(ids) == 0:
+        return "optimizer"
+    return trace.strings[int(ids[0])].split("#", 1)[1].split(".", 1)[0]
+
+
 def _optimizer(trace: Trace, rank: int, k: I64, min_kernels: int) -> OptimizerKernels:
     ev, pool = trace.events, trace.strings
     host = rank_rows(trace, rank, tuple(int(x) for x in HOST_KINDS))
-    opt = host[pool.mask(lambda s: bool(OPTIMIZER.match(s)))[ev["name"][host]]]
+    opt = host[pool.mask(_is_optimizer_step)[ev["name"][host]]]
     launch = ev["launch"][k]
     k = k[launch >= 0]
     span = intervals.union(ev["ts_ns"][opt], ev["ts_ns"][opt] + ev["dur_ns"][opt])
@@ -141,4 +156,5 @@ def _optimizer(trace: Trace, rank: int, k: I64, min_kernels: int) -> OptimizerKe
         verdict = "foreach-or-fused"
     else:
         verdict = "mixed"
-    return OptimizerKernels(steps, n, int(ev["dur_ns"][rows].sum()), nf, ne, verdict, rows)
+    return OptimizerKernels(steps, n, int(ev["dur_ns"][rows].sum()), nf, ne, verdict, named_rows(trace, rows),
+                            optimizer_name(trace))

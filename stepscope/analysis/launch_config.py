@@ -15,7 +15,8 @@ import numpy as np
 
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.comm import classify
-from stepscope.analysis.common import F64, I64, pct, rank_rows
+from stepscope.analysis.common import F64, I64, B, kept_steps, pct, rank_rows
+from stepscope.analysis.named import NamedRows, named_rows
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
 
@@ -32,6 +33,18 @@ class UnderfilledKernels:
 
 
 @dataclass(frozen=True)
+class UnderfilledSet:
+    """Under-filled kernels inside the steps (the whole trace without steps) of at least a duration:
+    the evidence of the under-filled-grid finding. Totals over the steps."""
+
+    count: int
+    time_ns: float
+    idle_sm_ns: float  # Σ duration × (1 − blocks / SMs): the SM time their grids leave idle
+    mean_blocks: float
+    names: NamedRows
+
+
+@dataclass(frozen=True)
 class LaunchConfigResult:
     """Grid sizes against the SM count of one rank's device."""
 
@@ -39,14 +52,31 @@ class LaunchConfigResult:
     sm_count: int
     kernel_count: int  # kernels with a recorded grid
     kernel_time_ns: int
-    underfilled_rows: I64  # evidence: every under-filled kernel
+    underfilled: NamedRows  # evidence: every under-filled kernel
+    underfilled_blocks: I64  # their grids' blocks
+    underfilled_in_steps: B  # whether each lies in a kept step (all True without steps)
+    step_count: int  # steps the per-step numbers average over (0 without steps)
     underfilled_time_ns: int
     sm_fill_pct: float
     kernels: UnderfilledKernels
 
     @property
+    def underfilled_rows(self) -> I64:
+        return self.underfilled.rows
+
+    @property
     def underfilled_time_pct(self) -> float:
         return pct(self.underfilled_time_ns, self.kernel_time_ns)
+
+    def underfilled_in_step(self, min_dur_ns: float = 0.0) -> UnderfilledSet:
+        """The under-filled kernels inside the steps lasting at least ``min_dur_ns``."""
+        u = self.underfilled
+        sel = self.underfilled_in_steps & (u.dur_ns >= min_dur_ns)
+        dur = u.dur_ns[sel].astype(np.float64)
+        blocks = self.underfilled_blocks[sel].astype(np.float64)
+        return UnderfilledSet(count=int(sel.sum()), time_ns=float(dur.sum()),
+                              idle_sm_ns=float((dur * (1.0 - blocks / self.sm_count)).sum()),
+                              mean_blocks=float(blocks.mean()) if len(blocks) else 0.0, names=u.subset(sel))
 
 
 def compute_launch_config(trace: Trace, rank: int) -> LaunchConfigResult:
@@ -64,9 +94,12 @@ def compute_launch_config(trace: Trace, rank: int) -> LaunchConfigResult:
     dur = ev["dur_ns"][k]
     under = blocks < dev.sm_count
     fill = np.minimum(1.0, blocks / dev.sm_count)
+    steps = kept_steps(trace, rank)
+    in_steps = np.isin(ev["step"][k[under]], steps) if len(steps) else np.ones(int(under.sum()), bool)
     return LaunchConfigResult(
         rank=rank, sm_count=int(dev.sm_count), kernel_count=len(k), kernel_time_ns=int(dur.sum()),
-        underfilled_rows=k[under], underfilled_time_ns=int(dur[under].sum()),
+        underfilled=named_rows(trace, k[under]), underfilled_blocks=blocks[under].astype(np.int64),
+        underfilled_in_steps=in_steps, step_count=len(steps), underfilled_time_ns=int(dur[under].sum()),
         sm_fill_pct=pct(float((dur * fill).sum()), float(dur.sum())),
         kernels=_by_name(trace, k[under], blocks[under], dur[under]))
 

@@ -158,10 +158,13 @@ def launch_config_section(rr: RankResults, trace: Trace) -> dict[str, Any] | Non
     r = rr.get(LAUNCH_CONFIG)
     if r is None:
         return None
-    k = r.kernels
+    k, u = r.kernels, r.underfilled_in_step()
+    n = max(r.step_count, 1)
     return {"sm_count": r.sm_count, "underfilled_time_pct": r.underfilled_time_pct, "sm_fill_pct": r.sm_fill_pct,
             "kernels": [{"name": k.name[i], "calls": int(k.calls[i]), "time_ms": float(k.time_ns[i]) / MS,
-                         "mean_blocks": float(k.mean_blocks[i])} for i in range(min(20, len(k.calls)))]}
+                         "mean_blocks": float(k.mean_blocks[i])} for i in range(min(20, len(k.calls)))],
+            "in_steps": {"count": u.count, "ms": u.time_ns / MS / n, "idle_sm_ms": u.idle_sm_ns / MS / n,
+                         "mean_blocks": u.mean_blocks, "names": named_list(u.names, n)}}
 
 
 def fusion_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
@@ -175,7 +178,8 @@ def fusion_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
                           for i in range(min(20, len(s.count)))],
             "optimizer": {"verdict": o.verdict, "steps": o.step_count, "kernels_per_step": o.kernels_per_step,
                           "elementwise_pct": o.elementwise_pct, "foreach_count": o.foreach_count,
-                          "time_ms": o.time_ns / MS}}
+                          "time_ms": o.time_ns / MS, "name": o.name,
+                          "kernels": named_list(o.kernels, o.step_count)}}
 
 
 def cluster_section(bundle: Bundle) -> dict[str, Any] | None:

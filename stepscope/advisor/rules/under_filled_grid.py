@@ -1,8 +1,9 @@
 """``under-filled-grid``: heavy kernels launch fewer blocks than the GPU has SMs (SPEC §6; Visual Profiler).
 
-Detects: kernels of at least ``underfill_min_kernel_us`` whose grid has fewer blocks than SMs
-(launch configuration analysis) take at least ``underfill_min_pct`` of kernel time. Such a kernel
-leaves ``1 − blocks / SMs`` of the GPU idle for its whole run.
+Detects: kernels inside steps of at least ``underfill_min_kernel_us`` whose grid has fewer blocks
+than SMs (launch configuration analysis, ``underfilled_in_step``) take at least
+``underfill_min_pct`` of kernel time. Such a kernel leaves ``1 − blocks / SMs`` of the GPU idle for
+its whole run.
 
 Gain: Σ duration × (1 − blocks / SMs) over those kernels per step × ``underfill_recoverable`` (a
 larger batch, fusion or a split-K / stream-K kernel fills part, not all, of the idle SMs).
@@ -10,11 +11,9 @@ larger batch, fusion or a split-K / stream-K kernel fills part, not all, of the 
 
 from __future__ import annotations
 
-import numpy as np
-
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
-from stepscope.advisor.rules._util import ms, per_step, top_names
+from stepscope.advisor.rules._util import ms, per_step, top_named
 from stepscope.analysis.registry import LAUNCH_CONFIG
 
 RULE_ID = "under-filled-grid"
@@ -24,22 +23,15 @@ ADDRESSES: tuple[str, ...] = ("compute",)  # the bounds its change shortens
 
 def detect(ctx: RuleContext) -> list[Finding]:
     res = ctx.result(LAUNCH_CONFIG)
-    ev = ctx.trace.events
-    rows = res.underfilled_rows
-    if ctx.steps:
-        rows = rows[np.isin(ev["step"][rows], np.array(ctx.steps, np.int32))]
-    rows = rows[ev["dur_ns"][rows] >= ctx.cfg.underfill_min_kernel_us * 1e3]
-    dur = ev["dur_ns"][rows].astype(np.float64)
-    pct = 100.0 * float(dur.sum()) / res.kernel_time_ns if res.kernel_time_ns else 0.0
-    if len(rows) == 0 or pct < ctx.cfg.underfill_min_pct:
+    u = res.underfilled_in_step(ctx.cfg.underfill_min_kernel_us * 1e3)
+    pct = 100.0 * u.time_ns / res.kernel_time_ns if res.kernel_time_ns else 0.0
+    if u.count == 0 or pct < ctx.cfg.underfill_min_pct:
         return []
-    blocks = ev["grid_x"][rows].astype(np.float64) * ev["grid_y"][rows] * ev["grid_z"][rows]
-    idle_sm_ns = float((dur * (1.0 - blocks / res.sm_count)).sum())
     n = max(len(ctx.steps), 1)
     evidence = {"sm_count": res.sm_count, "underfilled_kernel_pct": round(pct, 2),
-                "underfilled_ms": ms(per_step(ctx, float(dur.sum()))),
-                "idle_sm_ms": ms(per_step(ctx, idle_sm_ns)), "sm_fill_pct": round(res.sm_fill_pct, 1),
-                "mean_blocks": round(float(blocks.mean()), 1), "kernels": top_names(ctx.trace, rows, per=n)}
-    gain = per_step(ctx, idle_sm_ns) * ctx.cfg.underfill_recoverable
+                "underfilled_ms": ms(per_step(ctx, u.time_ns)),
+                "idle_sm_ms": ms(per_step(ctx, u.idle_sm_ns)), "sm_fill_pct": round(res.sm_fill_pct, 1),
+                "mean_blocks": round(u.mean_blocks, 1), "kernels": top_named(u.names, per=n)}
+    gain = per_step(ctx, u.idle_sm_ns) * ctx.cfg.underfill_recoverable
     return [ctx.finding(RULE_ID, gain, "idle-sm-share", evidence,
                         Change("fill-the-gpu", {"sm_count": res.sm_count}))]

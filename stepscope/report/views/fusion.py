@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from stepscope.analysis.fusion import FusionResult
-from stepscope.report.views._deep import ms, pct, short, table
+from stepscope.report.views._deep import ms, pct, print_names, short, table
 
 
 def render_fusion(r: FusionResult, console: Console, top: int) -> None:
@@ -19,6 +19,7 @@ def render_fusion(r: FusionResult, console: Console, top: int) -> None:
         console.print(t)
     o = r.optimizer
     if o.verdict != "none":
-        console.print(f"  optimizer: {o.kernels_per_step:.0f} kernels per optimizer step "
+        console.print(f"  optimizer {o.name}: {o.kernels_per_step:.0f} kernels per optimizer step "
                       f"({ms(o.time_ns / max(o.step_count, 1))} ms), {pct(o.elementwise_pct)} single-tensor "
                       f"elementwise, {o.foreach_count} foreach/fused: [bold]{o.verdict}[/bold]")
+        print_names(console, f"rank {r.rank}: optimizer kernels, by name", o.kernels, o.step_count, top, "kernel")

@@ -12,6 +12,10 @@ def render_launch_config(r: LaunchConfigResult, console: Console, top: int) -> N
     console.print(f"[bold]rank {r.rank}: launch configuration[/bold] ({r.sm_count} SMs): kernels with fewer "
                   f"blocks than SMs take {pct(r.underfilled_time_pct)} of kernel time; "
                   f"time-weighted SM fill {pct(r.sm_fill_pct)}")
+    u, n = r.underfilled_in_step(), max(r.step_count, 1)
+    if u.count:
+        console.print(f"  inside the steps: {u.count / n:,.1f} under-filled kernels per step, {ms(u.time_ns / n)} ms, "
+                      f"leaving {ms(u.idle_sm_ns / n)} ms of SM time idle; {u.mean_blocks:,.1f} blocks on average")
     k = r.kernels
     if not len(k.calls):
         return

@@ -37,6 +37,8 @@ def test_optimizer_of_many_small_elementwise_kernels(tmp_path: Path) -> None:
     assert (o.step_count, o.kernel_count, o.elementwise_count, o.foreach_count) == (1, 25, 25, 0)
     assert o.kernels_per_step == 25
     assert o.verdict == "many-small-kernels"
+    assert o.name == "SGD"  # from Optimizer.step#SGD.step
+    assert o.kernels.top() == [("void at::native::vectorized_elementwise_kernel<4, add>", 25, 75_000.0)]
 
 
 def test_foreach_optimizer(tmp_path: Path) -> None:

@@ -26,6 +26,9 @@ def test_underfilled_kernels_weighted_by_time(tmp_path: Path) -> None:
     assert r.kernels.name == ["small"]
     assert r.kernels.mean_blocks.tolist() == [40.0]
     assert len(r.underfilled_rows) == 1
+    u = r.underfilled_in_step()  # what under-filled-grid weighs: 30 µs x (1 - 40/80) idle
+    assert (u.count, u.time_ns, u.idle_sm_ns, u.mean_blocks) == (1, 30_000.0, 15_000.0, 40.0)
+    assert r.underfilled_in_step(min_dur_ns=31_000).count == 0
 
 
 def test_without_sm_count_it_is_not_applicable(tmp_path: Path) -> None:

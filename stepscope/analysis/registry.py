@@ -19,6 +19,7 @@ from stepscope.analysis.annotations import AnnotationView, compute_annotations
 from stepscope.analysis.breakdown import StepBreakdown, compute_breakdown
 from stepscope.analysis.categories import CategoryView, compute_categories
 from stepscope.analysis.critical_path import CriticalPath, compute_critical_path
+from stepscope.analysis.dataloader import DataLoaderResult, compute_dataloader
 from stepscope.analysis.distributed import DistributedResult, compute_distributed
 from stepscope.analysis.fusion import FusionResult, compute_fusion
 from stepscope.analysis.idle import IdleResult, compute_idle
@@ -79,11 +80,14 @@ LAUNCH = RankAnalysis("launch", compute_launch, LaunchResult, ("launch",))
 LAUNCH_CONFIG = RankAnalysis("launch_config", compute_launch_config, LaunchConfigResult, ("launch_config",))
 FUSION = RankAnalysis("fusion", compute_fusion, FusionResult, ("fusion",))
 REMEDIES = RankAnalysis("remedies", compute_remedies, Remedies, ("remedies",))  # what-if: each remedy replayed
+# the evidence the advisor's rules weigh, each shown as a view too
+DATALOADER = RankAnalysis("dataloader", compute_dataloader, DataLoaderResult, ("dataloader",))
 
 CLUSTER = ClusterAnalysis("cluster", compute_cluster, ClusterResult, ("cluster",))
 
 RANK_ANALYSES: tuple[RankAnalysis[object], ...] = (
     SUMMARY, OVERVIEW, BREAKDOWN, OPERATORS, KERNELS, OP_CATEGORIES, MEMORY, MODULES, ANNOTATIONS,
     DISTRIBUTED, IDLE, CRITICAL_PATH, SYNC, MEMCPY, LAUNCH, LAUNCH_CONFIG, FUSION, REMEDIES,
+    DATALOADER,
 )
 CLUSTER_ANALYSES: tuple[ClusterAnalysis[object], ...] = (CLUSTER,)

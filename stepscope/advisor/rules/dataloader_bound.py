@@ -9,8 +9,9 @@ Gain: the steps replayed with background workers (what-if ``loader-workers``: ea
 replay, the exposed input time per average step. Workers share the host's CPU cores with the main
 process, which can slow its remaining work: the gain is an upper bound.
 
-Evidence: per-step DataLoader time, the DataLoader events (their names say single- or multi-process
-loading), the GPU host-wait inside DataLoader periods (idle analysis, when it ran).
+Evidence: per-step DataLoader time, the DataLoader events (dataloader analysis; their names say
+single- or multi-process loading), the GPU host-wait inside DataLoader periods (idle analysis, when
+it ran).
 """
 
 from __future__ import annotations
@@ -19,11 +20,10 @@ import numpy as np
 
 from stepscope.advisor.context import RuleContext, rank_breakdown
 from stepscope.advisor.finding import Change, Finding
-from stepscope.advisor.rules._util import ms, per_step, rank_rows, replayed_saving, top_names
+from stepscope.advisor.rules._util import ms, per_step, replayed_saving, top_named
 from stepscope.analysis.base import NotApplicable
-from stepscope.analysis.breakdown import StepBreakdown, is_dataloader
-from stepscope.analysis.registry import IDLE
-from stepscope.model.schema import EventKind
+from stepscope.analysis.breakdown import StepBreakdown
+from stepscope.analysis.registry import DATALOADER, IDLE
 
 RULE_ID = "dataloader-bound"
 SCOPE = "rank"
@@ -47,22 +47,21 @@ def detect(ctx: RuleContext) -> list[Finding]:
     pct = 100.0 * dl_ns / bd.avg_step_ns
     if pct < ctx.cfg.dataloader_min_pct:
         return []
-    trace = ctx.trace
-    rows = rank_rows(ctx, EventKind.USER_ANNOTATION, EventKind.CPU_OP, EventKind.PYTHON_FUNCTION)
-    rows = rows[trace.strings.mask(is_dataloader)[trace.events["name"][rows]]]
-    events = top_names(trace, rows, per=max(len(ctx.steps), 1))
-    single = any("SingleProcess" in e["name"] for e in events)
+    loader = ctx.optional(DATALOADER)
+    n = max(len(ctx.steps), 1)
+    events = top_named(loader.events, per=n) if loader is not None else []
+    loading = loader.loading if loader is not None else "unknown"
     evidence = {
         "dataloader_ms": ms(dl_ns), "dataloader_pct": round(pct, 2), "avg_step_ms": ms(bd.avg_step_ns),
         "per_step_dataloader_ms": [ms(v) for v in bd.category_ns[:, col].tolist()],
         "steps": [int(s) for s in bd.step.tolist()], "dataloader_events": events,
-        "dataloader_event_ms": ms(per_step(ctx, float(trace.events["dur_ns"][rows].sum()))),
-        "loading": "single-process" if single else ("multi-process" if events else "unknown"),
+        "dataloader_event_ms": ms(per_step(ctx, float(loader.events.total_ns) if loader is not None else 0.0)),
+        "loading": loading,
     }
     idle = ctx.optional(IDLE)
     if idle is not None and len(idle.step):
         evidence["gpu_host_wait_in_dataloader_ms"] = ms(float(np.mean(idle.host_wait_in_dataloader_ns)))
-    if single or not events:
+    if loading != "multi-process":
         change = Change("set-num-workers", {"num_workers": ctx.cfg.dataloader_default_workers,
                                             "pin_memory": True, "persistent_workers": True})
     else:

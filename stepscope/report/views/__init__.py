@@ -16,6 +16,7 @@ from stepscope.analysis.registry import (
     BREAKDOWN,
     CLUSTER,
     CRITICAL_PATH,
+    DATALOADER,
     DISTRIBUTED,
     FUSION,
     IDLE,
@@ -38,6 +39,7 @@ from stepscope.report.views.annotations import render_annotations
 from stepscope.report.views.breakdown import render_breakdown
 from stepscope.report.views.categories import render_categories
 from stepscope.report.views.critical_path import render_critical_path
+from stepscope.report.views.dataloader import render_dataloader
 from stepscope.report.views.distributed import render_cluster, render_distributed
 from stepscope.report.views.fusion import render_fusion
 from stepscope.report.views.idle import render_idle
@@ -106,6 +108,8 @@ RENDERERS: dict[str, RankView] = {
     "launch_config": rank_view(LAUNCH_CONFIG, render_launch_config),
     "fusion": rank_view(FUSION, render_fusion),
     "remedies": rank_view(REMEDIES, render_remedies),
+    # the evidence the advisor's rules weigh
+    "dataloader": rank_view(DATALOADER, render_dataloader),
 }
 
 #: cluster-level renderers

@@ -10,8 +10,11 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis import intervals
+from stepscope.analysis._memo import per_rank
 from stepscope.analysis.breakdown import tb_step_windows
+from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
+from stepscope.model.tree import nearest_marked_ancestor
 
 I32 = npt.NDArray[np.int32]
 I64 = npt.NDArray[np.int64]
@@ -75,6 +78,24 @@ def in_step_rows(trace: Trace, rank: int, kinds: tuple[int, ...] | None = None) 
     if len(steps):
         rows = rows[np.isin(trace.events["step"][rows], steps)]
     return rows
+
+
+@per_rank
+def step_kernels(trace: Trace, rank: int) -> I64:
+    """The rank's kernels inside its kept steps (all of them without steps); shared, never mutate."""
+    return in_step_rows(trace, rank, (int(EventKind.KERNEL),))
+
+
+def ancestor_with(trace: Trace, rows: I64, marked_names: B) -> I64:
+    """For each row, the nearest host ancestor (itself included) whose name is marked (a mask per
+    string id), else -1; rows of -1 stay -1."""
+    ev = trace.events
+    marked = marked_names[ev["name"]]
+    ok = rows >= 0
+    out = np.full(len(rows), -1, np.int64)
+    if ok.any():
+        out[ok] = nearest_marked_ancestor(ev["parent"], rows[ok], marked, include_self=True)
+    return out
 
 
 def step_divisor(trace: Trace, rank: int) -> int:

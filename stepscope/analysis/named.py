@@ -55,11 +55,12 @@ class NamedRows:
         return NamedRows(self.rows[mask], self.dur_ns[mask], self.name[mask], self.names)
 
 
-def named_rows(trace: Trace, rows: I64) -> NamedRows:
-    """The given event rows, their durations and their names."""
+def named_rows(trace: Trace, rows: I64, dur_ns: I64 | None = None) -> NamedRows:
+    """The given event rows, their durations (or the time given per row, e.g. an op's kernel time) and
+    their names."""
     rows = np.asarray(rows, np.int64)
     ids = trace.events["name"][rows]
     uniq, inv = np.unique(ids, return_inverse=True)
     names = tuple(str(s) for s in trace.strings.decode(uniq))
-    return NamedRows(rows, trace.events["dur_ns"][rows].astype(np.int64), np.asarray(inv, np.int64).reshape(-1),
-                     names)
+    dur = trace.events["dur_ns"][rows] if dur_ns is None else dur_ns
+    return NamedRows(rows, np.asarray(dur, np.int64), np.asarray(inv, np.int64).reshape(-1), names)

@@ -34,6 +34,7 @@ from stepscope.analysis.overview import Overview, compute_overview
 from stepscope.analysis.stragglers import ClusterResult, compute_cluster
 from stepscope.analysis.summary import Summary, compute_summary
 from stepscope.analysis.sync import SyncResult, compute_sync
+from stepscope.analysis.tensor_cores import TensorCoreResult, compute_tensor_cores
 from stepscope.analysis.whatif.remedies import Remedies, compute_remedies
 from stepscope.model.trace import Trace
 
@@ -82,12 +83,13 @@ FUSION = RankAnalysis("fusion", compute_fusion, FusionResult, ("fusion",))
 REMEDIES = RankAnalysis("remedies", compute_remedies, Remedies, ("remedies",))  # what-if: each remedy replayed
 # the evidence the advisor's rules weigh, each shown as a view too
 DATALOADER = RankAnalysis("dataloader", compute_dataloader, DataLoaderResult, ("dataloader",))
+TENSOR_CORES = RankAnalysis("tensor_cores", compute_tensor_cores, TensorCoreResult, ("tensor_cores",))
 
 CLUSTER = ClusterAnalysis("cluster", compute_cluster, ClusterResult, ("cluster",))
 
 RANK_ANALYSES: tuple[RankAnalysis[object], ...] = (
     SUMMARY, OVERVIEW, BREAKDOWN, OPERATORS, KERNELS, OP_CATEGORIES, MEMORY, MODULES, ANNOTATIONS,
     DISTRIBUTED, IDLE, CRITICAL_PATH, SYNC, MEMCPY, LAUNCH, LAUNCH_CONFIG, FUSION, REMEDIES,
-    DATALOADER,
+    DATALOADER, TENSOR_CORES,
 )
 CLUSTER_ANALYSES: tuple[ClusterAnalysis[object], ...] = (CLUSTER,)

@@ -11,16 +11,28 @@ matrix instruction (``MFMA``, Tensile ``MI32x32x8``). A GEMM in an FP8 / FP6 / F
 they multiply those types; a kernel that merely converts to such a type (``..._fp8_quant_kernel``)
 is not a GEMM and is not counted. Plain FP32 SIMT kernels (``volta_sgemm``, ``scudnn``,
 ``simt_sgemm``, ``implicit_convolve_sgemm``) are deliberately absent.
+
+:func:`compute_tensor_cores` (the ``tensor_cores`` analysis, the TB plugin's "Tensor Cores eligible"
+recommendation) weighs a rank's kernels inside its steps: those launched by a Tensor-Core eligible
+operator (the launching op or any op above it), and how much of that eligible time ran on Tensor
+Cores. The eligible kernels that did not, their operators and the operators' input types are the
+evidence of the ``no-tensor-cores`` finding.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.common import ancestor_with, kept_steps, pct, step_kernels
+from stepscope.analysis.named import NamedRows, named_rows
 from stepscope.model.strings import StringPool
+from stepscope.model.trace import Trace
+from stepscope.model.uniq import unique
 
 #: (architecture, regex fragment, what it names). Case-insensitive search in the kernel name.
 TC_KERNEL_PATTERNS: tuple[tuple[str, str, str], ...] = (
@@ -100,3 +112,60 @@ def tc_architecture(name: str) -> str | None:
         if re.search(pat, name, re.IGNORECASE):
             return arch
     return None
+
+
+@dataclass(frozen=True)
+class TensorCoreResult:
+    """Tensor-Core use of one rank's kernels inside its steps (totals over the steps)."""
+
+    rank: int
+    step_count: int  # steps the per-step numbers average over (0 without steps)
+    device: str | None
+    compute_major: int | None  # compute capability (NVIDIA), None when unknown
+    kernel_ns: float  # all kernels
+    eligible_ns: float  # kernels launched by a Tensor-Core eligible op
+    tc_eligible_ns: float  # eligible kernels that ran on Tensor Cores
+    non_tc_kernels: NamedRows  # eligible kernels that did not
+    non_tc_ops: NamedRows  # their eligible ops, each weighted by its kernels' time
+    input_types: tuple[str, ...]  # the three most common ``Input type`` texts of those ops
+
+    @property
+    def eligible_pct(self) -> float:
+        return pct(self.eligible_ns, self.kernel_ns)
+
+    @property
+    def tc_pct_of_eligible(self) -> float:
+        return pct(self.tc_eligible_ns, self.eligible_ns)
+
+
+def compute_tensor_cores(trace: Trace, rank: int) -> TensorCoreResult:
+    """How much kernel time Tensor-Core eligible ops launch, and how much of it ran on Tensor Cores."""
+    k = step_kernels(trace, rank)
+    if len(k) == 0:
+        raise NotApplicable("no GPU kernels")
+    dev = trace.device_of_rank(rank)
+    if dev is not None and dev.vendor == "nvidia" and dev.compute_major is not None and dev.compute_major < 7:
+        raise NotApplicable(f"{dev.name} has no Tensor Cores")
+    ev = trace.events
+    elig_op = ancestor_with(trace, ev["op"][k].astype(np.int64), tc_eligible_mask(trace.strings))
+    eligible = elig_op >= 0
+    dur = ev["dur_ns"][k].astype(np.float64)
+    tc = tc_kernel_mask(trace.strings)[ev["name"][k]]
+    non_tc = eligible & ~tc
+    ops = elig_op[non_tc]
+    return TensorCoreResult(
+        rank=rank, step_count=len(kept_steps(trace, rank)), device=dev.name if dev is not None else None,
+        compute_major=dev.compute_major if dev is not None else None, kernel_ns=float(dur.sum()),
+        eligible_ns=float(dur[eligible].sum()), tc_eligible_ns=float(dur[eligible & tc].sum()),
+        non_tc_kernels=named_rows(trace, k[non_tc]), non_tc_ops=named_rows(trace, ops, ev["dur_ns"][k[non_tc]]),
+        input_types=_input_types(trace, ops))
+
+
+def _input_types(trace: Trace, ops: npt.NDArray[np.int64]) -> tuple[str, ...]:
+    """Distinct ``Input type`` texts of the ops (when shapes were recorded), most common first."""
+    ids = trace.events["input_types"][unique(ops)]
+    ids = ids[ids >= 0]
+    if len(ids) == 0:
+        return ()
+    uniq, cnt = np.unique(ids, return_counts=True)
+    return tuple(trace.strings[int(u)] for u in uniq[np.argsort(-cnt, kind="stable")][:3].tolist())

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from stepscope.analysis.registry import DATALOADER
+from stepscope.analysis.registry import DATALOADER, TENSOR_CORES
 from stepscope.report.json_deep import MS, named_list
 
 if TYPE_CHECKING:
@@ -26,7 +26,19 @@ def dataloader_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
             "events": named_list(r.events, n)}
 
 
+def tensor_cores_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
+    r = rr.get(TENSOR_CORES)
+    if r is None:
+        return None
+    n = max(r.step_count, 1)
+    return {"kernel_ms": r.kernel_ns / MS / n, "eligible_ms": r.eligible_ns / MS / n,
+            "eligible_kernel_pct": r.eligible_pct, "tensor_core_pct_of_eligible": r.tc_pct_of_eligible,
+            "eligible_non_tc_ms": r.non_tc_kernels.total_ns / MS / n,
+            "non_tc_kernels": named_list(r.non_tc_kernels, n), "non_tc_ops": named_list(r.non_tc_ops, n),
+            "input_types": list(r.input_types)}
+
+
 #: per-rank §12 keys owned by the evidence analyses
 EVIDENCE_RANK_SECTIONS = {
-    "dataloader": dataloader_section,
+    "dataloader": dataloader_section, "tensor_cores": tensor_cores_section,
 }

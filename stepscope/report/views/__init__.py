@@ -32,6 +32,7 @@ from stepscope.analysis.registry import (
     REMEDIES,
     SUMMARY,
     SYNC,
+    TENSOR_CORES,
     ClusterAnalysis,
     RankAnalysis,
 )
@@ -54,6 +55,7 @@ from stepscope.report.views.overview import render_overview
 from stepscope.report.views.remedies import render_remedies
 from stepscope.report.views.summary import render_summary
 from stepscope.report.views.sync import render_sync
+from stepscope.report.views.tensor_cores import render_tensor_cores
 
 T = TypeVar("T")
 
@@ -110,6 +112,7 @@ RENDERERS: dict[str, RankView] = {
     "remedies": rank_view(REMEDIES, render_remedies),
     # the evidence the advisor's rules weigh
     "dataloader": rank_view(DATALOADER, render_dataloader),
+    "tensor_cores": rank_view(TENSOR_CORES, render_tensor_cores),
 }
 
 #: cluster-level renderers

@@ -9,8 +9,9 @@ import pytest
 
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.dataloader import compute_dataloader
+from stepscope.analysis.tensor_cores import compute_tensor_cores
 from stepscope.model.trace import Trace
-from tests.builders import TraceBuilder
+from tests.builders import V100, TraceBuilder
 from tests.unit.advisor.scenes import SCENES
 
 
@@ -26,3 +27,14 @@ def test_dataloader_events(tmp_path: Path) -> None:
     assert r.events.top() == [("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 3, 12_000_000.0)]
     with pytest.raises(NotApplicable, match="no DataLoader events"):
         compute_dataloader(scene(tmp_path, "launch-bound"), 0)
+
+
+def test_tensor_cores(tmp_path: Path) -> None:
+    r = compute_tensor_cores(scene(tmp_path, "no-tensor-cores"), 0)  # FP32 convolutions on a V100
+    assert r.eligible_pct == pytest.approx(100.0) and r.tc_pct_of_eligible == 0.0
+    assert r.non_tc_kernels.total_ns == r.kernel_ns == r.eligible_ns and r.device == "Tesla V100-SXM2-32GB"
+    assert [n for n, _, _ in r.non_tc_ops.top()] == ["aten::cudnn_convolution"]
+    old = TraceBuilder(device={**V100, "computeMajor": 6, "name": "Tesla P100"})
+    SCENES["no-tensor-cores"](old, True)
+    with pytest.raises(NotApplicable, match="Tesla P100 has no Tensor Cores"):
+        compute_tensor_cores(old.load(tmp_path, "p100.json"), 0)

@@ -18,6 +18,7 @@ from typing import Generic, TypeVar
 from stepscope.analysis.annotations import AnnotationView, compute_annotations
 from stepscope.analysis.breakdown import StepBreakdown, compute_breakdown
 from stepscope.analysis.categories import CategoryView, compute_categories
+from stepscope.analysis.convolutions import ConvolutionResult, compute_convolutions
 from stepscope.analysis.critical_path import CriticalPath, compute_critical_path
 from stepscope.analysis.dataloader import DataLoaderResult, compute_dataloader
 from stepscope.analysis.distributed import DistributedResult, compute_distributed
@@ -84,12 +85,13 @@ REMEDIES = RankAnalysis("remedies", compute_remedies, Remedies, ("remedies",))  
 # the evidence the advisor's rules weigh, each shown as a view too
 DATALOADER = RankAnalysis("dataloader", compute_dataloader, DataLoaderResult, ("dataloader",))
 TENSOR_CORES = RankAnalysis("tensor_cores", compute_tensor_cores, TensorCoreResult, ("tensor_cores",))
+CONVOLUTIONS = RankAnalysis("convolutions", compute_convolutions, ConvolutionResult, ("convolutions",))
 
 CLUSTER = ClusterAnalysis("cluster", compute_cluster, ClusterResult, ("cluster",))
 
 RANK_ANALYSES: tuple[RankAnalysis[object], ...] = (
     SUMMARY, OVERVIEW, BREAKDOWN, OPERATORS, KERNELS, OP_CATEGORIES, MEMORY, MODULES, ANNOTATIONS,
     DISTRIBUTED, IDLE, CRITICAL_PATH, SYNC, MEMCPY, LAUNCH, LAUNCH_CONFIG, FUSION, REMEDIES,
-    DATALOADER, TENSOR_CORES,
+    DATALOADER, TENSOR_CORES, CONVOLUTIONS,
 )
 CLUSTER_ANALYSES: tuple[ClusterAnalysis[object], ...] = (CLUSTER,)

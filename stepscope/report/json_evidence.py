@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from stepscope.analysis.registry import DATALOADER, TENSOR_CORES
+from stepscope.analysis.registry import CONVOLUTIONS, DATALOADER, TENSOR_CORES
 from stepscope.report.json_deep import MS, named_list
 
 if TYPE_CHECKING:
@@ -38,7 +38,20 @@ def tensor_cores_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None
             "input_types": list(r.input_types)}
 
 
+def convolutions_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
+    r = rr.get(CONVOLUTIONS)
+    if r is None:
+        return None
+    n, c = max(r.step_count, 1), r.calls
+    sets = {"kernels": r.conv, "tensor_core_kernels": r.tc_conv, "nchw_tensor_core_kernels": r.nchw_tc,
+            "fallback_kernels": r.fallback, "layout_transforms": r.transforms}
+    return {"kernel_ms": r.kernel_ns / MS / n, "conv_kernel_pct": r.conv_pct,
+            "fallback_conv_kernel_pct": r.fallback_pct,
+            **{key: {"ms": v.total_ns / MS / n, "names": named_list(v, n)} for key, v in sets.items()},
+            "calls": len(c.kernels), "max_kernels_per_call": int(c.kernels.max()) if len(c.kernels) else 0}
+
+
 #: per-rank §12 keys owned by the evidence analyses
 EVIDENCE_RANK_SECTIONS = {
-    "dataloader": dataloader_section, "tensor_cores": tensor_cores_section,
+    "dataloader": dataloader_section, "tensor_cores": tensor_cores_section, "convolutions": convolutions_section,
 }

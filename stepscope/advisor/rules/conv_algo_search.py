@@ -14,13 +14,11 @@ would remain without the search).
 
 from __future__ import annotations
 
-import numpy as np
-
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
-from stepscope.advisor.rules._conv import conv_kernels
 from stepscope.advisor.rules._util import ms, per_step
 from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.registry import CONVOLUTIONS
 from stepscope.model.uniq import unique
 
 RULE_ID = "conv-algo-search"
@@ -29,32 +27,21 @@ ADDRESSES: tuple[str, ...] = ("compute",)  # the bounds its change shortens
 
 
 def detect(ctx: RuleContext) -> list[Finding]:
-    ev = ctx.trace.events
     if len(ctx.steps) < 2:
         raise NotApplicable("needs two or more profiled steps")
-    _, conv, ops = conv_kernels(ctx)
-    if len(conv) == 0:
+    c = ctx.optional(CONVOLUTIONS)
+    if c is None:
         return []
-    calls, inv, per_call = np.unique(ops, return_inverse=True, return_counts=True)
-    typical = _median_by(ev["name"][calls], per_call)
+    calls = c.calls
+    per_call = calls.kernels
     least, ratio = ctx.cfg.conv_search_min_kernels, ctx.cfg.conv_search_over_median
-    searching = (per_call >= least) | ((per_call >= least // 2) & (per_call >= ratio * typical))
-    steps = unique(ev["step"][calls[searching]])
+    searching = (per_call >= least) | ((per_call >= least // 2) & (per_call >= ratio * calls.typical_kernels))
+    steps = unique(calls.step[searching])
     if len(steps[steps >= 0]) < 2:
         return []
-    dur = np.bincount(inv, weights=ev["dur_ns"][conv], minlength=len(calls))
-    extra = float((dur[searching] * (1.0 - 1.0 / per_call[searching])).sum())
+    extra = float((calls.time_ns[searching] * (1.0 - 1.0 / per_call[searching])).sum())
     evidence = {"searching_calls": int(searching.sum()), "steps_with_search": [int(s) for s in steps if s >= 0],
                 "max_kernels_per_call": int(per_call.max()), "search_ms": ms(per_step(ctx, extra)),
-                "ops": sorted({ctx.trace.strings[int(ev["name"][c])] for c in calls[searching][:20].tolist()})}
+                "ops": sorted({calls.names[i] for i in calls.op[searching][:20].tolist()})}
     return [ctx.finding(RULE_ID, per_step(ctx, extra), "search-kernel-time", evidence,
                         Change("static-shapes-for-benchmark", {}))]
-
-
-def _median_by(group: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Per element, the median of ``values`` over the elements of its group."""
-    out = np.zeros(len(values), np.float64)
-    for g in unique(group).tolist():  # per distinct op name (a handful), not per event
-        sel = group == g
-        out[sel] = float(np.median(values[sel]))
-    return out

@@ -15,6 +15,7 @@ from stepscope.analysis.registry import (
     ANNOTATIONS,
     BREAKDOWN,
     CLUSTER,
+    CONVOLUTIONS,
     CRITICAL_PATH,
     DATALOADER,
     DISTRIBUTED,
@@ -39,6 +40,7 @@ from stepscope.analysis.registry import (
 from stepscope.report.views.annotations import render_annotations
 from stepscope.report.views.breakdown import render_breakdown
 from stepscope.report.views.categories import render_categories
+from stepscope.report.views.convolutions import render_convolutions
 from stepscope.report.views.critical_path import render_critical_path
 from stepscope.report.views.dataloader import render_dataloader
 from stepscope.report.views.distributed import render_cluster, render_distributed
@@ -113,6 +115,7 @@ RENDERERS: dict[str, RankView] = {
     # the evidence the advisor's rules weigh
     "dataloader": rank_view(DATALOADER, render_dataloader),
     "tensor_cores": rank_view(TENSOR_CORES, render_tensor_cores),
+    "convolutions": rank_view(CONVOLUTIONS, render_convolutions),
 }
 
 #: cluster-level renderers

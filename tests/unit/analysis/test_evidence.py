@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.convolutions import compute_convolutions
 from stepscope.analysis.dataloader import compute_dataloader
 from stepscope.analysis.tensor_cores import compute_tensor_cores
 from stepscope.model.trace import Trace
@@ -38,3 +39,17 @@ def test_tensor_cores(tmp_path: Path) -> None:
     SCENES["no-tensor-cores"](old, True)
     with pytest.raises(NotApplicable, match="Tesla P100 has no Tensor Cores"):
         compute_tensor_cores(old.load(tmp_path, "p100.json"), 0)
+
+
+def test_convolutions(tmp_path: Path) -> None:
+    r = compute_convolutions(scene(tmp_path, "channels-last"), 0)  # per step: a 0.7 ms nchwToNhwc + a 6 ms NCHW conv
+    assert r.step_count == 3 and r.conv_pct == pytest.approx(100.0)
+    assert (r.transforms.total_ns, r.tc_conv.total_ns, r.nchw_tc.total_ns) == (2_100_000, 18_000_000, 18_000_000)
+    assert len(r.fallback) == 0 and r.calls.kernels.tolist() == [2, 2, 2]
+    c = compute_convolutions(scene(tmp_path, "conv-algo-search"), 0).calls  # 14 kernels per call, every step
+    assert c.kernels.tolist() == [14] * 3 and c.typical_kernels.tolist() == [14.0] * 3
+    assert c.step.tolist() == [1, 2, 3] and c.names == ("aten::cudnn_convolution",)
+    fb = compute_convolutions(scene(tmp_path, "cudnn-benchmark-off"), 0)
+    assert fb.fallback_pct == pytest.approx(100.0) and fb.fallback.top()[0][1] == 3
+    with pytest.raises(NotApplicable, match="no convolution kernels"):
+        compute_convolutions(scene(tmp_path, "launch-bound"), 0)

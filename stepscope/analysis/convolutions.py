@@ -1,0 +1,128 @@
+"""Convolutions of one rank: their kernels, the layout transforms around them, cuDNN's fallback
+algorithms and algorithm searches (SPEC §6 rows channels-last and cuDNN benchmark).
+
+Inside the rank's steps (the whole trace without steps), a *convolution kernel* is one whose
+launching op, or an op above it, is a convolution (``aten::*conv*``, ``ConvolutionBackward``). Of
+those, the analysis singles out:
+
+* the **Tensor-Core** ones (name table of :mod:`stepscope.analysis.tensor_cores`), and among them
+  the ones whose names say **NCHW** (Tensor-Core convolutions work in NHWC);
+* the **layout transforms** (``nchwToNhwc`` / ``nhwcToNchw`` ...: any kernel, convolution or not),
+  cuDNN transposing NCHW tensors around every Tensor-Core convolution;
+* the **fallback** algorithms (``implicit_convolve_sgemm``, ``wgrad_alg0_engine``, ``dgrad_engine``,
+  ``explicit_convolve_sgemm``): what cuDNN's heuristics pick without ``cudnn.benchmark``;
+* per convolution **call** (op row): how many kernels it launched and their time, its step, and
+  the median kernel count of the calls of the same op — a call that launches far more kernels than
+  its op's median is cuDNN trying algorithms (``cudnn.benchmark`` meeting a new shape).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.common import F64, I32, I64, ancestor_with, kept_steps, pct, step_kernels
+from stepscope.analysis.named import NamedRows, named_rows
+from stepscope.analysis.tensor_cores import tc_kernel_mask
+from stepscope.model.trace import Trace
+from stepscope.model.uniq import unique
+
+TRANSFORM = re.compile(r"nchwToNhwc|nhwcToNchw|nchw_to_nhwc|nhwc_to_nchw|nchw2nhwc|nhwc2nchw", re.IGNORECASE)
+NCHW = re.compile(r"nchw", re.IGNORECASE)
+FALLBACK = re.compile(r"implicit_convolve_sgemm|wgrad_alg0_engine|dgrad_engine|explicit_convolve_sgemm")
+
+
+def is_conv_op(name: str) -> bool:
+    low = name.lower()
+    return (low.startswith("aten::") and "conv" in low) or "ConvolutionBackward" in name
+
+
+def _is_transform(name: str) -> bool:
+    return TRANSFORM.search(name) is not None
+
+
+def _is_nchw(name: str) -> bool:
+    return NCHW.search(name) is not None
+
+
+def _is_fallback(name: str) -> bool:
+    return FALLBACK.search(name) is not None
+
+
+@dataclass(frozen=True)
+class ConvCalls:
+    """One row per convolution call (op row, in row order) that launched kernels in the steps."""
+
+    op: I64  # index into ``names``
+    names: tuple[str, ...]
+    kernels: I64  # kernels the call launched
+    time_ns: F64  # their time
+    step: I32  # the call's step (-1 outside steps)
+    typical_kernels: F64  # median ``kernels`` over the calls of the same op
+
+
+@dataclass(frozen=True)
+class ConvolutionResult:
+    """Convolution kernels of one rank inside its steps (totals over the steps)."""
+
+    rank: int
+    step_count: int  # steps the per-step numbers average over (0 without steps)
+    kernel_ns: int  # every kernel
+    conv: NamedRows  # convolution kernels
+    tc_conv: NamedRows  # ... on Tensor Cores
+    nchw_tc: NamedRows  # ... on Tensor Cores, named NCHW
+    fallback: NamedRows  # ... with cuDNN's fallback algorithms
+    transforms: NamedRows  # layout-transform kernels (any kernel)
+    calls: ConvCalls
+
+    @property
+    def conv_pct(self) -> float:
+        return pct(self.conv.total_ns, self.kernel_ns)
+
+    @property
+    def fallback_pct(self) -> float:
+        return pct(self.fallback.total_ns, self.kernel_ns)
+
+
+def compute_convolutions(trace: Trace, rank: int) -> ConvolutionResult:
+    """The rank's convolution kernels, their layout transforms, fallbacks and calls."""
+    k = step_kernels(trace, rank)
+    ev, pool = trace.events, trace.strings
+    ops = ancestor_with(trace, ev["op"][k].astype(np.int64), pool.mask(is_conv_op))
+    is_conv = ops >= 0
+    if not is_conv.any():
+        raise NotApplicable("no convolution kernels")
+    conv = named_rows(trace, k[is_conv])
+    conv_ids = ev["name"][conv.rows]
+    tc = tc_kernel_mask(pool)[conv_ids]
+    nchw = pool.mask(_is_nchw)[conv_ids]
+    return ConvolutionResult(
+        rank=rank, step_count=len(kept_steps(trace, rank)), kernel_ns=int(ev["dur_ns"][k].sum()), conv=conv,
+        tc_conv=conv.subset(tc), nchw_tc=conv.subset(tc & nchw),
+        fallback=conv.subset(pool.mask(_is_fallback)[conv_ids]),
+        transforms=named_rows(trace, k[pool.mask(_is_transform)[ev["name"][k]]]),
+        calls=_calls(trace, ops[is_conv], conv.dur_ns))
+
+
+def _calls(trace: Trace, ops: I64, dur: I64) -> ConvCalls:
+    """Per convolution call: kernels launched, their time, its step, its op's median kernel count."""
+    ev = trace.events
+    calls, inv, per_call = np.unique(ops, return_inverse=True, return_counts=True)
+    names, op = np.unique(ev["name"][calls], return_inverse=True)
+    time = np.bincount(np.asarray(inv).reshape(-1), weights=dur, minlength=len(calls)).astype(np.float64)
+    return ConvCalls(op=np.asarray(op, np.int64).reshape(-1), names=tuple(str(s) for s in trace.strings.decode(names)),
+                     kernels=per_call.astype(np.int64), time_ns=time, step=ev["step"][calls].astype(np.int32),
+                     typical_kernels=_median_by(ev["name"][calls], per_call))
+
+
+def _median_by(group: npt.NDArray[np.int32], values: I64) -> F64:
+    """Per element, the median of ``values`` over the elements of its group."""
+    out = np.zeros(len(values), np.float64)
+    for g in unique(group).tolist():  # per distinct op name (a handful), not per event
+        sel = group == g
+        out[sel] = float(np.median(values[sel]))
+    return out

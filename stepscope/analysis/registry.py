@@ -23,6 +23,7 @@ from stepscope.analysis.critical_path import CriticalPath, compute_critical_path
 from stepscope.analysis.dataloader import DataLoaderResult, compute_dataloader
 from stepscope.analysis.distributed import DistributedResult, compute_distributed
 from stepscope.analysis.fusion import FusionResult, compute_fusion
+from stepscope.analysis.gemm_dims import GemmDimsResult, compute_gemm_dims
 from stepscope.analysis.idle import IdleResult, compute_idle
 from stepscope.analysis.kernels import KernelView, compute_kernels
 from stepscope.analysis.launch import LaunchResult, compute_launch
@@ -86,12 +87,13 @@ REMEDIES = RankAnalysis("remedies", compute_remedies, Remedies, ("remedies",))  
 DATALOADER = RankAnalysis("dataloader", compute_dataloader, DataLoaderResult, ("dataloader",))
 TENSOR_CORES = RankAnalysis("tensor_cores", compute_tensor_cores, TensorCoreResult, ("tensor_cores",))
 CONVOLUTIONS = RankAnalysis("convolutions", compute_convolutions, ConvolutionResult, ("convolutions",))
+GEMM_DIMS = RankAnalysis("gemm_dims", compute_gemm_dims, GemmDimsResult, ("gemm_dims",))
 
 CLUSTER = ClusterAnalysis("cluster", compute_cluster, ClusterResult, ("cluster",))
 
 RANK_ANALYSES: tuple[RankAnalysis[object], ...] = (
     SUMMARY, OVERVIEW, BREAKDOWN, OPERATORS, KERNELS, OP_CATEGORIES, MEMORY, MODULES, ANNOTATIONS,
     DISTRIBUTED, IDLE, CRITICAL_PATH, SYNC, MEMCPY, LAUNCH, LAUNCH_CONFIG, FUSION, REMEDIES,
-    DATALOADER, TENSOR_CORES, CONVOLUTIONS,
+    DATALOADER, TENSOR_CORES, CONVOLUTIONS, GEMM_DIMS,
 )
 CLUSTER_ANALYSES: tuple[ClusterAnalysis[object], ...] = (CLUSTER,)

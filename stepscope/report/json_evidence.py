@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from stepscope.analysis.registry import CONVOLUTIONS, DATALOADER, TENSOR_CORES
+from stepscope.analysis.registry import CONVOLUTIONS, DATALOADER, GEMM_DIMS, TENSOR_CORES
 from stepscope.report.json_deep import MS, named_list
 
 if TYPE_CHECKING:
@@ -51,7 +51,20 @@ def convolutions_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None
             "calls": len(c.kernels), "max_kernels_per_call": int(c.kernels.max()) if len(c.kernels) else 0}
 
 
+def gemm_dims_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
+    r = rr.get(GEMM_DIMS)
+    if r is None:
+        return None
+    n = max(r.step_count, 1)
+    return {"kernel_ms": r.kernel_ns / MS / n, "calls_per_step": len(r.op) / n,
+            "gemm_kernel_ms": int(r.call_kernel_ns.sum()) / MS / n,
+            "shapes": [{"op": s.op, "dims": s.dims, "n": s.n if s.n >= 0 else None, "k": s.k if s.k >= 0 else None,
+                        "half": s.half, "calls": s.calls, "ms": s.kernel_ns / MS / n}
+                       for s in r.shapes()[:20]]}  # per distinct shape
+
+
 #: per-rank §12 keys owned by the evidence analyses
 EVIDENCE_RANK_SECTIONS = {
     "dataloader": dataloader_section, "tensor_cores": tensor_cores_section, "convolutions": convolutions_section,
+    "gemm_dims": gemm_dims_section,
 }

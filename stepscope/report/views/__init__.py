@@ -20,6 +20,7 @@ from stepscope.analysis.registry import (
     DATALOADER,
     DISTRIBUTED,
     FUSION,
+    GEMM_DIMS,
     IDLE,
     KERNELS,
     LAUNCH,
@@ -45,6 +46,7 @@ from stepscope.report.views.critical_path import render_critical_path
 from stepscope.report.views.dataloader import render_dataloader
 from stepscope.report.views.distributed import render_cluster, render_distributed
 from stepscope.report.views.fusion import render_fusion
+from stepscope.report.views.gemm_dims import render_gemm_dims
 from stepscope.report.views.idle import render_idle
 from stepscope.report.views.kernels import render_kernels
 from stepscope.report.views.launch import render_launch
@@ -116,6 +118,7 @@ RENDERERS: dict[str, RankView] = {
     "dataloader": rank_view(DATALOADER, render_dataloader),
     "tensor_cores": rank_view(TENSOR_CORES, render_tensor_cores),
     "convolutions": rank_view(CONVOLUTIONS, render_convolutions),
+    "gemm_dims": rank_view(GEMM_DIMS, render_gemm_dims),
 }
 
 #: cluster-level renderers

@@ -10,6 +10,7 @@ import pytest
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.convolutions import compute_convolutions
 from stepscope.analysis.dataloader import compute_dataloader
+from stepscope.analysis.gemm_dims import compute_gemm_dims, gemm_nk
 from stepscope.analysis.tensor_cores import compute_tensor_cores
 from stepscope.model.trace import Trace
 from tests.builders import V100, TraceBuilder
@@ -53,3 +54,16 @@ def test_convolutions(tmp_path: Path) -> None:
     assert fb.fallback_pct == pytest.approx(100.0) and fb.fallback.top()[0][1] == 3
     with pytest.raises(NotApplicable, match="no convolution kernels"):
         compute_convolutions(scene(tmp_path, "launch-bound"), 0)
+
+
+def test_gemm_dims(tmp_path: Path) -> None:
+    r = compute_gemm_dims(scene(tmp_path, "gemm-dims-not-multiple-of-8"), 0)  # fp16 [64,1001] x [1001,30]
+    (s,) = r.shapes()
+    assert (s.op, s.dims, s.n, s.k, s.half, s.calls, s.kernel_ns) == (
+        "aten::mm", "[[64,1001],[1001,30]]", 30, 1001, True, 3, 18_000_000)
+    assert r.kernel_ns == 18_000_000 and r.compute_major == 7
+    assert gemm_nk("aten::linear", "[[1,141,512],[30522,512],[30522]]") == (30522, 512)
+    assert gemm_nk("aten::addmm", "[[30], [64, 1001], [1001, 30]]") == (30, 1001)
+    assert gemm_nk("aten::mm", "[[[1], [2]], [[3]]]") is None and gemm_nk("aten::mm", "not json") is None
+    with pytest.raises(NotApplicable, match="record_shapes=True"):
+        compute_gemm_dims(scene(tmp_path, "launch-bound"), 0)

@@ -24,6 +24,7 @@ from stepscope.analysis.dataloader import DataLoaderResult, compute_dataloader
 from stepscope.analysis.distributed import DistributedResult, compute_distributed
 from stepscope.analysis.fusion import FusionResult, compute_fusion
 from stepscope.analysis.gemm_dims import GemmDimsResult, compute_gemm_dims
+from stepscope.analysis.host_ops import HostOpsResult, compute_host_ops
 from stepscope.analysis.idle import IdleResult, compute_idle
 from stepscope.analysis.kernels import KernelView, compute_kernels
 from stepscope.analysis.launch import LaunchResult, compute_launch
@@ -88,12 +89,13 @@ DATALOADER = RankAnalysis("dataloader", compute_dataloader, DataLoaderResult, ("
 TENSOR_CORES = RankAnalysis("tensor_cores", compute_tensor_cores, TensorCoreResult, ("tensor_cores",))
 CONVOLUTIONS = RankAnalysis("convolutions", compute_convolutions, ConvolutionResult, ("convolutions",))
 GEMM_DIMS = RankAnalysis("gemm_dims", compute_gemm_dims, GemmDimsResult, ("gemm_dims",))
+HOST_OPS = RankAnalysis("host_ops", compute_host_ops, HostOpsResult, ("host_ops",))
 
 CLUSTER = ClusterAnalysis("cluster", compute_cluster, ClusterResult, ("cluster",))
 
 RANK_ANALYSES: tuple[RankAnalysis[object], ...] = (
     SUMMARY, OVERVIEW, BREAKDOWN, OPERATORS, KERNELS, OP_CATEGORIES, MEMORY, MODULES, ANNOTATIONS,
     DISTRIBUTED, IDLE, CRITICAL_PATH, SYNC, MEMCPY, LAUNCH, LAUNCH_CONFIG, FUSION, REMEDIES,
-    DATALOADER, TENSOR_CORES, CONVOLUTIONS, GEMM_DIMS,
+    DATALOADER, TENSOR_CORES, CONVOLUTIONS, GEMM_DIMS, HOST_OPS,
 )
 CLUSTER_ANALYSES: tuple[ClusterAnalysis[object], ...] = (CLUSTER,)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from stepscope.analysis.registry import CONVOLUTIONS, DATALOADER, GEMM_DIMS, TENSOR_CORES
+from stepscope.analysis.registry import CONVOLUTIONS, DATALOADER, GEMM_DIMS, HOST_OPS, TENSOR_CORES
 from stepscope.report.json_deep import MS, named_list
 
 if TYPE_CHECKING:
@@ -63,8 +63,18 @@ def gemm_dims_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
                        for s in r.shapes()[:20]]}  # per distinct shape
 
 
+def host_ops_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
+    r = rr.get(HOST_OPS)
+    if r is None:
+        return None
+    n = max(r.step_count, 1)
+    return {"gpu_idle_ms": float(r.gpu_idle_ns.sum()) / MS / n,
+            "ops": [{"name": r.names[i], "calls": int(r.calls[i]), "gpu_idle_ms": float(r.gpu_idle_ns[i]) / MS / n}
+                    for i in r.by_idle()[:20]]}  # per op name
+
+
 #: per-rank §12 keys owned by the evidence analyses
 EVIDENCE_RANK_SECTIONS = {
     "dataloader": dataloader_section, "tensor_cores": tensor_cores_section, "convolutions": convolutions_section,
-    "gemm_dims": gemm_dims_section,
+    "gemm_dims": gemm_dims_section, "host_ops": host_ops_section,
 }

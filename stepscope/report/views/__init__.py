@@ -21,6 +21,7 @@ from stepscope.analysis.registry import (
     DISTRIBUTED,
     FUSION,
     GEMM_DIMS,
+    HOST_OPS,
     IDLE,
     KERNELS,
     LAUNCH,
@@ -47,6 +48,7 @@ from stepscope.report.views.dataloader import render_dataloader
 from stepscope.report.views.distributed import render_cluster, render_distributed
 from stepscope.report.views.fusion import render_fusion
 from stepscope.report.views.gemm_dims import render_gemm_dims
+from stepscope.report.views.host_ops import render_host_ops
 from stepscope.report.views.idle import render_idle
 from stepscope.report.views.kernels import render_kernels
 from stepscope.report.views.launch import render_launch
@@ -119,6 +121,7 @@ RENDERERS: dict[str, RankView] = {
     "tensor_cores": rank_view(TENSOR_CORES, render_tensor_cores),
     "convolutions": rank_view(CONVOLUTIONS, render_convolutions),
     "gemm_dims": rank_view(GEMM_DIMS, render_gemm_dims),
+    "host_ops": rank_view(HOST_OPS, render_host_ops),
 }
 
 #: cluster-level renderers

@@ -11,6 +11,7 @@ from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.convolutions import compute_convolutions
 from stepscope.analysis.dataloader import compute_dataloader
 from stepscope.analysis.gemm_dims import compute_gemm_dims, gemm_nk
+from stepscope.analysis.host_ops import compute_host_ops
 from stepscope.analysis.tensor_cores import compute_tensor_cores
 from stepscope.model.trace import Trace
 from tests.builders import V100, TraceBuilder
@@ -67,3 +68,14 @@ def test_gemm_dims(tmp_path: Path) -> None:
     assert gemm_nk("aten::mm", "[[[1], [2]], [[3]]]") is None and gemm_nk("aten::mm", "not json") is None
     with pytest.raises(NotApplicable, match="record_shapes=True"):
         compute_gemm_dims(scene(tmp_path, "launch-bound"), 0)
+
+
+def test_host_ops(tmp_path: Path) -> None:
+    r = compute_host_ops(scene(tmp_path, "heavy-host-op-no-gpu"), 0)
+    (i,) = [j for j, name in enumerate(r.names) if name == "compute_metrics"]
+    assert r.calls[i] == 3 and r.gpu_idle_ns[i] == pytest.approx(9_000_000.0)  # 3 ms per step, GPU idle
+    assert r.by_idle()[0] == i
+    b = TraceBuilder()
+    b.launch_kernel("k", launch_ts=0, launch_dur=1, ts=5, dur=10)
+    with pytest.raises(NotApplicable, match="no ProfilerStep annotations"):
+        compute_host_ops(b.load(tmp_path, "nosteps.json"), 0)

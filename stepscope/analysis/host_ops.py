@@ -1,0 +1,84 @@
+"""Host ops that launch no GPU work while the GPU idles (msprof-analyze's "schedule" analysis; SPEC
+§6 row heavy-host-op-no-gpu).
+
+The top-level ops of a rank's steps (direct children of ``ProfilerStep#N``, inside the kept steps)
+that launch no GPU activity anywhere below them — no runtime or driver call, no op a GPU activity
+links to — and, per op name, the time the GPU was idle while they ran (the op's span minus the
+union of the rank's GPU activity). DataLoader ranges are left out (the breakdown's ``dataloader``
+category) and so are ops that wait for the device (``aten::item``, ``aten::to``, copies: the sync
+analysis'). Typical: metrics computed with numpy or on CPU tensors, checkpoint or log writing,
+Python-side preprocessing inside the loop.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from stepscope.analysis import intervals
+from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.breakdown import is_dataloader
+from stepscope.analysis.common import F64, I64, B, in_step_rows, kept_steps, rank_rows
+from stepscope.analysis.hier import any_descendant
+from stepscope.model.schema import GPU_KINDS, EventKind
+from stepscope.model.trace import Trace
+
+#: ops that wait for the device (``.item()``, ``.cpu()``, copies): the sync analysis' business
+SYNC_OPS = re.compile(r"^aten::(item|_local_scalar_dense|to|_to_copy|copy_|cpu|tolist|nonzero|equal)$")
+
+
+def _skipped(name: str) -> bool:
+    return is_dataloader(name) or SYNC_OPS.match(name) is not None
+
+
+@dataclass(frozen=True)
+class HostOpsResult:
+    """Per name (in string-id order), the top-level ops that launch no GPU work: calls and the GPU
+    idle time inside them, totals over the steps."""
+
+    rank: int
+    step_count: int  # steps the per-step numbers average over (0 without steps)
+    names: tuple[str, ...]
+    calls: I64
+    gpu_idle_ns: F64
+
+    def by_idle(self) -> list[int]:
+        """Indices of the names, most GPU idle time first."""
+        return [int(i) for i in np.argsort(-self.gpu_idle_ns, kind="stable").tolist()]
+
+
+def compute_host_ops(trace: Trace, rank: int) -> HostOpsResult:
+    """The rank's top-level ops without GPU work and the GPU idle time inside them, by name."""
+    ev, st = trace.events, trace.steps
+    step_rows = st["row"][st["rank"] == rank]
+    if len(step_rows) == 0:
+        raise NotApplicable("no ProfilerStep annotations: top-level ops of a step are unknown")
+    gpu = rank_rows(trace, rank, tuple(int(k) for k in GPU_KINDS))
+    if len(gpu) == 0:
+        raise NotApplicable("no GPU activity")
+    host = in_step_rows(trace, rank, (int(EventKind.CPU_OP), int(EventKind.USER_ANNOTATION)))
+    top = host[np.isin(ev["parent"][host], step_rows)]
+    launches = any_descendant(ev["parent"], _launching(trace, gpu))
+    top = top[~launches[top] & ~trace.strings.mask(_skipped)[ev["name"][top]]]
+    busy = intervals.union(ev["ts_ns"][gpu], ev["ts_ns"][gpu] + ev["dur_ns"][gpu])
+    start, end = ev["ts_ns"][top].astype(np.int64), (ev["ts_ns"][top] + ev["dur_ns"][top]).astype(np.int64)
+    idle_ns = (end - start - intervals.covered_in_windows(busy, start, end)).astype(np.float64)
+    ids, inv = np.unique(ev["name"][top], return_inverse=True)
+    inv = np.asarray(inv).reshape(-1)
+    return HostOpsResult(rank, len(kept_steps(trace, rank)), tuple(str(s) for s in trace.strings.decode(ids)),
+                         np.bincount(inv, minlength=len(ids)).astype(np.int64),
+                         np.bincount(inv, weights=idle_ns, minlength=len(ids)).astype(np.float64))
+
+
+def _launching(trace: Trace, gpu: I64) -> B:
+    """Host rows that launch GPU work: runtime/driver calls, and every op a GPU activity links to."""
+    ev = trace.events
+    op = ev["op"][gpu]
+    if not (op >= 0).any() and not (ev["launch"][gpu] >= 0).any():
+        raise NotApplicable("GPU activity is not linked to the host ops that launched it")
+    marked = np.isin(ev["kind"], [int(EventKind.RUNTIME), int(EventKind.DRIVER)])
+    marked[op[op >= 0]] = True
+    out: B = marked
+    return out

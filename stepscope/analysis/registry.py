@@ -39,6 +39,7 @@ from stepscope.analysis.summary import Summary, compute_summary
 from stepscope.analysis.sync import SyncResult, compute_sync
 from stepscope.analysis.tensor_cores import TensorCoreResult, compute_tensor_cores
 from stepscope.analysis.whatif.remedies import Remedies, compute_remedies
+from stepscope.analysis.zero_grad import ZeroGradResult, compute_zero_grad
 from stepscope.model.trace import Trace
 
 T = TypeVar("T", covariant=True)
@@ -90,12 +91,13 @@ TENSOR_CORES = RankAnalysis("tensor_cores", compute_tensor_cores, TensorCoreResu
 CONVOLUTIONS = RankAnalysis("convolutions", compute_convolutions, ConvolutionResult, ("convolutions",))
 GEMM_DIMS = RankAnalysis("gemm_dims", compute_gemm_dims, GemmDimsResult, ("gemm_dims",))
 HOST_OPS = RankAnalysis("host_ops", compute_host_ops, HostOpsResult, ("host_ops",))
+ZERO_GRAD = RankAnalysis("zero_grad", compute_zero_grad, ZeroGradResult, ("zero_grad",))
 
 CLUSTER = ClusterAnalysis("cluster", compute_cluster, ClusterResult, ("cluster",))
 
 RANK_ANALYSES: tuple[RankAnalysis[object], ...] = (
     SUMMARY, OVERVIEW, BREAKDOWN, OPERATORS, KERNELS, OP_CATEGORIES, MEMORY, MODULES, ANNOTATIONS,
     DISTRIBUTED, IDLE, CRITICAL_PATH, SYNC, MEMCPY, LAUNCH, LAUNCH_CONFIG, FUSION, REMEDIES,
-    DATALOADER, TENSOR_CORES, CONVOLUTIONS, GEMM_DIMS, HOST_OPS,
+    DATALOADER, TENSOR_CORES, CONVOLUTIONS, GEMM_DIMS, HOST_OPS, ZERO_GRAD,
 )
 CLUSTER_ANALYSES: tuple[ClusterAnalysis[object], ...] = (CLUSTER,)

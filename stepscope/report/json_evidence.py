@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from stepscope.analysis.registry import CONVOLUTIONS, DATALOADER, GEMM_DIMS, HOST_OPS, TENSOR_CORES
+from stepscope.analysis.registry import CONVOLUTIONS, DATALOADER, GEMM_DIMS, HOST_OPS, TENSOR_CORES, ZERO_GRAD
 from stepscope.report.json_deep import MS, named_list
 
 if TYPE_CHECKING:
@@ -73,8 +73,17 @@ def host_ops_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
                     for i in r.by_idle()[:20]]}  # per op name
 
 
+def zero_grad_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
+    r = rr.get(ZERO_GRAD)
+    if r is None:
+        return None
+    n = max(r.step_count, 1)
+    return {"kernels_per_step": len(r.activities) / n, "ms": r.activities.total_ns / MS / n,
+            "kernels": named_list(r.activities, n)}
+
+
 #: per-rank §12 keys owned by the evidence analyses
 EVIDENCE_RANK_SECTIONS = {
     "dataloader": dataloader_section, "tensor_cores": tensor_cores_section, "convolutions": convolutions_section,
-    "gemm_dims": gemm_dims_section, "host_ops": host_ops_section,
+    "gemm_dims": gemm_dims_section, "host_ops": host_ops_section, "zero_grad": zero_grad_section,
 }

@@ -36,6 +36,7 @@ from stepscope.analysis.registry import (
     SUMMARY,
     SYNC,
     TENSOR_CORES,
+    ZERO_GRAD,
     ClusterAnalysis,
     RankAnalysis,
 )
@@ -62,6 +63,7 @@ from stepscope.report.views.remedies import render_remedies
 from stepscope.report.views.summary import render_summary
 from stepscope.report.views.sync import render_sync
 from stepscope.report.views.tensor_cores import render_tensor_cores
+from stepscope.report.views.zero_grad import render_zero_grad
 
 T = TypeVar("T")
 
@@ -122,6 +124,7 @@ RENDERERS: dict[str, RankView] = {
     "convolutions": rank_view(CONVOLUTIONS, render_convolutions),
     "gemm_dims": rank_view(GEMM_DIMS, render_gemm_dims),
     "host_ops": rank_view(HOST_OPS, render_host_ops),
+    "zero_grad": rank_view(ZERO_GRAD, render_zero_grad),
 }
 
 #: cluster-level renderers

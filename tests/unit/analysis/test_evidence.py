@@ -13,6 +13,7 @@ from stepscope.analysis.dataloader import compute_dataloader
 from stepscope.analysis.gemm_dims import compute_gemm_dims, gemm_nk
 from stepscope.analysis.host_ops import compute_host_ops
 from stepscope.analysis.tensor_cores import compute_tensor_cores
+from stepscope.analysis.zero_grad import compute_zero_grad
 from stepscope.model.trace import Trace
 from tests.builders import V100, TraceBuilder
 from tests.unit.advisor.scenes import SCENES
@@ -79,3 +80,10 @@ def test_host_ops(tmp_path: Path) -> None:
     b.launch_kernel("k", launch_ts=0, launch_dur=1, ts=5, dur=10)
     with pytest.raises(NotApplicable, match="no ProfilerStep annotations"):
         compute_host_ops(b.load(tmp_path, "nosteps.json"), 0)
+
+
+def test_zero_grad(tmp_path: Path) -> None:
+    r = compute_zero_grad(scene(tmp_path, "zero-grad-not-none"), 0)  # 10 fill kernels of 40 µs per step
+    assert r.step_count == 3 and len(r.activities) == 30 and r.activities.total_ns == 1_200_000
+    with pytest.raises(NotApplicable, match=r"Optimizer\.zero_grad"):
+        compute_zero_grad(scene(tmp_path, "zero-grad-not-none", on=False), 0)

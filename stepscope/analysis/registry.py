@@ -17,6 +17,7 @@ from typing import Generic, TypeVar
 
 from stepscope.analysis.annotations import AnnotationView, compute_annotations
 from stepscope.analysis.breakdown import StepBreakdown, compute_breakdown
+from stepscope.analysis.caching_allocator import CachingAllocatorResult, compute_caching_allocator
 from stepscope.analysis.categories import CategoryView, compute_categories
 from stepscope.analysis.convolutions import ConvolutionResult, compute_convolutions
 from stepscope.analysis.critical_path import CriticalPath, compute_critical_path
@@ -92,12 +93,14 @@ CONVOLUTIONS = RankAnalysis("convolutions", compute_convolutions, ConvolutionRes
 GEMM_DIMS = RankAnalysis("gemm_dims", compute_gemm_dims, GemmDimsResult, ("gemm_dims",))
 HOST_OPS = RankAnalysis("host_ops", compute_host_ops, HostOpsResult, ("host_ops",))
 ZERO_GRAD = RankAnalysis("zero_grad", compute_zero_grad, ZeroGradResult, ("zero_grad",))
+CACHING_ALLOCATOR = RankAnalysis("caching_allocator", compute_caching_allocator, CachingAllocatorResult,
+                                 ("caching_allocator",))
 
 CLUSTER = ClusterAnalysis("cluster", compute_cluster, ClusterResult, ("cluster",))
 
 RANK_ANALYSES: tuple[RankAnalysis[object], ...] = (
     SUMMARY, OVERVIEW, BREAKDOWN, OPERATORS, KERNELS, OP_CATEGORIES, MEMORY, MODULES, ANNOTATIONS,
     DISTRIBUTED, IDLE, CRITICAL_PATH, SYNC, MEMCPY, LAUNCH, LAUNCH_CONFIG, FUSION, REMEDIES,
-    DATALOADER, TENSOR_CORES, CONVOLUTIONS, GEMM_DIMS, HOST_OPS, ZERO_GRAD,
+    DATALOADER, TENSOR_CORES, CONVOLUTIONS, GEMM_DIMS, HOST_OPS, ZERO_GRAD, CACHING_ALLOCATOR,
 )
 CLUSTER_ANALYSES: tuple[ClusterAnalysis[object], ...] = (CLUSTER,)

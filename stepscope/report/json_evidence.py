@@ -9,7 +9,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from stepscope.analysis.registry import CONVOLUTIONS, DATALOADER, GEMM_DIMS, HOST_OPS, TENSOR_CORES, ZERO_GRAD
+from stepscope.analysis.registry import (
+    CACHING_ALLOCATOR,
+    CONVOLUTIONS,
+    DATALOADER,
+    GEMM_DIMS,
+    HOST_OPS,
+    TENSOR_CORES,
+    ZERO_GRAD,
+)
 from stepscope.report.json_deep import MS, named_list
 
 if TYPE_CHECKING:
@@ -82,8 +90,25 @@ def zero_grad_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
             "kernels": named_list(r.activities, n)}
 
 
+def caching_allocator_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
+    r = rr.get(CACHING_ALLOCATOR)
+    if r is None:
+        return None
+    n = max(r.step_count, 1)
+    out: dict[str, Any] = {"device_memory_bytes": r.device_memory_bytes, "alloc_calls_per_step": len(r.calls) / n,
+                           "alloc_calls_ms": r.calls.total_ns / MS / n, "alloc_calls": named_list(r.calls, n),
+                           "memory_events": len(r.reserved_bytes), "peak_reserved_bytes": None,
+                           "allocated_at_peak_bytes": None, "peak_allocated_bytes": None}
+    if r.has_memory_events:
+        reserved, alloc = r.at_reserved_peak
+        out.update(peak_reserved_bytes=int(reserved), allocated_at_peak_bytes=int(alloc),
+                   peak_allocated_bytes=int(r.allocated_bytes.max()))
+    return out
+
+
 #: per-rank §12 keys owned by the evidence analyses
 EVIDENCE_RANK_SECTIONS = {
     "dataloader": dataloader_section, "tensor_cores": tensor_cores_section, "convolutions": convolutions_section,
     "gemm_dims": gemm_dims_section, "host_ops": host_ops_section, "zero_grad": zero_grad_section,
+    "caching_allocator": caching_allocator_section,
 }

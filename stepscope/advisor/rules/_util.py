@@ -21,6 +21,7 @@ from stepscope.model.tree import nearest_marked_ancestor
 
 I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]
+GIB = float(1 << 30)
 
 
 def rank_rows(ctx: RuleContext, *kinds: EventKind, in_steps: bool = True) -> I64:

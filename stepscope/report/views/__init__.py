@@ -14,6 +14,7 @@ from stepscope.analysis.bundle import Bundle, RankResults
 from stepscope.analysis.registry import (
     ANNOTATIONS,
     BREAKDOWN,
+    CACHING_ALLOCATOR,
     CLUSTER,
     CONVOLUTIONS,
     CRITICAL_PATH,
@@ -42,6 +43,7 @@ from stepscope.analysis.registry import (
 )
 from stepscope.report.views.annotations import render_annotations
 from stepscope.report.views.breakdown import render_breakdown
+from stepscope.report.views.caching_allocator import render_caching_allocator
 from stepscope.report.views.categories import render_categories
 from stepscope.report.views.convolutions import render_convolutions
 from stepscope.report.views.critical_path import render_critical_path
@@ -125,6 +127,7 @@ RENDERERS: dict[str, RankView] = {
     "gemm_dims": rank_view(GEMM_DIMS, render_gemm_dims),
     "host_ops": rank_view(HOST_OPS, render_host_ops),
     "zero_grad": rank_view(ZERO_GRAD, render_zero_grad),
+    "caching_allocator": rank_view(CACHING_ALLOCATOR, render_caching_allocator),
 }
 
 #: cluster-level renderers

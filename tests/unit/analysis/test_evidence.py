@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.caching_allocator import compute_caching_allocator
 from stepscope.analysis.convolutions import compute_convolutions
 from stepscope.analysis.dataloader import compute_dataloader
 from stepscope.analysis.gemm_dims import compute_gemm_dims, gemm_nk
@@ -16,7 +17,7 @@ from stepscope.analysis.tensor_cores import compute_tensor_cores
 from stepscope.analysis.zero_grad import compute_zero_grad
 from stepscope.model.trace import Trace
 from tests.builders import V100, TraceBuilder
-from tests.unit.advisor.scenes import SCENES
+from tests.unit.advisor.scenes import GIB, SCENES
 
 
 def scene(tmp_path: Path, rule: str, on: bool = True) -> Trace:
@@ -87,3 +88,12 @@ def test_zero_grad(tmp_path: Path) -> None:
     assert r.step_count == 3 and len(r.activities) == 30 and r.activities.total_ns == 1_200_000
     with pytest.raises(NotApplicable, match=r"Optimizer\.zero_grad"):
         compute_zero_grad(scene(tmp_path, "zero-grad-not-none", on=False), 0)
+
+
+def test_caching_allocator(tmp_path: Path) -> None:
+    r = compute_caching_allocator(scene(tmp_path, "allocator-fragmentation"), 0)
+    reserved, alloc = r.at_reserved_peak
+    assert r.has_memory_events and (int(reserved), int(alloc)) == (8 * GIB, 2 * GIB)
+    assert r.device_memory_bytes == V100["totalGlobalMem"] and len(r.calls) == 0
+    cpu = compute_caching_allocator(scene(tmp_path, "launch-bound"), 0)  # no memory events: computed all the same
+    assert not cpu.has_memory_events and len(cpu.calls) == 0

@@ -27,6 +27,7 @@ from stepscope.analysis.fusion import FusionResult, compute_fusion
 from stepscope.analysis.gemm_dims import GemmDimsResult, compute_gemm_dims
 from stepscope.analysis.host_ops import HostOpsResult, compute_host_ops
 from stepscope.analysis.idle import IdleResult, compute_idle
+from stepscope.analysis.input_shapes import InputShapesResult, compute_input_shapes
 from stepscope.analysis.kernels import KernelView, compute_kernels
 from stepscope.analysis.launch import LaunchResult, compute_launch
 from stepscope.analysis.launch_config import LaunchConfigResult, compute_launch_config
@@ -95,12 +96,13 @@ HOST_OPS = RankAnalysis("host_ops", compute_host_ops, HostOpsResult, ("host_ops"
 ZERO_GRAD = RankAnalysis("zero_grad", compute_zero_grad, ZeroGradResult, ("zero_grad",))
 CACHING_ALLOCATOR = RankAnalysis("caching_allocator", compute_caching_allocator, CachingAllocatorResult,
                                  ("caching_allocator",))
+INPUT_SHAPES = RankAnalysis("input_shapes", compute_input_shapes, InputShapesResult, ("input_shapes",))
 
 CLUSTER = ClusterAnalysis("cluster", compute_cluster, ClusterResult, ("cluster",))
 
 RANK_ANALYSES: tuple[RankAnalysis[object], ...] = (
     SUMMARY, OVERVIEW, BREAKDOWN, OPERATORS, KERNELS, OP_CATEGORIES, MEMORY, MODULES, ANNOTATIONS,
     DISTRIBUTED, IDLE, CRITICAL_PATH, SYNC, MEMCPY, LAUNCH, LAUNCH_CONFIG, FUSION, REMEDIES,
-    DATALOADER, TENSOR_CORES, CONVOLUTIONS, GEMM_DIMS, HOST_OPS, ZERO_GRAD, CACHING_ALLOCATOR,
+    DATALOADER, TENSOR_CORES, CONVOLUTIONS, GEMM_DIMS, HOST_OPS, ZERO_GRAD, CACHING_ALLOCATOR, INPUT_SHAPES,
 )
 CLUSTER_ANALYSES: tuple[ClusterAnalysis[object], ...] = (CLUSTER,)

@@ -15,6 +15,7 @@ from stepscope.analysis.registry import (
     DATALOADER,
     GEMM_DIMS,
     HOST_OPS,
+    INPUT_SHAPES,
     TENSOR_CORES,
     ZERO_GRAD,
 )
@@ -106,9 +107,20 @@ def caching_allocator_section(rr: RankResults, trace: Trace) -> dict[str, Any] |
     return out
 
 
+def input_shapes_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
+    r = rr.get(INPUT_SHAPES)
+    if r is None:
+        return None
+    v = r.varying_ops
+    return {"steps": r.step_count, "calls": r.calls, "varying_calls": r.varying_calls,
+            "varying_calls_pct": r.varying_pct, "example_op": r.example_op, "example_shapes": list(r.example_shapes),
+            "varying_ops": [{"name": v.name[i], "calls": int(v.calls[i]), "shapes": int(v.shapes[i])}
+                            for i in range(min(20, len(v.name)))]}  # per op name
+
+
 #: per-rank §12 keys owned by the evidence analyses
 EVIDENCE_RANK_SECTIONS = {
     "dataloader": dataloader_section, "tensor_cores": tensor_cores_section, "convolutions": convolutions_section,
     "gemm_dims": gemm_dims_section, "host_ops": host_ops_section, "zero_grad": zero_grad_section,
-    "caching_allocator": caching_allocator_section,
+    "caching_allocator": caching_allocator_section, "input_shapes": input_shapes_section,
 }

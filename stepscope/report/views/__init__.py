@@ -24,6 +24,7 @@ from stepscope.analysis.registry import (
     GEMM_DIMS,
     HOST_OPS,
     IDLE,
+    INPUT_SHAPES,
     KERNELS,
     LAUNCH,
     LAUNCH_CONFIG,
@@ -53,6 +54,7 @@ from stepscope.report.views.fusion import render_fusion
 from stepscope.report.views.gemm_dims import render_gemm_dims
 from stepscope.report.views.host_ops import render_host_ops
 from stepscope.report.views.idle import render_idle
+from stepscope.report.views.input_shapes import render_input_shapes
 from stepscope.report.views.kernels import render_kernels
 from stepscope.report.views.launch import render_launch
 from stepscope.report.views.launch_config import render_launch_config
@@ -128,6 +130,7 @@ RENDERERS: dict[str, RankView] = {
     "host_ops": rank_view(HOST_OPS, render_host_ops),
     "zero_grad": rank_view(ZERO_GRAD, render_zero_grad),
     "caching_allocator": rank_view(CACHING_ALLOCATOR, render_caching_allocator),
+    "input_shapes": rank_view(INPUT_SHAPES, render_input_shapes),
 }
 
 #: cluster-level renderers

@@ -13,6 +13,7 @@ from stepscope.analysis.convolutions import compute_convolutions
 from stepscope.analysis.dataloader import compute_dataloader
 from stepscope.analysis.gemm_dims import compute_gemm_dims, gemm_nk
 from stepscope.analysis.host_ops import compute_host_ops
+from stepscope.analysis.input_shapes import compute_input_shapes
 from stepscope.analysis.tensor_cores import compute_tensor_cores
 from stepscope.analysis.zero_grad import compute_zero_grad
 from stepscope.model.trace import Trace
@@ -97,3 +98,15 @@ def test_caching_allocator(tmp_path: Path) -> None:
     assert r.device_memory_bytes == V100["totalGlobalMem"] and len(r.calls) == 0
     cpu = compute_caching_allocator(scene(tmp_path, "launch-bound"), 0)  # no memory events: computed all the same
     assert not cpu.has_memory_events and len(cpu.calls) == 0
+
+
+def test_input_shapes(tmp_path: Path) -> None:
+    r = compute_input_shapes(scene(tmp_path, "variable-input-shapes"), 0)  # aten::mm on [100|113|126, 512]
+    assert (r.step_count, r.calls, r.varying_calls, r.varying_pct) == (3, 3, 3, 100.0)
+    assert r.example_op == "aten::mm" and r.example_shapes == ("[[100,512],[512,512]]", "[[113,512],[512,512]]",
+                                                               "[[126,512],[512,512]]")
+    assert r.varying_ops.name == ["aten::mm"] and r.varying_ops.shapes.tolist() == [3]
+    still = compute_input_shapes(scene(tmp_path, "variable-input-shapes", on=False), 0)
+    assert still.varying_calls == 0 and still.example_op is None
+    with pytest.raises(NotApplicable, match="record_shapes=True"):
+        compute_input_shapes(scene(tmp_path, "launch-bound"), 0)

@@ -36,6 +36,7 @@ from stepscope.analysis.memory import MemoryView, compute_memory
 from stepscope.analysis.modules import ModuleTable, compute_modules
 from stepscope.analysis.operators import OperatorView, compute_operators
 from stepscope.analysis.overview import Overview, compute_overview
+from stepscope.analysis.software import SoftwareResult, compute_software
 from stepscope.analysis.stragglers import ClusterResult, compute_cluster
 from stepscope.analysis.summary import Summary, compute_summary
 from stepscope.analysis.sync import SyncResult, compute_sync
@@ -97,12 +98,13 @@ ZERO_GRAD = RankAnalysis("zero_grad", compute_zero_grad, ZeroGradResult, ("zero_
 CACHING_ALLOCATOR = RankAnalysis("caching_allocator", compute_caching_allocator, CachingAllocatorResult,
                                  ("caching_allocator",))
 INPUT_SHAPES = RankAnalysis("input_shapes", compute_input_shapes, InputShapesResult, ("input_shapes",))
+SOFTWARE = RankAnalysis("software", compute_software, SoftwareResult, ("software",))
 
 CLUSTER = ClusterAnalysis("cluster", compute_cluster, ClusterResult, ("cluster",))
 
 RANK_ANALYSES: tuple[RankAnalysis[object], ...] = (
     SUMMARY, OVERVIEW, BREAKDOWN, OPERATORS, KERNELS, OP_CATEGORIES, MEMORY, MODULES, ANNOTATIONS,
     DISTRIBUTED, IDLE, CRITICAL_PATH, SYNC, MEMCPY, LAUNCH, LAUNCH_CONFIG, FUSION, REMEDIES,
-    DATALOADER, TENSOR_CORES, CONVOLUTIONS, GEMM_DIMS, HOST_OPS, ZERO_GRAD, CACHING_ALLOCATOR, INPUT_SHAPES,
+    DATALOADER, TENSOR_CORES, CONVOLUTIONS, GEMM_DIMS, HOST_OPS, ZERO_GRAD, CACHING_ALLOCATOR, INPUT_SHAPES, SOFTWARE,
 )
 CLUSTER_ANALYSES: tuple[ClusterAnalysis[object], ...] = (CLUSTER,)

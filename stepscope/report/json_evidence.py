@@ -16,9 +16,11 @@ from stepscope.analysis.registry import (
     GEMM_DIMS,
     HOST_OPS,
     INPUT_SHAPES,
+    SOFTWARE,
     TENSOR_CORES,
     ZERO_GRAD,
 )
+from stepscope.analysis.software import version_text
 from stepscope.report.json_deep import MS, named_list
 
 if TYPE_CHECKING:
@@ -118,9 +120,17 @@ def input_shapes_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None
                             for i in range(min(20, len(v.name)))]}  # per op name
 
 
+def software_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
+    r = rr.get(SOFTWARE)
+    if r is None:
+        return None
+    return {"cuda_runtime": version_text(r.cuda_runtime), "cuda_driver": version_text(r.cuda_driver),
+            "legacy_schema": r.legacy_schema, "pytorch": r.pytorch, "compiled": r.compiled}
+
+
 #: per-rank §12 keys owned by the evidence analyses
 EVIDENCE_RANK_SECTIONS = {
     "dataloader": dataloader_section, "tensor_cores": tensor_cores_section, "convolutions": convolutions_section,
     "gemm_dims": gemm_dims_section, "host_ops": host_ops_section, "zero_grad": zero_grad_section,
-    "caching_allocator": caching_allocator_section, "input_shapes": input_shapes_section,
+    "caching_allocator": caching_allocator_section, "input_shapes": input_shapes_section, "software": software_section,
 }

@@ -21,8 +21,7 @@ import numpy as np
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
 from stepscope.advisor.rules._util import ms, replayed_saving
-from stepscope.analysis.platform import uses_compile
-from stepscope.analysis.registry import CRITICAL_PATH, IDLE, LAUNCH
+from stepscope.analysis.registry import CRITICAL_PATH, IDLE, LAUNCH, SOFTWARE
 
 RULE_ID = "launch-bound"
 SCOPE = "rank"
@@ -54,7 +53,7 @@ def detect(ctx: RuleContext) -> list[Finding]:
         host = cp.host_share_pct()
         evidence["host_path_pct"] = {k: round(v, 1) for k, v in host.items()}
         launches_dominate = host["launch"] >= host["host_ops"]
-    compiled = uses_compile(ctx.trace)
+    compiled = ctx.result(SOFTWARE).compiled
     evidence["compiled"] = compiled
     if compiled:
         change = Change("graph-capture-compiled", {"short_kernel_pct": round(short_pct)})

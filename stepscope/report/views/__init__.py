@@ -35,6 +35,7 @@ from stepscope.analysis.registry import (
     OPERATORS,
     OVERVIEW,
     REMEDIES,
+    SOFTWARE,
     SUMMARY,
     SYNC,
     TENSOR_CORES,
@@ -64,6 +65,7 @@ from stepscope.report.views.modules import render_modules
 from stepscope.report.views.operators import render_operators
 from stepscope.report.views.overview import render_overview
 from stepscope.report.views.remedies import render_remedies
+from stepscope.report.views.software import render_software
 from stepscope.report.views.summary import render_summary
 from stepscope.report.views.sync import render_sync
 from stepscope.report.views.tensor_cores import render_tensor_cores
@@ -131,6 +133,7 @@ RENDERERS: dict[str, RankView] = {
     "zero_grad": rank_view(ZERO_GRAD, render_zero_grad),
     "caching_allocator": rank_view(CACHING_ALLOCATOR, render_caching_allocator),
     "input_shapes": rank_view(INPUT_SHAPES, render_input_shapes),
+    "software": rank_view(SOFTWARE, render_software),
 }
 
 #: cluster-level renderers

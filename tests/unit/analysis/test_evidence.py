@@ -14,6 +14,7 @@ from stepscope.analysis.dataloader import compute_dataloader
 from stepscope.analysis.gemm_dims import compute_gemm_dims, gemm_nk
 from stepscope.analysis.host_ops import compute_host_ops
 from stepscope.analysis.input_shapes import compute_input_shapes
+from stepscope.analysis.software import compute_software, cuda_version
 from stepscope.analysis.tensor_cores import compute_tensor_cores
 from stepscope.analysis.zero_grad import compute_zero_grad
 from stepscope.model.trace import Trace
@@ -110,3 +111,11 @@ def test_input_shapes(tmp_path: Path) -> None:
     assert still.varying_calls == 0 and still.example_op is None
     with pytest.raises(NotApplicable, match="record_shapes=True"):
         compute_input_shapes(scene(tmp_path, "launch-bound"), 0)
+
+
+def test_software(tmp_path: Path) -> None:
+    r = compute_software(scene(tmp_path, "outdated-software"), 0)
+    assert (r.cuda_runtime, r.cuda_driver) == ((10, 2), (12, 9)) and r.has_versions and r.pytorch and not r.compiled
+    bare = compute_software(scene(tmp_path, "launch-bound"), 0)
+    assert (bare.cuda_runtime, bare.cuda_driver, bare.legacy_schema, bare.has_versions) == (None, None, False, False)
+    assert cuda_version(12040) == (12, 4) and cuda_version("x") is None and cuda_version(0) is None

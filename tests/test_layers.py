@@ -12,7 +12,11 @@ functions and under ``TYPE_CHECKING`` alike)::
 * no import cycle between modules (imports under ``TYPE_CHECKING`` aside: they do not run);
 * no ``_private`` module, nor a ``_private`` name, is imported from another package;
 * no ``except ImportError`` around an import of the package's own modules (a module of this
-  package is always there; optional *third-party* imports may be guarded).
+  package is always there; optional *third-party* imports may be guarded);
+* the advisor's rules only judge analysis results (issue 18): no rule module reaches the trace
+  (``.trace``, its tables ``.events`` / ``.strings`` / ``.memory`` ...), calls a row selector
+  (``rank_rows``, ``in_step_rows`` ...) or imports from ``stepscope.model`` (``model.uniq``, a numpy
+  helper, aside). Evidence a rule needs is computed by an analysis, so the views show it too.
 """
 
 from __future__ import annotations
@@ -238,6 +242,36 @@ def own_import_guards(module: str, tree: ast.AST, known: set[str] | dict[str, Pa
     return bad
 
 
+RULES = PACKAGE / "advisor" / "rules"
+#: what a rule may not touch: the trace and its tables, and the selectors of a rank's rows
+TRACE_ATTRS = frozenset({"trace", "events", "strings", "tracks", "memory", "counters", "flows"})
+ROW_SELECTORS = frozenset({"rank_rows", "in_step_rows", "step_kernels", "step_windows", "named_rows",
+                           "ancestor_with"})
+MODEL_HELPERS = frozenset({"stepscope.model.uniq"})  # distinct values of an array, numpy only
+#: rule module (file name) → one-line reason it must still read the trace itself (keep it empty)
+RULES_READING_THE_TRACE: dict[str, str] = {}
+
+
+def trace_reads(tree: ast.AST) -> list[str]:
+    """Where a rule module reaches the trace instead of an analysis result."""
+    bad = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in TRACE_ATTRS:
+            bad.append(f"line {node.lineno}: .{node.attr}")
+        elif isinstance(node, ast.Name) and node.id in ROW_SELECTORS:
+            bad.append(f"line {node.lineno}: {node.id}")
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("stepscope.model") \
+                and node.module not in MODEL_HELPERS:
+            bad.append(f"line {node.lineno}: imports {node.module}")
+        elif isinstance(node, ast.ImportFrom):
+            bad += [f"line {node.lineno}: imports {a.name}" for a in node.names if a.name in ROW_SELECTORS]
+    return bad
+
+
+def _rule_modules() -> list[Path]:
+    return sorted(p for p in RULES.glob("*.py"))
+
+
 # ----------------------------------------------------------------------------------------------- tests
 
 
@@ -309,3 +343,27 @@ def test_the_checks_catch_what_they_should() -> None:
     assert cycles(init + kin + asm) == [["stepscope.ingest.assemble", "stepscope.ingest.readers",
                                          "stepscope.ingest.readers.kineto"]]
     assert cycles(init + kin) == []
+
+
+@pytest.mark.parametrize("path", _rule_modules(), ids=lambda p: p.name)
+def test_rules_only_judge_analysis_results(path: Path) -> None:
+    bad = trace_reads(ast.parse(path.read_text(encoding="utf-8")))
+    if path.name in RULES_READING_THE_TRACE:
+        assert bad, f"{path.name} no longer reads the trace: remove it from RULES_READING_THE_TRACE"
+        return
+    assert not bad, (f"{path.name} computes evidence from the trace; move it into an analysis "
+                     "(docs/architecture.md §3) and read its result with ctx.result(KEY):\n" + "\n".join(bad))
+
+
+def test_the_rule_check_catches_trace_reads() -> None:
+    assert len(RULES_READING_THE_TRACE) <= 3 and all(r.strip() for r in RULES_READING_THE_TRACE.values())
+    src = ("from stepscope.model.schema import EventKind\n"
+           "from stepscope.model.uniq import unique\n"
+           "from stepscope.analysis.common import rank_rows\n"
+           "def detect(ctx):\n"
+           "    ev = ctx.bundle.trace.events\n"
+           "    rows = rank_rows(ctx.bundle.trace, ctx.rank)\n"
+           "    return [ctx.steps, unique(rows), ev]\n")
+    assert trace_reads(ast.parse(src)) == [
+        "line 1: imports stepscope.model.schema", "line 3: imports rank_rows", "line 5: .events", "line 5: .trace",
+        "line 6: rank_rows", "line 6: .trace"]

@@ -5,7 +5,8 @@ entry, the typed key (``ctx.result(IDLE)`` is an :class:`~stepscope.analysis.idl
 when that analysis did not run (skipped, or not asked for in this build) the call raises
 :class:`~stepscope.analysis.base.NotApplicable` with the reason, and the engine reports the rule as
 "not run" once. Rules build findings with :meth:`RuleContext.finding`, which fills in rank, the
-step list and the severity from the gain.
+step list and the severity from the gain. The context offers no trace: a rule judges analysis
+results only (issue 18; ``tests/test_layers.py`` keeps it so).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from stepscope.analysis.bundle import Bundle
 from stepscope.analysis.common import step_windows
 from stepscope.analysis.platform import platform_of
 from stepscope.analysis.registry import BREAKDOWN, CRITICAL_PATH, OVERVIEW, ClusterAnalysis, RankAnalysis
-from stepscope.model.trace import Trace
 
 T = TypeVar("T")
 
@@ -40,10 +40,6 @@ class RuleContext:
     steps: tuple[int, ...]
     platform: str = "cuda"
     whole_trace: bool = False
-
-    @property
-    def trace(self) -> Trace:
-        return self.bundle.trace
 
     def result(self, key: RankAnalysis[T] | ClusterAnalysis[T]) -> T:
         """The result of analysis ``key`` (the rank's, or the trace's for a cluster analysis), or

@@ -98,11 +98,6 @@ def ancestor_with(trace: Trace, rows: I64, marked_names: B) -> I64:
     return out
 
 
-def step_divisor(trace: Trace, rank: int) -> int:
-    """Number of steps totals are averaged over (1 for a rank without steps)."""
-    return max(len(kept_steps(trace, rank)), 1)
-
-
 def interval_set(trace: Trace, rows: I64) -> intervals.Intervals:
     """Normalised union of the given events' [ts, ts + dur) intervals."""
     ts = trace.events["ts_ns"][rows]

@@ -28,12 +28,12 @@ class DataLoaderResult:
 
     rank: int
     step_count: int  # steps the per-step numbers average over (0 without steps)
-    events: NamedRows
+    calls: NamedRows  # the DataLoader events (its __next__ calls)
 
     @property
     def loading(self) -> str:
         """``single-process`` when one of the five longest names is the single-process iterator."""
-        return "single-process" if any("SingleProcess" in n for n, _, _ in self.events.top(5)) else "multi-process"
+        return "single-process" if any("SingleProcess" in n for n, _, _ in self.calls.top(5)) else "multi-process"
 
 
 def compute_dataloader(trace: Trace, rank: int) -> DataLoaderResult:

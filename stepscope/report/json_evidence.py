@@ -33,8 +33,8 @@ def dataloader_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
     if r is None:
         return None
     n = max(r.step_count, 1)
-    return {"loading": r.loading, "events_per_step": len(r.events) / n, "ms": r.events.total_ns / MS / n,
-            "events": named_list(r.events, n)}
+    return {"loading": r.loading, "events_per_step": len(r.calls) / n, "ms": r.calls.total_ns / MS / n,
+            "events": named_list(r.calls, n)}
 
 
 def tensor_cores_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:

@@ -1,7 +1,8 @@
 """``allocator-fragmentation``: the caching allocator holds far more than the tensors need, or churns
 ``cudaMalloc`` / ``cudaFree`` inside the step (SPEC §6).
 
-Detects, from the caching_allocator analysis (the ``[memory]`` events' totals and the allocator calls):
+Detects, from the caching_allocator analysis (the ``[memory]`` events' totals and the allocator
+calls):
 
 * fragmentation: at the peak of reserved memory, reserved − allocated ≥ ``fragmentation_min_bytes``
   and ≥ ``fragmentation_min_pct`` of reserved;
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
-from stepscope.advisor.rules._util import GIB, ms, per_step, top_named
+from stepscope.advisor.rules._util import GIB, ms, per_step, top_names
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.caching_allocator import NO_GPU_MEMORY
 from stepscope.analysis.registry import CACHING_ALLOCATOR
@@ -32,7 +33,7 @@ def detect(ctx: RuleContext) -> list[Finding]:
         raise NotApplicable(NO_GPU_MEMORY)
     churn_ns = per_step(ctx, float(res.calls.total_ns))
     evidence: dict[str, object] = {"alloc_calls_per_step": round(len(res.calls) / max(len(ctx.steps), 1), 1),
-                                   "alloc_calls_ms": ms(churn_ns), "alloc_calls": top_named(res.calls)}
+                                   "alloc_calls_ms": ms(churn_ns), "alloc_calls": top_names(res.calls)}
     frag = False
     if res.has_memory_events:
         reserved, alloc = res.at_reserved_peak

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
-from stepscope.advisor.rules._util import ms, per_step, top_named
+from stepscope.advisor.rules._util import ms, per_step, top_names
 from stepscope.analysis.registry import CONVOLUTIONS
 
 RULE_ID = "cudnn-benchmark-off"
@@ -30,6 +30,6 @@ def detect(ctx: RuleContext) -> list[Finding]:
     fb_ns = float(c.fallback.total_ns)
     evidence = {"fallback_conv_kernel_pct": round(c.fallback_pct, 2), "fallback_conv_ms": ms(per_step(ctx, fb_ns)),
                 "conv_kernel_ms": ms(per_step(ctx, float(c.conv.total_ns))),
-                "kernels": top_named(c.fallback, per=n)}
+                "kernels": top_names(c.fallback, per=n)}
     return [ctx.finding(RULE_ID, per_step(ctx, fb_ns) * ctx.cfg.cudnn_benchmark_gain, "benchmark-share",
                         evidence, Change("cudnn-benchmark", {}))]

@@ -20,7 +20,7 @@ import numpy as np
 
 from stepscope.advisor.context import RuleContext, rank_breakdown
 from stepscope.advisor.finding import Change, Finding
-from stepscope.advisor.rules._util import ms, per_step, replayed_saving, top_named
+from stepscope.advisor.rules._util import ms, per_step, replayed_saving, top_names
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.breakdown import StepBreakdown
 from stepscope.analysis.registry import DATALOADER, IDLE
@@ -49,13 +49,13 @@ def detect(ctx: RuleContext) -> list[Finding]:
         return []
     loader = ctx.optional(DATALOADER)
     n = max(len(ctx.steps), 1)
-    events = top_named(loader.events, per=n) if loader is not None else []
+    events = top_names(loader.calls, per=n) if loader is not None else []
     loading = loader.loading if loader is not None else "unknown"
     evidence = {
         "dataloader_ms": ms(dl_ns), "dataloader_pct": round(pct, 2), "avg_step_ms": ms(bd.avg_step_ns),
         "per_step_dataloader_ms": [ms(v) for v in bd.category_ns[:, col].tolist()],
         "steps": [int(s) for s in bd.step.tolist()], "dataloader_events": events,
-        "dataloader_event_ms": ms(per_step(ctx, float(loader.events.total_ns) if loader is not None else 0.0)),
+        "dataloader_event_ms": ms(per_step(ctx, float(loader.calls.total_ns) if loader is not None else 0.0)),
         "loading": loading,
     }
     idle = ctx.optional(IDLE)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
-from stepscope.advisor.rules._util import ms, per_step, top_named
+from stepscope.advisor.rules._util import ms, per_step, top_names
 from stepscope.analysis.registry import TENSOR_CORES
 
 RULE_ID = "no-tensor-cores"
@@ -42,7 +42,7 @@ def detect(ctx: RuleContext) -> list[Finding]:
         "eligible_non_tc_ms": ms(per_step(ctx, non_tc_ns)),
         "kernel_ms": ms(per_step(ctx, tc.kernel_ns)),
         "top_ops": [{"name": name, "ms": ms(t / n)} for name, _, t in tc.non_tc_ops.top(5)],
-        "top_kernels": top_named(tc.non_tc_kernels, per=n),
+        "top_kernels": top_names(tc.non_tc_kernels, per=n),
         "input_types": list(tc.input_types),
         "device": tc.device, "amp_speedup": ctx.cfg.amp_speedup,
     }

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
-from stepscope.advisor.rules._util import ms, per_step, replayed_saving, top_named
+from stepscope.advisor.rules._util import ms, per_step, replayed_saving, top_names
 from stepscope.analysis.registry import MEMCPY
 
 RULE_ID = "pageable-memcpy"
@@ -34,7 +34,7 @@ def detect(ctx: RuleContext) -> list[Finding]:
     evidence = {"pageable_copies_per_step": round(copies.count / n, 1), "pageable_ms": ms(time_ns),
                 "pageable_pct": round(ctx.pct_of_step(time_ns), 2), "bytes_per_step": copies.bytes_total // n,
                 "median_bandwidth_gbps": round(bw, 2) if bw is not None else None,
-                "copies": top_named(copies.names, per=n)}
+                "copies": top_names(copies.names, per=n)}
     change = Change("pin-memory", {"pin_memory": True, "non_blocking": True})
     replayed = replayed_saving(ctx, "pinned-copies", evidence)
     if replayed is None:

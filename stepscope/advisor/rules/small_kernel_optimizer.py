@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
-from stepscope.advisor.rules._util import ms, per_step, top_named
+from stepscope.advisor.rules._util import ms, per_step, top_names
 from stepscope.analysis.registry import FUSION
 
 RULE_ID = "small-kernel-optimizer"
@@ -28,7 +28,7 @@ def detect(ctx: RuleContext) -> list[Finding]:
     time_ns = opt.time_ns / n
     evidence = {"optimizer_steps": opt.step_count, "kernels_per_optimizer_step": round(opt.kernels_per_step, 1),
                 "elementwise_pct": round(opt.elementwise_pct, 1), "optimizer_kernel_ms": ms(time_ns),
-                "optimizer": opt.name, "kernels": top_named(opt.kernels, per=n),
+                "optimizer": opt.name, "kernels": top_names(opt.kernels, per=n),
                 "fused_speedup": ctx.cfg.optimizer_fused_speedup}
     gain = per_step(ctx, opt.time_ns) * (1.0 - 1.0 / max(ctx.cfg.optimizer_fused_speedup, 1.0))
     return [ctx.finding(RULE_ID, gain, "fused-optimizer-speedup", evidence,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
-from stepscope.advisor.rules._util import ms, per_step, top_named
+from stepscope.advisor.rules._util import ms, per_step, top_names
 from stepscope.analysis.registry import MEMCPY
 
 RULE_ID = "small-memcpy"
@@ -30,6 +30,6 @@ def detect(ctx: RuleContext) -> list[Finding]:
         return []
     evidence = {"small_copies_per_step": round(count, 1), "small_copies_ms": ms(time_ns),
                 "small_bytes_limit": int(res.small_bytes), "mean_bytes": copies.mean_bytes,
-                "copies": top_named(copies.names, per=n)}
+                "copies": top_names(copies.names, per=n)}
     return [ctx.finding(RULE_ID, time_ns * 0.5, "copy-latency", evidence,
                         Change("batch-small-copies", {"count_per_step": round(count)}))]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
-from stepscope.advisor.rules._util import ms, per_step, top_named
+from stepscope.advisor.rules._util import ms, per_step, top_names
 from stepscope.analysis.registry import ZERO_GRAD
 
 RULE_ID = "zero-grad-not-none"
@@ -29,6 +29,6 @@ def detect(ctx: RuleContext) -> list[Finding]:
         return []
     n = max(len(ctx.steps), 1)
     evidence = {"zero_grad_kernels_per_step": round(len(zg.activities) / n, 1), "zero_grad_ms": ms(time_ns),
-                "kernels": top_named(zg.activities, per=n)}
+                "kernels": top_names(zg.activities, per=n)}
     return [ctx.finding(RULE_ID, time_ns, "kernel-time-removed", evidence,
                         Change("zero-grad-set-to-none", {}))]

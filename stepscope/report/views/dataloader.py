@@ -10,6 +10,6 @@ from stepscope.report.views._deep import ms, print_names
 
 def render_dataloader(r: DataLoaderResult, console: Console, top: int) -> None:
     n = max(r.step_count, 1)
-    console.print(f"[bold]rank {r.rank}: DataLoader[/bold] ({r.loading} loading): {len(r.events) / n:,.1f} events "
-                  f"per step, {ms(r.events.total_ns / n)} ms per step on the host")
-    print_names(console, f"rank {r.rank}: DataLoader events, by name", r.events, n, top, "event")
+    console.print(f"[bold]rank {r.rank}: DataLoader[/bold] ({r.loading} loading): {len(r.calls) / n:,.1f} events "
+                  f"per step, {ms(r.calls.total_ns / n)} ms per step on the host")
+    print_names(console, f"rank {r.rank}: DataLoader events, by name", r.calls, n, top, "event")

@@ -31,7 +31,7 @@ def scene(tmp_path: Path, rule: str, on: bool = True) -> Trace:
 def test_dataloader_events(tmp_path: Path) -> None:
     r = compute_dataloader(scene(tmp_path, "dataloader-bound"), 0)  # 3 steps, a 4 ms DataLoader call each
     assert r.step_count == 3 and r.loading == "single-process"
-    assert r.events.top() == [("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 3, 12_000_000.0)]
+    assert r.calls.top() == [("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 3, 12_000_000.0)]
     with pytest.raises(NotApplicable, match="no DataLoader events"):
         compute_dataloader(scene(tmp_path, "launch-bound"), 0)
 

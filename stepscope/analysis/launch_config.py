@@ -54,7 +54,7 @@ class LaunchConfigResult:
     kernel_time_ns: int
     underfilled: NamedRows  # evidence: every under-filled kernel
     underfilled_blocks: I64  # their grids' blocks
-    underfilled_in_steps: B  # whether each lies in a kept step (all True without steps)
+    underfilled_in_step_mask: B  # whether each lies in a kept step (all True without steps)
     step_count: int  # steps the per-step numbers average over (0 without steps)
     underfilled_time_ns: int
     sm_fill_pct: float
@@ -71,7 +71,7 @@ class LaunchConfigResult:
     def underfilled_in_step(self, min_dur_ns: float = 0.0) -> UnderfilledSet:
         """The under-filled kernels inside the steps lasting at least ``min_dur_ns``."""
         u = self.underfilled
-        sel = self.underfilled_in_steps & (u.dur_ns >= min_dur_ns)
+        sel = self.underfilled_in_step_mask & (u.dur_ns >= min_dur_ns)
         dur = u.dur_ns[sel].astype(np.float64)
         blocks = self.underfilled_blocks[sel].astype(np.float64)
         return UnderfilledSet(count=int(sel.sum()), time_ns=float(dur.sum()),
@@ -99,7 +99,7 @@ def compute_launch_config(trace: Trace, rank: int) -> LaunchConfigResult:
     return LaunchConfigResult(
         rank=rank, sm_count=int(dev.sm_count), kernel_count=len(k), kernel_time_ns=int(dur.sum()),
         underfilled=named_rows(trace, k[under]), underfilled_blocks=blocks[under].astype(np.int64),
-        underfilled_in_steps=in_steps, step_count=len(steps), underfilled_time_ns=int(dur[under].sum()),
+        underfilled_in_step_mask=in_steps, step_count=len(steps), underfilled_time_ns=int(dur[under].sum()),
         sm_fill_pct=pct(float((dur * fill).sum()), float(dur.sum())),
         kernels=_by_name(trace, k[under], blocks[under], dur[under]))
 

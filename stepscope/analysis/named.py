@@ -37,15 +37,13 @@ class NamedRows:
     def total_ns(self) -> int:
         return int(self.dur_ns.sum())
 
-    def top(self, k: int = 5, mask: B | None = None) -> list[NameTotal]:
-        """The ``k`` names with the largest summed duration among the rows (those of ``mask`` only
-        when given), ties in string-id order: (name, count, total ns)."""
-        ids = self.name if mask is None else self.name[mask]
-        if len(ids) == 0:
+    def top(self, k: int = 5) -> list[NameTotal]:
+        """The ``k`` names with the largest summed duration among the rows, ties in string-id order:
+        (name, count, total ns)."""
+        if len(self.name) == 0:
             return []
-        w = self.dur_ns if mask is None else self.dur_ns[mask]
-        uniq, inv = np.unique(ids, return_inverse=True)
-        tot = np.bincount(inv, weights=w, minlength=len(uniq))
+        uniq, inv = np.unique(self.name, return_inverse=True)
+        tot = np.bincount(inv, weights=self.dur_ns, minlength=len(uniq))
         cnt = np.bincount(inv, minlength=len(uniq))
         order = np.argsort(-tot, kind="stable")[:k]
         return [(self.names[int(uniq[i])], int(cnt[i]), float(tot[i])) for i in order.tolist()]

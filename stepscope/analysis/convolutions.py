@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis.base import NotApplicable
-from stepscope.analysis.common import F64, I32, I64, ancestor_with, kept_steps, pct, step_kernels
+from stepscope.analysis.common import F64, I32, I64, B, ancestor_with, kept_steps, pct, step_kernels
 from stepscope.analysis.named import NamedRows, named_rows
 from stepscope.analysis.tensor_cores import tc_kernel_mask
 from stepscope.model.trace import Trace
@@ -63,6 +63,17 @@ class ConvCalls:
     time_ns: F64  # their time
     step: I32  # the call's step (-1 outside steps)
     typical_kernels: F64  # median ``kernels`` over the calls of the same op
+
+    def searching(self, min_kernels: int, over_median: float) -> B:
+        """Calls that look like cuDNN trying algorithms: at least ``min_kernels`` kernels, or half that
+        and ``over_median`` times their op's median (a plain backward launches several on every call)."""
+        k = self.kernels
+        out: B = (k >= min_kernels) | ((k >= min_kernels // 2) & (k >= over_median * self.typical_kernels))
+        return out
+
+    def search_ns(self, calls: B) -> float:
+        """The time of those calls' kernels beyond one kernel's share per call (what the search adds)."""
+        return float((self.time_ns[calls] * (1.0 - 1.0 / self.kernels[calls])).sum())
 
 
 @dataclass(frozen=True)

@@ -89,6 +89,11 @@ class GemmDimsResult:
     half: B  # fp16 / bf16 inputs
     call_kernel_ns: I64  # time of the kernels each call launched
 
+    def misaligned(self, align: int) -> B:
+        """Half-precision calls whose N or K is not a multiple of ``align``."""
+        out: B = self.half & self.known & ((self.n % align != 0) | (self.k % align != 0))
+        return out
+
     def shapes(self) -> list[GemmShape]:
         """The calls grouped by (op, dims, half), most kernel time first."""
         key = np.stack([self.op, self.dims, self.half.astype(np.int64)])

@@ -33,15 +33,13 @@ def detect(ctx: RuleContext) -> list[Finding]:
     if c is None:
         return []
     calls = c.calls
-    per_call = calls.kernels
-    least, ratio = ctx.cfg.conv_search_min_kernels, ctx.cfg.conv_search_over_median
-    searching = (per_call >= least) | ((per_call >= least // 2) & (per_call >= ratio * calls.typical_kernels))
+    searching = calls.searching(ctx.cfg.conv_search_min_kernels, ctx.cfg.conv_search_over_median)
     steps = unique(calls.step[searching])
     if len(steps[steps >= 0]) < 2:
         return []
-    extra = float((calls.time_ns[searching] * (1.0 - 1.0 / per_call[searching])).sum())
+    extra = calls.search_ns(searching)
     evidence = {"searching_calls": int(searching.sum()), "steps_with_search": [int(s) for s in steps if s >= 0],
-                "max_kernels_per_call": int(per_call.max()), "search_ms": ms(per_step(ctx, extra)),
+                "max_kernels_per_call": int(calls.kernels.max()), "search_ms": ms(per_step(ctx, extra)),
                 "ops": sorted({calls.names[i] for i in calls.op[searching][:20].tolist()})}
     return [ctx.finding(RULE_ID, per_step(ctx, extra), "search-kernel-time", evidence,
                         Change("static-shapes-for-benchmark", {}))]

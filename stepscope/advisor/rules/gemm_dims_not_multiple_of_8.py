@@ -28,8 +28,7 @@ ADDRESSES: tuple[str, ...] = ("compute",)  # the bounds its change shortens
 
 def detect(ctx: RuleContext) -> list[Finding]:
     g = ctx.result(GEMM_DIMS)
-    align = ctx.cfg.gemm_align
-    bad = g.half & g.known & ((g.n % align != 0) | (g.k % align != 0))
+    bad = g.misaligned(ctx.cfg.gemm_align)
     total = float(g.kernel_ns)
     bad_ns = float(g.call_kernel_ns[bad].sum())
     if not bad.any() or total <= 0 or 100.0 * bad_ns / total < ctx.cfg.gemm_misaligned_min_pct:

@@ -55,6 +55,8 @@ def test_convolutions(tmp_path: Path) -> None:
     c = compute_convolutions(scene(tmp_path, "conv-algo-search"), 0).calls  # 14 kernels per call, every step
     assert c.kernels.tolist() == [14] * 3 and c.typical_kernels.tolist() == [14.0] * 3
     assert c.step.tolist() == [1, 2, 3] and c.names == ("aten::cudnn_convolution",)
+    assert c.searching(12, 3.0).all() and not c.searching(15, 3.0).any()
+    assert c.search_ns(c.searching(12, 3.0)) == pytest.approx(3 * 14 * 400_000 * (1 - 1 / 14))
     fb = compute_convolutions(scene(tmp_path, "cudnn-benchmark-off"), 0)
     assert fb.fallback_pct == pytest.approx(100.0) and fb.fallback.top()[0][1] == 3
     with pytest.raises(NotApplicable, match="no convolution kernels"):
@@ -67,6 +69,7 @@ def test_gemm_dims(tmp_path: Path) -> None:
     assert (s.op, s.dims, s.n, s.k, s.half, s.calls, s.kernel_ns) == (
         "aten::mm", "[[64,1001],[1001,30]]", 30, 1001, True, 3, 18_000_000)
     assert r.kernel_ns == 18_000_000 and r.compute_major == 7
+    assert r.misaligned(8).tolist() == [True] * 3 and not r.misaligned(1).any()
     assert gemm_nk("aten::linear", "[[1,141,512],[30522,512],[30522]]") == (30522, 512)
     assert gemm_nk("aten::addmm", "[[30], [64, 1001], [1001, 30]]") == (30, 1001)
     assert gemm_nk("aten::mm", "[[[1], [2]], [[3]]]") is None and gemm_nk("aten::mm", "not json") is None

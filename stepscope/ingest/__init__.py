@@ -96,7 +96,8 @@ def _load(path: Path, source: Path, use_cache: bool, span: str | int | None, ran
         try:
             return store.load(target, source=str(source), files=run.files)
         except (store.CorruptStoreError, OSError) as exc:
-            log.info("cache entry %s unreadable (%s); rebuilding", target, exc)
+            reason = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+            log.warning("cache entry %s is damaged (%s); rebuilding it from %s", target, reason, source)
     trace = _parse(run, source, ranks, workers, progress, engine, ray_address)
     if use_cache:
         try:

@@ -2,12 +2,20 @@
 
 Layout of one stored trace (a directory)::
 
-    meta.json        ranks, diagnostics, source, row counts, format version
+    meta.json        ranks, diagnostics, source, row counts, format version, each file's checksum
     strings.arrow    the string pool
     <table>.arrow    events, tracks, steps, memory, counters, flows
 
 Files are memory-mapped on load, so reopening a multi-GB trace costs little more than the
-metadata. Writes go to a temporary sibling directory that is renamed into place (atomic).
+metadata. Writes go to a temporary sibling directory that is renamed into place (atomic); a
+temporary directory left by a killed write is removed by a later write once it has not changed for
+:data:`ORPHAN_AGE_S` seconds (a writer still at work keeps touching its files).
+
+Nothing read back is trusted: ``meta.json`` is an envelope ``{"xxh3_128": digest, "meta": {...}}``
+whose digest covers the exact bytes of ``meta``, which is decoded strictly (msgspec, every field
+typed) and names the xxh3-128 digest of every Arrow file; each file is hashed through the same
+memory map it is read from. A flipped bit anywhere, a truncated file or a ``meta.json`` of another
+shape is a :class:`CorruptStoreError` (the cache rebuilds the entry), never a wrong value.
 
 The cache is keyed by content, so one entry serves everyone who reads the same files, by whatever
 path: ``meta.json`` keeps the path and files it was saved from, and :func:`load` given the path and
@@ -17,44 +25,72 @@ files of *this* read puts them back in the trace's source, its ranks' sources an
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pyarrow as pa
+import xxhash
 
 from stepscope.model.diagnostics import Diagnostic
 from stepscope.model.schema import TABLE_SCHEMAS
 from stepscope.model.strings import StringPool
 from stepscope.model.table import Table
-from stepscope.model.trace import DeviceInfo, RankInfo, Trace
+from stepscope.model.trace import RankInfo, Trace
 
-STORE_VERSION = 1
+STORE_VERSION = 2
+#: a temporary directory untouched for this long is a killed write's, and is removed
+ORPHAN_AGE_S = 300.0
+_TMP_PREFIX = ".tmp-"
+_FILES = (*TABLE_SCHEMAS, "strings")
 
 
 class CorruptStoreError(Exception):
     """A stored trace is incomplete or damaged (callers rebuild it)."""
 
 
+class Meta(msgspec.Struct, frozen=True):
+    """What ``meta.json`` holds (decoded strictly: a field of another type is a damaged entry)."""
+
+    version: int
+    source: str
+    files: list[str]
+    rows: dict[str, int]
+    strings: int
+    ranks: list[RankInfo]
+    diagnostics: list[Diagnostic]
+    checksums: dict[str, str]  # "<name>.arrow" -> xxh3-128 hex digest of its bytes
+
+
+class _Envelope(msgspec.Struct, frozen=True):
+    xxh3_128: str
+    meta: msgspec.Raw  # the exact bytes the digest covers
+
+
+_ENCODER = msgspec.json.Encoder(enc_hook=str)  # a metadata value JSON cannot hold is kept as text
+
+
 def save(trace: Trace, target: Path, files: Sequence[str] = ()) -> None:
     """Write ``trace`` to directory ``target`` atomically (replacing an old copy); ``files``: the
-    files it was read from, in reading order."""
+    files it was read from, in reading order. Old orphans of killed writes beside it are removed."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=target.parent))
+    remove_orphans(target.parent)
+    tmp = Path(tempfile.mkdtemp(prefix=_TMP_PREFIX, dir=target.parent))
     try:
         for name in TABLE_SCHEMAS:
             _write_arrow(getattr(trace, name).to_arrow(), tmp / f"{name}.arrow")
         _write_arrow(pa.table({"s": pa.array(trace.strings.strings, pa.string())}), tmp / "strings.arrow")
-        meta = {"version": STORE_VERSION, "source": trace.source, "files": list(files),
-                "rows": {name: len(getattr(trace, name)) for name in TABLE_SCHEMAS},
-                "strings": len(trace.strings),
-                "ranks": [_rank_dict(r) for r in trace.ranks],
-                "diagnostics": [d.to_dict() for d in trace.diagnostics]}
-        (tmp / "meta.json").write_text(json.dumps(meta, default=str))
+        meta = Meta(version=STORE_VERSION, source=trace.source, files=list(files),
+                    rows={name: len(getattr(trace, name)) for name in TABLE_SCHEMAS}, strings=len(trace.strings),
+                    ranks=list(trace.ranks), diagnostics=list(trace.diagnostics),
+                    checksums={f"{n}.arrow": _digest(_mapped(tmp / f"{n}.arrow")) for n in _FILES})
+        body = _ENCODER.encode(meta)
+        (tmp / "meta.json").write_bytes(_ENCODER.encode(_Envelope(_digest(body), msgspec.Raw(body))))
         if target.exists():
             shutil.rmtree(target, ignore_errors=True)
         os.replace(tmp, target)
@@ -63,40 +99,80 @@ def save(trace: Trace, target: Path, files: Sequence[str] = ()) -> None:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def remove_orphans(parent: Path, max_age_s: float = ORPHAN_AGE_S) -> None:
+    """Remove the temporary directories of killed writes under ``parent``: those whose newest change
+    (the directory or a file in it) is older than ``max_age_s``, so a concurrent write is left alone."""
+    now = time.time()
+    for d in parent.glob(f"{_TMP_PREFIX}*"):
+        try:
+            newest = max([d.stat().st_mtime, *(f.stat().st_mtime for f in d.iterdir())])
+        except OSError:  # gone meanwhile (another process removed or renamed it), or not a directory
+            continue
+        if now - newest > max_age_s:
+            shutil.rmtree(d, ignore_errors=True)
+
+
 def _write_arrow(table: pa.Table, path: Path) -> None:
     with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
 
 
-def _read_arrow(path: Path) -> pa.Table:
-    return pa.ipc.open_file(pa.memory_map(str(path), "r")).read_all()
+def _mapped(path: Path) -> pa.Buffer:
+    """The file's bytes, memory-mapped (read lazily, shared with the page cache)."""
+    with pa.memory_map(str(path), "r") as mm:
+        return mm.read_buffer()
+
+
+def _digest(data: Any) -> str:
+    return str(xxhash.xxh3_128_hexdigest(data))
+
+
+def _read_arrow(target: Path, name: str, meta: Meta) -> pa.Table:
+    """One Arrow file, after checking its bytes against the digest ``meta.json`` names."""
+    buf = _mapped(target / name)
+    if meta.checksums.get(name) != _digest(buf):
+        raise CorruptStoreError(f"{name} does not match its checksum")
+    return pa.ipc.open_file(buf).read_all()
+
+
+def read_meta(target: Path) -> Meta:
+    """``meta.json``, checked against its digest and decoded strictly (:class:`CorruptStoreError` otherwise)."""
+    try:
+        env = msgspec.json.decode((target / "meta.json").read_bytes(), type=_Envelope)
+        if _digest(env.meta) != env.xxh3_128:
+            raise CorruptStoreError("meta.json does not match its checksum")
+        meta = msgspec.json.decode(env.meta, type=Meta)
+    except msgspec.MsgspecError as exc:
+        raise CorruptStoreError(f"meta.json: {exc}") from exc
+    if meta.version != STORE_VERSION:
+        raise CorruptStoreError(f"store version {meta.version}, not {STORE_VERSION}")
+    if set(meta.rows) != set(TABLE_SCHEMAS) or set(meta.checksums) != {f"{n}.arrow" for n in _FILES}:
+        raise CorruptStoreError("meta.json does not list the stored files")
+    return meta
 
 
 def load(target: Path, source: str | None = None, files: Sequence[str] = ()) -> Trace:
     """Read a stored trace; raises :class:`CorruptStoreError` when anything is missing or damaged.
 
     ``source`` / ``files``: the path and files of this read, shown instead of those it was saved from."""
+    meta = read_meta(target)
     try:
-        meta = json.loads((target / "meta.json").read_text())
-        if meta.get("version") != STORE_VERSION:
-            raise CorruptStoreError("old store version")
-        tables = {name: Table.from_arrow(schema, _read_arrow(target / f"{name}.arrow"))
+        tables = {name: Table.from_arrow(schema, _read_arrow(target, f"{name}.arrow", meta))
                   for name, schema in TABLE_SCHEMAS.items()}
-        strings = _read_arrow(target / "strings.arrow").column("s").to_pylist()
+        strings = _read_arrow(target, "strings.arrow", meta).column("s").to_pylist()
     except (OSError, ValueError, KeyError, pa.ArrowException) as exc:
         raise CorruptStoreError(str(exc)) from exc
-    if len(strings) != meta["strings"] or any(len(tables[k]) != v for k, v in meta["rows"].items()):
+    if len(strings) != meta.strings or any(len(tables[k]) != v for k, v in meta.rows.items()):
         raise CorruptStoreError("row counts differ from meta.json")
-    trace = Trace(strings=StringPool(strings), ranks=tuple(_rank_from(r) for r in meta["ranks"]),
-                  diagnostics=tuple(Diagnostic(**d) for d in meta["diagnostics"]), source=meta["source"],
-                  **tables)
+    trace = Trace(strings=StringPool(strings), ranks=tuple(meta.ranks), diagnostics=tuple(meta.diagnostics),
+                  source=meta.source, **tables)
     return _as_read(trace, meta, source, files)
 
 
-def _as_read(trace: Trace, meta: dict[str, Any], source: str | None, files: Sequence[str]) -> Trace:
+def _as_read(trace: Trace, meta: Meta, source: str | None, files: Sequence[str]) -> Trace:
     """The trace with the saved path and files replaced by those of this read."""
-    paths = {str(meta["source"]): source} if source is not None else {}
-    saved = meta.get("files") or []
+    paths = {meta.source: source} if source is not None else {}
+    saved = meta.files
     if len(saved) == len(files):
         paths.update({str(a): str(b) for a, b in zip(saved, files)})
     paths = {a: b for a, b in paths.items() if a != b}
@@ -114,15 +190,3 @@ def _as_read(trace: Trace, meta: dict[str, Any], source: str | None, files: Sequ
     ranks = tuple(dataclasses.replace(r, source=swap(r.source)) for r in trace.ranks)
     diags = tuple(dataclasses.replace(d, source=swap(d.source), example=swap(d.example)) for d in trace.diagnostics)
     return dataclasses.replace(trace, source=swap(trace.source), ranks=ranks, diagnostics=diags)
-
-
-def _rank_dict(r: RankInfo) -> dict[str, Any]:
-    d = dict(r.__dict__)
-    d["devices"] = [dev.to_dict() for dev in r.devices]
-    return d
-
-
-def _rank_from(d: dict[str, Any]) -> RankInfo:
-    d = dict(d)
-    d["devices"] = tuple(DeviceInfo(**dev) for dev in d["devices"])
-    return RankInfo(**d)

@@ -4,15 +4,12 @@ corrupt, bypassed with ``use_cache=False``; writes are atomic and never touch th
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
 import stepscope
-import stepscope.ingest as ingest
 from stepscope.model.schema import TABLE_SCHEMAS
 from stepscope.model.trace import Trace
 from tests.builders import TraceBuilder
@@ -20,27 +17,6 @@ from tests.corpus import SHARED_TRACES
 from tests.unit.ingest.helpers import fingerprint
 
 MID_TRACE = "hta/nccl_resnet_a100_rank0_of2/nccl_data.json.gz"  # 27k events: parse ≫ cache read
-
-
-@pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    d = tmp_path / "cache"
-    monkeypatch.setenv("STEPSCOPE_CACHE_DIR", str(d))
-    return d
-
-
-@pytest.fixture
-def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Records every real parse (a cache hit does not parse)."""
-    calls: list[str] = []
-    real: Callable[..., Trace] = ingest._parse
-
-    def counting(*args: Any, **kwargs: Any) -> Trace:
-        calls.append(str(args[1]))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(ingest, "_parse", counting)
-    return calls
 
 
 def assert_same(a: Trace, b: Trace) -> None:

@@ -90,7 +90,9 @@ def load(path: str | Path | None = None, *, use_cache: bool = True, span: str | 
 def _load(path: Path, source: Path, use_cache: bool, span: str | int | None, ranks: Sequence[int] | None,
           workers: int | None, progress: ProgressFactory | None, engine: str, ray_address: str | None) -> Trace:
     run = resolve(path, span)
-    key = content_key(run.files, f"{run.span}|{sorted(ranks) if ranks else ''}") if use_cache else ""
+    # the ranks the files' names give (rank3.json) are part of what is read, not of the bytes
+    named = [rank_of({}, f, i) for i, f in enumerate(run.files)]
+    key = content_key(run.files, f"{run.span}|{sorted(ranks) if ranks else ''}|{named}") if use_cache else ""
     target = cache_dir() / key
     if use_cache and (target / "meta.json").exists():
         try:

@@ -140,3 +140,16 @@ def test_a_temporary_directory_with_a_fresh_file_is_kept(tmp_path: Path) -> None
     os.utime(d, (stale, stale))
     store.remove_orphans(tmp_path)
     assert d.exists()
+
+
+def test_same_bytes_under_two_rank_names_keep_their_own_ranks(tmp_path: Path, cache: Path) -> None:
+    """The rank a file's name gives (no distributedInfo) is part of the read: the two copies of one
+    trace are ranks 3 and 5, however the cache shares their bytes."""
+    first = _kernel_trace(tmp_path, "rank3.json")
+    second = tmp_path / "rank5.json"
+    second.write_bytes(first.read_bytes())
+    assert stepscope.load(first).rank_ids == [3]
+    five = stepscope.load(second)
+    assert five.rank_ids == [5] and five.source == str(second)
+    assert [r.source for r in five.ranks] == [str(second)]
+    assert stepscope.load(first).rank_ids == [3]

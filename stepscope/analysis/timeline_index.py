@@ -227,8 +227,11 @@ def _lane_ranges(ix: RankIndex, a: int, b: int) -> tuple[I64, I64]:
 
 
 def bucket_edges(a: int, b: int, n: int) -> I64:
-    """``n + 1`` integer edges splitting ``[a, b)`` into ``n`` near-equal buckets."""
-    return a + (np.arange(n + 1, dtype=np.int64) * (b - a)) // n
+    """``n + 1`` integer edges splitting ``[a, b)`` into ``n`` near-equal buckets.
+
+    Exact for any int64 bounds: ``i * (b - a)`` passes 2^63 for a wide window (the server takes
+    bounds up to ±2^62), so the few edges are computed with Python integers."""
+    return np.array(a + (np.arange(n + 1, dtype=object) * (b - a)) // n, dtype=np.int64)
 
 
 def bucket_of(edges: I64, t: I64) -> I64:
@@ -252,7 +255,7 @@ def series_in_buckets(s: Series, edges: I64) -> tuple[I64, F64]:
     at = np.searchsorted(s.ts_ns, edges, side="right") - 1
     v_at = np.where(at >= 0, s.value[np.maximum(at, 0)], 0)
     k = np.maximum(at, 0)
-    integral = np.where(at >= 0, s.cum[k] + s.value[k] * (edges - s.ts_ns[k]), 0.0)
+    integral = np.where(at >= 0, s.cum[k] + s.value[k] * (edges - s.ts_ns[k]).astype(np.float64), 0.0)
     mean = np.diff(integral) / np.maximum(np.diff(edges), 1)
     lo = at[:-1] + 1
     hi = np.searchsorted(s.ts_ns, edges[1:], side="left")

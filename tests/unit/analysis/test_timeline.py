@@ -172,3 +172,33 @@ def test_gpu_annotation_is_a_label_not_work(tmp_path: Path) -> None:
     agg = next(a for a in w["aggregate"] if a["track"] == stream9)
     assert agg["busy_frac"] == [pytest.approx(0.2)]
     assert agg["kind"] == ["kernel"]
+
+
+WIDE = [(-(1 << 62), 1 << 62), (0, 1 << 62), (-(1 << 62), 1 << 20), (-(1 << 61), 1 << 61), (-(10 ** 17), 10 ** 17)]
+
+
+@pytest.mark.parametrize(("a", "b"), WIDE)
+@pytest.mark.parametrize("n", [1, 2, 3, 500])
+def test_bucket_edges_are_exact_over_the_whole_int64_window_range(a: int, b: int, n: int) -> None:
+    """``i * (b - a)`` passes 2^63 for a window within the server's ±2^62 (OverflowError, or wrapped
+    edges and negative busy fractions)."""
+    edges = bucket_edges(a, b, n)
+    assert edges.tolist() == [a + i * (b - a) // n for i in range(n + 1)]
+
+
+@pytest.mark.parametrize(("a", "b"), WIDE)
+def test_a_huge_window_keeps_every_busy_nanosecond(tmp_path: Path, a: int, b: int) -> None:
+    """The stream's 25 µs of kernels (0-10, 20-30, 32-37) fall in one or two of 500 buckets of a
+    window up to 2^63 ns wide: busy fractions in [0, 1] whose busy time adds up to 25 µs."""
+    trace = _stream(tmp_path)
+    w = timeline_window(trace, 0, a, b, max_items=1)
+    d = w.to_dict()
+    assert d["start_ns"] == a and d["end_ns"] == b
+    widths = np.diff(np.array(d["bucket_edges_ns"], dtype=object))
+    assert min(widths) > 0
+    for cells in d["aggregate"] or []:
+        assert all(0.0 <= f <= 1.0 for f in cells["busy_frac"])
+    busy = tl._busy(rank_index(trace, 0), w.edges_ns)  # unrounded
+    assert float((busy[0] * widths.astype(float)).sum()) == pytest.approx(25 * US, rel=1e-6)
+    util = d["counters"]["gpu_util_pct"][0]["values"]
+    assert all(0.0 <= u <= 100.0 for u in util)

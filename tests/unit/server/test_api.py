@@ -64,6 +64,23 @@ def test_timeline_zooms_from_aggregate_to_events(client: TestClient, ids: dict[s
     assert narrow["events"]["name"] and len(narrow["events"]["name"]) == narrow["event_count"]
 
 
+@pytest.mark.parametrize(("start", "end"), [(-(1 << 62), 1 << 62), (0, 1 << 62), (-(1 << 62), 0),
+                                            ("first", 1 << 62), (-(1 << 62), "last"), ("first", "last+1e18")])
+def test_timeline_window_anywhere_in_the_documented_range(client: TestClient, ids: dict[str, str],
+                                                          start: int | str, end: int | str) -> None:
+    """Bounds within ±2^62 are accepted (params.NS_LIMIT): never a 500, busy fractions within [0, 1]."""
+    rid = ids["h100/base"]
+    r0 = client.get(f"/api/v1/runs/{rid}/info").json()["ranks"][0]
+    a = r0["start_ns"] if start == "first" else start
+    b = {"last": r0["end_ns"], "last+1e18": r0["end_ns"] + 10**18}.get(str(end), end)
+    r = client.get(f"/api/v1/runs/{rid}/timeline?rank=0&start_ns={a}&end_ns={b}&max_items=100")
+    assert r.status_code == 200, r.text
+    d = r.json()
+    assert d["bucket_edges_ns"][0] == a and d["bucket_edges_ns"][-1] == b
+    assert all(x < y for x, y in zip(d["bucket_edges_ns"], d["bucket_edges_ns"][1:]))
+    assert all(0.0 <= f <= 1.0 for cells in d["aggregate"] or [] for f in cells["busy_frac"])
+
+
 @pytest.mark.parametrize("qs", ["rank=0&start_ns=10&end_ns=5", "rank=0&start_ns=abc", "rank=0&max_items=0",
                                 "rank=0&max_items=99999999", "rank=0&start_ns=1e9", "rank=0&start_ns=" + "9" * 30,
                                 "rank=0&bogus=1", "rank=0&rank=0", "rank=0&start_ns=" + "1" * 70])

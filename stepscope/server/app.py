@@ -46,7 +46,7 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' 
 HEADERS = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
            (b"referrer-policy", b"no-referrer"), (b"x-frame-options", b"DENY"),
            (b"cross-origin-resource-policy", b"same-origin"), (b"cache-control", b"no-store")]
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]", "::1")
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 MAX_PATH_CHARS = 512
 MAX_QUERY_CHARS = 1024
 STATIC_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
@@ -54,6 +54,8 @@ STATIC_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; ch
 _STATIC_NAME = re.compile(r"^[a-z0-9_-]{1,40}\.(?:js|css|svg)$")
 #: the one route that takes a request body (POST, JSON)
 POST_PATH = re.compile(r"^/api/v1/runs/[0-9a-f]{12}/whatif$")
+#: a Host header (RFC 9110 §7.2): a bracketed IPv6 literal or a name / IPv4 address, and an optional port
+_HOST_HEADER = re.compile(r"^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(?::[0-9]{1,5})?$")
 
 
 def load_static() -> dict[str, tuple[bytes, str]]:
@@ -124,12 +126,11 @@ def _body_problem(headers: Mapping[bytes, bytes], posting: bool) -> tuple[int, s
     return None
 
 
-def _host_name(raw: bytes) -> str:
-    """The host part of a Host header ("127.0.0.1:8000" → "127.0.0.1", "[::1]:80" → "[::1]")."""
-    host = raw.decode("latin-1").strip().lower()
-    if host.startswith("["):
-        return host.split("]", 1)[0] + "]"
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+def _host_name(raw: bytes) -> str | None:
+    """The host part of a Host header ("127.0.0.1:8000" → "127.0.0.1", "[::1]:80" → "[::1]"); None
+    when the header is not ``host[:port]`` (``127.0.0.1:80@evil.com``, ``a b``, a port that is not a number)."""
+    m = _HOST_HEADER.match(raw.decode("latin-1").strip().lower())
+    return m.group(1) if m else None
 
 
 def _page_routes(static: Mapping[str, tuple[bytes, str]]) -> list[Route]:

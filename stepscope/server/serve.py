@@ -36,6 +36,15 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def allowed_hosts(host: str) -> tuple[str, ...] | None:
+    """The Host header names a server bound to ``host`` answers to: the loopback names and the bound
+    address itself (``--host 127.0.0.2``, ``::1``); None (no check) when not bound to loopback."""
+    if not is_loopback(host):
+        return None
+    bound = host.strip("[]").lower()
+    return tuple(dict.fromkeys((*LOOPBACK_HOSTS, f"[{bound}]" if ":" in bound else bound)))
+
+
 def bind(host: str, port: int) -> socket.socket:
     """A listening TCP socket on (host, port); port 0 picks a free port."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -75,7 +84,7 @@ def serve(root: str | Path, *, host: str = "127.0.0.1", port: int = 0, open_brow
     loopback = is_loopback(host)
     if not loopback:
         warn(not_loopback_warning(host))
-    app = create_app(store, allowed_hosts=LOOPBACK_HOSTS if loopback else None)
+    app = create_app(store, allowed_hosts=allowed_hosts(host))
     sock = bind(host, port)
     url = url_of(sock, host)
     if preload:

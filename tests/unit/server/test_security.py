@@ -74,11 +74,21 @@ def test_bounded_urls_and_queries(client: TestClient, ids: dict[str, str]) -> No
 
 
 def test_foreign_host_is_refused_on_loopback(client: TestClient) -> None:
-    for host in ("evil.example", "127.0.0.1.evil.example", "attacker:80"):
+    for host in ("evil.example", "127.0.0.1.evil.example", "attacker:80", "127.0.0.1:80@evil.com",
+                 "localhost@evil.com", "127.0.0.1:80/evil.com", "127.0.0.1:x", "[::1]@evil.com", "127.0.0.1 evil.com",
+                 "", "127.0.0.1:", "::1"):
         r = client.get("/api/v1/runs", headers={"host": host})
         assert r.status_code == 400 and "Host" in r.json()["error"]
     for host in ("127.0.0.1:9", "localhost:9", "[::1]:9", "LOCALHOST"):
         assert client.get("/api/v1/health", headers={"host": host}).status_code == 200
+
+
+def test_the_bound_address_is_an_allowed_host() -> None:
+    from stepscope.server.serve import allowed_hosts
+
+    assert allowed_hosts("127.0.0.1") == ("127.0.0.1", "localhost", "[::1]")
+    assert "127.0.0.2" in (allowed_hosts("127.0.0.2") or ()) and "[::1]" in (allowed_hosts("::1") or ())
+    assert allowed_hosts("0.0.0.0") is None
 
 
 def test_host_check_off_when_bound_elsewhere(store: RunStore) -> None:

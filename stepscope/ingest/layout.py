@@ -48,8 +48,9 @@ def _looks_like_trace(p: Path) -> bool:
     return b"traceEvents" in head or b'"ph"' in head or not head.strip()
 
 
-def _ascend(root: Path) -> list[Path]:
-    """Per ``*_ascend_pt`` directory (or ``root`` itself): its trace_view.json, else its profiler database."""
+def ascend_files(root: Path) -> list[Path]:
+    """Per ``*_ascend_pt`` directory (or ``root`` itself): its trace_view.json, else its profiler
+    database; empty when ``root`` is no Ascend export (``stepscope serve`` finds its runs with it too)."""
     out: list[Path] = []
     for d in [*sorted(root.glob("*_ascend_pt")), root]:
         text, dbs = d / ASCEND_TRACE, sorted(d.glob(ASCEND_DB))
@@ -58,7 +59,7 @@ def _ascend(root: Path) -> list[Path]:
 
 
 def _candidates(root: Path) -> list[Path]:
-    ascend = _ascend(root)
+    ascend = ascend_files(root)
     if ascend:
         return ascend
     direct = sorted(p for p in root.iterdir() if _is_trace_name(p))

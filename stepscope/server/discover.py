@@ -7,8 +7,9 @@ per-rank files, an Ascend export). Rules, applied from the served root down (bou
 * the root's own loose trace files are one run each, unless they are ``tensorboard_trace_handler``
   rank files (``<worker>.<ts>.pt.trace.json[.gz]``), which make the root itself one run;
 * below the root, a directory holding trace files is one run (as ``analyze DIR`` reads it);
-* an Ascend export (``*_ascend_pt/ASCEND_PROFILER_OUTPUT/trace_view.json``) is one run and is not
-  descended into.
+* an Ascend export (``*_ascend_pt/ASCEND_PROFILER_OUTPUT/trace_view.json``, or its profiler database
+  ``ascend_pytorch_profiler_*.db``: what :func:`stepscope.ingest.layout.ascend_files` finds) is one
+  run and is not descended into.
 
 Nothing outside the root is ever listed: symlinks whose target resolves outside it are skipped, and
 hidden entries (``.name``) are ignored. The id is a hash of the path relative to the root, so it
@@ -26,7 +27,7 @@ from pathlib import Path
 import xxhash
 
 from stepscope.errors import NoTraceFoundError, UsageError
-from stepscope.ingest.layout import ASCEND_TRACE, TB_NAME, TRACE_SUFFIXES
+from stepscope.ingest.layout import TB_NAME, TRACE_SUFFIXES, ascend_files
 
 #: how deep below the root runs are looked for, and how many entries are looked at in all
 MAX_DEPTH = 6
@@ -78,8 +79,10 @@ def _is_trace_file(root: Path, p: Path) -> bool:
             and p.is_file() and _sniff(p))
 
 
-def _is_ascend(d: Path) -> bool:
-    return (d / ASCEND_TRACE).is_file() or any(d.glob(f"*_ascend_pt/{ASCEND_TRACE}"))
+def _is_ascend(root: Path, d: Path) -> bool:
+    """An Ascend export, text or database, as ``analyze`` reads it, with every file it reads under the root."""
+    files = ascend_files(d)
+    return bool(files) and all(inside(root, f) for f in files)
 
 
 class _Walk:
@@ -93,7 +96,7 @@ class _Walk:
     def visit(self, d: Path, depth: int) -> None:
         if len(self.runs) >= MAX_RUNS or self.seen >= MAX_ENTRIES:
             return
-        if _is_ascend(d):
+        if _is_ascend(self.root, d):
             self.runs.append((d, "directory"))
             return
         try:

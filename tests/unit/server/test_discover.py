@@ -69,3 +69,36 @@ def test_a_single_file_is_one_run(tmp_path: Path) -> None:
 def test_missing_directory(tmp_path: Path) -> None:
     with pytest.raises(UsageError):
         discover_runs(tmp_path / "nope")
+
+
+def _ascend_db_export(run: Path, ranks: int = 2) -> Path:
+    from tests.unit.ingest.test_hostile_sqlite import ASCEND_TASKS, ascend_db
+
+    for r in range(ranks):
+        out = run / f"rank{r}_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+        out.mkdir(parents=True)
+        ascend_db(out / f"ascend_pytorch_profiler_{r}.db", ASCEND_TASKS, [(1, "AI_CORE")])
+    return run
+
+
+def test_an_ascend_database_export_is_a_run_as_analyze_reads_it(tmp_path: Path) -> None:
+    """``serve`` finds the runs ``analyze`` reads: an export of ``ascend_pytorch_profiler_N.db`` files
+    (no trace_view.json) was not listed; a directory holding ASCEND_PROFILER_OUTPUT alone is one too."""
+    import stepscope
+
+    exp = _ascend_db_export(tmp_path / "root" / "exp")
+    solo = tmp_path / "root" / "solo" / "ASCEND_PROFILER_OUTPUT"
+    solo.mkdir(parents=True)
+    shutil.copy(exp / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "ascend_pytorch_profiler_0.db", solo)
+    runs = discover_runs(tmp_path / "root")
+    assert [(r.label, r.kind) for r in runs] == [("exp", "directory"), ("solo", "directory")]
+    assert stepscope.load(runs[0].path, use_cache=False).rank_ids == [0, 1]
+
+
+def test_an_ascend_export_linked_from_outside_is_not_served(tmp_path: Path) -> None:
+    outside = _ascend_db_export(tmp_path / "outside", ranks=1)
+    root = tmp_path / "root"
+    (root / "run").mkdir(parents=True)
+    shutil.copy(DEFAULT_TRACE, root / "mine.pt.trace.json.gz")
+    os.symlink(outside / "rank0_ascend_pt", root / "run" / "rank0_ascend_pt")
+    assert [r.label for r in discover_runs(root)] == ["mine.pt.trace.json.gz"]

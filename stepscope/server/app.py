@@ -6,8 +6,9 @@ Security model (docs/serve.md):
   files are a fixed set read from the package at startup and looked up by name. No request path or
   parameter is ever joined to a file-system path, so ``..``, ``%2e%2e``, absolute paths and symlinks
   have nothing to act on.
-* **Bounded requests.** Only GET and HEAD, without a body; the path, the query string and each
-  parameter are length-capped; unknown or repeated parameters are a 400. The one exception is
+* **Bounded requests.** Only GET and HEAD, without a body; the path, the query string, each
+  parameter and the headers (16 KiB in all, else 431) are length-capped; unknown or repeated
+  parameters are a 400. Slow clients are handled below the app (:mod:`.protocol`). The one exception is
   ``POST /api/v1/runs/{id}/whatif``: a JSON body (``Content-Type: application/json``, a declared
   length of at most 8 KiB, no chunked encoding) from no other origin (an ``Origin`` header, when
   sent, must name this server), so a page elsewhere cannot post to it (the JSON type needs a CORS
@@ -48,6 +49,8 @@ HEADERS = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options
            (b"cross-origin-resource-policy", b"same-origin"), (b"cache-control", b"no-store")]
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 MAX_PATH_CHARS = 512
+#: bytes of a request head (request line and headers); more is a 431 (see :mod:`.protocol`)
+MAX_HEADER_BYTES = 16 << 10
 MAX_QUERY_CHARS = 1024
 STATIC_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
                 ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml"}
@@ -102,7 +105,10 @@ class Guard:
             return 414, "request path too long"
         if len(scope.get("query_string", b"")) > MAX_QUERY_CHARS:
             return 414, "query string too long"
-        headers = dict(scope.get("headers") or [])
+        raw_headers = scope.get("headers") or []
+        if sum(len(k) + len(v) + 4 for k, v in raw_headers) > MAX_HEADER_BYTES:
+            return 431, f"request head over {MAX_HEADER_BYTES} bytes"
+        headers = dict(raw_headers)
         if self.hosts is not None and _host_name(headers.get(b"host", b"")) not in self.hosts:
             return 400, "unexpected Host header (the server answers only to its loopback address)"
         return _body_problem(headers, posting)

@@ -55,7 +55,8 @@ def _run(request: Request) -> tuple[RunStore, str]:
     return _store(request), params.run_id(request.path_params.get("run_id"))
 
 
-def health(request: Request) -> Response:
+async def health(request: Request) -> Response:
+    """On the event loop, so that it answers while every worker thread is busy."""
     params.query(request.query_params.multi_items(), ())
     return json_bytes(json.dumps({"ok": True, "runs": len(_store(request).entries)}).encode())
 

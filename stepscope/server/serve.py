@@ -20,10 +20,8 @@ from stepscope.server.discover import discover_runs
 from stepscope.server.store import RunStore
 
 log = logging.getLogger(__name__)
-#: connections served at once before uvicorn answers 503 (the UI makes a handful per view)
-MAX_CONCURRENCY = 64
-#: bytes of an incomplete HTTP message (request line + headers) before h11 refuses it
-MAX_HEADER_BYTES = 16 << 10
+#: connections the kernel holds before they are accepted (see :mod:`.protocol`; the OS may cap it)
+BACKLOG = 2048
 
 
 def is_loopback(host: str) -> bool:
@@ -55,7 +53,7 @@ def bind(host: str, port: int) -> socket.socket:
     except OSError:
         sock.close()
         raise
-    sock.listen(128)
+    sock.listen(BACKLOG)
     sock.set_inheritable(True)
     return sock
 
@@ -79,6 +77,8 @@ def serve(root: str | Path, *, host: str = "127.0.0.1", port: int = 0, open_brow
     """Serve the runs under ``root`` until interrupted (see the module docstring)."""
     import uvicorn
 
+    from stepscope.server.protocol import server_config
+
     entries = discover_runs(root)
     store = RunStore(entries)
     loopback = is_loopback(host)
@@ -93,7 +93,4 @@ def serve(root: str | Path, *, host: str = "127.0.0.1", port: int = 0, open_brow
     echo("stepscope: press Ctrl+C to stop")
     if open_browser:
         threading.Timer(0.5, webbrowser.open, args=(url,)).start()
-    config = uvicorn.Config(app, log_level="warning", access_log=False, limit_concurrency=MAX_CONCURRENCY,
-                            h11_max_incomplete_event_size=MAX_HEADER_BYTES, timeout_graceful_shutdown=3,
-                            server_header=False)
-    uvicorn.Server(config).run(sockets=[sock])
+    uvicorn.Server(server_config(app)).run(sockets=[sock])

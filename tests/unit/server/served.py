@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import shutil
+import threading
+import time
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -37,3 +41,27 @@ def make_served_dir(root: Path) -> Path:
 def client_for(store: RunStore, **kw: Any) -> TestClient:
     """A TestClient speaking to the app as a browser on the loopback address would."""
     return TestClient(create_app(store, **kw), base_url="http://127.0.0.1:8123", raise_server_exceptions=False)
+
+
+@contextmanager
+def serving(app: Any, **config: Any) -> Iterator[str]:
+    """uvicorn with ``stepscope serve``'s configuration (``config`` overrides it, e.g. the request
+    deadline) in a thread, on a socket bound to 127.0.0.1:0; yields the base URL without the slash."""
+    import uvicorn
+
+    from stepscope.server.protocol import server_config
+    from stepscope.server.serve import bind, url_of
+
+    sock = bind("127.0.0.1", 0)
+    server = uvicorn.Server(server_config(app, **config))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        yield url_of(sock, "127.0.0.1").rstrip("/")
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()

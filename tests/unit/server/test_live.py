@@ -8,7 +8,6 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -20,7 +19,7 @@ import pytest
 
 from stepscope.server.app import LOOPBACK_HOSTS, create_app
 from stepscope.server.discover import discover_runs
-from stepscope.server.serve import bind, is_loopback, url_of
+from stepscope.server.serve import is_loopback
 from stepscope.server.store import RunStore
 
 uvicorn = pytest.importorskip("uvicorn")
@@ -32,24 +31,13 @@ TIME_LIMIT_S = 120.0
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """uvicorn in a thread, on a socket bound to 127.0.0.1:0, runs analysed lazily (cold start)."""
-    from tests.unit.server.served import make_served_dir
+    """uvicorn as ``stepscope serve`` runs it, on 127.0.0.1:0, runs analysed lazily (cold start)."""
+    from tests.unit.server.served import make_served_dir, serving
 
     root = make_served_dir(tmp_path_factory.mktemp("live"))
     os.environ.setdefault("STEPSCOPE_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
-    app = create_app(RunStore(discover_runs(root)), allowed_hosts=LOOPBACK_HOSTS)
-    sock = bind("127.0.0.1", 0)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, limit_concurrency=64))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    url = url_of(sock, "127.0.0.1")
-    deadline = time.monotonic() + 20
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    yield url.rstrip("/")
-    server.should_exit = True
-    thread.join(10)
-    sock.close()
+    with serving(create_app(RunStore(discover_runs(root)), allowed_hosts=LOOPBACK_HOSTS)) as url:
+        yield url
 
 
 def _get(url: str) -> tuple[int, float]:

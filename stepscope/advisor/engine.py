@@ -7,7 +7,9 @@ verdicts, for ``stepscope advise``.
 A rule is a module of :mod:`stepscope.advisor.rules` with ``RULE_ID``, ``SCOPE`` (``"rank"`` or
 ``"cluster"``) and ``detect(ctx) -> list[Finding]`` (the :class:`Rule` protocol). A rule whose data
 is missing raises :class:`~stepscope.analysis.base.NotApplicable`; any other exception is a bug in the
-rule, recorded as "not run" with the error so that one broken rule never takes the report down.
+rule, recorded as "not run" with the error so that one broken rule never takes the report down. A rule
+that sets ``NEEDS_HOST_TIMELINE = True`` is not run on a rank without a host timeline (a summary-only
+trace, :func:`~stepscope.analysis.platform.no_host_timeline`), with that as the reason.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from stepscope.advisor.rules import ALL_RULES
 from stepscope.advisor.verdict import Verdict, verdicts
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.bundle import Bundle, with_bundle_memo
+from stepscope.analysis.platform import no_host_timeline
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +89,10 @@ def run_advisor(bundle: Bundle, config: AdvisorConfig | None = None,
 
 def _run_one(rule: Rule, ctx: RuleContext, out: list[Finding]) -> str | None:
     """Run one rule on one context; the reason it could not run, or None."""
+    if getattr(rule, "NEEDS_HOST_TIMELINE", False) and ctx.rank is not None:
+        missing = no_host_timeline(ctx.bundle.trace, ctx.rank)
+        if missing:  # an absent op or launch would read as "none": no finding, but never a wrong one
+            return missing
     try:
         out.extend(rule.detect(ctx))
     except NotApplicable as exc:

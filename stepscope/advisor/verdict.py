@@ -20,7 +20,7 @@ from typing import Any
 
 from stepscope.analysis.bundle import Bundle
 from stepscope.analysis.critical_path import CriticalPath
-from stepscope.analysis.platform import platform_of
+from stepscope.analysis.platform import no_host_timeline, platform_of
 from stepscope.analysis.registry import CLUSTER, CRITICAL_PATH
 
 #: Every bound a verdict can name.
@@ -42,13 +42,14 @@ class Verdict:
     ranks: tuple[int, ...] = field(default=())  # job verdict: the slow ranks, or the slowest rank
     excess_pct: float | None = None  # job imbalance: the slowest rank's step over the median rank's
     platform: str = "cuda"  # what the device is called in words (analysis.platform)
+    host_timeline: bool = True  # False: a summary-only trace, whose "host" share is device idle time of unknown cause
 
     def to_dict(self) -> dict[str, Any]:
         return {"rank": self.rank, "bound": self.bound, "avg_step_ms": self.step_ns / 1e6,
                 "step_count": self.step_count, "whole_trace": self.whole_trace,
                 "device_busy_pct": None if self.device_busy_pct is None else round(self.device_busy_pct, 2),
                 "shares_pct": {k: round(v, 2) for k, v in self.shares_pct.items()},
-                "ranks": list(self.ranks), "excess_pct": self.excess_pct}
+                "ranks": list(self.ranks), "excess_pct": self.excess_pct, "host_timeline": self.host_timeline}
 
 
 def rank_critical_path(bundle: Bundle, rank: int) -> CriticalPath | None:
@@ -63,7 +64,7 @@ def verdict_of(bundle: Bundle, rank: int) -> Verdict | None:
         return None
     return Verdict(rank, cp.bound, round(cp.avg_step_ns), cp.share_pct(), cp.step_count, cp.whole_trace,
                    cp.device_busy_pct() if cp.has_device else None, cp.has_device,
-                   platform=platform_of(bundle.trace, rank))
+                   platform=platform_of(bundle.trace, rank), host_timeline=no_host_timeline(bundle.trace, rank) is None)
 
 
 def job_verdict(bundle: Bundle, per_rank: tuple[Verdict, ...]) -> Verdict | None:

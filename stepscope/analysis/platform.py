@@ -14,9 +14,23 @@ _PYTORCH_MARKS = ("aten::", "ProfilerStep#", "autograd::", "torch::", "c10d::", 
 
 @per_trace
 def uses_pytorch(trace: Trace) -> bool:
-    """Whether any event of the trace is a PyTorch op, step, module or DataLoader range."""
+    """Whether any event of the trace is a PyTorch op, step, module or DataLoader range, or a reader
+    knows the run was PyTorch's (``framework`` metadata: an Ascend ``*_ascend_pt`` export's summaries)."""
+    if any(r.metadata.get("framework") == "pytorch" for r in trace.ranks):
+        return True
     pool = trace.strings
     return bool(pool.mask(lambda s: s.startswith(_PYTORCH_MARKS))[trace.events["name"]].any())
+
+
+def no_host_timeline(trace: Trace, rank: int) -> str | None:
+    """Why the rank has no host timeline (its reader read device summaries only), None when it has one.
+
+    Host-side analyses and rules do not run on such a rank: an absent op, launch or DataLoader range
+    would read as "none there" and give wrong findings."""
+    if rank not in trace.rank_ids:
+        return None
+    why = trace.rank_info(rank).metadata.get("summary_only")
+    return str(why) if why else None
 
 
 def platform_of(trace: Trace, rank: int) -> str:

@@ -19,6 +19,7 @@ from stepscope.analysis.annotations import AnnotationView, compute_annotations
 from stepscope.analysis.breakdown import StepBreakdown, compute_breakdown
 from stepscope.analysis.caching_allocator import CachingAllocatorResult, compute_caching_allocator
 from stepscope.analysis.categories import CategoryView, compute_categories
+from stepscope.analysis.comm_matrix import CommMatrix, compute_comm_matrix
 from stepscope.analysis.convolutions import ConvolutionResult, compute_convolutions
 from stepscope.analysis.critical_path import CriticalPath, compute_critical_path
 from stepscope.analysis.dataloader import DataLoaderResult, compute_dataloader
@@ -101,10 +102,11 @@ INPUT_SHAPES = RankAnalysis("input_shapes", compute_input_shapes, InputShapesRes
 SOFTWARE = RankAnalysis("software", compute_software, SoftwareResult, ("software",))
 
 CLUSTER = ClusterAnalysis("cluster", compute_cluster, ClusterResult, ("cluster",))
+COMM_MATRIX = ClusterAnalysis("comm_matrix", compute_comm_matrix, CommMatrix, ("cluster",))  # cluster.comm_matrix
 
 RANK_ANALYSES: tuple[RankAnalysis[object], ...] = (
     SUMMARY, OVERVIEW, BREAKDOWN, OPERATORS, KERNELS, OP_CATEGORIES, MEMORY, MODULES, ANNOTATIONS,
     DISTRIBUTED, IDLE, CRITICAL_PATH, SYNC, MEMCPY, LAUNCH, LAUNCH_CONFIG, FUSION, REMEDIES,
     DATALOADER, TENSOR_CORES, CONVOLUTIONS, GEMM_DIMS, HOST_OPS, ZERO_GRAD, CACHING_ALLOCATOR, INPUT_SHAPES, SOFTWARE,
 )
-CLUSTER_ANALYSES: tuple[ClusterAnalysis[object], ...] = (CLUSTER,)
+CLUSTER_ANALYSES: tuple[ClusterAnalysis[object], ...] = (CLUSTER, COMM_MATRIX)

@@ -18,6 +18,8 @@ from stepscope.errors import UsageError
 from stepscope.ingest.build import build_trace, rank_of
 from stepscope.ingest.engines import check_engine, read_files
 from stepscope.ingest.layout import RunFiles, resolve
+from stepscope.ingest.readers.ascend import add_side_meta
+from stepscope.ingest.readers.protocol import input_files
 from stepscope.ingest.source import readable, renamed
 from stepscope.model import store
 from stepscope.model.diagnostics import DiagnosticsBuilder
@@ -47,7 +49,7 @@ def _code_fingerprint() -> str:
     h = xxhash.xxh3_64()
     root = Path(__file__).resolve().parent.parent
     for sub in ("ingest", "model"):
-        for f in sorted((root / sub).glob("*.py")):
+        for f in sorted((root / sub).rglob("*.py")):  # the readers' package too
             h.update(f.read_bytes())
     return h.hexdigest()
 
@@ -92,7 +94,8 @@ def _load(path: Path, source: Path, use_cache: bool, span: str | int | None, ran
     run = resolve(path, span)
     # the ranks the files' names give (rank3.json) are part of what is read, not of the bytes
     named = [rank_of({}, f, i) for i, f in enumerate(run.files)]
-    key = content_key(run.files, f"{run.span}|{sorted(ranks) if ranks else ''}|{named}") if use_cache else ""
+    extra = f"{run.span}|{sorted(ranks) if ranks else ''}|{named}"
+    key = content_key(input_files(run.files), extra) if use_cache else ""
     target = cache_dir() / key
     if use_cache and (target / "meta.json").exists():
         try:
@@ -119,6 +122,7 @@ def _parse(run: RunFiles, path: str | Path, ranks: Sequence[int] | None, workers
     chosen = []
     seen: set[int] = set()
     for i, b in enumerate(batches):
+        add_side_meta(b)
         r = rank_of(b.meta, b.path, i, diags)
         if r in seen:
             diags.add("duplicate-rank", "warning", f"{b.path} claims rank {r} again; given rank {i + 1000}",

@@ -20,6 +20,7 @@ from stepscope.model.schema import (
     EVENT_COLUMNS,
     FLOW_COLUMNS,
     MEMORY_COLUMNS,
+    STEP_COLUMNS,
     TRACK_COLUMNS,
     TrackKind,
 )
@@ -108,7 +109,7 @@ def rank_info(b: FileBatch, rank: int, span: str, has_gpu: bool, ascend_hw: bool
     dist = meta.get("distributedInfo") if isinstance(meta.get("distributedInfo"), dict) else {}
     devices = _devices(meta)
     platform = "cpu" if not has_gpu else ("rocm" if devices and devices[0].vendor == "amd" else "cuda")
-    if ascend_hw or meta.get("format") == "ascend-db":  # text export (its process names) or database
+    if ascend_hw or meta.get("format") in ("ascend-db", "ascend-csv"):  # text export, database or summaries
         platform = "ascend"
         devices = devices or (DeviceInfo(index=0, name="Ascend NPU", vendor="ascend"),)
     keep = {k: v for k, v in meta.items() if k not in ("deviceProperties", "distributedInfo", "traceEvents")}
@@ -178,9 +179,11 @@ def build_trace(batches: list[tuple[FileBatch, int, str]], pool: StringPool, dia
     """Split, offset and concatenate every file, then derive all links once."""
     tables: list[FileTables] = []
     ranks: list[RankInfo] = []
+    device_steps: list[tuple[int, int, int, int]] = []
     base = 0
     for b, rank, span in batches:
         _diagnose_file(b, diags)
+        device_steps += [(rank, *s) for s in b.device_steps]
         ft = finish_file(b.parts)
         b.parts = []
         if ascend.is_ascend(ft, pool):
@@ -193,17 +196,32 @@ def build_trace(batches: list[tuple[FileBatch, int, str]], pool: StringPool, dia
     _diagnose_ranks(ranks, diags)
     ev = _table(EVENT_COLUMNS, [t.events for t in tables])
     tracks = _table(TRACK_COLUMNS, [t.tracks for t in tables])
-    return _link(ev, tracks, tables, pool, diags, tuple(ranks), source)
+    return _link(ev, tracks, tables, pool, diags, tuple(ranks), source, device_steps)
+
+
+def with_device_steps(steps: Table, found: list[tuple[int, int, int, int]]) -> Table:
+    """The ProfilerStep steps, plus the (rank, step, start, end) that readers found on the device for
+    ranks without any (a file with no host timeline); such a step has no host event (``row`` -1)."""
+    have = set(steps["rank"].tolist())
+    extra = [s for s in found if s[0] not in have]
+    if not extra:
+        return steps
+    rank, step, start, end = (np.array(c, np.int64) for c in zip(*extra))
+    cols = {k: np.concatenate([steps[k], v.astype(STEP_COLUMNS[k][0])]) for k, v in
+            (("rank", rank), ("step", step), ("row", np.full(len(rank), -1)), ("start_ns", start),
+             ("host_end_ns", end), ("end_ns", end))}
+    order = np.lexsort((cols["start_ns"], cols["rank"]))
+    return Table(STEP_COLUMNS, {k: v[order] for k, v in cols.items()})
 
 
 def _link(ev: Table, tracks: Table, tables: list[FileTables], pool: StringPool, diags: DiagnosticsBuilder,
-          ranks: tuple[RankInfo, ...], source: str) -> Trace:
+          ranks: tuple[RankInfo, ...], source: str, device_steps: list[tuple[int, int, int, int]]) -> Trace:
     # every file's events arrive in sort order (``finish_file``) and each file's track ids follow
     # the previous file's: the trace is in :func:`derive.sort_order` as built, nothing to re-sort
 
     def launches_and_steps() -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], Table]:
         launch = derive.link_launches(ev, diags)
-        return (launch, *assign_steps(ev, find_steps(ev, pool), launch))
+        return (launch, *assign_steps(ev, with_device_steps(find_steps(ev, pool), device_steps), launch))
 
     # links that do not depend on each other are derived side by side: parents ‖ launches and steps,
     # then (depths, self times) ‖ (ops, memory)

@@ -33,6 +33,7 @@ def _is_trace_name(p: Path) -> bool:
 
 ASCEND_TRACE = "ASCEND_PROFILER_OUTPUT/trace_view.json"
 ASCEND_DB = "ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_*.db"
+ASCEND_SUMMARIES = "ASCEND_PROFILER_OUTPUT/kernel_details.csv"
 
 
 def _looks_like_trace(p: Path) -> bool:
@@ -49,13 +50,26 @@ def _looks_like_trace(p: Path) -> bool:
 
 
 def ascend_files(root: Path) -> list[Path]:
-    """Per ``*_ascend_pt`` directory (or ``root`` itself): its trace_view.json, else its profiler
-    database; empty when ``root`` is no Ascend export (``stepscope serve`` finds its runs with it too)."""
+    """Per ``*_ascend_pt`` directory (or ``root`` itself): its trace_view.json, else its profiler database,
+    else its summaries (``kernel_details.csv`` and the files beside it, see ``readers/ascend_csv.py``);
+    empty when ``root`` is no Ascend export (``stepscope serve`` finds its runs with it too)."""
     out: list[Path] = []
     for d in [*sorted(root.glob("*_ascend_pt")), root]:
-        text, dbs = d / ASCEND_TRACE, sorted(d.glob(ASCEND_DB))
-        out += [text] if text.is_file() else dbs[:1]
-    return out or sorted(root.glob(Path(ASCEND_DB).name))[:1]  # root is ASCEND_PROFILER_OUTPUT itself
+        out += _ascend_run(d, ASCEND_TRACE, ASCEND_DB, ASCEND_SUMMARIES)
+    if out:
+        return out
+    if root.name == Path(ASCEND_TRACE).parent.name:  # root is ASCEND_PROFILER_OUTPUT itself
+        return _ascend_run(root, *(Path(p).name for p in (ASCEND_TRACE, ASCEND_DB, ASCEND_SUMMARIES)))
+    return sorted(root.glob(Path(ASCEND_DB).name))[:1]
+
+
+def _ascend_run(d: Path, trace: str, db: str, summaries: str) -> list[Path]:
+    """The one file that stands for an Ascend run directory, best first (none when it is not one)."""
+    dbs = sorted(d.glob(db))
+    for found in ([d / trace], dbs[:1], [d / summaries]):
+        if found and found[0].is_file():
+            return found
+    return []
 
 
 def _candidates(root: Path) -> list[Path]:

@@ -16,6 +16,7 @@ from stepscope.analysis.memcpy import CopySet
 from stepscope.analysis.named import NamedRows
 from stepscope.analysis.registry import (
     CLUSTER,
+    COMM_MATRIX,
     CRITICAL_PATH,
     DISTRIBUTED,
     FUSION,
@@ -183,15 +184,33 @@ def fusion_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
 
 
 def cluster_section(bundle: Bundle) -> dict[str, Any] | None:
+    """The cross-rank verdict (null for one rank) and the communication matrix (where a profiler wrote one)."""
     r = bundle.cluster_result(CLUSTER)
+    matrix = comm_matrix_section(bundle)
     if r is None:
-        return None
-    return {"rank_count": r.rank_count, "slow_ranks": r.slow_ranks, "imbalance_pct": r.imbalance_pct,
-            "verdict": r.verdict, "wait_method": r.wait_method,
+        return {"comm_matrix": matrix} if matrix is not None else None
+    return {"comm_matrix": matrix, "rank_count": r.rank_count, "slow_ranks": r.slow_ranks,
+            "imbalance_pct": r.imbalance_pct, "verdict": r.verdict, "wait_method": r.wait_method,
             "ranks": [{"rank": rank, "kernel_count": float(r.kernel_count[i]), "compute_ms": r.compute_ns[i] / MS,
                        "step_ms": r.step_ns[i] / MS, "comm_ms": r.comm_ns[i] / MS, "wait_ms": r.wait_ns[i] / MS,
                        "transfer_ms": r.transfer_ns[i] / MS, "slow_in": r.slow_reasons.get(rank, []),
                        "excess_pct": r.excess_pct.get(rank)} for i, rank in enumerate(r.ranks)]}
+
+
+def comm_matrix_section(bundle: Bundle) -> dict[str, Any] | None:
+    m = bundle.cluster_result(COMM_MATRIX)
+    if m is None:
+        return None
+    lk, e = m.links, m.entries
+    return {"source": m.source, "ranks": list(m.ranks),
+            "links": [{"src": int(lk.src[i]), "dst": int(lk.dst[i]), "transport": str(lk.transport[i]),
+                       "bytes": int(lk.bytes[i]), "time_ms": float(lk.time_ns[i]) / MS,
+                       "bandwidth_gbps": float(lk.bandwidth_gbps[i])} for i in range(len(lk))],
+            "entries": [{"rank": int(e.rank[i]), "step": str(e.step[i]), "kind": str(e.kind[i]), "op": str(e.op[i]),
+                         "group": str(e.group[i]), "src": int(e.src[i]), "dst": int(e.dst[i]),
+                         "transport": str(e.transport[i]), "size_mb": float(e.size_mb[i]),
+                         "time_ms": float(e.time_ms[i]), "bandwidth_gbps": float(e.bandwidth_gbps[i]),
+                         "op_name": str(e.op_name[i])} for i in range(len(e))]}
 
 
 def remedies_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:

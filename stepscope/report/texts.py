@@ -326,8 +326,14 @@ def not_run_text(rule: str, reason: str) -> str:
     return f"{rule}: not run: {reason}"
 
 
-def _stage(stage: str, device: str) -> str:
-    return VERDICT_STAGES.get(stage, stage).format(device=device)
+#: the host share of a rank without a host timeline (a summary-only trace): the device idles, and
+#: nothing in the trace says whether the host, the input or a wait kept it idle
+NO_HOST_STAGE = "{device} idle (no host timeline to say why)"
+
+
+def _stage(stage: str, device: str, host_timeline: bool = True) -> str:
+    text = NO_HOST_STAGE if stage == "host" and not host_timeline else VERDICT_STAGES.get(stage, stage)
+    return text.format(device=device)
 
 
 #: where to look when no finding shortens the bound itself, per bound
@@ -342,7 +348,7 @@ UNADDRESSED_HINT: dict[str, str] = {
 
 def unaddressed_text(v: Verdict) -> str:
     """The sentence added to the verdict when no finding's change shortens its bound."""
-    stage = _stage(v.bound, device_noun(v.platform))
+    stage = _stage(v.bound, device_noun(v.platform), v.host_timeline)
     hint = UNADDRESSED_HINT.get(v.bound)
     tail = f"; to shorten {stage} itself, {hint}" if hint else ""
     return f"No finding below shortens {stage}: they act on other parts of the path{tail}."
@@ -364,9 +370,10 @@ def verdict_text(v: Verdict) -> str:
     share = v.shares_pct.get(v.bound, 0.0)
     busy = (f"; {device} busy with kernels or copies {v.device_busy_pct:.0f}%"
             if v.device_busy_pct is not None else "")
-    head = f"{who}: bound by {_stage(v.bound, device)} ({share:.0f}% of the {v.step_ns / 1e6:.1f} ms {window}{busy})"
+    stage = _stage(v.bound, device, v.host_timeline)
+    head = f"{who}: bound by {stage} ({share:.0f}% of the {v.step_ns / 1e6:.1f} ms {window}{busy})"
     others = sorted(((s, p) for s, p in v.shares_pct.items() if s != v.bound), key=lambda sp: -sp[1])
-    rest = ", ".join(f"{_stage(s, device)} {p:.0f}%" for s, p in others if p >= 0.5)
+    rest = ", ".join(f"{_stage(s, device, v.host_timeline)} {p:.0f}%" for s, p in others if p >= 0.5)
     if v.rank is None and v.ranks:
         head += f", set by its slowest rank ({v.ranks[0]})"
     return f"{head} — {rest}" if rest else head

@@ -2,7 +2,9 @@
 
 Every module provides ``RULE_ID``, ``SCOPE`` (``"rank"`` or ``"cluster"``), ``ADDRESSES`` (the bounds its
 change shortens, see advisor/ranking.py) and
-``detect(ctx) -> list[Finding]``. Add a rule by writing its module and listing it here.
+``detect(ctx) -> list[Finding]``; a rule that reads the host timeline (ops, launches, annotations, copies)
+also sets ``NEEDS_HOST_TIMELINE = True``, so that it reports "not run" on a summary-only trace instead
+of finding nothing where it saw nothing. Add a rule by writing its module and listing it here.
 """
 
 from __future__ import annotations

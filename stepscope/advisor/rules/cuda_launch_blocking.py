@@ -20,6 +20,7 @@ from stepscope.analysis.registry import LAUNCH
 RULE_ID = "cuda-launch-blocking"
 SCOPE = "rank"
 ADDRESSES: tuple[str, ...] = ("host",)  # the bounds its change shortens
+NEEDS_HOST_TIMELINE = True  # reads host ops, launches or annotations: not run on a summary-only trace
 NORMAL_LAUNCH_NS = 5_000
 MIN_KERNELS = 20
 

@@ -28,6 +28,7 @@ from stepscope.analysis.registry import DATALOADER, IDLE
 RULE_ID = "dataloader-bound"
 SCOPE = "rank"
 ADDRESSES: tuple[str, ...] = ("input",)  # the bounds its change shortens
+NEEDS_HOST_TIMELINE = True  # reads host ops, launches or annotations: not run on a summary-only trace
 
 
 def breakdown_of(ctx: RuleContext) -> StepBreakdown:

@@ -24,6 +24,7 @@ from stepscope.model.uniq import unique
 RULE_ID = "gemm-dims-not-multiple-of-8"
 SCOPE = "rank"
 ADDRESSES: tuple[str, ...] = ("compute",)  # the bounds its change shortens
+NEEDS_HOST_TIMELINE = True  # reads host ops, launches or annotations: not run on a summary-only trace
 
 
 def detect(ctx: RuleContext) -> list[Finding]:

@@ -25,6 +25,7 @@ from stepscope.analysis.registry import HOST_OPS
 RULE_ID = "heavy-host-op-no-gpu"
 SCOPE = "rank"
 ADDRESSES: tuple[str, ...] = ("host",)  # the bounds its change shortens
+NEEDS_HOST_TIMELINE = True  # reads host ops, launches or annotations: not run on a summary-only trace
 
 
 def detect(ctx: RuleContext) -> list[Finding]:

@@ -26,6 +26,7 @@ from stepscope.analysis.registry import CRITICAL_PATH, IDLE, LAUNCH, SOFTWARE
 RULE_ID = "launch-bound"
 SCOPE = "rank"
 ADDRESSES: tuple[str, ...] = ("host",)  # the bounds its change shortens
+NEEDS_HOST_TIMELINE = True  # reads host ops, launches or annotations: not run on a summary-only trace
 
 
 def detect(ctx: RuleContext) -> list[Finding]:

@@ -27,6 +27,7 @@ from stepscope.analysis.registry import TENSOR_CORES
 RULE_ID = "no-tensor-cores"
 SCOPE = "rank"
 ADDRESSES: tuple[str, ...] = ("compute",)  # the bounds its change shortens
+NEEDS_HOST_TIMELINE = True  # reads host ops, launches or annotations: not run on a summary-only trace
 HALF_TYPES = ("Half", "BFloat16", "c10::Half", "c10::BFloat16", "float16", "bfloat16")
 
 

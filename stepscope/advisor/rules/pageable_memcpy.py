@@ -21,6 +21,7 @@ from stepscope.analysis.registry import MEMCPY
 RULE_ID = "pageable-memcpy"
 SCOPE = "rank"
 ADDRESSES: tuple[str, ...] = ("copy",)  # the bounds its change shortens
+NEEDS_HOST_TIMELINE = True  # copies come with the host timeline: not run on a summary-only trace
 
 
 def detect(ctx: RuleContext) -> list[Finding]:

@@ -18,6 +18,7 @@ from stepscope.analysis.registry import FUSION
 RULE_ID = "small-kernel-optimizer"
 SCOPE = "rank"
 ADDRESSES: tuple[str, ...] = ("host", "compute")  # the bounds its change shortens
+NEEDS_HOST_TIMELINE = True  # reads host ops, launches or annotations: not run on a summary-only trace
 
 
 def detect(ctx: RuleContext) -> list[Finding]:

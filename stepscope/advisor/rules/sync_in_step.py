@@ -20,6 +20,7 @@ from stepscope.analysis.registry import IDLE, SYNC
 RULE_ID = "sync-in-step"
 SCOPE = "rank"
 ADDRESSES: tuple[str, ...] = ("host", "copy")  # the bounds its change shortens
+NEEDS_HOST_TIMELINE = True  # reads host ops, launches or annotations: not run on a summary-only trace
 
 
 def detect(ctx: RuleContext) -> list[Finding]:

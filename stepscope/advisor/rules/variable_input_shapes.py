@@ -19,6 +19,7 @@ from stepscope.analysis.registry import INPUT_SHAPES
 RULE_ID = "variable-input-shapes"
 SCOPE = "rank"
 ADDRESSES: tuple[str, ...] = ("host", "compute")  # the bounds its change shortens
+NEEDS_HOST_TIMELINE = True  # reads host ops, launches or annotations: not run on a summary-only trace
 
 
 def detect(ctx: RuleContext) -> list[Finding]:

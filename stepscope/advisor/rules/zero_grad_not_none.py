@@ -18,6 +18,7 @@ from stepscope.analysis.registry import ZERO_GRAD
 RULE_ID = "zero-grad-not-none"
 SCOPE = "rank"
 ADDRESSES: tuple[str, ...] = ("compute",)  # the bounds its change shortens
+NEEDS_HOST_TIMELINE = True  # reads host ops, launches or annotations: not run on a summary-only trace
 
 
 def detect(ctx: RuleContext) -> list[Finding]:

@@ -32,9 +32,11 @@ import numpy.typing as npt
 
 from stepscope.analysis import intervals
 from stepscope.analysis._memo import per_rank
+from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.breakdown import launched_in_steps, tb_step_windows
 from stepscope.analysis.common import I64, interval_set, rank_rows
 from stepscope.analysis.idle import is_dataloader_name
+from stepscope.analysis.platform import no_host_timeline
 from stepscope.analysis.sync import is_sync_call
 from stepscope.model.schema import GPU_KINDS, HOST_KINDS, EventKind
 from stepscope.model.trace import Trace
@@ -111,6 +113,9 @@ class StepGraph:
 @per_rank
 def step_graph(trace: Trace, rank: int) -> StepGraph:
     """The what-if dependency graph of one rank (see the module docstring)."""
+    missing = no_host_timeline(trace, rank)
+    if missing:
+        raise NotApplicable(f"the what-if replay needs the host chain: {missing}")
     ev = trace.events
     driver = _driver_rows(trace, rank)
     rt = driver[np.isin(ev["kind"][driver], [EventKind.RUNTIME, EventKind.DRIVER])]

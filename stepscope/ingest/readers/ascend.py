@@ -15,6 +15,8 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.ingest.assemble import FileTables
+from stepscope.ingest.readers.ascend_summaries import side_meta, trace_view_dir
+from stepscope.ingest.readers.batch import FileBatch
 from stepscope.model.schema import EventKind, TrackKind
 from stepscope.model.strings import StringPool
 from stepscope.model.uniq import unique
@@ -29,6 +31,15 @@ CONTROL_TASKS = frozenset({"Notify Wait", "Notify Record", "Write Value", "SDMA"
                            "EVENT_RECORD", "EVENT_WAIT", "PLACE_HOLDER_SQE", "PROFILING_ENABLE",
                            "PROFILING_DISABLE", "Memcpy"})
 COPY_TASKS = frozenset({"MEMCPY_ASYNC"})
+
+
+def add_side_meta(b: FileBatch) -> None:
+    """Put what the summaries beside an Ascend ``trace_view.json`` say into its metadata (the
+    communication matrix, the profiler's step summary, the rank: see :mod:`.ascend_summaries`)."""
+    out_dir = trace_view_dir(b.path)
+    if out_dir is not None and b.n_events:
+        found = side_meta(out_dir, b.repairs)
+        b.meta = {**found, **b.meta} if "distributedInfo" in b.meta else {**b.meta, **found}
 
 
 def is_ascend(ft: FileTables, pool: StringPool) -> bool:

@@ -23,3 +23,6 @@ class FileBatch:
     lost_bytes: int = 0
     complete: bool = True
     meta_error: str = ""
+    #: steps the reader found on the device, (step, start ns, end ns), for a file without a host
+    #: timeline (no ProfilerStep#N to find them by): the Ascend summaries (:mod:`.ascend_csv`)
+    device_steps: list[tuple[int, int, int]] = field(default_factory=list)

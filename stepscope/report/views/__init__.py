@@ -16,6 +16,7 @@ from stepscope.analysis.registry import (
     BREAKDOWN,
     CACHING_ALLOCATOR,
     CLUSTER,
+    COMM_MATRIX,
     CONVOLUTIONS,
     CRITICAL_PATH,
     DATALOADER,
@@ -50,7 +51,7 @@ from stepscope.report.views.categories import render_categories
 from stepscope.report.views.convolutions import render_convolutions
 from stepscope.report.views.critical_path import render_critical_path
 from stepscope.report.views.dataloader import render_dataloader
-from stepscope.report.views.distributed import render_cluster, render_distributed
+from stepscope.report.views.distributed import render_cluster, render_comm_matrix, render_distributed
 from stepscope.report.views.fusion import render_fusion
 from stepscope.report.views.gemm_dims import render_gemm_dims
 from stepscope.report.views.host_ops import render_host_ops
@@ -139,4 +140,5 @@ RENDERERS: dict[str, RankView] = {
 #: cluster-level renderers
 CLUSTER_RENDERERS: dict[str, ClusterView] = {
     "cluster": cluster_view(CLUSTER, render_cluster),
+    "comm_matrix": cluster_view(COMM_MATRIX, render_comm_matrix),
 }

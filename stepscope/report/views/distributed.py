@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
+from stepscope.analysis.comm_matrix import CommMatrix
 from stepscope.analysis.distributed import DistributedResult
 from stepscope.analysis.stragglers import ClusterResult
 from stepscope.report.views._deep import gbps, ms, nbytes, pct, step_label, table
@@ -51,3 +52,14 @@ def render_cluster(r: ClusterResult, console: Console, top: int) -> None:
                       f"load imbalance {pct(r.imbalance_pct)}")
     else:
         console.print(f"  [green]balanced[/green]: load imbalance {pct(r.imbalance_pct)}")
+
+
+def render_comm_matrix(m: CommMatrix, console: Console, top: int) -> None:
+    lk = m.links
+    t = table(f"communication matrix (from the {m.source} of ranks {', '.join(map(str, m.ranks))}; "
+              f"top {min(top, len(lk))} of {len(lk)} links)", "src", "dst", "transport", "bytes", "time ms",
+              "bandwidth GB/s", right_from=3)
+    for i in range(min(top, len(lk))):  # per link
+        t.add_row(str(lk.src[i]), str(lk.dst[i]), str(lk.transport[i]), nbytes(float(lk.bytes[i])),
+                  ms(lk.time_ns[i]), gbps(float(lk.bandwidth_gbps[i])))
+    console.print(t)

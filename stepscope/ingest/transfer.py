@@ -70,6 +70,11 @@ class HandoverSlots:
     def view(self, slot: int) -> npt.NDArray[np.uint8]:
         return np.frombuffer(self._mem, np.uint8, self.slot_bytes, slot * self.slot_bytes)
 
+    def raw(self, slot: int, nbytes: int) -> memoryview:
+        """The first ``nbytes`` of a slot as bytes (what a decompressed chunk is handed over in)."""
+        start = slot * self.slot_bytes
+        return memoryview(self._mem)[start : start + min(nbytes, self.slot_bytes)]
+
     def acquire(self) -> int:
         """A free slot, or -1 when every slot is taken (the job then sends its bytes by pipe)."""
         return self._free.pop() if self._free else -1

@@ -29,12 +29,15 @@ F_SETPIPE_SZ = 1031  # Linux's fcntl command (named in the fcntl module from Pyt
 
 def fork_pool(workers: int, initializer: Callable[[A], object] | None, arg: A) -> ProcessPoolExecutor:
     """``workers`` forked processes (threads released first), each started with ``initializer(arg)``
-    when one is given, with a roomy result pipe."""
+    when one is given, with a roomy result pipe. The workers are forked here, not at the first job:
+    by then the caller may run a thread of its own (the gzip reader's), and a process is forked
+    safely only while it runs one thread."""
     release_threads()
     ctx = get_context("fork")
     pool = (ProcessPoolExecutor(workers, mp_context=ctx) if initializer is None
             else ProcessPoolExecutor(workers, mp_context=ctx, initializer=initializer, initargs=(arg,)))
     roomy_result_pipe(pool)
+    pool.submit(int).result()  # a fork-context executor forks every worker at its first job
     return pool
 
 

@@ -10,10 +10,9 @@ from __future__ import annotations
 import dataclasses
 import gc
 import gzip
-import os
 import re
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -22,6 +21,7 @@ import numpy as np
 
 from stepscope.errors import TraceFormatError
 from stepscope.ingest.assemble import split_chunk
+from stepscope.ingest.readers.gzip_stream import GZIP_MAGIC, cut_chunks, gzip_filler
 from stepscope.ingest.readers.jsonscan import event_separator, find_events_array, scan_events
 from stepscope.ingest.readers.kineto_columns import add_counter_series, events_to_columns
 from stepscope.ingest.readers.kineto_decode import ChunkColumns, decode_events
@@ -35,7 +35,6 @@ PRECISE_TS_ABOVE_US = 2e12  # float64 keeps every ns digit of a µs timestamp on
 BAD_JSON = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)
 HEAD_BYTES = 8 << 20
 FIRST_HEAD_BYTES = 2 << 20
-GZIP_MAGIC = b"\x1f\x8b"
 
 
 @dataclass(frozen=True)
@@ -50,6 +49,7 @@ class ChunkJob:
     is_last: bool
     precise: bool
     slot: int = -1  # the handover slot to pack the result into (see ``transfer.HandoverSlots``)
+    in_slot: int = 0  # bytes of ``data`` the main process put in that slot instead (``data`` is then None)
 
 
 @dataclass
@@ -136,63 +136,16 @@ def _find_from(fh: BinaryIO, at: int, sep: re.Pattern[bytes], limit: int = 4 << 
 
 def iter_gzip_chunks(file_index: int, path: str, events_at: int, precise: bool,
                      junk: dict[int, int] | None = None) -> Iterator[ChunkJob]:
-    """Stream-decompress a gzip file into jobs of roughly CHUNK_BYTES ending at event boundaries.
+    """Stream-decompress a gzip file into jobs of roughly CHUNK_BYTES ending at event boundaries
+    (:mod:`.gzip_stream`: ISA-L or zlib-ng when installed, one reused buffer, a few chunks in memory).
 
-    Output is capped per call (traces compress ~30x), so memory stays at a few chunks whatever the
-    file size. Every gzip member is read, as ``gzip -d`` does; bytes after the last one that start
-    no member are skipped and their count left in ``junk[file_index]``.
+    Every gzip member is read, as ``gzip -d`` does; bytes after the last one that start no member
+    are skipped and their count left in ``junk[file_index]``.
     """
-    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
     junk = junk if junk is not None else {}
-    buf = bytearray()
-    skip = events_at
-    sep: re.Pattern[bytes] | None = None
-    with open(path, "rb") as fh:
-        for data in _inflate(fh, d, lambda n: junk.__setitem__(file_index, n)):
-            if skip:
-                cut = min(skip, len(data))
-                data, skip = data[cut:], skip - cut
-            buf += data
-            if sep is None and len(buf) > (1 << 20):
-                sep = event_separator(bytes(buf[: 1 << 20]))
-            while sep is not None and len(buf) >= CHUNK_BYTES + (1 << 20):
-                m = sep.search(buf, CHUNK_BYTES)
-                if m is None:
-                    break
-                cut_at = m.end() - 1
-                yield ChunkJob(file_index, path, 0, 0, bytes(buf[:cut_at]), False, precise)
-                del buf[:cut_at]
-    yield ChunkJob(file_index, path, 0, 0, bytes(buf), True, precise)
-
-
-def _inflate(fh: Any, d: Any, skipped: Callable[[int], None]) -> Iterator[bytes]:
-    """Decompressed pieces of at most ~4 MiB each, member after member; a corrupt or cut stream ends
-    quietly (salvage); ``skipped`` is told how many bytes after the last member start none."""
-    pending = b""
-    while True:
-        if not pending:
-            pending = fh.read(1 << 20)
-            if not pending:
-                try:
-                    tail = d.flush()
-                except zlib.error:
-                    tail = b""
-                yield tail
-                return
-        try:
-            out = d.decompress(pending, 4 << 20)
-        except zlib.error:
-            return
-        pending = d.unconsumed_tail
-        yield out
-        if d.eof:
-            rest = d.unused_data + fh.read(max(0, len(GZIP_MAGIC) - len(d.unused_data)))
-            if not rest.startswith(GZIP_MAGIC):  # the end, or junk after the last member
-                left = len(rest) + os.fstat(fh.fileno()).st_size - fh.tell()
-                if left:
-                    skipped(left)
-                return
-            d, pending = zlib.decompressobj(16 + zlib.MAX_WBITS), rest
+    fill = gzip_filler(path, lambda n: junk.__setitem__(file_index, n))
+    for data, last in cut_chunks(fill, events_at, CHUNK_BYTES):
+        yield ChunkJob(file_index, path, 0, 0, data, last, precise)
 
 
 def _job_bytes(job: ChunkJob) -> bytearray:
@@ -200,6 +153,11 @@ def _job_bytes(job: ChunkJob) -> bytearray:
     if job.data is not None:
         buf = bytearray(len(job.data) + 1)
         buf[1:] = job.data
+        return buf
+    if job.in_slot and _handover is not None:  # decompressed bytes handed over in the job's slot
+        buf = _read_buffer(job.in_slot + 1)
+        with _handover.raw(job.slot, job.in_slot) as chunk:
+            buf[1:] = chunk
         return buf
     n = job.end - job.start
     buf = _read_buffer(n + 1)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.analysis import intervals
 from stepscope.analysis.activity import Activity, activity_of
 from stepscope.analysis.common import I64, interval_set
 from stepscope.analysis.whatif.graph import SEG_HOST, SEG_INPUT, SEG_LAUNCH, StepGraph
@@ -160,24 +161,29 @@ class HostOverhead:
 
     def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
         k = g.host.seg_kind
-        hit = (k == SEG_LAUNCH) | (k == SEG_HOST)
+        share = ((k == SEG_LAUNCH) | (k == SEG_HOST)).astype(np.float64)
         if self.select.pattern is not None or self.select.rows:
-            hit &= _inside_ops(trace, g, self.select)
+            share *= _share_inside_ops(trace, g, self.select)
         seg = d.host_seg_ns.copy()
-        seg[hit] = np.round(seg[hit] * self.factor).astype(np.int64)
+        hit = share > 0
+        seg[hit] = np.round(seg[hit] * (1.0 - share[hit] * (1.0 - self.factor))).astype(np.int64)
         return replace(d, host_seg_ns=seg)
 
 
-def _inside_ops(trace: Trace, g: StepGraph, select: Select) -> B:
-    """Per host segment: whether it lies inside a host event of the rank that the selection matches."""
+def _share_inside_ops(trace: Trace, g: StepGraph, select: Select) -> npt.NDArray[np.float64]:
+    """Per host segment: the share of its measured length inside host events of the rank that the
+    selection matches. A segment is only cut where the device or the step needs a point, so on a
+    CPU trace one segment holds the forward, backward and optimizer; only the matching part of it
+    is scaled. A segment an earlier transformation changed is taken as changed evenly (exact after
+    a change to all host work; approximate after one to other ops in the same segment)."""
     ev = trace.events
     rows = np.flatnonzero((ev["rank"] == g.rank) & np.isin(ev["kind"], [int(k) for k in HOST_KINDS]))
-    ops = rows[select.mask(trace, rows)]
-    iv = interval_set(trace, ops)
+    iv = interval_set(trace, rows[select.mask(trace, rows)])
     t = g.host.t_ns
-    mid = t[:-1] + (t[1:] - t[:-1]) // 2
-    k = np.searchsorted(iv[0], mid, side="right") - 1
-    return (k >= 0) & (mid < iv[1][np.maximum(k, 0)]) if len(iv[0]) else np.zeros(len(mid), bool)
+    covered = intervals.covered_in_windows(iv, t[:-1], t[1:]).astype(np.float64)
+    share: npt.NDArray[np.float64] = np.divide(covered, t[1:] - t[:-1], out=np.zeros(len(covered)),
+                                               where=t[1:] > t[:-1])
+    return share
 
 
 @dataclass(frozen=True)

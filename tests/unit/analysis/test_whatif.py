@@ -97,3 +97,27 @@ def test_the_replayed_trace_reads_as_the_prediction(micro: Trace) -> None:
     assert w.bound(False) == "input"
     assert r.after.parts_ns[0, 3] == 0  # no input time left
     assert np.isclose(w.saved_ns(), 40 * US)
+
+
+@pytest.fixture
+def cpu_micro(tmp_path: Path) -> Trace:
+    """A CPU step (no device, no runtime calls): the host chain's only points are the step marker
+    and the DataLoader call, so one segment [40,100] holds the forward [40,60], untraced Python
+    [60,70], the optimizer [70,90] and more Python [90,100]."""
+    b = TraceBuilder()
+    b.step(1, ts=0, dur=100)
+    b.op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", ts=0, dur=40)
+    b.op("aten::linear", ts=40, dur=20)
+    b.op("Optimizer.step#Adam.step", ts=70, dur=20)
+    b.op("aten::add_", ts=72, dur=5)
+    return b.load(tmp_path)
+
+
+def test_host_in_ops_scales_only_the_matching_part_of_a_segment(cpu_micro: Trace) -> None:
+    """The optimizer is 20 of the 60 segment [40,100]: × 0.5 saves 10 (step 90), × 0 saves 20 (step
+    80). The forward and the Python around it keep their time, and the DataLoader is kept. After all
+    host work is halved (60 → 30), removing the optimizer removes its half, 10 → 20: step 60."""
+    opt = tf.Select(r"^Optimizer\.step")
+    assert _steps_us(cpu_micro, tf.HostOverhead(0.5, opt)) == [90]
+    assert _steps_us(cpu_micro, tf.HostOverhead(0.0, opt)) == [80]
+    assert _steps_us(cpu_micro, tf.HostOverhead(0.5), tf.HostOverhead(0.0, opt)) == [60]

@@ -49,6 +49,14 @@ _LAUNCH_CALL = ("Launch", "MemcpyAsync", "MemsetAsync")
 _NONE = np.iinfo(np.int64).min // 4  # "no constraint" that survives additions
 
 
+def gather(values: I64, idx: I64, fill: int) -> I64:
+    """``values[idx]`` where ``idx >= 0``, ``fill`` elsewhere; an empty ``values`` gives ``fill``
+    throughout (``np.where`` evaluates both sides, and ``values[0]`` of an empty array raises)."""
+    if len(values) == 0:
+        return np.full(len(idx), fill, np.int64)
+    return np.where(idx >= 0, values[np.maximum(idx, 0)], fill)
+
+
 @dataclass(frozen=True)
 class HostChain:
     """The host points (sorted, distinct) and the segments between them (``len(t_ns) - 1``)."""
@@ -214,7 +222,7 @@ def _syncs(trace: Trace, sync_rows: I64, t: I64, device: DeviceWork) -> Syncs:
     keep = a >= np.concatenate([[np.iinfo(np.int64).min], np.maximum.accumulate(b)[:-1]])
     rows, a, b = rows[keep], a[keep], b[keep]
     awaited = _awaited(trace, device, a, b)
-    e = np.where(awaited >= 0, device.end_ns[np.maximum(awaited, 0)], a)
+    e = np.where(awaited >= 0, gather(device.end_ns, awaited, 0), a)
     tail = b - np.maximum(a, e)
     return Syncs(rows, np.searchsorted(t, a), np.searchsorted(t, b), awaited, tail)
 

@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from stepscope.analysis.breakdown import stretch_windows
 from stepscope.analysis.common import I64
-from stepscope.analysis.whatif.graph import _NONE, StepGraph
+from stepscope.analysis.whatif.graph import _NONE, StepGraph, gather
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ class _Streams:
     def _scan(self, s: int, lo: int, hi: int, host_t: I64, lp: I64) -> None:
         dev = self.g.device
         d = self.dur[lo:hi]
-        ready = np.where(lp >= 0, host_t[np.maximum(lp, 0)] + dev.latency_ns[lo:hi], _NONE)
+        ready = np.where(lp >= 0, gather(host_t, lp, 0) + dev.latency_ns[lo:hi], _NONE)
         if lo == int(self.bounds[s]) and lp[0] < 0:
             ready[0] = dev.start_ns[lo]  # nothing traced launched it: it keeps its measured start
         c = np.cumsum(dev.gap_ns[lo:hi] + d)

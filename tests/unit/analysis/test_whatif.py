@@ -121,3 +121,29 @@ def test_host_in_ops_scales_only_the_matching_part_of_a_segment(cpu_micro: Trace
     assert _steps_us(cpu_micro, tf.HostOverhead(0.5, opt)) == [90]
     assert _steps_us(cpu_micro, tf.HostOverhead(0.0, opt)) == [80]
     assert _steps_us(cpu_micro, tf.HostOverhead(0.5), tf.HostOverhead(0.0, opt)) == [60]
+
+
+def test_a_sync_with_no_device_work_waits_for_nothing(tmp_path: Path) -> None:
+    """Fuzzing (issue 21): a rank with a step and a sync call but no GPU activity raised IndexError
+    in ``graph._syncs`` (``device.end_ns[0]`` of an empty array). The call waited for nothing: its
+    tail is its whole length, 40, and the identity replay gives the measured step, 100."""
+    b = TraceBuilder()
+    b.step(1, ts=0, dur=100)
+    b.add(ph="X", cat=b.RUNTIME_CAT, name="cudaStreamSynchronize", pid=b.pid, tid=b.tid, ts=50, dur=40, args={})
+    g = step_graph(b.load(tmp_path), 0)
+    assert (g.syncs.tail_ns // US).tolist() == [40]
+    assert (replay(g, Durations.measured(g)).step_ns // US).tolist() == [100]
+
+
+def test_device_work_without_host_points_keeps_its_measured_times(tmp_path: Path) -> None:
+    """Fuzzing (issue 21): a kernel whose launch call lost its runtime category (no host point at
+    all) raised IndexError in ``replay._scan`` (``host_t[0]`` of an empty array). Nothing traced
+    launched it: it keeps its measured start and length, 30."""
+    b = TraceBuilder()
+    rt, _k = b.launch_kernel("k1", launch_ts=10, launch_dur=2, ts=20, dur=30)
+    rt["cat"] = b.OP_CAT
+    g = step_graph(b.load(tmp_path), 0)
+    assert len(g.host.t_ns) == 0
+    rp = replay(g, Durations.measured(g))
+    assert (rp.device_start_ns // US).tolist() == [20]
+    assert (rp.step_ns // US).tolist() == [30]

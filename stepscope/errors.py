@@ -21,6 +21,8 @@ class StepscopeError(Exception):
 
     def __init__(self, message: str, path: str | Path | None = None) -> None:
         self.path = str(path) if path is not None else None
+        if "\n" in message or "\r" in message:  # e.g. SQLite quoting a damaged schema: one line, always
+            message = " ".join(message.split())
         self.message = message
         super().__init__(f"{self.path}: {message}" if self.path else message)
 

@@ -154,3 +154,21 @@ def test_ascend_db_well_formed_has_no_repairs(tmp_path: Path) -> None:
     trace = stepscope.load(path, use_cache=False)
     assert sorted(trace.events["dur_ns"].tolist()) == [100, 300]
     assert _counts(trace) == {}
+
+
+def test_a_damaged_schema_quoted_over_lines_is_still_one_line(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Fuzzing (issue 21): a flipped byte in a table's ``CREATE TABLE`` text, which nsys writes over
+    several lines, made SQLite's message (it quotes the schema) a three-line error."""
+    path = nsys_db(tmp_path / "t.sqlite")
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE ENUM_X (id INTEGER,\n    name TEXT,\n    label TEXT)")
+    con.execute("PRAGMA writable_schema = ON")
+    con.execute("UPDATE sqlite_master SET sql = 'CREATE TABLE ENUM_X (id INTEGER,\n    `name TEXT,\n    label TEXT)'"
+                " WHERE name = 'ENUM_X'")
+    con.commit()
+    con.close()
+    with pytest.raises(TraceFormatError) as info:
+        stepscope.load(path, use_cache=False)
+    assert "malformed database schema" in str(info.value) and "\n" not in str(info.value)
+    assert_one_line_error(run_main(["analyze", "--no-cache", str(path)], capsys), path)

@@ -13,6 +13,7 @@ import numpy.typing as npt
 from stepscope.ingest.assemble import FileTables, finish_file
 from stepscope.ingest.readers import ascend
 from stepscope.ingest.readers.batch import FileBatch
+from stepscope.ingest.sanitize import sanitize_events
 from stepscope.model import derive
 from stepscope.model.diagnostics import DiagnosticsBuilder
 from stepscope.model.schema import (
@@ -186,6 +187,7 @@ def build_trace(batches: list[tuple[FileBatch, int, str]], pool: StringPool, dia
         device_steps += [(rank, *s) for s in b.device_steps]
         ft = finish_file(b.parts)
         b.parts = []
+        ft.events = sanitize_events(ft.events, diags, b.path)
         if ascend.is_ascend(ft, pool):
             ascend.normalize(ft, pool)
         _offset(ft, rank, base, pool)

@@ -172,3 +172,18 @@ def test_a_damaged_schema_quoted_over_lines_is_still_one_line(tmp_path: Path,
         stepscope.load(path, use_cache=False)
     assert "malformed database schema" in str(info.value) and "\n" not in str(info.value)
     assert_one_line_error(run_main(["analyze", "--no-cache", str(path)], capsys), path)
+
+
+@pytest.mark.parametrize("start,end", [(1000, 2**63 - 1), (-(2**63), 1100), (1000, -(2**63))])
+def test_absurd_interval_ends_drop_the_event_with_a_count(tmp_path: Path, start: int, end: int,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """Fuzzing (issue 21): an edited export's end of 2^63 − 1 or start of −2^63 passed the reader,
+    and the analyses overflowed (``OverflowError`` in ``intervals.union`` and the what-if replay).
+    The event is dropped and counted; the other kernel (200 ns) is read as it is."""
+    path = nsys_db(tmp_path / "t.sqlite", kernels=[(start, end, *KERNELS[0][2:]), KERNELS[1]])
+    trace = stepscope.load(path, use_cache=False)
+    k = _kernels(trace)
+    assert trace.events["dur_ns"][k].tolist() == [200]
+    assert _counts(trace)["event-absurd-time"] == 1
+    res = run_main(["analyze", "--no-cache", "--json", str(path)], capsys)
+    assert res.returncode == 0, res.stderr

@@ -102,3 +102,37 @@ def test_gzip_of_several_members_reads_them_all(tmp_path: Path) -> None:
 
 def test_a_well_formed_document_has_no_trailing_report(tmp_path: Path) -> None:
     assert _counts(_load_bytes(tmp_path, "t.json", _doc("a") + b"\n\n")) == {}
+
+
+# ---- exact duplicates: read once, counted --------------------------------------------------------
+
+def test_exact_duplicate_events_are_read_once_and_counted(tmp_path: Path) -> None:
+    """Issue 21: an event written twice (same name, ts, dur, track and args) was counted twice
+    without a word. Here ``aten::mm`` [10, 15] appears three times and its kernel twice: 2 + 1
+    copies dropped; ``aten::mm`` [20, 25] differs in its External id and ``aten::mm`` [10, 15] on
+    another thread in its track, so both stay."""
+    b = TraceBuilder()
+    b.step(1, 0, 100)
+    mm = b.op("aten::mm", 10, 5, **{"External id": 1})
+    b.add(**mm)
+    b.add(**mm)
+    b.op("aten::mm", 10, 5, tid=200, **{"External id": 1})
+    b.op("aten::mm", 20, 5, **{"External id": 2})
+    _rt, k = b.launch_kernel("sgemm", launch_ts=11, launch_dur=2, ts=30, dur=10)
+    b.add(**k)
+    trace = stepscope.load(b.write(tmp_path / "t.json"), use_cache=False)
+    names = trace.names(trace.events["name"]).tolist()
+    assert names.count("aten::mm") == 3
+    assert names.count("sgemm") == 1
+    assert _counts(trace) == {"duplicate-events": 3}
+    kernel = trace.events["kind"] == 6
+    assert int(trace.events["dur_ns"][kernel].sum()) == 10_000
+
+
+def test_events_equal_in_time_but_not_in_name_are_kept(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    b.op("a", 10, 5)
+    b.op("b", 10, 5)
+    b.op("a", 10, 5, cat="user_annotation")
+    trace = stepscope.load(b.write(tmp_path / "t.json"), use_cache=False)
+    assert len(trace.events) == 3 and _counts(trace) == {}

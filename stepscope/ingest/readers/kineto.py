@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import tempfile
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -16,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from stepscope.errors import TraceFormatError
 from stepscope.ingest.assemble import remap_strings
 from stepscope.ingest.readers.batch import FileBatch, Repair
 from stepscope.ingest.readers.gzip_stream import threaded
@@ -141,9 +143,11 @@ def read(path: str, pool: StringPool, diags: DiagnosticsBuilder) -> FileBatch:
 
 
 def read_kineto_files(paths: list[str], pool_strings: StringPool, diags: DiagnosticsBuilder,
-                      workers: int | None = None, progress: Progress | None = None) -> list[FileBatch]:
+                      workers: int | None = None, progress: Progress | None = None,
+                      depth: int = 0) -> list[FileBatch]:
     """Decode every file (chunks in parallel, each split into the model's tables by its worker); the
-    main process only maps each chunk's string ids into ``pool_strings`` as the chunk arrives."""
+    main process only maps each chunk's string ids into ``pool_strings`` as the chunk arrives. A JSON
+    document that follows a file's trace is read as part of that file (``depth``: how many did)."""
     heads = [locate_events(p) for p in paths]
     batches = [FileBatch(p, os.path.getsize(p)) for p in paths]
     tails: list[bytes] = [b""] * len(paths)
@@ -173,8 +177,10 @@ def read_kineto_files(paths: list[str], pool_strings: StringPool, diags: Diagnos
         if pool is not None:
             pool.shutdown()
     for i, b in enumerate(batches):
-        b.meta, b.meta_error, after = _parse_meta(heads[i], tails[i], b.complete)
+        b.meta, b.meta_error, after, following = _parse_meta(heads[i], tails[i], b.complete)
         b.repairs += after
+        if following:
+            b.repairs.append(_read_following(b, following, pool_strings, diags, depth))
         if i in gzip_junk:
             b.repairs.append(("gzip-trailing-data", "warning", f"{gzip_junk[i]:,} bytes after the last gzip member "
                               "were ignored (as gzip -d does)", 1))
@@ -182,12 +188,12 @@ def read_kineto_files(paths: list[str], pool_strings: StringPool, diags: Diagnos
 
 
 def _parse_meta(head_info: tuple[bytes, int, bool], tail: bytes,
-                complete: bool) -> tuple[dict[str, Any], str, list[Repair]]:
-    """The trace's top-level keys other than traceEvents (header before it, trailer after it), and
-    what follows the document (junk, a second document), reported, not read."""
+                complete: bool) -> tuple[dict[str, Any], str, list[Repair], bytes]:
+    """The trace's top-level keys other than traceEvents (header before it, trailer after it), what
+    follows the document reported (junk), and a second document that follows it (its bytes)."""
     head, at, bare = head_info
     if bare:
-        return {}, "", []
+        return {}, "", *_after_document(tail.decode("utf-8", "replace") if complete else "")
     key_at = head.rfind(b'"traceEvents"', 0, at)
     text = head[:key_at] + b'"traceEvents": null' + (tail if complete and tail.strip() else b"}")
     bad = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)
@@ -200,24 +206,58 @@ def _parse_meta(head_info: tuple[bytes, int, bool], tail: bytes,
         try:  # the trailer may be damaged: the header alone still has the device properties
             meta = msgspec.json.decode(head[:key_at] + b'"traceEvents": null}')
         except bad:
-            return {}, str(exc), []
-    return (meta if isinstance(meta, dict) else {}), "", []
+            return {}, str(exc), [], b""
+    return (meta if isinstance(meta, dict) else {}), "", [], b""
 
 
-def _document_and_rest(text: bytes) -> tuple[dict[str, Any], str, list[Repair]] | None:
-    """The top-level object at the start of ``text`` and a repair naming what follows it; None when
-    ``text`` does not start with a whole object."""
+def _document_and_rest(text: bytes) -> tuple[dict[str, Any], str, list[Repair], bytes] | None:
+    """The top-level object at the start of ``text`` and what follows it; None when ``text`` does
+    not start with a whole object."""
+    decoded = text.decode("utf-8", "replace")
     try:
-        doc, end = json.JSONDecoder().raw_decode(text.decode("utf-8", "replace"))
+        doc, end = json.JSONDecoder().raw_decode(decoded)
     except (ValueError, RecursionError):
         return None
     if not isinstance(doc, dict):
         return None
-    rest = text.decode("utf-8", "replace")[end:].strip()
+    return (doc, "", *_after_document(decoded[end:]))
+
+
+def _after_document(rest: str) -> tuple[list[Repair], bytes]:
+    """A repair naming the junk after a document, or the bytes of a second document."""
+    rest = rest.strip()
+    if not rest:
+        return [], b""
     if rest[:1] in ("{", "["):
-        repair = ("document-dropped", "error", f"a second JSON document follows the trace ({len(rest):,} "
-                  f"characters, starting {rest[:40]!r}); only the first was read", 1)
-    else:
-        repair = ("trailing-data", "warning", f"{len(rest):,} characters after the end of the JSON document were "
-                  f"ignored: {rest[:40]!r}", 1)
-    return doc, "", [repair]
+        return [], rest.encode("utf-8", "surrogatepass")
+    return [("trailing-data", "warning", f"{len(rest):,} characters after the end of the JSON document were "
+             f"ignored: {rest[:40]!r}", 1)], b""
+
+
+#: concatenated documents read as part of one file, at most (the rest is reported, not read)
+MAX_FOLLOWING = 8
+
+
+def _read_following(b: FileBatch, data: bytes, pool: StringPool, diags: DiagnosticsBuilder, depth: int) -> Repair:
+    """Read the document that follows ``b``'s trace into ``b`` (the first document's metadata
+    stays); the repair that says so, with the number of events it held."""
+    what = f"a second JSON document follows the trace ({len(data):,} bytes, starting {data[:30]!r})"
+    if depth >= MAX_FOLLOWING:
+        return ("document-dropped", "error", f"{what}; more than {MAX_FOLLOWING} documents in one file: not read", 1)
+    with tempfile.TemporaryDirectory(prefix="stepscope-doc-") as tmp:
+        path = os.path.join(tmp, "following.json")
+        with open(path, "wb") as fh:
+            fh.write(data)
+        try:
+            sub = read_kineto_files([path], pool, diags, workers=1, depth=depth + 1)[0]
+        except TraceFormatError as exc:
+            return ("document-dropped", "error", f"{what}; not readable: {exc.message}", 1)
+    b.parts += sub.parts
+    b.n_events += sub.n_events
+    b.dropped += sub.dropped
+    b.repairs += sub.repairs
+    if not sub.complete:
+        b.repairs.append(("truncated-file", "error", f"the second document's events array never closes: "
+                          f"{sub.lost_bytes} bytes after its last complete event were dropped", 1))
+    return ("document-appended", "warning", f"{what}: its {sub.n_events:,} events were read as part of this "
+            "file (its metadata ignored)", max(sub.n_events, 1))

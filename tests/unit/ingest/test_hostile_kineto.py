@@ -78,10 +78,41 @@ def test_trailing_garbage_after_the_document_is_reported(tmp_path: Path) -> None
     assert _counts(trace) == {"trailing-data": 1}
 
 
-def test_a_second_concatenated_document_is_reported(tmp_path: Path) -> None:
-    trace = _load_bytes(tmp_path, "t.json", _doc("a") + _doc("second"))
-    assert "a" in _names(trace)
-    assert _counts(trace) == {"document-dropped": 1}
+def test_a_second_concatenated_document_is_read_and_reported_with_its_events(tmp_path: Path) -> None:
+    """Issue 21: a second document after the first was dropped (115 of 230 events read). It holds
+    2 events (its ProfilerStep#1, identical to the first document's and so read once, and
+    "second"): both are read and the report says 2 events."""
+    trace = _load_bytes(tmp_path, "t.json", _doc("a") + b"\n" + _doc("second"))
+    assert _names(trace) == {"ProfilerStep#1", "a", "second"}
+    assert len(trace.events) == 3
+    assert _counts(trace) == {"document-appended": 2, "duplicate-events": 1}
+    appended = next(d for d in trace.diagnostics if d.name == "document-appended")
+    assert "its 2 events were read" in appended.example
+
+
+def test_a_trace_written_twice_into_one_file_is_read_once(tmp_path: Path) -> None:
+    doc = _doc("a", "b")
+    trace = _load_bytes(tmp_path, "t.json.gz", gzip.compress(doc + doc))
+    assert len(trace.events) == 3
+    assert _counts(trace) == {"document-appended": 3, "duplicate-events": 3}
+
+
+def test_list_form_documents_concatenated_are_read(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    b.op("a", 10, 1)
+    first = dumps(b.events).encode()
+    b.events = [b.events[0] | {"name": "c"}]
+    trace = _load_bytes(tmp_path, "t.json", first + dumps(b.events).encode())
+    assert _names(trace) == {"a", "c"}
+    assert _counts(trace) == {"document-appended": 1}
+
+
+def test_junk_after_a_list_form_document_is_reported(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    b.op("a", 10, 1)
+    trace = _load_bytes(tmp_path, "t.json", dumps(b.events).encode() + b" GARBAGE")
+    assert _names(trace) == {"a"}
+    assert _counts(trace) == {"trailing-data": 1}
 
 
 def test_gzip_with_a_junk_tail_is_read_like_gzip_d_and_reported(tmp_path: Path) -> None:

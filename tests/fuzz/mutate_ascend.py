@@ -80,7 +80,7 @@ def mutate_json_file(rng: random.Random, path: Path) -> str:
     raw = path.read_bytes()
     try:
         doc = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # damaged, or nested too deep by an earlier mutation
         _replace(path, byte_damage(rng, raw))
         return f"{path.name}:bytes"
     data = dumps(mutate_doc(rng, doc), rng)

@@ -100,6 +100,9 @@ EDIT_WEIGHTS = [8, 3, 2, 2, 1, 1]
 
 def damage_bytes(rng: random.Random, path: Path) -> str:
     data = bytearray(path.read_bytes())
+    if len(data) < 128:  # already cut short by an earlier mutation
+        path.write_bytes(bytes(data[: rng.randrange(len(data) + 1)]))
+        return "bytes:truncate"
     op = rng.choice(["flip", "flip", "truncate", "zero-page", "header"])
     if op == "flip":
         for _ in range(rng.randint(1, 16)):

@@ -123,10 +123,11 @@ class Result:
     secs: float
     noisy: bool
     stderr_head: str
+    run_seed: int = 0
 
     def row(self) -> dict[str, Any]:
-        return {**asdict(self.case), "outcome": self.outcome, "signature": self.sig, "rc": self.rc,
-                "secs": round(self.secs, 3), "noisy": self.noisy, "stderr": self.stderr_head}
+        return {**asdict(self.case), "run_seed": self.run_seed, "outcome": self.outcome, "signature": self.sig,
+                "rc": self.rc, "secs": round(self.secs, 3), "noisy": self.noisy, "stderr": self.stderr_head}
 
 
 @dataclass
@@ -152,7 +153,7 @@ class Run:
         if outcome in (CRASH, HANG):
             self._keep(case, case_dir, end, sig)
         head = end.stderr.strip().splitlines()[-1][:300] if end.stderr.strip() else ""
-        return Result(case, outcome, sig, end.rc, end.secs, noisy(end.rc, end.stderr), head)
+        return Result(case, outcome, sig, end.rc, end.secs, noisy(end.rc, end.stderr), head, self.run_seed)
 
     def _keep(self, case: Case, case_dir: Path, end: Ended, sig: str) -> None:
         with self.lock:
@@ -232,21 +233,44 @@ def run(n: int, run_seed: int, jobs: int, out: Path, timeout: float = 60, start:
 
 def summarize(results: list[Result], wall_s: float, run_seed: int, start: int, jobs: int,
               subprocess_mode: bool) -> dict[str, Any]:
+    rows = [r.row() for r in results]
+    return {"seed": run_seed, "start": start, "jobs": jobs, "wall_s": round(wall_s, 1),
+            "mode": "subprocess" if subprocess_mode else "driver", **tables(rows)}
+
+
+def tables(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Outcome counts of ``results.jsonl`` rows: in all, per format, per command; the crash groups."""
     def table(key: str) -> dict[str, dict[str, int]]:
         t: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys([*OUTCOMES, "noisy", "n"], 0))
-        for r in results:
-            row = t[getattr(r.case, key)]
-            row[r.outcome] += 1
+        for r in rows:
+            row = t[r[key]]
+            row[r["outcome"]] += 1
             row["n"] += 1
-            row["noisy"] += r.noisy
+            row["noisy"] += r["noisy"]
         return dict(sorted(t.items()))
 
-    sigs = Counter(r.sig for r in results if r.outcome in (CRASH, HANG))
-    return {"seed": run_seed, "start": start, "inputs": len(results), "jobs": jobs, "wall_s": round(wall_s, 1),
-            "mode": "subprocess" if subprocess_mode else "driver",
-            "outcomes": dict(Counter(r.outcome for r in results)), "by_format": table("fmt"),
+    sigs = Counter(r["signature"] for r in rows if r["outcome"] in (CRASH, HANG))
+    return {"inputs": len(rows), "outcomes": dict(Counter(r["outcome"] for r in rows)), "by_format": table("fmt"),
             "by_command": table("command"), "signatures": dict(sigs.most_common()),
-            "secs_max": round(max((r.secs for r in results), default=0.0), 2)}
+            "secs_max": max((r["secs"] for r in rows), default=0.0)}
+
+
+def merge(dirs: list[Path]) -> dict[str, Any]:
+    """One summary of the chunks of a long run (their ``results.jsonl``; a case run twice counts once)."""
+    rows: dict[tuple[int, int], dict[str, Any]] = {}
+    walls, seeds = [], set()
+    for d in dirs:
+        summary = d / "summary.json"
+        if summary.exists():
+            walls.append(json.loads(summary.read_text())["wall_s"])
+        results = d / "results.jsonl"
+        for line in results.read_text().splitlines() if results.exists() else []:
+            r = json.loads(line)
+            rows[(r.get("run_seed", 0), r["index"])] = r
+            seeds.add(r.get("run_seed", 0))
+    indices = sorted(i for _s, i in rows)
+    return {"seed": ",".join(map(str, sorted(seeds))), "start": indices[0] if indices else 0, "jobs": len(dirs),
+            "wall_s": round(sum(walls), 1), "mode": f"{len(dirs)} chunks merged", **tables(list(rows.values()))}
 
 
 def confirm(out: Path, timeout: float) -> dict[str, str]:
@@ -268,9 +292,10 @@ def confirm(out: Path, timeout: float) -> dict[str, str]:
 def render(summary: dict[str, Any]) -> str:
     """The summary as plain-text tables."""
     cols = [*OUTCOMES, "noisy"]
+    rate = f"{summary['inputs'] / summary['wall_s']:.1f} inputs/s, " if summary["wall_s"] else ""
     lines = [f"stepscope fuzz: {summary['inputs']:,} inputs (seed {summary['seed']}, from {summary['start']}), "
              f"{summary['jobs']} jobs, {summary['mode']}, {summary['wall_s']:,} s wall, "
-             f"{summary['inputs'] / max(summary['wall_s'], 1e-9):.1f} inputs/s, slowest {summary['secs_max']} s"]
+             f"{rate}slowest {summary['secs_max']:.2f} s"]
     for key in ("by_format", "by_command"):
         lines.append("")
         lines.append(f"{key[3:]:<12}{'inputs':>8}" + "".join(f"{c:>9}" for c in cols))

@@ -33,10 +33,21 @@ def saved_document(path: str | None) -> dict[str, Any] | None:
     if b'"schema_version"' not in head or b'"traceEvents"' in head:
         return None
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        doc = _without_lone_surrogates(json.loads(p.read_text(encoding="utf-8")))
+    except (OSError, ValueError, RecursionError) as exc:
         raise StepscopeError(f"not a readable stepscope JSON document ({exc})", path) from exc
     return doc if isinstance(doc, dict) and ("ranks" in doc or "overall" in doc) else None
+
+
+def _without_lone_surrogates(doc: Any) -> Any:
+    """``doc`` with each lone surrogate (``"\\ud800"`` is valid JSON, not valid UTF-8: the page could
+    not be written) replaced by ``?``."""
+    text = json.dumps(doc, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.loads(text.encode("utf-8", "replace"))
+    return doc
 
 
 def _document_of_trace(path: str | None, no_cache: bool, span: str | None, ranks: tuple[int, ...]) -> dict[str, Any]:

@@ -48,3 +48,18 @@ def test_the_rank_of_the_wrong_type_is_refused(tmp_path: Path, capsys: pytest.Ca
     path = tmp_path / "saved.json"
     path.write_text(json.dumps(doc))
     assert_one_line_error(run_main(["report", str(path), "-o", str(tmp_path / "p.html")], capsys), path)
+
+
+@pytest.mark.parametrize("out", [["-o", "page.html"], ["--md", "-o", "page.md"]])
+def test_a_lone_surrogate_in_a_saved_document_is_replaced(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          out: list[str]) -> None:
+    """Fuzzing (issue 21): ``"\\ud800"`` (valid JSON, not valid UTF-8) in a saved document's source
+    raised UnicodeEncodeError when the page was written. It is written, with ``?`` in its place."""
+    doc = analysis_doc()
+    doc["source"] = "run\ud800.json"
+    path = tmp_path / "saved.json"
+    path.write_text(json.dumps(doc))  # ensure_ascii: the file holds the escape, as the fuzzer wrote it
+    res = run_main(["report", str(path), *[str(tmp_path / o) if "." in o else o for o in out]], capsys)
+    assert res.returncode == 0, res.stderr
+    page = (tmp_path / out[-1]).read_text(encoding="utf-8")
+    assert "run?.json" in page

@@ -220,7 +220,19 @@ def _document_and_rest(text: bytes) -> tuple[dict[str, Any], str, list[Repair], 
         return None
     if not isinstance(doc, dict):
         return None
-    return (doc, "", *_after_document(decoded[end:]))
+    return (_without_lone_surrogates(doc), "", *_after_document(decoded[end:]))
+
+
+def _without_lone_surrogates(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` with each lone surrogate (``"\\ud800"``: valid JSON to ``json``, not Unicode that can
+    be encoded; msgspec refuses it) replaced by ``?``, so that the metadata can be saved and shown."""
+    text = json.dumps(doc, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        fixed = json.loads(text.encode("utf-8", "replace"))
+        return fixed if isinstance(fixed, dict) else {}
+    return doc
 
 
 def _after_document(rest: str) -> tuple[list[Repair], bytes]:

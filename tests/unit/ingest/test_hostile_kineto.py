@@ -167,3 +167,17 @@ def test_events_equal_in_time_but_not_in_name_are_kept(tmp_path: Path) -> None:
     b.op("a", 10, 5, cat="user_annotation")
     trace = stepscope.load(b.write(tmp_path / "t.json"), use_cache=False)
     assert len(trace.events) == 3 and _counts(trace) == {}
+
+
+def test_a_lone_surrogate_in_the_metadata_is_replaced_and_the_trace_cached(tmp_path: Path) -> None:
+    """Fuzzing (issue 21): ``"\\ud800"`` in a top-level key after a damaged trailer reached the rank's
+    metadata through the lenient decoder, and saving the cache entry raised UnicodeEncodeError."""
+    b = TraceBuilder()
+    b.op("a", 10, 1)
+    doc = dumps(b.document()).encode()
+    damaged = doc[:-1] + b', "traceName": "run\\ud800"} ]'  # a trailer msgspec refuses
+    path = tmp_path / "t.json"
+    path.write_bytes(damaged)
+    trace = stepscope.load(path)  # with the cache
+    assert trace.ranks[0].metadata.get("traceName") == "run?"
+    assert _names(stepscope.load(path)) == {"a"}  # read back from the cache

@@ -24,7 +24,7 @@ from stepscope.errors import TraceFormatError
 from stepscope.ingest.assemble import FileTables
 from stepscope.ingest.readers.ascend import CONTROL_TASKS, COPY_TASKS
 from stepscope.ingest.readers.batch import FileBatch
-from stepscope.ingest.readers.sqlite_read import TraceDb, fetch, guarded, interval
+from stepscope.ingest.readers.sqlite_read import TraceDb, fetch, guarded, interval, string_ids
 from stepscope.ingest.readers.sqlite_tables import (
     SQLITE_MAGIC,
     Cols,
@@ -83,7 +83,7 @@ def read_ascend_db(path: str, pool: StringPool) -> FileBatch:
 
 
 def _read(path: str, con: TraceDb, tables: set[str], pool: StringPool) -> FileBatch:
-    strings = {i: v for i, v in con.execute("SELECT id, value FROM STRING_IDS").fetchall() if isinstance(i, int)}
+    strings = string_ids(con, "STRING_IDS")
     links = _op_connections(con, tables)
     parts = [p for p in (_tasks(con, tables, strings, links, pool), _collectives(con, tables, strings, links, pool),
                          _cann(con, tables, strings, pool), _pytorch(con, tables, strings, links, pool)) if p]

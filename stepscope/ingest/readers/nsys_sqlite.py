@@ -17,7 +17,7 @@ import numpy.typing as npt
 from stepscope.errors import TraceFormatError
 from stepscope.ingest.assemble import FileTables
 from stepscope.ingest.readers.batch import FileBatch
-from stepscope.ingest.readers.sqlite_read import TraceDb, fetch, guarded, interval
+from stepscope.ingest.readers.sqlite_read import TraceDb, fetch, guarded, interval, string_ids
 from stepscope.ingest.readers.sqlite_tables import (
     SQLITE_MAGIC,
     Cols,
@@ -83,7 +83,7 @@ def _read(path: str, con: TraceDb, tables: set[str], pool: StringPool) -> FileBa
 def _string_ids(con: sqlite3.Connection, tables: set[str]) -> dict[int, str]:
     if "StringIds" not in tables:
         return {}
-    return {i: v for i, v in con.execute("SELECT id, value FROM StringIds").fetchall() if isinstance(i, int)}
+    return string_ids(con, "StringIds")
 
 
 def _int32(col: npt.NDArray[np.int64]) -> npt.NDArray[np.int32]:

@@ -132,6 +132,14 @@ def _int_or_none(x: Any) -> int | None:
     return None
 
 
+def string_ids(con: sqlite3.Connection, table: str) -> dict[int, str]:
+    """The id → text table of an export (``StringIds``, ``STRING_IDS``). A BLOB or a number where
+    text belongs is read as text (a BLOB not UTF-8 with replacement characters, counted); a row
+    without an integer id or with NULL text is left out."""
+    rows = con.execute(f"SELECT id, CAST(value AS TEXT) FROM {table}").fetchall()
+    return {i: v for i, v in rows if isinstance(i, int) and isinstance(v, str)}
+
+
 def interval(con: sqlite3.Connection, start: I64, end: I64, table: str) -> tuple[I64, I64]:
     """(start, duration) of [start, end) intervals; one whose end precedes its start is swapped and
     counted (an edited export's kernels gave negative times and a wrong GPU busy time)."""

@@ -187,3 +187,21 @@ def test_absurd_interval_ends_drop_the_event_with_a_count(tmp_path: Path, start:
     assert _counts(trace)["event-absurd-time"] == 1
     res = run_main(["analyze", "--no-cache", "--json", str(path)], capsys)
     assert res.returncode == 0, res.stderr
+
+
+@pytest.mark.parametrize("value", [b"\x00\xff", 7, None])
+def test_a_blob_or_number_in_the_string_table_is_read_as_text(tmp_path: Path, value: object,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Fuzzing (issue 21): a BLOB in ``STRING_IDS.value`` came back as ``bytes`` and the step finder's
+    regex raised TypeError on it. A BLOB or a number is read as text (a BLOB that is not UTF-8 with
+    replacement characters, counted), NULL as no name; the two tasks are read either way."""
+    path = ascend_db(tmp_path / "ascend_pytorch_profiler_0.db", ASCEND_TASKS, [(1, "AI_CORE")])
+    con = sqlite3.connect(path)
+    con.execute("UPDATE STRING_IDS SET value = ? WHERE id = 1", (value,))
+    con.commit()
+    con.close()
+    trace = stepscope.load(path, use_cache=False)
+    assert sorted(trace.events["dur_ns"].tolist()) == [100, 300]
+    assert _counts(trace) == ({"sqlite-text-not-utf8": 1} if isinstance(value, bytes) else {})
+    res = run_main(["analyze", "--no-cache", "--json", str(path)], capsys)
+    assert res.returncode == 0, res.stderr

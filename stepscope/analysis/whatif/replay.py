@@ -107,7 +107,8 @@ def replay(g: StepGraph, dur: Durations) -> Replay:
         _advance_host(tp, seg, cur, a)
         streams.advance(tp, a)
         tp[b] = _return_time(g, dur, streams, j, int(tp[a]))
-        tp[a + 1:b] = np.minimum(tp[a] + np.cumsum(seg[a:b - 1]), tp[b])
+        if b > a + 1:  # (b - 1 of a call at point 0 lasting 0 would slice seg from the end)
+            tp[a + 1:b] = np.minimum(tp[a] + np.cumsum(seg[a:b - 1]), tp[b])
         cur = b
     _advance_host(tp, seg, cur, len(t) - 1)
     streams.advance(tp, len(t))

@@ -147,3 +147,18 @@ def test_device_work_without_host_points_keeps_its_measured_times(tmp_path: Path
     rp = replay(g, Durations.measured(g))
     assert (rp.device_start_ns // US).tolist() == [20]
     assert (rp.step_ns // US).tolist() == [30]
+
+
+def test_a_sync_of_no_length_at_the_first_host_point_replays(tmp_path: Path) -> None:
+    """Fuzzing (issue 21): a sync call lasting 0 at the first host point (start and end point 0)
+    sliced ``seg[0:-1]`` (all segments but the last) into an empty range: ValueError. It returns
+    where it was called; the identity replay gives back the measured step, 100."""
+    b = TraceBuilder()
+    b.step(1, ts=0, dur=100)
+    b.add(ph="X", cat=b.RUNTIME_CAT, name="cudaStreamSynchronize", pid=b.pid, tid=b.tid, ts=0, dur=0, args={})
+    b.launch_kernel("k1", launch_ts=40, launch_dur=2, ts=45, dur=30)
+    g = step_graph(b.load(tmp_path), 0)
+    assert g.syncs.start_pt.tolist() == [0] and g.syncs.end_pt.tolist() == [0]
+    rp = replay(g, Durations.measured(g))
+    assert (rp.step_ns // US).tolist() == [100]
+    assert (rp.device_start_ns // US).tolist() == [45]

@@ -30,7 +30,7 @@ def open_sqlite(path: str) -> tuple[TraceDb, set[str]]:
         raise TraceFormatError(f"not a readable SQLite file ({exc})", path) from None
     try:
         return con, table_names(con)
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # (SQLite quoting a schema that is not UTF-8)
         con.close()
         raise TraceFormatError(f"not a readable SQLite file ({exc})", path) from None
 

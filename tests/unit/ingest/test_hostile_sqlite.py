@@ -205,3 +205,19 @@ def test_a_blob_or_number_in_the_string_table_is_read_as_text(tmp_path: Path, va
     assert _counts(trace) == ({"sqlite-text-not-utf8": 1} if isinstance(value, bytes) else {})
     res = run_main(["analyze", "--no-cache", "--json", str(path)], capsys)
     assert res.returncode == 0, res.stderr
+
+
+def test_a_schema_that_is_not_utf8_is_one_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Fuzzing (issue 21): a flipped byte made a table's schema text invalid UTF-8; SQLite's message
+    quotes it, and Python raised UnicodeDecodeError decoding the message instead of DatabaseError."""
+    path = nsys_db(tmp_path / "t.sqlite")
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE ENUM_X (id INTEGER)")
+    con.execute("PRAGMA writable_schema = ON")
+    bad = "CREATE TABL\xc5 ENUM_X (id INTEGER)".encode("latin-1").hex()  # 0xC5 in a token: not UTF-8
+    con.execute(f"UPDATE sqlite_master SET sql = CAST(X'{bad}' AS TEXT) WHERE name = 'ENUM_X'")
+    con.commit()
+    con.close()
+    with pytest.raises(TraceFormatError):
+        stepscope.load(path, use_cache=False)
+    assert_one_line_error(run_main(["analyze", "--no-cache", str(path)], capsys), path)

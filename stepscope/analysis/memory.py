@@ -163,7 +163,7 @@ def _by_op(trace: Trace, op: I64, labels: S, nbytes: I64) -> OpMemory:
     n = len(ev)
     has = op >= 0
     lab_ids, lab_inv = np.unique(labels.astype(str), return_inverse=True)
-    (u_name, u_lab), inv = group_keys(np.where(has, ev["name"][np.maximum(op, 0)], -1), lab_inv)
+    (u_name, u_lab), inv = group_keys(_op_names(trace, np.where(has, op, -1)), lab_inv)
     g = len(u_name)
     pos, neg = nbytes > 0, nbytes < 0
     # inclusive increase per op row, then summed over the rows of each (name, device) group
@@ -186,6 +186,14 @@ def _by_op(trace: Trace, op: I64, labels: S, nbytes: I64) -> OpMemory:
 
 
 @per_rank
+def _op_names(trace: Trace, op: npt.NDArray[np.int64]) -> npt.NDArray[np.int32]:
+    """The name id of each sample's op, -1 where it has none (also when the trace has no events)."""
+    names = trace.events["name"]
+    if len(names) == 0:
+        return np.full(len(op), -1, np.int32)
+    return np.where(op >= 0, names[np.maximum(op, 0)], -1).astype(np.int32)
+
+
 def compute_memory(trace: Trace, rank: int) -> MemoryView:
     """The memory view of one rank; NotApplicable without ``[memory]`` events."""
     mem = trace.memory
@@ -200,7 +208,7 @@ def compute_memory(trace: Trace, rank: int) -> MemoryView:
     op = mem["op"][rows].astype(np.int64)
     curves = _curves(ts, key, labels, nbytes, mem["total_allocated"][rows], mem["total_reserved"][rows])
     arow, free_ts = _pair_allocations(ts, key, mem["addr"][rows], nbytes)
-    op_name = trace.strings.decode(np.where(op[arow] >= 0, trace.events["name"][np.maximum(op[arow], 0)], -1))
+    op_name = trace.strings.decode(_op_names(trace, op[arow]))
     allocs = Allocations(device=labels[arow], op_name=op_name, size_bytes=nbytes[arow], alloc_ts_ns=ts[arow],
                          free_ts_ns=free_ts, lifetime_ns=np.where(free_ts >= 0, free_ts - ts[arow], -1))
     return MemoryView(rank=rank, curves=curves, allocations=allocs, by_op=_by_op(trace, op, labels, nbytes),

@@ -67,3 +67,13 @@ def test_without_memory_events(tmp_path: Path) -> None:
     b.op("aten::add", ts=0, dur=5)
     with pytest.raises(NotApplicable, match="profile_memory=True"):
         compute_memory(b.load(tmp_path), 0)
+
+
+def test_memory_samples_without_any_event(tmp_path: Path) -> None:
+    """Fuzzing (issue 21): a trace of [memory] samples only (its events damaged away) raised
+    IndexError naming each allocation's op. One 4096-byte allocation, no op."""
+    b = TraceBuilder()
+    b.memory(10, 4096, total_allocated=4096, total_reserved=1 << 20)
+    mv = compute_memory(b.load(tmp_path), 0)
+    assert mv.allocations.size_bytes.tolist() == [4096]
+    assert mv.allocations.op_name.tolist() == [""]

@@ -185,7 +185,6 @@ def _by_op(trace: Trace, op: I64, labels: S, nbytes: I64) -> OpMemory:
                     free_count=np.bincount(inv[neg], minlength=g).astype(np.int64)[o])
 
 
-@per_rank
 def _op_names(trace: Trace, op: npt.NDArray[np.int64]) -> npt.NDArray[np.int32]:
     """The name id of each sample's op, -1 where it has none (also when the trace has no events)."""
     names = trace.events["name"]
@@ -194,6 +193,7 @@ def _op_names(trace: Trace, op: npt.NDArray[np.int64]) -> npt.NDArray[np.int32]:
     return np.where(op >= 0, names[np.maximum(op, 0)], -1).astype(np.int32)
 
 
+@per_rank
 def compute_memory(trace: Trace, rank: int) -> MemoryView:
     """The memory view of one rank; NotApplicable without ``[memory]`` events."""
     mem = trace.memory

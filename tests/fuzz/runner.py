@@ -258,16 +258,18 @@ def tables(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def merge(dirs: list[Path]) -> dict[str, Any]:
     """One summary of the chunks of a long run (their ``results.jsonl``; a case run twice counts once)."""
     rows: dict[tuple[int, int], dict[str, Any]] = {}
-    walls, seeds = [], set()
+    walls, read = [], []
     for d in dirs:
         summary = d / "summary.json"
         if summary.exists():
             walls.append(json.loads(summary.read_text())["wall_s"])
         results = d / "results.jsonl"
-        for line in results.read_text().splitlines() if results.exists() else []:
-            r = json.loads(line)
-            rows[(r.get("run_seed", 0), r["index"])] = r
-            seeds.add(r.get("run_seed", 0))
+        read += [json.loads(line) for line in (results.read_text().splitlines() if results.exists() else [])]
+    seeds = {r["run_seed"] for r in read if "run_seed" in r}
+    for r in read:  # later folders win; rows written before rows named their seed take the run's one
+        r.setdefault("run_seed", next(iter(seeds)) if len(seeds) == 1 else 0)
+        rows[(r["run_seed"], r["index"])] = r
+    seeds = {r["run_seed"] for r in read}
     indices = sorted(i for _s, i in rows)
     return {"seed": ",".join(map(str, sorted(seeds))), "start": indices[0] if indices else 0, "jobs": len(dirs),
             "wall_s": round(sum(walls), 1), "mode": f"{len(dirs)} chunks merged", **tables(list(rows.values()))}

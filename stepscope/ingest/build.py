@@ -15,6 +15,7 @@ from stepscope.ingest.readers import ascend
 from stepscope.ingest.readers.batch import FileBatch
 from stepscope.model import derive
 from stepscope.model.diagnostics import DiagnosticsBuilder
+from stepscope.model.iterations import iteration_steps
 from stepscope.model.schema import (
     COUNTER_COLUMNS,
     EVENT_COLUMNS,
@@ -226,6 +227,9 @@ def _link(ev: Table, tracks: Table, tables: list[FileTables], pool: StringPool, 
     # links that do not depend on each other are derived side by side: parents ‖ launches and steps,
     # then (depths, self times) ‖ (ops, memory)
     parent, (launch, step_of, steps) = run_both(lambda: derive.nest_parents(ev, diags), launches_and_steps, len(ev))
+    looped = iteration_steps(ev, pool, parent, steps, diags)  # ranks without ProfilerStep: a repeating range
+    if looped is not None:
+        step_of, steps = assign_steps(ev, looped, launch)
 
     def ops_and_memory() -> tuple[npt.NDArray[np.int32], Table]:
         op = derive.link_ops(ev, parent, launch)

@@ -226,14 +226,17 @@ BASIS: dict[str, str] = {
     "exposed-input-time": "time per step spent only in the DataLoader (GPU idle, no other work) — what "
                           "background workers can hide; an upper bound, since workers share the host CPU",
     "amp-speedup": "eligible non-Tensor-Core kernel time per step ({eligible_non_tc_ms:.1f} ms) x "
-                   "(1 - 1/{amp_speedup}): a conservative speed-up on those kernels with mixed precision",
+                   "(1 - 1/{amp_speedup}): a conservative speed-up on those kernels with mixed precision"
+                   "⟨, x the {on_path_pct}% of their time on the step's critical path (replayed with them at "
+                   "no time)⟩",
     "pinned-bandwidth": "half of the pageable copies' GPU time (pinned copies reach about twice the bandwidth)",
     "blocked-host-time": "host time blocked in syncs per step, capped by the GPU's host-wait idle time",
     "host-wait-idle": "median over steps of the GPU idle time waiting for the host, outside the DataLoader",
     "fused-optimizer-speedup": "optimizer kernel time per step x (1 - 1/{fused_speedup})",
     "misaligned-share": "half of the misaligned GEMMs' kernel time per step",
     "layout-transform-time": "layout-transform kernel time per step + 10% of the Tensor-Core conv time",
-    "idle-sm-share": "half of the SM time left idle by under-filled kernels per step",
+    "idle-sm-share": "half of the SM time left idle by under-filled kernels per step⟨, x the {on_path_pct}% "
+                     "of their time on the step's critical path (replayed with them at no time)⟩",
     "hideable-comm": "exposed communication that is transfer (not waiting), capped by the computation "
                      "it could hide behind",
     "excess-over-median": "the slow rank's excess time per step over the median rank",

@@ -234,7 +234,8 @@ BASIS: dict[str, str] = {
     "host-wait-idle": "median over steps of the GPU idle time waiting for the host, outside the DataLoader",
     "fused-optimizer-speedup": "optimizer kernel time per step x (1 - 1/{fused_speedup})",
     "misaligned-share": "half of the misaligned GEMMs' kernel time per step",
-    "layout-transform-time": "layout-transform kernel time per step + 10% of the Tensor-Core conv time",
+    "layout-transform-time": "layout-transform kernel time per step + 10% of the Tensor-Core conv time⟨, x the "
+                             "{on_path_pct}% of their time on the step's critical path⟩",
     "idle-sm-share": "half of the SM time left idle by under-filled kernels per step⟨, x the {on_path_pct}% "
                      "of their time on the step's critical path (replayed with them at no time)⟩",
     "hideable-comm": "exposed communication that is transfer (not waiting), capped by the computation "
@@ -244,7 +245,8 @@ BASIS: dict[str, str] = {
     "allocator-call-time": "host time in cudaMalloc/cudaFree per step",
     "headroom-only": "no time estimate: the finding is about memory headroom",
     "gpu-idle-in-host-ops": "GPU idle time inside the ops per step",
-    "benchmark-share": "15% of the fallback conv kernel time per step",
+    "benchmark-share": "15% of the fallback conv kernel time per step⟨, x the {on_path_pct}% of their time on "
+                       "the step's critical path⟩",
     "search-kernel-time": "the searching calls' kernel time per step beyond one kernel per call",
     "not-estimated": "no time estimate",
     "kernel-time-removed": "the zeroing kernels' GPU time per step",

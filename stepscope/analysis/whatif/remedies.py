@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.convolutions import compute_convolutions
 from stepscope.analysis.critical_path import compute_critical_path
 from stepscope.analysis.launch_config import compute_launch_config
 from stepscope.analysis.tensor_cores import compute_tensor_cores
@@ -53,6 +54,9 @@ REMEDY_OPTIONS: dict[str, dict[str, int | float | str | bool]] = {
 KERNEL_SETS: dict[str, Callable[[Trace, int], npt.NDArray[np.int64]]] = {
     "tensor-cores": lambda trace, rank: compute_tensor_cores(trace, rank).non_tc_kernels.rows,
     "fill-sms": lambda trace, rank: compute_launch_config(trace, rank).underfilled.rows,
+    "cudnn-benchmark": lambda trace, rank: compute_convolutions(trace, rank).fallback.rows,
+    "channels-last": lambda trace, rank: np.union1d(compute_convolutions(trace, rank).transforms.rows,
+                                                    compute_convolutions(trace, rank).tc_conv.rows),
 }
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import xxhash
 
 from stepscope.errors import NoTraceFoundError, UsageError
-from stepscope.ingest.layout import TB_NAME, TRACE_SUFFIXES, ascend_files
+from stepscope.ingest.layout import PFTRACE_SUFFIXES, TB_NAME, TRACE_SUFFIXES, ascend_files
 
 #: how deep below the root runs are looked for, and how many entries are looked at in all
 MAX_DEPTH = 6
@@ -63,7 +63,8 @@ def inside(root: Path, p: Path) -> bool:
 
 def _sniff(p: Path) -> bool:
     """Cheap check that a ``.json[.gz]`` is a trace, so side files (configs, expected results) are not runs."""
-    if p.suffix == ".sqlite" or ".pt.trace." in p.name or p.name == "trace_view.json":
+    if p.suffix == ".sqlite" or p.name.endswith(PFTRACE_SUFFIXES) or ".pt.trace." in p.name \
+            or p.name == "trace_view.json":
         return True
     try:
         opener = gzip.open if p.name.endswith(".gz") else open
@@ -135,7 +136,7 @@ def discover_runs(root: str | Path) -> list[RunEntry]:
     walk = _Walk(base)
     walk.visit(base, 0)
     if not walk.runs:
-        raise NoTraceFoundError("no trace file (*.json, *.json.gz, *.sqlite) under this directory", given)
+        raise NoTraceFoundError("no trace file (*.json, *.json.gz, *.sqlite, *.pftrace) under this directory", given)
     out = []
     for path, kind in walk.runs:
         label = path.relative_to(base).as_posix() if path != base else base.name

@@ -221,7 +221,8 @@ def _syncs(trace: Trace, sync_rows: I64, t: I64, device: DeviceWork) -> Syncs:
     keep = a >= np.concatenate([[np.iinfo(np.int64).min], np.maximum.accumulate(b)[:-1]])
     rows, a, b = rows[keep], a[keep], b[keep]
     awaited = _awaited(trace, device, a, b)
-    e = np.where(awaited >= 0, device.end_ns[np.maximum(awaited, 0)], a)
+    ends = device.end_ns if len(device.end_ns) else np.zeros(1, np.int64)  # a step without device work
+    e = np.where(awaited >= 0, ends[np.maximum(awaited, 0)], a)
     tail = b - np.maximum(a, e)
     return Syncs(rows, np.searchsorted(t, a), np.searchsorted(t, b), awaited, tail)
 

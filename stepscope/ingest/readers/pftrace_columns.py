@@ -126,7 +126,7 @@ def to_columns(pk: Packets) -> tuple[Cols, list[str], dict[str, int]]:
     """Every slice, instant, flow step, thread / process name and counter sample as decoded-chunk
     columns with local string ids (and those strings), and counts of what could not be used."""
     lost: dict[str, int] = {}
-    rows = _slices(pk, lost) + pk.instants
+    rows = _slices(pk, lost) + pk.stages + pk.instants
     where = thread_of(pk.tracks)
     table: dict[str, int] = {}
     n_ev = len(rows)

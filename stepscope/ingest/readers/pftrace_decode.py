@@ -12,11 +12,15 @@ This is the one per-packet loop of the ``.pftrace`` reader; everything after it 
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from stepscope.errors import TraceFormatError
+from stepscope.ingest.readers.kineto_decode import RawArgs
 
 SLICE_BEGIN, SLICE_END, INSTANT, COUNTER = 1, 2, 3, 4
 SEQ_INCREMENTAL_STATE_CLEARED = 1
@@ -48,6 +52,10 @@ class Packets:
     ends: list[tuple[int, int, int]] = field(default_factory=list)  # (order, ts, track)
     instants: list[tuple[int, int, int, str, str, dict[str, Any] | None, tuple[int, ...], tuple[int, ...]]] = \
         field(default_factory=list)
+    # GPU render stages (newer backend builds): the begin's fields and the duration
+    stages: list[tuple[int, int, int, str, str, dict[str, Any], tuple[int, ...], tuple[int, ...], int]] = \
+        field(default_factory=list)
+    lanes: dict[tuple[int, int], int] = field(default_factory=dict)  # (gpu, stream) -> its track's key
     counters: list[tuple[int, int, float]] = field(default_factory=list)  # (ts, track, value)
     meta: dict[str, Any] = field(default_factory=dict)
     bad_packets: int = 0
@@ -57,7 +65,7 @@ class Packets:
 class _Seq:
     """The interned tables of one packet sequence."""
 
-    __slots__ = ("ann_names", "ann_strings", "cats", "default_track", "names")
+    __slots__ = ("ann_names", "ann_strings", "cats", "default_track", "gpu_specs", "names", "nested")
 
     def __init__(self) -> None:
         self.names: dict[int, str] = {}
@@ -65,6 +73,8 @@ class _Seq:
         self.ann_names: dict[int, str] = {}
         self.ann_strings: dict[int, str] = {}
         self.default_track = 0
+        self.nested: dict[bytes, Any] = {}  # an array / dict annotation's value, by its bytes
+        self.gpu_specs: dict[int, str] = {}  # render stage and hardware queue names
 
     def intern(self, data: Any) -> None:
         for e in data.event_names:
@@ -75,6 +85,8 @@ class _Seq:
             self.ann_names[e.iid] = e.name
         for e in data.debug_annotation_string_values:
             self.ann_strings[e.iid] = e.str.decode("utf-8", "replace")
+        for g in data.gpu_specifications:
+            self.gpu_specs[g.iid] = g.name
 
 
 def walk(trace: Any, out: Packets, trace_cls: Any, order: int = 0) -> int:
@@ -96,6 +108,8 @@ def walk(trace: Any, out: Packets, trace_cls: Any, order: int = 0) -> int:
             _event(p, seq, order, out)
         elif which == "track_descriptor":
             _descriptor(p.track_descriptor, out)
+        elif which == "gpu_render_stage_event":
+            stage(p, seq, order, out)
         elif which == "compressed_packets":
             order = walk(_inflate(p.compressed_packets, trace_cls), out, trace_cls, order)
     return order
@@ -153,12 +167,37 @@ def _event(p: Any, seq: _Seq, order: int, out: Packets) -> None:
             out.instants.append(row)
 
 
+#: the args stepscope reads (the Kineto reader's, by their JSON keys); the rest are skipped unread
+#: (``Concrete Inputs``, ``Input Strides``: large arrays), but for those whose presence tells a
+#: slice's kind where it has no category (see ``pftrace_columns.infer_cat``)
+READ_ARGS = frozenset(f.encode_name for f in msgspec.structs.fields(RawArgs))
+PRESENCE_ARGS = frozenset({"cbid", "Python id"})
+
+
 def _annotations(anns: Any, seq: _Seq) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for a in anns:
-        key = a.name if a.HasField("name") else seq.ann_names.get(a.name_iid, "")
-        out[key] = _value(a, seq)
+        nid = a.name_iid
+        key = seq.ann_names.get(nid, "") if nid else a.name
+        if key in READ_ARGS:
+            which = a.WhichOneof("value")
+            if which in _SCALARS:
+                out[key] = getattr(a, which)
+            elif which is None:  # an array or a dict: shapes and launch dims repeat, read once each
+                raw = a.SerializeToString()
+                got = seq.nested.get(raw, _UNSEEN)
+                if got is _UNSEEN:
+                    got = seq.nested[raw] = _value(a, seq)
+                out[key] = got
+            else:
+                out[key] = _value(a, seq)
+        elif key in PRESENCE_ARGS:
+            out[key] = 1
     return out
+
+
+_SCALARS = frozenset({"int_value", "uint_value", "double_value", "bool_value", "string_value", "pointer_value"})
+_UNSEEN: Any = object()
 
 
 def _value(a: Any, seq: _Seq) -> Any:
@@ -166,6 +205,12 @@ def _value(a: Any, seq: _Seq) -> Any:
     entries and no items is an empty array: Kineto's args hold ``[]`` far more often than ``{}``)."""
     which = a.WhichOneof("value")
     if which is None:
+        items = a.array_values
+        if items and items[0].WhichOneof("value") == "int_value":  # a shape, a launch dimension: ints only
+            try:
+                return [v.int_value for v in items if v.WhichOneof("value") == "int_value" or _not_int()]
+            except _Mixed:
+                pass
         if a.dict_entries:
             return {(d.name if d.HasField("name") else seq.ann_names.get(d.name_iid, "")): _value(d, seq)
                     for d in a.dict_entries}
@@ -182,6 +227,14 @@ def _value(a: Any, seq: _Seq) -> Any:
     if which in ("proto_value", "proto_type_name", "proto_type_name_iid"):
         return None
     return getattr(a, which)
+
+
+class _Mixed(Exception):
+    """An array of ints holds something else too: read it item by item."""
+
+
+def _not_int() -> bool:
+    raise _Mixed
 
 
 def _nested(v: Any) -> Any:
@@ -211,5 +264,44 @@ def _json(v: Any) -> Any:
         return v
     try:
         return json.loads(v)
+    except ValueError:
+        return v
+
+
+#: render stage name → the Kineto category of the activity
+STAGE_CATS = {"Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset", "Annotation": "gpu_user_annotation"}
+_STREAM = re.compile(r"stream (\d+)")
+#: render-stage extra_data keys → the JSON args' keys
+EXTRA_KEYS = {"stream id": "stream", "device id": "device", "context id": "context", "correlation": "correlation",
+              "bytes": "bytes", "graph id": "graph id", "queued": "queued"}
+
+
+def stage(p: Any, seq: _Seq, order: int, out: Packets) -> None:
+    """A GPU render stage (how newer backend builds write kernels, copies and memsets): a complete
+    activity on its (gpu, stream) lane, its args from ``extra_data`` and the kernel launch."""
+    g = p.gpu_render_stage_event
+    kind = seq.gpu_specs.get(g.stage_iid, "")
+    queue = seq.gpu_specs.get(g.hw_queue_iid, "")
+    args: dict[str, Any] = {}
+    for e in g.extra_data:
+        args[EXTRA_KEYS.get(e.name, e.name)] = _number(e.value)
+    m = _STREAM.search(queue)
+    given = args.get("stream")
+    stream: int = given if isinstance(given, int) else int(m.group(1)) if m else int(g.hw_queue_iid)
+    args["device"], args["stream"] = g.gpu_id, stream
+    if g.HasField("launch"):
+        gs, ws = g.launch.grid_size, g.launch.workgroup_size
+        args["grid"], args["block"] = [gs.x, gs.y, gs.z], [ws.x, ws.y, ws.z]
+    nid = g.name_iid
+    name = seq.names.get(nid, "") if nid else (g.name or kind)
+    lane = out.lanes.setdefault((g.gpu_id, stream), -1 - len(out.lanes))
+    if lane not in out.tracks:
+        out.tracks[lane] = Track(parent=0, pid=g.gpu_id, tid=stream, thread_name=queue.split("] ", 1)[-1] or None)
+    out.stages.append((order, p.timestamp, lane, name, STAGE_CATS.get(kind, "kernel"), args, (), (), g.duration))
+
+
+def _number(v: str) -> Any:
+    try:
+        return int(v)
     except ValueError:
         return v

@@ -182,6 +182,39 @@ def test_backend_layout_without_categories_kinds_links_flows_steps(tmp_path: Pat
     assert {s[c] for c in fl["cat"]} == {"ac2g"}
 
 
+def test_render_stages_of_newer_backend_builds(tmp_path: Path) -> None:
+    """Kernels and copies as GPU render stages on (gpu, stream) lanes, launched by runtime slices."""
+    t = T()
+    t.thread(1, 42, 42)
+    t.intern(1, {1: "gemm_kernel"})
+    spec = t.trace.packet[-1].interned_data
+    for iid, name in ((1, "Kernel"), (2, "Memcpy"), (100, "[07] stream 7")):
+        g = spec.gpu_specifications.add()
+        g.iid, g.name = iid, name
+    t.slice(100, 200, 1, "cudaLaunchKernel", args={"cbid": 211, "correlation": 77})
+    for ts, dur, stage, name_iid, corr in ((300, 40, 1, 1, 77), (400, 10, 2, 0, 78)):
+        p = t.trace.packet.add()
+        p.timestamp, p.trusted_packet_sequence_id = ts, 1
+        g = p.gpu_render_stage_event
+        g.duration, g.gpu_id, g.hw_queue_iid, g.stage_iid, g.name_iid = dur, 0, 100, stage, name_iid
+        e = g.extra_data.add()
+        e.name, e.value = "correlation", str(corr)
+        if stage == 1:
+            g.launch.grid_size.x, g.launch.grid_size.y, g.launch.grid_size.z = 8, 1, 1
+            g.launch.workgroup_size.x, g.launch.workgroup_size.y, g.launch.workgroup_size.z = 256, 1, 1
+    tr = load(str(t.write(tmp_path / "a.pftrace")))
+    assert _rows(tr) == [("Memcpy", int(EventKind.MEMCPY), 400, 10),
+                         ("cudaLaunchKernel", int(EventKind.RUNTIME), 100, 100),
+                         ("gemm_kernel", int(EventKind.KERNEL), 300, 40)]
+    ev, s = tr.events, tr.strings.strings
+    k = next(i for i, n in enumerate(ev["name"]) if s[n] == "gemm_kernel")
+    assert s[int(ev["name"][int(ev["launch"][k])])] == "cudaLaunchKernel"
+    assert (int(ev["grid_x"][k]), int(ev["block_x"][k]), int(ev["corr"][k])) == (8, 256, 77)
+    gpu = [i for i in range(len(tr.tracks)) if int(tr.tracks["kind"][i]) == TrackKind.GPU_STREAM]
+    assert [(int(tr.tracks["device"][i]), int(tr.tracks["stream"][i]), s[int(tr.tracks["name"][i])]) for i in gpu] == \
+        [(0, 7, "stream 7")]
+
+
 def test_instants_memory_and_counters(tmp_path: Path) -> None:
     t = T()
     t.thread(1, 10, 11)

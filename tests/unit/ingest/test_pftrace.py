@@ -303,3 +303,21 @@ def test_layout_and_serve_find_pftrace_files(tmp_path: Path) -> None:
     assert resolve(run).files == (str(run / "rank0.pftrace"),)
     found = discover_runs(tmp_path / "runs")
     assert [r.path.name for r in found] in (["one"], ["rank0.pftrace"])
+
+
+def test_torch_cpu_export_to_a_pftrace_name_writes_json(tmp_path: Path) -> None:
+    """What the torch in this venv does (2.13 CPU): no Perfetto encoder in the build, so
+    ``export_chrome_trace("x.pftrace")`` writes chrome JSON; stepscope reads it as such."""
+    torch = pytest.importorskip("torch")
+    from torch.profiler import ProfilerActivity, profile
+
+    x = torch.randn(32, 32)
+    out = tmp_path / "cpu.pftrace"
+    profile_obj = profile(activities=[ProfilerActivity.CPU])
+    with profile_obj:
+        (x @ x).sum()
+    profile_obj.export_chrome_trace(str(out))
+    assert out.read_bytes().lstrip()[:1] == b"{"
+    assert reader_for(str(out)) is kineto
+    tr = load(str(out))
+    assert {"aten::matmul", "aten::mm"} & set(tr.strings.decode(tr.events["name"]).tolist())

@@ -154,6 +154,9 @@ def _event(p: Any, seq: _Seq, order: int, out: Packets) -> None:
     nid = te.name_iid
     name = seq.names.get(nid, "") if nid else te.name
     cats = [seq.cats.get(i, "") for i in te.category_iids] if te.category_iids else te.categories
+    if kind == INSTANT and name in META_EVENTS:  # the JSON's top-level keys: every annotation
+        _meta(name, {_key(a, seq): _value(a, seq) for a in te.debug_annotations}, out.meta)
+        return
     args = _annotations(te.debug_annotations, seq) if te.debug_annotations else None
     flows = tuple(te.flow_ids) or tuple(te.flow_ids_old)
     last = tuple(te.terminating_flow_ids) or tuple(te.terminating_flow_ids_old)
@@ -161,10 +164,7 @@ def _event(p: Any, seq: _Seq, order: int, out: Packets) -> None:
     if kind == SLICE_BEGIN:
         out.begins.append(row)
     elif kind == INSTANT:
-        if name in META_EVENTS and args:
-            _meta(name, args, out.meta)
-        else:
-            out.instants.append(row)
+        out.instants.append(row)
 
 
 #: the args stepscope reads (the Kineto reader's, by their JSON keys); the rest are skipped unread
@@ -172,6 +172,11 @@ def _event(p: Any, seq: _Seq, order: int, out: Packets) -> None:
 #: slice's kind where it has no category (see ``pftrace_columns.infer_cat``)
 READ_ARGS = frozenset(f.encode_name for f in msgspec.structs.fields(RawArgs))
 PRESENCE_ARGS = frozenset({"cbid", "Python id"})
+
+
+def _key(a: Any, seq: _Seq) -> str:
+    nid = a.name_iid
+    return seq.ann_names.get(nid, "") if nid else str(a.name)
 
 
 def _annotations(anns: Any, seq: _Seq) -> dict[str, Any]:

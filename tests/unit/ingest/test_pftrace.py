@@ -321,3 +321,30 @@ def test_torch_cpu_export_to_a_pftrace_name_writes_json(tmp_path: Path) -> None:
     assert reader_for(str(out)) is kineto
     tr = load(str(out))
     assert {"aten::matmul", "aten::mm"} & set(tr.strings.decode(tr.events["name"]).tolist())
+
+
+def test_kineto_metadata_instants_become_the_trace_metadata(tmp_path: Path) -> None:
+    """Kineto's Perfetto writer records the JSON's top-level keys as instants on a plain track."""
+    t = T()
+    t.thread(1, 10, 11)
+    td = t.trace.packet.add().track_descriptor
+    td.uuid, td.name = 9, "Kineto Trace"
+    t.ev(INSTANT, 0, 9, "trace_metadata", args={"distributedInfo": json.dumps({"rank": 3, "world_size": 4}),
+                                                "baseTimeNanoseconds": "1700000000000000000"})
+    t.ev(INSTANT, 0, 9, "device_properties",
+         args={"properties": json.dumps([{"id": 0, "name": "NVIDIA H100", "numSms": 132}])})
+    t.slice(10, 20, 1, "aten::add", cat="cpu_op")
+    tr = load(str(t.write(tmp_path / "a.pftrace")))
+    r = tr.ranks[0]
+    assert (r.rank, r.world_size, r.time_base_ns) == (3, 4, 1_700_000_000_000_000_000)
+    assert [(d.name, d.sm_count) for d in r.devices] == [("NVIDIA H100", 132)]
+    assert [x[0] for x in _rows(tr)] == ["aten::add"]  # the metadata instants are no events
+
+
+def test_a_packet_that_does_not_decode_is_dropped_and_counted(tmp_path: Path) -> None:
+    raw = _small(tmp_path).read_bytes()
+    bad = b"\x0a\x02\x07\x00"  # a framed packet whose only field has wire type 7 (none such)
+    p = tmp_path / "mid.pftrace"
+    p.write_bytes(bad + raw)
+    tr = load(str(p))
+    assert len(tr.events) == 50 and _diag(tr) == {"packet-unreadable": 1}

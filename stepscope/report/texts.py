@@ -322,9 +322,13 @@ def advice_text(f: Finding) -> str:
     return f"{found_text(f)} {change_text(f)}".strip()
 
 
-def links(rule: str) -> tuple[str, ...]:
+def links(rule: str, platform: str = "") -> tuple[str, ...]:
+    """The rule's page and its references; a program without PyTorch gets no PyTorch page."""
     rt = RULES.get(rule)
-    return ((DOCS.format(rule=rule), *rt.links)) if rt is not None else (DOCS.format(rule=rule),)
+    out = (DOCS.format(rule=rule), *rt.links) if rt is not None else (DOCS.format(rule=rule),)
+    if platform_key(platform) == "native":
+        out = tuple(link for link in out if "pytorch.org" not in link)
+    return out
 
 
 def not_run_text(rule: str, reason: str) -> str:

@@ -104,3 +104,16 @@ def test_the_terminal_header_names_a_device_without_an_sm_count(tmp_path: Path) 
     render_header(analyze(b.load(tmp_path)), Console(file=out, width=200))
     text = out.getvalue()
     assert "Ascend910B" in text and "None" not in text and "SMs" not in text
+
+
+def test_whole_floats_read_as_counts() -> None:
+    assert fill("{n} sync calls and {m} copies per step, {x} ms", {"n": 1591.0, "m": 2.0, "x": 0.25}) == \
+        "1591 sync calls and 2 copies per step, 0.25 ms"
+    assert fill("{n:.1f} ms", {"n": 3.0}) == "3.0 ms"  # an explicit format is kept
+
+
+def test_a_native_program_gets_no_pytorch_pages() -> None:
+    from stepscope.report.texts import links
+    assert any("pytorch.org" in link for link in links("sync-in-step", "cuda"))
+    native = links("sync-in-step", "cuda+native")
+    assert native and not any("pytorch.org" in link for link in native)

@@ -248,7 +248,8 @@ def _link(ev: Table, tracks: Table, tables: list[FileTables], pool: StringPool, 
 
     (depth, self_ns), (op, mem) = run_both(lambda: (derive.nest_depths(parent), derive.self_times(ev, parent)),
                                            ops_and_memory, len(ev))
-    ev = ev.with_columns(parent=parent, depth=depth, self_ns=self_ns, launch=launch, op=op, step=step_of)
+    ev = ev.with_columns(parent=parent, depth=depth, self_ns=self_ns, launch=launch, op=op, step=step_of,
+                         graph_node=derive.link_graph_nodes(ev, launch, pool))
     counters = _table(COUNTER_COLUMNS, [t.counters for t in tables])
     flows = _table(FLOW_COLUMNS, [t.flows for t in tables])
     return Trace(events=ev, tracks=tracks, steps=steps, memory=mem, counters=counters, flows=flows,

@@ -150,7 +150,8 @@ def launch_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
              for f in ("cpu_launch", "launch_delay", "kernel")}
     q = r.queue
     return {"kernel_count": len(r.rows), "short_kernel_count": r.short_kernel_count,
-            "short_kernel_pct": r.short_kernel_pct, **stats,
+            "short_kernel_pct": r.short_kernel_pct, **stats, "graph_launches": r.graph_launches,
+            "graph_kernels": r.graph_kernels,
             "queue": [{"stream": int(q.stream[i]), "max": int(q.max_length[i]), "mean": float(q.mean_length[i])}
                       for i in range(len(q.stream))]}
 

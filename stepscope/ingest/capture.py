@@ -1,0 +1,125 @@
+"""Graph capture traces: the ops that launched each node of a CUDA / HIP graph, merged into the replay.
+
+A graph replay (``cudaGraphLaunch`` / ``hipGraphLaunch``) runs every kernel of the graph under the
+launch's correlation id: the replay trace knows the kernels and the launch, not the ops that made
+them — those ran once, while the graph was captured. vLLM (and TraceLens's tests) save a trace of
+the capture beside the replay: ``capture_traces/*.pt.trace.json[.gz]`` next to the replay file. In
+it, each ``*StreamBeginCapture`` … ``*StreamEndCapture`` window on a thread holds one launch call
+per node, in the order the nodes were recorded, each inside the op that issued it.
+
+:func:`attach_captures` reads those traces, lists each window's launch calls (their ops' names, in
+order) and gives every replayed GPU activity the name of the op at its node index
+(``events.capture_op``): graph launch *k* of a rank is matched to the next capture window (in
+capture order, wrapping) with the same number of nodes. A launch that matches no window keeps
+``capture_op`` absent, and a diagnostic says how many did not match.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.model.derive import is_graph_launch
+from stepscope.model.diagnostics import Diagnostic
+from stepscope.model.schema import EventKind
+from stepscope.model.trace import Trace
+
+I64 = npt.NDArray[np.int64]
+CAPTURE_DIR = "capture_traces"
+_TRACE_NAME = re.compile(r"\.json(?:\.gz)?$")
+_BEGIN = re.compile(r"^(?:cuda|hip|cu)StreamBeginCapture")
+_END = re.compile(r"^(?:cuda|hip|cu)StreamEndCapture")
+_NODE = re.compile(r"Launch(?:Cooperative)?Kernel|MemcpyAsync|MemsetAsync|Memcpy\w*Async|Memset\w*Async")
+
+
+def capture_files(files: Sequence[str]) -> list[str]:
+    """The capture traces saved beside replay ``files`` (``capture_traces/`` in each file's folder)."""
+    out: list[str] = []
+    for d in sorted({Path(f).parent / CAPTURE_DIR for f in files}):
+        if d.is_dir():
+            out += [str(p) for p in sorted(d.iterdir()) if p.is_file() and _TRACE_NAME.search(p.name)
+                    and "capture" in p.name]
+    return out
+
+
+def _is_node_launch(name: str) -> bool:
+    return _NODE.search(name) is not None and not is_graph_launch(name)
+
+
+def _is_begin(name: str) -> bool:
+    return _BEGIN.match(name) is not None
+
+
+def _is_end(name: str) -> bool:
+    return _END.match(name) is not None
+
+
+def capture_windows(cap: Trace) -> list[list[str]]:
+    """Per capture window, in capture order: the op name of each node launch call ('' without one)."""
+    ev = cap.events
+    calls = np.flatnonzero(np.isin(ev["kind"], [int(EventKind.RUNTIME), int(EventKind.DRIVER)]))
+    name = ev["name"][calls]
+    begin, end = calls[cap.strings.mask(_is_begin)[name]], calls[cap.strings.mask(_is_end)[name]]
+    launches = calls[cap.strings.mask(_is_node_launch)[name]]
+    out: list[tuple[int, list[str]]] = []
+    for b in begin.tolist():  # per capture window
+        same = end[(ev["track"][end] == ev["track"][b]) & (ev["ts_ns"][end] >= ev["ts_ns"][b])]
+        if len(same) == 0:
+            continue
+        stop = int(ev["ts_ns"][same].min())
+        inside = launches[(ev["track"][launches] == ev["track"][b]) & (ev["ts_ns"][launches] >= ev["ts_ns"][b])
+                          & (ev["ts_ns"][launches] <= stop)]
+        inside = inside[np.argsort(ev["ts_ns"][inside], kind="stable")]
+        op = ev["op"][inside]
+        names = cap.strings.decode(ev["name"][np.maximum(op, 0)])
+        out.append((int(ev["ts_ns"][b]), [str(n) if o >= 0 else "" for n, o in zip(names, op.tolist())]))
+    return [w for _, w in sorted(out, key=lambda t: t[0])]
+
+
+def match_windows(counts: Sequence[int], windows: Sequence[int]) -> list[int]:
+    """For each graph launch's node count (in launch order), the capture window it replays: the next
+    window (from the last match on, wrapping) with as many nodes; -1 when none has."""
+    out: list[int] = []
+    at = 0
+    for c in counts:  # per graph launch
+        hit = next((w % len(windows) for w in range(at, at + len(windows)) if windows[w % len(windows)] == c), -1)
+        out.append(hit)
+        if hit >= 0:
+            at = hit + 1
+    return out
+
+
+def attach_captures(trace: Trace, files: Sequence[str], parse: Callable[[str], Trace]) -> Trace:
+    """``trace`` with ``events.capture_op`` filled from the capture traces ``files`` (each read by
+    ``parse``) and a diagnostic saying how many graph launches were matched."""
+    ev = trace.events
+    node = ev["graph_node"]
+    if not files or not (node >= 0).any():
+        return trace
+    windows = [w for f in files for w in capture_windows(parse(f))]
+    if not windows:
+        return trace
+    g = np.flatnonzero(node >= 0)
+    launches, inv = np.unique(ev["launch"][g], return_inverse=True)  # in row order = time order per thread
+    counts = np.bincount(inv).tolist()
+    hit = np.array(match_windows(counts, [len(w) for w in windows]), np.int64)
+    offsets = np.cumsum([0, *[len(w) for w in windows]])
+    flat = trace.strings.intern_many([n for w in windows for n in w]) if offsets[-1] else np.zeros(0, np.int32)
+    flat = np.where(np.array([n != "" for w in windows for n in w], bool), flat, -1).astype(np.int32)
+    win = hit[inv]
+    ok = win >= 0
+    capture_op = np.full(len(ev), -1, np.int32)
+    capture_op[g[ok]] = flat[offsets[win[ok]] + node[g[ok]]]
+    matched = int((hit >= 0).sum())
+    diag = Diagnostic("graph-capture-merged", "info" if matched == len(launches) else "warning",
+                      len(launches), f"{matched} of {len(launches)} graph launches matched to the "
+                      f"{len(windows)} capture windows of {', '.join(Path(f).name for f in files)}; their "
+                      f"{int(ok.sum())} GPU activities are named by the ops that launched them at capture",
+                      trace.source)
+    return dataclasses.replace(trace, events=ev.with_columns(capture_op=capture_op),
+                               diagnostics=(*trace.diagnostics, diag))

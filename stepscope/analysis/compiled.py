@@ -31,7 +31,7 @@ from stepscope.model.schema import GPU_KINDS, HOST_KINDS, EventKind
 from stepscope.model.trace import Trace
 from stepscope.model.tree import nearest_marked_ancestor
 
-TRITON = re.compile(r"^triton_(?:(?P<kind>[a-z]{3})_)?(?:fused_(?P<ops>.*?))?(?:_\d+)?$")
+TRITON = re.compile(r"^triton_(?:(?P<kind>[a-z]{3})_)?(?:fused(?:_(?P<ops>.*?))??)?(?:_\d+)?$")
 KINDS = {"poi": "pointwise", "red": "reduction", "per": "persistent reduction", "tem": "template",
          "for": "foreach", "sca": "scan", "spl": "split scan"}
 #: aten op names that contain ``_`` (read as one op when decoding a fused kernel name)

@@ -37,7 +37,8 @@ def _capture_nodes(case: Path) -> list[list[tuple[str, str]]]:
     """Per capture window (time order): (kernel named by the launch call, innermost cpu_op around it),
     straight from the capture trace's JSON."""
     f = next((case / "capture_traces").glob("*.json.gz"))
-    ev: list[dict[str, Any]] = json.load(gzip.open(f))["traceEvents"]
+    with gzip.open(f) as fh:
+        ev: list[dict[str, Any]] = json.load(fh)["traceEvents"]
     ops = [e for e in ev if e.get("cat") == "cpu_op"]
     rt = sorted((e for e in ev if e.get("cat") == "cuda_runtime"), key=lambda e: e["ts"])
     windows: list[list[tuple[str, str]]] = []

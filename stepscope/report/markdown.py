@@ -67,6 +67,7 @@ def render_markdown(doc: Mapping[str, Any], *, title: str | None = None, top: in
         lines += _breakdown(ranks[0])
         lines += _categories(ranks[0])
         lines += _kernels(ranks[0], top)
+        lines += _device(ranks[0], top)
     lines += _diagnostics(doc)
     return "\n".join(lines).rstrip() + "\n"
 
@@ -145,6 +146,37 @@ def _kernels(rank: Mapping[str, Any], top: int) -> list[str]:
     rows = [[md(k.get("name", ""), 70), fmt_int(k.get("calls")), fmt_ms(k.get("total_ms")),
              fmt_pct(100 * (num(k.get("total_ms")) or 0.0) / total if total else None)] for k in kernels[:top]]
     return ["**Top kernels**", "", *_table(["kernel", "calls", "total", "share"], rows, right=(1, 2, 3)), ""]
+
+
+def _device(rank: Mapping[str, Any], top: int) -> list[str]:
+    """Graph replays, compiled graphs and inference phases, where their analyses applied."""
+    out: list[str] = []
+    g = rank.get("graphs")
+    if isinstance(g, Mapping):
+        rows = [[md(c.get("name"), 60), fmt_int(c.get("kernels")), fmt_ms(c.get("ms"))]
+                for c in (g.get("capture_ops") or [])[:top]]
+        out += [f"**Graph replays**: {fmt_int(g.get('graph_launches'))} launches ran "
+                f"{fmt_int(g.get('graph_kernels'))} kernels ({fmt_pct(g.get('graph_gpu_pct'))} of GPU time); "
+                f"unattributed {fmt_int(g.get('unattributed'))}"
+                + ("" if g.get("has_capture") else " (no capture trace: ops at capture unknown)"), ""]
+        out += [*_table(["op at capture", "kernels", "time"], rows, right=(1, 2)), ""] if rows else []
+    c = rank.get("compiled")
+    if isinstance(c, Mapping):
+        rows = [[md(x.get("name"), 50), fmt_int(x.get("calls")), fmt_int(x.get("kernels")), fmt_ms(x.get("ms")),
+                 fmt_pct(x.get("step_share_pct"))] for x in (c.get("graphs") or [])[:top]]
+        out += [f"**Compiled kernels**: {fmt_int(c.get('triton_kernels'))} Triton kernels, "
+                f"{fmt_ms(c.get('triton_ms'))} ({fmt_pct(c.get('triton_pct'))} of device time)", ""]
+        out += [*_table(["compiled graph", "calls", "kernels", "time", "of step"], rows, right=(1, 2, 3, 4)),
+                ""] if rows else []
+    p = rank.get("phases")
+    if isinstance(p, Mapping):
+        rows = [[md(x.get("phase")), fmt_int(x.get("steps")), fmt_int(x.get("tokens")),
+                 fmt_ms(x.get("device_span_ms")),
+                 "–" if x.get("per_token_ms") is None else f"{x['per_token_ms']:.4f} ms"]
+                for x in p.get("phases") or []]
+        out += ["**Inference phases**", "",
+                *_table(["phase", "steps", "tokens", "device span", "per token"], rows, right=(1, 2, 3, 4)), ""]
+    return out
 
 
 def _diagnostics(doc: Mapping[str, Any]) -> list[str]:

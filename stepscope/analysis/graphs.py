@@ -61,11 +61,17 @@ class GraphResult:
     graph_gpu_ns: int
     unattributed: int  # GPU activities with neither a launch call nor an op
     captured: NamedRows  # graph activities with a capture-time op, named by that op
+    captured_calls: I64  # per name of ``captured.names``: op instances (one per capture-time call per replay)
     has_capture: bool  # a capture trace was merged (some node has its capture-time op)
 
     @property
     def graph_gpu_pct(self) -> float:
         return pct(self.graph_gpu_ns, self.gpu_ns)
+
+    def captured_top(self, k: int) -> list[tuple[str, int, int, float]]:
+        """The ``k`` capture-time ops with the most device time: (name, op calls, kernels, ns)."""
+        index = {n: i for i, n in enumerate(self.captured.names)}
+        return [(n, int(self.captured_calls[index[n]]), c, t) for n, c, t in self.captured.top(k)]
 
     @property
     def captured_pct(self) -> float:
@@ -127,9 +133,11 @@ def compute_graphs(trace: Trace, rank: int) -> GraphResult:
         captured_nodes=np.bincount(idx, weights=cap, minlength=n).astype(np.int64))
     unattributed = int(((ev["launch"][gpu] < 0) & (ev["op"][gpu] < 0)).sum())
     captured = _by_capture_op(trace, g[cap], dur[cap]) if cap.any() else named_rows(trace, g[:0])
+    pairs = np.unique(np.stack([captured.name, lr[cap], ev["capture_seq"][g[cap]].astype(np.int64)]), axis=1)
+    calls_per = np.bincount(pairs[0], minlength=len(captured.names)).astype(np.int64)
     return GraphResult(rank=rank, launches=launches, gpu_activities=len(gpu), gpu_ns=int(ev["dur_ns"][gpu].sum()),
                        graph_activities=len(g), graph_gpu_ns=int(dur.sum()), unattributed=unattributed,
-                       captured=captured, has_capture=bool(cap.any()))
+                       captured=captured, captured_calls=calls_per, has_capture=bool(cap.any()))
 
 
 def _by_capture_op(trace: Trace, rows: I64, dur: I64) -> NamedRows:

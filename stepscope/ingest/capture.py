@@ -9,8 +9,9 @@ per node, in the order the nodes were recorded, each inside the op that issued i
 
 :func:`attach_captures` reads those traces, lists each window's launch calls (their ops' names, in
 order) and gives every replayed GPU activity the name of the op at its node index
-(``events.capture_op``): graph launch *k* of a rank is matched to the next capture window (in
-capture order, wrapping) with the same number of nodes. A launch that matches no window keeps
+(``events.capture_op``, and which instance of it: ``events.capture_seq``): graph launch *k* of a
+rank is matched to the next capture window (in capture order, wrapping) with the same number of
+nodes. A launch that matches no window keeps
 ``capture_op`` absent, and a diagnostic says how many did not match.
 """
 
@@ -59,14 +60,15 @@ def _is_end(name: str) -> bool:
     return _END.match(name) is not None
 
 
-def capture_windows(cap: Trace) -> list[list[str]]:
-    """Per capture window, in capture order: the op name of each node launch call ('' without one)."""
+def capture_windows(cap: Trace) -> list[list[tuple[str, int]]]:
+    """Per capture window, in capture order: per node launch call, the name of the op around it ('' without
+    one) and that op's instance (its ordinal among the window's ops, -1 without one)."""
     ev = cap.events
     calls = np.flatnonzero(np.isin(ev["kind"], [int(EventKind.RUNTIME), int(EventKind.DRIVER)]))
     name = ev["name"][calls]
     begin, end = calls[cap.strings.mask(_is_begin)[name]], calls[cap.strings.mask(_is_end)[name]]
     launches = calls[cap.strings.mask(_is_node_launch)[name]]
-    out: list[tuple[int, list[str]]] = []
+    out: list[tuple[int, list[tuple[str, int]]]] = []
     for b in begin.tolist():  # per capture window
         same = end[(ev["track"][end] == ev["track"][b]) & (ev["ts_ns"][end] >= ev["ts_ns"][b])]
         if len(same) == 0:
@@ -77,7 +79,11 @@ def capture_windows(cap: Trace) -> list[list[str]]:
         inside = inside[np.argsort(ev["ts_ns"][inside], kind="stable")]
         op = ev["op"][inside]
         names = cap.strings.decode(ev["name"][np.maximum(op, 0)])
-        out.append((int(ev["ts_ns"][b]), [str(n) if o >= 0 else "" for n, o in zip(names, op.tolist())]))
+        seq = np.unique(op[op >= 0], return_inverse=True)[1].reshape(-1)
+        ordinal = np.full(len(op), -1, np.int64)
+        ordinal[op >= 0] = seq
+        out.append((int(ev["ts_ns"][b]), [(str(n) if o >= 0 else "", q)
+                                          for n, o, q in zip(names, op.tolist(), ordinal.tolist())]))
     return [w for _, w in sorted(out, key=lambda t: t[0])]
 
 
@@ -109,17 +115,22 @@ def attach_captures(trace: Trace, files: Sequence[str], parse: Callable[[str], T
     counts = np.bincount(inv).tolist()
     hit = np.array(match_windows(counts, [len(w) for w in windows]), np.int64)
     offsets = np.cumsum([0, *[len(w) for w in windows]])
-    flat = trace.strings.intern_many([n for w in windows for n in w]) if offsets[-1] else np.zeros(0, np.int32)
-    flat = np.where(np.array([n != "" for w in windows for n in w], bool), flat, -1).astype(np.int32)
+    nodes = [node_op for w in windows for node_op in w]
+    flat = trace.strings.intern_many([n for n, _ in nodes]) if nodes else np.zeros(0, np.int32)
+    flat = np.where(np.array([n != "" for n, _ in nodes], bool), flat, -1).astype(np.int32)
+    seq = np.array([q for _, q in nodes], np.int32)
     win = hit[inv]
     ok = win >= 0
     capture_op = np.full(len(ev), -1, np.int32)
-    capture_op[g[ok]] = flat[offsets[win[ok]] + node[g[ok]]]
+    capture_seq = np.full(len(ev), -1, np.int32)
+    at = offsets[win[ok]] + node[g[ok]]
+    capture_op[g[ok]] = flat[at]
+    capture_seq[g[ok]] = seq[at]
     matched = int((hit >= 0).sum())
     diag = Diagnostic("graph-capture-merged", "info" if matched == len(launches) else "warning",
                       len(launches), f"{matched} of {len(launches)} graph launches matched to the "
                       f"{len(windows)} capture windows of {', '.join(Path(f).name for f in files)}; their "
                       f"{int(ok.sum())} GPU activities are named by the ops that launched them at capture",
                       trace.source)
-    return dataclasses.replace(trace, events=ev.with_columns(capture_op=capture_op),
+    return dataclasses.replace(trace, events=ev.with_columns(capture_op=capture_op, capture_seq=capture_seq),
                                diagnostics=(*trace.diagnostics, diag))

@@ -84,6 +84,7 @@ EVENT_COLUMNS: dict[str, tuple[type[np.generic], int | float]] = {
     "op": (np.int32, -1),  # runtime call / GPU activity -> innermost enclosing CPU_OP row of the launch
     "graph_node": (np.int32, -1),  # GPU activity replayed by a CUDA/HIP graph launch -> its index in that launch
     "capture_op": (np.int32, -1),  # string id: the CPU op that launched this graph node at capture (capture trace)
+    "capture_seq": (np.int32, -1),  # that op's instance: its ordinal among the ops of its capture window
     "grid_x": (np.int32, 0),
     "grid_y": (np.int32, 0),
     "grid_z": (np.int32, 0),

@@ -33,7 +33,8 @@ def graphs_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
                       "cpu_us": int(g.cpu_ns[i]) / 1e3, "kernels": int(g.nodes[i]), "gpu_ms": int(g.gpu_ns[i]) / MS,
                       "span_ms": int(g.span_ns[i]) / MS, "first_delay_ms": int(g.first_delay_ns[i]) / MS,
                       "captured_kernels": int(g.captured_nodes[i])} for i in order],
-        "capture_ops": [{"name": n, "kernels": c, "ms": t / MS} for n, c, t in r.captured.top(TOP)],
+        "capture_ops": [{"name": n, "calls": calls, "kernels": c, "ms": t / MS}
+                        for n, calls, c, t in r.captured_top(TOP)],
     }
 
 

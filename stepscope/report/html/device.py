@@ -11,7 +11,8 @@ from stepscope.report.html.tables import Col, ms, table
 LAUNCH_COLS = (Col("launcher", "launched from", str, numeric=False), Col("kernels", "kernels", fmt_int),
                Col("gpu_ms", "GPU", ms), Col("cpu_us", "call µs", lambda v: f"{v:,.1f}"),
                Col("first_delay_ms", "first kernel after", ms), Col("captured_kernels", "named at capture", fmt_int))
-CAPTURE_COLS = (Col("name", "op at capture", str, numeric=False), Col("kernels", "kernels", fmt_int),
+CAPTURE_COLS = (Col("name", "op at capture", str, numeric=False), Col("calls", "calls", fmt_int),
+                Col("kernels", "kernels", fmt_int),
                 Col("ms", "GPU", ms))
 GRAPH_COLS = (Col("name", "compiled graph", str, numeric=False), Col("calls", "calls", fmt_int),
               Col("kernels", "kernels", fmt_int), Col("triton_kernels", "Triton", fmt_int), Col("ms", "device", ms),

@@ -26,9 +26,9 @@ def render_graphs(r: GraphResult, console: Console, top: int) -> None:
                       "it, not to the ops that recorded them")
         return
     c = table(f"rank {r.rank}: graph kernels by the op that captured them ({pct(r.captured_pct)} named)",
-              "op at capture", "kernels", "GPU ms")
-    for name, count, total in r.captured.top(top):  # per op name
-        c.add_row(short(name, 50), f"{count:,}", ms(total))
+              "op at capture", "calls", "kernels", "GPU ms")
+    for name, calls, count, total in r.captured_top(top):  # per op name
+        c.add_row(short(name, 44), f"{calls:,}", f"{count:,}", ms(total))
     console.print(c)
 
 

@@ -133,8 +133,38 @@ def test_capture_trace_names_each_node_by_its_op(tmp_path: Path) -> None:
     r = compute_graphs(trace, 0)
     assert r.has_capture and r.captured_pct == 100.0 and int(r.launches.captured_nodes[0]) == 20
     assert r.captured.top(1) == [("aten::op0", 1, 5.0 * US)]
+    assert r.captured_top(1) == [("aten::op0", 1, 1, 5.0 * US)]
     diag = {d.name: d for d in trace.diagnostics}["graph-capture-merged"]
     assert diag.severity == "info" and diag.example.startswith("1 of 1 graph launches matched")
+
+
+def test_one_capture_op_of_several_kernels_is_one_call(tmp_path: Path) -> None:
+    """Capture: aten::a launches 2 kernels, aten::b 1, aten::a again 1 (4 nodes); replayed twice.
+    aten::a: 2 calls per replay → 4 calls, 6 kernels; aten::b: 2 calls, 2 kernels."""
+    b = TraceBuilder()
+    b.add(ph="X", cat="cuda_runtime", name="cudaStreamBeginCapture", pid=b.pid, tid=b.tid, ts=0, dur=1,
+          args={"correlation": 1})
+    for i, (name, n) in enumerate((("aten::a", 2), ("aten::b", 1), ("aten::a", 1))):
+        b.op(name, ts=10 + 20 * i, dur=10)
+        for j in range(n):
+            b.add(ph="X", cat="cuda_runtime", name="cudaLaunchKernel", pid=b.pid, tid=b.tid, ts=11 + 20 * i + 3 * j,
+                  dur=2, args={"correlation": 10 + 3 * i + j})
+    b.add(ph="X", cat="cuda_runtime", name="cudaStreamEndCapture", pid=b.pid, tid=b.tid, ts=90, dur=1,
+          args={"correlation": 2})
+    (tmp_path / "capture_traces").mkdir()
+    b.write(tmp_path / "capture_traces" / "graph_capture_rank_0.1.pt.trace.json")
+    r0 = TraceBuilder()
+    r0.step(1, ts=0, dur=400)
+    for k, corr in enumerate((501, 502)):
+        r0.add(ph="X", cat="cuda_runtime", name="cudaGraphLaunch", pid=r0.pid, tid=r0.tid, ts=10 + 100 * k, dur=5,
+               args={"correlation": corr})
+        for i in range(4):
+            r0.gpu(f"n{i}", ts=50 + 100 * k + 10 * i, dur=5, corr=corr)
+    r0.write(tmp_path / "replay.json")
+    import stepscope
+
+    r = compute_graphs(stepscope.load(tmp_path / "replay.json", use_cache=False), 0)
+    assert r.captured_top(5) == [("aten::a", 4, 6, 30.0 * US), ("aten::b", 2, 2, 10.0 * US)]
 
 
 def test_capture_window_of_another_size_is_not_matched(tmp_path: Path) -> None:

@@ -179,3 +179,24 @@ def test_capture_window_of_another_size_is_not_matched(tmp_path: Path) -> None:
     assert int((trace.events["capture_op"] >= 0).sum()) == 0
     diag = {d.name: d for d in trace.diagnostics}["graph-capture-merged"]
     assert diag.severity == "warning" and diag.example.startswith("0 of 1")
+
+
+def test_categories_read_the_capture_time_op(tmp_path: Path) -> None:
+    """The 20 graph kernels (names k0…k19, no family) were launched by aten::mm at capture: GEMM, with
+    the eager sgemm (under aten::mm too): 21 activities, 120 µs. Without the capture trace they take
+    the runner op around the replay call, which names no family: 'other' by kernel name, only the
+    sgemm is GEMM. Nothing is unattributed either way."""
+    from stepscope.analysis.categories import compute_categories
+
+    b = TraceBuilder()
+    graph_scene(b)
+    b.write(tmp_path / "replay.json")
+    import stepscope
+
+    bare = compute_categories(stepscope.load(tmp_path / "replay.json", use_cache=False), 0)
+    before = dict(zip(bare.table.category.tolist(), zip(bare.table.activities.tolist(), bare.table.time_ns.tolist())))
+    assert (before["GEMM"], before["other"], bare.unattributed_ns) == ((1, 20 * US), (20, 100 * US), 0)
+    _capture_trace(tmp_path / "capture_traces" / "graph_capture_rank_0.1.pt.trace.json", ["aten::mm"] * 20)
+    view = compute_categories(stepscope.load(tmp_path / "replay.json", use_cache=False), 0)
+    row = dict(zip(view.table.category.tolist(), zip(view.table.activities.tolist(), view.table.time_ns.tolist())))
+    assert (row["GEMM"], row["other"], view.unattributed_ns) == ((21, 120 * US), (0, 0), 0)

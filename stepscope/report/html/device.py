@@ -62,4 +62,4 @@ def phases_html(rank: Mapping[str, Any], rank_id: int) -> str:
         return ""
     note = ("A mixed step ran prefill and decode requests in one forward: its time is not split."
             if any(r.get("phase") == "mixed" for r in p.get("phases") or []) else "")
-    return table(f"phases-r{rank_id}", PHASE_COLS, p.get("phases") or []) + (_p(note) if note else "")
+    return table(f"phase-table-r{rank_id}", PHASE_COLS, p.get("phases") or []) + (_p(note) if note else "")

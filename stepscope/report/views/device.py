@@ -47,7 +47,8 @@ def render_compiled(r: CompiledResult, console: Console, top: int) -> None:
     k = table(f"rank {r.rank}: Triton kernels, fused ops decoded", "kernel → kind: ops", "count", "ms")
     for name, count, total in r.triton.top(top):  # per kernel name shown
         i = index[name]
-        k.add_row(f"{short(name, 46)}\n  {r.triton_kinds[i]}: {short(', '.join(r.triton_ops[i]) or '-', 44)}",
+        ops = f"{r.triton_kinds[i]}: {', '.join(r.triton_ops[i]) or '-'}"
+        k.add_row(f"{short(name, 46)}\n  {short(ops, 55)}",
                   f"{count:,}", ms(total))
     console.print(k)
 

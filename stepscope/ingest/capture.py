@@ -10,9 +10,10 @@ per node, in the order the nodes were recorded, each inside the op that issued i
 :func:`attach_captures` reads those traces, lists each window's launch calls (their ops' names, in
 order) and gives every replayed GPU activity the name of the op at its node index
 (``events.capture_op``, and which instance of it: ``events.capture_seq``): graph launch *k* of a
-rank is matched to the next capture window (in capture order, wrapping) with the same number of
-nodes. A launch that matches no window keeps
-``capture_op`` absent, and a diagnostic says how many did not match.
+rank (in time order) is matched to the next capture window (in capture order, wrapping) with the
+same number of nodes, among the capture files whose name gives that rank
+(``graph_capture_rank_<r>…``), or all of them when no name gives one. A launch that matches no
+window keeps ``capture_op`` absent, and a diagnostic says how many did not match.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from stepscope.model.trace import Trace
 I64 = npt.NDArray[np.int64]
 CAPTURE_DIR = "capture_traces"
 _TRACE_NAME = re.compile(r"\.json(?:\.gz)?$")
+_RANK = re.compile(r"rank[_-]?(\d+)")
 _BEGIN = re.compile(r"^(?:cuda|hip|cu)StreamBeginCapture")
 _END = re.compile(r"^(?:cuda|hip|cu)StreamEndCapture")
 _NODE = re.compile(r"Launch(?:Cooperative)?Kernel|MemcpyAsync|MemsetAsync|Memcpy\w*Async|Memset\w*Async")
@@ -100,20 +102,43 @@ def match_windows(counts: Sequence[int], windows: Sequence[int]) -> list[int]:
     return out
 
 
+def capture_rank(path: str) -> int | None:
+    """The rank a capture trace's file name gives (``graph_capture_rank_3.<ts>.pt.trace.json.gz`` → 3)."""
+    m = _RANK.search(Path(path).name)
+    return int(m.group(1)) if m else None
+
+
+def _match(trace: Trace, launches: I64, counts: I64, windows: list[tuple[int | None, int]]) -> I64:
+    """Per graph launch, the index of its capture window (-1 none): each rank's launches in time order
+    against that rank's windows (all windows when no file names a rank)."""
+    ev = trace.events
+    hit = np.full(len(launches), -1, np.int64)
+    named = any(r is not None for r, _ in windows)
+    for rank in np.unique(ev["rank"][launches]).tolist():  # per rank
+        mine = [i for i, (r, _) in enumerate(windows) if not named or r == rank]
+        idx = np.flatnonzero(ev["rank"][launches] == rank)
+        idx = idx[np.argsort(ev["ts_ns"][launches[idx]], kind="stable")]
+        got = np.array(match_windows(counts[idx].tolist(), [windows[i][1] for i in mine]), np.int64)
+        hit[idx] = np.where(got >= 0, np.array([*mine, -1], np.int64)[got], -1)
+    return hit
+
+
 def attach_captures(trace: Trace, files: Sequence[str], parse: Callable[[str], Trace]) -> Trace:
-    """``trace`` with ``events.capture_op`` filled from the capture traces ``files`` (each read by
-    ``parse``) and a diagnostic saying how many graph launches were matched."""
+    """``trace`` with ``events.capture_op`` / ``capture_seq`` filled from the capture traces ``files``
+    (each read by ``parse``) and a diagnostic saying how many graph launches were matched."""
     ev = trace.events
     node = ev["graph_node"]
     if not files or not (node >= 0).any():
         return trace
-    windows = [w for f in files for w in capture_windows(parse(f))]
-    if not windows:
+    read = [(capture_rank(f), w) for f in files for w in capture_windows(parse(f))]
+    if not read:
         return trace
+    windows = [w for _, w in read]
     g = np.flatnonzero(node >= 0)
-    launches, inv = np.unique(ev["launch"][g], return_inverse=True)  # in row order = time order per thread
-    counts = np.bincount(inv).tolist()
-    hit = np.array(match_windows(counts, [len(w) for w in windows]), np.int64)
+    launches, inv = np.unique(ev["launch"][g], return_inverse=True)
+    inv = inv.reshape(-1)
+    hit = _match(trace, launches.astype(np.int64), np.bincount(inv).astype(np.int64),
+                 [(r, len(w)) for r, w in read])
     offsets = np.cumsum([0, *[len(w) for w in windows]])
     nodes = [node_op for w in windows for node_op in w]
     flat = trace.strings.intern_many([n for n, _ in nodes]) if nodes else np.zeros(0, np.int32)

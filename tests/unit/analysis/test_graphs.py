@@ -200,3 +200,25 @@ def test_categories_read_the_capture_time_op(tmp_path: Path) -> None:
     view = compute_categories(stepscope.load(tmp_path / "replay.json", use_cache=False), 0)
     row = dict(zip(view.table.category.tolist(), zip(view.table.activities.tolist(), view.table.time_ns.tolist())))
     assert (row["GEMM"], row["other"], view.unattributed_ns) == ((21, 120 * US), (0, 0), 0)
+
+
+def test_capture_files_serve_the_rank_their_name_gives(tmp_path: Path) -> None:
+    """Rank 1's capture (ops r1::op<i>) names rank 1's graph; rank 0's file has another node count, so
+    rank 0's graph (20 nodes) stays unnamed: 1 of 2 launches matched."""
+    from stepscope.ingest.capture import capture_rank
+    from tests.builders import load_ranks
+
+    assert (capture_rank("graph_capture_rank_3.17.pt.trace.json.gz"), capture_rank("capture.json")) == (3, None)
+    run = tmp_path / "run"
+    _capture_trace(run / "capture_traces" / "graph_capture_rank_0.1.pt.trace.json", ["a", "b"])
+    _capture_trace(run / "capture_traces" / "graph_capture_rank_1.1.pt.trace.json", [f"r1::op{i}" for i in range(20)])
+    builders = [TraceBuilder(rank=r, world_size=2) for r in (0, 1)]
+    for b in builders:
+        graph_scene(b)
+    trace = load_ranks(builders, tmp_path)
+    ev = trace.events
+    named = {(int(ev["rank"][i]), trace.strings[int(ev["capture_op"][i])]) for i in range(len(ev))
+             if ev["capture_op"][i] >= 0}
+    assert named == {(1, f"r1::op{i}") for i in range(20)}
+    diag = {d.name: d for d in trace.diagnostics}["graph-capture-merged"]
+    assert diag.severity == "warning" and diag.example.startswith("1 of 2")

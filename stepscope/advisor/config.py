@@ -58,8 +58,10 @@ class AdvisorConfig:
     underfill_recoverable: float = 0.5
     # comm-not-overlapped
     comm_exposed_min_pct: float = 10.0
-    # straggler-rank / load-imbalance
+    # straggler-rank / load-imbalance; the job verdict "imbalance" needs the claimed culprits' lateness
+    # to reach imbalance_min_pct of the job's step
     imbalance_min_pct: float = 10.0
+    straggler_min_pct: float = 2.0
     # allocator-fragmentation / allocator-churn
     fragmentation_min_pct: float = 30.0
     fragmentation_min_bytes: int = 1 << 30

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from stepscope.analysis.annotations import AnnotationView, compute_annotations
+from stepscope.analysis.arrivals import Arrivals, compute_arrivals
 from stepscope.analysis.breakdown import StepBreakdown, compute_breakdown
 from stepscope.analysis.caching_allocator import CachingAllocatorResult, compute_caching_allocator
 from stepscope.analysis.categories import CategoryView, compute_categories
@@ -109,6 +110,7 @@ SOFTWARE = RankAnalysis("software", compute_software, SoftwareResult, ("software
 
 CLUSTER = ClusterAnalysis("cluster", compute_cluster, ClusterResult, ("cluster",))
 COMM_MATRIX = ClusterAnalysis("comm_matrix", compute_comm_matrix, CommMatrix, ("cluster",))  # cluster.comm_matrix
+ARRIVALS = ClusterAnalysis("arrivals", compute_arrivals, Arrivals, ("cluster",))  # cluster.arrivals
 
 RANK_ANALYSES: tuple[RankAnalysis[object], ...] = (
     SUMMARY, OVERVIEW, BREAKDOWN, OPERATORS, KERNELS, OP_CATEGORIES, MEMORY, MODULES, ANNOTATIONS,
@@ -116,4 +118,4 @@ RANK_ANALYSES: tuple[RankAnalysis[object], ...] = (
     REMEDIES,
     DATALOADER, TENSOR_CORES, CONVOLUTIONS, GEMM_DIMS, HOST_OPS, ZERO_GRAD, CACHING_ALLOCATOR, INPUT_SHAPES, SOFTWARE,
 )
-CLUSTER_ANALYSES: tuple[ClusterAnalysis[object], ...] = (CLUSTER, COMM_MATRIX)
+CLUSTER_ANALYSES: tuple[ClusterAnalysis[object], ...] = (CLUSTER, COMM_MATRIX, ARRIVALS)

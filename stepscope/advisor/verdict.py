@@ -19,11 +19,11 @@ import statistics
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from stepscope.advisor.config import AdvisorConfig
+from stepscope.advisor.rules.straggler_rank import claimed_culprits
 from stepscope.analysis.bundle import Bundle
 from stepscope.analysis.critical_path import CriticalPath
 from stepscope.analysis.platform import no_host_timeline, platform_of
-from stepscope.advisor.config import AdvisorConfig
-from stepscope.advisor.rules.straggler_rank import claimed_culprits
 from stepscope.analysis.registry import ARRIVALS, CRITICAL_PATH
 
 #: Every bound a verdict can name.
@@ -54,7 +54,8 @@ class Verdict:
                 "step_count": self.step_count, "whole_trace": self.whole_trace,
                 "device_busy_pct": None if self.device_busy_pct is None else round(self.device_busy_pct, 2),
                 "shares_pct": {k: round(v, 2) for k, v in self.shares_pct.items()},
-                "ranks": list(self.ranks), "excess_pct": self.excess_pct, "causes": list(self.causes), "host_timeline": self.host_timeline}
+                "ranks": list(self.ranks), "excess_pct": self.excess_pct, "causes": list(self.causes),
+                "host_timeline": self.host_timeline}
 
 
 def rank_critical_path(bundle: Bundle, rank: int) -> CriticalPath | None:
@@ -81,11 +82,11 @@ def job_verdict(bundle: Bundle, per_rank: tuple[Verdict, ...], cfg: AdvisorConfi
     median = statistics.median(v.step_ns for v in per_rank)
     excess = round(100.0 * (slowest.step_ns - median) / median, 1) if median > 0 else 0.0
     arrivals = bundle.cluster_result(ARRIVALS)
-    culprits = claimed_culprits(arrivals, cfg.straggler_min_pct) if arrivals is not None else []
-    if arrivals is not None and culprits and arrivals.m.job_step_ns > 0:
+    if arrivals is not None and arrivals.m.job_step_ns > 0:
+        culprits = claimed_culprits(arrivals, cfg.straggler_min_pct, cfg.straggler_min_times_last)
         late = sum(int(arrivals.late_ns[arrivals.ranks.index(r)]) for r in culprits) / max(arrivals.m.step_count, 1)
         share = round(100.0 * late / arrivals.m.job_step_ns, 1)
-        if share >= cfg.imbalance_min_pct:
+        if culprits and share >= cfg.imbalance_min_pct:
             return replace(slowest, rank=None, bound="imbalance", ranks=tuple(culprits), excess_pct=share,
                            causes=tuple(arrivals.culprit_cause[r] for r in culprits))
     return replace(slowest, rank=None, ranks=(slowest.rank,) if slowest.rank is not None else (), excess_pct=excess)

@@ -124,8 +124,8 @@ def compute_arrivals(trace: Trace) -> Arrivals:
 
 
 def arrivals_of(records: tuple[CollectiveRecords, ...]) -> Arrivals:
-    """The cross-rank step, from the per-rank records only."""
-    m = match(records)
+    """The cross-rank step, from the per-rank records only (in any order: they are put in rank order)."""
+    m = match(tuple(sorted(records, key=lambda r: r.rank)))  # one record per rank
     return _judge(m)
 
 
@@ -214,7 +214,8 @@ def _judge(m: Matched) -> Arrivals:
     np.add.at(rank_cause, lid, cause_ns)
     all_late = float(late.sum())
     job = m.job_step_ns * m.step_count
-    is_culprit = (late > 0) & (late >= all_late * CULPRIT_MIN_SHARE_PCT / 100) & (late >= job * CULPRIT_MIN_STEP_PCT / 100)
+    is_culprit = ((late > 0) & (late >= all_late * CULPRIT_MIN_SHARE_PCT / 100)
+                  & (late >= job * CULPRIT_MIN_STEP_PCT / 100))
     by_culprit = named & is_culprit[np.minimum(lid, n_r - 1)] & (lid < n_r)
     caused = np.where(by_culprit[:, None], np.minimum(wait, lateness[:, None]), 0).sum(axis=0).astype(np.int64)
     culprit_late = float(late[is_culprit].sum())

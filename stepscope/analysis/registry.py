@@ -41,6 +41,7 @@ from stepscope.analysis.modules import ModuleTable, compute_modules
 from stepscope.analysis.operators import OperatorView, compute_operators
 from stepscope.analysis.overview import Overview, compute_overview
 from stepscope.analysis.phases import PhaseResult, compute_phases
+from stepscope.analysis.slow_links import SlowLinks, compute_slow_links
 from stepscope.analysis.software import SoftwareResult, compute_software
 from stepscope.analysis.stragglers import ClusterResult, compute_cluster
 from stepscope.analysis.summary import Summary, compute_summary
@@ -111,6 +112,7 @@ SOFTWARE = RankAnalysis("software", compute_software, SoftwareResult, ("software
 CLUSTER = ClusterAnalysis("cluster", compute_cluster, ClusterResult, ("cluster",))
 COMM_MATRIX = ClusterAnalysis("comm_matrix", compute_comm_matrix, CommMatrix, ("cluster",))  # cluster.comm_matrix
 ARRIVALS = ClusterAnalysis("arrivals", compute_arrivals, Arrivals, ("cluster",))  # cluster.arrivals
+SLOW_LINKS = ClusterAnalysis("slow_links", compute_slow_links, SlowLinks, ("cluster",))  # cluster.slow_links
 
 RANK_ANALYSES: tuple[RankAnalysis[object], ...] = (
     SUMMARY, OVERVIEW, BREAKDOWN, OPERATORS, KERNELS, OP_CATEGORIES, MEMORY, MODULES, ANNOTATIONS,
@@ -118,4 +120,4 @@ RANK_ANALYSES: tuple[RankAnalysis[object], ...] = (
     REMEDIES,
     DATALOADER, TENSOR_CORES, CONVOLUTIONS, GEMM_DIMS, HOST_OPS, ZERO_GRAD, CACHING_ALLOCATOR, INPUT_SHAPES, SOFTWARE,
 )
-CLUSTER_ANALYSES: tuple[ClusterAnalysis[object], ...] = (CLUSTER, COMM_MATRIX, ARRIVALS)
+CLUSTER_ANALYSES: tuple[ClusterAnalysis[object], ...] = (CLUSTER, COMM_MATRIX, ARRIVALS, SLOW_LINKS)

@@ -2,7 +2,8 @@
 
 Detects: the culprits of the arrival analysis (:mod:`stepscope.analysis.arrivals`): ranks that
 arrive last at the collectives, whose lateness the trace explains (every cause but a late start
-before the trace) for at least ``straggler_min_pct`` % of the job's step. Not the ranks with the
+before the trace) for at least ``straggler_min_pct`` % of the job's step, and that are last at
+``straggler_min_times_last`` collectives or more (consistently late, not once). Not the ranks with the
 longest step spans: an early rank has a long span and waits long, and is the victim.
 
 Gain: the "fix a slow rank" what-if: had the culprit arrived with the second-to-last rank at every
@@ -23,17 +24,19 @@ SCOPE = "cluster"
 ADDRESSES: tuple[str, ...] = ("imbalance",)  # the bounds its change shortens
 
 
-def claimed_culprits(a: Arrivals, min_pct: float) -> list[int]:
-    """Culprits whose in-trace lateness is at least ``min_pct`` % of the job's step time."""
+def claimed_culprits(a: Arrivals, min_pct: float, min_times: int) -> list[int]:
+    """Culprits consistently late (last at ``min_times`` collectives or more) whose in-trace lateness
+    is at least ``min_pct`` % of the job's step time."""
     job = a.m.job_step_ns * max(a.m.step_count, 1)
-    return [r for r in a.culprits if job > 0 and 100.0 * a.in_trace_late_ns(r) / job >= min_pct]
+    return [r for r in a.culprits if job > 0 and 100.0 * a.in_trace_late_ns(r) / job >= min_pct
+            and int(a.times_last[a.ranks.index(r)]) >= min_times]
 
 
 def detect(ctx: RuleContext) -> list[Finding]:
     a = ctx.result(ARRIVALS)
     out: list[Finding] = []
     steps = max(a.m.step_count, 1)
-    for r in claimed_culprits(a, ctx.cfg.straggler_min_pct):  # a handful of culprits
+    for r in claimed_culprits(a, ctx.cfg.straggler_min_pct, ctx.cfg.straggler_min_times_last):  # a handful of culprits
         i = a.ranks.index(r)
         gain = min(float(a.late_ns[i]) / steps, a.m.job_step_ns)
         waits = {str(v): ms(a.wait_on_culprits_ns[a.ranks.index(v)] / steps) for v in a.victims}

@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -128,4 +128,4 @@ def test_a_native_program_gets_no_pytorch_pages() -> None:
 def test_cluster_rules_list_matches_the_rules_scope() -> None:
     from stepscope.advisor.rules import ALL_RULES
 
-    assert texts.CLUSTER_RULES == {r.RULE_ID for r in ALL_RULES if r.SCOPE == "cluster"}
+    assert {r.RULE_ID for r in ALL_RULES if r.SCOPE == "cluster"} == texts.CLUSTER_RULES

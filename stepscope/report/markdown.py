@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from stepscope.report.html.cluster import culprits_of
 from stepscope.report.html.diff import (
     CATEGORY_LABELS,
     by_abs_diff,
@@ -34,6 +35,7 @@ from stepscope.report.html.fmt import (
     rule_title,
     verdict_text,
 )
+from stepscope.report.texts import CAUSE_WORDS
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|#~])")
 MAX_STEP_ROWS = 12
@@ -95,16 +97,38 @@ def _findings(doc: Mapping[str, Any], top: int) -> list[str]:
 
 def _ranks(doc: Mapping[str, Any], ranks: Sequence[Mapping[str, Any]]) -> list[str]:
     cluster = doc.get("cluster") if isinstance(doc.get("cluster"), Mapping) else {}
-    slow = set((cluster or {}).get("slow_ranks") or [])
+    slow = culprits_of(cluster)
     rows = []
     for r in ranks:
         ov = r.get("overview") or {}
         dist = r.get("distributed") or {}
-        rows.append([md(r.get("rank")) + (" (slow)" if r.get("rank") in slow else ""),
+        rows.append([md(r.get("rank")) + (" (culprit)" if r.get("rank") in slow else ""),
                      fmt_ms(ov.get("avg_step_ms")), fmt_pct(ov.get("gpu_utilization_pct")),
                      fmt_ms(dist.get("communication_ms")), fmt_ms(dist.get("overlap_ms"))])
     head = f"**Ranks** — load imbalance {fmt_pct((cluster or {}).get('imbalance_pct'))}"
-    return [head, "", *_table(["rank", "avg step", "GPU util", "comm", "overlap"], rows, right=(1, 2, 3, 4)), ""]
+    return [head, "", *_table(["rank", "avg step", "GPU util", "comm", "overlap"], rows, right=(1, 2, 3, 4)), "",
+            *_arrivals(cluster)]
+
+
+def _arrivals(cluster: Mapping[str, Any] | None) -> list[str]:
+    """One line per culprit (cause, lateness) and who waits; one per slow link."""
+    arr = (cluster or {}).get("arrivals")
+    if not isinstance(arr, Mapping):
+        return []
+    out = []
+    for c in arr.get("culprits") or []:
+        out.append(f"- culprit rank {md(c.get('rank'))}: {md(CAUSE_WORDS.get(str(c.get('cause')), c.get('cause')))}; "
+                   f"last at {md(c.get('times_last'))} of {md(arr.get('collective_count'))} collectives, "
+                   f"{fmt_ms(c.get('late_ms'))} per step after the next rank")
+    victims = ", ".join(str(v) for v in arr.get("victims") or [])
+    if out and victims:
+        out.append(f"- victims (wait for the culprits): ranks {md(victims)}")
+    sl = (cluster or {}).get("slow_links")
+    for link in (sl.get("slow") or [] if isinstance(sl, Mapping) else []):
+        bw, med = num(link.get("bandwidth_gbps")) or 0.0, num(link.get("class_median_gbps")) or 0.0
+        out.append(f"- slow link {md(link.get('link'))} ({md(link.get('kind'))}): {bw:.2f} GB/s, "
+                   f"median of its kind and size {med:.2f} GB/s")
+    return [*out, ""] if out else []
 
 
 def _breakdown(rank: Mapping[str, Any]) -> list[str]:

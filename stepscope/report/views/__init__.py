@@ -13,6 +13,7 @@ from rich.console import Console
 from stepscope.analysis.bundle import Bundle, RankResults
 from stepscope.analysis.registry import (
     ANNOTATIONS,
+    ARRIVALS,
     BREAKDOWN,
     CACHING_ALLOCATOR,
     CLUSTER,
@@ -39,6 +40,7 @@ from stepscope.analysis.registry import (
     OVERVIEW,
     PHASES,
     REMEDIES,
+    SLOW_LINKS,
     SOFTWARE,
     SUMMARY,
     SYNC,
@@ -48,6 +50,7 @@ from stepscope.analysis.registry import (
     RankAnalysis,
 )
 from stepscope.report.views.annotations import render_annotations
+from stepscope.report.views.arrivals import render_arrivals, render_slow_links
 from stepscope.report.views.breakdown import render_breakdown
 from stepscope.report.views.caching_allocator import render_caching_allocator
 from stepscope.report.views.categories import render_categories
@@ -148,4 +151,6 @@ RENDERERS: dict[str, RankView] = {
 CLUSTER_RENDERERS: dict[str, ClusterView] = {
     "cluster": cluster_view(CLUSTER, render_cluster),
     "comm_matrix": cluster_view(COMM_MATRIX, render_comm_matrix),
+    "arrivals": cluster_view(ARRIVALS, render_arrivals),
+    "slow_links": cluster_view(SLOW_LINKS, render_slow_links),
 }

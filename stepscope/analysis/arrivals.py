@@ -222,8 +222,7 @@ def _judge(m: Matched) -> Arrivals:
     is_victim = ~is_culprit & (caused > 0) & (caused >= culprit_late / 2)
     culprits = tuple(int(r) for r in m.ranks[is_culprit])
     causes = {int(m.ranks[i]): CAUSES[int(np.argmax(rank_cause[i]))] for i in np.flatnonzero(is_culprit)}
-    mean_t = np.where(m.present, m.arrival_ns, 0).sum(axis=1) / m.present.sum(axis=1)
-    spread = np.round(last_t - mean_t).astype(np.int64)
+    spread = np.round(wait.sum(axis=1) / m.present.sum(axis=1)).astype(np.int64)  # last − mean arrival
     return Arrivals(m, np.where(named, m.ranks[last_i], -1), lateness.astype(np.int64), spread,
                     wait.astype(np.int64),
                     cause_ns, late, times, wait.sum(axis=0).astype(np.int64), caused, rank_cause[:n_r],

@@ -17,6 +17,7 @@ from stepscope.analysis.bundle import analyze
 from stepscope.analysis.collective_records import collective_records
 from stepscope.analysis.slow_links import compute_slow_links
 from stepscope.model.trace import Trace
+from stepscope.report import texts
 from tests.builders import TraceBuilder, kargs, load_ranks
 
 US = 1000
@@ -103,6 +104,9 @@ def test_the_advisor_names_the_culprit_and_the_job_is_imbalanced(tmp_path: Path)
     assert job.rank is None and job.bound == "imbalance"
     assert job.ranks == (3,) and job.causes == ("compute",)
     assert job.excess_pct == 25.0  # 5 of the 20 ms step
+    assert texts.verdict_text(job) == ("job: bound by imbalance between ranks — rank 3 arrives late at the "
+                                       "collectives (its own GPU compute); the others wait for it 25% of the "
+                                       "20.0 ms step")
 
 
 def late_start(tmp_path: Path) -> Trace:

@@ -33,12 +33,12 @@ def _nccl(b: TraceBuilder, launch: int, ts: int, end: int, pg: str = "0", nelems
                              "Out msg nelems": nelems, "dtype": "Float", "Group size": group}))
 
 
-def planted_compute(tmp_path: Path) -> Trace:
+def planted_compute(tmp_path: Path, skew_us: int = 0) -> Trace:
     """4 ranks, 2 steps of 20 ms. Per step at T: the host launches everything at T+10..T+60; GEMM A
     runs [T+1000, T+6000+dA] (dA = 0, 50, 100, 20 µs on ranks 0-3), all-reduce 0 starts when A ends
     and ends at T+7000 everywhere; GEMM B [T+7000, T+9000]; rank 3 only runs a planted 5 ms GEMM
     [T+9000, T+14000]; all-reduce 1 starts when the GEMMs are done (T+9000, rank 3 T+14000) and ends
-    at T+15000 everywhere."""
+    at T+15000 everywhere. ``skew_us`` moves rank 2's clock (every event of its file)."""
     builders = []
     for rank, d_a in enumerate((0, 50, 100, 20)):
         b = TraceBuilder(rank=rank, world_size=4)
@@ -51,6 +51,9 @@ def planted_compute(tmp_path: Path) -> Trace:
             if rank == 3:
                 b.launch_kernel("volta_sgemm_planted", launch_ts=t + 40, launch_dur=5, ts=t + 9000, dur=5000)
             _nccl(b, t + 50, t + (14_000 if rank == 3 else 9000), t + 15_000)
+        if rank == 2:
+            for e in b.events:
+                e["ts"] += skew_us
         builders.append(b)
     return load_ranks(builders, tmp_path)
 
@@ -77,6 +80,14 @@ def test_the_planted_compute_makes_rank_3_the_culprit(tmp_path: Path) -> None:
     first = a.m.arrival_ns[1, 3]
     assert a.m.enqueue_ns[1, 3] == 50 * US and first == 14_000 * US  # the launch at T+50, the start at T+14000
     assert a.spread_ns[1] == 5000 * US - 1250 * US  # 14000 - mean(9000, 9000, 9000, 14000)
+
+
+def test_a_skewed_clock_is_aligned_on_the_collectives_ends(tmp_path: Path) -> None:
+    """Rank 2's host clock 1.5 s ahead: its offset is found from the collectives' ends, the answer is the same."""
+    a = compute_arrivals(planted_compute(tmp_path, skew_us=1_500_000))
+    assert a.m.clock_offset_ns.tolist() == [0, 0, 1_500_000 * US, 0]
+    assert a.last_rank.tolist() == [2, 3, 2, 3] and a.lateness_ns.tolist() == [50 * US, 5000 * US] * 2
+    assert a.culprits == (3,) and a.culprit_cause == {3: "compute"} and a.victims == (0, 1, 2)
 
 
 def test_records_are_enough_for_the_cross_rank_step(tmp_path: Path) -> None:

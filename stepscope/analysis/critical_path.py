@@ -148,6 +148,25 @@ class CriticalPath:
 def compute_critical_path(trace: Trace, rank: int) -> CriticalPath:
     """The critical-path attribution of every step of a rank (see the module docstring)."""
     start, end, step, whole = _windows(trace, rank)
+    claims, driver, dev, on_path_rows = _rank_claims(trace, rank)
+    parts, host_parts, waits = _attribute(trace, claims, driver, start, end)
+    busy = intervals.covered_in_windows(interval_set(trace, dev), start, end)
+    return CriticalPath(rank, step, start, end, parts, host_parts, busy, waits, whole, len(dev) > 0, on_path_rows)
+
+
+def attribute_windows(trace: Trace, rank: int, start: I64, end: I64) -> npt.NDArray[np.int64]:
+    """The critical-path parts (:data:`PARTS` columns) of arbitrary sorted, disjoint windows of a rank,
+    with the claims of its steps (which device work is on the path is decided on the step windows)."""
+    claims, driver, _, _ = _rank_claims(trace, rank)
+    parts, _, _ = _attribute(trace, claims, driver, start, end)
+    return parts
+
+
+@per_rank
+def _rank_claims(trace: Trace, rank: int) -> tuple[list[Iv], I64, I64, I64]:
+    """The claim sets of a rank, in claim order (see :func:`_attribute`), its driver rows, device rows
+    and the device rows on the path (sorted)."""
+    start, end, _, _ = _windows(trace, rank)
     dev = rank_rows(trace, rank, tuple(int(k) for k in GPU_KINDS))
     driver = _driver_rows(trace, rank)
     blocking = _blocking_set(trace, driver)
@@ -162,15 +181,19 @@ def compute_critical_path(trace: Trace, rank: int) -> CriticalPath:
         _pending(trace, dev[~is_comm]),
         _pending(trace, dev[is_comm]),
     ]
+    return claims, driver, dev, np.sort(dev[on_path]).astype(np.int64)
+
+
+def _attribute(trace: Trace, claims: list[Iv], driver: I64, start: I64,
+               end: I64) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Parts, host parts and waits per window from the claim sets."""
     c, free = _claim(claims, start, end)
     host_parts = _split_host(trace, driver, free, start, end)
     host = host_parts.sum(axis=1)
     parts = np.stack([c[0] + c[6], c[1] + c[4] + c[7], c[2] + c[5], c[3], host],
                      axis=1).reshape(len(start), len(PARTS))
     waits = np.stack([c[3], c[4], c[5], host], axis=1).reshape(len(start), len(WAITS))
-    busy = intervals.covered_in_windows(interval_set(trace, dev), start, end)
-    return CriticalPath(rank, step, start, end, parts, host_parts, busy, waits, whole, len(dev) > 0,
-                        np.sort(dev[on_path]).astype(np.int64))
+    return parts, host_parts, waits
 
 
 def _windows(trace: Trace, rank: int) -> tuple[I64, I64, I32, bool]:

@@ -82,18 +82,25 @@ def _int_field(props: dict[str, Any]) -> Any:
     return get
 
 
+#: metadata keys only the ROCm (roctracer) build of Kineto writes
+_ROCM_META = ("roctracer_version", "hip_runtime_version", "hip_driver_version")
+
+
 def _devices(meta: dict[str, Any]) -> tuple[DeviceInfo, ...]:
     props = meta.get("deviceProperties")
     if not isinstance(props, list):
         return ()
+    rocm = any(k in meta for k in _ROCM_META)
     out = []
     for i, p in enumerate(props):
         if not isinstance(p, dict):
             continue
         name = str(p.get("name", ""))
-        vendor = str(p["vendor"]) if isinstance(p.get("vendor"), str) else (
-            "amd" if re.search(r"AMD|Instinct|Radeon|MI\d{3}", name) else "nvidia")
         g = _int_field(p)
+        amd = rocm or g("warpSize") == 64 or bool(re.search(r"AMD|Instinct|Radeon|MI\d{3}", name))
+        vendor = str(p["vendor"]) if isinstance(p.get("vendor"), str) else ("amd" if amd else "nvidia")
+        if not name and vendor == "amd":  # ROCm traces of some builds leave the name empty: say what is known
+            name = f"AMD GPU (gfx{g('computeMajor')}.{g('computeMinor')}, {g('numSms')} CUs)"
         index = g("id")
         out.append(DeviceInfo(
             index=index if index is not None else i, name=name, total_memory_bytes=g("totalGlobalMem"),
@@ -241,7 +248,8 @@ def _link(ev: Table, tracks: Table, tables: list[FileTables], pool: StringPool, 
 
     (depth, self_ns), (op, mem) = run_both(lambda: (derive.nest_depths(parent), derive.self_times(ev, parent)),
                                            ops_and_memory, len(ev))
-    ev = ev.with_columns(parent=parent, depth=depth, self_ns=self_ns, launch=launch, op=op, step=step_of)
+    ev = ev.with_columns(parent=parent, depth=depth, self_ns=self_ns, launch=launch, op=op, step=step_of,
+                         graph_node=derive.link_graph_nodes(ev, launch, pool))
     counters = _table(COUNTER_COLUMNS, [t.counters for t in tables])
     flows = _table(FLOW_COLUMNS, [t.flows for t in tables])
     return Trace(events=ev, tracks=tracks, steps=steps, memory=mem, counters=counters, flows=flows,

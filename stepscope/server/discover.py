@@ -9,7 +9,9 @@ per-rank files, an Ascend export). Rules, applied from the served root down (bou
 * below the root, a directory holding trace files is one run (as ``analyze DIR`` reads it);
 * an Ascend export (``*_ascend_pt/ASCEND_PROFILER_OUTPUT/trace_view.json``, or its profiler database
   ``ascend_pytorch_profiler_*.db``: what :func:`stepscope.ingest.layout.ascend_files` finds) is one
-  run and is not descended into.
+  run and is not descended into;
+* a ``capture_traces/`` directory beside trace files holds the graph captures of that run (read
+  with it, ``ingest/capture.py``): it is no run of its own.
 
 Nothing outside the root is ever listed: symlinks whose target resolves outside it are skipped, and
 hidden entries (``.name``) are ignored. The id is a hash of the path relative to the root, so it
@@ -27,6 +29,7 @@ from pathlib import Path
 import xxhash
 
 from stepscope.errors import NoTraceFoundError, UsageError
+from stepscope.ingest.capture import CAPTURE_DIR
 from stepscope.ingest.layout import PFTRACE_SUFFIXES, TB_NAME, TRACE_SUFFIXES, ascend_files
 
 #: how deep below the root runs are looked for, and how many entries are looked at in all
@@ -116,6 +119,8 @@ class _Walk:
             return
         for e in entries:
             sub = Path(e.path)
+            if files and e.name == CAPTURE_DIR:  # the run's graph captures, read with it
+                continue
             if e.is_dir() and inside(self.root, sub) and not e.is_symlink():
                 self.visit(sub, depth + 1)
 

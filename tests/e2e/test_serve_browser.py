@@ -252,6 +252,14 @@ def test_memory_and_distributed(session: Session, ids: dict[str, str]) -> None:
     if with_dist:
         session.page.wait_for_selector("#rank-chart rect.seg")
         assert session.page.locator("#rank-chart").get_attribute("data-columns") == str(len(with_dist))
+    arrivals = (doc.get("cluster") or {}).get("arrivals")
+    if arrivals:  # culprits and victims from cluster.arrivals (DLRM: rank 7, its host)
+        session.page.wait_for_selector("#arrivals-table")
+        rows = session.page.locator("#arrivals-table tbody tr").count()
+        assert rows == len(arrivals["ranks"])
+        culprits = [c["rank"] for c in arrivals["culprits"]]
+        text = session.page.locator("#arrivals").inner_text()
+        assert all(f"rank {r} (" in text for r in culprits), text
     session.shot("serve-distributed.png")
 
 

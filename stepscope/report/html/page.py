@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from string import Template
 from typing import Any
 
+from stepscope.report.html import device
 from stepscope.report.html import sections as s
 from stepscope.report.html.assets import CSS, JS
 from stepscope.report.html.cluster import distributed_html
@@ -147,4 +148,9 @@ def _rank_page(r: Mapping[str, Any], rank_id: int, tl: TimelineData | None,
         s.memory_html(curves, rank_id),
         s.idle_html(r, rank_id),
     ]
+    for key, title, render in (("graphs", "Graph replays", device.graphs_html),
+                               ("compiled", "Compiled kernels", device.compiled_html),
+                               ("phases", "Inference phases", device.phases_html)):
+        if r.get(key):  # only where the analysis applied
+            parts.append(s.section(f"{key}-r{rank_id}", title + suffix, render(r, rank_id)))
     return f'<div class="rank-page" data-rank="{rank_id}">{"".join(parts)}</div>'

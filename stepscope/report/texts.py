@@ -1,8 +1,8 @@
 """THE one place for advice wording and documentation links (STYLE §5: findings are data).
 
 Keyed by rule id (``RULES``: title and what was found), by remedy key (``CHANGES``: what to change,
-code-level where possible) and by gain-basis key (``BASIS``, kept in basis_texts.py: how the saving was estimated). Templates
-are ``str.format`` strings over the finding's evidence, its change parameters and ``gain_ms``,
+code-level where possible) and by gain-basis key (``BASIS``, kept in basis_texts.py: how the saving
+was estimated). Templates are ``str.format`` strings over the finding's evidence, its change parameters and ``gain_ms``,
 ``gain_pct``, ``step_ms``, ``rank`` (the evidence's own keys win); :func:`fill` renders them so that a
 person never reads a Python value (:mod:`stepscope.report._prose`): lists read as prose, shapes as
 ``1×141×512``, and a part written ``⟨…⟩`` is left out when one of its fields has no value (None,

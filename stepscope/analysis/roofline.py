@@ -128,15 +128,33 @@ def rank_device(trace: Trace, rank: int) -> DeviceInfo | None:
     return info.devices[0]
 
 
-def _peaks_of(peak: DevicePeak | None, dtype: S) -> F64:
-    """Peak TFLOP/s of each torch element type (NaN unknown)."""
-    out = np.full(len(dtype), np.nan)
+def _is_tf32(name: str) -> bool:
+    return "tf32" in name.lower()
+
+
+def element_types(trace: Trace, ot: OpTime, torch_types: S, kinds: I64, tf32_convs: bool) -> S:
+    """The peak table's element type of each call: its operands' type, except fp32 work that ran on
+    TF32 tensor cores — a call one of whose kernels says ``tf32`` in its name, and, with
+    ``tf32_convs`` (an NVIDIA part with TF32), every fp32 convolution (PyTorch's default
+    ``torch.backends.cudnn.allow_tf32 = True``)."""
+    uniq, inv = np.unique(torch_types.astype(str), return_inverse=True)
+    out = np.array([element_type(t) or "" for t in uniq.tolist()], dtype=object)[inv.reshape(-1)]  # per type
+    says = trace.strings.mask(_is_tf32)[trace.events["name"][ot.rows]]
+    tf32 = np.bincount(ot.owner, weights=says, minlength=len(ot.op)) > 0
+    if tf32_convs:
+        tf32 |= kinds == KINDS.index("convolution")
+    out[(out == "fp32") & tf32] = "tf32"
+    return out
+
+
+def _peaks_of(peak: DevicePeak | None, etype: S) -> F64:
+    """Peak TFLOP/s of each element type (NaN unknown)."""
+    out = np.full(len(etype), np.nan)
     if peak is None:
         return out
-    for t in np.unique(dtype).tolist():  # per distinct element type
-        et = element_type(str(t))
-        p = peak.peak_tflops(et) if et is not None else None
-        out[dtype == t] = np.nan if p is None else p
+    for t in np.unique(etype.astype(str)).tolist():  # per distinct element type
+        p = peak.peak_tflops(t)
+        out[etype == t] = np.nan if p is None else p
     return out
 
 
@@ -188,11 +206,13 @@ def _rates(flops: npt.ArrayLike, nbytes: npt.ArrayLike, time_ns: npt.ArrayLike) 
         return f / secs / 1e12, b / secs / 1e12, np.where(b > 0, f / b, np.nan)
 
 
-def _op_table(trace: Trace, ot: OpTime, c: _Costs, peak: DevicePeak | None, bandwidth: float) -> RooflineTable:
+def _op_table(trace: Trace, ot: OpTime, c: _Costs, etype: S, peak: DevicePeak | None,
+              bandwidth: float) -> RooflineTable:
     ev, pool = trace.events, trace.strings
-    flops, nbytes, kind, dtype, rec = c.flops, c.nbytes, c.kind, c.dtype, c.recorded
+    flops, nbytes, kind, rec = c.flops, c.nbytes, c.kind, c.recorded
+    ids = np.unique(etype.astype(str), return_inverse=True)[1].reshape(-1)
     keys, inv = group_keys(ev["name"][ot.op], ev["input_dims"][ot.op], ev["input_types"][ot.op],
-                           ev["concrete_inputs"][ot.op], kind, rec)
+                           ev["concrete_inputs"][ot.op], kind, rec, ids)
     g = len(keys[0])
     calls = np.bincount(inv, minlength=g).astype(np.int64)
     first = np.full(g, len(inv), np.int64)
@@ -201,9 +221,9 @@ def _op_table(trace: Trace, ot: OpTime, c: _Costs, peak: DevicePeak | None, band
     b_sum = np.bincount(inv, weights=nbytes, minlength=g)  # NaN stays NaN: bytes unknown
     time = np.rint(np.bincount(inv, weights=ot.busy_ns, minlength=g)).astype(np.int64)
     tflops, tbps, intensity = _rates(f_sum, b_sum, time)
-    peak_t = _peaks_of(peak, dtype[first])
+    et = etype[first]
+    peak_t = _peaks_of(peak, et)
     ridge, bound, roof_pct, peak_pct = _bound(tflops, tbps, intensity, peak_t, bandwidth)
-    et = np.array([element_type(str(t)) or "" for t in dtype[first].tolist()], dtype=object)  # per shape
     o = np.argsort(-time, kind="stable")
     o = o[time[o] > 0]
     return RooflineTable(
@@ -270,14 +290,17 @@ def compute_roofline(trace: Trace, rank: int) -> RooflineView:
     peak = match_device(dev.name, dev.total_memory_bytes) if dev is not None else None
     bandwidth = peak.bandwidth_tbps if peak is not None else float("nan")
     mine = costs.at(ot.op)
-    flops, nbytes, peak_t = mine.flops, mine.nbytes, _peaks_of(peak, mine.dtype)
+    has_tf32 = peak is not None and peak.peak_tflops("tf32") is not None
+    nvidia_tf32 = dev is not None and dev.vendor == "nvidia" and has_tf32
+    etype = element_types(trace, ot, mine.dtype, mine.kind, nvidia_tf32)
+    flops, nbytes, peak_t = mine.flops, mine.nbytes, _peaks_of(peak, etype)
     steps = _steps(trace, rank, ot, device_rows, flops, peak_t)
     total_s = steps.time_ns.sum() / 1e9
     at_peak = float(np.sum(steps.mfu_pct / 100.0 * steps.time_ns / 1e9))
     busy_all = float(np.sum(steps.covered_pct * steps.time_ns))
     return RooflineView(
         rank=rank, device=dev.name if dev is not None else "", peak=peak, bandwidth_tbps=bandwidth,
-        ops=_op_table(trace, ot, mine, peak, bandwidth),
+        ops=_op_table(trace, ot, mine, etype, peak, bandwidth),
         kernels=_kernel_table(trace, ot, flops, nbytes, peak_t), steps=steps,
         mfu_pct=at_peak / total_s * 100.0 if total_s > 0 else float("nan"),
         covered_pct=busy_all / max(float(steps.time_ns.sum()), 1.0),

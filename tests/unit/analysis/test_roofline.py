@@ -134,3 +134,31 @@ def test_peaks_per_dtype() -> None:
     assert [h100.peak_tflops(t) for t in ("fp32", "tf32", "bf16", "fp8")] == [67.0, 494.5, 989.5, 1979.0]
     v100 = match_device("Tesla V100-SXM2-32GB")
     assert v100 is not None and v100.peak_tflops("bf16") is None and v100.peak_tflops("fp16") == 125.0
+
+
+def _fp32_trace(tmp_path: Path, device: dict[str, Any]) -> Any:
+    """fp32 work: a convolution (cuDNN kernel), a GEMM whose kernel says tf32, a GEMM whose kernel does not."""
+    b = TraceBuilder(device=device)
+    b.step(1, 0, 1000)
+    conv = {"Input Dims": [[8, 64, 32, 32], [64, 64, 3, 3], [], [], [], [], []], "Input type": ["float"] * 2,
+            "Concrete Inputs": ["", "", "", "[1, 1]", "[1, 1]", "[1, 1]", "1"]}
+    _op_with_kernel(b, "aten::conv2d", 10, 50, conv, kernel="void cudnn::engines_precompiled::nchwToNhwcKernel")
+    mm = {"Input Dims": [[512, 512], [512, 512]], "Input type": ["float", "float"]}
+    _op_with_kernel(b, "aten::mm", 100, 20, mm, kernel="sm80_xmma_gemm_tf32f32_tf32f32_f32_nn_n")
+    _op_with_kernel(b, "aten::mm", 200, 30, mm, kernel="volta_sgemm_128x64_nn")
+    return b.load(tmp_path)
+
+
+def test_fp32_work_on_tf32_cores_is_judged_by_the_tf32_peak(tmp_path: Path) -> None:
+    o = compute_roofline(_fp32_trace(tmp_path, H100), 0).ops
+    by_time = dict(zip(o.time_ns.tolist(), zip(o.dtype.tolist(), o.peak_tflops.tolist())))
+    assert by_time[50_000] == ("tf32", 494.5)  # convolution: cuDNN's default allow_tf32
+    assert by_time[20_000] == ("tf32", 494.5)  # its kernel says tf32
+    assert by_time[30_000] == ("fp32", 67.0)  # an sgemm: fp32 CUDA cores
+
+
+def test_fp32_convolution_on_a_part_without_tf32(tmp_path: Path) -> None:
+    from tests.builders import V100
+    o = compute_roofline(_fp32_trace(tmp_path, V100), 0).ops
+    assert dict(zip(o.time_ns.tolist(), o.dtype.tolist()))[50_000] == "fp32"
+    assert o.peak_tflops[o.time_ns == 50_000][0] == 15.7

@@ -92,8 +92,10 @@ class StepFlops(TableResult):
     step: I32
     time_ns: I64
     tflop: F64
-    mfu_pct: F64  # NaN without a known peak
+    mfu_pct: F64  # NaN without a known peak (calls of a type without a peak count for nothing)
     covered_pct: F64  # device busy time inside costed ops ÷ all device busy time of the step
+    busy_ns: I64  # all device busy time of the step (union)
+    covered_ns: I64  # the part inside costed ops
 
     def columns(self) -> dict[str, npt.NDArray[np.generic]]:
         return dict(self.__dict__)
@@ -246,7 +248,9 @@ def _kernel_table(trace: Trace, ot: OpTime, flops: F64, nbytes: F64, peak_t: F64
     g = len(names)
     time = np.rint(np.bincount(inv, weights=dur, minlength=g)).astype(np.int64)
     f_sum, b_sum = np.bincount(inv, weights=f, minlength=g), np.bincount(inv, weights=b, minlength=g)
-    at_peak = np.bincount(inv, weights=f / (peak_t[owner] * 1e12), minlength=g)  # NaN without a peak
+    at_peak = np.bincount(inv, weights=np.nan_to_num(f / (peak_t[owner] * 1e12)), minlength=g)
+    if np.isnan(peak_t).all():
+        at_peak[:] = np.nan  # no peak: no % of it
     tflops, tbps, intensity = _rates(f_sum, b_sum, time)
     o = np.argsort(-time, kind="stable")
     return KernelRoofline(name=trace.strings.decode(names.astype(np.int32))[o],
@@ -262,7 +266,9 @@ def _steps(trace: Trace, rank: int, ot: OpTime, device_rows: I64, flops: F64, pe
     ok = w >= 0
     n = len(wins)
     tflop = np.bincount(w[ok], weights=flops[ok], minlength=n) / 1e12
-    at_peak = np.bincount(w[ok], weights=flops[ok] / (peak_t[ok] * 1e12), minlength=n)
+    at_peak = np.bincount(w[ok], weights=np.nan_to_num(flops[ok] / (peak_t[ok] * 1e12)), minlength=n)
+    if np.isnan(peak_t).all():
+        at_peak[:] = np.nan  # no peak at all: no MFU (a type without a peak alone just adds nothing)
     ts = ev["ts_ns"]
     allv = intervals.union(ts[device_rows], ts[device_rows] + ev["dur_ns"][device_rows])
     cov = intervals.union(ts[ot.rows], ts[ot.rows] + ev["dur_ns"][ot.rows])
@@ -272,7 +278,8 @@ def _steps(trace: Trace, rank: int, ot: OpTime, device_rows: I64, flops: F64, pe
     with np.errstate(invalid="ignore", divide="ignore"):
         mfu, cov_pct = at_peak / (dur / 1e9) * 100.0, np.where(busy > 0, covered / busy * 100, 0.0)
     return StepFlops(step=wins.step.astype(np.int32), time_ns=wins.dur_ns.astype(np.int64), tflop=tflop,
-                     mfu_pct=mfu, covered_pct=cov_pct)
+                     mfu_pct=mfu, covered_pct=cov_pct, busy_ns=np.rint(busy).astype(np.int64),
+                     covered_ns=np.rint(covered).astype(np.int64))
 
 
 def compute_roofline(trace: Trace, rank: int) -> RooflineView:
@@ -297,11 +304,11 @@ def compute_roofline(trace: Trace, rank: int) -> RooflineView:
     steps = _steps(trace, rank, ot, device_rows, flops, peak_t)
     total_s = steps.time_ns.sum() / 1e9
     at_peak = float(np.sum(steps.mfu_pct / 100.0 * steps.time_ns / 1e9))
-    busy_all = float(np.sum(steps.covered_pct * steps.time_ns))
+    busy_all = float(steps.busy_ns.sum())
     return RooflineView(
         rank=rank, device=dev.name if dev is not None else "", peak=peak, bandwidth_tbps=bandwidth,
         ops=_op_table(trace, ot, mine, etype, peak, bandwidth),
         kernels=_kernel_table(trace, ot, flops, nbytes, peak_t), steps=steps,
         mfu_pct=at_peak / total_s * 100.0 if total_s > 0 else float("nan"),
-        covered_pct=busy_all / max(float(steps.time_ns.sum()), 1.0),
+        covered_pct=100.0 * float(steps.covered_ns.sum()) / busy_all if busy_all > 0 else 0.0,
         sdpa=attention_shapes(trace, rows))

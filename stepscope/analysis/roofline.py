@@ -248,7 +248,7 @@ def _kernel_table(trace: Trace, ot: OpTime, flops: F64, nbytes: F64, peak_t: F64
     g = len(names)
     time = np.rint(np.bincount(inv, weights=dur, minlength=g)).astype(np.int64)
     f_sum, b_sum = np.bincount(inv, weights=f, minlength=g), np.bincount(inv, weights=b, minlength=g)
-    at_peak = np.bincount(inv, weights=np.nan_to_num(f / (peak_t[owner] * 1e12)), minlength=g)
+    at_peak = np.bincount(inv, weights=np.nan_to_num(f / (peak_t[owner] * 1e12)), minlength=g).astype(float)
     if np.isnan(peak_t).all():
         at_peak[:] = np.nan  # no peak: no % of it
     tflops, tbps, intensity = _rates(f_sum, b_sum, time)
@@ -266,7 +266,7 @@ def _steps(trace: Trace, rank: int, ot: OpTime, device_rows: I64, flops: F64, pe
     ok = w >= 0
     n = len(wins)
     tflop = np.bincount(w[ok], weights=flops[ok], minlength=n) / 1e12
-    at_peak = np.bincount(w[ok], weights=np.nan_to_num(flops[ok] / (peak_t[ok] * 1e12)), minlength=n)
+    at_peak = np.bincount(w[ok], weights=np.nan_to_num(flops[ok] / (peak_t[ok] * 1e12)), minlength=n).astype(float)
     if np.isnan(peak_t).all():
         at_peak[:] = np.nan  # no peak at all: no MFU (a type without a peak alone just adds nothing)
     ts = ev["ts_ns"]

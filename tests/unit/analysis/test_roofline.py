@@ -162,3 +162,14 @@ def test_fp32_convolution_on_a_part_without_tf32(tmp_path: Path) -> None:
     o = compute_roofline(_fp32_trace(tmp_path, V100), 0).ops
     assert dict(zip(o.time_ns.tolist(), o.dtype.tolist()))[50_000] == "fp32"
     assert o.peak_tflops[o.time_ns == 50_000][0] == 15.7
+
+
+def test_unknown_device_and_no_costed_call_inside_a_step(tmp_path: Path) -> None:
+    """The costed op runs before the only step: the step has no FLOPs; no peak: no MFU, no error."""
+    b = TraceBuilder(device={**H100, "name": "AMD Radeon Graphics"})
+    _op_with_kernel(b, "aten::mm", 10, 10, {"Input Dims": [[64, 64], [64, 64]], "Input type": BF16})
+    b.step(1, 500, 100)
+    b.launch_kernel("relu_kernel", launch_ts=510, launch_dur=2, ts=520, dur=30)
+    v = compute_roofline(b.load(tmp_path), 0)
+    assert v.peak is None and list(v.steps.tflop) == [0.0] and math.isnan(v.steps.mfu_pct[0])
+    assert list(v.steps.covered_pct) == [0.0] and v.ops.gflops[0] * 1e9 == 2 * 64**3

@@ -174,19 +174,16 @@ class _Costs:
         return _Costs(self.flops[rows], self.nbytes[rows], self.kind[rows], self.dtype[rows], self.recorded[rows])
 
 
-def _chosen(trace: Trace, rows: I64) -> tuple[npt.NDArray[np.bool_], _Costs]:
-    """Mask of the ops whose FLOPs are known, and the costs per event row."""
+def _chosen(trace: Trace, rows: I64) -> tuple[npt.NDArray[np.bool_], I64, _Costs]:
+    """Mask (over event rows) of the ops whose FLOPs are known; the costed op rows, ascending, and their costs."""
     ev = trace.events
     ops = rows[(ev["kind"][rows] == int(EventKind.CPU_OP))]
     flops_arg = ev["flops"][ops]
     ops = ops[trace.strings.mask(costed_name)[ev["name"][ops]] | (np.isfinite(flops_arg) & (flops_arg > 0))]
     rc = row_costs(trace, ops)
-    n = len(ev["name"])
-    c = _Costs(np.full(n, np.nan), np.full(n, np.nan), np.full(n, -1, np.int64), np.full(n, "", dtype=object),
-               np.zeros(n, bool))
-    c.flops[ops], c.nbytes[ops], c.kind[ops], c.dtype[ops], c.recorded[ops] = (
-        rc.flops, rc.nbytes, rc.kind, rc.dtype, rc.recorded)
-    return np.isfinite(c.flops) & (c.flops > 0), c
+    chosen = np.zeros(len(ev["name"]), bool)
+    chosen[ops] = np.isfinite(rc.flops) & (rc.flops > 0)
+    return chosen, ops, _Costs(rc.flops, rc.nbytes, rc.kind, rc.dtype, rc.recorded)
 
 
 def _bound(tflops: F64, tbps: F64, intensity: F64, peak: F64, bandwidth: float) -> tuple[F64, S, F64, F64]:
@@ -288,7 +285,7 @@ def compute_roofline(trace: Trace, rank: int) -> RooflineView:
     if len(rows) == 0:
         raise NotApplicable("no GPU activity in this trace (CPU-only run, or profiled without device activity)")
     device_rows, _, _ = launchers(trace, rows)
-    chosen, costs = _chosen(trace, rank_rows(trace, rank))
+    chosen, costed, costs = _chosen(trace, rank_rows(trace, rank))
     ot = op_time(trace, device_rows, chosen, outermost=True)
     if len(ot.op) == 0:
         raise NotApplicable("no operator with known FLOPs launched device work (record_shapes=False, "
@@ -296,7 +293,7 @@ def compute_roofline(trace: Trace, rank: int) -> RooflineView:
     dev = rank_device(trace, rank)
     peak = match_device(dev.name, dev.total_memory_bytes) if dev is not None else None
     bandwidth = peak.bandwidth_tbps if peak is not None else float("nan")
-    mine = costs.at(ot.op)
+    mine = costs.at(np.searchsorted(costed, ot.op))  # every owning op is a costed one
     has_tf32 = peak is not None and peak.peak_tflops("tf32") is not None
     nvidia_tf32 = dev is not None and dev.vendor == "nvidia" and has_tf32
     etype = element_types(trace, ot, mine.dtype, mine.kind, nvidia_tf32)

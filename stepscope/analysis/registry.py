@@ -41,8 +41,8 @@ from stepscope.analysis.modules import ModuleTable, compute_modules
 from stepscope.analysis.operators import OperatorView, compute_operators
 from stepscope.analysis.overview import Overview, compute_overview
 from stepscope.analysis.phases import PhaseResult, compute_phases
-from stepscope.analysis.slow_links import SlowLinks, compute_slow_links
 from stepscope.analysis.roofline import RooflineView, compute_roofline
+from stepscope.analysis.slow_links import SlowLinks, compute_slow_links
 from stepscope.analysis.software import SoftwareResult, compute_software
 from stepscope.analysis.stragglers import ClusterResult, compute_cluster
 from stepscope.analysis.summary import Summary, compute_summary

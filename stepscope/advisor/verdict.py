@@ -9,7 +9,8 @@ the breakdown's.
 A job's verdict comes first: ``imbalance`` when the arrival analysis (:mod:`stepscope.analysis.arrivals`)
 finds culprits — ranks late at the collectives for reasons inside the trace (``straggler_min_pct``)
 — whose lateness, the time the others wait for them alone, is at least ``imbalance_min_pct`` % of
-the job's step; otherwise the bound of the slowest rank, whose step is the job's step. Wording lives in
+the job's step; otherwise the bound of the rank the others wait for at the collectives (the one that
+waits least: it arrives last), or without collectives the slowest rank's. Wording lives in
 :mod:`stepscope.report.texts`.
 """
 
@@ -19,8 +20,11 @@ import statistics
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
+
 from stepscope.advisor.config import AdvisorConfig
 from stepscope.advisor.rules.straggler_rank import claimed_culprits
+from stepscope.analysis.arrivals import Arrivals
 from stepscope.analysis.bundle import Bundle
 from stepscope.analysis.critical_path import CriticalPath
 from stepscope.analysis.platform import no_host_timeline, platform_of
@@ -48,6 +52,7 @@ class Verdict:
     causes: tuple[str, ...] = field(default=())  # job imbalance: each culprit's cause (arrivals.CAUSES)
     platform: str = "cuda"  # what the device is called in words (analysis.platform)
     host_timeline: bool = True  # False: a summary-only trace, whose "host" share is device idle time of unknown cause
+    set_by: str = ""  # job: "waited-for" (the rank the others wait for at the collectives) or "slowest"
 
     def to_dict(self) -> dict[str, Any]:
         return {"rank": self.rank, "bound": self.bound, "avg_step_ms": self.step_ns / 1e6,
@@ -55,7 +60,7 @@ class Verdict:
                 "device_busy_pct": None if self.device_busy_pct is None else round(self.device_busy_pct, 2),
                 "shares_pct": {k: round(v, 2) for k, v in self.shares_pct.items()},
                 "ranks": list(self.ranks), "excess_pct": self.excess_pct, "causes": list(self.causes),
-                "host_timeline": self.host_timeline}
+                "host_timeline": self.host_timeline, "set_by": self.set_by}
 
 
 def rank_critical_path(bundle: Bundle, rank: int) -> CriticalPath | None:
@@ -89,7 +94,23 @@ def job_verdict(bundle: Bundle, per_rank: tuple[Verdict, ...], cfg: AdvisorConfi
         if culprits and share >= cfg.imbalance_min_pct:
             return replace(slowest, rank=None, bound="imbalance", ranks=tuple(culprits), excess_pct=share,
                            causes=tuple(arrivals.culprit_cause[r] for r in culprits))
-    return replace(slowest, rank=None, ranks=(slowest.rank,) if slowest.rank is not None else (), excess_pct=excess)
+    setter = _waited_for(arrivals, per_rank)
+    if setter is not None:  # the job's step is set by the rank the others wait for, whatever its window
+        return replace(setter, rank=None, ranks=(setter.rank,) if setter.rank is not None else (), set_by="waited-for")
+    return replace(slowest, rank=None, ranks=(slowest.rank,) if slowest.rank is not None else (), excess_pct=excess,
+                   set_by="slowest")
+
+
+def _waited_for(arrivals: Arrivals | None, per_rank: tuple[Verdict, ...]) -> Verdict | None:
+    """The verdict of the rank that waits least at the collectives (it arrives last: the others wait
+    for it), None without matched collectives. The longest step window is not the job's bound: in a
+    job whose ranks start their steps at different times, the earliest starter has the longest window
+    and spends it waiting for the others."""
+    if arrivals is None or not len(arrivals.ranks) or not int(arrivals.wait_total_ns.sum()):
+        return None
+    by_rank = {v.rank: v for v in per_rank}
+    order = np.argsort(arrivals.wait_total_ns, kind="stable")
+    return next((by_rank[int(arrivals.ranks[i])] for i in order.tolist() if int(arrivals.ranks[i]) in by_rank), None)
 
 
 def verdicts(bundle: Bundle, cfg: AdvisorConfig | None = None) -> tuple[Verdict, ...]:

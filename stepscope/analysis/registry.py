@@ -41,6 +41,7 @@ from stepscope.analysis.modules import ModuleTable, compute_modules
 from stepscope.analysis.operators import OperatorView, compute_operators
 from stepscope.analysis.overview import Overview, compute_overview
 from stepscope.analysis.phases import PhaseResult, compute_phases
+from stepscope.analysis.roofline import RooflineView, compute_roofline
 from stepscope.analysis.slow_links import SlowLinks, compute_slow_links
 from stepscope.analysis.software import SoftwareResult, compute_software
 from stepscope.analysis.stragglers import ClusterResult, compute_cluster
@@ -81,6 +82,7 @@ BREAKDOWN = RankAnalysis("breakdown", compute_breakdown, StepBreakdown, ("steps"
 OPERATORS = RankAnalysis("operators", compute_operators, OperatorView, ("operators",))
 KERNELS = RankAnalysis("kernels", compute_kernels, KernelView, ("kernels", "collective_kernels"))
 OP_CATEGORIES = RankAnalysis("categories", compute_categories, CategoryView, ("categories",))
+ROOFLINE = RankAnalysis("roofline", compute_roofline, RooflineView, ("roofline",))  # FLOPs, bytes, bound, MFU
 MEMORY = RankAnalysis("memory", compute_memory, MemoryView, ("memory",))
 MODULES = RankAnalysis("modules", compute_modules, ModuleTable, ("modules",))
 ANNOTATIONS = RankAnalysis("annotations", compute_annotations, AnnotationView, ("annotations",))
@@ -115,7 +117,7 @@ ARRIVALS = ClusterAnalysis("arrivals", compute_arrivals, Arrivals, ("cluster",))
 SLOW_LINKS = ClusterAnalysis("slow_links", compute_slow_links, SlowLinks, ("cluster",))  # cluster.slow_links
 
 RANK_ANALYSES: tuple[RankAnalysis[object], ...] = (
-    SUMMARY, OVERVIEW, BREAKDOWN, OPERATORS, KERNELS, OP_CATEGORIES, MEMORY, MODULES, ANNOTATIONS,
+    SUMMARY, OVERVIEW, BREAKDOWN, OPERATORS, KERNELS, OP_CATEGORIES, ROOFLINE, MEMORY, MODULES, ANNOTATIONS,
     DISTRIBUTED, IDLE, CRITICAL_PATH, SYNC, MEMCPY, LAUNCH, LAUNCH_CONFIG, FUSION, GRAPHS, COMPILED, PHASES,
     REMEDIES,
     DATALOADER, TENSOR_CORES, CONVOLUTIONS, GEMM_DIMS, HOST_OPS, ZERO_GRAD, CACHING_ALLOCATOR, INPUT_SHAPES, SOFTWARE,

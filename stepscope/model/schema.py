@@ -100,6 +100,7 @@ EVENT_COLUMNS: dict[str, tuple[type[np.generic], int | float]] = {
     "pageable": (np.int8, -1),  # 1 pageable host memory involved, 0 pinned/device, -1 unknown
     "input_dims": (np.int32, -1),  # string id of the JSON text of "Input Dims"
     "input_types": (np.int32, -1),  # string id of the JSON text of "Input type"
+    "concrete_inputs": (np.int32, -1),  # string id of the JSON text of "Concrete Inputs" (scalars as text)
     "call_stack": (np.int32, -1),  # string id of "Call stack" (';'-separated frames)
     "seq": (np.int64, -1),  # Sequence number (forward <-> backward)
     "fwd_tid": (np.int64, -1),  # Fwd thread id
@@ -164,8 +165,8 @@ STEP_COLUMNS: dict[str, tuple[type[np.generic], int | float]] = {
 
 #: the columns of each table that hold string ids (decoded by ``Trace.to_arrow``, remapped by the readers)
 STRING_ID_COLUMNS: dict[str, tuple[str, ...]] = {
-    "events": ("name", "cat", "input_dims", "input_types", "call_stack", "coll_name", "coll_dtype", "pg_name",
-               "pg_desc", "pg_ranks", "capture_op"),
+    "events": ("name", "cat", "input_dims", "input_types", "concrete_inputs", "call_stack", "coll_name", "coll_dtype",
+               "pg_name", "pg_desc", "pg_ranks", "capture_op"),
     "tracks": ("pid", "tid", "name"), "memory": (), "counters": ("name",), "flows": ("cat",), "steps": ()}
 
 TABLE_SCHEMAS = {

@@ -68,6 +68,7 @@ def render_markdown(doc: Mapping[str, Any], *, title: str | None = None, top: in
     if ranks:
         lines += _breakdown(ranks[0])
         lines += _categories(ranks[0])
+        lines += _roofline(ranks[0], top)
         lines += _kernels(ranks[0], top)
         lines += _device(ranks[0], top)
     lines += _diagnostics(doc)
@@ -160,6 +161,28 @@ def _categories(rank: Mapping[str, Any]) -> list[str]:
             for c in cats]
     return [f"**Op categories** (rank {md(rank.get('rank'))}, device time)", "",
             *_table(["category", "ops", "time", "share"], rows, right=(1, 2, 3)), ""]
+
+
+def _roofline(rank: Mapping[str, Any], top: int) -> list[str]:
+    rf = rank.get("roofline")
+    if not isinstance(rf, Mapping):
+        return []
+    peak = rf.get("peak") if isinstance(rf.get("peak"), Mapping) else None
+    head = (f"{md(rf.get('device'))} → {md(peak.get('name'))}, MFU {fmt_pct(rf.get('mfu_pct'))}" if peak else
+            f"device {md(rf.get('device') or 'unnamed')} not in the peak table: no bound, no MFU")
+    ops = [o for o in rf.get("ops") or [] if isinstance(o, Mapping)][:top]
+    rows = [[md(o.get("name", ""), 50), md(o.get("dtype") or "?"), fmt_int(o.get("calls")), fmt_ms(o.get("time_ms")),
+             _num(o.get("tflops")), _num(o.get("intensity")), md(o.get("bound") or "–"), fmt_pct(o.get("roof_pct"))]
+            for o in ops]
+    return [f"**Roofline** (rank {md(rank.get('rank'))}: {head}; FLOPs known for "
+            f"{fmt_pct(rf.get('covered_pct'))} of the device busy time)", "",
+            *_table(["op", "type", "calls", "time", "TFLOP/s", "FLOP/B", "bound", "of roof"], rows,
+                    right=(2, 3, 4, 5, 7)), ""]
+
+
+def _num(v: object) -> str:
+    x = num(v)
+    return "–" if x is None else f"{x:,.1f}"
 
 
 def _kernels(rank: Mapping[str, Any], top: int) -> list[str]:

@@ -2,7 +2,8 @@
 
 Keyed by rule id (``RULES``: title and what was found), by remedy key (``CHANGES``: what to change,
 code-level where possible) and by gain-basis key (``BASIS``, kept in basis_texts.py: how the saving
-was estimated). Templates are ``str.format`` strings over the finding's evidence, its change parameters and ``gain_ms``,
+was estimated). Templates
+are ``str.format`` strings over the finding's evidence, its change parameters and ``gain_ms``,
 ``gain_pct``, ``step_ms``, ``rank`` (the evidence's own keys win); :func:`fill` renders them so that a
 person never reads a Python value (:mod:`stepscope.report._prose`): lists read as prose, shapes as
 ``1×141×512``, and a part written ``⟨…⟩`` is left out when one of its fields has no value (None,
@@ -369,5 +370,6 @@ def verdict_text(v: Verdict) -> str:
     others = sorted(((s, p) for s, p in v.shares_pct.items() if s != v.bound), key=lambda sp: -sp[1])
     rest = ", ".join(f"{_stage(s, device, v.host_timeline)} {p:.0f}%" for s, p in others if p >= 0.5)
     if v.rank is None and v.ranks:
-        head += f", set by its slowest rank ({v.ranks[0]})"
+        head += (f", set by rank {v.ranks[0]}, the rank the others wait for at the collectives"
+                 if v.set_by == "waited-for" else f", set by its slowest rank ({v.ranks[0]})")
     return f"{head} — {rest}" if rest else head

@@ -40,6 +40,7 @@ from stepscope.analysis.registry import (
     OVERVIEW,
     PHASES,
     REMEDIES,
+    ROOFLINE,
     SLOW_LINKS,
     SOFTWARE,
     SUMMARY,
@@ -73,6 +74,7 @@ from stepscope.report.views.modules import render_modules
 from stepscope.report.views.operators import render_operators
 from stepscope.report.views.overview import render_overview
 from stepscope.report.views.remedies import render_remedies
+from stepscope.report.views.roofline import render_roofline
 from stepscope.report.views.software import render_software
 from stepscope.report.views.summary import render_summary
 from stepscope.report.views.sync import render_sync
@@ -119,6 +121,7 @@ RENDERERS: dict[str, RankView] = {
     "operators": rank_view(OPERATORS, render_operators),
     "kernels": rank_view(KERNELS, render_kernels),
     "categories": rank_view(OP_CATEGORIES, render_categories),
+    "roofline": rank_view(ROOFLINE, render_roofline),
     "memory": rank_view(MEMORY, render_memory),
     "modules": rank_view(MODULES, render_modules),
     "annotations": rank_view(ANNOTATIONS, render_annotations),

@@ -183,3 +183,17 @@ def test_no_slow_link_among_equals_and_one_rank_is_not_a_cluster(tmp_path: Path)
     b.step(1, 0, 10)
     with pytest.raises(NotApplicable):
         compute_arrivals(b.load(tmp_path))
+
+
+def test_the_job_verdict_is_the_waited_for_rank_not_the_longest_window(tmp_path: Path) -> None:
+    # ranks 0 and 1 have the longest windows (20 ms, started 3 ms before rank 2) but spend those 3 ms
+    # waiting for rank 2 at all-reduce 0; rank 2 waits for no one: the job's step is set by rank 2
+    trace = late_start(tmp_path)
+    a = compute_arrivals(trace)
+    assert a.wait_total_ns.tolist() == [3000 * US, 3000 * US, 0]
+    advice = run_advisor(analyze(trace))
+    job = advice.verdicts[0]
+    assert job.rank is None and job.ranks == (2,) and job.set_by == "waited-for"
+    rank2 = next(v for v in advice.verdicts if v.rank == 2)
+    assert (job.bound, job.step_ns) == (rank2.bound, rank2.step_ns) == (job.bound, 17_000 * US)
+    assert "set by rank 2, the rank the others wait for" in texts.verdict_text(job)

@@ -58,8 +58,11 @@ class AdvisorConfig:
     underfill_recoverable: float = 0.5
     # comm-not-overlapped
     comm_exposed_min_pct: float = 10.0
-    # straggler-rank / load-imbalance
+    # straggler-rank / load-imbalance; the job verdict "imbalance" needs the claimed culprits' lateness
+    # to reach imbalance_min_pct of the job's step
     imbalance_min_pct: float = 10.0
+    straggler_min_pct: float = 2.0  # a culprit's lateness explained in the trace, % of the job's step
+    straggler_min_times_last: int = 2  # ... and it arrives last at this many collectives (consistently late)
     # allocator-fragmentation / allocator-churn
     fragmentation_min_pct: float = 30.0
     fragmentation_min_bytes: int = 1 << 30

@@ -78,7 +78,7 @@ def run_advisor(bundle: Bundle, config: AdvisorConfig | None = None,
                 skipped.setdefault((rule.RULE_ID, reason), []).append(-1 if ctx.rank is None else ctx.rank)
     not_run = tuple(NotRun(rule_id, reason, tuple(sorted({r for r in ranks if r >= 0})))
                     for (rule_id, reason), ranks in skipped.items())
-    verdict = verdicts(bundle)
+    verdict = verdicts(bundle, cfg)
     steps = {r: c.step_ns for r, c in contexts.items() if c.step_ns > 0}
     cluster_rules = frozenset(r.RULE_ID for r in ALL_RULES if r.SCOPE == "cluster")
     grouped = group_across_ranks(found, steps, cfg.severity_high_pct, cfg.severity_medium_pct, cluster_rules)

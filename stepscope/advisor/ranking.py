@@ -40,7 +40,8 @@ def group_across_ranks(findings: Sequence[Finding], step_ns: Mapping[int, int], 
     for (rule, _), members in groups.items():
         if rule in cluster_rules:
             best = max(members, key=lambda f: (f.est_gain_ns, -(f.rank or 0)))
-            out.append(replace(best, ranks=tuple(sorted(int(f.rank) for f in members if f.rank is not None))))
+            ranks = tuple(sorted(int(f.rank) for f in members if f.rank is not None))
+            out.append(replace(best, ranks=ranks if len(ranks) > 1 else ()))
         else:
             out.append(_merge(members, step_ns, high_pct, medium_pct))
     return out

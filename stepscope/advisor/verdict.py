@@ -6,9 +6,11 @@ bound is the largest part — except that a starved device's compute yields to w
 waited for (``CriticalPath.bound``). The same windows as the step breakdown, so the step length is
 the breakdown's.
 
-A job's verdict comes first: ``imbalance`` when the cluster analysis finds ranks that are slow by
-their own work (the others wait for them at the collectives, so the job runs at their pace);
-otherwise the bound of the slowest rank, whose step is the job's step. Wording lives in
+A job's verdict comes first: ``imbalance`` when the arrival analysis (:mod:`stepscope.analysis.arrivals`)
+finds culprits — ranks late at the collectives for reasons inside the trace (``straggler_min_pct``)
+— whose lateness, the time the others wait for them alone, is at least ``imbalance_min_pct`` % of
+the job's step; otherwise the bound of the rank the others wait for at the collectives (the one that
+waits least: it arrives last), or without collectives the slowest rank's. Wording lives in
 :mod:`stepscope.report.texts`.
 """
 
@@ -18,10 +20,15 @@ import statistics
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
+
+from stepscope.advisor.config import AdvisorConfig
+from stepscope.advisor.rules.straggler_rank import claimed_culprits
+from stepscope.analysis.arrivals import Arrivals
 from stepscope.analysis.bundle import Bundle
 from stepscope.analysis.critical_path import CriticalPath
 from stepscope.analysis.platform import no_host_timeline, platform_of
-from stepscope.analysis.registry import CLUSTER, CRITICAL_PATH
+from stepscope.analysis.registry import ARRIVALS, CRITICAL_PATH
 
 #: Every bound a verdict can name.
 BOUNDS = ("input", "host", "compute", "communication", "copy", "imbalance")
@@ -39,17 +46,21 @@ class Verdict:
     whole_trace: bool = False
     device_busy_pct: float | None = None
     has_device: bool = True
-    ranks: tuple[int, ...] = field(default=())  # job verdict: the slow ranks, or the slowest rank
-    excess_pct: float | None = None  # job imbalance: the slowest rank's step over the median rank's
+    ranks: tuple[int, ...] = field(default=())  # job verdict: the culprits, or the slowest rank
+    excess_pct: float | None = None  # job: the slowest rank's step over the median rank's; imbalance: the
+    #  culprits' lateness (what the others wait for them alone) in % of the job's step
+    causes: tuple[str, ...] = field(default=())  # job imbalance: each culprit's cause (arrivals.CAUSES)
     platform: str = "cuda"  # what the device is called in words (analysis.platform)
     host_timeline: bool = True  # False: a summary-only trace, whose "host" share is device idle time of unknown cause
+    set_by: str = ""  # job: "waited-for" (the rank the others wait for at the collectives) or "slowest"
 
     def to_dict(self) -> dict[str, Any]:
         return {"rank": self.rank, "bound": self.bound, "avg_step_ms": self.step_ns / 1e6,
                 "step_count": self.step_count, "whole_trace": self.whole_trace,
                 "device_busy_pct": None if self.device_busy_pct is None else round(self.device_busy_pct, 2),
                 "shares_pct": {k: round(v, 2) for k, v in self.shares_pct.items()},
-                "ranks": list(self.ranks), "excess_pct": self.excess_pct, "host_timeline": self.host_timeline}
+                "ranks": list(self.ranks), "excess_pct": self.excess_pct, "causes": list(self.causes),
+                "host_timeline": self.host_timeline, "set_by": self.set_by}
 
 
 def rank_critical_path(bundle: Bundle, rank: int) -> CriticalPath | None:
@@ -67,23 +78,44 @@ def verdict_of(bundle: Bundle, rank: int) -> Verdict | None:
                    platform=platform_of(bundle.trace, rank), host_timeline=no_host_timeline(bundle.trace, rank) is None)
 
 
-def job_verdict(bundle: Bundle, per_rank: tuple[Verdict, ...]) -> Verdict | None:
+def job_verdict(bundle: Bundle, per_rank: tuple[Verdict, ...], cfg: AdvisorConfig | None = None) -> Verdict | None:
     """The whole job's verdict (multi-rank runs only): imbalance, else the slowest rank's bound."""
     if len(per_rank) < 2:
         return None
+    cfg = cfg or AdvisorConfig()
     slowest = max(per_rank, key=lambda v: v.step_ns)
     median = statistics.median(v.step_ns for v in per_rank)
     excess = round(100.0 * (slowest.step_ns - median) / median, 1) if median > 0 else 0.0
-    cluster = bundle.cluster_result(CLUSTER)
-    slow = tuple(cluster.slow_ranks) if cluster is not None else ()
-    if slow:
-        return replace(slowest, rank=None, bound="imbalance", ranks=slow, excess_pct=excess)
-    return replace(slowest, rank=None, ranks=(slowest.rank,) if slowest.rank is not None else (), excess_pct=excess)
+    arrivals = bundle.cluster_result(ARRIVALS)
+    if arrivals is not None and arrivals.m.job_step_ns > 0:
+        culprits = claimed_culprits(arrivals, cfg.straggler_min_pct, cfg.straggler_min_times_last)
+        late = sum(int(arrivals.late_ns[arrivals.ranks.index(r)]) for r in culprits) / max(arrivals.m.step_count, 1)
+        share = round(100.0 * late / arrivals.m.job_step_ns, 1)
+        if culprits and share >= cfg.imbalance_min_pct:
+            return replace(slowest, rank=None, bound="imbalance", ranks=tuple(culprits), excess_pct=share,
+                           causes=tuple(arrivals.culprit_cause[r] for r in culprits))
+    setter = _waited_for(arrivals, per_rank)
+    if setter is not None:  # the job's step is set by the rank the others wait for, whatever its window
+        return replace(setter, rank=None, ranks=(setter.rank,) if setter.rank is not None else (), set_by="waited-for")
+    return replace(slowest, rank=None, ranks=(slowest.rank,) if slowest.rank is not None else (), excess_pct=excess,
+                   set_by="slowest")
 
 
-def verdicts(bundle: Bundle) -> tuple[Verdict, ...]:
+def _waited_for(arrivals: Arrivals | None, per_rank: tuple[Verdict, ...]) -> Verdict | None:
+    """The verdict of the rank that waits least at the collectives (it arrives last: the others wait
+    for it), None without matched collectives. The longest step window is not the job's bound: in a
+    job whose ranks start their steps at different times, the earliest starter has the longest window
+    and spends it waiting for the others."""
+    if arrivals is None or not len(arrivals.ranks) or not int(arrivals.wait_total_ns.sum()):
+        return None
+    by_rank = {v.rank: v for v in per_rank}
+    order = np.argsort(arrivals.wait_total_ns, kind="stable")
+    return next((by_rank[int(arrivals.ranks[i])] for i in order.tolist() if int(arrivals.ranks[i]) in by_rank), None)
+
+
+def verdicts(bundle: Bundle, cfg: AdvisorConfig | None = None) -> tuple[Verdict, ...]:
     """The job's verdict first (multi-rank runs), then every rank's, by rank."""
     out = (verdict_of(bundle, r) for r in sorted(bundle.ranks))
     per_rank = tuple(v for v in out if v is not None)
-    job = job_verdict(bundle, per_rank)
+    job = job_verdict(bundle, per_rank, cfg)
     return ((job,) if job is not None else ()) + per_rank

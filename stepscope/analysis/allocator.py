@@ -34,6 +34,7 @@ class DeviceHistory:
     time_ms: npt.NDArray[np.float64]  # the curve, after the first entry
     live_bytes: I64
     live_at_peak: list[dict[str, Any]]  # site, bytes, count, stack
+    by_category: dict[str, int]  # bytes live at the peak per CATEGORIES name (those with any)
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ class AllocatorSummary:
                 "actions": self.actions, "largest_alloc_bytes": self.largest_alloc_bytes, "sites": self.sites,
                 "history": [{"device": h.device, "peak_live_bytes": h.peak_live_bytes, "peak_ms": h.peak_ms,
                              "duration_ms": h.duration_ms, "live_at_peak": h.live_at_peak,
+                             "by_category": h.by_category,
                              "curve": {"time_ms": np.round(h.time_ms, 3).tolist(),
                                        "live_bytes": h.live_bytes.tolist()}} for h in self.history]}
 
@@ -103,6 +105,38 @@ def freed_at(snap: AllocatorSnapshot) -> I64:
     return out
 
 
+#: what an allocation holds, told by the Python frames of its stack (innermost first), the first rule
+#: that matches deciding: made inside ``optimizer.step`` → optimizer state; inside ``backward`` →
+#: gradients (and the backward pass's temporaries: the stack cannot tell them apart); by moving or
+#: building a module (``Module._apply`` / ``to`` / ``cuda``, ``reset_parameters``, ``nn.init``,
+#: ``load_state_dict``) → parameters; inside a module's forward → activations; any other frame →
+#: other (inputs, user tensors); an entry recorded without frames → unknown
+CATEGORIES = ("optimizer_state", "gradients", "parameters", "activations", "other", "unknown")
+_RULES = (("optimizer_state", ("torch/optim/", "optimizer.py")),
+          ("gradients", (" backward", " _engine_run_backward")),
+          ("parameters", (" _apply", " reset_parameters", "torch/nn/init.py", " load_state_dict",
+                          "torch/nn/parameter.py")),
+          ("activations", (" _call_impl", " forward", " _wrapped_call_impl")))
+
+
+def stack_category(stack: str) -> int:
+    """The CATEGORIES index of an allocation with this stack text (see CATEGORIES)."""
+    if not stack:
+        return CATEGORIES.index("unknown")
+    for name, marks in _RULES:
+        if any(m in stack for m in marks):
+            return CATEGORIES.index(name)
+    return CATEGORIES.index("other")
+
+
+def _by_category(snap: AllocatorSnapshot, rows: I64) -> dict[str, int]:
+    """Bytes of the trace rows ``rows`` per category; each distinct stack is classified once."""
+    code = np.array([stack_category(s) for s in snap.strings.strings] + [CATEGORIES.index("unknown")], np.int64)
+    cat = code[snap.trace["stack"][rows]]
+    nbytes = np.bincount(cat, weights=snap.trace["size"][rows], minlength=len(CATEGORIES)).astype(np.int64)
+    return {c: int(n) for c, n in zip(CATEGORIES, nbytes.tolist()) if n}
+
+
 def _curve(time_ms: npt.NDArray[np.float64], live: I64, points: int) -> tuple[npt.NDArray[np.float64], I64]:
     if len(live) <= points:
         return time_ms, live
@@ -129,7 +163,8 @@ def _history(snap: AllocatorSnapshot, device: int, freed: I64, points: int, top:
     time_ms = (t["time_us"][rows] - t0) / 1e3
     tm, lv = _curve(time_ms, live, points)
     return DeviceHistory(device, int(live[k]) if len(live) else 0, float(time_ms[k]) if len(live) else 0.0,
-                         float((t["time_us"][dev_rows].max() - t0) / 1e3), tm, lv, _by_site(snap, alive, top))
+                         float((t["time_us"][dev_rows].max() - t0) / 1e3), tm, lv, _by_site(snap, alive, top),
+                         _by_category(snap, alive))
 
 
 def summarize(snap: AllocatorSnapshot, top: int = 10, points: int = 500) -> AllocatorSummary:

@@ -174,6 +174,8 @@ def role_masks(trace: Trace, rank: int) -> list[B]:
     comm_kernel = is_comm_row(trace)
     dl = pool.mask(is_dataloader)[name]
     step_name = pool.mask(lambda s: s.startswith("ProfilerStep#"))[name]
+    step_rows = trace.steps["row"][trace.steps["row"] >= 0]
+    step_name[step_rows] = True  # the ranges that mark the steps (ProfilerStep#N, or a repeating range)
     comm_op = pool.mask(lambda s: s.startswith(COMM_OPS))[name]
     old_python = pool.mask(lambda s: s.strip().lower() == "python")[ev["cat"]]
     annotated = np.isin(kind, [EventKind.CPU_OP, EventKind.USER_ANNOTATION]) | (

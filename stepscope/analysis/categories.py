@@ -7,7 +7,9 @@ A device row (kernel, copy, memset) takes, first match wins:
 1. **communication** / **memory** when :mod:`stepscope.analysis.activity` calls it a communication
    kernel / a copy or memset (the one classification of device activity, shared by every view);
 2. the category its **launching operator's name** names (the op is the innermost CPU op around the
-   launch, ``events["op"]``; families in :data:`~stepscope.analysis.category_rules.OP_FAMILIES`);
+   launch, ``events["op"]``; families in :data:`~stepscope.analysis.category_rules.OP_FAMILIES`) —
+   for a kernel replayed from a CUDA / HIP graph, the op that launched it at capture instead
+   (``events["capture_op"]``, when a capture trace was merged: docs/analyses/graphs.md);
 3. the category its **kernel name** names (:data:`~stepscope.analysis.category_rules.KERNEL_FAMILIES`);
 4. **other**.
 
@@ -74,7 +76,7 @@ class CategoryView:
     step: I32  # the rank's profiled steps
     step_time_ns: I64  # (steps, categories): device time per step and category, Category order
     total_ns: int  # device time of the rank
-    unattributed_ns: int  # device time without a launching operator
+    unattributed_ns: int  # device time without a launching operator (nor a capture-time op)
     tracelens: TraceLensTable  # the launchers as TraceLens groups them
     gemm: GemmShapeTable  # the GEMM calls per shape: FLOPs, bytes, achieved rates
 
@@ -107,6 +109,12 @@ def row_categories(trace: Trace) -> I8:
     by_op = op_cat[np.where(launched, op, 0)]
     named = launched & (by_op >= 0)
     out[named] = by_op[named]
+    cap = ev["capture_op"]
+    captured = device & (cap >= 0)
+    if captured.any():  # graph nodes: the op that launched them at capture, not the one around the replay
+        by_cap = name_codes(trace, cap[captured], op_family, -1)[np.where(captured, cap, -1)]
+        by_kernel = name_codes(trace, ev["name"][captured], kernel_family, Category.OTHER)[ev["name"]]
+        out[captured] = np.where(by_cap[captured] >= 0, by_cap[captured], by_kernel[captured])
     out[act == Activity.COMMUNICATION] = Category.COMMUNICATION
     out[(act == Activity.MEMCPY) | (act == Activity.MEMSET)] = Category.MEMORY
     out[~device] = -1
@@ -163,6 +171,7 @@ def compute_categories(trace: Trace, rank: int) -> CategoryView:
     _, op_cat = launcher_categories(trace, rows, cat.astype(np.int8))
     ops = np.bincount(op_cat.astype(np.int64), minlength=N_CATEGORIES).astype(np.int64)
     step, step_time = _per_step(trace, rank, rows, cat.astype(np.int8))
+    orphan = (ev["op"][rows] < 0) & (ev["capture_op"][rows] < 0)
     return CategoryView(rank=rank, table=_table(ops, activities, time), step=step, step_time_ns=step_time,
-                        total_ns=int(dur.sum()), unattributed_ns=int(dur[ev["op"][rows] < 0].sum()),
+                        total_ns=int(dur.sum()), unattributed_ns=int(dur[orphan].sum()),
                         tracelens=tracelens_table(trace, rows), gemm=gemm_shapes(trace, rows))

@@ -64,7 +64,7 @@ LIBRARY_PATTERN = re.compile(
     r"|(?:intra|inter)node(?:_ll)?::(?:dispatch|combine|notify)", re.IGNORECASE)
 #: Host ops that launch communication (the innermost op enclosing the launch call).
 COMM_OP_PATTERN = re.compile(
-    r"^(record_param_comms|c10d::|_?c10d_functional::|nccl:|rccl:|gloo:|hccl|hcom|ProcessGroup)"
+    r"^(record_param_comms|c10d::|_?c10d_functional::|nccl:|rccl:|gloo:|hccl|hcom|ProcessGroup|P?MPI_|mpi:)"
     r"|(?<![a-z])(all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|dispatch|combine|nvshmem|symm_?mem)(?![a-z])",
     re.IGNORECASE)
 #: Collective type from a name (kernel, op or ``Collective name`` arg), first match wins.

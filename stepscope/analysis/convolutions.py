@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import F64, I32, I64, B, ancestor_with, kept_steps, pct, step_kernels
 from stepscope.analysis.named import NamedRows, named_rows
@@ -99,6 +100,7 @@ class ConvolutionResult:
         return pct(self.fallback.total_ns, self.kernel_ns)
 
 
+@per_rank
 def compute_convolutions(trace: Trace, rank: int) -> ConvolutionResult:
     """The rank's convolution kernels, their layout transforms, fallbacks and calls."""
     k = step_kernels(trace, rank)

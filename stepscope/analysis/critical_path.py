@@ -50,7 +50,7 @@ from stepscope.analysis.breakdown import tb_step_windows
 from stepscope.analysis.comm import classify
 from stepscope.analysis.common import I32, I64, interval_set, pct, rank_rows
 from stepscope.analysis.idle import is_dataloader_name
-from stepscope.analysis.sync import is_sync_call
+from stepscope.analysis.sync import blocking_calls
 from stepscope.model.schema import GPU_KINDS, HOST_KINDS, EventKind
 from stepscope.model.steps import STEP_NAME
 from stepscope.model.trace import Trace
@@ -90,6 +90,19 @@ class CriticalPath:
     waits_ns: npt.NDArray[np.int64]
     whole_trace: bool
     has_device: bool
+    on_path_rows: I64  # the device activities on the path (sorted event rows)
+
+    def on_path_share(self, trace: Trace, rows: I64) -> float | None:
+        """The share (0-1) of these device activities' time inside the windows that is on the path:
+        what a speed-up on them can take off the step, to first order (the rest is hidden under
+        host work); None when none of them runs inside a window."""
+        ev = trace.events
+        ts = ev["ts_ns"][rows]
+        win = np.searchsorted(self.start_ns, ts, side="right") - 1
+        inside = (win >= 0) & (ts < self.end_ns[np.maximum(win, 0)])
+        total = float(ev["dur_ns"][rows[inside]].sum())
+        on = inside & np.isin(rows, self.on_path_rows)
+        return float(ev["dur_ns"][rows[on]].sum()) / total if total > 0 else None
 
     @property
     def step_ns(self) -> I64:
@@ -135,6 +148,25 @@ class CriticalPath:
 def compute_critical_path(trace: Trace, rank: int) -> CriticalPath:
     """The critical-path attribution of every step of a rank (see the module docstring)."""
     start, end, step, whole = _windows(trace, rank)
+    claims, driver, dev, on_path_rows = _rank_claims(trace, rank)
+    parts, host_parts, waits = _attribute(trace, claims, driver, start, end)
+    busy = intervals.covered_in_windows(interval_set(trace, dev), start, end)
+    return CriticalPath(rank, step, start, end, parts, host_parts, busy, waits, whole, len(dev) > 0, on_path_rows)
+
+
+def attribute_windows(trace: Trace, rank: int, start: I64, end: I64) -> npt.NDArray[np.int64]:
+    """The critical-path parts (:data:`PARTS` columns) of arbitrary sorted, disjoint windows of a rank,
+    with the claims of its steps (which device work is on the path is decided on the step windows)."""
+    claims, driver, _, _ = _rank_claims(trace, rank)
+    parts, _, _ = _attribute(trace, claims, driver, start, end)
+    return parts
+
+
+@per_rank
+def _rank_claims(trace: Trace, rank: int) -> tuple[list[Iv], I64, I64, I64]:
+    """The claim sets of a rank, in claim order (see :func:`_attribute`), its driver rows, device rows
+    and the device rows on the path (sorted)."""
+    start, end, _, _ = _windows(trace, rank)
     dev = rank_rows(trace, rank, tuple(int(k) for k in GPU_KINDS))
     driver = _driver_rows(trace, rank)
     blocking = _blocking_set(trace, driver)
@@ -149,14 +181,19 @@ def compute_critical_path(trace: Trace, rank: int) -> CriticalPath:
         _pending(trace, dev[~is_comm]),
         _pending(trace, dev[is_comm]),
     ]
+    return claims, driver, dev, np.sort(dev[on_path]).astype(np.int64)
+
+
+def _attribute(trace: Trace, claims: list[Iv], driver: I64, start: I64,
+               end: I64) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Parts, host parts and waits per window from the claim sets."""
     c, free = _claim(claims, start, end)
     host_parts = _split_host(trace, driver, free, start, end)
     host = host_parts.sum(axis=1)
     parts = np.stack([c[0] + c[6], c[1] + c[4] + c[7], c[2] + c[5], c[3], host],
                      axis=1).reshape(len(start), len(PARTS))
     waits = np.stack([c[3], c[4], c[5], host], axis=1).reshape(len(start), len(WAITS))
-    busy = intervals.covered_in_windows(interval_set(trace, dev), start, end)
-    return CriticalPath(rank, step, start, end, parts, host_parts, busy, waits, whole, len(dev) > 0)
+    return parts, host_parts, waits
 
 
 def _windows(trace: Trace, rank: int) -> tuple[I64, I64, I32, bool]:
@@ -192,7 +229,7 @@ def _blocking_set(trace: Trace, driver: I64) -> Iv:
     """When a driving thread is blocked waiting for the device (sync calls, synchronous copies)."""
     ev = trace.events
     rt = driver[np.isin(ev["kind"][driver], [EventKind.RUNTIME, EventKind.DRIVER])]
-    return interval_set(trace, rt[trace.strings.mask(is_sync_call)[ev["name"][rt]]])
+    return interval_set(trace, rt[blocking_calls(trace, rt)])
 
 
 def _on_path(trace: Trace, dev: I64, blocking: Iv, start: I64, end: I64) -> B:
@@ -237,7 +274,7 @@ def _host_claims(trace: Trace, rank: int, driver: I64) -> tuple[Iv, Iv, Iv]:
     cls = classify(trace)
     comm = driver[(cls.coll_type[driver] > 0) | (ev["kind"][driver] == EventKind.COMMUNICATION)]
     rt = driver[np.isin(ev["kind"][driver], [EventKind.RUNTIME, EventKind.DRIVER])]
-    copy = rt[pool.mask(lambda s: is_sync_call(s) and "emcpy" in s)[ev["name"][rt]]]
+    copy = rt[blocking_calls(trace, rt) & pool.mask(lambda s: "emcpy" in s)[ev["name"][rt]]]
     return interval_set(trace, loader), interval_set(trace, comm), interval_set(trace, copy)
 
 

@@ -87,7 +87,8 @@ def gemm_shape(name: str, dims_text: str, types_text: str) -> tuple[int, int, in
     return (a[0] if batched else 1), a[-2], b[-1], a[-1], bias, str(types[a_at]), size
 
 
-def _mean_median(inv: I64, values: F64, groups: int) -> tuple[F64, F64]:
+def mean_median(inv: I64, values: F64, groups: int) -> tuple[F64, F64]:
+    """Mean and median of ``values`` per group (``inv``: each value's group)."""
     calls = np.maximum(np.bincount(inv, minlength=groups), 1)
     mean = np.bincount(inv, weights=values, minlength=groups) / calls
     order = np.lexsort((values, inv))
@@ -126,9 +127,9 @@ def gemm_shapes(trace: Trace, rows: I64) -> GemmShapeTable:
     nbytes = (bsz * (m * k + k * n + m * n) * size + np.where(bias, n * size, 0)).astype(np.float64)
     g = len(names)
     secs = np.maximum(busy, 1) / 1e9
-    t_mean, t_median = _mean_median(inv, busy, g)
-    f_mean, f_median = _mean_median(inv, flops[inv] / secs / 1e12, g)
-    b_mean, b_median = _mean_median(inv, nbytes[inv] / secs / 1e12, g)
+    t_mean, t_median = mean_median(inv, busy, g)
+    f_mean, f_median = mean_median(inv, flops[inv] / secs / 1e12, g)
+    b_mean, b_median = mean_median(inv, nbytes[inv] / secs / 1e12, g)
     total = np.rint(np.bincount(inv, weights=busy, minlength=g)).astype(np.int64)
     o = np.argsort(-total, kind="stable")
     o = o[known[o]]

@@ -7,9 +7,13 @@ Per kernel with a known launch call (runtime row linked by correlation id):
 * ``kernel_ns`` = kernel duration.
 
 A *short* kernel runs for less time than its launch call took: the host cannot keep such kernels
-flowing, the GPU starves (a sign for CUDA Graphs / fusion). *Queue length* of a stream at time t
-= GPU activities launched (launch call started) on it and not yet finished; one step function per
-stream, with its maximum and its time-weighted mean inside the profiled steps.
+flowing, the GPU starves (a sign for CUDA Graphs / fusion). A CUDA / HIP graph launch is one call
+for all the kernels of the graph (``events.graph_node``): its call time is shared among them in
+proportion to their run times, so they are short together exactly when the graph's kernels together
+ran for less time than its launch call — a graph replay is one launch, never many short kernels.
+
+*Queue length* of a stream at time t = GPU activities launched (launch call started) on it and not
+yet finished; one step function per stream, with its maximum and its time-weighted mean inside the profiled steps.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from stepscope.analysis import intervals
 from stepscope.analysis.base import NotApplicable
@@ -56,6 +61,8 @@ class LaunchResult:
     launch_delay_ns: I64
     kernel_ns: I64
     queue: QueueLength
+    graph_launches: int = 0  # graph launch calls among launch_rows (their kernels share the call)
+    graph_kernels: int = 0  # kernels replayed by them
 
     @property
     def short_kernel_count(self) -> int:
@@ -83,10 +90,29 @@ def compute_launch(trace: Trace, rank: int) -> LaunchResult:
     win = window_of(wins, ev["ts_ns"][lr])
     step = np.where(win >= 0, wins.step[np.maximum(win, 0)], -1).astype(np.int32)
     launch_end = ev["ts_ns"][lr] + ev["dur_ns"][lr]
+    graph = ev["graph_node"][k] >= 0
     return LaunchResult(
-        rank=rank, rows=k, launch_rows=lr, step=step, cpu_launch_ns=ev["dur_ns"][lr],
+        rank=rank, rows=k, launch_rows=lr, step=step, cpu_launch_ns=_shared_call_ns(trace, k, lr, graph),
         launch_delay_ns=ev["ts_ns"][k] - launch_end, kernel_ns=ev["dur_ns"][k],
-        queue=queue_length(trace, gpu, wins.start_ns, wins.end_ns))
+        queue=queue_length(trace, gpu, wins.start_ns, wins.end_ns),
+        graph_launches=len(unique(lr[graph])), graph_kernels=int(graph.sum()))
+
+
+def _shared_call_ns(trace: Trace, k: I64, lr: I64, graph: npt.NDArray[np.bool_]) -> I64:
+    """Each kernel's launch call time; a graph launch's shared among its kernels by their run time
+    (evenly when they all took 0 ns)."""
+    ev = trace.events
+    out: I64 = ev["dur_ns"][lr].astype(np.int64)
+    if not graph.any():
+        return out
+    g = np.flatnonzero(graph)
+    calls, inv = np.unique(lr[g], return_inverse=True)
+    run = ev["dur_ns"][k[g]].astype(np.float64)
+    total = np.bincount(inv, weights=run, minlength=len(calls))[inv]
+    count = np.bincount(inv, minlength=len(calls))[inv]
+    share = np.where(total > 0, run / np.maximum(total, 1.0), 1.0 / count)
+    out[g] = np.rint(ev["dur_ns"][lr[g]] * share).astype(np.int64)
+    return out
 
 
 def queue_length(trace: Trace, gpu: I64, win_start: I64, win_end: I64) -> QueueLength:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.comm import classify
 from stepscope.analysis.common import F64, I64, B, kept_steps, pct, rank_rows
@@ -79,6 +80,7 @@ class LaunchConfigResult:
                               mean_blocks=float(blocks.mean()) if len(blocks) else 0.0, names=u.subset(sel))
 
 
+@per_rank
 def compute_launch_config(trace: Trace, rank: int) -> LaunchConfigResult:
     """Kernels with fewer blocks than SMs, weighted by their time."""
     dev = trace.device_of_rank(rank)

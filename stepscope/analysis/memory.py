@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.analysis._groups import group_keys, largest_first
+from stepscope.analysis._groups import group_keys
 from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.frames import TableResult
@@ -174,9 +174,10 @@ def _by_op(trace: Trace, op: I64, labels: S, nbytes: I64) -> OpMemory:
         first = np.unique(op[m], return_index=True)[1]
         sel = np.flatnonzero(m)[first]
         total_rows[sel] = incl[op[sel]]
-    o = largest_first(np.bincount(inv, weights=nbytes.clip(min=0), minlength=g))
     name = trace.strings.decode(u_name.astype(np.int32))
     name[u_name < 0] = "(outside any op)"
+    # largest allocation first; ties by name and device, so the order never depends on string ids
+    o = np.lexsort((lab_ids[u_lab], name.astype(str), -np.bincount(inv, weights=nbytes.clip(min=0), minlength=g)))
     return OpMemory(name=name[o], device=lab_ids.astype(object)[u_lab][o],
                     self_increase_bytes=np.bincount(inv, weights=nbytes, minlength=g).astype(np.int64)[o],
                     total_increase_bytes=np.bincount(inv, weights=total_rows, minlength=g).astype(np.int64)[o],

@@ -16,16 +16,19 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from stepscope.analysis.annotations import AnnotationView, compute_annotations
+from stepscope.analysis.arrivals import Arrivals, compute_arrivals
 from stepscope.analysis.breakdown import StepBreakdown, compute_breakdown
 from stepscope.analysis.caching_allocator import CachingAllocatorResult, compute_caching_allocator
 from stepscope.analysis.categories import CategoryView, compute_categories
 from stepscope.analysis.comm_matrix import CommMatrix, compute_comm_matrix
+from stepscope.analysis.compiled import CompiledResult, compute_compiled
 from stepscope.analysis.convolutions import ConvolutionResult, compute_convolutions
 from stepscope.analysis.critical_path import CriticalPath, compute_critical_path
 from stepscope.analysis.dataloader import DataLoaderResult, compute_dataloader
 from stepscope.analysis.distributed import DistributedResult, compute_distributed
 from stepscope.analysis.fusion import FusionResult, compute_fusion
 from stepscope.analysis.gemm_dims import GemmDimsResult, compute_gemm_dims
+from stepscope.analysis.graphs import GraphResult, compute_graphs
 from stepscope.analysis.host_ops import HostOpsResult, compute_host_ops
 from stepscope.analysis.idle import IdleResult, compute_idle
 from stepscope.analysis.input_shapes import InputShapesResult, compute_input_shapes
@@ -37,6 +40,9 @@ from stepscope.analysis.memory import MemoryView, compute_memory
 from stepscope.analysis.modules import ModuleTable, compute_modules
 from stepscope.analysis.operators import OperatorView, compute_operators
 from stepscope.analysis.overview import Overview, compute_overview
+from stepscope.analysis.phases import PhaseResult, compute_phases
+from stepscope.analysis.roofline import RooflineView, compute_roofline
+from stepscope.analysis.slow_links import SlowLinks, compute_slow_links
 from stepscope.analysis.software import SoftwareResult, compute_software
 from stepscope.analysis.stragglers import ClusterResult, compute_cluster
 from stepscope.analysis.summary import Summary, compute_summary
@@ -76,6 +82,7 @@ BREAKDOWN = RankAnalysis("breakdown", compute_breakdown, StepBreakdown, ("steps"
 OPERATORS = RankAnalysis("operators", compute_operators, OperatorView, ("operators",))
 KERNELS = RankAnalysis("kernels", compute_kernels, KernelView, ("kernels", "collective_kernels"))
 OP_CATEGORIES = RankAnalysis("categories", compute_categories, CategoryView, ("categories",))
+ROOFLINE = RankAnalysis("roofline", compute_roofline, RooflineView, ("roofline",))  # FLOPs, bytes, bound, MFU
 MEMORY = RankAnalysis("memory", compute_memory, MemoryView, ("memory",))
 MODULES = RankAnalysis("modules", compute_modules, ModuleTable, ("modules",))
 ANNOTATIONS = RankAnalysis("annotations", compute_annotations, AnnotationView, ("annotations",))
@@ -88,6 +95,9 @@ MEMCPY = RankAnalysis("memcpy", compute_memcpy, MemcpyResult, ("memcpy",))
 LAUNCH = RankAnalysis("launch", compute_launch, LaunchResult, ("launch",))
 LAUNCH_CONFIG = RankAnalysis("launch_config", compute_launch_config, LaunchConfigResult, ("launch_config",))
 FUSION = RankAnalysis("fusion", compute_fusion, FusionResult, ("fusion",))
+GRAPHS = RankAnalysis("graphs", compute_graphs, GraphResult, ("graphs",))  # CUDA / HIP graph replays
+COMPILED = RankAnalysis("compiled", compute_compiled, CompiledResult, ("compiled",))  # torch.compile kernels
+PHASES = RankAnalysis("phases", compute_phases, PhaseResult, ("phases",))  # inference prefill / decode
 REMEDIES = RankAnalysis("remedies", compute_remedies, Remedies, ("remedies",))  # what-if: each remedy replayed
 # the evidence the advisor's rules weigh, each shown as a view too
 DATALOADER = RankAnalysis("dataloader", compute_dataloader, DataLoaderResult, ("dataloader",))
@@ -103,10 +113,13 @@ SOFTWARE = RankAnalysis("software", compute_software, SoftwareResult, ("software
 
 CLUSTER = ClusterAnalysis("cluster", compute_cluster, ClusterResult, ("cluster",))
 COMM_MATRIX = ClusterAnalysis("comm_matrix", compute_comm_matrix, CommMatrix, ("cluster",))  # cluster.comm_matrix
+ARRIVALS = ClusterAnalysis("arrivals", compute_arrivals, Arrivals, ("cluster",))  # cluster.arrivals
+SLOW_LINKS = ClusterAnalysis("slow_links", compute_slow_links, SlowLinks, ("cluster",))  # cluster.slow_links
 
 RANK_ANALYSES: tuple[RankAnalysis[object], ...] = (
-    SUMMARY, OVERVIEW, BREAKDOWN, OPERATORS, KERNELS, OP_CATEGORIES, MEMORY, MODULES, ANNOTATIONS,
-    DISTRIBUTED, IDLE, CRITICAL_PATH, SYNC, MEMCPY, LAUNCH, LAUNCH_CONFIG, FUSION, REMEDIES,
+    SUMMARY, OVERVIEW, BREAKDOWN, OPERATORS, KERNELS, OP_CATEGORIES, ROOFLINE, MEMORY, MODULES, ANNOTATIONS,
+    DISTRIBUTED, IDLE, CRITICAL_PATH, SYNC, MEMCPY, LAUNCH, LAUNCH_CONFIG, FUSION, GRAPHS, COMPILED, PHASES,
+    REMEDIES,
     DATALOADER, TENSOR_CORES, CONVOLUTIONS, GEMM_DIMS, HOST_OPS, ZERO_GRAD, CACHING_ALLOCATOR, INPUT_SHAPES, SOFTWARE,
 )
-CLUSTER_ANALYSES: tuple[ClusterAnalysis[object], ...] = (CLUSTER, COMM_MATRIX)
+CLUSTER_ANALYSES: tuple[ClusterAnalysis[object], ...] = (CLUSTER, COMM_MATRIX, ARRIVALS, SLOW_LINKS)

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from stepscope.analysis.callsite import call_sites
 from stepscope.analysis.common import I32, I64, Windows, rank_rows, step_windows, window_of
@@ -31,6 +32,20 @@ SYNC_PATTERN = re.compile(
 
 def is_sync_call(name: str) -> bool:
     return bool(SYNC_PATTERN.search(name))
+
+
+def blocking_calls(trace: Trace, rows: I64) -> npt.NDArray[np.bool_]:
+    """Which of these host calls block the host until the device catches up: the sync calls of
+    :data:`SYNC_PATTERN`, and every call that launched a copy from or to **pageable** host memory —
+    an ``Async`` copy in name only: CUDA stages it through a pinned buffer, so the call first waits
+    for the work queued before it on its stream (host → device) or for the copy itself (device →
+    host). nw4's input copy waits 36 ms in ``cudaMemcpyAsync`` for the previous step's kernels."""
+    ev = trace.events
+    out: npt.NDArray[np.bool_] = trace.strings.mask(is_sync_call)[ev["name"][rows]]
+    copies = np.flatnonzero((ev["kind"] == EventKind.MEMCPY) & (ev["pageable"] == 1) & (ev["launch"] >= 0))
+    if len(copies):
+        out |= np.isin(rows, ev["launch"][copies])
+    return out
 
 
 @dataclass(frozen=True)

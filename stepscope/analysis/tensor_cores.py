@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import ancestor_with, kept_steps, pct, step_kernels
 from stepscope.analysis.named import NamedRows, named_rows
@@ -138,6 +139,7 @@ class TensorCoreResult:
         return pct(self.tc_eligible_ns, self.eligible_ns)
 
 
+@per_rank
 def compute_tensor_cores(trace: Trace, rank: int) -> TensorCoreResult:
     """How much kernel time Tensor-Core eligible ops launch, and how much of it ran on Tensor Cores."""
     k = step_kernels(trace, rank)

@@ -33,6 +33,9 @@ def _render(s: AllocatorSummary) -> None:
     for h in s.history:
         c.print(f"device {h.device}: peak live {_mb(h.peak_live_bytes)} MiB at +{h.peak_ms:,.1f} ms "
                 f"of {h.duration_ms:,.1f} ms recorded")
+        cats = ", ".join(f"{k.replace('_', ' ')} {_mb(v)}"
+                         for k, v in sorted(h.by_category.items(), key=lambda kv: -kv[1]))
+        c.print(f"device {h.device}: live at the peak by category (MiB, from the allocations' stacks): {cats or '-'}")
         c.print(_sites(f"device {h.device}: live at the peak, by site", h.live_at_peak))
     c.print(_sites("allocated over the history, by site", s.sites))
 

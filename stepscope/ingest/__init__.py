@@ -16,6 +16,7 @@ import xxhash
 
 from stepscope.errors import UsageError
 from stepscope.ingest.build import build_trace, rank_of
+from stepscope.ingest.capture import attach_captures, capture_files
 from stepscope.ingest.engines import check_engine, read_files
 from stepscope.ingest.layout import RunFiles, resolve
 from stepscope.ingest.readers.ascend import add_side_meta
@@ -95,7 +96,7 @@ def _load(path: Path, source: Path, use_cache: bool, span: str | int | None, ran
     # the ranks the files' names give (rank3.json) are part of what is read, not of the bytes
     named = [rank_of({}, f, i) for i, f in enumerate(run.files)]
     extra = f"{run.span}|{sorted(ranks) if ranks else ''}|{named}"
-    key = content_key(input_files(run.files), extra) if use_cache else ""
+    key = content_key([*input_files(run.files), *capture_files(run.files)], extra) if use_cache else ""
     target = cache_dir() / key
     if use_cache and (target / "meta.json").exists():
         try:
@@ -136,7 +137,9 @@ def _parse(run: RunFiles, path: str | Path, ranks: Sequence[int] | None, workers
     if len(run.spans) > 1:
         diags.add("multiple-spans", "info", f"{len(run.spans)} spans found; showing span {run.span} "
                   f"(choose with --span N)", source=str(path))
-    return build_trace(sorted(chosen, key=lambda t: t[1]), pool, diags, str(path))
+    trace = build_trace(sorted(chosen, key=lambda t: t[1]), pool, diags, str(path))
+    return attach_captures(trace, capture_files(run.files),
+                           lambda f: _parse(resolve(f), f, None, workers, None, engine, ray_address))
 
 
 __all__ = ["DEFAULT_TRACE", "cache_dir", "load"]

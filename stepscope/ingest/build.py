@@ -16,6 +16,7 @@ from stepscope.ingest.readers.batch import FileBatch
 from stepscope.ingest.sanitize import sanitize_events
 from stepscope.model import derive
 from stepscope.model.diagnostics import DiagnosticsBuilder
+from stepscope.model.iterations import iteration_steps
 from stepscope.model.schema import (
     COUNTER_COLUMNS,
     EVENT_COLUMNS,
@@ -82,18 +83,25 @@ def _int_field(props: dict[str, Any]) -> Any:
     return get
 
 
+#: metadata keys only the ROCm (roctracer) build of Kineto writes
+_ROCM_META = ("roctracer_version", "hip_runtime_version", "hip_driver_version")
+
+
 def _devices(meta: dict[str, Any]) -> tuple[DeviceInfo, ...]:
     props = meta.get("deviceProperties")
     if not isinstance(props, list):
         return ()
+    rocm = any(k in meta for k in _ROCM_META)
     out = []
     for i, p in enumerate(props):
         if not isinstance(p, dict):
             continue
         name = str(p.get("name", ""))
-        vendor = str(p["vendor"]) if isinstance(p.get("vendor"), str) else (
-            "amd" if re.search(r"AMD|Instinct|Radeon|MI\d{3}", name) else "nvidia")
         g = _int_field(p)
+        amd = rocm or g("warpSize") == 64 or bool(re.search(r"AMD|Instinct|Radeon|MI\d{3}", name))
+        vendor = str(p["vendor"]) if isinstance(p.get("vendor"), str) else ("amd" if amd else "nvidia")
+        if not name and vendor == "amd":  # ROCm traces of some builds leave the name empty: say what is known
+            name = f"AMD GPU (gfx{g('computeMajor')}.{g('computeMinor')}, {g('numSms')} CUs)"
         index = g("id")
         out.append(DeviceInfo(
             index=index if index is not None else i, name=name, total_memory_bytes=g("totalGlobalMem"),
@@ -228,6 +236,9 @@ def _link(ev: Table, tracks: Table, tables: list[FileTables], pool: StringPool, 
     # links that do not depend on each other are derived side by side: parents ‖ launches and steps,
     # then (depths, self times) ‖ (ops, memory)
     parent, (launch, step_of, steps) = run_both(lambda: derive.nest_parents(ev, diags), launches_and_steps, len(ev))
+    looped = iteration_steps(ev, pool, parent, steps, diags)  # ranks without ProfilerStep: a repeating range
+    if looped is not None:
+        step_of, steps = assign_steps(ev, looped, launch)
 
     def ops_and_memory() -> tuple[npt.NDArray[np.int32], Table]:
         op = derive.link_ops(ev, parent, launch)
@@ -239,7 +250,8 @@ def _link(ev: Table, tracks: Table, tables: list[FileTables], pool: StringPool, 
 
     (depth, self_ns), (op, mem) = run_both(lambda: (derive.nest_depths(parent), derive.self_times(ev, parent)),
                                            ops_and_memory, len(ev))
-    ev = ev.with_columns(parent=parent, depth=depth, self_ns=self_ns, launch=launch, op=op, step=step_of)
+    ev = ev.with_columns(parent=parent, depth=depth, self_ns=self_ns, launch=launch, op=op, step=step_of,
+                         graph_node=derive.link_graph_nodes(ev, launch, pool))
     counters = _table(COUNTER_COLUMNS, [t.counters for t in tables])
     flows = _table(FLOW_COLUMNS, [t.flows for t in tables])
     return Trace(events=ev, tracks=tracks, steps=steps, memory=mem, counters=counters, flows=flows,

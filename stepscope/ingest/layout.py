@@ -14,7 +14,9 @@ from pathlib import Path
 from stepscope.errors import NoTraceFoundError, TraceFormatError, UsageError
 
 TB_NAME = re.compile(r"^(?P<worker>.+)\.(?P<ts>\d+)\.pt\.trace\.json(?:\.gz)?$")
-TRACE_SUFFIXES = (".json", ".json.gz", ".sqlite")
+TRACE_SUFFIXES = (".json", ".json.gz", ".sqlite", ".pftrace", ".pftrace.gz", ".perfetto-trace", ".perfetto-trace.gz")
+#: Perfetto protobuf traces (PyTorch's CUPTI backend): their names are enough, there is no text to sniff
+PFTRACE_SUFFIXES = (".pftrace", ".pftrace.gz", ".perfetto-trace", ".perfetto-trace.gz")
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,7 @@ ASCEND_SUMMARIES = "ASCEND_PROFILER_OUTPUT/kernel_details.csv"
 
 def _looks_like_trace(p: Path) -> bool:
     """Cheap sniff so that side files (metadata, configs) in a run directory are not read as traces."""
-    if p.suffix == ".sqlite":
+    if p.suffix == ".sqlite" or p.name.endswith(PFTRACE_SUFFIXES):
         return True
     try:
         opener = gzip.open if p.name.endswith(".gz") else open
@@ -91,7 +93,7 @@ def resolve(path: str | Path, span: str | int | None = None) -> RunFiles:
         return RunFiles((str(p),), (p.name,), "", ())
     files = _candidates(p)
     if not files:
-        raise NoTraceFoundError("no trace file (*.json, *.json.gz, *.sqlite) in this directory", p)
+        raise NoTraceFoundError("no trace file (*.json, *.json.gz, *.sqlite, *.pftrace) in this directory", p)
     tb = [(f, TB_NAME.match(f.name)) for f in files]
     if not all(m for _, m in tb):
         return RunFiles(tuple(map(str, files)), tuple(f.name for f in files), "", ())

@@ -4,11 +4,16 @@
 * launch: GPU activity → its runtime call (same rank, same correlation id)
 * op: runtime call → innermost enclosing CPU op; GPU activity → the op of its launch
   (or, when no runtime call matches, the CPU op with the same External id)
+* graph_node: GPU activity replayed by a CUDA / HIP graph launch (``cudaGraphLaunch``,
+  ``hipGraphLaunch``, ``cuGraphLaunch``: every node of the graph carries the launch's correlation
+  id, so ``launch`` already points at the graph launch) → its index among that launch's activities
+  in start order; the capture trace's ops are matched to these indices (``ingest/capture.py``)
 * steps: :mod:`stepscope.model.steps`
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +24,7 @@ from stepscope.model import tree
 from stepscope.model.diagnostics import DiagnosticsBuilder
 from stepscope.model.masks import any_of
 from stepscope.model.schema import GPU_KINDS, HOST_KINDS, EventKind
+from stepscope.model.strings import StringPool
 from stepscope.model.table import Table
 from stepscope.model.uniq import unique
 
@@ -247,6 +253,32 @@ def link_ops(ev: Table, parent: I32, launch: I32) -> I32:
         found = match_keys(_key(ev["rank"][ops], ev["ext_id"][ops]), _key(ev["rank"][orphan], ev["ext_id"][orphan]))
         op[orphan[found >= 0]] = ops[found[found >= 0]]
     return op
+
+
+_GRAPH_LAUNCH = re.compile(r"^(?:cuda|hip)GraphLaunch|^cuGraphLaunch")
+
+
+def is_graph_launch(name: str) -> bool:
+    """A runtime / driver call that replays a captured CUDA or HIP graph."""
+    return _GRAPH_LAUNCH.match(name) is not None
+
+
+def link_graph_nodes(ev: Table, launch: I32, strings: StringPool) -> I32:
+    """GPU activity launched by a graph launch → its index among that launch's activities, by start
+    time (ties by row); -1 for activity not replayed from a graph."""
+    node = np.full(len(ev), -1, np.int32)
+    gpu = np.flatnonzero(launch >= 0)
+    g = gpu[strings.mask(is_graph_launch)[ev["name"][launch[gpu]]]]
+    if len(g) == 0:
+        return node
+    lr = launch[g]
+    order = np.lexsort((g, ev["ts_ns"][g], lr))
+    ls = lr[order]
+    pos = np.arange(len(order), dtype=np.int64)
+    first = np.ones(len(order), bool)
+    first[1:] = ls[1:] != ls[:-1]
+    node[g[order]] = pos - np.maximum.accumulate(np.where(first, pos, 0))
+    return node
 
 
 def innermost_host_event(ev: Table, parent: I32, track: npt.NDArray[Any], ts: npt.NDArray[Any]) -> I32:

@@ -82,6 +82,9 @@ EVENT_COLUMNS: dict[str, tuple[type[np.generic], int | float]] = {
     "self_ns": (np.int64, 0),  # dur_ns minus the children's dur_ns (host events); dur_ns otherwise
     "launch": (np.int32, -1),  # GPU activity -> its runtime call row
     "op": (np.int32, -1),  # runtime call / GPU activity -> innermost enclosing CPU_OP row of the launch
+    "graph_node": (np.int32, -1),  # GPU activity replayed by a CUDA/HIP graph launch -> its index in that launch
+    "capture_op": (np.int32, -1),  # string id: the CPU op that launched this graph node at capture (capture trace)
+    "capture_seq": (np.int32, -1),  # that op's instance: its ordinal among the ops of its capture window
     "grid_x": (np.int32, 0),
     "grid_y": (np.int32, 0),
     "grid_z": (np.int32, 0),
@@ -97,6 +100,7 @@ EVENT_COLUMNS: dict[str, tuple[type[np.generic], int | float]] = {
     "pageable": (np.int8, -1),  # 1 pageable host memory involved, 0 pinned/device, -1 unknown
     "input_dims": (np.int32, -1),  # string id of the JSON text of "Input Dims"
     "input_types": (np.int32, -1),  # string id of the JSON text of "Input type"
+    "concrete_inputs": (np.int32, -1),  # string id of the JSON text of "Concrete Inputs" (scalars as text)
     "call_stack": (np.int32, -1),  # string id of "Call stack" (';'-separated frames)
     "seq": (np.int64, -1),  # Sequence number (forward <-> backward)
     "fwd_tid": (np.int64, -1),  # Fwd thread id
@@ -161,8 +165,8 @@ STEP_COLUMNS: dict[str, tuple[type[np.generic], int | float]] = {
 
 #: the columns of each table that hold string ids (decoded by ``Trace.to_arrow``, remapped by the readers)
 STRING_ID_COLUMNS: dict[str, tuple[str, ...]] = {
-    "events": ("name", "cat", "input_dims", "input_types", "call_stack", "coll_name", "coll_dtype", "pg_name",
-               "pg_desc", "pg_ranks"),
+    "events": ("name", "cat", "input_dims", "input_types", "concrete_inputs", "call_stack", "coll_name", "coll_dtype",
+               "pg_name", "pg_desc", "pg_ranks", "capture_op"),
     "tracks": ("pid", "tid", "name"), "memory": (), "counters": ("name",), "flows": ("cat",), "steps": ()}
 
 TABLE_SCHEMAS = {

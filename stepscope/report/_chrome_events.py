@@ -37,7 +37,8 @@ _FLOAT_ARGS = (("blocks per SM", "blocks_per_sm"), ("est. achieved occupancy %",
 #: string args (JSON-quoted) and args whose string already is JSON text (written raw)
 _STR_ARGS = (("Call stack", "call_stack"), ("Collective name", "coll_name"), ("dtype", "coll_dtype"),
              ("Process Group Name", "pg_name"), ("Process Group Description", "pg_desc"))
-_RAW_ARGS = (("Input Dims", "input_dims"), ("Input type", "input_types"), ("Process Group Ranks", "pg_ranks"))
+_RAW_ARGS = (("Input Dims", "input_dims"), ("Input type", "input_types"), ("Concrete Inputs", "concrete_inputs"),
+             ("Process Group Ranks", "pg_ranks"))
 
 
 def track_pids(trace: Trace) -> I64:

@@ -79,6 +79,8 @@ def _render_field(value: Any, spec: str) -> str:
     if value is None or isinstance(value, (str, list, tuple, bool, Mapping)) or (
             isinstance(value, float) and not math.isfinite(value)):
         return prose(value) or MISSING
+    if not spec and isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))  # "10 sync calls", not "10.0 sync calls"
     try:
         return format(value, spec)
     except (ValueError, TypeError):

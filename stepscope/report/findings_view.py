@@ -39,7 +39,7 @@ def render_findings(findings: Sequence[Finding], console: Console, top: int = 10
         console.print(f"   change: {texts.change_text(f)}", highlight=False)
         console.print(f"   gain basis: {texts.basis_text(f)}", style="dim", highlight=False)
         console.print(f"   evidence: {_evidence_line(f.evidence)}", style="dim", highlight=False)
-        console.print(f"   docs: {', '.join(link for link in texts.links(f.rule) if link)}", style="dim",
+        console.print(f"   docs: {', '.join(link for link in texts.links(f.rule, f.platform) if link)}", style="dim",
                       highlight=False)
 
 

@@ -28,6 +28,7 @@ from stepscope.analysis.registry import (
     SYNC,
 )
 from stepscope.analysis.whatif.remedies import REMEDY_OPTIONS
+from stepscope.report.json_cluster import arrivals_section, slow_links_section
 
 if TYPE_CHECKING:
     from stepscope.analysis.bundle import Bundle, RankResults
@@ -150,7 +151,8 @@ def launch_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
              for f in ("cpu_launch", "launch_delay", "kernel")}
     q = r.queue
     return {"kernel_count": len(r.rows), "short_kernel_count": r.short_kernel_count,
-            "short_kernel_pct": r.short_kernel_pct, **stats,
+            "short_kernel_pct": r.short_kernel_pct, **stats, "graph_launches": r.graph_launches,
+            "graph_kernels": r.graph_kernels,
             "queue": [{"stream": int(q.stream[i]), "max": int(q.max_length[i]), "mean": float(q.mean_length[i])}
                       for i in range(len(q.stream))]}
 
@@ -189,7 +191,8 @@ def cluster_section(bundle: Bundle) -> dict[str, Any] | None:
     matrix = comm_matrix_section(bundle)
     if r is None:
         return {"comm_matrix": matrix} if matrix is not None else None
-    return {"comm_matrix": matrix, "rank_count": r.rank_count, "slow_ranks": r.slow_ranks,
+    return {"comm_matrix": matrix, "arrivals": arrivals_section(bundle), "slow_links": slow_links_section(bundle),
+            "rank_count": r.rank_count, "slow_ranks": r.slow_ranks,
             "imbalance_pct": r.imbalance_pct, "verdict": r.verdict, "wait_method": r.wait_method,
             "ranks": [{"rank": rank, "kernel_count": float(r.kernel_count[i]), "compute_ms": r.compute_ns[i] / MS,
                        "step_ms": r.step_ns[i] / MS, "comm_ms": r.comm_ns[i] / MS, "wait_ms": r.wait_ns[i] / MS,

@@ -17,7 +17,9 @@ from stepscope.analysis.registry import SUMMARY
 from stepscope.model.trace import Trace
 from stepscope.report.advice_json import verdict_section
 from stepscope.report.json_deep import DEEP_RANK_SECTIONS, cluster_section
+from stepscope.report.json_device import DEVICE_RANK_SECTIONS
 from stepscope.report.json_evidence import EVIDENCE_RANK_SECTIONS
+from stepscope.report.json_roofline import ROOFLINE_RANK_SECTIONS
 from stepscope.report.json_views import VIEW_RANK_SECTIONS
 
 SCHEMA_VERSION = "1"
@@ -53,7 +55,9 @@ RANK_SECTIONS: dict[str, RankSection] = {
     "event_counts": _events,
     "gpu": _gpu,  # replaced by the overview's (launched-in-steps) busy/span when the overview ran
     **VIEW_RANK_SECTIONS,  # overview, steps, gpu, kernels, operators, memory, modules, annotations
+    **ROOFLINE_RANK_SECTIONS,  # FLOPs, bytes, bound and MFU per op shape (json_roofline.py)
     **DEEP_RANK_SECTIONS,  # distributed, idle and the other deep analyses (json_deep.py)
+    **DEVICE_RANK_SECTIONS,  # graph replays, compiled kernels, inference phases (json_device.py)
     **EVIDENCE_RANK_SECTIONS,  # the evidence the advisor weighs: tensor cores, convolutions, ... (json_evidence.py)
 }
 

@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from stepscope.report.html.cluster import culprits_of
 from stepscope.report.html.diff import (
     CATEGORY_LABELS,
     by_abs_diff,
@@ -34,6 +35,7 @@ from stepscope.report.html.fmt import (
     rule_title,
     verdict_text,
 )
+from stepscope.report.texts import CAUSE_WORDS
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|#~])")
 MAX_STEP_ROWS = 12
@@ -66,7 +68,9 @@ def render_markdown(doc: Mapping[str, Any], *, title: str | None = None, top: in
     if ranks:
         lines += _breakdown(ranks[0])
         lines += _categories(ranks[0])
+        lines += _roofline(ranks[0], top)
         lines += _kernels(ranks[0], top)
+        lines += _device(ranks[0], top)
     lines += _diagnostics(doc)
     return "\n".join(lines).rstrip() + "\n"
 
@@ -94,16 +98,38 @@ def _findings(doc: Mapping[str, Any], top: int) -> list[str]:
 
 def _ranks(doc: Mapping[str, Any], ranks: Sequence[Mapping[str, Any]]) -> list[str]:
     cluster = doc.get("cluster") if isinstance(doc.get("cluster"), Mapping) else {}
-    slow = set((cluster or {}).get("slow_ranks") or [])
+    slow = culprits_of(cluster)
     rows = []
     for r in ranks:
         ov = r.get("overview") or {}
         dist = r.get("distributed") or {}
-        rows.append([md(r.get("rank")) + (" (slow)" if r.get("rank") in slow else ""),
+        rows.append([md(r.get("rank")) + (" (culprit)" if r.get("rank") in slow else ""),
                      fmt_ms(ov.get("avg_step_ms")), fmt_pct(ov.get("gpu_utilization_pct")),
                      fmt_ms(dist.get("communication_ms")), fmt_ms(dist.get("overlap_ms"))])
     head = f"**Ranks** — load imbalance {fmt_pct((cluster or {}).get('imbalance_pct'))}"
-    return [head, "", *_table(["rank", "avg step", "GPU util", "comm", "overlap"], rows, right=(1, 2, 3, 4)), ""]
+    return [head, "", *_table(["rank", "avg step", "GPU util", "comm", "overlap"], rows, right=(1, 2, 3, 4)), "",
+            *_arrivals(cluster)]
+
+
+def _arrivals(cluster: Mapping[str, Any] | None) -> list[str]:
+    """One line per culprit (cause, lateness) and who waits; one per slow link."""
+    arr = (cluster or {}).get("arrivals")
+    if not isinstance(arr, Mapping):
+        return []
+    out = []
+    for c in arr.get("culprits") or []:
+        out.append(f"- culprit rank {md(c.get('rank'))}: {md(CAUSE_WORDS.get(str(c.get('cause')), c.get('cause')))}; "
+                   f"last at {md(c.get('times_last'))} of {md(arr.get('collective_count'))} collectives, "
+                   f"{fmt_ms(c.get('late_ms'))} per step after the next rank")
+    victims = ", ".join(str(v) for v in arr.get("victims") or [])
+    if out and victims:
+        out.append(f"- victims (wait for the culprits): ranks {md(victims)}")
+    sl = (cluster or {}).get("slow_links")
+    for link in (sl.get("slow") or [] if isinstance(sl, Mapping) else []):
+        bw, med = num(link.get("bandwidth_gbps")) or 0.0, num(link.get("class_median_gbps")) or 0.0
+        out.append(f"- slow link {md(link.get('link'))} ({md(link.get('kind'))}): {bw:.2f} GB/s, "
+                   f"median of its kind and size {med:.2f} GB/s")
+    return [*out, ""] if out else []
 
 
 def _breakdown(rank: Mapping[str, Any]) -> list[str]:
@@ -137,6 +163,28 @@ def _categories(rank: Mapping[str, Any]) -> list[str]:
             *_table(["category", "ops", "time", "share"], rows, right=(1, 2, 3)), ""]
 
 
+def _roofline(rank: Mapping[str, Any], top: int) -> list[str]:
+    rf = rank.get("roofline")
+    if not isinstance(rf, Mapping):
+        return []
+    peak = rf.get("peak") if isinstance(rf.get("peak"), Mapping) else None
+    head = (f"{md(rf.get('device'))} → {md(peak.get('name'))}, MFU {fmt_pct(rf.get('mfu_pct'))}" if peak else
+            f"device {md(rf.get('device') or 'unnamed')} not in the peak table: no bound, no MFU")
+    ops = [o for o in rf.get("ops") or [] if isinstance(o, Mapping)][:top]
+    rows = [[md(o.get("name", ""), 50), md(o.get("dtype") or "?"), fmt_int(o.get("calls")), fmt_ms(o.get("time_ms")),
+             _num(o.get("tflops")), _num(o.get("intensity")), md(o.get("bound") or "–"), fmt_pct(o.get("roof_pct"))]
+            for o in ops]
+    return [f"**Roofline** (rank {md(rank.get('rank'))}: {head}; FLOPs known for "
+            f"{fmt_pct(rf.get('covered_pct'))} of the device busy time)", "",
+            *_table(["op", "type", "calls", "time", "TFLOP/s", "FLOP/B", "bound", "of roof"], rows,
+                    right=(2, 3, 4, 5, 7)), ""]
+
+
+def _num(v: object) -> str:
+    x = num(v)
+    return "–" if x is None else f"{x:,.1f}"
+
+
 def _kernels(rank: Mapping[str, Any], top: int) -> list[str]:
     kernels = [k for k in rank.get("kernels") or [] if isinstance(k, Mapping)]
     if not kernels:
@@ -145,6 +193,37 @@ def _kernels(rank: Mapping[str, Any], top: int) -> list[str]:
     rows = [[md(k.get("name", ""), 70), fmt_int(k.get("calls")), fmt_ms(k.get("total_ms")),
              fmt_pct(100 * (num(k.get("total_ms")) or 0.0) / total if total else None)] for k in kernels[:top]]
     return ["**Top kernels**", "", *_table(["kernel", "calls", "total", "share"], rows, right=(1, 2, 3)), ""]
+
+
+def _device(rank: Mapping[str, Any], top: int) -> list[str]:
+    """Graph replays, compiled graphs and inference phases, where their analyses applied."""
+    out: list[str] = []
+    g = rank.get("graphs")
+    if isinstance(g, Mapping):
+        rows = [[md(c.get("name"), 60), fmt_int(c.get("kernels")), fmt_ms(c.get("ms"))]
+                for c in (g.get("capture_ops") or [])[:top]]
+        out += [f"**Graph replays**: {fmt_int(g.get('graph_launches'))} launches ran "
+                f"{fmt_int(g.get('graph_kernels'))} kernels ({fmt_pct(g.get('graph_gpu_pct'))} of GPU time); "
+                f"unattributed {fmt_int(g.get('unattributed'))}"
+                + ("" if g.get("has_capture") else " (no capture trace: ops at capture unknown)"), ""]
+        out += [*_table(["op at capture", "kernels", "time"], rows, right=(1, 2)), ""] if rows else []
+    c = rank.get("compiled")
+    if isinstance(c, Mapping):
+        rows = [[md(x.get("name"), 50), fmt_int(x.get("calls")), fmt_int(x.get("kernels")), fmt_ms(x.get("ms")),
+                 fmt_pct(x.get("step_share_pct"))] for x in (c.get("graphs") or [])[:top]]
+        out += [f"**Compiled kernels**: {fmt_int(c.get('triton_kernels'))} Triton kernels, "
+                f"{fmt_ms(c.get('triton_ms'))} ({fmt_pct(c.get('triton_pct'))} of device time)", ""]
+        out += [*_table(["compiled graph", "calls", "kernels", "time", "of step"], rows, right=(1, 2, 3, 4)),
+                ""] if rows else []
+    p = rank.get("phases")
+    if isinstance(p, Mapping):
+        rows = [[md(x.get("phase")), fmt_int(x.get("steps")), fmt_int(x.get("tokens")),
+                 fmt_ms(x.get("device_span_ms")),
+                 "–" if x.get("per_token_ms") is None else f"{x['per_token_ms']:.4f} ms"]
+                for x in p.get("phases") or []]
+        out += ["**Inference phases**", "",
+                *_table(["phase", "steps", "tokens", "device span", "per token"], rows, right=(1, 2, 3, 4)), ""]
+    return out
 
 
 def _diagnostics(doc: Mapping[str, Any]) -> list[str]:

@@ -23,6 +23,16 @@ CHANGES_BY_PLATFORM: dict[str, dict[str, str]] = {
         "reduce-host-work": "Take the host off the critical path: move host work off the launching thread, "
                             "queue kernels and cudaMemcpyAsync copies ahead on streams, and avoid cudaMalloc / "
                             "cudaFree inside the loop (allocate once).",
+        "overlap-communication": "Overlap communication with kernels: post non-blocking MPI_Isend / MPI_Irecv "
+                                 "(CUDA-aware MPI on device buffers) or NCCL calls on their own stream, compute "
+                                 "the interior while the exchange runs, and wait (MPI_Wait, cudaStreamWaitEvent) "
+                                 "only where the data is needed.",
+        "balance-work": "Balance the work across ranks: an even domain decomposition (cells, rows, particles "
+                        "per rank), and the same device and link for every rank.",
+        "fill-the-gpu": "Give these kernels more parallel work: more threads per launch (a larger problem per "
+                        "kernel, fused kernels), or a grid of at least one block per SM⟨ ({sm_count} SMs)⟩.",
+        "reduce-memory": "Make room: free device buffers you no longer need, reuse allocations instead of "
+                         "cudaMalloc per iteration, and split the problem into chunks that fit.",
     },
     "rocm": {
         "cuda-graphs-or-compile": "Launch less: capture the step with HIP graphs (torch.cuda.graphs, which are HIP "

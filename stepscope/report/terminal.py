@@ -18,7 +18,9 @@ def render_header(bundle: Bundle, console: Console) -> None:
     console.rule(f"[bold]stepscope[/bold] {trace.source}")
     for r in trace.ranks:
         dev = trace.device_of_rank(r.rank)
-        what = (dev.name + (f" ({dev.sm_count} SMs)" if dev.sm_count else "")) if dev is not None else "no GPU activity"
+        units = "CUs" if dev is not None and dev.vendor == "amd" else "SMs"
+        shown = dev is not None and dev.sm_count and f"{dev.sm_count} {units}" not in dev.name
+        what = (dev.name + (f" ({dev.sm_count} {units})" if shown else "")) if dev is not None else "no GPU activity"
         world = f", world {r.world_size}" if r.world_size else ""
         console.print(f"rank {r.rank}: {what}, platform {r.platform}{world}")
     console.print(f"{len(trace.events):,} events, {len(trace.ranks)} rank(s), {len(trace.steps)} step spans")

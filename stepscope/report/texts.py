@@ -1,7 +1,8 @@
 """THE one place for advice wording and documentation links (STYLE §5: findings are data).
 
 Keyed by rule id (``RULES``: title and what was found), by remedy key (``CHANGES``: what to change,
-code-level where possible) and by gain-basis key (``BASIS``: how the saving was estimated). Templates
+code-level where possible) and by gain-basis key (``BASIS``, kept in basis_texts.py: how the saving
+was estimated). Templates
 are ``str.format`` strings over the finding's evidence, its change parameters and ``gain_ms``,
 ``gain_pct``, ``step_ms``, ``rank`` (the evidence's own keys win); :func:`fill` renders them so that a
 person never reads a Python value (:mod:`stepscope.report._prose`): lists read as prose, shapes as
@@ -22,9 +23,12 @@ if TYPE_CHECKING:
     from stepscope.advisor.finding import Finding
     from stepscope.advisor.verdict import Verdict
 
+from stepscope.report.basis_texts import BASIS
 from stepscope.report.platform_texts import CHANGES_BY_PLATFORM, device_noun, dialect, platform_key
 
 DOCS = "docs/rules/{rule}.md"
+#: rules whose gain is already the job's (SCOPE "cluster"; tests/unit/report checks the list)
+CLUSTER_RULES = frozenset({"straggler-rank", "load-imbalance"})
 
 
 @dataclass(frozen=True)
@@ -94,10 +98,10 @@ RULES: dict[str, RuleText] = {
         ("https://pytorch.org/docs/stable/notes/ddp.html",
          "https://pytorch.org/docs/stable/fsdp.html")),
     "straggler-rank": RuleText(
-        "One rank holds the others back",
-        "Rank {slow_rank} is slower than the median rank⟨ ({reasons_text})⟩: {step_ms:.2f} vs "
-        "{median_step_ms:.2f} ms per step, {kernel_count} vs {median_kernel_count:.0f} kernels; the others wait "
-        "{others_wait_ms:.2f} ms.",
+        "One rank arrives late at the collectives and the others wait for it",
+        "Rank {slow_rank} arrives last at {times_last} of {collectives} collectives, {late_ms:.2f} ms per step after "
+        "the next rank ({in_trace_late_ms:.2f} ms of it explained in the trace); what delays it: {cause_text}. "
+        "⟨Ranks {victims_text} wait for it.⟩",
         ("https://hta.readthedocs.io/en/latest/source/features/temporal_breakdown.html",)),
     "load-imbalance": RuleText(
         "Ranks do unequal work",
@@ -195,8 +199,9 @@ CHANGES: dict[str, str] = {
     "overlap-communication": "Overlap collectives with backward compute: DDP(bucket_cap_mb=...) tuned (default "
                              "{bucket_cap_mb}), no find_unused_parameters unless needed, gradient accumulation "
                              "with no_sync(); FSDP backward/forward prefetch.",
-    "fix-slow-rank": "Find why rank {rank} is slower: compare its kernels and ops with a fast rank "
-                     "(stepscope diff), then balance its work, data or placement (a hot host, a slower link).",
+    "fix-slow-rank": "Shorten what rank {rank} does before the collectives it is late at ({cause_word}): compare it "
+                     "with an early rank (stepscope diff), then balance its work, data or placement (a hot host, "
+                     "a slower input pipeline).",
     "balance-work": "Balance the work across ranks: even sharding of embedding tables / data, equal "
                     "sequence lengths per rank (bucketing), pipeline stages of equal cost.",
     "allocator-config": "Set PYTORCH_CUDA_ALLOC_CONF={PYTORCH_CUDA_ALLOC_CONF} (or max_split_size_mb:<MB>); "
@@ -220,34 +225,6 @@ CHANGES: dict[str, str] = {
     "unset-launch-blocking": "Unset {env} (a debugging switch): launches become asynchronous again.",
 }
 
-BASIS: dict[str, str] = {
-    "replayed": "every step replayed with the change ({whatif_basis}): the mean step goes from "
-                "{whatif_measured_ms:.2f} to {whatif_predicted_ms:.2f} ms (stepscope whatif)",
-    "exposed-input-time": "time per step spent only in the DataLoader (GPU idle, no other work) — what "
-                          "background workers can hide; an upper bound, since workers share the host CPU",
-    "amp-speedup": "eligible non-Tensor-Core kernel time per step ({eligible_non_tc_ms:.1f} ms) x "
-                   "(1 - 1/{amp_speedup}): a conservative speed-up on those kernels with mixed precision",
-    "pinned-bandwidth": "half of the pageable copies' GPU time (pinned copies reach about twice the bandwidth)",
-    "blocked-host-time": "host time blocked in syncs per step, capped by the GPU's host-wait idle time",
-    "host-wait-idle": "median over steps of the GPU idle time waiting for the host, outside the DataLoader",
-    "fused-optimizer-speedup": "optimizer kernel time per step x (1 - 1/{fused_speedup})",
-    "misaligned-share": "half of the misaligned GEMMs' kernel time per step",
-    "layout-transform-time": "layout-transform kernel time per step + 10% of the Tensor-Core conv time",
-    "idle-sm-share": "half of the SM time left idle by under-filled kernels per step",
-    "hideable-comm": "exposed communication that is transfer (not waiting), capped by the computation "
-                     "it could hide behind",
-    "excess-over-median": "the slow rank's excess time per step over the median rank",
-    "imbalance-excess": "(max - mean) of the per-rank compute time per step",
-    "allocator-call-time": "host time in cudaMalloc/cudaFree per step",
-    "headroom-only": "no time estimate: the finding is about memory headroom",
-    "gpu-idle-in-host-ops": "GPU idle time inside the ops per step",
-    "benchmark-share": "15% of the fallback conv kernel time per step",
-    "search-kernel-time": "the searching calls' kernel time per step beyond one kernel per call",
-    "not-estimated": "no time estimate",
-    "kernel-time-removed": "the zeroing kernels' GPU time per step",
-    "copy-latency": "half of the small copies' GPU time per step",
-    "launch-excess": "blocking launch calls' host time beyond 5 µs each, per step",
-}
 
 VERDICT_STAGES: dict[str, str] = {
     "input": "the input pipeline",
@@ -263,6 +240,10 @@ ISSUE_WORDS = {"cuda-runtime-old": "an old CUDA runtime", "driver-older-than-run
                "the CUDA runtime", "legacy-profiler-schema": "the 2021 profiler schema (PyTorch 1.9 or older)"}
 
 
+#: what delays a culprit rank (stepscope.analysis.arrivals.CAUSES), in words
+CAUSE_WORDS = {"late_start": "it started the step late (before the trace)", "compute": "its own GPU compute",
+               "communication": "other communication", "copy": "copies", "input": "the input pipeline",
+               "host": "its host (CPU ops, launches)"}
 #: the cluster analysis' work metrics, as a reason a rank is slow
 REASON_WORDS = {"kernel_count": "more kernels", "compute_ns": "more GPU compute", "step_ns": "longer steps"}
 
@@ -273,7 +254,15 @@ def _values(f: Finding) -> dict[str, Any]:
     versions = [f"{label} {ev[k]}" for k, label in (("cuda_runtime", "CUDA runtime"), ("cuda_driver", "driver"))
                 if ev.get(k) not in (None, "None", "")]
     reasons = [REASON_WORDS.get(str(r), str(r)) for r in ev.get("reasons", [])]
+    causes = ev.get("cause_ms", {})
+    cause_text = ", ".join(f"{CAUSE_WORDS.get(str(c), str(c))} {float(v):.2f} ms"
+                           for c, v in sorted(causes.items(), key=lambda cv: -float(cv[1]))
+                           if float(v) >= 0.005) if isinstance(
+        causes, dict) else ""
     derived = {"issues_text": " and ".join(issues) or "an old stack", "reasons_text": reasons,
+               "cause_text": cause_text or "nothing in the trace",
+               "victims_text": _rank_list([int(v) for v in ev.get("victims", [])]) or None,
+               "cause_word": CAUSE_WORDS.get(str(f.change.params.get("cause", "")), "its own work"),
                "versions_text": f" ({', '.join(versions)})" if versions else ""}
     general = {"gain_ms": f.est_gain_ms, "gain_pct": f.est_gain_pct, "step_ms": f.step_ns / 1e6, "rank": f.rank}
     return {**general, **ev, **dict(f.change.params), **derived}
@@ -300,7 +289,7 @@ def change_text(f: Finding) -> str:
 def basis_text(f: Finding) -> str:
     tpl = BASIS.get(f.basis)
     text = fill(tpl, _values(f)) if tpl is not None else f.basis
-    if f.ranks:
+    if f.ranks and f.rule not in CLUSTER_RULES:
         text += "; for the job: how much the slowest rank's step shrinks when every rank saves its own gain"
     return dialect(text, f.platform, f.whole_trace)
 
@@ -317,9 +306,13 @@ def advice_text(f: Finding) -> str:
     return f"{found_text(f)} {change_text(f)}".strip()
 
 
-def links(rule: str) -> tuple[str, ...]:
+def links(rule: str, platform: str = "") -> tuple[str, ...]:
+    """The rule's page and its references; a program without PyTorch gets no PyTorch page."""
     rt = RULES.get(rule)
-    return ((DOCS.format(rule=rule), *rt.links)) if rt is not None else (DOCS.format(rule=rule),)
+    out = (DOCS.format(rule=rule), *rt.links) if rt is not None else (DOCS.format(rule=rule),)
+    if platform_key(platform) == "native":
+        out = tuple(link for link in out if "pytorch.org" not in link)
+    return out
 
 
 def not_run_text(rule: str, reason: str) -> str:
@@ -364,9 +357,11 @@ def verdict_text(v: Verdict) -> str:
     who = "job" if v.rank is None else f"rank {v.rank}"
     if v.bound == "imbalance":
         ranks = ", ".join(str(r) for r in v.ranks)
+        causes = "; ".join(CAUSE_WORDS.get(c, c) for c in dict.fromkeys(v.causes)) or "their own work"
         return (f"{who}: bound by imbalance between ranks — rank{'s' if len(v.ranks) > 1 else ''} {ranks} "
-                f"slow by their own work; the slowest {window} is {v.excess_pct or 0:.0f}% over the median "
-                f"rank's ({v.step_ns / 1e6:.1f} ms) and the others wait for it at the collectives")
+                f"arrive{'' if len(v.ranks) > 1 else 's'} late at the collectives ({causes}); the others wait "
+                f"for {'them' if len(v.ranks) > 1 else 'it'} {v.excess_pct or 0:.0f}% of the "
+                f"{v.step_ns / 1e6:.1f} ms {window}")
     share = v.shares_pct.get(v.bound, 0.0)
     busy = (f"; {device} busy with kernels or copies {v.device_busy_pct:.0f}%"
             if v.device_busy_pct is not None else "")
@@ -375,5 +370,6 @@ def verdict_text(v: Verdict) -> str:
     others = sorted(((s, p) for s, p in v.shares_pct.items() if s != v.bound), key=lambda sp: -sp[1])
     rest = ", ".join(f"{_stage(s, device, v.host_timeline)} {p:.0f}%" for s, p in others if p >= 0.5)
     if v.rank is None and v.ranks:
-        head += f", set by its slowest rank ({v.ranks[0]})"
+        head += (f", set by rank {v.ranks[0]}, the rank the others wait for at the collectives"
+                 if v.set_by == "waited-for" else f", set by its slowest rank ({v.ranks[0]})")
     return f"{head} — {rest}" if rest else head

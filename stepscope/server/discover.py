@@ -9,7 +9,9 @@ per-rank files, an Ascend export). Rules, applied from the served root down (bou
 * below the root, a directory holding trace files is one run (as ``analyze DIR`` reads it);
 * an Ascend export (``*_ascend_pt/ASCEND_PROFILER_OUTPUT/trace_view.json``, or its profiler database
   ``ascend_pytorch_profiler_*.db``: what :func:`stepscope.ingest.layout.ascend_files` finds) is one
-  run and is not descended into.
+  run and is not descended into;
+* a ``capture_traces/`` directory beside trace files holds the graph captures of that run (read
+  with it, ``ingest/capture.py``): it is no run of its own.
 
 Nothing outside the root is ever listed: symlinks whose target resolves outside it are skipped, and
 hidden entries (``.name``) are ignored. The id is a hash of the path relative to the root, so it
@@ -27,7 +29,8 @@ from pathlib import Path
 import xxhash
 
 from stepscope.errors import NoTraceFoundError, UsageError
-from stepscope.ingest.layout import TB_NAME, TRACE_SUFFIXES, ascend_files
+from stepscope.ingest.capture import CAPTURE_DIR
+from stepscope.ingest.layout import PFTRACE_SUFFIXES, TB_NAME, TRACE_SUFFIXES, ascend_files
 
 #: how deep below the root runs are looked for, and how many entries are looked at in all
 MAX_DEPTH = 6
@@ -63,7 +66,8 @@ def inside(root: Path, p: Path) -> bool:
 
 def _sniff(p: Path) -> bool:
     """Cheap check that a ``.json[.gz]`` is a trace, so side files (configs, expected results) are not runs."""
-    if p.suffix == ".sqlite" or ".pt.trace." in p.name or p.name == "trace_view.json":
+    if p.suffix == ".sqlite" or p.name.endswith(PFTRACE_SUFFIXES) or ".pt.trace." in p.name \
+            or p.name == "trace_view.json":
         return True
     try:
         opener = gzip.open if p.name.endswith(".gz") else open
@@ -115,6 +119,8 @@ class _Walk:
             return
         for e in entries:
             sub = Path(e.path)
+            if files and e.name == CAPTURE_DIR:  # the run's graph captures, read with it
+                continue
             if e.is_dir() and inside(self.root, sub) and not e.is_symlink():
                 self.visit(sub, depth + 1)
 
@@ -135,7 +141,7 @@ def discover_runs(root: str | Path) -> list[RunEntry]:
     walk = _Walk(base)
     walk.visit(base, 0)
     if not walk.runs:
-        raise NoTraceFoundError("no trace file (*.json, *.json.gz, *.sqlite) under this directory", given)
+        raise NoTraceFoundError("no trace file (*.json, *.json.gz, *.sqlite, *.pftrace) under this directory", given)
     out = []
     for path, kind in walk.runs:
         label = path.relative_to(base).as_posix() if path != base else base.name

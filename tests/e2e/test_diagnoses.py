@@ -165,12 +165,20 @@ def _ids(cases: list[dict[str, object]]) -> list[str]:
     return [str(c["path"]) for c in cases]
 
 
+DLRM_DISPUTED = (
+    "disputed entry: matched at the collectives (analysis/arrivals.py, docs/analyses/arrivals.md), ranks 1 and 3 "
+    "are never last; they wait longest (11.12 / 9.56 ms per step vs 1.53 on rank 7) because they arrive first "
+    "(step 10 starts at -1.8 ms; their extra kernels are step 9's). The culprit is rank 7, last at 4 of 8 "
+    "collectives, 1.30 ms late per step (0.48 late start, 0.69 host): 6.9 % of the 18.7 ms step, so the job is "
+    "host-bound, not imbalance")
+#: (path, must_not sentence) that the data disputes: checked last, as an xfail with the reason
+DISPUTED_MUST_NOT = {("param_dlrm/dlrm_8rank_v100", "slow ranks other than 1 and 3"): DLRM_DISPUTED}
+
+
 @pytest.mark.parametrize("case", CASES, ids=_ids(CASES))
 def test_bound_and_top_finding(case: dict[str, object], shared_traces: Path) -> None:
     if case["path"] == "param_dlrm/dlrm_8rank_v100":
-        pytest.xfail("disputed entry: on the TensorBoard step windows (one step length everywhere) ranks 1 and 3's "
-                     "extra kernels belong to step 9 and the detector no longer finds them slow by their own work; "
-                     "see the closing note of issue 14")
+        pytest.xfail(DLRM_DISPUTED)
     adv = advice_of(str(case["path"]))
     assert adv.verdicts, "no verdict"
     assert adv.verdicts[0].bound == case["bound"], texts.verdict_text(adv.verdicts[0])
@@ -188,11 +196,20 @@ MUST_NOT = [c for c in CASES if c.get("must_not")]
 @pytest.mark.parametrize("case", MUST_NOT, ids=_ids(MUST_NOT))
 def test_must_not(case: dict[str, object], shared_traces: Path) -> None:
     adv = advice_of(str(case["path"]))
+    disputed = []
     for sentence in case["must_not"]:  # type: ignore[attr-defined]
         checks = [fn for pat, fn in RECOGNISERS if re.search(pat, sentence)]
         assert checks, f"no check recognises must_not {sentence!r}: add one"
         for check in checks:
-            check(adv, case)
+            reason = DISPUTED_MUST_NOT.get((str(case["path"]), sentence))
+            if reason is None:
+                check(adv, case)
+                continue
+            with pytest.raises(AssertionError):  # the dispute still holds: the check fails
+                check(adv, case)
+            disputed.append(reason)
+    if disputed:
+        pytest.xfail(disputed[0])
 
 
 ASCEND = "ascend_msinsight/small_cnn_2rank_hccl_level1"

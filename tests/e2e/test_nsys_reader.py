@@ -112,3 +112,63 @@ def test_corrupt_sqlite_is_a_clear_error(tmp_path: Path) -> None:
     bad.write_bytes(b"SQLite format 3\x00" + b"\x07" * 500)
     with pytest.raises(stepscope.StepscopeError, match=r"junk\.sqlite"):
         stepscope.load(bad, use_cache=False)
+
+
+def _with_mpi_calls(src: Path, dst: Path, calls: list[tuple[str, int, int]]) -> int:
+    """A copy of the export with ``nsys --trace=mpi`` tables holding ``calls`` (name, start, end) on
+    the thread that makes the CUDA runtime calls; returns that thread's globalTid."""
+    shutil.copy(src, dst)
+    con = sqlite3.connect(dst)
+    try:
+        (gtid,) = con.execute("SELECT globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME GROUP BY globalTid "
+                              "ORDER BY COUNT(*) DESC LIMIT 1").fetchone()
+        (base,) = con.execute("SELECT MAX(id) + 1 FROM StringIds").fetchone()
+        names = sorted({c[0] for c in calls})
+        con.executemany("INSERT INTO StringIds (id, value) VALUES (?, ?)", [(base + i, n) for i, n in enumerate(names)])
+        for table in ("MPI_COLLECTIVES_EVENTS", "MPI_P2P_EVENTS"):
+            con.execute(f"CREATE TABLE {table} (start INT NOT NULL, end INT NOT NULL, globalTid INT, textId INT)")
+        for name, start, end in calls:
+            table = "MPI_COLLECTIVES_EVENTS" if "reduce" in name.lower() else "MPI_P2P_EVENTS"
+            con.execute(f"INSERT INTO {table} VALUES (?, ?, ?, ?)", (start, end, gtid, base + names.index(name)))
+        con.commit()
+    finally:
+        con.close()
+    return int(gtid)
+
+
+def _largest_device_gap(src: Path) -> tuple[int, int]:
+    """The longest stretch inside the run with no kernel, copy or memset on any stream (ns)."""
+    con = sqlite3.connect(src)
+    try:
+        rows = sorted(con.execute("SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL UNION ALL SELECT start, end "
+                                  "FROM CUPTI_ACTIVITY_KIND_MEMCPY").fetchall())
+    finally:
+        con.close()
+    best, reach = (0, 0), rows[0][1]
+    for start, end in rows[1:]:  # a test may walk the rows: the product must not
+        if start - reach > best[1] - best[0]:
+            best = (reach, start)
+        reach = max(reach, end)
+    return best
+
+
+def test_mpi_calls_are_host_communication(shared_traces: Path, tmp_path: Path) -> None:
+    from stepscope.analysis.breakdown import compute_breakdown
+    src = next((shared_traces / CASE).glob("*.sqlite"))
+    lo, hi = _largest_device_gap(src)
+    assert hi - lo > 1_000_000  # cloverleaf has a 1 ms+ stretch with the GPU idle
+    # the device is idle there, and communication outranks runtime calls: the calls are all communication
+    q = (hi - lo) // 10
+    calls = [("MPI_Allreduce", lo + q, lo + 3 * q), ("MPI_Waitall", lo + 4 * q, lo + 8 * q),
+             ("MPI_Isend", lo + 8 * q + 10, lo + 9 * q)]
+    _with_mpi_calls(src, tmp_path / "mpi.sqlite", calls)
+    before = compute_breakdown(stepscope.load(src, use_cache=False), 0)
+    trace = stepscope.load(tmp_path / "mpi.sqlite", use_cache=False)
+    ev = trace.events
+    mpi = np.flatnonzero(ev["kind"] == EventKind.COMMUNICATION)
+    assert sorted(trace.names(ev["name"][mpi]).tolist()) == ["MPI_Allreduce", "MPI_Isend", "MPI_Waitall"]
+    total = sum(end - start for _, start, end in calls)
+    assert int(ev["dur_ns"][mpi].sum()) == total
+    after = compute_breakdown(trace, 0)
+    assert int(after.columns()["communication_ns"][0]) - int(before.columns()["communication_ns"][0]) == total
+    assert int(after.columns()["total_ns"][0]) == int(before.columns()["total_ns"][0])

@@ -252,6 +252,14 @@ def test_memory_and_distributed(session: Session, ids: dict[str, str]) -> None:
     if with_dist:
         session.page.wait_for_selector("#rank-chart rect.seg")
         assert session.page.locator("#rank-chart").get_attribute("data-columns") == str(len(with_dist))
+    arrivals = (doc.get("cluster") or {}).get("arrivals")
+    if arrivals:  # culprits and victims from cluster.arrivals (DLRM: rank 7, its host)
+        session.page.wait_for_selector("#arrivals-table")
+        rows = session.page.locator("#arrivals-table tbody tr").count()
+        assert rows == len(arrivals["ranks"])
+        culprits = [c["rank"] for c in arrivals["culprits"]]
+        text = session.page.locator("#arrivals").inner_text()
+        assert all(f"rank {r} (" in text for r in culprits), text
     session.shot("serve-distributed.png")
 
 
@@ -332,3 +340,18 @@ def test_whatif_bad_input_and_the_finding_link(session: Session, ids: dict[str, 
     shown = float(page.locator("#whatif-mean").get_attribute("data-value") or "nan")
     assert shown == pytest.approx(remedy["predicted_mean_ms"], abs=1e-3)
     session.shot("whatif_serve_from_finding.png", full=False)
+
+
+def test_roofline_view_draws_the_document(session: Session, ids: dict[str, str]) -> None:
+    rid = ids["h100_base"]
+    rf = api(session.base, f"/api/v1/runs/{rid}?rank=0")["ranks"][0]["roofline"]
+    session.page.goto(f"{session.base}/#/run/{rid}/roofline")
+    session.page.wait_for_selector("#roofline-chart circle.dot", timeout=120_000)
+    dots = [o for o in rf["ops"] if (o.get("intensity") or 0) > 0 and (o.get("tflops") or 0) > 0]
+    assert session.page.locator("#roofline-chart circle.dot").count() == len(dots)
+    used = {o["dtype"] for o in dots} & {d for d, v in rf["peak"]["tflops"].items() if v}
+    roofs = session.page.locator("#roofline-chart polyline.roof")
+    assert roofs.count() == len(used)
+    assert {roofs.nth(i).get_attribute("data-dtype") for i in range(roofs.count())} == used
+    assert session.page.locator("#roofline-table tbody tr").count() == min(len(rf["ops"]), 25)
+    session.shot("serve-roofline.png")

@@ -82,7 +82,8 @@ def analysis_doc(*, findings: bool = True, ranks: int = 1) -> dict[str, Any]:
         "schema_version": "1",
         "source": f"/traces/{EVIL}/worker0.pt.trace.json.gz",
         "ranks": [rank_doc(r, distributed=ranks > 1) for r in range(ranks)],
-        "cluster": ({"rank_count": ranks, "slow_ranks": [1], "imbalance_pct": 12.5} if ranks > 1 else None),
+        "cluster": ({"rank_count": ranks, "slow_ranks": [1], "imbalance_pct": 12.5,
+                     "arrivals": _arrivals(ranks), "slow_links": SLOW_LINKS} if ranks > 1 else None),
         "findings": fs if findings else [],
         "diagnostics": [{"name": "truncated-file", "severity": "error", "count": 12, "example": EVIL}],
     }
@@ -124,3 +125,20 @@ def diff_doc(*, gate_passed: bool | None = True) -> dict[str, Any]:
     if gate_passed is not None:
         doc["gate"] = {"passed": gate_passed, "threshold_pct": 5.0, "slower_pct": -20.6 if gate_passed else 25.9}
     return doc
+
+
+SLOW_LINKS = {"slow_fraction": 0.5, "links": [], "slow": [
+    {"source": "collectives", "link": "group 2 (ranks 2, 3)", "kind": "allreduce", "ranks": [2, 3], "count": 1,
+     "bytes": 8388608, "time_ms": 4.0, "bandwidth_gbps": 2.1, "class_median_gbps": 8.39, "slow": True}]}
+
+
+def _arrivals(ranks: int) -> dict[str, Any]:
+    """Rank 1 is the culprit (its compute), 2.5 ms late per step; the others wait for it."""
+    return {"step_count": 1, "job_step_ms": 20.0, "tie_us": 10.0, "collective_count": 2,
+            "victims": [0, 2, 3][:ranks - 1],
+            "culprits": [{"rank": 1, "cause": "compute", "times_last": 2, "late_ms": 2.5, "in_trace_late_ms": 2.5,
+                          "late_pct_of_step": 12.5, "cause_ms": {"compute": 2.4, "host": 0.1, "copy": 0.0}}],
+            "ranks": [{"rank": r, "role": "culprit" if r == 1 else "victim", "times_last": 2 if r == 1 else 0,
+                       "late_ms": 2.5 if r == 1 else 0.0, "wait_ms": 0.0 if r == 1 else 3.0,
+                       "wait_on_culprits_ms": 0.0 if r == 1 else 2.5, "clock_offset_us": 0.0} for r in range(ranks)],
+            "collectives": []}

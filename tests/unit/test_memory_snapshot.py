@@ -134,3 +134,45 @@ def test_the_real_snapshot_matches_its_recorded_facts(shared_traces: Path) -> No
         "adam_forward.py:185 generate_perturbation_norm_paramwise",
         "adam_forward.py:187 generate_perturbation_norm_paramwise", "copy.py:153 deepcopy"]
     assert len(h.time_ms) <= 500 and int(h.live_bytes.max()) == h.peak_live_bytes
+
+
+def _stack(*frames: tuple[str, str]) -> list[dict[str, Any]]:
+    """Frames innermost first, as a snapshot records them."""
+    return [{"filename": f, "line": i + 1, "name": n} for i, (f, n) in enumerate(frames)]
+
+
+TRAIN = ("/src/train.py", "main")
+KINDS = {  # the stacks of the allocations of one training step, by what they hold
+    "parameters": _stack(("/venv/site-packages/torch/nn/modules/module.py", "_apply"),
+                         ("/venv/site-packages/torch/nn/modules/module.py", "to"), TRAIN),
+    "activations": _stack(("/venv/site-packages/torch/nn/modules/linear.py", "forward"),
+                          ("/venv/site-packages/torch/nn/modules/module.py", "_call_impl"), TRAIN),
+    "gradients": _stack(("/venv/site-packages/torch/autograd/graph.py", "_engine_run_backward"),
+                        ("/venv/site-packages/torch/_tensor.py", "backward"), TRAIN),
+    "optimizer_state": _stack(("/venv/site-packages/torch/optim/adam.py", "_init_group"),
+                              ("/venv/site-packages/torch/optim/adam.py", "step"), TRAIN),
+    "other": _stack(("/src/data.py", "load_batch"), TRAIN),
+    "unknown": [],
+}
+
+
+def test_memory_at_the_peak_by_category(tmp_path: Path) -> None:
+    """Each category allocates once; the activations are freed before the peak, the input batch after it."""
+    sizes = {"parameters": 1000, "activations": 400, "gradients": 1000, "optimizer_state": 2000, "other": 64,
+             "unknown": 8}
+    ev: list[tuple[str, int, int, list[dict[str, Any]]]] = []
+    for i, (kind, n) in enumerate(sizes.items()):
+        ev.append(("alloc", 0x1000 * (i + 1), n, KINDS[kind]))
+    ev.insert(3, ("free_completed", 0x2000, 400, KINDS["activations"]))  # freed before the gradients
+    ev.append(("free_completed", 0x5000, 64, KINDS["other"]))  # after the peak
+    trace = [{"action": a, "addr": addr, "size": n, "time_us": 1000 * (k + 1), "frames": f}
+             for k, (a, addr, n, f) in enumerate(ev)]
+    p = tmp_path / "snap.pickle"
+    p.write_bytes(pickle.dumps({"segments": [], "device_traces": [trace]}))
+    h = summarize(read_snapshot(p)).history[0]
+    # by hand: +1000 params, +400 act, +1000 grads = 2400, -400 act = 2000, +2000 opt = 4000, +64 = 4064,
+    # +8 = 4072 (the peak), -64 = 4008
+    assert h.peak_live_bytes == 4072
+    assert h.by_category == {"parameters": 1000, "gradients": 1000, "optimizer_state": 2000, "other": 64, "unknown": 8}
+    out = CliRunner().invoke(cli, ["memory", str(p)])
+    assert out.exit_code == 0 and "optimizer state 0.0" in out.output

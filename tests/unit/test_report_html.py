@@ -140,11 +140,15 @@ def test_empty_document_renders_every_section_plainly() -> None:
     assert render_html({}, title="nothing").count("<section") >= 2
 
 
-def test_distributed_section_marks_slow_rank() -> None:
+def test_distributed_section_marks_the_culprit_its_causes_and_slow_links() -> None:
     page = render_html(analysis_doc(ranks=4), title="t")
     segs = _segments(page, "rank-chart")
     comp = {a["data-col"]: float(a["data-value"]) for a in segs if a["data-cat"] == "computation"}
-    assert comp == {"rank 0": 120.0, "rank 1 (slow)": 121.0, "rank 2": 122.0, "rank 3": 123.0}
+    assert comp == {"rank 0": 120.0, "rank 1 (culprit)": 121.0, "rank 2": 122.0, "rank 3": 123.0}
+    assert "culprits: 1 ·" in page  # from cluster.arrivals, not the old slow_ranks
+    assert ("rank 1 arrives last at 2 of 2 collectives, 2.50 ms per step after the next rank (12.5 % of the step): "
+            "its own GPU compute 2.40 ms, its host (CPU ops, launches) 0.10 ms") in page
+    assert 'id="arrivals-table"' in page and 'id="slow-links"' in page and "group 2 (ranks 2, 3)" in page
     assert 'class="tabs"' in page and page.count('class="rank-page"') == 4
     assert "load imbalance 12.5 %" in page
 

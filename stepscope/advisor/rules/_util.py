@@ -45,3 +45,15 @@ def replayed_saving(ctx: RuleContext, remedy: str, evidence: dict[str, Any]) -> 
     evidence.update(whatif_remedy=remedy, whatif_basis=r.basis[i], whatif_measured_ms=ms(r.measured_mean_ns),
                     whatif_predicted_ms=ms(float(r.predicted_mean_ns[i])))
     return r.saved_ns(remedy)
+
+
+def on_path_share(ctx: RuleContext, kernel_set: str, evidence: dict[str, Any]) -> float:
+    """The share (0-1) of a compute remedy's kernels' time that reaches the step (the steps replayed
+    with those kernels at no time, :mod:`stepscope.analysis.whatif.remedies`), added to the evidence
+    as ``on_path_pct``; 1.0 when the replay did not run (the rule's estimate is then unweighed)."""
+    r = ctx.optional(REMEDIES)
+    share = r.on_path_share(kernel_set) if r is not None and ctx.rank is not None else None
+    if share is None:
+        return 1.0
+    evidence["on_path_pct"] = round(100.0 * share, 1)
+    return share

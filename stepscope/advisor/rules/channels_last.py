@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
-from stepscope.advisor.rules._util import ms, per_step, top_names
+from stepscope.advisor.rules._util import ms, on_path_share, per_step, top_names
 from stepscope.analysis.registry import CONVOLUTIONS
 
 RULE_ID = "channels-last"
@@ -35,5 +35,7 @@ def detect(ctx: RuleContext) -> list[Finding]:
     evidence = {"conv_kernel_pct": round(c.conv_pct, 2), "layout_transform_ms": ms(tr_ns),
                 "tc_conv_ms": ms(tc_ns), "transform_kernels": top_names(c.transforms, per=n),
                 "nchw_tc_kernels": top_names(c.nchw_tc, per=n)}
-    return [ctx.finding(RULE_ID, tr_ns + tc_ns * ctx.cfg.channels_last_conv_gain, "layout-transform-time",
+    gain = tr_ns + tc_ns * ctx.cfg.channels_last_conv_gain
+    gain *= on_path_share(ctx, "channels-last", evidence)  # only what reaches the step counts
+    return [ctx.finding(RULE_ID, gain, "layout-transform-time",
                         evidence, Change("channels-last", {}))]

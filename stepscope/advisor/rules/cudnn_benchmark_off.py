@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
-from stepscope.advisor.rules._util import ms, per_step, top_names
+from stepscope.advisor.rules._util import ms, on_path_share, per_step, top_names
 from stepscope.analysis.registry import CONVOLUTIONS
 
 RULE_ID = "cudnn-benchmark-off"
@@ -31,5 +31,7 @@ def detect(ctx: RuleContext) -> list[Finding]:
     evidence = {"fallback_conv_kernel_pct": round(c.fallback_pct, 2), "fallback_conv_ms": ms(per_step(ctx, fb_ns)),
                 "conv_kernel_ms": ms(per_step(ctx, float(c.conv.total_ns))),
                 "kernels": top_names(c.fallback, per=n)}
-    return [ctx.finding(RULE_ID, per_step(ctx, fb_ns) * ctx.cfg.cudnn_benchmark_gain, "benchmark-share",
+    gain = per_step(ctx, fb_ns) * ctx.cfg.cudnn_benchmark_gain
+    gain *= on_path_share(ctx, "cudnn-benchmark", evidence)  # only what reaches the step counts
+    return [ctx.finding(RULE_ID, gain, "benchmark-share",
                         evidence, Change("cudnn-benchmark", {}))]

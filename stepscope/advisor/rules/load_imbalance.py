@@ -6,7 +6,9 @@ fires for a spread-out imbalance too (uneven embedding tables, uneven sequence l
 stages of unequal size).
 
 Gain: (max − mean) compute time per step — with perfectly balanced work the busiest rank, which every
-collective waits for, would do the mean.
+collective waits for, would do the mean — capped by what the collectives actually lose to uneven
+arrivals (:mod:`stepscope.analysis.arrivals`: Σ (last arrival − mean arrival) per step). Unequal work
+that nobody waits for (the busier rank still arrives in time) is no finding.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import numpy as np
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
 from stepscope.advisor.rules._util import ms
-from stepscope.analysis.registry import CLUSTER
+from stepscope.analysis.registry import ARRIVALS, CLUSTER
 
 RULE_ID = "load-imbalance"
 SCOPE = "cluster"
@@ -31,9 +33,16 @@ def detect(ctx: RuleContext) -> list[Finding]:
     if not np.any(compute > 0):
         compute = np.asarray(c.step_ns, np.float64)
     busiest = int(np.argmax(compute))
+    excess = float(compute.max() - compute.mean())
+    arrivals = ctx.optional(ARRIVALS)
+    if arrivals is not None:
+        spread = float(arrivals.spread_ns.sum()) / max(arrivals.m.step_count, 1)
+        if ctx.pct_of_step(spread) < ctx.cfg.imbalance_min_pct:
+            return []
+        excess = min(excess, spread)
     evidence = {"imbalance_pct": round(c.imbalance_pct, 1), "busiest_rank": c.ranks[busiest],
                 "max_compute_ms": ms(compute.max()), "mean_compute_ms": ms(compute.mean()),
                 "per_rank_compute_ms": {str(r): ms(v) for r, v in zip(c.ranks, compute.tolist())},
                 "per_rank_kernels": {str(r): int(v) for r, v in zip(c.ranks, c.kernel_count.tolist())}}
-    return [ctx.finding(RULE_ID, float(compute.max() - compute.mean()), "imbalance-excess", evidence,
+    return [ctx.finding(RULE_ID, excess, "imbalance-excess", evidence,
                         Change("balance-work", {"busiest_rank": c.ranks[busiest]}))]

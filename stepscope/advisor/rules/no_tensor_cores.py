@@ -10,7 +10,9 @@ The numbers are the tensor_cores analysis' (each kernel's nearest eligible ances
 Tensor-Core kernel names, the ops' input types).
 
 Gain: eligible non-TC kernel time per step × (1 − 1 / ``amp_speedup``) — the GEMM/conv time mixed
-precision (or TF32 on Ampere+) would save at a conservative 2× on those kernels.
+precision (or TF32 on Ampere+) would save at a conservative 2× on those kernels — × the share of
+those kernels' time on the step's critical path (the steps replayed with them at no time,
+``remedies``' ``tensor-cores`` kernel set): a device that waits for the host gains nothing.
 
 Change: ``torch.autocast`` with bf16 on compute capability ≥ 8.0 (and TF32 as the one-line
 alternative), fp16 + GradScaler before that. When the eligible ops already take half inputs, the
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
-from stepscope.advisor.rules._util import ms, per_step, top_names
+from stepscope.advisor.rules._util import ms, on_path_share, per_step, top_names
 from stepscope.analysis.registry import TENSOR_CORES
 
 RULE_ID = "no-tensor-cores"
@@ -48,6 +50,7 @@ def detect(ctx: RuleContext) -> list[Finding]:
         "device": tc.device, "amp_speedup": ctx.cfg.amp_speedup,
     }
     gain = per_step(ctx, non_tc_ns) * (1.0 - 1.0 / max(ctx.cfg.amp_speedup, 1.0))
+    gain *= on_path_share(ctx, "tensor-cores", evidence)  # only what reaches the step counts
     return [ctx.finding(RULE_ID, gain, "amp-speedup", evidence, _change(ctx, tc.input_types, tc.compute_major))]
 
 

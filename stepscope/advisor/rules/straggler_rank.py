@@ -1,42 +1,50 @@
-"""``straggler-rank``: one rank works longer and the others wait for it in every collective (SPEC §6).
+"""``straggler-rank``: one rank arrives late at the collectives and the others wait for it (SPEC §6).
 
-Detects: the cluster analysis' slow ranks (a rank whose work metrics exceed the median by more than
-its threshold and by a robust z-score; :mod:`stepscope.analysis.stragglers`).
+Detects: the culprits of the arrival analysis (:mod:`stepscope.analysis.arrivals`): ranks that
+arrive last at the collectives, whose lateness the trace explains (every cause but a late start
+before the trace) for at least ``straggler_min_pct`` % of the job's step, and that are last at
+``straggler_min_times_last`` collectives or more (consistently late, not once). Not the ranks with the
+longest step spans: an early rank has a long span and waits long, and is the victim.
 
-Gain: the slow rank's excess GPU compute time per step over the median rank — the time every other
-rank spends waiting for it at the next collective.
+Gain: the "fix a slow rank" what-if: had the culprit arrived with the second-to-last rank at every
+collective it was last at, each of those collectives — and so the job's step — would end earlier
+by its lateness; the sum per step, capped by the step.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
 from stepscope.advisor.rules._util import ms
-from stepscope.analysis.registry import CLUSTER
+from stepscope.analysis.arrivals import CAUSES, Arrivals
+from stepscope.analysis.registry import ARRIVALS
 
 RULE_ID = "straggler-rank"
 SCOPE = "cluster"
 ADDRESSES: tuple[str, ...] = ("imbalance",)  # the bounds its change shortens
 
 
+def claimed_culprits(a: Arrivals, min_pct: float, min_times: int) -> list[int]:
+    """Culprits consistently late (last at ``min_times`` collectives or more) whose in-trace lateness
+    is at least ``min_pct`` % of the job's step time."""
+    job = a.m.job_step_ns * max(a.m.step_count, 1)
+    return [r for r in a.culprits if job > 0 and 100.0 * a.in_trace_late_ns(r) / job >= min_pct
+            and int(a.times_last[a.ranks.index(r)]) >= min_times]
+
+
 def detect(ctx: RuleContext) -> list[Finding]:
-    c = ctx.result(CLUSTER)
+    a = ctx.result(ARRIVALS)
     out: list[Finding] = []
-    med_compute = float(np.median(c.compute_ns))
-    med_step = float(np.median(c.step_ns))
-    for r in c.slow_ranks:  # per slow rank (a handful), not per event
-        i = c.ranks.index(r)
-        excess = max(float(c.compute_ns[i]) - med_compute, float(c.step_ns[i]) - med_step, 0.0)
-        evidence = {"slow_rank": r, "reasons": list(c.slow_reasons.get(r, [])),
-                    "excess_pct": {k: round(v, 1) for k, v in c.excess_pct.get(r, {}).items()},
-                    "compute_ms": ms(c.compute_ns[i]), "median_compute_ms": ms(med_compute),
-                    "step_ms": ms(c.step_ns[i]), "median_step_ms": ms(med_step),
-                    "kernel_count": int(c.kernel_count[i]),
-                    "median_kernel_count": float(np.median(c.kernel_count)),
-                    "others_wait_ms": ms(float(np.median(np.delete(c.wait_ns, i))))}
-        f = ctx.finding(RULE_ID, excess, "excess-over-median", evidence, Change("fix-slow-rank", {"rank": r}),
-                       rank=r)
-        out.append(f)
+    steps = max(a.m.step_count, 1)
+    for r in claimed_culprits(a, ctx.cfg.straggler_min_pct, ctx.cfg.straggler_min_times_last):  # a handful of culprits
+        i = a.ranks.index(r)
+        gain = min(float(a.late_ns[i]) / steps, a.m.job_step_ns)
+        waits = {str(v): ms(a.wait_on_culprits_ns[a.ranks.index(v)] / steps) for v in a.victims}
+        evidence = {"slow_rank": r, "cause": a.culprit_cause[r], "times_last": int(a.times_last[i]),
+                    "collectives": a.collective_count, "late_ms": ms(a.late_ns[i] / steps),
+                    "in_trace_late_ms": ms(a.in_trace_late_ns(r) / steps),
+                    "cause_ms": {c: ms(v / steps) for c, v in zip(CAUSES, a.rank_cause_ns[i].tolist()) if v > 0},
+                    "victims": list(a.victims), "victim_wait_ms": waits, "job_step_ms": ms(a.m.job_step_ns)}
+        out.append(ctx.finding(RULE_ID, gain, "culprit-lateness", evidence,
+                               Change("fix-slow-rank", {"rank": r, "cause": a.culprit_cause[r]}), rank=r))
     return out

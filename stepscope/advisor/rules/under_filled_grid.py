@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
-from stepscope.advisor.rules._util import ms, per_step, top_names
+from stepscope.advisor.rules._util import ms, on_path_share, per_step, top_names
 from stepscope.analysis.registry import LAUNCH_CONFIG
 
 RULE_ID = "under-filled-grid"
@@ -33,5 +33,6 @@ def detect(ctx: RuleContext) -> list[Finding]:
                 "idle_sm_ms": ms(per_step(ctx, u.idle_sm_ns)), "sm_fill_pct": round(res.sm_fill_pct, 1),
                 "mean_blocks": round(u.mean_blocks, 1), "kernels": top_names(u.names, per=n)}
     gain = per_step(ctx, u.idle_sm_ns) * ctx.cfg.underfill_recoverable
+    gain *= on_path_share(ctx, "fill-sms", evidence)  # only what reaches the step counts
     return [ctx.finding(RULE_ID, gain, "idle-sm-share", evidence,
                         Change("fill-the-gpu", {"sm_count": res.sm_count}))]

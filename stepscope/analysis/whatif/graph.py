@@ -37,13 +37,16 @@ from stepscope.analysis.breakdown import launched_in_steps, tb_step_windows
 from stepscope.analysis.common import I64, interval_set, rank_rows
 from stepscope.analysis.idle import is_dataloader_name
 from stepscope.analysis.platform import no_host_timeline
-from stepscope.analysis.sync import is_sync_call
+from stepscope.analysis.sync import blocking_calls
 from stepscope.model.schema import GPU_KINDS, HOST_KINDS, EventKind
 from stepscope.model.trace import Trace
 
 #: What the host does in a segment, by precedence: blocked in a sync call, inside the DataLoader,
 #: inside a launch call, anything else (ops, Python, untraced time).
 SEG_KINDS = ("sync", "input", "launch", "host")
+#: an activity that starts at most this long after the previous one on its stream ended, launched
+#: before that end, was queued behind it
+QUEUED_GAP_NS = 50_000
 SEG_SYNC, SEG_INPUT, SEG_LAUNCH, SEG_HOST = range(4)
 _LAUNCH_CALL = ("Launch", "MemcpyAsync", "MemsetAsync")
 _NONE = np.iinfo(np.int64).min // 4  # "no constraint" that survives additions
@@ -128,7 +131,7 @@ def step_graph(trace: Trace, rank: int) -> StepGraph:
     driver = _driver_rows(trace, rank)
     rt = driver[np.isin(ev["kind"][driver], [EventKind.RUNTIME, EventKind.DRIVER])]
     pool = trace.strings
-    sync_rows = rt[pool.mask(is_sync_call)[ev["name"][rt]]]
+    sync_rows = rt[blocking_calls(trace, rt)]
     launch_rows = rt[pool.mask(lambda s: any(m in s for m in _LAUNCH_CALL))[ev["name"][rt]]]
     loader = driver[pool.mask(is_dataloader_name)[ev["name"][driver]]]
     wins = tb_step_windows(trace, rank)
@@ -199,7 +202,11 @@ def _device_work(trace: Trace, gpu: I64, t: I64) -> tuple[DeviceWork, I64]:
     has = launch >= 0
     call_ts = ev["ts_ns"][np.maximum(launch, 0)]
     call_end = call_ts + ev["dur_ns"][np.maximum(launch, 0)]
-    queued = has & (prev_end > _NONE) & (call_end < prev_end)
+    # queued behind the previous activity: launched before it ended and started as it ended (a copy
+    # from pageable memory is launched by a call that blocks until after the copy: its start, right
+    # at the previous end, says it waited for the stream, not for its launch)
+    behind = (call_ts < prev_end) & (s - prev_end <= QUEUED_GAP_NS)
+    queued = has & (prev_end > _NONE) & ((call_end < prev_end) | behind)
     latency = np.where(has, s - call_ts, 0)
     gap = np.where(prev_end > _NONE, s - prev_end, 0)
     gap = np.where(queued, np.maximum(gap, 0), np.minimum(gap, 0))

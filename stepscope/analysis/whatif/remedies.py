@@ -3,10 +3,19 @@
 These are the advisor's gains: a finding's estimated gain is the replayed saving of its remedy (on
 the step's critical path, so time hidden under other work is never counted), with the remedy's
 basis shown beside it.
+
+Remedies that make chosen kernels faster (Tensor Cores, fuller grids) are weighed by their kernels'
+**on-path share**: the share of their time that lies on the step's critical path
+(:meth:`~stepscope.analysis.critical_path.CriticalPath.on_path_share`; 1 on a device-bound step, 0
+when the device only waits for the host). The rule's own speed-up model (configurable) times that
+share is its gain: time hidden under host work is never counted. The replay with those kernels at
+no time (``kernel_set_floor_ns``) is kept beside it: how far the step could fall before something
+else (usually the host) bounds it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,8 +23,12 @@ import numpy.typing as npt
 
 from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.convolutions import compute_convolutions
+from stepscope.analysis.critical_path import compute_critical_path
+from stepscope.analysis.launch_config import compute_launch_config
+from stepscope.analysis.tensor_cores import compute_tensor_cores
 from stepscope.analysis.whatif import transforms as tf
-from stepscope.analysis.whatif.graph import step_graph
+from stepscope.analysis.whatif.graph import StepGraph, step_graph
 from stepscope.analysis.whatif.replay import Durations, replay
 from stepscope.model.trace import Trace
 
@@ -37,6 +50,15 @@ REMEDY_OPTIONS: dict[str, dict[str, int | float | str | bool]] = {
     "graph-capture": {"host_overhead": 0.0},
 }
 
+#: the kernels each compute remedy would speed up (evidence rows of the analyses the rules read)
+KERNEL_SETS: dict[str, Callable[[Trace, int], npt.NDArray[np.int64]]] = {
+    "tensor-cores": lambda trace, rank: compute_tensor_cores(trace, rank).non_tc_kernels.rows,
+    "fill-sms": lambda trace, rank: compute_launch_config(trace, rank).underfilled.rows,
+    "cudnn-benchmark": lambda trace, rank: compute_convolutions(trace, rank).fallback.rows,
+    "channels-last": lambda trace, rank: np.union1d(compute_convolutions(trace, rank).transforms.rows,
+                                                    compute_convolutions(trace, rank).tc_conv.rows),
+}
+
 
 @dataclass(frozen=True)
 class Remedies:
@@ -47,6 +69,14 @@ class Remedies:
     basis: tuple[str, ...]
     measured_mean_ns: float
     predicted_mean_ns: npt.NDArray[np.float64]
+    kernel_set: tuple[str, ...]  # the kernel sets of :data:`KERNEL_SETS` found in the rank's steps
+    kernel_set_share: npt.NDArray[np.float64]  # the share of their time on the critical path (0-1)
+    kernel_set_floor_ns: npt.NDArray[np.float64]  # the mean step replayed with them at no time
+
+    def on_path_share(self, name: str) -> float | None:
+        """The share (0-1) of the set's kernel time on the step's critical path; None when the rank
+        has no such kernels in its steps."""
+        return float(self.kernel_set_share[self.kernel_set.index(name)]) if name in self.kernel_set else None
 
     def saved_ns(self, name: str) -> float:
         """What the remedy saves on the rank's mean step (never negative)."""
@@ -66,5 +96,29 @@ def compute_remedies(trace: Trace, rank: int) -> Remedies:
         raise NotApplicable("no steps and no device work to replay")
     base = Durations.measured(g)
     predicted = [float(replay(g, t.change(trace, g, base)).step_ns.mean()) for t in REMEDIES.values()]
+    names, share, floor = _kernel_sets(trace, g, base)
     return Remedies(rank, tuple(REMEDIES), tuple(t.basis() for t in REMEDIES.values()),
-                    float(measured.mean()), np.asarray(predicted, np.float64))
+                    float(measured.mean()), np.asarray(predicted, np.float64),
+                    names, np.asarray(share, np.float64), np.asarray(floor, np.float64))
+
+
+def _kernel_sets(trace: Trace, g: StepGraph, base: Durations) -> tuple[tuple[str, ...], list[float], list[float]]:
+    """Per kernel set present in the steps: its on-path share, and the mean step with it at no time."""
+    cp = compute_critical_path(trace, g.rank)
+    names: list[str] = []
+    share: list[float] = []
+    floor: list[float] = []
+    for name, rows_of in KERNEL_SETS.items():  # per remedy, not per event
+        try:
+            rows = rows_of(trace, g.rank)
+        except NotApplicable:
+            continue
+        s = cp.on_path_share(trace, rows)
+        if s is None:
+            continue
+        hit = np.isin(g.device.row, rows)
+        zeroed = tf.ScaleDevice(tf.Select(rows=tuple(int(r) for r in g.device.row[hit])), 0.0)
+        names.append(name)
+        share.append(s)
+        floor.append(float(replay(g, zeroed.change(trace, g, base)).step_ns.mean()))
+    return tuple(names), share, floor

@@ -7,6 +7,8 @@ reader          files
 ==============  ===========================================================================
 ``ascend_db``   the Ascend PyTorch profiler's database (``ascend_pytorch_profiler_N.db``)
 ``nsys_sqlite`` an Nsight Systems SQLite export (``nsys export --type sqlite``)
+``ascend_csv``  an Ascend export of CSV/JSON summaries only (``kernel_details.csv`` ...)
+``pftrace``     a Perfetto protobuf trace (``.pftrace``: PyTorch's CUPTI backend), plain or gzip
 ``kineto``      PyTorch profiler / Kineto chrome-trace JSON, plain or gzip, including the Ascend
                 text export's ``trace_view.json`` (:mod:`.ascend`): every other file
 ==============  ===========================================================================

@@ -4,6 +4,7 @@ values looked up in the chunk's string table, texts of raw JSON values made once
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from itertools import count, repeat
 from typing import Any
@@ -83,8 +84,20 @@ def _raw_text(raw: bytes, compact: bool, unquote: bool, known: dict[bytes, str |
             text = "".join(text.split())
         elif unquote:  # a JSON string value ("[0, 1]" written as a string): keep the string, not its quotes
             text = _json_string(text)
+        else:  # one text per value however the file was laid out (Kineto writes ["float", "int"])
+            text = _canonical(text)
     known[raw] = text
     return text
+
+
+def _canonical(text: str) -> str:
+    """A JSON value's text as ``json.dumps`` lays it out (", " between items); unparsable text as it is."""
+    if "\n" not in text and "  " not in text:
+        return text  # already one line, as Kineto writes it
+    try:
+        return json.dumps(json.loads(text), ensure_ascii=False)
+    except (ValueError, RecursionError):
+        return text
 
 
 def intern_ids(values: Iterable[Any], table: dict[str, int], n: int) -> npt.NDArray[np.int32]:

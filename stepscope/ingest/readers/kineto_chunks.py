@@ -349,6 +349,24 @@ def locate_events(path: str) -> tuple[bytes, int, bool]:
     if at < 0:
         first = head.lstrip()[:1]
         if first not in (b"{", b"["):
-            raise TraceFormatError("not a JSON trace (does not start with '{' or '[')", path)
+            raise TraceFormatError(_not_json_hint(path), path)
         raise TraceFormatError("no \"traceEvents\" array found in the first 8 MiB", path)
     return head, at, bare
+
+
+#: files users hold that no reader takes, and what to do instead
+_OTHER_FORMATS = (
+    ((".nsys-rep", ".qdrep"), "an Nsight Systems report: export it with 'nsys export --type sqlite "
+                              "--output trace.sqlite FILE' and pass the .sqlite"),
+    ((".ncu-rep",), "an Nsight Compute report (per-kernel metrics, no timeline): not a trace stepscope reads"),
+    ((".pt.trace.json.gz.tmp", ".tmp"), "an unfinished temporary file: wait for the profiler to finish writing"),
+)
+
+
+def _not_json_hint(path: str) -> str:
+    """Why a file that is not JSON was refused, and what to pass instead when its kind is known."""
+    low = path.lower()
+    for ends, hint in _OTHER_FORMATS:
+        if low.endswith(ends):
+            return hint
+    return "not a JSON trace (does not start with '{' or '[')"

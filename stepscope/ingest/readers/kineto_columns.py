@@ -38,9 +38,9 @@ GROUP_FIELDS: dict[str, tuple[str, ...]] = {
                  "blocks_per_sm", "occupancy", "nbytes", "coll_name", "in_nelems", "out_nelems", "coll_dtype",
                  "group_size", "pg_name", "pg_desc", "pg_ranks"),
     "runtime": ("ext_id", "ext_id_old", "correlation"),
-    "op": ("ext_id", "ext_id_old", "input_dims", "input_dims_old", "input_types", "call_stack", "seq",
+    "op": ("ext_id", "ext_id_old", "input_dims", "input_dims_old", "input_types", "concrete", "call_stack", "seq",
            "fwd_tid", "flops"),
-    "comm": ("ext_id", "ext_id_old", "input_dims", "input_dims_old", "input_types", "call_stack", "seq",
+    "comm": ("ext_id", "ext_id_old", "input_dims", "input_dims_old", "input_types", "concrete", "call_stack", "seq",
              "fwd_tid", "flops", "coll_name", "in_nelems", "out_nelems", "coll_dtype", "group_size",
              "pg_name", "pg_desc", "pg_ranks"),
     "memory": ("mem_bytes", "total_alloc", "total_reserved", "dev_type", "dev_id", "addr"),
@@ -59,7 +59,7 @@ FLOAT_FIELDS = {"blocks_per_sm": "blocks_per_sm", "occupancy": "occupancy_pct", 
 STR_FIELDS = {"call_stack": "call_stack", "coll_name": "coll_name", "coll_dtype": "coll_dtype",
               "pg_name": "pg_name", "pg_desc": "pg_desc", "label": "label"}
 RAW_FIELDS = {"input_dims": "input_dims", "input_dims_old": "input_dims_old", "input_types": "input_types",
-              "pg_ranks": "pg_ranks"}
+              "concrete": "concrete_inputs", "pg_ranks": "pg_ranks"}
 
 
 #: every arg column a chunk may carry: name -> (dtype, value when the arg is absent)
@@ -186,8 +186,8 @@ def _store_values(cols: dict[str, npt.NDArray[Any]], f: str, values: list[Any], 
     elif f in STR_FIELDS:
         cols[STR_FIELDS[f]][idx] = intern_strings(values, table, m)[dense]
     elif f in RAW_FIELDS:
-        cols[RAW_FIELDS[f]][idx] = raw_ids(values, m, table, compact=f.startswith("input_dims"),
-                                           unquote=f == "pg_ranks")[dense]
+        compact = f.startswith("input_dims") or f == "concrete"  # numbers and short scalars: no spaces kept
+        cols[RAW_FIELDS[f]][idx] = raw_ids(values, m, table, compact=compact, unquote=f == "pg_ranks")[dense]
     else:  # grid / block
         d3 = _dim3(values)[dense]
         for j, axis in enumerate("xyz"):

@@ -32,6 +32,7 @@ class RawArgs(
         "input_dims": "Input Dims",
         "input_dims_old": "Input dims",
         "input_types": "Input type",
+        "concrete": "Concrete Inputs",
         "call_stack": "Call stack",
         "seq": "Sequence number",
         "fwd_tid": "Fwd thread id",
@@ -70,6 +71,7 @@ class RawArgs(
     input_dims: msgspec.Raw = msgspec.Raw()
     input_dims_old: msgspec.Raw = msgspec.Raw()
     input_types: msgspec.Raw = msgspec.Raw()
+    concrete: msgspec.Raw = msgspec.Raw()
     call_stack: str | None = None
     seq: int | str = -1
     fwd_tid: int | str = -1
@@ -123,7 +125,7 @@ class PreciseRawEvent(msgspec.Struct, gc=False):
 #: the args each phase's events carry that stepscope reads (Kineto: ops, runtime calls and GPU
 #: activity are "X", memory samples "i"); the events of every other phase leave their args undecoded
 COMPLETE_ARGS = ("ext_id", "ext_id_old", "correlation", "device", "stream", "grid", "block", "regs", "shmem",
-                 "blocks_per_sm", "occupancy", "nbytes", "input_dims", "input_dims_old", "input_types",
+                 "blocks_per_sm", "occupancy", "nbytes", "input_dims", "input_dims_old", "input_types", "concrete",
                  "call_stack", "seq", "fwd_tid", "flops", "coll_name", "in_nelems", "out_nelems", "coll_dtype",
                  "group_size", "pg_name", "pg_desc", "pg_ranks")
 INSTANT_ARGS = ("mem_bytes", "total_alloc", "total_reserved", "dev_type", "dev_id", "addr")

@@ -71,7 +71,7 @@ def _read(path: str, con: TraceDb, tables: set[str], pool: StringPool) -> FileBa
     strings = _string_ids(con, tables)
     parts = [p for p in (_kernels(con, tables, strings, pool), _copies(con, tables, pool),
                          _memsets(con, tables, pool), _runtime(con, tables, strings, pool),
-                         _nvtx(con, tables, strings, pool)) if p]
+                         _nvtx(con, tables, strings, pool), _mpi(con, tables, strings, pool)) if p]
     events = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts else {}
     batch = FileBatch(path, 0, meta=_meta(con, tables))
     batch.parts = [FileTables(events, {}, {}, {}, {}, {})]
@@ -217,6 +217,30 @@ def _nvtx(con: sqlite3.Connection, tables: set[str], strings: dict[int, str], po
     resolved = [_label(x, strings) for x in label.tolist()]  # per range: NVTX ranges are few
     c["name"] = pool.intern_many(resolved)
     return c
+
+
+#: the tables of ``nsys --trace=mpi``: every MPI call on its thread (start, end, globalTid, textId)
+MPI_TABLES = ("MPI_COLLECTIVES_EVENTS", "MPI_P2P_EVENTS", "MPI_START_WAIT_EVENTS", "MPI_OTHER_EVENTS")
+
+
+def _mpi(con: sqlite3.Connection, tables: set[str], strings: dict[int, str], pool: StringPool) -> Cols:
+    """MPI calls as host communication events: a thread inside ``MPI_Wait`` or ``MPI_Allreduce``
+    waits for its peers, which the views and the critical path count as communication."""
+    parts = []
+    for t in (t for t in MPI_TABLES if t in tables):
+        cols = table_columns(con, t)
+        name_col = next((c for c in ("textId", "nameId", "text") if c in cols), None)
+        if name_col is None or not {"start", "end", "globalTid"} <= set(cols):
+            continue
+        start, end, gtid, label = fetch(con, f"SELECT start, end, globalTid, {name_col} FROM {t} WHERE end IS NOT NULL",
+                                        4, t, text=(3,))
+        if len(start) == 0:
+            continue
+        c = _host(con, t, start, end, gtid, EventKind.COMMUNICATION, "mpi", pool)
+        uniq, inv = np.unique(label.astype(str), return_inverse=True)
+        c["name"] = pool.intern_many([_label(x, strings) for x in uniq.tolist()])[np.asarray(inv).reshape(-1)]
+        parts.append(c)
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts else {}
 
 
 def _label(x: Any, strings: dict[int, str]) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from stepscope.ingest.readers import ascend_csv, ascend_db, kineto, nsys_sqlite
+from stepscope.ingest.readers import ascend_csv, ascend_db, kineto, nsys_sqlite, pftrace
 from stepscope.ingest.readers.ascend_summaries import side_files, trace_view_dir
 from stepscope.ingest.readers.batch import FileBatch
 from stepscope.model.diagnostics import DiagnosticsBuilder
@@ -19,7 +19,7 @@ class Reader(Protocol):
     def read(self, path: str, pool: StringPool, diags: DiagnosticsBuilder) -> FileBatch: ...
 
 
-READERS: tuple[Reader, ...] = (ascend_db, nsys_sqlite, ascend_csv, kineto)
+READERS: tuple[Reader, ...] = (ascend_db, nsys_sqlite, ascend_csv, pftrace, kineto)
 
 
 def reader_for(path: str) -> Reader:

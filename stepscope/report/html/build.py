@@ -11,16 +11,17 @@ from stepscope.analysis.bundle import Bundle, with_bundle_memo
 from stepscope.model.trace import Trace
 from stepscope.report import json_out
 from stepscope.report.advice_json import finding_dict
+from stepscope.report.html.cluster import culprits_of
 from stepscope.report.html.page import render_html
 from stepscope.report.html.series import MemoryCurve, memory_from_doc, memory_from_trace
 from stepscope.report.html.timeline_data import compute_timeline
 
 
 def timeline_rank(doc: Mapping[str, Any], trace: Trace) -> int | None:
-    """The rank whose step the snapshot shows: the first slow rank when known, else the first rank."""
+    """The rank whose step the snapshot shows: the first culprit when known, else the first rank."""
     cluster = doc.get("cluster")
-    slow = cluster.get("slow_ranks") if isinstance(cluster, Mapping) else None
-    if isinstance(slow, list) and slow and isinstance(slow[0], int) and slow[0] in trace.rank_ids:
+    slow = sorted(culprits_of(cluster if isinstance(cluster, Mapping) else None))
+    if slow and slow[0] in trace.rank_ids:
         return slow[0]
     return trace.rank_ids[0] if trace.ranks else None
 

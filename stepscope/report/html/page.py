@@ -13,10 +13,12 @@ from collections.abc import Mapping, Sequence
 from string import Template
 from typing import Any
 
+from stepscope.report.html import device
 from stepscope.report.html import sections as s
 from stepscope.report.html.assets import CSS, JS
 from stepscope.report.html.cluster import distributed_html
 from stepscope.report.html.fmt import clip, esc
+from stepscope.report.html.roofline import roofline_html
 from stepscope.report.html.series import MemoryCurve, memory_from_doc
 from stepscope.report.html.timeline_data import TimelineData
 from stepscope.report.html.timeline_svg import render_timeline
@@ -143,8 +145,16 @@ def _rank_page(r: Mapping[str, Any], rank_id: int, tl: TimelineData | None,
         s.section(f"categories-r{rank_id}", "Op categories" + suffix, s.categories_html(r, rank_id),
                   "Every kernel, copy and memset by kind of work: by its launching op's name, else its own "
                   "name; communication and memory as in every view."),
+        s.section(f"roofline-r{rank_id}", "Roofline" + suffix, roofline_html(r, rank_id),
+                  "Each op shape at its FLOPs per byte moved and achieved TFLOP/s (log-log; dot area: its time) "
+                  "under the device's roofs: memory bandwidth, then the peak of each element type used."),
         s.section(f"operators-r{rank_id}", "Operators" + suffix, s.operators_html(r, rank_id, limit)),
         s.memory_html(curves, rank_id),
         s.idle_html(r, rank_id),
     ]
+    for key, title, render in (("graphs", "Graph replays", device.graphs_html),
+                               ("compiled", "Compiled kernels", device.compiled_html),
+                               ("phases", "Inference phases", device.phases_html)):
+        if r.get(key):  # only where the analysis applied
+            parts.append(s.section(f"{key}-r{rank_id}", title + suffix, render(r, rank_id)))
     return f'<div class="rank-page" data-rank="{rank_id}">{"".join(parts)}</div>'

@@ -13,16 +13,19 @@ from rich.console import Console
 from stepscope.analysis.bundle import Bundle, RankResults
 from stepscope.analysis.registry import (
     ANNOTATIONS,
+    ARRIVALS,
     BREAKDOWN,
     CACHING_ALLOCATOR,
     CLUSTER,
     COMM_MATRIX,
+    COMPILED,
     CONVOLUTIONS,
     CRITICAL_PATH,
     DATALOADER,
     DISTRIBUTED,
     FUSION,
     GEMM_DIMS,
+    GRAPHS,
     HOST_OPS,
     IDLE,
     INPUT_SHAPES,
@@ -35,7 +38,10 @@ from stepscope.analysis.registry import (
     OP_CATEGORIES,
     OPERATORS,
     OVERVIEW,
+    PHASES,
     REMEDIES,
+    ROOFLINE,
+    SLOW_LINKS,
     SOFTWARE,
     SUMMARY,
     SYNC,
@@ -45,12 +51,14 @@ from stepscope.analysis.registry import (
     RankAnalysis,
 )
 from stepscope.report.views.annotations import render_annotations
+from stepscope.report.views.arrivals import render_arrivals, render_slow_links
 from stepscope.report.views.breakdown import render_breakdown
 from stepscope.report.views.caching_allocator import render_caching_allocator
 from stepscope.report.views.categories import render_categories
 from stepscope.report.views.convolutions import render_convolutions
 from stepscope.report.views.critical_path import render_critical_path
 from stepscope.report.views.dataloader import render_dataloader
+from stepscope.report.views.device import render_compiled, render_graphs, render_phases
 from stepscope.report.views.distributed import render_cluster, render_comm_matrix, render_distributed
 from stepscope.report.views.fusion import render_fusion
 from stepscope.report.views.gemm_dims import render_gemm_dims
@@ -66,6 +74,7 @@ from stepscope.report.views.modules import render_modules
 from stepscope.report.views.operators import render_operators
 from stepscope.report.views.overview import render_overview
 from stepscope.report.views.remedies import render_remedies
+from stepscope.report.views.roofline import render_roofline
 from stepscope.report.views.software import render_software
 from stepscope.report.views.summary import render_summary
 from stepscope.report.views.sync import render_sync
@@ -112,6 +121,7 @@ RENDERERS: dict[str, RankView] = {
     "operators": rank_view(OPERATORS, render_operators),
     "kernels": rank_view(KERNELS, render_kernels),
     "categories": rank_view(OP_CATEGORIES, render_categories),
+    "roofline": rank_view(ROOFLINE, render_roofline),
     "memory": rank_view(MEMORY, render_memory),
     "modules": rank_view(MODULES, render_modules),
     "annotations": rank_view(ANNOTATIONS, render_annotations),
@@ -124,6 +134,9 @@ RENDERERS: dict[str, RankView] = {
     "launch": rank_view(LAUNCH, render_launch),
     "launch_config": rank_view(LAUNCH_CONFIG, render_launch_config),
     "fusion": rank_view(FUSION, render_fusion),
+    "graphs": rank_view(GRAPHS, render_graphs),
+    "compiled": rank_view(COMPILED, render_compiled),
+    "phases": rank_view(PHASES, render_phases),
     "remedies": rank_view(REMEDIES, render_remedies),
     # the evidence the advisor's rules weigh
     "dataloader": rank_view(DATALOADER, render_dataloader),
@@ -141,4 +154,6 @@ RENDERERS: dict[str, RankView] = {
 CLUSTER_RENDERERS: dict[str, ClusterView] = {
     "cluster": cluster_view(CLUSTER, render_cluster),
     "comm_matrix": cluster_view(COMM_MATRIX, render_comm_matrix),
+    "arrivals": cluster_view(ARRIVALS, render_arrivals),
+    "slow_links": cluster_view(SLOW_LINKS, render_slow_links),
 }

@@ -16,6 +16,9 @@ def render_launch(r: LaunchResult, console: Console, top: int) -> None:
         t.add_row(label, *vals)
     console.print(t)
     console.print(f"  short kernels (kernel < its launch call): {r.short_kernel_count:,} ({pct(r.short_kernel_pct)})")
+    if r.graph_launches:
+        console.print(f"  {r.graph_kernels:,} kernels ran from {r.graph_launches:,} graph launches, "
+                      "each sharing its one launch call")
     q = r.queue
     s = table(f"rank {r.rank}: queue length per stream", "stream", "max", "mean in steps")
     for i in range(len(q.stream)):  # per stream

@@ -1,6 +1,6 @@
 // The single page: hash routes, the run and rank pickers, and the view dispatch.
 //   #/                             runs
-//   #/run/<id>/<view>?rank=<r>     overview | steps | kernels | operators | memory | distributed | timeline | whatif
+//   #/run/<id>/<view>?rank=<r>     overview | steps | kernels | operators | memory | distributed | timeline | whatif | roofline
 //                                  (whatif also takes &remedy=<name>: that remedy replayed at once)
 //   #/diff?base=<id>&new=<id>      compare two runs
 
@@ -9,12 +9,13 @@ import {overviewView, stepsView, kernelsView, operatorsView} from "./views.js";
 import {memoryView, distributedView} from "./views_more.js";
 import {timelineView} from "./timeline.js";
 import {whatifView} from "./whatif.js";
+import {rooflineView} from "./roofline.js";
 import {diffPicker, diffView} from "./diff.js";
 
 const VIEWS = [
   ["overview", "Overview", overviewView], ["steps", "Step breakdown", stepsView], ["kernels", "Kernels", kernelsView],
   ["operators", "Operators", operatorsView], ["memory", "Memory", memoryView], ["distributed", "Distributed", distributedView],
-  ["timeline", "Timeline", timelineView], ["whatif", "What-if", whatifView],
+  ["timeline", "Timeline", timelineView], ["whatif", "What-if", whatifView], ["roofline", "Roofline", rooflineView],
 ];
 
 const main = document.getElementById("view");

@@ -73,6 +73,26 @@ export async function distributedView(ctx) {
     out.push(card("cluster", "Ranks", `Imbalance ${fmtPct(cluster.imbalance_pct)} (${cluster.verdict || "–"}); slow ranks: ${
       (cluster.slow_ranks || []).join(", ") || "none"}.`, dataTable(rows, columns, {id: "cluster-table", sortKey: "rank", desc: false, filterKey: "slow", limit: 100})));
   }
+  const arr = cluster && cluster.arrivals;
+  if (arr && arr.ranks) {
+    // culprits (late at the collectives) and victims (waiting for them), per average step: cluster.arrivals
+    const culprits = (arr.culprits || []).map((c) => `rank ${c.rank} (${c.cause.replace("_", " ")}, ${fmtMs(c.late_ms)} late per step, last at ${
+      c.times_last} of ${arr.collective_count})`).join("; ") || "none";
+    const columns = [{key: "rank", label: "rank", num: true, fmt: (v) => String(v)}, {key: "role", label: "role"},
+      {key: "times_last", label: "last at", num: true, fmt: (v) => fmtNum(v)}, {key: "late_ms", label: "late", num: true, fmt: fmtMs},
+      {key: "wait_ms", label: "wait", num: true, fmt: fmtMs}, {key: "wait_on_culprits_ms", label: "waits on culprits", num: true, fmt: fmtMs}];
+    out.push(card("arrivals", "Culprits and victims at the collectives", `Culprits: ${culprits}. Victims: ${
+      (arr.victims || []).join(", ") || "none"}.`, dataTable(arr.ranks, columns, {id: "arrivals-table", sortKey: "late_ms", filterKey: "role", limit: 100})));
+  }
+  const links = cluster && cluster.slow_links;
+  if (links && links.links && links.links.length) {
+    const columns = [{key: "link", label: "link"}, {key: "kind", label: "kind"}, {key: "bytes", label: "bytes", num: true, fmt: fmtBytes},
+      {key: "time_ms", label: "time", num: true, fmt: fmtMs}, {key: "bandwidth_gbps", label: "GB/s", num: true, fmt: (v) => (isNum(v) ? v.toFixed(2) : "–")},
+      {key: "class_median_gbps", label: "median GB/s", num: true, fmt: (v) => (isNum(v) ? v.toFixed(2) : "–")},
+      {key: "slow", label: "slow", fmt: (v) => (v ? "slow" : "")}];
+    out.push(card("slow-links", "Links", `${(links.slow || []).length} of ${links.links.length} below ${links.slow_fraction} × the median of their kind and size.`,
+      dataTable(links.links, columns, {id: "slow-links-table", sortKey: "bandwidth_gbps", desc: false, filterKey: "kind", limit: 100})));
+  }
   const mine = ranks.find((r) => r.rank === ctx.rank);
   const coll = mine && mine.distributed ? mine.distributed.collectives || [] : [];
   if (coll.length) {

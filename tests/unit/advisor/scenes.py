@@ -118,13 +118,17 @@ def comm(b: TraceBuilder, on: bool) -> None:
                         ts=start, dur=3_000, stream=20, grid=[2, 1, 1], block=[512, 1, 1])
 
 
-def rank_builder(rank: int, compute: int) -> TraceBuilder:
+def rank_builder(rank: int, compute: int, slowest: int = 6_000) -> TraceBuilder:
+    """One rank of a 4-rank job: a GEMM of ``compute`` µs at t+30, then an all-reduce that starts when
+    the GEMM is done (t+130+compute, its stream waits for it) and ends on every rank when the slowest
+    rank's (``slowest`` µs of GEMM) has run 500 µs."""
     b = TraceBuilder(rank=rank, world_size=4)
     for t in steps(b):
         gemm(b, t + 10, dur=compute)
         b.op("nccl:all_reduce", ts=t + 50, dur=30)
-        b.launch_kernel("ncclKernel_AllReduce_RING_LL_Sum_float", launch_ts=t + 55, launch_dur=5, ts=t + 7_000,
-                        dur=500, stream=20, grid=[2, 1, 1], block=[512, 1, 1])
+        start = t + 130 + compute
+        b.launch_kernel("ncclKernel_AllReduce_RING_LL_Sum_float", launch_ts=t + 55, launch_dur=5, ts=start,
+                        dur=t + 630 + slowest - start, stream=20, grid=[2, 1, 1], block=[512, 1, 1])
     return b
 
 

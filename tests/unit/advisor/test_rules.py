@@ -91,6 +91,21 @@ def test_straggler_and_imbalance(tmp_path: Path) -> None:
     assert imb and imb[0].evidence["busiest_rank"] == 3
 
 
+def test_unequal_work_nobody_waits_for_is_no_finding(tmp_path: Path) -> None:
+    """Rank 3 computes 6 ms, the others 2 ms, but every all-reduce starts at t+7000 on every rank (it
+    does not wait for the GEMM): nobody arrives late, so neither rule fires, whatever the compute totals."""
+    builders = []
+    for r in range(4):
+        b = rank_builder(r, 6_000 if r == 3 else 2_000)
+        b.events = [e for e in b.events if not str(e.get("name", "")).startswith("ncclKernel")]
+        for t in (0, 10_000, 20_000):
+            b.launch_kernel("ncclKernel_AllReduce_RING_LL_Sum_float", launch_ts=t + 55, launch_dur=5, ts=t + 7_000,
+                            dur=500, stream=20)
+        builders.append(b)
+    found = rules_of(run_advisor(analyze(load_ranks(builders, tmp_path))))
+    assert "straggler-rank" not in found and "load-imbalance" not in found
+
+
 def test_balanced_ranks_quiet(tmp_path: Path) -> None:
     trace = load_ranks([rank_builder(r, 2_000) for r in range(4)], tmp_path)
     found = rules_of(run_advisor(analyze(trace)))

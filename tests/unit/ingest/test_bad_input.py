@@ -277,3 +277,14 @@ def test_tensorboard_handler_dir_bad_span_on_the_cli(tmp_path: Path, capsys: pyt
     assert_one_line_error(run_main(["analyze", str(d), "--span", "1700000000999"], capsys), d)
     ok = run_main(["analyze", "--no-cache", str(d), "--span", "1"], capsys)
     assert ok.returncode == 0, ok.stderr
+
+
+@pytest.mark.parametrize(("name", "said"), [("run.nsys-rep", "nsys export --type sqlite"),
+                                            ("old.qdrep", "nsys export --type sqlite"),
+                                            ("kernels.ncu-rep", "Nsight Compute"),
+                                            ("blob.bin", "not a JSON trace")])
+def test_files_of_other_tools_say_what_to_pass(tmp_path: Path, name: str, said: str) -> None:
+    path = tmp_path / name
+    path.write_bytes(b"\x00\x01NSYS-like binary report")
+    with pytest.raises(StepscopeError, match=said):
+        stepscope.load(path, use_cache=False)

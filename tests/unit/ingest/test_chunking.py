@@ -20,8 +20,8 @@ from stepscope.model.trace import Trace
 
 DEFAULT = Path(stepscope.__file__).parent / "data" / "default_trace.pt.trace.json.gz"
 #: columns holding string ids (written out here rather than taken from the code under test)
-STRING_COLUMNS = {"events": {"name", "cat", "input_dims", "input_types", "call_stack", "coll_name", "coll_dtype",
-                             "pg_name", "pg_desc", "pg_ranks"},
+STRING_COLUMNS = {"events": {"name", "cat", "input_dims", "input_types", "concrete_inputs", "call_stack", "coll_name",
+                             "coll_dtype", "pg_name", "pg_desc", "pg_ranks"},
                   "tracks": {"pid", "tid", "name"}, "counters": {"name"}, "flows": {"cat"}}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -56,15 +57,20 @@ def test_sync_advice_names_the_call_and_never_leaves_the_placeholder_empty() -> 
     assert "Remove per-step host syncs (here cudaDeviceSynchronize):" in texts.advice_text(g)
 
 
-def test_straggler_text_uses_its_own_step_and_reads_its_reasons() -> None:
-    """The text said "(['kernel_count', 'compute_ns']): 16.13 vs 16.13 ms" beside evidence of 19.90 vs 16.13."""
-    f = Finding("straggler-rank", Severity.HIGH, 1, (), 3_000_000, 16_130_000, "excess-over-median",
-                {"slow_rank": 1, "reasons": ["kernel_count", "compute_ns"], "step_ms": 19.9, "median_step_ms": 16.13,
-                 "kernel_count": 310, "median_kernel_count": 246.0, "others_wait_ms": 2.0},
-                Change("fix-slow-rank", {"rank": 1}))
+def test_straggler_text_names_the_culprit_its_causes_and_victims() -> None:
+    """Causes in words, largest first, the ones under 5 µs left out; victims as a rank range."""
+    f = Finding("straggler-rank", Severity.MEDIUM, 7, (), 1_300_000, 18_700_000, "culprit-lateness",
+                {"slow_rank": 7, "cause": "host", "times_last": 4, "collectives": 8, "late_ms": 1.3,
+                 "in_trace_late_ms": 0.817, "cause_ms": {"late_start": 0.483, "host": 0.685, "copy": 0.001},
+                 "victims": [0, 1, 2, 3, 4, 5, 6], "victim_wait_ms": {"0": 1.3}, "job_step_ms": 18.7},
+                Change("fix-slow-rank", {"rank": 7, "cause": "host"}))
     text = texts.advice_text(f)
-    assert "(more kernels, more GPU compute): 19.90 vs 16.13 ms" in text
+    assert ("Rank 7 arrives last at 4 of 8 collectives, 1.30 ms per step after the next rank (0.82 ms of it "
+            "explained in the trace); what delays it: its host (CPU ops, launches) 0.69 ms, it started the step "
+            "late (before the trace) 0.48 ms. Ranks 0-6 wait for it.") in text
+    assert "copies" not in text and "(its host (CPU ops, launches))" in text
     assert not PYTHONISH.search(text), text
+    assert "slowest rank's step shrinks" not in texts.basis_text(replace(f, ranks=(7, 5)))
 
 
 def _all_texts(findings: list[Finding]) -> list[str]:
@@ -104,3 +110,22 @@ def test_the_terminal_header_names_a_device_without_an_sm_count(tmp_path: Path) 
     render_header(analyze(b.load(tmp_path)), Console(file=out, width=200))
     text = out.getvalue()
     assert "Ascend910B" in text and "None" not in text and "SMs" not in text
+
+
+def test_whole_floats_read_as_counts() -> None:
+    assert fill("{n} sync calls and {m} copies per step, {x} ms", {"n": 1591.0, "m": 2.0, "x": 0.25}) == \
+        "1591 sync calls and 2 copies per step, 0.25 ms"
+    assert fill("{n:.1f} ms", {"n": 3.0}) == "3.0 ms"  # an explicit format is kept
+
+
+def test_a_native_program_gets_no_pytorch_pages() -> None:
+    from stepscope.report.texts import links
+    assert any("pytorch.org" in link for link in links("sync-in-step", "cuda"))
+    native = links("sync-in-step", "cuda+native")
+    assert native and not any("pytorch.org" in link for link in native)
+
+
+def test_cluster_rules_list_matches_the_rules_scope() -> None:
+    from stepscope.advisor.rules import ALL_RULES
+
+    assert {r.RULE_ID for r in ALL_RULES if r.SCOPE == "cluster"} == texts.CLUSTER_RULES

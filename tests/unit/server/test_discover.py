@@ -102,3 +102,15 @@ def test_an_ascend_export_linked_from_outside_is_not_served(tmp_path: Path) -> N
     shutil.copy(DEFAULT_TRACE, root / "mine.pt.trace.json.gz")
     os.symlink(outside / "rank0_ascend_pt", root / "run" / "rank0_ascend_pt")
     assert [r.label for r in discover_runs(root)] == ["mine.pt.trace.json.gz"]
+
+
+def test_capture_traces_belong_to_their_run(tmp_path: Path) -> None:
+    """A vLLM-style run: the replay trace and capture_traces/ beside it are one run; a capture_traces
+    folder with no trace beside it is still a run of its own."""
+    run = tmp_path / "vllm"
+    (run / "capture_traces").mkdir(parents=True)
+    shutil.copy(DEFAULT_TRACE, run / "graph_execution.json.gz")
+    shutil.copy(DEFAULT_TRACE, run / "capture_traces" / "graph_capture_rank_0.1.pt.trace.json.gz")
+    (tmp_path / "lone" / "capture_traces").mkdir(parents=True)
+    shutil.copy(DEFAULT_TRACE, tmp_path / "lone" / "capture_traces" / "t.json.gz")
+    assert [r.label for r in discover_runs(tmp_path)] == ["lone/capture_traces", "vllm"]

@@ -1,0 +1,229 @@
+"""Who arrives late at the collectives (the culprits), who waits for them (the victims), and why.
+
+Input: every rank's :class:`~stepscope.analysis.collective_records.CollectiveRecords` (the one
+per-rank function, :func:`~stepscope.analysis.collective_records.collective_records`); everything
+here is a function of those records only, vectorised over collectives × ranks.
+
+* **Matching**: the same collective is the n-th communication kernel of one (process group,
+  collective type) on each rank (process group "" when the trace does not say).
+* **Clocks**: a collective ends at about the same instant on every rank that takes part, so each
+  rank's clock offset is the median over its collectives of (its end − the collective's median
+  end); every time is shifted by it (no-op on one host, microseconds there).
+* **Arrival** of a rank at a collective: the device start of its kernel (``enqueue_ns``: the host
+  time of its launch, where linked). **Wait** = the last arrival − the rank's arrival.
+* **Lateness** of a collective = the last arrival − the second-to-last arrival: the time everyone
+  else waited for the last rank alone, i.e. what the collective would start earlier by had that rank
+  arrived with the others (not − the median arrival, which also counts the other ranks'
+  spread). The last rank is named only when its lateness exceeds :data:`TIE_NS`.
+* **Cause** of a lateness: the last rank's gap (from its previous collective's end, or its step
+  start, to its arrival) against the second-to-last rank's: lateness = (the difference of the gaps'
+  starts) + Σ (the difference of each critical-path part of the gaps). The positive terms, scaled
+  to the lateness, are its causes: ``late_start`` (it began later: at a step's first collective,
+  it started the step late, for reasons before the step or the trace) and the parts compute,
+  communication, copy, input, host.
+* **Culprits**: ranks whose lateness sums to ≥ :data:`CULPRIT_MIN_SHARE_PCT` % of all the
+  collectives' lateness and ≥ :data:`CULPRIT_MIN_STEP_PCT` % of the job's time; their cause is their
+  largest summed cause. **Victims**: the other ranks that waited for the culprits for at least half
+  of the culprits' lateness. ``wait_on_culprits_ns`` is a rank's wait at collectives a culprit was
+  last at, each capped by that collective's lateness (the part the culprit alone caused); the rest of
+  its wait is the spread of the others' arrivals (an early rank waits long without anyone being late).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.analysis._memo import per_trace
+from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.collective_records import CollectiveRecords, collective_records
+from stepscope.analysis.common import I64, pct
+from stepscope.analysis.critical_path import PARTS
+from stepscope.model.trace import Trace
+
+B2 = npt.NDArray[np.bool_]
+S = npt.NDArray[np.object_]
+#: What a late arrival is charged to: a later start, then the critical-path parts of the gap.
+CAUSES = ("late_start", *PARTS)
+#: Arrivals closer than this are simultaneous (the kernels' ends agree across ranks to ~10 µs).
+TIE_NS = 10_000
+CULPRIT_MIN_SHARE_PCT = 20.0
+CULPRIT_MIN_STEP_PCT = 1.0
+
+
+@dataclass(frozen=True)
+class Matched:
+    """Collectives × ranks matrices (clock-aligned; -1 / False where a rank has no such kernel)."""
+
+    ranks: I64
+    coll_type: npt.NDArray[np.int8]
+    pg: S
+    bytes: I64
+    present: B2
+    arrival_ns: npt.NDArray[np.int64]
+    enqueue_ns: npt.NDArray[np.int64]
+    end_ns: npt.NDArray[np.int64]
+    gap_start_ns: npt.NDArray[np.int64]
+    gap_parts_ns: npt.NDArray[np.int64]  # (collective, rank, part)
+    first_in_step: B2
+    clock_offset_ns: I64
+    job_step_ns: float  # the longest rank's average step window
+    step_count: int
+
+
+@dataclass(frozen=True)
+class Arrivals:
+    """Arrivals, waits, lateness and causes (see the module docstring). Per collective arrays are in
+    order of the median arrival; ``(C, R)`` matrices have one column per entry of ``ranks``; times are
+    totals over the trace (``step_count`` steps)."""
+
+    m: Matched
+    last_rank: I64  # (C,) rank id arriving last, -1 when within TIE_NS of the next
+    lateness_ns: I64  # (C,)
+    spread_ns: I64  # (C,) the last arrival − the mean arrival: what unequal work costs this collective
+    wait_ns: npt.NDArray[np.int64]  # (C, R)
+    cause_ns: npt.NDArray[np.int64]  # (C, len(CAUSES)) the lateness split by cause
+    late_ns: I64  # (R,) the lateness it caused, summed over the collectives it was last at
+    times_last: I64
+    wait_total_ns: I64
+    wait_on_culprits_ns: I64
+    rank_cause_ns: npt.NDArray[np.int64]  # (R, len(CAUSES))
+    culprits: tuple[int, ...]
+    victims: tuple[int, ...]
+    culprit_cause: dict[int, str]
+
+    @property
+    def ranks(self) -> list[int]:
+        return [int(r) for r in self.m.ranks]
+
+    @property
+    def collective_count(self) -> int:
+        return len(self.lateness_ns)
+
+    def in_trace_late_ns(self, rank: int) -> int:
+        """The lateness of a rank that the trace explains (every cause but ``late_start``)."""
+        i = self.ranks.index(rank)
+        return int(self.rank_cause_ns[i, 1:].sum())
+
+    def late_pct_of_job(self, rank: int) -> float:
+        return pct(float(self.late_ns[self.ranks.index(rank)]), self.m.job_step_ns * self.m.step_count)
+
+
+@per_trace
+def trace_records(trace: Trace) -> tuple[CollectiveRecords, ...]:
+    return tuple(collective_records(trace, r) for r in trace.rank_ids)  # per rank
+
+
+def compute_arrivals(trace: Trace) -> Arrivals:
+    """Arrivals at the collectives of a multi-rank trace (NotApplicable for one rank or none matched)."""
+    if len(trace.rank_ids) < 2:
+        raise NotApplicable("single-rank trace: no arrivals to compare")
+    return arrivals_of(trace_records(trace))
+
+
+def arrivals_of(records: tuple[CollectiveRecords, ...]) -> Arrivals:
+    """The cross-rank step, from the per-rank records only (in any order: they are put in rank order)."""
+    m = match(tuple(sorted(records, key=lambda r: r.rank)))  # one record per rank
+    return _judge(m)
+
+
+def match(records: tuple[CollectiveRecords, ...]) -> Matched:
+    """Match the records of every rank into collectives × ranks matrices (see the module docstring)."""
+    ranks = np.array([r.rank for r in records], np.int64)
+    col = np.concatenate([np.full(len(r), i, np.int64) for i, r in enumerate(records)])
+    cat = {f: np.concatenate([getattr(r, f) for r in records]) for f in
+           ("start_ns", "end_ns", "enqueue_ns", "coll_type", "pg", "bytes", "gap_start_ns", "first_in_step")}
+    parts = np.concatenate([r.gap_parts_ns for r in records]).reshape(-1, len(CAUSES) - 1)
+    pg_names, pg = np.unique(cat["pg"].astype(str), return_inverse=True)
+    pg = pg.reshape(-1).astype(np.int64)
+    ctype = cat["coll_type"].astype(np.int64)
+    order = np.lexsort((cat["start_ns"], ctype, pg, col))
+    grp = np.stack([col, pg, ctype])[:, order]
+    new = np.ones(len(order), bool)
+    new[1:] = (grp[:, 1:] != grp[:, :-1]).any(axis=0)
+    first = np.maximum.accumulate(np.where(new, np.arange(len(order)), 0))
+    nth = np.empty(len(order), np.int64)
+    nth[order] = np.arange(len(order)) - first
+    keys, inv = np.unique(np.stack([pg, ctype, nth]), axis=1, return_inverse=True)
+    inv = inv.reshape(-1)
+    present = np.zeros((keys.shape[1], len(ranks)), bool)
+    present[inv, col] = True
+    keep = present.sum(axis=1) >= 2
+    if not keep.any():
+        raise NotApplicable("no collective matched on two or more ranks")
+    mats = {f: _matrix(cat[f], inv, col, present.shape) for f in
+            ("start_ns", "end_ns", "enqueue_ns", "gap_start_ns")}
+    gap = np.zeros((*present.shape, parts.shape[1]), np.int64)
+    gap[inv, col] = parts
+    fis = np.zeros(present.shape, bool)
+    fis[inv, col] = cat["first_in_step"]
+    size = np.full(keys.shape[1], -1, np.int64)
+    np.maximum.at(size, inv, cat["bytes"])
+    offset = _clock_offsets(mats["end_ns"][keep], present[keep])
+    shift = np.where(present, offset[None, :], 0)
+    arrival = np.where(present, mats["start_ns"] - shift, -1)
+    med = np.nanmedian(np.where(present, arrival, np.nan)[keep].astype(np.float64), axis=1)
+    sel = np.flatnonzero(keep)[np.argsort(med, kind="stable")]
+    enq = np.where(mats["enqueue_ns"] >= 0, mats["enqueue_ns"] - shift, -1)
+    steps = [(r.step_end_ns - r.step_start_ns) for r in records]
+    return Matched(ranks, keys[1, sel].astype(np.int8), pg_names.astype(object)[keys[0, sel]], size[sel],
+                   present[sel], arrival[sel], enq[sel], (mats["end_ns"] - shift)[sel],
+                   (mats["gap_start_ns"] - shift)[sel], gap[sel], fis[sel], offset,
+                   max((float(s.mean()) for s in steps if len(s)), default=0.0), max(len(s) for s in steps))
+
+
+def _matrix(values: npt.NDArray[np.int64], inv: I64, col: I64, shape: tuple[int, ...]) -> npt.NDArray[np.int64]:
+    out = np.full(shape, -1, np.int64)
+    out[inv, col] = values
+    return out
+
+
+def _clock_offsets(end_ns: npt.NDArray[np.int64], present: B2) -> I64:
+    """Per rank: the median of (its end − the collective's median end) over the collectives it is in."""
+    e = np.where(present, end_ns, np.nan).astype(np.float64)
+    dev = e - np.nanmedian(e, axis=1, keepdims=True)  # every kept collective has two ranks or more
+    has = present.any(axis=0)
+    off = np.zeros(present.shape[1], np.float64)
+    off[has] = np.nanmedian(dev[:, has], axis=0)
+    return np.round(off).astype(np.int64)
+
+
+def _judge(m: Matched) -> Arrivals:
+    """Lateness, waits, causes, culprits and victims of matched collectives."""
+    n_c, n_r = m.present.shape
+    arr = np.where(m.present, m.arrival_ns, np.iinfo(np.int64).min)
+    order = np.argsort(arr, axis=1, kind="stable")
+    last_i, second_i = order[:, -1], order[:, -2]
+    rows = np.arange(n_c)
+    last_t, second_t = arr[rows, last_i], arr[rows, second_i]
+    lateness = last_t - second_t
+    named = lateness > TIE_NS
+    wait = np.where(m.present, last_t[:, None] - m.arrival_ns, 0)
+    offset = m.gap_start_ns[rows, last_i] - m.gap_start_ns[rows, second_i]
+    excess = m.gap_parts_ns[rows, last_i] - m.gap_parts_ns[rows, second_i]
+    terms = np.clip(np.column_stack([offset, excess]), 0, None).astype(np.float64)
+    total = terms.sum(axis=1, keepdims=True)
+    cause = np.where(named[:, None] & (total > 0), terms * lateness[:, None] / np.maximum(total, 1), 0.0)
+    cause_ns = np.round(cause).astype(np.int64)
+    lid = np.where(named, last_i, n_r)  # n_r: nobody
+    late = np.bincount(lid, weights=np.where(named, lateness, 0), minlength=n_r + 1)[:n_r].astype(np.int64)
+    times = np.bincount(lid, minlength=n_r + 1)[:n_r].astype(np.int64)
+    rank_cause = np.zeros((n_r + 1, len(CAUSES)), np.int64)
+    np.add.at(rank_cause, lid, cause_ns)
+    all_late = float(late.sum())
+    job = m.job_step_ns * m.step_count
+    is_culprit = ((late > 0) & (late >= all_late * CULPRIT_MIN_SHARE_PCT / 100)
+                  & (late >= job * CULPRIT_MIN_STEP_PCT / 100))
+    by_culprit = named & is_culprit[np.minimum(lid, n_r - 1)] & (lid < n_r)
+    caused = np.where(by_culprit[:, None], np.minimum(wait, lateness[:, None]), 0).sum(axis=0).astype(np.int64)
+    culprit_late = float(late[is_culprit].sum())
+    is_victim = ~is_culprit & (caused > 0) & (caused >= culprit_late / 2)
+    culprits = tuple(int(r) for r in m.ranks[is_culprit])
+    causes = {int(m.ranks[i]): CAUSES[int(np.argmax(rank_cause[i]))] for i in np.flatnonzero(is_culprit)}
+    spread = np.round(wait.sum(axis=1) / m.present.sum(axis=1)).astype(np.int64)  # last − mean arrival
+    return Arrivals(m, np.where(named, m.ranks[last_i], -1), lateness.astype(np.int64), spread,
+                    wait.astype(np.int64),
+                    cause_ns, late, times, wait.sum(axis=0).astype(np.int64), caused, rank_cause[:n_r],
+                    culprits, tuple(int(r) for r in m.ranks[is_victim]), causes)

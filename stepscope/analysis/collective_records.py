@@ -1,0 +1,92 @@
+"""One rank's collective records: the small, explicit per-rank input of the cross-rank arrival
+analysis (:mod:`stepscope.analysis.arrivals`).
+
+Per communication kernel of the rank (the one classification, :mod:`.activity` / :mod:`.comm`;
+point-to-point send / recv excluded: they wait for one peer, not for the group), in device start
+order: its device start and end, the host time its launch call was made (``enqueue_ns``, -1 when the
+kernel has no linked launch), its stream, collective type, process group and size, and what the rank
+did before it: the *gap* from the end of its previous communication kernel (or from the start of
+the step window that holds it, whichever is later) to its start, attributed by the rank's
+critical path (:func:`stepscope.analysis.critical_path.attribute_windows`: compute,
+communication, copy, input, host). Plus the rank's step windows.
+
+:func:`collective_records` is the per-rank function; everything across ranks is computed from a
+list of these records only, so it can run on per-rank summaries (map-reduce) as well as on one
+whole trace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.analysis._memo import per_rank
+from stepscope.analysis.activity import is_comm_row
+from stepscope.analysis.comm import CollType, classify
+from stepscope.analysis.common import I64, rank_rows
+from stepscope.analysis.critical_path import PARTS, attribute_windows, compute_critical_path
+from stepscope.model.schema import EventKind
+from stepscope.model.trace import Trace
+
+I8 = npt.NDArray[np.int8]
+S = npt.NDArray[np.object_]
+#: Pairwise transfers: not matched as group collectives.
+P2P_TYPES = (int(CollType.SEND), int(CollType.RECV), int(CollType.SENDRECV))
+
+
+@dataclass(frozen=True)
+class CollectiveRecords:
+    """One rank's communication kernels (arrays aligned, device start order) and step windows.
+
+    ``gap_parts_ns[i, j]``: time of :data:`~stepscope.analysis.critical_path.PARTS` ``[j]`` in the
+    gap ``[gap_start_ns[i], start_ns[i])`` (the row sums to the gap's length).
+    """
+
+    rank: int
+    start_ns: I64
+    end_ns: I64
+    enqueue_ns: I64
+    stream: I64
+    coll_type: I8
+    pg: S  # process group name ("" unknown)
+    bytes: I64  # max(in, out) bytes, -1 unknown
+    gap_start_ns: I64
+    gap_parts_ns: npt.NDArray[np.int64]
+    first_in_step: npt.NDArray[np.bool_]  # the gap starts at its step window's start
+    step_start_ns: I64
+    step_end_ns: I64
+
+    def __len__(self) -> int:
+        return len(self.start_ns)
+
+
+@per_rank
+def collective_records(trace: Trace, rank: int) -> CollectiveRecords:
+    """The collective records of one rank (see the module docstring)."""
+    ev = trace.events
+    cls = classify(trace)
+    rows = rank_rows(trace, rank, (int(EventKind.KERNEL),))
+    rows = rows[is_comm_row(trace)[rows] & ~np.isin(cls.coll_type[rows], P2P_TYPES)]
+    rows = rows[np.lexsort((rows, ev["ts_ns"][rows]))]
+    start = ev["ts_ns"][rows].astype(np.int64)
+    end = start + ev["dur_ns"][rows]
+    launch = ev["launch"][rows]
+    enqueue = np.where(launch >= 0, ev["ts_ns"][np.maximum(launch, 0)], -1).astype(np.int64)
+    cp = compute_critical_path(trace, rank)
+    w_start, w_end = cp.start_ns, cp.end_ns
+    win = np.searchsorted(w_start, start, side="right") - 1
+    inside = (win >= 0) & (start < w_end[np.maximum(win, 0)]) if len(w_start) else np.zeros(len(rows), bool)
+    step_lo = np.where(inside, w_start[np.maximum(win, 0)], start)
+    prev_end = np.concatenate([[np.iinfo(np.int64).min], np.maximum.accumulate(end)[:-1]]) if len(rows) else end
+    gap_start = np.minimum(np.maximum(prev_end, step_lo), start)
+    first = inside & (gap_start == step_lo) & (prev_end <= step_lo)
+    parts = attribute_windows(trace, rank, gap_start, start) if len(rows) else np.zeros((0, len(PARTS)), np.int64)
+    ids, inv = np.unique(cls.pg_name[rows], return_inverse=True)
+    pg_of = np.array([trace.strings[int(i)] for i in ids] + [""], dtype=object)[inv.reshape(-1)]  # per group
+    size = np.maximum(cls.in_bytes[rows], cls.out_bytes[rows]).astype(np.int64)
+    return CollectiveRecords(rank, start, end, enqueue, ev["track"][rows].astype(np.int64),
+                             cls.coll_type[rows].astype(np.int8), np.asarray(pg_of, dtype=object), size,
+                             gap_start, parts.astype(np.int64), first, w_start.astype(np.int64),
+                             w_end.astype(np.int64))

@@ -1,0 +1,42 @@
+"""How each finding's estimated gain was estimated, in words, by basis key (the advisor's ``Finding.basis``);
+``texts.basis_text`` fills them with the finding's evidence."""
+
+from __future__ import annotations
+
+BASIS: dict[str, str] = {
+    "replayed": "every step replayed with the change ({whatif_basis}): the mean step goes from "
+                "{whatif_measured_ms:.2f} to {whatif_predicted_ms:.2f} ms (stepscope whatif)",
+    "exposed-input-time": "time per step spent only in the DataLoader (GPU idle, no other work) — what "
+                          "background workers can hide; an upper bound, since workers share the host CPU",
+    "amp-speedup": "eligible non-Tensor-Core kernel time per step ({eligible_non_tc_ms:.1f} ms) x "
+                   "(1 - 1/{amp_speedup}): a conservative speed-up on those kernels with mixed precision"
+                   "⟨, x the {on_path_pct}% of their time on the step's critical path (replayed with them at "
+                   "no time)⟩",
+    "pinned-bandwidth": "half of the pageable copies' GPU time (pinned copies reach about twice the bandwidth)",
+    "blocked-host-time": "host time blocked in syncs per step, capped by the GPU's host-wait idle time",
+    "host-wait-idle": "median over steps of the GPU idle time waiting for the host, outside the DataLoader",
+    "fused-optimizer-speedup": "optimizer kernel time per step x (1 - 1/{fused_speedup})",
+    "misaligned-share": "half of the misaligned GEMMs' kernel time per step",
+    "layout-transform-time": "layout-transform kernel time per step + 10% of the Tensor-Core conv time⟨, x the "
+                             "{on_path_pct}% of their time on the step's critical path⟩",
+    "idle-sm-share": "half of the SM time left idle by under-filled kernels per step⟨, x the {on_path_pct}% "
+                     "of their time on the step's critical path (replayed with them at no time)⟩",
+    "hideable-comm": "exposed communication that is transfer (not waiting), capped by the computation "
+                     "it could hide behind",
+    "excess-over-median": "the slow rank's excess time per step over the median rank",
+    "culprit-lateness": "what-if the slow rank is fixed: it arrives with the second-to-last rank at every "
+                        "collective it is last at, so each of them, and the job's step, ends earlier by its "
+                        "lateness; summed per step, capped by the step",
+    "imbalance-excess": "(max - mean) of the per-rank compute time per step, capped by what the collectives "
+                        "lose to uneven arrivals (last - mean arrival, per step)",
+    "allocator-call-time": "host time in cudaMalloc/cudaFree per step",
+    "headroom-only": "no time estimate: the finding is about memory headroom",
+    "gpu-idle-in-host-ops": "GPU idle time inside the ops per step",
+    "benchmark-share": "15% of the fallback conv kernel time per step⟨, x the {on_path_pct}% of their time on "
+                       "the step's critical path⟩",
+    "search-kernel-time": "the searching calls' kernel time per step beyond one kernel per call",
+    "not-estimated": "no time estimate",
+    "kernel-time-removed": "the zeroing kernels' GPU time per step",
+    "copy-latency": "half of the small copies' GPU time per step",
+    "launch-excess": "blocking launch calls' host time beyond 5 µs each, per step",
+}

@@ -1,0 +1,95 @@
+"""§12 JSON sections ``cluster.arrivals`` and ``cluster.slow_links`` (documented in docs/json.md).
+
+Per-rank and per-culprit times are ms per average step; per-collective times are ms of that one
+collective, arrivals in ms from the trace's first matched arrival (clock-aligned).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from stepscope.analysis.arrivals import CAUSES, TIE_NS, Arrivals
+from stepscope.analysis.comm import coll_type_name
+from stepscope.analysis.registry import ARRIVALS, SLOW_LINKS
+from stepscope.analysis.slow_links import SLOW_FRACTION
+
+if TYPE_CHECKING:
+    from stepscope.analysis.bundle import Bundle
+
+MS = 1e6
+#: collectives listed in the document (the first ones in time); ``collective_count`` says how many there are
+MAX_COLLECTIVES = 256
+
+
+def arrivals_section(bundle: Bundle) -> dict[str, Any] | None:
+    a = bundle.cluster_result(ARRIVALS)
+    if a is None:
+        return None
+    steps = max(a.m.step_count, 1)
+    return {"step_count": a.m.step_count, "job_step_ms": a.m.job_step_ns / MS, "tie_us": TIE_NS / 1e3,
+            "collective_count": a.collective_count, "culprits": _culprits(a, steps), "victims": list(a.victims),
+            "ranks": _ranks(a, steps), "collectives": _collectives(a)}
+
+
+def _role(a: Arrivals, rank: int) -> str:
+    return "culprit" if rank in a.culprits else "victim" if rank in a.victims else "other"
+
+
+def _culprits(a: Arrivals, steps: int) -> list[dict[str, Any]]:
+    out = []
+    for r in a.culprits:  # a handful
+        i = a.ranks.index(r)
+        out.append({"rank": r, "cause": a.culprit_cause[r], "times_last": int(a.times_last[i]),
+                    "late_ms": float(a.late_ns[i]) / steps / MS, "in_trace_late_ms": a.in_trace_late_ns(r) / steps / MS,
+                    "late_pct_of_step": round(a.late_pct_of_job(r), 2),
+                    "cause_ms": {c: float(v) / steps / MS for c, v in zip(CAUSES, a.rank_cause_ns[i].tolist())}})
+    return out
+
+
+def _ranks(a: Arrivals, steps: int) -> list[dict[str, Any]]:
+    cols = {"times_last": a.times_last.tolist(), "late": (a.late_ns / steps / MS).tolist(),
+            "wait": (a.wait_total_ns / steps / MS).tolist(), "on": (a.wait_on_culprits_ns / steps / MS).tolist(),
+            "off": (a.m.clock_offset_ns / 1e3).tolist()}
+    return [{"rank": r, "role": _role(a, r), "times_last": int(cols["times_last"][i]), "late_ms": cols["late"][i],
+             "wait_ms": cols["wait"][i], "wait_on_culprits_ms": cols["on"][i], "clock_offset_us": cols["off"][i]}
+            for i, r in enumerate(a.ranks)]
+
+
+def _collectives(a: Arrivals) -> list[dict[str, Any]]:
+    m = a.m
+    n = min(a.collective_count, MAX_COLLECTIVES)
+    t0 = int(m.arrival_ns[m.present].min()) if m.present.any() else 0
+
+    def rel(x: np.ndarray[Any, Any], ok: np.ndarray[Any, Any]) -> list[list[float | None]]:
+        vals = np.where(ok, (x - t0) / MS, np.nan)[:n]
+        return [[None if np.isnan(v) else round(float(v), 6) for v in row] for row in vals.tolist()]
+
+    arrival, enqueue = rel(m.arrival_ns, m.present), rel(m.enqueue_ns, m.present & (m.enqueue_ns >= 0))
+    end = rel(m.end_ns, m.present)
+    wait = np.where(m.present, a.wait_ns / MS, np.nan)[:n].tolist()
+    cause = (a.cause_ns[:n] / MS).tolist()
+    return [{"index": i, "type": coll_type_name(int(m.coll_type[i])), "group": str(m.pg[i]),
+             "bytes": int(m.bytes[i]), "last_rank": None if a.last_rank[i] < 0 else int(a.last_rank[i]),
+             "lateness_ms": float(a.lateness_ns[i]) / MS, "spread_ms": float(a.spread_ns[i]) / MS,
+             "arrival_ms": arrival[i], "enqueue_ms": enqueue[i], "end_ms": end[i],
+             "wait_ms": [None if np.isnan(w) else w for w in wait[i]],
+             "cause_ms": {c: v for c, v in zip(CAUSES, cause[i]) if v > 0}} for i in range(n)]
+
+
+def slow_links_section(bundle: Bundle) -> dict[str, Any] | None:
+    s = bundle.cluster_result(SLOW_LINKS)
+    if s is None:
+        return None
+    cols = {k: v.tolist() for k, v in s.rows.columns().items()}
+    rows = [{"source": cols["source"][i], "link": cols["link"][i], "kind": cols["kind"][i],
+             "ranks": [int(x) for x in str(cols["ranks"][i]).split(",") if x], "count": cols["count"][i],
+             "bytes": cols["bytes"][i], "time_ms": cols["time_ns"][i] / MS,
+             "bandwidth_gbps": _num(cols["bandwidth_gbps"][i]), "class_median_gbps": _num(cols["class_median_gbps"][i]),
+             "slow": bool(cols["slow"][i])} for i in range(len(s.rows))]
+    return {"slow_fraction": SLOW_FRACTION, "links": rows, "slow": [r for r in rows if r["slow"]]}
+
+
+def _num(x: float) -> float | None:
+    return None if not np.isfinite(x) else float(x)

@@ -2,8 +2,9 @@
 // server) as a side-by-side chart of the average step, the story in a few sentences, findings
 // resolved / new / still, and the operator and kernel tables sorted by |diff|.
 
-import {el, svg, card, empty, api, query, tip, fmtMs, fmtSigned, fmtNum, isNum, BREAKDOWN} from "./util.js";
+import {el, svg, card, empty, tip, fmtMs, fmtSigned, fmtNum, isNum, BREAKDOWN} from "./util.js";
 import {dataTable} from "./tables.js";
+import {diffDocument} from "./data.js";
 
 const LABELS = Object.fromEntries(BREAKDOWN.map(([k, label]) => [k, label]));
 const COLORS = Object.fromEntries(BREAKDOWN.map(([k, , c]) => [k, c]));
@@ -22,7 +23,7 @@ export function diffPicker(runs, base, next, go) {
 }
 
 export async function diffView(base, next) {
-  const doc = await api(`/api/v1/diff${query({base, new: next})}`);
+  const doc = await diffDocument(base, next);
   const step = (doc.overall || []).find((r) => r.category === "step");
   const pct = step && step.base_ms > 0 ? (100 * (step.new_ms - step.base_ms)) / step.base_ms : null;
   const headline = step ? el("div", {class: "verdict", id: "diff-headline", "data-base": step.base_ms, "data-new": step.new_ms},

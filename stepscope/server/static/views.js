@@ -143,7 +143,19 @@ export function kernelsView(ctx) {
   ];
   const total = rows.reduce((s, k) => s + (k.total_ms || 0), 0);
   return [card("kernels", "Kernels", `${fmtNum(rows.length)} kernels, ${fmtMs(total)} of GPU time in all. Click a header to sort.`,
-    dataTable(rows, columns, {id: "kernels-table", sortKey: "total_ms"}))];
+    dataTable(rows, columns, {id: "kernels-table", sortKey: "total_ms"})), categoriesCard(r)];
+}
+
+/** Device time by kind of work (the §12 `categories` section). */
+function categoriesCard(r) {
+  const cat = r.categories;
+  const rows = (cat && cat.categories || []).filter((c) => (c.time_ms || 0) > 0);
+  if (!rows.length) return null;
+  const columns = [{key: "category", label: "category"}, {key: "time_ms", label: "device time", num: true, fmt: fmtMs},
+    {key: "share_pct", label: "share", num: true, share: true}, {key: "ops", label: "ops", num: true, fmt: (v) => fmtNum(v)},
+    {key: "activities", label: "activities", num: true, fmt: (v) => fmtNum(v)}];
+  return card("categories", "Op categories", "Every kernel, copy and memset by kind of work: by its launching op's name, else its own name.",
+    dataTable(rows, columns, {id: "categories-table", sortKey: "time_ms", filterKey: "category"}));
 }
 
 export function operatorsView(ctx) {

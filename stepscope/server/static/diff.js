@@ -30,7 +30,7 @@ export async function diffView(base, next) {
     `Average step ${fmtMs(step.base_ms)} → ${fmtMs(step.new_ms)} `, el("span", {class: step.diff_ms > 0 ? "pos" : "neg"},
       `(${fmtSigned(step.diff_ms)}, ${isNum(pct) ? (pct > 0 ? "+" : "") + pct.toFixed(1) + " %" : "–"})`)) : null;
   const story = (doc.narrative || []).map((s) => el("li", null, s));
-  const out = [card("diff-summary", `${doc.base?.label || "base"} → ${doc.new?.label || "new"}`, null, headline,
+  const out = [card("diff-summary", `${doc.base?.label || "base"} → ${doc.new?.label || "new"}`, null, headline, gateLine(doc.gate),
     story.length ? el("ul", {class: "story"}, story) : null, overallChart(doc.overall || []))];
   if (doc.findings) out.push(findingsCard(doc.findings));
   for (const [name, title] of [["operators", "Operators"], ["kernels", "Kernels"], ["modules", "Modules"], ["runtime", "Runtime API"]]) {
@@ -43,6 +43,15 @@ export async function diffView(base, next) {
   }
   (doc.notes || []).forEach((n) => out.push(el("p", {class: "note"}, n)));
   return out;
+}
+
+/** The CI gate of `diff --fail-if-slower` (the document's `gate`), when the diff ran with one. */
+function gateLine(gate) {
+  if (!gate || typeof gate.passed !== "boolean") return null;
+  const why = gate.reason || (isNum(gate.slower_pct) && isNum(gate.threshold_pct)
+    ? `new is ${gate.slower_pct > 0 ? "+" : ""}${gate.slower_pct.toFixed(1)} % vs base (limit ${gate.threshold_pct.toFixed(1)} %)` : "");
+  return el("p", {class: "gateline"}, el("span", {class: `gate ${gate.passed ? "pass" : "fail"}`, id: "gate", "data-passed": String(gate.passed)},
+    gate.passed ? "gate passed" : "gate failed"), " ", why);
 }
 
 function diffTable(rows, name) {

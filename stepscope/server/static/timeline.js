@@ -27,9 +27,12 @@ function eventColor(kind, name) {
 export async function timelineView(ctx) {
   const info = await runInfo(ctx.runId);
   const mine = (info.ranks || []).find((r) => r.rank === ctx.rank);
-  if (!mine) return [card("timeline", "Timeline", null, el("p", {class: "empty"}, "no events on this rank"))];
-  const tl = new Timeline(ctx, mine);
   const snap = timelineSnapshot(ctx.rank);
+  if (!mine || (snap && !snap.windows.length)) {
+    return [card("timeline", "Timeline", null, snap ? el("p", {class: "empty", id: "timeline-snapshot"},
+      `This report carries no timeline for rank ${ctx.rank} (${SERVE_HINT}).`) : el("p", {class: "empty"}, "no events on this rank"))];
+  }
+  const tl = new Timeline(ctx, mine);
   const steps = el("select", {id: "timeline-step", "aria-label": "jump to step", on: {change: (e) => tl.toStep(e.target.value)}},
     el("option", {value: ""}, "whole trace"), mine.steps.map((s) => el("option", {value: s.step}, `step ${s.step}`)));
   const bar = el("div", {class: "tlbar"},
@@ -41,10 +44,8 @@ export async function timelineView(ctx) {
     steps.value = String(snap.step);
     requestAnimationFrame(() => tl.toStep(snap.step));
   }
-  const note = snap ? el("p", {class: "note", id: "timeline-snapshot"}, snap.windows.length
-    ? `This report carries ${snap.step !== null && snap.step !== undefined ? `step ${snap.step}'s events exactly and ` : ""}the whole `
-      + `rank aggregated; other windows show the nearest of these (${SERVE_HINT}).`
-    : `This report carries no timeline for rank ${ctx.rank} (${SERVE_HINT}).`) : null;
+  const note = snap ? el("p", {class: "note", id: "timeline-snapshot"}, `This report carries ${snap.step !== null && snap.step !== undefined
+    ? `step ${snap.step}'s events exactly and ` : ""}the whole rank aggregated; other windows show the nearest of these (${SERVE_HINT}).`) : null;
   return [card("timeline", `Timeline — rank ${ctx.rank}`, "CPU threads and GPU streams; aggregated when zoomed out, exact events when zoomed in.",
     note, bar, legend(LEGEND), tl.wrap)];
 }

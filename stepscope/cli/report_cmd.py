@@ -70,7 +70,7 @@ def _from_document(doc: dict[str, Any], path: str, title: str | None) -> str:
     from stepscope.server.standalone import default_title, diff_payload, document_payload, render_page
 
     if "overall" in doc and "ranks" not in doc:
-        from stepscope.report.html.diff import diff_title
+        from stepscope.report.diff_text import diff_title
 
         return render_page(diff_payload(_checked_diff(doc), title=title or diff_title(doc)))
     name = title or default_title(str(doc.get("source") or path))

@@ -2,7 +2,7 @@
 
 :func:`analyse_run` is the only place the server calls the engine for a run: ``load`` →
 ``analyze`` → ``advise`` → the §12 document (``report.json_out.to_json``), plus the memory curves
-(``report.html.series.memory_from_trace``) and each rank's time extent and step windows (for the
+(``report.series.memory_from_trace``) and each rank's time extent and step windows (for the
 timeline's first view). Routes then only look these bytes up, as the TensorBoard plugin's routes
 looked up precomputed results (STYLE §2).
 
@@ -70,7 +70,7 @@ def _findings(bundle: Bundle) -> list[dict[str, Any]]:
 
 
 def memory_of(trace: Trace, rank: int) -> dict[str, Any]:
-    from stepscope.report.html.series import memory_from_trace
+    from stepscope.report.series import memory_from_trace
 
     return {"rank": rank, "curves": [dataclasses.asdict(c) for c in memory_from_trace(trace, rank)]}
 

@@ -37,6 +37,7 @@ import numpy as np
 from stepscope.analysis.bundle import Bundle
 from stepscope.analysis.timeline import timeline_window
 from stepscope.model.trace import Trace
+from stepscope.report.fmt import clip
 from stepscope.report.json_out import clean
 from stepscope.server.results import memory_of, rank_info
 
@@ -89,9 +90,21 @@ def bundle_js(entry: str = "app.js") -> str:
     return text
 
 
+def _clipped(obj: Any) -> Any:
+    """``obj`` with every text longer than :data:`TEXT_LIMIT` cut (a 200 MB kernel name made a 1.2 GB page)."""
+    if isinstance(obj, str):
+        return clip(obj)
+    if isinstance(obj, Mapping):
+        return {k: _clipped(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clipped(v) for v in obj]
+    return obj
+
+
 def embed_json(obj: Any) -> str:
-    """JSON safe inside ``<script>``: ``<``, ``>`` and ``&`` become ``\\uXXXX`` (JSON.parse reads them back)."""
-    text = json.dumps(clean(obj), separators=(",", ":"), allow_nan=False, default=str)
+    """JSON safe inside ``<script>``: ``<``, ``>`` and ``&`` become ``\\uXXXX`` (JSON.parse reads them back);
+    a text longer than :data:`~stepscope.report.fmt.TEXT_LIMIT` characters is cut (``--json`` keeps it whole)."""
+    text = json.dumps(_clipped(clean(obj)), separators=(",", ":"), allow_nan=False, default=str)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 

@@ -151,20 +151,44 @@ def _median_step(info: Mapping[str, Any], step: int | None) -> Mapping[str, Any]
     return steps[int(np.argsort(lengths, kind="stable")[len(lengths) // 2])]
 
 
+def _interned(column: Any) -> Any:
+    """A list of texts (or nulls) as ``{"strings": [distinct texts], "index": [position of each, -1 for
+    null]}`` (static/data.js expands it back): a window's event names repeat, and were half the file."""
+    if not isinstance(column, list) or not column:
+        return column
+    arr = np.asarray(column, dtype=object)
+    none = np.array([v is None for v in column], dtype=bool)
+    strings, index = np.unique(np.where(none, "", arr).astype(str), return_inverse=True)
+    return {"strings": strings.tolist(), "index": np.where(none, -1, index.reshape(-1)).tolist()}
+
+
+def compact_window(window: dict[str, Any]) -> dict[str, Any]:
+    """A timeline window (``TimelineWindow.to_dict``) with its text columns interned."""
+    out = dict(window)
+    if isinstance(window.get("events"), Mapping):
+        out["events"] = {k: _interned(v) if k in ("name", "kind") else v for k, v in window["events"].items()}
+    if isinstance(window.get("aggregate"), list):
+        out["aggregate"] = [{k: _interned(v) if k in ("name", "kind") else v for k, v in g.items()}
+                            for g in window["aggregate"]]
+    return out
+
+
 def timeline_snapshot(trace: Trace, info: Mapping[str, Any], step: int | None = None) -> dict[str, Any]:
-    """The rank aggregated, one step (``step``, else the median one) and, when that step has too many
-    events to list, its first :data:`STEP_ITEMS` events' span, exactly."""
+    """The whole rank (its events when at most :data:`OVERVIEW_ITEMS`, else aggregated); then, unless the
+    whole rank is already listed, one step (``step``, else the median one) and, when that step has too
+    many events to list, a head of it with about :data:`STEP_ITEMS` / 2 events, exactly."""
     rank = int(info["rank"])
     windows = [timeline_window(trace, rank, int(info["start_ns"]), int(info["end_ns"]), max_items=OVERVIEW_ITEMS)]
     chosen = _median_step(info, step)
-    if chosen is not None:
+    if chosen is not None and windows[0].mode != "events":
         a, b = int(chosen["start_ns"]), max(int(chosen["end_ns"]), int(chosen["start_ns"]) + 1)
         w = timeline_window(trace, rank, a, b, max_items=STEP_ITEMS)
         windows.append(w)
         if w.mode != "events" and w.event_count > 0:
             part = max(int((b - a) * STEP_ITEMS / w.event_count / 2), 1)
             windows.append(timeline_window(trace, rank, a, a + part, max_items=STEP_ITEMS))
-    return {"step": None if chosen is None else int(chosen["step"]), "windows": [w.to_dict() for w in windows]}
+    return {"step": None if chosen is None else int(chosen["step"]),
+            "windows": [compact_window(w.to_dict()) for w in windows]}
 
 
 def run_payload(bundle: Bundle, doc: Mapping[str, Any], *, title: str | None = None,

@@ -13,7 +13,7 @@ from builders import TraceBuilder
 from stepscope.report.series import downsample_minmax, memory_from_trace
 from stepscope.server import standalone
 from stepscope.server.results import rank_info
-from stepscope.server.standalone import STEP_ITEMS, timeline_snapshot
+from stepscope.server.standalone import OVERVIEW_ITEMS, STEP_ITEMS, timeline_snapshot
 
 
 def _trace(tmp_path: Path) -> TraceBuilder:
@@ -45,30 +45,49 @@ def test_the_median_step_is_chosen() -> None:
     assert standalone._median_step(info, 3) is None and standalone._median_step({"steps": []}, None) is None
 
 
-def test_snapshot_of_a_step(tmp_path: Path) -> None:
-    """The breakdown's step windows of this trace: step 1 only (steps 2 and 3 hold no work). Its window is
-    exactly [0, 100 µs), listed event by event (far fewer than STEP_ITEMS), after the whole rank aggregated."""
+def _texts(column: dict[str, list[Any]]) -> list[str | None]:
+    """An interned text column back as a list (what static/data.js does)."""
+    return [None if k < 0 else column["strings"][k] for k in column["index"]]
+
+
+def test_a_small_rank_is_carried_whole(tmp_path: Path) -> None:
+    """205 events, fewer than OVERVIEW_ITEMS: one window, every event listed, no step window needed."""
+    snap = _snapshot(tmp_path)
+    assert snap["step"] == 1 and len(snap["windows"]) == 1
+    whole = snap["windows"][0]
+    assert (whole["start_ns"], whole["end_ns"], whole["mode"]) == (0, 450_000, "events")
+    assert len(_texts(whole["events"]["name"])) == whole["event_count"] <= OVERVIEW_ITEMS
+
+
+def test_snapshot_of_a_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the whole rank aggregated: the breakdown's step windows of this trace are step 1 only (steps
+    2 and 3 hold no work); its window is exactly [0, 100 µs), listed event by event."""
+    monkeypatch.setattr(standalone, "OVERVIEW_ITEMS", 10)
     snap = _snapshot(tmp_path)
     assert snap["step"] == 1
     whole, step = snap["windows"]
-    assert (whole["start_ns"], whole["end_ns"]) == (0, 450_000)
+    assert (whole["start_ns"], whole["end_ns"], whole["mode"]) == (0, 450_000, "aggregate")
     assert (step["start_ns"], step["end_ns"]) == (0, 100_000) and step["mode"] == "events"
-    names = step["events"]["name"]
+    names = _texts(step["events"]["name"])
     assert len(names) == step["event_count"] <= STEP_ITEMS
     assert "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__" in names and "cudaStreamSynchronize" in names
     assert names.count("tiny") == 200  # every one of the 200 short kernels, none merged
     gpu = {t["id"] for t in step["tracks"] if t["kind"] == "gpu_stream"}
     gemm = names.index("void gemm<float, 128>")
     assert step["events"]["track"][gemm] in gpu and step["events"]["dur_ns"][gemm] == 30_000
+    assert _texts(step["events"]["kind"])[gemm] == "kernel"
 
 
 def test_snapshot_of_a_chosen_step_and_a_crowded_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(standalone, "OVERVIEW_ITEMS", 10)
     assert len(_snapshot(tmp_path, step=2)["windows"]) == 1  # no such step window: the whole rank only
     monkeypatch.setattr(standalone, "STEP_ITEMS", 50)  # step 1 has > 200 events: aggregated, plus an exact head
     snap = _snapshot(tmp_path)
-    assert [w["mode"] for w in snap["windows"]] == ["events", "aggregate", "events"]  # the whole rank: < 4000
+    assert [w["mode"] for w in snap["windows"]] == ["aggregate", "aggregate", "events"]
     head = snap["windows"][2]
     assert head["start_ns"] == 0 and head["end_ns"] < 100_000 and head["event_count"] <= 50
+    agg = snap["windows"][0]["aggregate"]
+    assert all(len(_texts(g["name"])) == len(g["busy_frac"]) for g in agg)  # nulls kept as -1
 
 
 def test_memory_from_trace(tmp_path: Path) -> None:

@@ -79,13 +79,29 @@ export async function timelineWindow(id, rank, startNs, endNs, maxItems) {
   if (!standalone) {
     return api(`/api/v1/runs/${id}/timeline${query({rank, start_ns: startNs, end_ns: endNs, max_items: maxItems})}`, true);
   }
-  const windows = timelineSnapshot(rank).windows || [];
+  const windows = (timelineSnapshot(rank).windows || []).map(expanded);
   if (!windows.length) throw new Error(`this report carries no timeline for rank ${rank}: ${SERVE_HINT}`);
   const a = Number(startNs), b = Number(endNs), mid = (a + b) / 2, span = b - a;
   const fits = windows.filter((w) => w.start_ns <= mid && w.end_ns >= mid && w.end_ns - w.start_ns >= span / 4);
   const pick = (list, better) => list.reduce((p, q) => (better(q, p) ? q : p));
   const width = (w) => w.end_ns - w.start_ns;
   return fits.length ? pick(fits, (q, p) => width(q) < width(p)) : pick(windows, (q, p) => width(q) > width(p));
+}
+
+// A window's text columns were interned in the file (standalone.py compact_window): expand them once.
+const expandedWindows = new WeakMap();
+function expandColumn(col) {
+  return col && !Array.isArray(col) && Array.isArray(col.index) ? col.index.map((i) => (i < 0 ? null : col.strings[i])) : col;
+}
+function expandTexts(obj) {
+  return {...obj, name: expandColumn(obj.name), kind: expandColumn(obj.kind)};
+}
+function expanded(w) {
+  if (!expandedWindows.has(w)) {
+    expandedWindows.set(w, {...w, events: w.events ? expandTexts(w.events) : w.events,
+      aggregate: Array.isArray(w.aggregate) ? w.aggregate.map(expandTexts) : w.aggregate});
+  }
+  return expandedWindows.get(w);
 }
 
 /** The diff document of two runs (standalone: the embedded one). */

@@ -44,8 +44,10 @@ export async function timelineView(ctx) {
     steps.value = String(snap.step);
     requestAnimationFrame(() => tl.toStep(snap.step));
   }
-  const note = snap ? el("p", {class: "note", id: "timeline-snapshot"}, `This report carries ${snap.step !== null && snap.step !== undefined
-    ? `step ${snap.step}'s events exactly and ` : ""}the whole rank aggregated; other windows show the nearest of these (${SERVE_HINT}).`) : null;
+  const all = snap && snap.windows[0].mode === "events";
+  const note = snap ? el("p", {class: "note", id: "timeline-snapshot"}, all ? "This report carries every event of this rank."
+    : `This report carries ${snap.step !== null && snap.step !== undefined ? `step ${snap.step}'s events exactly and ` : ""}`
+      + `the whole rank aggregated; other windows show the nearest of these (${SERVE_HINT}).`) : null;
   return [card("timeline", `Timeline — rank ${ctx.rank}`, "CPU threads and GPU streams; aggregated when zoomed out, exact events when zoomed in.",
     note, bar, legend(LEGEND), tl.wrap)];
 }

@@ -240,6 +240,33 @@ def test_diff_report(tmp_path: Path, browser: Any) -> None:
     opened.check_clean()
 
 
+def test_diff_report_of_two_real_runs(tmp_path: Path, browser: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """``stepscope diff nw0 nw4 --html``: every table of the diff document (its unit in the value keys,
+    MB for memory), and each side's steps in order on one chart."""
+    if not NW0.is_dir():
+        pytest.skip(f"real trace not found at {NW0}")
+    from tests.unit.ingest.test_bad_input import run_main
+
+    out = tmp_path / "d.html"
+    res = run_main(["diff", str(NW0), str(NW0.parent / "resnet50_num_workers_4"), "--no-cache", "--html", str(out)],
+                   capsys)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(out.read_text(encoding="utf-8").split('id="stepscope-doc">', 1)[1].split("</script>")[0])["diff"]
+    opened = open_page(browser, out, wait="#diff-headline")
+    page = opened.page
+    for name in doc["tables"]:
+        if doc[name]:
+            assert page.locator(f"#diff-{name}-table tbody tr").count() == min(25, len(doc[name]))
+    biggest = max(abs(r["diff_mb"] or 0) for r in doc["memory"])
+    cells = page.locator("#diff-memory-table tbody tr").first.locator("td").all_text_contents()
+    assert doc["tables"]["memory"]["unit"] == "MB" and cells[2].endswith(" MB")
+    assert cells[0] in {r["name"] for r in doc["memory"] if abs(r["diff_mb"] or 0) == biggest}
+    lines = page.locator("#diff-steps-chart polyline")
+    assert [lines.nth(i).get_attribute("data-points") for i in range(2)] == [
+        str(len(doc["base"]["per_step"])), str(len(doc["new"]["per_step"]))]
+    opened.check_clean()
+
+
 def test_saved_two_rank_document(tmp_path: Path, browser: Any) -> None:
     """A saved document (no trace): the rank picker switches ranks; memory and timeline say what is missing."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))

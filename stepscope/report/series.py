@@ -37,17 +37,23 @@ class MemoryCurve:
 
 def downsample_minmax(x: npt.NDArray[np.float64], y: npt.NDArray[np.float64],
                       max_points: int) -> npt.NDArray[np.intp]:
-    """Indices (sorted) of at most ``max_points`` points keeping each bucket's min and max of y."""
+    """Indices (sorted) of at most ``max_points`` points keeping each bucket's min and max of y (``x``
+    sorted): per bucket, the first point at its minimum and the last at its maximum."""
     n = len(x)
     if n <= max_points:
         return np.arange(n)
     buckets = max(max_points // 2, 1)
     edges = np.linspace(x[0], x[-1], buckets + 1)
     b = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, buckets - 1)
-    order = np.lexsort((y, b))  # by bucket, then y: first = min, last = max of each bucket
-    first = np.flatnonzero(np.r_[True, b[order][1:] != b[order][:-1]])
-    last = np.r_[first[1:] - 1, n - 1]
-    return unique(np.concatenate([order[first], order[last]]))
+    # x is sorted, so each bucket is one run of points: its min and max without sorting y
+    new = np.r_[True, b[1:] != b[:-1]]
+    starts = np.flatnonzero(new)
+    seg = np.cumsum(new) - 1
+    lo = np.flatnonzero(y == np.minimum.reduceat(y, starts)[seg])
+    hi = np.flatnonzero(y == np.maximum.reduceat(y, starts)[seg])
+    first_lo = lo[np.r_[True, seg[lo][1:] != seg[lo][:-1]]]  # the first point at the bucket's min
+    last_hi = hi[np.r_[seg[hi][1:] != seg[hi][:-1], True]]  # the last point at its max
+    return unique(np.concatenate([first_lo, last_hi]))
 
 
 def memory_from_trace(trace: Trace, rank: int, max_points: int = 2000) -> list[MemoryCurve]:

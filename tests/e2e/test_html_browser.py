@@ -27,7 +27,8 @@ TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
 NW0 = TRACES / "kineto_tb_plugin" / "resnet50_num_workers_0"
 H100_BASE = Path(__file__).resolve().parents[1] / "data" / "h100_cuda_train" / "base"
 MAX_BYTES = 3 * 2**20
-VIEWS = ["overview", "steps", "kernels", "operators", "modules", "memory", "distributed", "timeline", "whatif"]
+VIEWS = ["overview", "steps", "kernels", "operators", "modules", "memory", "distributed", "graphs", "timeline",
+         "whatif"]
 
 
 def _write_trace_report(trace: Path, out: Path) -> dict[str, Any]:
@@ -290,4 +291,35 @@ def test_saved_two_rank_document(tmp_path: Path, browser: Any) -> None:
     assert page.locator("#rank-chart rect.seg").count() == 2 * 4
     opened.go("timeline", wait="#timeline-snapshot")
     assert "no timeline" in (page.locator("#timeline-snapshot").text_content() or "")
+    opened.check_clean()
+
+
+def test_graphs_view_of_replays_compiled_kernels_and_phases(tmp_path: Path, browser: Any) -> None:
+    """The hand-made graphs / compiled / phases sections (tests/unit/test_report_device.py): numbers and
+    hostile names as the document has them, the missing capture and the mixed step said."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
+    from report_docs import EVIL
+    from test_report_device import _doc
+
+    from stepscope.cli.report_cmd import _from_document
+    from stepscope.server.standalone import write_text
+
+    path = tmp_path / "graphs.html"
+    write_text(path, _from_document(_doc(capture=False), str(path), None))
+    opened = open_page(browser, path)
+    opened.go("graphs", wait="#graph-launches tbody tr")
+    page = opened.page
+    cells = page.locator("#graph-launches tbody tr").first.locator("td").all_text_contents()
+    assert cells[:3] == [EVIL, "421", "10.39 ms"]
+    assert "421 of 434 GPU activities" in (page.locator("#graphs p.sub").text_content() or "")
+    assert page.locator("#no-capture").is_visible() and page.locator("#graph-capture").count() == 0
+    triton = page.locator("#triton-kernels tbody tr").first.locator("td").all_text_contents()
+    assert triton[:3] == ["triton_poi_fused_addmm_gelu_view_15", "pointwise", "addmm, gelu, view"]
+    assert page.locator("#phase-table tbody td").first.text_content() == "mixed"
+    assert page.locator("#mixed-note").is_visible()
+    write_text(path, _from_document(_doc(capture=True), str(path), None))
+    opened = open_page(browser, path)
+    opened.go("graphs", wait="#graph-capture tbody tr")
+    assert opened.page.locator("#graph-capture tbody td").first.text_content() == "vllm::moe_forward"
+    _keep_screenshot(opened.page, "report-graphs.png", full=True)
     opened.check_clean()

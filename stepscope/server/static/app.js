@@ -1,6 +1,7 @@
 // The single page: hash routes, the run and rank pickers, and the view dispatch.
 //   #/                             runs
-//   #/run/<id>/<view>?rank=<r>     overview | steps | kernels | operators | memory | distributed | timeline | whatif | roofline
+//   #/run/<id>/<view>?rank=<r>     overview | steps | kernels | operators | modules | memory | distributed | graphs |
+//                                  timeline | whatif | roofline
 //                                  (whatif also takes &remedy=<name>: that remedy replayed at once)
 //   #/diff?base=<id>&new=<id>      compare two runs
 // The same app is the standalone report (data.js): one run (or one diff) embedded in the file.
@@ -10,6 +11,7 @@ import {standalone, embeddedKind, reportTitle, listRuns, runDocument} from "./da
 import {overviewView, stepsView, kernelsView, operatorsView} from "./views.js";
 import {memoryView, distributedView, modulesView} from "./views_more.js";
 import {timelineView} from "./timeline.js";
+import {graphsView} from "./device.js";
 import {whatifView} from "./whatif.js";
 import {rooflineView} from "./roofline.js";
 import {diffPicker, diffView} from "./diff.js";
@@ -17,7 +19,7 @@ import {diffPicker, diffView} from "./diff.js";
 const VIEWS = [
   ["overview", "Overview", overviewView], ["steps", "Step breakdown", stepsView], ["kernels", "Kernels", kernelsView],
   ["operators", "Operators", operatorsView], ["modules", "Modules", modulesView], ["memory", "Memory", memoryView],
-  ["distributed", "Distributed", distributedView],
+  ["distributed", "Distributed", distributedView], ["graphs", "Graphs", graphsView],
   ["timeline", "Timeline", timelineView], ["whatif", "What-if", whatifView], ["roofline", "Roofline", rooflineView],
 ];
 

@@ -100,7 +100,10 @@ function deepCard(r) {
   const idle = r.idle, sync = r.sync, launch = r.launch, cp = r.critical_path;
   const stats = [];
   if (cp && cp.bound_by) stats.push(stat("critical path bound by", String(cp.bound_by).replace(/_/g, " "), {class: "stat textual"}));
-  if (idle) stats.push(stat("GPU idle / step", fmtMs(idle.idle_ms)), stat("idle: host wait", fmtMs(idle.host_wait_ms)));
+  if (idle) {
+    stats.push(stat("GPU idle / step", fmtMs(idle.idle_ms)), stat("idle: host wait", fmtMs(idle.host_wait_ms)),
+      stat("idle: kernel wait", fmtMs(idle.kernel_wait_ms)), stat("idle: other gaps", fmtMs(idle.other_ms)));
+  }
   if (sync) stats.push(stat("sync calls / step", isNum(sync.sync_calls_per_step) ? sync.sync_calls_per_step.toFixed(1) : "–"));
   if (launch) stats.push(stat("short kernels", fmtPct(launch.short_kernel_pct)));
   if (!stats.length) return null;

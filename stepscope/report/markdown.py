@@ -23,10 +23,10 @@ from stepscope.report.diff_text import (
     narrative,
 )
 from stepscope.report.fmt import (
-    culprits_of,
     BREAKDOWN,
     LABELS,
     breakdown_values,
+    culprits_of,
     fmt_int,
     fmt_ms,
     fmt_pct,

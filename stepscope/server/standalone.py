@@ -11,7 +11,7 @@ of the trace can close the script). ``static/data.js`` reads that object instead
 ``doc``      the §12 document (``analyze --json``), whole
 ``memory``   per rank, the memory curves (what ``GET .../memory`` answers, :mod:`.results`)
 ``info``     per rank, time extent and step windows (``GET .../info``)
-``timeline`` per rank (at most :data:`SNAPSHOT_RANKS`, slow ranks first): the rank aggregated,
+``timeline`` per rank (at most :data:`SNAPSHOT_RANKS`, culprits and slow ranks first): the rank,
              one step's events exactly (:data:`STEP_ITEMS` at most) — what the timeline shows
              without a server
 ``diff``     the diff document (``diff --html``)
@@ -37,7 +37,7 @@ import numpy as np
 from stepscope.analysis.bundle import Bundle
 from stepscope.analysis.timeline import timeline_window
 from stepscope.model.trace import Trace
-from stepscope.report.fmt import clip
+from stepscope.report.fmt import clip, culprits_of
 from stepscope.report.json_out import clean
 from stepscope.server.results import memory_of, rank_info
 
@@ -135,9 +135,13 @@ def default_title(source: str) -> str:
 
 
 def _snapshot_ranks(doc: Mapping[str, Any], ranks: Sequence[int]) -> list[int]:
-    cluster = doc.get("cluster")
-    slow = cluster.get("slow_ranks") if isinstance(cluster, Mapping) else None
-    first = [r for r in (slow if isinstance(slow, list) else []) if r in ranks]
+    """The culprits (late at the collectives), then the slow ranks, then the others, in rank order."""
+    cluster = doc.get("cluster") if isinstance(doc.get("cluster"), Mapping) else None
+    slow = (cluster or {}).get("slow_ranks")
+    first: list[int] = []
+    for r in [*sorted(culprits_of(cluster)), *(slow if isinstance(slow, list) else [])]:
+        if r in ranks and r not in first:
+            first.append(r)
     return (first + [r for r in ranks if r not in first])[:SNAPSHOT_RANKS]
 
 

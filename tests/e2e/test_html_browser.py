@@ -289,6 +289,8 @@ def test_saved_two_rank_document(tmp_path: Path, browser: Any) -> None:
     assert float(row.get_attribute("data-predicted") or "nan") == pytest.approx(15.91 + 1.0)
     opened.go("distributed", wait="#rank-chart rect.seg")
     assert page.locator("#rank-chart rect.seg").count() == 2 * 4
+    roles = page.locator("#arrivals-table tbody tr").all_text_contents()
+    assert len(roles) == 2 and "culprit" in roles[0]  # rank 1, the latest (cluster.arrivals)
     opened.go("timeline", wait="#timeline-snapshot")
     assert "no timeline" in (page.locator("#timeline-snapshot").text_content() or "")
     opened.check_clean()

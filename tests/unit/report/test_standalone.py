@@ -137,3 +137,11 @@ def test_saved_document_report(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert run_main(["report", str(saved), "-o", str(out)], capsys).returncode == 0
     data = _embedded(out)
     assert data["doc"] == doc and data["timeline"] == {} and data["memory"] == {}
+
+
+def test_the_timeline_snapshot_ranks_put_the_culprits_first() -> None:
+    from stepscope.server.standalone import SNAPSHOT_RANKS, _snapshot_ranks
+
+    doc = {"cluster": {"slow_ranks": [5, 3], "arrivals": {"culprits": [{"rank": 9}, {"rank": 3}]}}}
+    assert _snapshot_ranks(doc, list(range(12))) == [3, 9, 5, 0, 1, 2, 4, 6][:SNAPSHOT_RANKS]
+    assert _snapshot_ranks({"cluster": None}, [4, 2]) == [4, 2]

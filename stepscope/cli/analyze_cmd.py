@@ -20,6 +20,21 @@ def findings_for(bundle: Bundle) -> list[Finding]:
     return list(advise(bundle))
 
 
+def _write_reports(bundle: Bundle, findings: list[Finding], html_path: str | None) -> str:
+    """``--html FILE`` (the standalone app, :mod:`stepscope.server.standalone`) / ``--md``: write the
+    page; return the Markdown summary."""
+    from stepscope.report.markdown import render_markdown
+    from stepscope.server.standalone import default_title, render_page, run_payload, write_text
+
+    with bundle.memo.active():
+        doc = json_out.to_json(bundle, [finding_dict(f) for f in findings])
+        title = default_title(bundle.trace.source)
+        if html_path is not None:
+            size = write_text(html_path, render_page(run_payload(bundle, doc, title=title)))
+            click.echo(f"wrote {html_path} ({size / 1024:,.0f} kB)", err=True)
+        return render_markdown(doc, title=title)
+
+
 def view_names() -> list[str]:
     """The names ``--view`` accepts: every analysis the terminal report renders."""
     from stepscope.report.views import CLUSTER_RENDERERS, RENDERERS
@@ -55,9 +70,7 @@ def command(path: str | None, as_json: bool, views: tuple[str, ...], top: int, b
     bundle = analyze(trace, batch_size=batch_size)  # --view chooses only what is shown
     findings = findings_for(bundle)
     if html_out or as_md:
-        from stepscope.report.html.build import write_reports
-
-        md = write_reports(bundle, findings, html_path=html_out)
+        md = _write_reports(bundle, findings, html_out)
         if as_md:
             emit(md, output)
             return

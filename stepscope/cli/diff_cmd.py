@@ -45,9 +45,9 @@ def _write_reports(doc: dict[str, Any], csv_dir: str | None, xlsx: str | None, h
     if xlsx:
         written.append(str(tabular.write_xlsx(doc, xlsx)))
     if html:
-        from stepscope.report.html import render_diff_html
+        from stepscope.server.standalone import diff_payload, render_page, write_text
 
-        Path(html).write_text(render_diff_html(doc, title=title), encoding="utf-8")
+        write_text(html, render_page(diff_payload(doc, title=title)))
         written.append(html)
     return written
 

@@ -67,26 +67,49 @@ def _from_trace(path: str | None, title: str | None, step: int | None, no_cache:
     from stepscope.cli.analyze_cmd import findings_for
     from stepscope.report import json_out
     from stepscope.report.advice_json import finding_dict
-    from stepscope.report.html.build import render_trace_report
+    from stepscope.server.standalone import render_page, run_payload
 
     trace = load_trace(path, no_cache, span, ranks)
     bundle = analyze(trace)
     with bundle.memo.active():
         findings = [finding_dict(f) for f in findings_for(bundle)]
         doc = json_out.to_json(bundle, findings)
-        return doc, render_trace_report(doc, trace, title=title, step=step)
+        return doc, render_page(run_payload(bundle, doc, title=title, step=step))
 
 
 def _from_document(doc: dict[str, Any], path: str, title: str | None) -> str:
-    from stepscope.report.html import render_diff_html, render_html
-    from stepscope.report.html.build import default_title
+    from stepscope.server.standalone import default_title, diff_payload, document_payload, render_page
 
-    name = title or default_title(str(doc.get("source") or path))
     if "overall" in doc and "ranks" not in doc:
-        from stepscope.report.html.diff import diff_title
+        from stepscope.report.diff_text import diff_title
 
-        return render_diff_html(doc, title=title or diff_title(doc))
-    return render_html(doc, title=name)
+        return render_page(diff_payload(_checked_diff(doc), title=title or diff_title(doc)))
+    name = title or default_title(str(doc.get("source") or path))
+    return render_page(document_payload(_checked_run(doc), title=name))
+
+
+def _checked_run(doc: dict[str, Any]) -> dict[str, Any]:
+    """The saved analysis document, if the app can draw it: ``ranks`` a list of objects with an int
+    ``rank`` and, when present, a list of objects with a ``step`` as ``steps`` (else ValueError / TypeError)."""
+    ranks = doc.get("ranks")
+    if not isinstance(ranks, list) or not all(isinstance(r, dict) for r in ranks):
+        raise TypeError("ranks must be a list of objects")
+    for r in ranks:
+        if not isinstance(r.get("rank"), int) or isinstance(r.get("rank"), bool):
+            raise ValueError(f"ranks[].rank must be an integer, not {r.get('rank')!r}")
+        steps = r.get("steps")
+        if steps is not None and not (isinstance(steps, list) and all(isinstance(x, dict) and isinstance(
+                x.get("step"), (int, str)) for x in steps)):
+            raise ValueError("ranks[].steps must be a list of objects, each with its step")
+    return doc
+
+
+def _checked_diff(doc: dict[str, Any]) -> dict[str, Any]:
+    """The saved diff document, if ``overall`` is a list of objects (else TypeError)."""
+    overall = doc.get("overall")
+    if not isinstance(overall, list) or not all(isinstance(r, dict) for r in overall):
+        raise TypeError("overall must be a list of objects")
+    return doc
 
 
 @click.command("report")
@@ -101,7 +124,7 @@ def command(path: str | None, output: str | None, as_md: bool, title: str | None
             no_cache: bool, span: str | None, ranks: tuple[int, ...]) -> None:
     """Write a self-contained HTML report of a trace (or of a saved --json document); with --md, the
     Markdown summary instead (to -o FILE, else stdout)."""
-    from stepscope.report.html.build import write_text
+    from stepscope.server.standalone import write_text
 
     if output is None and not as_md:
         raise click.UsageError("give -o FILE for the HTML report, or --md for the Markdown summary")
@@ -123,8 +146,8 @@ def command(path: str | None, output: str | None, as_md: bool, title: str | None
 
 
 def _markdown(doc: dict[str, Any], path: str | None, title: str | None) -> str:
-    from stepscope.report.html.build import default_title
     from stepscope.report.markdown import render_markdown
+    from stepscope.server.standalone import default_title
 
     is_diff = "overall" in doc and "ranks" not in doc
     name = None if is_diff else default_title(str(doc.get("source") or path or ""))

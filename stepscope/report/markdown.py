@@ -14,8 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from stepscope.report.html.cluster import culprits_of
-from stepscope.report.html.diff import (
+from stepscope.report.diff_text import (
     CATEGORY_LABELS,
     by_abs_diff,
     diff_title,
@@ -23,10 +22,11 @@ from stepscope.report.html.diff import (
     gate_state,
     narrative,
 )
-from stepscope.report.html.fmt import (
+from stepscope.report.fmt import (
     BREAKDOWN,
     LABELS,
     breakdown_values,
+    culprits_of,
     fmt_int,
     fmt_ms,
     fmt_pct,

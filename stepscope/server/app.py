@@ -62,10 +62,8 @@ _HOST_HEADER = re.compile(r"^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(?::[0-9]{1,5})?$")
 
 
 def load_static() -> dict[str, tuple[bytes, str]]:
-    """The UI's files (package data ``server/static/``) plus the HTML report's stylesheet, by name."""
-    from stepscope.report.html.assets import CSS
-
-    out: dict[str, tuple[bytes, str]] = {"report.css": (CSS.encode(), STATIC_TYPES[".css"])}
+    """The UI's files (package data ``server/static/``), by name."""
+    out: dict[str, tuple[bytes, str]] = {}
     for item in resources.files("stepscope.server").joinpath("static").iterdir():
         suffix = "." + item.name.rsplit(".", 1)[-1]
         if item.is_file() and suffix in STATIC_TYPES:

@@ -2,7 +2,7 @@
 
 :func:`analyse_run` is the only place the server calls the engine for a run: ``load`` →
 ``analyze`` → ``advise`` → the §12 document (``report.json_out.to_json``), plus the memory curves
-(``report.html.series.memory_from_trace``) and each rank's time extent and step windows (for the
+(``report.series.memory_from_trace``) and each rank's time extent and step windows (for the
 timeline's first view). Routes then only look these bytes up, as the TensorBoard plugin's routes
 looked up precomputed results (STYLE §2).
 
@@ -69,13 +69,13 @@ def _findings(bundle: Bundle) -> list[dict[str, Any]]:
     return [finding_dict(f) for f in advise(bundle)]
 
 
-def _memory(trace: Trace, rank: int) -> dict[str, Any]:
-    from stepscope.report.html.series import memory_from_trace
+def memory_of(trace: Trace, rank: int) -> dict[str, Any]:
+    from stepscope.report.series import memory_from_trace
 
     return {"rank": rank, "curves": [dataclasses.asdict(c) for c in memory_from_trace(trace, rank)]}
 
 
-def _rank_info(trace: Trace, rank: int) -> dict[str, Any]:
+def rank_info(trace: Trace, rank: int) -> dict[str, Any]:
     """The rank's time extent (first start, last end of its events, trace ns) and its step windows."""
     ev = trace.events
     sl = trace.rank_slice(rank)
@@ -115,10 +115,10 @@ def _results(entry: RunEntry, bundle: Bundle) -> RunResults:
     rank_docs = {r: dumps({**doc, "ranks": [obj]}) for r, obj in zip(ranks, doc["ranks"])}
     summary = _summary(entry, doc, ranks)
     summary["events"] = trace.event_count
-    infos = [_rank_info(trace, r) for r in ranks]
+    infos = [rank_info(trace, r) for r in ranks]
     return RunResults(
         entry=entry, bundle=bundle, ranks=ranks, doc=dumps(doc), rank_docs=rank_docs,
         findings=dumps({"findings": doc.get("findings") or [], "verdicts": doc.get("verdicts") or []}),
-        memory={r: dumps(_memory(trace, r)) for r in ranks},
+        memory={r: dumps(memory_of(trace, r)) for r in ranks},
         info=dumps({"ranks": infos}), extents={i["rank"]: (i["start_ns"], i["end_ns"]) for i in infos},
         summary=summary)

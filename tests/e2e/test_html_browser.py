@@ -1,15 +1,18 @@
-"""The HTML report in a real headless Chromium (Debian's, driven by Playwright).
+"""The standalone HTML report (the web UI's own app with the data embedded) in a real headless
+Chromium (Debian's, driven by Playwright), opened from disk.
 
-Opens the report of the ``kineto_tb_plugin`` nw0 trace: no console error, no network request,
-the verdict and findings visible, the step chart holding the numbers of the JSON document, the
-file under 3 MB. Set ``STEPSCOPE_SCREENSHOT_DIR`` to keep the screenshots.
+Every view of the nw0 report renders with no console error and no request but the file itself;
+the numbers shown are those of the embedded JSON, which is the document ``analyze --json`` writes.
+The H100 report (a trace in the repo) shows its replayed remedies and refuses a new replay with a
+sentence; a diff report and a two-rank saved document work the same way. Set
+``STEPSCOPE_SCREENSHOT_DIR`` to keep a screenshot of each view.
 Setup: ``scripts/setup_browser.sh`` (installs chromium and playwright; never ``playwright install``).
 """
 
 from __future__ import annotations
 
+import json
 import os
-import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,27 +25,49 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
 NW0 = TRACES / "kineto_tb_plugin" / "resnet50_num_workers_0"
+H100_BASE = Path(__file__).resolve().parents[1] / "data" / "h100_cuda_train" / "base"
 MAX_BYTES = 3 * 2**20
+VIEWS = ["overview", "steps", "kernels", "operators", "modules", "memory", "distributed", "graphs", "timeline",
+         "whatif"]
+
+
+def _write_trace_report(trace: Path, out: Path) -> dict[str, Any]:
+    return _write_trace_report_of(str(trace), out)
+
+
+def _write_trace_report_of(trace: str | None, out: Path) -> dict[str, Any]:
+    from stepscope.cli.report_cmd import _from_trace
+    from stepscope.server.standalone import write_text
+
+    doc, page = _from_trace(trace, None, None, True, None, ())
+    write_text(out, page)
+    return doc
 
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
     if not NW0.is_dir():
         pytest.skip(f"real trace not found at {NW0} (the shared trace set is not beside the repo)")
-    from stepscope.cli.report_cmd import _from_trace
-    from stepscope.report.html.build import write_text
-
-    doc, page = _from_trace(str(NW0), None, None, True, None, ())
     out = tmp_path_factory.mktemp("report") / "nw0.html"
-    write_text(out, page)
-    return doc, out
+    return _write_trace_report(NW0, out), out
 
 
 class Opened:
     """A page loaded in Chromium, with what happened while it loaded."""
 
-    def __init__(self, page: Any, errors: list[str], requests: list[str]) -> None:
-        self.page, self.errors, self.requests = page, errors, requests
+    def __init__(self, page: Any, path: Path, errors: list[str], requests: list[str]) -> None:
+        self.page, self.path, self.errors, self.requests = page, path, errors, requests
+
+    def go(self, view: str, rank: int | None = None, wait: str = "main#view section.card") -> None:
+        q = "" if rank is None else f"?rank={rank}"
+        self.page.evaluate(f"location.hash = '#/run/report/{view}{q}'")
+        self.page.wait_for_selector(f"nav a.on[data-view='{view}']", timeout=30_000)
+        self.page.wait_for_selector(wait, timeout=30_000)
+
+    def check_clean(self) -> None:
+        assert self.errors == []
+        assert self.requests == [self.path.as_uri()]  # the file itself, nothing else
+        assert self.page.locator("section.card.error").count() == 0
 
 
 @pytest.fixture(scope="module")
@@ -51,13 +76,14 @@ def browser() -> Iterator[Any]:
     yield from launch()
 
 
-def open_page(browser: Any, path: Path) -> Opened:
+def open_page(browser: Any, path: Path, wait: str = "main#view section.card") -> Opened:
     page = browser.new_page(viewport={"width": 1360, "height": 900})
     errors: list[str] = []
     requests: list[str] = []
     record(page, errors, requests)
     page.goto(path.as_uri(), wait_until="load")
-    return Opened(page, errors, requests)
+    page.wait_for_selector(wait, timeout=30_000)
+    return Opened(page, path, errors, requests)
 
 
 @pytest.fixture(scope="module")
@@ -72,136 +98,230 @@ def _keep_screenshot(page: Any, name: str, full: bool = False) -> None:
         page.screenshot(path=str(Path(target) / name), full_page=full)
 
 
+def embedded(opened: Opened) -> dict[str, Any]:
+    text = opened.page.locator("#stepscope-doc").text_content()
+    data: dict[str, Any] = json.loads(text or "{}")
+    return data
+
+
 def test_report_is_small_and_loads_clean(report: tuple[dict[str, Any], Path], opened: Opened) -> None:
-    _, path = report
+    doc, path = report
     assert path.stat().st_size < MAX_BYTES
-    assert opened.errors == []
-    assert opened.requests == [path.as_uri()]  # the file itself, nothing else
-    _keep_screenshot(opened.page, "report-nw0-top.png")
-    _keep_screenshot(opened.page, "report-nw0-full.png", full=True)
+    opened.check_clean()
+    data = embedded(opened)
+    assert data["format"] == "stepscope-standalone" and data["kind"] == "run"
+    assert data["doc"] == json.loads(json.dumps(doc))  # the whole §12 document, as analyze --json has it
+    avg = opened.page.locator("#avg-step").get_attribute("data-value")
+    assert float(avg or "nan") == doc["ranks"][0]["overview"]["avg_step_ms"]
+
+
+def test_every_view_renders(opened: Opened) -> None:
+    for view in VIEWS:
+        opened.go(view)
+        opened.page.wait_for_timeout(150)
+        _keep_screenshot(opened.page, f"report-{view}.png")
+        opened.check_clean()
 
 
 def test_verdict_and_findings_visible(report: tuple[dict[str, Any], Path], opened: Opened) -> None:
     doc, _ = report
+    opened.go("overview", wait="#verdict")
     page = opened.page
-    assert page.locator("#verdict").is_visible()
-    if doc["findings"]:
-        cards = page.locator("li.finding")
-        assert cards.count() == len(doc["findings"])
-        assert cards.first.get_attribute("data-rule") == doc["findings"][0]["rule"]
-        assert cards.first.is_visible()
-    else:
-        assert page.locator("#no-findings").is_visible()
-
-
-def test_timeline_snapshot_drawn(opened: Opened) -> None:
-    svg = opened.page.locator("#timeline-chart-r0")
-    assert svg.is_visible()
-    assert int(svg.get_attribute("data-blocks") or 0) > 100
-    assert opened.page.locator("#timeline-chart-r0 rect.band-dataloader").count() >= 1
-    box = svg.bounding_box()
-    assert box is not None and box["width"] > 800
+    assert page.locator("#verdict").text_content() == doc["verdicts"][0]["text"]
+    cards = page.locator("li.finding")
+    assert cards.count() == len(doc["findings"]) > 0
+    assert cards.first.get_attribute("data-rule") == doc["findings"][0]["rule"]
+    page.locator("details.evidence summary").first.click()
+    assert page.locator("details.evidence dl dt").first.is_visible()
 
 
 def test_step_chart_holds_the_json_numbers(report: tuple[dict[str, Any], Path], opened: Opened) -> None:
     doc, _ = report
     steps = doc["ranks"][0]["steps"]
     assert steps, "the nw0 report has no per-step breakdown"
-    chart = opened.page.locator("#step-chart-r0")
-    assert chart.is_visible()
+    opened.go("steps", wait="#step-chart rect.seg")
     got = opened.page.eval_on_selector_all(
-        "#step-chart-r0 rect.seg",
-        "els => els.map(e => [e.dataset.col, e.dataset.cat, parseFloat(e.dataset.value)])")
+        "#step-chart rect.seg", "els => els.map(e => [e.dataset.col, e.dataset.cat, parseFloat(e.dataset.value)])")
     values = {(c, k): v for c, k, v in got}
     for s in steps:
         for key, v in s["breakdown_ms"].items():
             if v and v > 0:
-                assert values[(str(s["step"]), key)] == pytest.approx(v, rel=1e-6)
-    heights = opened.page.eval_on_selector_all("#step-chart-r0 rect.seg", "els => els.map(e => e.getBBox().height)")
-    assert min(heights) > 0
+                assert values[(str(s["step"]), key)] == pytest.approx(v, rel=1e-9)
 
 
-def test_cli_report_and_markdown(tmp_path: Path) -> None:
+def test_kernels_and_modules_show_the_json_rows(report: tuple[dict[str, Any], Path], opened: Opened) -> None:
+    doc, _ = report
+    r = doc["ranks"][0]
+    opened.go("kernels", wait="#kernels-table tbody tr")
+    top = max(r["kernels"], key=lambda k: k["total_ms"])
+    assert opened.page.locator("#kernels-table tbody tr").first.locator("td").first.text_content() == top["name"]
+    if r.get("categories"):
+        assert opened.page.locator("#categories-table tbody tr").count() >= 1
+    if not r.get("modules"):
+        opened.go("modules", wait="#modules p.empty")
+
+
+def test_module_tree_of_the_sample(tmp_path: Path, browser: Any) -> None:
+    """The embedded sample trace records nn.Modules: the tree's rows and times are the document's."""
+    path = tmp_path / "sample.html"
+    doc = _write_trace_report_of(None, path)
+    r = doc["ranks"][0]
+    assert r["modules"], "the sample trace has no modules"
+    opened = open_page(browser, path)
+    opened.go("modules", wait="#modules-table tbody tr")
+    roots = [m for m in r["modules"] if m["parent"] is None]
+    assert opened.page.locator("#modules-table tbody tr[data-depth='0']").count() == len(roots)
+    opened.page.click("#modules-expand")
+    assert opened.page.locator("#modules-table tbody tr").count() == len(r["modules"])
+    deepest = max(r["modules"], key=lambda m: m["depth"])
+    row = opened.page.locator(f"#modules-table tbody tr[data-module='{deepest['name']}']")
+    assert row.locator("td[data-key='host_self_ms']").text_content() == _ms(deepest["host_self_ms"])
+    _keep_screenshot(opened.page, "report-modules-sample.png")
+    opened.check_clean()
+
+
+def _ms(v: float) -> str:
+    """util.js fmtMs."""
+    d = 1 if abs(v) >= 100 else 2 if abs(v) >= 10 else 3
+    return f"{v:.{d}f} ms"
+
+
+def test_memory_and_timeline_come_from_the_file(opened: Opened) -> None:
+    data = embedded(opened)
+    opened.go("memory", wait="#memory-chart-0 polyline")
+    curves = [c for c in data["memory"]["0"]["curves"] if len(c["ts_ms"]) > 1]
+    assert opened.page.locator("svg[id^='memory-chart-']").count() == len(curves) > 0
+    opened.go("timeline", wait="#timeline-canvas[data-fetches]")
+    snap = data["timeline"]["0"]
+    assert snap["step"] is not None and opened.page.locator("#timeline-step").input_value() == str(snap["step"])
+    opened.page.wait_for_selector("#timeline-canvas[data-mode='events']", timeout=10_000)
+    assert "step" in (opened.page.locator("#timeline-snapshot").text_content() or "")
+    opened.check_clean()
+
+
+def test_whatif_shows_the_remedies_and_says_a_replay_needs_the_trace(tmp_path: Path, browser: Any) -> None:
+    path = tmp_path / "h100.html"
+    doc = _write_trace_report(H100_BASE, path)
+    opened = open_page(browser, path)
+    sec = doc["ranks"][0]["remedies"]
+    replayed = [f for f in doc["findings"] if "whatif_remedy" in f["evidence"]]
+    assert replayed and opened.page.locator("a.whatif-link").count() == len(replayed)
+    opened.page.locator("a.whatif-link").first.click()
+    opened.page.wait_for_selector("#remedies-table")
+    for r in sec["remedies"]:
+        row = opened.page.locator(f"#remedy-{r['remedy']}")
+        assert float(row.get_attribute("data-predicted") or "nan") == pytest.approx(r["predicted_mean_ms"], rel=1e-9)
+    top = replayed[0]["evidence"]["whatif_remedy"]
+    assert opened.page.locator(f"#remedy-{top}").get_attribute("class") == "remedy on"
+    assert opened.page.locator("#whatif-standalone").is_visible()
+    opened.page.click("#whatif-go")
+    err = opened.page.wait_for_selector("#whatif-error")
+    assert "needs the trace" in (err.text_content() or "")
+    _keep_screenshot(opened.page, "report-whatif-h100.png")
+    opened.check_clean()
+
+
+def test_diff_report(tmp_path: Path, browser: Any) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
+    from report_docs import EVIL, diff_doc
+
+    from stepscope.server.standalone import diff_payload, render_page, write_text
+
+    doc = diff_doc(gate_passed=False)
+    path = tmp_path / "diff.html"
+    write_text(path, render_page(diff_payload(doc, title="nw0 → nw4")))
+    opened = open_page(browser, path, wait="#diff-headline")
+    page = opened.page
+    assert page.locator("#gate").get_attribute("data-passed") == "false"
+    assert float(page.locator("#diff-headline").get_attribute("data-new") or "nan") == 141.1
+    assert page.locator("#overall-chart rect.seg").count() == 2 * len(doc["overall"])
+    assert page.locator("#diff-kernels-table tbody tr").first.locator("td").first.text_content() == EVIL
+    assert page.locator("#diff-operators-table tbody tr").count() == 25  # top 25 of 100 by |diff|
+    _keep_screenshot(page, "report-diff.png", full=True)
+    opened.check_clean()
+
+
+def test_diff_report_of_two_real_runs(tmp_path: Path, browser: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """``stepscope diff nw0 nw4 --html``: every table of the diff document (its unit in the value keys,
+    MB for memory), and each side's steps in order on one chart."""
     if not NW0.is_dir():
         pytest.skip(f"real trace not found at {NW0}")
-    import subprocess
+    from tests.unit.ingest.test_bad_input import run_main
 
-    out = tmp_path / "r.html"
-    exe = shutil.which("stepscope") or ""
-    cmd = [exe] if exe else [sys.executable, "-m", "stepscope"]
-    res = subprocess.run([*cmd, "report", str(NW0), "-o", str(out)], capture_output=True, text=True,
-                         timeout=300, check=False)
+    out = tmp_path / "d.html"
+    res = run_main(["diff", str(NW0), str(NW0.parent / "resnet50_num_workers_4"), "--no-cache", "--html", str(out)],
+                   capsys)
     assert res.returncode == 0, res.stderr
-    assert out.stat().st_size < MAX_BYTES
-    md = subprocess.run([*cmd, "report", str(NW0), "--md"], capture_output=True, text=True, timeout=300, check=False)
-    assert md.returncode == 0 and md.stdout.startswith("### "), md.stderr
-
-
-def test_diff_report_in_browser(tmp_path: Path, browser: Any) -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
-    from report_docs import diff_doc
-
-    from stepscope.report.html import render_diff_html
-
-    path = tmp_path / "diff.html"
-    path.write_text(render_diff_html(diff_doc(gate_passed=True), title="nw0 → nw4"), encoding="utf-8")
-    opened = open_page(browser, path)
-    assert opened.errors == [] and opened.requests == [path.as_uri()]
-    assert opened.page.locator("#gate").get_attribute("data-passed") == "true"
-    assert opened.page.locator("#overall-chart rect.seg").count() == 8
-    _keep_screenshot(opened.page, "report-diff.png", full=True)
-
-
-H100_BASE = Path(__file__).resolve().parents[1] / "data" / "h100_cuda_train" / "base"
-
-
-def test_whatif_section_shows_the_remedies(tmp_path: Path, browser: Any) -> None:
-    """The What-if section of the H100 report (a real trace in the repo) shows the document's
-    ``remedies``, and a finding with a replayed gain links to its row."""
-    from stepscope.cli.report_cmd import _from_trace
-    from stepscope.report.html.build import write_text
-
-    doc, page_html = _from_trace(str(H100_BASE), None, None, True, None, ())
-    path = tmp_path / "h100.html"
-    write_text(path, page_html)
-    opened = open_page(browser, path)
+    doc = json.loads(out.read_text(encoding="utf-8").split('id="stepscope-doc">', 1)[1].split("</script>")[0])["diff"]
+    opened = open_page(browser, out, wait="#diff-headline")
     page = opened.page
-    sec = doc["ranks"][0]["remedies"]
-    assert page.locator("#whatif-r0").is_visible()
-    measured = page.locator("#whatif-measured-r0")
-    assert float(measured.get_attribute("data-value") or "nan") == pytest.approx(sec["measured_mean_ms"], rel=1e-6)
-    for r in sec["remedies"]:
-        row = page.locator(f"#whatif-r0-{r['remedy']}")
-        assert row.is_visible()
-        assert float(row.get_attribute("data-predicted-ms") or "nan") == pytest.approx(r["predicted_mean_ms"], rel=1e-6)
-        assert float(row.get_attribute("data-saved-ms") or "nan") == pytest.approx(r["saved_ms"], rel=1e-6, abs=1e-6)
-        cells = row.locator("td").all_text_contents()
-        assert cells[0] == r["remedy"] and cells[1] == r["basis"]
-        assert cells[2] == f"{r['predicted_mean_ms']:,.2f} ms"
-        bar = page.locator(f'#whatif-chart-r0 rect[data-name="{r["remedy"]}"][data-side="new"]')
-        assert float(bar.get_attribute("data-value") or "nan") == pytest.approx(r["predicted_mean_ms"], rel=1e-6)
-    replayed = [f for f in doc["findings"] if "whatif_remedy" in f["evidence"]]
-    assert replayed and page.locator("a.whatif-link").count() == len(replayed)
-    top = replayed[0]["evidence"]["whatif_remedy"]
-    page.click(f'a.whatif-link[href="#whatif-r0-{top}"]')
-    assert page.evaluate("location.hash") == f"#whatif-r0-{top}"
-    assert page.locator(f"#whatif-r0-{top}").is_visible()
-    _keep_screenshot(page, "whatif_report.png")
-    assert opened.errors == [] and opened.requests == [path.as_uri()]
+    for name in doc["tables"]:
+        if doc[name]:
+            assert page.locator(f"#diff-{name}-table tbody tr").count() == min(25, len(doc[name]))
+    biggest = max(abs(r["diff_mb"] or 0) for r in doc["memory"])
+    cells = page.locator("#diff-memory-table tbody tr").first.locator("td").all_text_contents()
+    assert doc["tables"]["memory"]["unit"] == "MB" and cells[2].endswith(" MB")
+    assert cells[0] in {r["name"] for r in doc["memory"] if abs(r["diff_mb"] or 0) == biggest}
+    lines = page.locator("#diff-steps-chart polyline")
+    assert [lines.nth(i).get_attribute("data-points") for i in range(2)] == [
+        str(len(doc["base"]["per_step"])), str(len(doc["new"]["per_step"]))]
+    opened.check_clean()
 
 
-def test_whatif_link_switches_to_the_findings_rank(tmp_path: Path, browser: Any) -> None:
+def test_saved_two_rank_document(tmp_path: Path, browser: Any) -> None:
+    """A saved document (no trace): the rank picker switches ranks; memory and timeline say what is missing."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
-    from report_docs import whatif_doc
+    from report_docs import EVIL, whatif_doc
 
-    from stepscope.report.html import render_html
+    from stepscope.cli.report_cmd import _from_document
+    from stepscope.server.standalone import write_text
 
+    doc = whatif_doc(ranks=2)
     path = tmp_path / "two.html"
-    path.write_text(render_html(whatif_doc(ranks=2), title="two ranks"), encoding="utf-8")
-    opened = open_page(browser, path)
+    write_text(path, _from_document(doc, str(path), None))
+    opened = open_page(browser, path, wait="#verdict, #no-findings, #avg-step")
     page = opened.page
-    assert page.locator("#whatif-r0").is_visible() and not page.locator("#whatif-r1").is_visible()
-    page.click("a.whatif-link")
-    assert page.locator("#whatif-r1-loader-workers").is_visible() and not page.locator("#whatif-r0").is_visible()
-    assert page.locator("button[data-rank='1']").get_attribute("class") == "on"
-    assert opened.errors == [] and opened.requests == [path.as_uri()]
+    opened.go("kernels", wait="#kernels-table tbody tr")
+    assert EVIL in page.locator("#kernels-table tbody td").all_text_contents()  # shown as text, never markup
+    assert page.locator("#rank-picker option").count() == 2
+    opened.go("whatif", rank=1, wait="#remedies-table")
+    row = page.locator("#remedy-loader-workers")
+    assert float(row.get_attribute("data-predicted") or "nan") == pytest.approx(15.91 + 1.0)
+    opened.go("distributed", wait="#rank-chart rect.seg")
+    assert page.locator("#rank-chart rect.seg").count() == 2 * 4
+    roles = page.locator("#arrivals-table tbody tr").all_text_contents()
+    assert len(roles) == 2 and "culprit" in roles[0]  # rank 1, the latest (cluster.arrivals)
+    opened.go("timeline", wait="#timeline-snapshot")
+    assert "no timeline" in (page.locator("#timeline-snapshot").text_content() or "")
+    opened.check_clean()
+
+
+def test_graphs_view_of_replays_compiled_kernels_and_phases(tmp_path: Path, browser: Any) -> None:
+    """The hand-made graphs / compiled / phases sections (tests/unit/test_report_device.py): numbers and
+    hostile names as the document has them, the missing capture and the mixed step said."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
+    from report_docs import EVIL
+    from test_report_device import _doc
+
+    from stepscope.cli.report_cmd import _from_document
+    from stepscope.server.standalone import write_text
+
+    path = tmp_path / "graphs.html"
+    write_text(path, _from_document(_doc(capture=False), str(path), None))
+    opened = open_page(browser, path)
+    opened.go("graphs", wait="#graph-launches tbody tr")
+    page = opened.page
+    cells = page.locator("#graph-launches tbody tr").first.locator("td").all_text_contents()
+    assert cells[:3] == [EVIL, "421", "10.39 ms"]
+    assert "421 of 434 GPU activities" in (page.locator("#graphs p.sub").text_content() or "")
+    assert page.locator("#no-capture").is_visible() and page.locator("#graph-capture").count() == 0
+    triton = page.locator("#triton-kernels tbody tr").first.locator("td").all_text_contents()
+    assert triton[:3] == ["triton_poi_fused_addmm_gelu_view_15", "pointwise", "addmm, gelu, view"]
+    assert page.locator("#phase-table tbody td").first.text_content() == "mixed"
+    assert page.locator("#mixed-note").is_visible()
+    write_text(path, _from_document(_doc(capture=True), str(path), None))
+    opened = open_page(browser, path)
+    opened.go("graphs", wait="#graph-capture tbody tr")
+    assert opened.page.locator("#graph-capture tbody td").first.text_content() == "vllm::moe_forward"
+    _keep_screenshot(opened.page, "report-graphs.png", full=True)
+    opened.check_clean()

@@ -14,7 +14,8 @@ import pytest
 
 from stepscope.compare.align import align, group_by_key
 from stepscope.model.strings import MATCH_PREFIX, StringPool
-from stepscope.report.html.fmt import TEXT_LIMIT, esc
+from stepscope.report.fmt import TEXT_LIMIT
+from stepscope.server.standalone import embed_json
 from tests.builders import TraceBuilder
 from tests.unit.ingest.test_bad_input import run_main
 
@@ -86,9 +87,10 @@ def test_analyze_with_a_multi_mb_name_is_fast_and_keeps_the_full_name(
 
 
 def test_html_text_is_bounded() -> None:
-    page_text = esc("<" + "y" * (3 * TEXT_LIMIT))
-    assert len(page_text) < TEXT_LIMIT + 100 and page_text.startswith("&lt;yyy") and "characters) …" in page_text
-    assert esc("<b>") == "&lt;b&gt;"
+    """The standalone page embeds at most TEXT_LIMIT characters of one text (head and tail)."""
+    page_text = json.loads(embed_json({"name": "<" + "y" * (3 * TEXT_LIMIT)}))["name"]
+    assert len(page_text) < TEXT_LIMIT + 100 and page_text.startswith("<yyy") and "characters) …" in page_text
+    assert embed_json({"k": "<b>"}) == '{"k":"\\u003cb\\u003e"}'
 
 
 def test_diff_alignment_of_a_long_key_takes_memory_of_its_length_only() -> None:

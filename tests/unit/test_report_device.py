@@ -1,5 +1,5 @@
-"""Graph replays, compiled kernels and inference phases in the Markdown summary and the HTML report,
-from a hand-made §12 document (names hostile, numbers chosen by hand)."""
+"""Graph replays, compiled kernels and inference phases in the Markdown summary, from a hand-made §12
+document (names hostile, numbers chosen by hand); the app's Device view: tests/e2e/test_html_browser.py."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from typing import Any
 
 from report_docs import EVIL, analysis_doc
 
-from stepscope.report.html import render_html
 from stepscope.report.markdown import render_markdown
 
 
@@ -40,13 +39,3 @@ def test_markdown_sections() -> None:
     assert "**Compiled kernels**: 2,076 Triton kernels, 68.8 ms (9.7 % of device time)" in text
     assert "| mixed | 1 | 8,192 | 156.5 ms | 0.0191 ms |" in text
     assert "no capture trace" in render_markdown(_doc(capture=False))
-
-
-def test_html_sections_escape_and_say_what_is_missing() -> None:
-    page = render_html(_doc(capture=False), title="t")
-    for sec in ('id="graphs-r0"', 'id="compiled-r0"', 'id="phases-r0"'):
-        assert sec in page
-    assert "<script>alert" not in page and "No capture trace" in page
-    assert "addmm, gelu, view" in page and "ran prefill and decode requests in one forward" in page
-    plain = analysis_doc()
-    assert 'id="graphs-r0"' not in render_html(plain, title="t")  # only where the analysis applied

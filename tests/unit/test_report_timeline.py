@@ -1,15 +1,19 @@
-"""The timeline snapshot and memory series on tiny hand-made traces (numbers checkable by eye)."""
+"""The standalone report's timeline snapshot and the memory series on tiny hand-made traces (numbers
+checkable by eye)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pytest
 from builders import TraceBuilder
 
-from stepscope.report.html import compute_timeline, memory_from_trace, render_html
-from stepscope.report.html.series import downsample_minmax
-from stepscope.report.html.timeline_data import KINDS
+from stepscope.report.series import downsample_minmax, memory_from_trace
+from stepscope.server import standalone
+from stepscope.server.results import rank_info
+from stepscope.server.standalone import OVERVIEW_ITEMS, STEP_ITEMS, timeline_snapshot
 
 
 def _trace(tmp_path: Path) -> TraceBuilder:
@@ -28,37 +32,62 @@ def _trace(tmp_path: Path) -> TraceBuilder:
     return b
 
 
-def test_timeline_of_one_step(tmp_path: Path) -> None:
+def _snapshot(tmp_path: Path, step: int | None = None) -> dict[str, Any]:
     trace = _trace(tmp_path).load(tmp_path)
-    tl = compute_timeline(trace, step=1)
-    assert tl.step == 1 and tl.end_ns - tl.start_ns >= 100_000
-    rows = list(tl.rows())
-    by_kind = {k: [r for r in rows if r[3] == k] for k in KINDS}
-    assert [r[4] for r in by_kind["dataloader"]] == ["enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"]
-    assert by_kind["dataloader"][0][2] == 40_000
-    assert [r[4] for r in by_kind["sync"]] == ["cudaStreamSynchronize"]
-    gemm = [r for r in by_kind["kernel"] if r[4] == "void gemm<float, 128>"]
-    assert gemm and gemm[0][0].startswith("GPU 0")
-    merged = [r for r in by_kind["kernel"] if "short kernel events" in r[4]]
-    assert merged and sum(int(tl.count[i]) for i in range(len(tl)) if "short" in tl.names[i]) == 200
-    assert tl.lanes[-1].startswith("GPU") and not tl.lane_is_gpu[0]
+    return timeline_snapshot(trace, rank_info(trace, 0), step)
 
 
-def test_timeline_cap_keeps_highlights(tmp_path: Path) -> None:
-    trace = _trace(tmp_path).load(tmp_path)
-    tl = compute_timeline(trace, step=1, max_events=3, pixels=10**9)  # no merging, hard cap
-    kinds = [KINDS[k] for k in tl.kind.tolist()]
-    assert len(tl) == 3 and "dataloader" in kinds and "sync" in kinds
-    assert compute_timeline(trace).step == 1  # durations 100, 300, 50 µs: the median step is #1
+def test_the_median_step_is_chosen() -> None:
+    info = {"steps": [{"step": 7, "start_ns": 0, "end_ns": 100}, {"step": 8, "start_ns": 100, "end_ns": 400},
+                      {"step": 9, "start_ns": 400, "end_ns": 450}]}
+    assert standalone._median_step(info, None)["step"] == 7  # lengths 100, 300, 50: the median is 100
+    assert standalone._median_step(info, 9)["step"] == 9
+    assert standalone._median_step(info, 3) is None and standalone._median_step({"steps": []}, None) is None
 
 
-def test_timeline_drawn_and_escaped(tmp_path: Path) -> None:
-    trace = _trace(tmp_path).load(tmp_path)
-    tl = compute_timeline(trace, step=1)
-    page = render_html({"ranks": [{"rank": 0}]}, title="t", timeline=tl)
-    assert 'id="timeline-chart-r0"' in page and "void gemm&lt;float, 128&gt;" in page
-    assert "void gemm<float" not in page
-    assert page.count('class="band band-dataloader"') == 1
+def _texts(column: dict[str, list[Any]]) -> list[str | None]:
+    """An interned text column back as a list (what static/data.js does)."""
+    return [None if k < 0 else column["strings"][k] for k in column["index"]]
+
+
+def test_a_small_rank_is_carried_whole(tmp_path: Path) -> None:
+    """205 events, fewer than OVERVIEW_ITEMS: one window, every event listed, no step window needed."""
+    snap = _snapshot(tmp_path)
+    assert snap["step"] == 1 and len(snap["windows"]) == 1
+    whole = snap["windows"][0]
+    assert (whole["start_ns"], whole["end_ns"], whole["mode"]) == (0, 450_000, "events")
+    assert len(_texts(whole["events"]["name"])) == whole["event_count"] <= OVERVIEW_ITEMS
+
+
+def test_snapshot_of_a_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the whole rank aggregated: the breakdown's step windows of this trace are step 1 only (steps
+    2 and 3 hold no work); its window is exactly [0, 100 µs), listed event by event."""
+    monkeypatch.setattr(standalone, "OVERVIEW_ITEMS", 10)
+    snap = _snapshot(tmp_path)
+    assert snap["step"] == 1
+    whole, step = snap["windows"]
+    assert (whole["start_ns"], whole["end_ns"], whole["mode"]) == (0, 450_000, "aggregate")
+    assert (step["start_ns"], step["end_ns"]) == (0, 100_000) and step["mode"] == "events"
+    names = _texts(step["events"]["name"])
+    assert len(names) == step["event_count"] <= STEP_ITEMS
+    assert "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__" in names and "cudaStreamSynchronize" in names
+    assert names.count("tiny") == 200  # every one of the 200 short kernels, none merged
+    gpu = {t["id"] for t in step["tracks"] if t["kind"] == "gpu_stream"}
+    gemm = names.index("void gemm<float, 128>")
+    assert step["events"]["track"][gemm] in gpu and step["events"]["dur_ns"][gemm] == 30_000
+    assert _texts(step["events"]["kind"])[gemm] == "kernel"
+
+
+def test_snapshot_of_a_chosen_step_and_a_crowded_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(standalone, "OVERVIEW_ITEMS", 10)
+    assert len(_snapshot(tmp_path, step=2)["windows"]) == 1  # no such step window: the whole rank only
+    monkeypatch.setattr(standalone, "STEP_ITEMS", 50)  # step 1 has > 200 events: aggregated, plus an exact head
+    snap = _snapshot(tmp_path)
+    assert [w["mode"] for w in snap["windows"]] == ["aggregate", "aggregate", "events"]
+    head = snap["windows"][2]
+    assert head["start_ns"] == 0 and head["end_ns"] < 100_000 and head["event_count"] <= 50
+    agg = snap["windows"][0]["aggregate"]
+    assert all(len(_texts(g["name"])) == len(g["busy_frac"]) for g in agg)  # nulls kept as -1
 
 
 def test_memory_from_trace(tmp_path: Path) -> None:

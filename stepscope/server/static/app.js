@@ -1,20 +1,25 @@
 // The single page: hash routes, the run and rank pickers, and the view dispatch.
 //   #/                             runs
-//   #/run/<id>/<view>?rank=<r>     overview | steps | kernels | operators | memory | distributed | timeline | whatif | roofline
+//   #/run/<id>/<view>?rank=<r>     overview | steps | kernels | operators | modules | memory | distributed | graphs |
+//                                  timeline | whatif | roofline
 //                                  (whatif also takes &remedy=<name>: that remedy replayed at once)
 //   #/diff?base=<id>&new=<id>      compare two runs
+// The same app is the standalone report (data.js): one run (or one diff) embedded in the file.
 
-import {el, clear, api, empty, fmtMs} from "./util.js";
+import {el, clear, empty, fmtMs} from "./util.js";
+import {standalone, embeddedKind, reportTitle, listRuns, runDocument} from "./data.js";
 import {overviewView, stepsView, kernelsView, operatorsView} from "./views.js";
-import {memoryView, distributedView} from "./views_more.js";
+import {memoryView, distributedView, modulesView} from "./views_more.js";
 import {timelineView} from "./timeline.js";
+import {graphsView} from "./device.js";
 import {whatifView} from "./whatif.js";
 import {rooflineView} from "./roofline.js";
 import {diffPicker, diffView} from "./diff.js";
 
 const VIEWS = [
   ["overview", "Overview", overviewView], ["steps", "Step breakdown", stepsView], ["kernels", "Kernels", kernelsView],
-  ["operators", "Operators", operatorsView], ["memory", "Memory", memoryView], ["distributed", "Distributed", distributedView],
+  ["operators", "Operators", operatorsView], ["modules", "Modules", modulesView], ["memory", "Memory", memoryView],
+  ["distributed", "Distributed", distributedView], ["graphs", "Graphs", graphsView],
   ["timeline", "Timeline", timelineView], ["whatif", "What-if", whatifView], ["roofline", "Roofline", rooflineView],
 ];
 
@@ -41,12 +46,13 @@ function href(id, view, rank) {
 }
 
 async function loadRuns(fresh = true) {
-  runs = (await api("/api/v1/runs", fresh)).runs;
+  runs = await listRuns(fresh);
   return runs;
 }
 
 function header(route, run, rank) {
   clear(picker);
+  if (standalone) return standaloneHeader(route, run, rank);
   const sel = el("select", {id: "run-picker", "aria-label": "run", on: {change: (e) => { location.hash = href(e.target.value, route.view || "overview"); }}},
     el("option", {value: "", disabled: true, selected: !run}, "choose a run…"),
     runs.map((r) => el("option", {value: r.id, selected: run && r.id === run.id}, r.label)));
@@ -57,12 +63,27 @@ function header(route, run, rank) {
       run.ranks.map((k) => el("option", {value: k, selected: k === rank}, String(k))))));
   }
   picker.append(el("a", {class: "navbtn", id: "diff-link", href: "#/diff"}, "Compare runs"));
+  navLinks(route, run, rank);
+}
+
+function navLinks(route, run, rank) {
   clear(nav);
   if (route.page === "run" && run) {
     for (const [key, label] of VIEWS) {
       nav.append(el("a", {href: href(run.id, key, rank), "data-view": key, class: key === route.view ? "on" : null}, label));
     }
   }
+}
+
+/** The standalone report's header: its title, the rank picker, the views; no run list, no compare. */
+function standaloneHeader(route, run, rank) {
+  picker.append(el("span", {class: "reporttitle", id: "report-title"}, reportTitle()));
+  if (run && run.ranks && run.ranks.length > 1) {
+    picker.append(el("label", null, "rank ", el("select", {id: "rank-picker", "aria-label": "rank",
+      on: {change: (e) => { location.hash = href(run.id, route.view, e.target.value); }}},
+      run.ranks.map((k) => el("option", {value: k, selected: k === rank}, String(k))))));
+  }
+  navLinks(route, run, rank);
 }
 
 function loading(text) {
@@ -85,6 +106,8 @@ async function route() {
   const r = parseRoute();
   try {
     if (!runs.length) await loadRuns();
+    if (standalone && embeddedKind() === "diff") return await diffPage({page: "diff", base: "base", next: "new"}, my);
+    if (standalone && r.page !== "run") return await runPage({page: "run", id: runs[0].id, view: "overview", rank: null}, my);
     if (r.page === "run") return await runPage(r, my);
     if (r.page === "diff") return await diffPage(r, my);
     return await homePage(my);
@@ -98,15 +121,15 @@ async function runPage(r, my) {
   if (!run) throw new Error("no such run: pick one from the list");
   header(r, run, null);
   show(loading(`analysing ${run.label}… (once; later views are instant)`), my);
-  const whole = await api(`/api/v1/runs/${r.id}`);
+  const whole = await runDocument(r.id);
   if (run.state !== "ready") { await loadRuns(); run = runs.find((x) => x.id === r.id) || run; }
   const ranks = (whole.ranks || []).map((x) => x.rank);
   const rank = r.rank !== null && ranks.includes(Number(r.rank)) ? Number(r.rank) : ranks[0];
   header(r, {...run, ranks}, rank);
   if (rank === undefined) return show(el("section", {class: "card"}, empty("this run has no ranks")), my);
-  const doc = await api(`/api/v1/runs/${r.id}?rank=${rank}`);
+  const doc = await runDocument(r.id, rank);
   const entry = VIEWS.find(([k]) => k === r.view) || VIEWS[0];
-  document.title = `${entry[1]} · ${run.label} · stepscope`;
+  document.title = standalone ? `${entry[1]} · ${reportTitle()}` : `${entry[1]} · ${run.label} · stepscope`;
   const nodes = await entry[2]({runId: r.id, rank, doc, run, remedy: r.remedy});
   show(nodes, my);
 }
@@ -130,7 +153,8 @@ async function homePage(my) {
 
 async function diffPage(r, my) {
   header({page: "diff"}, null, null);
-  document.title = "compare · stepscope";
+  document.title = standalone ? reportTitle() : "compare · stepscope";
+  if (standalone) return show(await diffView(r.base, r.next), my);
   const base = r.base || (runs[0] && runs[0].id);
   const next = r.next || (runs[1] && runs[1].id) || base;
   const pick = diffPicker(runs, base, next, (b, n) => { location.hash = `#/diff?base=${encodeURIComponent(b)}&new=${encodeURIComponent(n)}`; });
@@ -139,5 +163,9 @@ async function diffPage(r, my) {
   show([pick, ...(await diffView(r.base, r.next))], my);
 }
 
+if (standalone) {
+  document.querySelector("footer").textContent = "stepscope report · self-contained, works offline · "
+    + "every number is in the embedded JSON (#stepscope-doc)";
+}
 window.addEventListener("hashchange", route);
 route();

@@ -2,8 +2,10 @@
 // server) as a side-by-side chart of the average step, the story in a few sentences, findings
 // resolved / new / still, and the operator and kernel tables sorted by |diff|.
 
-import {el, svg, card, empty, api, query, tip, fmtMs, fmtSigned, fmtNum, isNum, BREAKDOWN} from "./util.js";
+import {el, svg, card, empty, tip, fmtMs, fmtSigned, fmtNum, isNum, BREAKDOWN} from "./util.js";
 import {dataTable} from "./tables.js";
+import {lineChart, legend} from "./charts.js";
+import {diffDocument} from "./data.js";
 
 const LABELS = Object.fromEntries(BREAKDOWN.map(([k, label]) => [k, label]));
 const COLORS = Object.fromEntries(BREAKDOWN.map(([k, , c]) => [k, c]));
@@ -22,32 +24,58 @@ export function diffPicker(runs, base, next, go) {
 }
 
 export async function diffView(base, next) {
-  const doc = await api(`/api/v1/diff${query({base, new: next})}`);
+  const doc = await diffDocument(base, next);
   const step = (doc.overall || []).find((r) => r.category === "step");
   const pct = step && step.base_ms > 0 ? (100 * (step.new_ms - step.base_ms)) / step.base_ms : null;
   const headline = step ? el("div", {class: "verdict", id: "diff-headline", "data-base": step.base_ms, "data-new": step.new_ms},
     `Average step ${fmtMs(step.base_ms)} → ${fmtMs(step.new_ms)} `, el("span", {class: step.diff_ms > 0 ? "pos" : "neg"},
       `(${fmtSigned(step.diff_ms)}, ${isNum(pct) ? (pct > 0 ? "+" : "") + pct.toFixed(1) + " %" : "–"})`)) : null;
   const story = (doc.narrative || []).map((s) => el("li", null, s));
-  const out = [card("diff-summary", `${doc.base?.label || "base"} → ${doc.new?.label || "new"}`, null, headline,
+  const out = [card("diff-summary", `${sideName(doc.base, "base")} → ${sideName(doc.new, "new")}`, null, headline, gateLine(doc.gate),
     story.length ? el("ul", {class: "story"}, story) : null, overallChart(doc.overall || []))];
   if (doc.findings) out.push(findingsCard(doc.findings));
-  for (const [name, title] of [["operators", "Operators"], ["kernels", "Kernels"], ["modules", "Modules"], ["runtime", "Runtime API"]]) {
-    const rows = doc[name] || [];
+  const steps = perStepChart(doc.base, doc.new);
+  if (steps) out.push(card("diff-steps", "Each step", "Every ProfilerStep's wall time, BASE (grey) and NEW (blue), step by step in order.", steps));
+  const names = [...new Set([...TABLE_ORDER, ...Object.keys(doc.tables || {})])].filter((k) => Array.isArray(doc[k]) && doc[k].length);
+  for (const name of names) {
     const meta = (doc.tables || {})[name] || {};
-    if (!rows.length) continue;
     const n = (v) => fmtNum(Array.isArray(v) ? v.length : v);
-    out.push(card(`diff-${name}`, title, `${meta.metric || ""} per average step · ${n(meta.matched)} matched, ${
-      n(meta.added)} only in NEW, ${n(meta.removed)} only in BASE`, diffTable(rows, name)));
+    out.push(card(`diff-${name}`, TABLE_TITLES[name] || name, `${meta.metric || ""} ${doc.per_step === false ? "in total" : "per average step"} · ${
+      n(meta.matched)} matched, ${n(meta.added)} only in NEW, ${n(meta.removed)} only in BASE`, diffTable(doc[name], name, meta.unit || "ms")));
   }
   (doc.notes || []).forEach((n) => out.push(el("p", {class: "note"}, n)));
   return out;
 }
 
-function diffTable(rows, name) {
-  const shaped = rows.map((r) => ({...r, abs: Math.abs(r.diff_ms || 0)}));
-  const columns = [{key: "name", label: "name"}, {key: "base_ms", label: "base", num: true, fmt: fmtMs},
-    {key: "new_ms", label: "new", num: true, fmt: fmtMs}, {key: "diff_ms", label: "diff", num: true, fmt: (v) => fmtSigned(v)},
+/** The CI gate of `diff --fail-if-slower` (the document's `gate`), when the diff ran with one. */
+function gateLine(gate) {
+  if (!gate || typeof gate.passed !== "boolean") return null;
+  const why = gate.reason || (isNum(gate.slower_pct) && isNum(gate.threshold_pct)
+    ? `new is ${gate.slower_pct > 0 ? "+" : ""}${gate.slower_pct.toFixed(1)} % vs base (limit ${gate.threshold_pct.toFixed(1)} %)` : "");
+  return el("p", {class: "gateline"}, el("span", {class: `gate ${gate.passed ? "pass" : "fail"}`, id: "gate", "data-passed": String(gate.passed)},
+    gate.passed ? "gate passed" : "gate failed"), " ", why);
+}
+
+const TABLE_ORDER = ["operators", "kernels", "modules", "memory", "runtime", "categories"];
+const TABLE_TITLES = {operators: "Operators", kernels: "Kernels", modules: "Modules", memory: "Memory by operator",
+  runtime: "Runtime API", categories: "Op categories"};
+
+/** A side's label, else the last part of its source path. */
+function sideName(side, fallback) {
+  if (!side) return fallback;
+  const src = String(side.label || side.source || "").replace(/\/+$/, "");
+  return src ? src.split("/").pop() : fallback;
+}
+
+/** A table of the diff document; its value keys carry the table's unit (base_ms, base_mb, ...). */
+function diffTable(rows, name, unit) {
+  const u = unit.toLowerCase();
+  const fmt = u === "ms" ? fmtMs : (v) => (isNum(v) ? `${fmtNum(v, 2)} ${unit}` : "–");
+  const signed = u === "ms" ? (v) => fmtSigned(v) : (v) => fmtSigned(v, ` ${unit}`);
+  const shaped = rows.map((r) => ({...r, base_ms: r[`base_${u}`], new_ms: r[`new_${u}`], diff_ms: r[`diff_${u}`],
+    abs: Math.abs(r[`diff_${u}`] || 0)}));
+  const columns = [{key: "name", label: "name"}, {key: "base_ms", label: "base", num: true, fmt},
+    {key: "new_ms", label: "new", num: true, fmt}, {key: "diff_ms", label: "diff", num: true, fmt: signed},
     {key: "ratio", label: "ratio", num: true, fmt: (v) => (isNum(v) ? v.toFixed(2) + "×" : "–")},
     {key: "status", label: "status"}];
   return dataTable(shaped, columns, {id: `diff-${name}-table`, sortKey: "abs", onRow: (r, tr) => {
@@ -63,6 +91,16 @@ function findingsCard(findings) {
         `${fmtMs(f.base_est_gain_ms)} → ${fmtMs(f.new_est_gain_ms)}`))));
   return card("diff-findings", "Findings", "Advisor findings of both runs, matched by rule (estimated gain per step).",
     items.length ? el("ol", {class: "findings"}, items) : empty("no findings on either side"));
+}
+
+/** Each side's steps in order (the diff document's base/new per_step): two lines of step wall time. */
+function perStepChart(base, next) {
+  const b = (base && base.per_step) || [], n = (next && next.per_step) || [];
+  if (b.length + n.length < 2) return null;
+  const series = [["base", "#9aa5b1", b], ["new", "#3b5bdb", n]].filter(([, , p]) => p.length).map(([label, color, p]) => ({
+    label, color, x: p.map((_, i) => i + 1), y: p.map((x) => x.total_ms)}));
+  return el("div", null, legend(series.map((x) => [x.label, x.label, x.color])),
+    lineChart("diff-steps-chart", series, {xFmt: (v) => `#${Math.round(v)}`, yFmt: (v) => fmtMs(v)}));
 }
 
 /** Paired horizontal bars per category: base (grey) above new (coloured). */

@@ -15,7 +15,7 @@ export function dataTable(rows, columns, opts = {}) {
     limit: opts.limit || 25, filter: ""};
   const tbody = el("tbody");
   const count = el("span", {class: "count"});
-  const heads = columns.map((c) => el("th", {class: c.num ? "num" : null, title: c.title || null,
+  const heads = columns.map((c) => el("th", {class: c.num && !c.share ? "num" : null, title: c.title || null,
     "data-key": c.key, on: {click: () => sortBy(c.key)}}, c.label));
   const table = el("table", {class: "data sortable", id: opts.id || null}, el("thead", null, el("tr", null, heads)), tbody);
   const filter = el("input", {type: "search", placeholder: "filter by name…", class: "filter",
@@ -39,7 +39,7 @@ export function dataTable(rows, columns, opts = {}) {
       shown.sort((a, b) => {
         const va = a[col.key], vb = b[col.key];
         if (col.num) return sign * ((isNum(va) ? va : -Infinity) - (isNum(vb) ? vb : -Infinity));
-        return sign * String(va ?? "").localeCompare(String(vb ?? ""));
+        return sign * String(va ?? "").localeCompare(String(vb ?? ""), "en", {numeric: true});
       });
     }
     const total = shown.length;

@@ -7,7 +7,8 @@
 // first event (`base`), so Numbers stay exact even for epoch-ns traces.
 
 import {legend} from "./charts.js";
-import {el, card, api, query, fmtNs, fmtTimeTick, fmtNum, kindColor, showTip, hideTip} from "./util.js";
+import {runInfo, timelineWindow, timelineSnapshot, SERVE_HINT} from "./data.js";
+import {el, card, fmtNs, fmtTimeTick, fmtNum, kindColor, showTip, hideTip} from "./util.js";
 
 const GUTTER = 200, AXIS = 24, STEPS_H = 18, ROW = 15, MAX_ROWS = 10, COUNTER_H = 30, GAP = 6, GPU_H = 26, ANNOT_H = 5;
 const MAX_FLOWS = 400;
@@ -24,9 +25,13 @@ function eventColor(kind, name) {
 }
 
 export async function timelineView(ctx) {
-  const info = await api(`/api/v1/runs/${ctx.runId}/info`);
+  const info = await runInfo(ctx.runId);
   const mine = (info.ranks || []).find((r) => r.rank === ctx.rank);
-  if (!mine) return [card("timeline", "Timeline", null, el("p", {class: "empty"}, "no events on this rank"))];
+  const snap = timelineSnapshot(ctx.rank);
+  if (!mine || (snap && !snap.windows.length)) {
+    return [card("timeline", "Timeline", null, snap ? el("p", {class: "empty", id: "timeline-snapshot"},
+      `This report carries no timeline for rank ${ctx.rank} (${SERVE_HINT}).`) : el("p", {class: "empty"}, "no events on this rank"))];
+  }
   const tl = new Timeline(ctx, mine);
   const steps = el("select", {id: "timeline-step", "aria-label": "jump to step", on: {change: (e) => tl.toStep(e.target.value)}},
     el("option", {value: ""}, "whole trace"), mine.steps.map((s) => el("option", {value: s.step}, `step ${s.step}`)));
@@ -35,8 +40,16 @@ export async function timelineView(ctx) {
     el("button", {type: "button", title: "zoom in", on: {click: () => tl.zoomBy(0.5)}}, "+"),
     el("button", {type: "button", title: "show everything", on: {click: () => { steps.value = ""; tl.fit(); }}}, "fit"),
     steps, tl.status, el("span", {class: "hint"}, "wheel: zoom · drag: pan · double-click: zoom in"));
+  if (snap && snap.step !== null && snap.step !== undefined) {
+    steps.value = String(snap.step);
+    requestAnimationFrame(() => tl.toStep(snap.step));
+  }
+  const all = snap && snap.windows[0].mode === "events";
+  const note = snap ? el("p", {class: "note", id: "timeline-snapshot"}, all ? "This report carries every event of this rank."
+    : `This report carries ${snap.step !== null && snap.step !== undefined ? `step ${snap.step}'s events exactly and ` : ""}`
+      + `the whole rank aggregated; other windows show the nearest of these (${SERVE_HINT}).`) : null;
   return [card("timeline", `Timeline — rank ${ctx.rank}`, "CPU threads and GPU streams; aggregated when zoomed out, exact events when zoomed in.",
-    bar, legend(LEGEND), tl.wrap)];
+    note, bar, legend(LEGEND), tl.wrap)];
 }
 
 class Timeline {
@@ -92,10 +105,9 @@ class Timeline {
     const seq = ++this.seq;
     const start = BigInt(Math.round(this.base)) + BigInt(Math.floor(this.a));
     const end = BigInt(Math.round(this.base)) + BigInt(Math.ceil(this.b));
-    const path = `/api/v1/runs/${this.ctx.runId}/timeline${query({rank: this.ctx.rank, start_ns: start, end_ns: end, max_items: MAX_ITEMS})}`;
     this.status.textContent = "loading…";
     try {
-      const w = await api(path, true);
+      const w = await timelineWindow(this.ctx.runId, this.ctx.rank, start, end, MAX_ITEMS);
       if (seq !== this.seq) return;
       this.fetches += 1;
       this.data = this.prepare(w);

@@ -105,7 +105,7 @@ export function fmtSigned(v, unit = " ms") {
   return (v > 0 ? "+" : "") + s + unit;
 }
 
-// ---- categories and colours (the same as the HTML report) ---------------------------------
+// ---- categories and colours (the same as report/fmt.py BREAKDOWN) ----------------------------
 
 export const BREAKDOWN = [
   ["kernel", "Kernel", "#4c78a8"], ["memcpy", "Memcpy", "#f58518"], ["memset", "Memset", "#e45756"],

@@ -100,7 +100,10 @@ function deepCard(r) {
   const idle = r.idle, sync = r.sync, launch = r.launch, cp = r.critical_path;
   const stats = [];
   if (cp && cp.bound_by) stats.push(stat("critical path bound by", String(cp.bound_by).replace(/_/g, " "), {class: "stat textual"}));
-  if (idle) stats.push(stat("GPU idle / step", fmtMs(idle.idle_ms)), stat("idle: host wait", fmtMs(idle.host_wait_ms)));
+  if (idle) {
+    stats.push(stat("GPU idle / step", fmtMs(idle.idle_ms)), stat("idle: host wait", fmtMs(idle.host_wait_ms)),
+      stat("idle: kernel wait", fmtMs(idle.kernel_wait_ms)), stat("idle: other gaps", fmtMs(idle.other_ms)));
+  }
   if (sync) stats.push(stat("sync calls / step", isNum(sync.sync_calls_per_step) ? sync.sync_calls_per_step.toFixed(1) : "–"));
   if (launch) stats.push(stat("short kernels", fmtPct(launch.short_kernel_pct)));
   if (!stats.length) return null;
@@ -143,7 +146,19 @@ export function kernelsView(ctx) {
   ];
   const total = rows.reduce((s, k) => s + (k.total_ms || 0), 0);
   return [card("kernels", "Kernels", `${fmtNum(rows.length)} kernels, ${fmtMs(total)} of GPU time in all. Click a header to sort.`,
-    dataTable(rows, columns, {id: "kernels-table", sortKey: "total_ms"}))];
+    dataTable(rows, columns, {id: "kernels-table", sortKey: "total_ms"})), categoriesCard(r)];
+}
+
+/** Device time by kind of work (the §12 `categories` section). */
+function categoriesCard(r) {
+  const cat = r.categories;
+  const rows = (cat && cat.categories || []).filter((c) => (c.time_ms || 0) > 0);
+  if (!rows.length) return null;
+  const columns = [{key: "category", label: "category"}, {key: "time_ms", label: "device time", num: true, fmt: fmtMs},
+    {key: "share_pct", label: "share", num: true, share: true}, {key: "ops", label: "ops", num: true, fmt: (v) => fmtNum(v)},
+    {key: "activities", label: "activities", num: true, fmt: (v) => fmtNum(v)}];
+  return card("categories", "Op categories", "Every kernel, copy and memset by kind of work: by its launching op's name, else its own name.",
+    dataTable(rows, columns, {id: "categories-table", sortKey: "time_ms", filterKey: "category"}));
 }
 
 export function operatorsView(ctx) {

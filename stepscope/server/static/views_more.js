@@ -1,9 +1,10 @@
 // Memory (curves from /memory, tables from the §12 document) and distributed (per-rank bars from
 // the whole document) views.
 
-import {el, card, empty, api, query, fmtMs, fmtPct, fmtNum, fmtBytes, isNum} from "./util.js";
+import {el, clear, card, empty, fmtMs, fmtPct, fmtNum, fmtBytes, isNum} from "./util.js";
 import {stackedColumns, lineChart, legend} from "./charts.js";
 import {dataTable} from "./tables.js";
+import {memoryCurves, runDocument} from "./data.js";
 
 const MEM_COLORS = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2"];
 
@@ -11,7 +12,7 @@ export async function memoryView(ctx) {
   const r = ctx.doc.ranks[0];
   const mem = r.memory;
   if (!mem) return [card("memory", "Memory", null, empty(r.skipped?.memory || "no memory events: profile with profile_memory=True"))];
-  const data = await api(`/api/v1/runs/${ctx.runId}/memory${query({rank: ctx.rank})}`);
+  const data = await memoryCurves(ctx.runId, ctx.rank);
   const out = [];
   const curves = (data.curves || []).filter((c) => c.ts_ms && c.ts_ms.length > 1);
   const charts = curves.map((c, i) => {
@@ -50,7 +51,7 @@ const SPLIT = [["computation", "Computation", "#4c78a8"], ["overlap", "Overlap",
   ["communication", "Communication (not overlapped)", "#e45756"], ["other", "Other (idle, copies)", "#bab0ac"]];
 
 export async function distributedView(ctx) {
-  const full = await api(`/api/v1/runs/${ctx.runId}`);
+  const full = await runDocument(ctx.runId);
   const ranks = full.ranks || [];
   const withDist = ranks.filter((r) => r.distributed);
   const out = [];
@@ -105,4 +106,48 @@ export async function distributedView(ctx) {
       dataTable(coll, columns, {id: "collectives-table", sortKey: "time_ms", filterKey: "type"})));
   }
   return out;
+}
+
+/** The nn.Module tree (the §12 `modules` rows linked by `parent`): self and total host and device
+ *  time; a row with children folds and unfolds on click. */
+export function modulesView(ctx) {
+  const r = ctx.doc.ranks[0];
+  const rows = r.modules || [];
+  if (!rows.length) {
+    return [card("modules", "Modules", null, empty(r.skipped?.modules || "no nn.Module events on this rank: profile with with_stack=True / with_modules=True"))];
+  }
+  const names = new Set(rows.map((m) => m.name));
+  const kids = new Map();
+  for (const m of rows) {
+    const p = m.parent !== null && m.parent !== undefined && names.has(m.parent) ? m.parent : "";
+    if (!kids.has(p)) kids.set(p, []);
+    kids.get(p).push(m);
+  }
+  const byTime = (a, b) => (b.device_total_ms || 0) - (a.device_total_ms || 0) || (b.host_total_ms || 0) - (a.host_total_ms || 0);
+  kids.forEach((list) => list.sort(byTime));
+  const tbody = el("tbody");
+  const open = new Set((kids.get("") || []).map((m) => m.name));
+  const render = () => {
+    clear(tbody);
+    const walk = (parent, level) => {
+      for (const m of kids.get(parent) || []) {
+        const has = kids.has(m.name);
+        const toggle = has ? el("button", {type: "button", class: "fold", "aria-label": "fold", on: {click: () => {
+          if (open.has(m.name)) open.delete(m.name); else open.add(m.name);
+          render(); }}}, open.has(m.name) ? "▾" : "▸") : el("span", {class: "fold"});
+        const name = el("td", {class: "txt", title: m.name}, toggle, m.name);
+        name.style.paddingLeft = `${8 + 16 * level}px`;
+        tbody.append(el("tr", {"data-module": m.name, "data-depth": level}, name, el("td", {class: "num"}, fmtNum(m.calls)),
+          ...["host_total_ms", "host_self_ms", "device_total_ms", "device_self_ms"].map((k) => el("td", {class: "num", "data-key": k}, fmtMs(m[k])))));
+        if (has && open.has(m.name)) walk(m.name, level + 1);
+      }
+    };
+    walk("", 0);
+  };
+  render();
+  const head = el("thead", null, el("tr", null, ["module", "calls", "host total", "host self", "device total", "device self"]
+    .map((h, i) => el("th", {class: i ? "num" : null}, h))));
+  const all = el("button", {type: "button", id: "modules-expand", on: {click: () => { kids.forEach((_, k) => k && open.add(k)); render(); }}}, "expand all");
+  return [card("modules", "Modules", `${fmtNum(rows.length)} nn.Module instances as a tree (largest device time first); self excludes child modules. Click ▸ to unfold.`,
+    el("div", {class: "tlbar"}, all), el("div", {class: "tablewrap"}, el("table", {class: "data", id: "modules-table"}, head, tbody)))];
 }

@@ -3,8 +3,9 @@
 // of `stepscope whatif`): the predicted step per step, the mean and median, the bound before and
 // after, and the critical-path shares before and after. Every value reaches the page as text.
 
-import {el, svg, card, empty, clear, post, tip, fmtMs, fmtPct, isNum} from "./util.js";
+import {el, svg, card, empty, clear, tip, fmtMs, fmtPct, isNum} from "./util.js";
 import {dataTable} from "./tables.js";
+import {replay as replayRun, standalone} from "./data.js";
 
 const PARTS = [["compute", "GPU compute", "#4c78a8"], ["communication", "communication", "#72b7b2"],
   ["copy", "memory copies", "#f58518"], ["input", "input pipeline", "#eeca3b"], ["host", "host (CPU, launches)", "#b279a2"]];
@@ -170,7 +171,7 @@ async function predict(ctx, form, output, button) {
   output.dataset.state = "loading";
   clear(output).append(el("div", {class: "loading"}, el("span", {class: "spinner"}), "replaying every step…"));
   try {
-    const res = await post(`/api/v1/runs/${encodeURIComponent(ctx.runId)}/whatif`, body);
+    const res = await replayRun(ctx.runId, body);
     clear(output).append(...resultNodes(res));
     output.dataset.state = "ready";
   } catch (err) {
@@ -194,6 +195,10 @@ export function whatifView(ctx) {
   const resultCard = card("whatif-result", "Prediction", (ctx.run?.ranks?.length || 1) > 1
     ? "Every rank is replayed; the job's step is the slowest rank's at each step." : null, output);
   const remedy = (ctx.doc.ranks[0].remedies?.remedies || []).find((x) => x.remedy === ctx.remedy);
-  if (remedy) replay(remedy.options);
+  if (standalone) {
+    formCard.append(el("p", {class: "note", id: "whatif-standalone"}, "This is a standalone report: the remedies above were "
+      + "replayed when it was written; a new combination needs the trace (`stepscope whatif TRACE …` or `stepscope serve`)."));
+    if (remedy) fillForm(form, remedy.options);
+  } else if (remedy) replay(remedy.options);
   return [remediesCard(ctx, replay), formCard, resultCard];
 }

@@ -35,7 +35,7 @@ def test_curves_peaks_and_fragmentation(tmp_path: Path) -> None:
 
 def test_cpu_memory_is_called_cpu_in_every_view(tmp_path: Path) -> None:
     """Kineto writes CPU allocations as device type 0, device id -1: "CPU", never "GPU1048575"."""
-    from stepscope.report.html.series import memory_from_trace
+    from stepscope.report.series import memory_from_trace
 
     b = build()
     b.memory(12, 64, 64, 64, addr=7, device_type=0, device=-1)

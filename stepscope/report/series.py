@@ -1,8 +1,7 @@
-"""Memory curves for the report, downsampled so a big trace stays a small page.
+"""Memory curves (what ``GET /api/v1/runs/{id}/memory`` answers and the standalone report embeds),
+downsampled so a big trace stays a small answer.
 
-A curve comes from the §12 document when the memory view put one there
-(``ranks[i].memory.curves``: ``[{"device": str, "ts_ms": [...], "allocated_mb": [...],
-"reserved_mb": [...] | null}]``), or is computed here from the trace's allocator events:
+A curve is computed from the trace's allocator events:
 allocated = the recorded ``total_allocated`` when present, else the running sum of ±bytes;
 reserved = the recorded ``total_reserved`` when present. Either way at most ``max_points`` points
 per curve survive: the x range is cut into ``max_points / 2`` buckets and each keeps its min and max
@@ -11,7 +10,6 @@ per curve survive: the x range is cut into ``max_points / 2`` buckets and each k
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +19,6 @@ import numpy.typing as npt
 from stepscope.analysis.memory import device_label
 from stepscope.model.trace import Trace
 from stepscope.model.uniq import unique
-from stepscope.report.html.fmt import num
 
 
 @dataclass(frozen=True)
@@ -40,17 +37,23 @@ class MemoryCurve:
 
 def downsample_minmax(x: npt.NDArray[np.float64], y: npt.NDArray[np.float64],
                       max_points: int) -> npt.NDArray[np.intp]:
-    """Indices (sorted) of at most ``max_points`` points keeping each bucket's min and max of y."""
+    """Indices (sorted) of at most ``max_points`` points keeping each bucket's min and max of y (``x``
+    sorted): per bucket, the first point at its minimum and the last at its maximum."""
     n = len(x)
     if n <= max_points:
         return np.arange(n)
     buckets = max(max_points // 2, 1)
     edges = np.linspace(x[0], x[-1], buckets + 1)
     b = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, buckets - 1)
-    order = np.lexsort((y, b))  # by bucket, then y: first = min, last = max of each bucket
-    first = np.flatnonzero(np.r_[True, b[order][1:] != b[order][:-1]])
-    last = np.r_[first[1:] - 1, n - 1]
-    return unique(np.concatenate([order[first], order[last]]))
+    # x is sorted, so each bucket is one run of points: its min and max without sorting y
+    new = np.r_[True, b[1:] != b[:-1]]
+    starts = np.flatnonzero(new)
+    seg = np.cumsum(new) - 1
+    lo = np.flatnonzero(y == np.minimum.reduceat(y, starts)[seg])
+    hi = np.flatnonzero(y == np.maximum.reduceat(y, starts)[seg])
+    first_lo = lo[np.r_[True, seg[lo][1:] != seg[lo][:-1]]]  # the first point at the bucket's min
+    last_hi = hi[np.r_[seg[hi][1:] != seg[hi][:-1], True]]  # the last point at its max
+    return unique(np.concatenate([first_lo, last_hi]))
 
 
 def memory_from_trace(trace: Trace, rank: int, max_points: int = 2000) -> list[MemoryCurve]:
@@ -88,30 +91,3 @@ def _curve(mem: Any, r: npt.NDArray[np.intp], max_points: int, label: str) -> Me
     mib = 1.0 / 2**20
     return MemoryCurve(label, tuple(np.round(x[keep], 3).tolist()), tuple((alloc[keep] * mib).tolist()),
                        tuple((reserved[keep] * mib).tolist()) if has_reserved else None)
-
-
-def memory_from_doc(rank_obj: Mapping[str, Any], max_points: int = 2000) -> list[MemoryCurve]:
-    """Curves the document carries (``memory.curves``), downsampled; [] when there are none."""
-    mem = rank_obj.get("memory")
-    curves = mem.get("curves") if isinstance(mem, Mapping) else None
-    out: list[MemoryCurve] = []
-    if not isinstance(curves, Sequence):
-        return out
-    for c in curves:
-        if not isinstance(c, Mapping):
-            continue
-        x = _floats(c.get("ts_ms"))
-        y = _floats(c.get("allocated_mb"))
-        if len(x) < 2 or len(x) != len(y):
-            continue
-        res = _floats(c.get("reserved_mb"))
-        keep = downsample_minmax(x, y, max_points)
-        out.append(MemoryCurve(str(c.get("device", "device")), tuple(x[keep].tolist()), tuple(y[keep].tolist()),
-                               tuple(res[keep].tolist()) if len(res) == len(x) else None))
-    return out
-
-
-def _floats(values: object) -> npt.NDArray[np.float64]:
-    if not isinstance(values, Sequence) or isinstance(values, str):
-        return np.zeros(0)
-    return np.array([num(v) or 0.0 for v in values], dtype=np.float64)

@@ -1,12 +1,8 @@
-"""Formatting shared by the HTML and Markdown renderers: escaping, numbers, category colours.
-
-Everything that ends up in the page goes through :func:`esc` (text and attribute values alike), so
-a kernel name such as ``void gemm<float, 128>`` or a hostile ``<script>`` stays inert text.
-"""
+"""Formatting shared by the Markdown renderer and the standalone page: numbers, category labels,
+verdict words, and the cut of a very long text (:func:`clip`)."""
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -29,7 +25,7 @@ COLORS = {k: colour for k, _, colour in BREAKDOWN}
 SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2}
 
 
-#: the most characters of one text a page shows: a 200 MB kernel name made a 1.2 GB page (the
+#: the most characters of one text the standalone page embeds: a 200 MB kernel name made a 1.2 GB page (the
 #: middle of a longer text is elided; the ``--json`` document keeps it whole)
 TEXT_LIMIT = 1 << 16
 
@@ -40,11 +36,6 @@ def clip(text: str, limit: int = TEXT_LIMIT) -> str:
         return text
     half = limit // 2
     return f"{text[:half]} … ({len(text) - 2 * half:,} characters) … {text[-half:]}"
-
-
-def esc(value: object) -> str:
-    """HTML-escape any value for text or a quoted attribute (cut to :data:`TEXT_LIMIT` characters)."""
-    return html.escape(clip(str(value)), quote=True)
 
 
 def num(value: object) -> float | None:
@@ -92,12 +83,6 @@ def fmt_bytes(value: object) -> str:
             return f"{f:,.0f} {unit}" if unit == "B" else f"{f:,.1f} {unit}"
         f /= 1024
     return f"{f:,.1f} GiB"  # pragma: no cover
-
-
-def data_num(value: object) -> str:
-    """A number for a ``data-*`` attribute: full precision a test can compare, '' when absent."""
-    f = num(value)
-    return "" if f is None else repr(round(f, 6))
 
 
 def rule_title(finding: Mapping[str, Any]) -> str:
@@ -154,3 +139,10 @@ def verdict_text(doc: Mapping[str, Any]) -> str:
     share = 100.0 * bd[top_key] / avg if avg else 0.0
     return (f"No findings. Average step {fmt_ms(avg)}, mostly {LABELS[top_key]} "
             f"({share:.0f} % of the step).")
+
+
+def culprits_of(cluster: Mapping[str, Any] | None) -> set[int]:
+    """The culprit ranks of the document's ``cluster.arrivals`` (ranks late at the collectives)."""
+    arr = (cluster or {}).get("arrivals")
+    items = arr.get("culprits") if isinstance(arr, Mapping) else None
+    return {int(c["rank"]) for c in items or [] if isinstance(c, Mapping) and num(c.get("rank")) is not None}

@@ -1,0 +1,121 @@
+// Where the views get their data. Served by `stepscope serve`, every answer comes from the JSON API
+// (/api/v1/...). In a standalone report (`stepscope report -o FILE`, `analyze --html`, `diff --html`)
+// the same answers were computed when the file was written and embedded in it as one JSON object
+// (<script type="application/json" id="stepscope-doc">, see stepscope/report/standalone.py):
+//
+//   {format: "stepscope-standalone", kind: "run" | "diff", title,
+//    doc,                       the §12 document (kind "run")
+//    memory: {rank: {rank, curves}},   what GET .../memory?rank= answers
+//    info: {ranks: [...]},             what GET .../info answers
+//    timeline: {rank: {step, windows: [window, ...]}},  a few precomputed timeline windows
+//    diff}                      the diff document (kind "diff")
+//
+// The views call only the functions below, so each of them works in both. What needs the trace
+// (a new what-if replay, a timeline window that was not precomputed) says so in the standalone file.
+
+import {api, post, query} from "./util.js";
+
+const node = typeof document === "undefined" ? null : document.getElementById("stepscope-doc");
+const embedded = node ? JSON.parse(node.textContent) : null;
+
+/** True in a standalone report file (no server behind the page). */
+export const standalone = embedded !== null;
+/** The one run id of a standalone report. */
+export const REPORT_ID = "report";
+export const SERVE_HINT = "open the trace with `stepscope serve` for this";
+
+export function embeddedKind() {
+  return standalone ? embedded.kind : null;
+}
+
+export function reportTitle() {
+  return standalone ? embedded.title || "stepscope report" : null;
+}
+
+function summary() {
+  const doc = embedded.doc;
+  const first = (doc.ranks || [])[0] || {};
+  const verdict = (doc.verdicts || [])[0];
+  return {id: REPORT_ID, label: embedded.title || doc.source || "report", kind: "report", state: "ready",
+    ranks: (doc.ranks || []).map((r) => r.rank), device: first.device ? first.device.name : null,
+    avg_step_ms: first.overview ? first.overview.avg_step_ms : null, findings: (doc.findings || []).length,
+    verdict: verdict ? verdict.text : null};
+}
+
+/** The runs list (a standalone run report: its one run; a standalone diff: none). */
+export async function listRuns(fresh = true) {
+  if (!standalone) return (await api("/api/v1/runs", fresh)).runs;
+  return embedded.doc ? [summary()] : [];
+}
+
+/** The run's §12 document; with a rank, cut to that rank (as GET /api/v1/runs/{id}?rank=). */
+export async function runDocument(id, rank) {
+  if (!standalone) return api(`/api/v1/runs/${id}` + (rank === undefined ? "" : `?rank=${rank}`));
+  const doc = embedded.doc;
+  return rank === undefined ? doc : {...doc, ranks: (doc.ranks || []).filter((r) => r.rank === rank)};
+}
+
+/** The rank's memory curves: {rank, curves: [{device, ts_ms, allocated_mb, reserved_mb}]}. */
+export async function memoryCurves(id, rank) {
+  if (!standalone) return api(`/api/v1/runs/${id}/memory${query({rank})}`);
+  return (embedded.memory || {})[String(rank)] || {rank, curves: []};
+}
+
+/** Per rank: time extent and step windows (trace ns). */
+export async function runInfo(id) {
+  if (!standalone) return api(`/api/v1/runs/${id}/info`);
+  return embedded.info || {ranks: []};
+}
+
+/** What the standalone file carries of a rank's timeline ({step, windows}), or null (served: null). */
+export function timelineSnapshot(rank) {
+  if (!standalone) return null;
+  return (embedded.timeline || {})[String(rank)] || {step: null, windows: []};
+}
+
+/** One timeline window. Standalone: the narrowest precomputed window around the request's middle
+ *  that is not much narrower than the request (else the widest one). */
+export async function timelineWindow(id, rank, startNs, endNs, maxItems) {
+  if (!standalone) {
+    return api(`/api/v1/runs/${id}/timeline${query({rank, start_ns: startNs, end_ns: endNs, max_items: maxItems})}`, true);
+  }
+  const windows = (timelineSnapshot(rank).windows || []).map(expanded);
+  if (!windows.length) throw new Error(`this report carries no timeline for rank ${rank}: ${SERVE_HINT}`);
+  const a = Number(startNs), b = Number(endNs), mid = (a + b) / 2, span = b - a;
+  const fits = windows.filter((w) => w.start_ns <= mid && w.end_ns >= mid && w.end_ns - w.start_ns >= span / 4);
+  const pick = (list, better) => list.reduce((p, q) => (better(q, p) ? q : p));
+  const width = (w) => w.end_ns - w.start_ns;
+  return fits.length ? pick(fits, (q, p) => width(q) < width(p)) : pick(windows, (q, p) => width(q) > width(p));
+}
+
+// A window's text columns were interned in the file (standalone.py compact_window): expand them once.
+const expandedWindows = new WeakMap();
+function expandColumn(col) {
+  return col && !Array.isArray(col) && Array.isArray(col.index) ? col.index.map((i) => (i < 0 ? null : col.strings[i])) : col;
+}
+function expandTexts(obj) {
+  return {...obj, name: expandColumn(obj.name), kind: expandColumn(obj.kind)};
+}
+function expanded(w) {
+  if (!expandedWindows.has(w)) {
+    expandedWindows.set(w, {...w, events: w.events ? expandTexts(w.events) : w.events,
+      aggregate: Array.isArray(w.aggregate) ? w.aggregate.map(expandTexts) : w.aggregate});
+  }
+  return expandedWindows.get(w);
+}
+
+/** The diff document of two runs (standalone: the embedded one). */
+export async function diffDocument(base, next) {
+  if (!standalone) return api(`/api/v1/diff${query({base, new: next})}`);
+  if (!embedded.diff) throw new Error("this report carries no comparison");
+  return embedded.diff;
+}
+
+/** A new what-if replay (needs the trace: refused in a standalone report). */
+export async function replay(id, body) {
+  if (standalone) {
+    throw new Error("A new replay needs the trace: this report carries the standard remedies replayed above. "
+      + "Run `stepscope whatif TRACE` with these options, or open the trace with `stepscope serve`.");
+  }
+  return post(`/api/v1/runs/${encodeURIComponent(id)}/whatif`, body);
+}

@@ -44,11 +44,14 @@ LAYERS: dict[str, frozenset[str]] = {
     "report": frozenset({"advisor", "analysis", "ingest", "model", "errors"}),
     # compare loads its two sides (ingest), diffs their results, words the findings (report)
     "compare": frozenset({"report", "advisor", "analysis", "ingest", "model", "runtime", "errors"}),
+    # map-reduce: workers (runtime's pool, Ray) read and analyse one rank each (ingest .. report), the driver reduces
+    "mapreduce": frozenset({"report", "advisor", "analysis", "ingest", "model", "runtime", "errors"}),
     "collect": frozenset({"errors"}),
     "server": frozenset({"compare", "report", "advisor", "analysis", "ingest", "model", "errors"}),
     # the agents' front end, a peer of server: the same document (report), diffs (compare), SQL (query)
     "mcp": frozenset({"query", "compare", "report", "advisor", "analysis", "ingest", "model", "errors"}),
-    "cli": frozenset({"mcp", "server", "compare", "report", "advisor", "analysis", "ingest", "model", "query",
+    "cli": frozenset({"mcp", "server", "mapreduce", "compare", "report", "advisor", "analysis", "ingest", "model",
+                      "query",
                       "collect", "runtime", "errors", ROOT}),
     # notebooks: stepscope.analyze / diff results that render themselves from the documents (report, compare)
     "notebook": frozenset({"compare", "report", "advisor", "analysis", "ingest", "model", "errors"}),

@@ -105,7 +105,15 @@ def context_for(bundle: Bundle, cfg: AdvisorConfig, rank: int | None) -> RuleCon
         cp = bundle.ranks[rank].get(CRITICAL_PATH)
         whole = cp is not None and cp.whole_trace
         return RuleContext(bundle, cfg, rank, step_ns, steps, platform_of(bundle.trace, rank), whole)
-    per = [rank_step(bundle, r)[0] for r in bundle.ranks]
-    per = [p for p in per if p > 0]
     first = min(bundle.ranks) if bundle.ranks else 0
-    return RuleContext(bundle, cfg, None, int(np.median(per)) if per else 0, (), platform_of(bundle.trace, first))
+    return cluster_context(bundle, cfg, {r: rank_step(bundle, r)[0] for r in bundle.ranks},
+                           platform_of(bundle.trace, first))
+
+
+def cluster_context(bundle: Bundle, cfg: AdvisorConfig, step_ns: Mapping[int, int], platform: str | None
+                    ) -> RuleContext:
+    """The cluster's context from the ranks' average steps (median of those > 0) and the lowest rank's
+    platform; ``bundle`` needs only its cluster results."""
+    per = [p for p in step_ns.values() if p > 0]
+    return RuleContext(bundle, cfg, None, int(np.median(per)) if per else 0, (),
+                       platform if platform is not None else platform_of(bundle.trace, 0))

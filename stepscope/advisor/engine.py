@@ -15,16 +15,16 @@ trace, :func:`~stepscope.analysis.platform.no_host_timeline`), with that as the 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from stepscope.advisor.config import AdvisorConfig
-from stepscope.advisor.context import RuleContext, context_for
+from stepscope.advisor.context import RuleContext, cluster_context, context_for
 from stepscope.advisor.finding import Finding, NotRun
 from stepscope.advisor.ranking import group_across_ranks, rank_findings
 from stepscope.advisor.rules import ALL_RULES
-from stepscope.advisor.verdict import Verdict, verdicts
+from stepscope.advisor.verdict import Verdict, verdict_of, verdicts_of
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.bundle import Bundle, with_bundle_memo
 from stepscope.analysis.platform import no_host_timeline
@@ -61,25 +61,65 @@ def advise(bundle: Bundle, config: AdvisorConfig | None = None) -> list[Finding]
     return list(run_advisor(bundle, config).findings)
 
 
+@dataclass(frozen=True)
+class RankAdvice:
+    """One rank's part of the advisor, made where the rank's results are (a map worker on the
+    map-reduce path): every rank-scope rule's findings on it, or why the rule did not run, in rule
+    order; the rank's average step and platform (the cluster context) and its verdict."""
+
+    rank: int
+    step_ns: int
+    platform: str
+    outcomes: dict[str, tuple[str | None, tuple[Finding, ...]]]  # rule id → (reason not run, findings)
+    verdict: Verdict | None
+
+
 @with_bundle_memo
 def run_advisor(bundle: Bundle, config: AdvisorConfig | None = None,
                 rules: Sequence[Rule] | None = None) -> Advice:
     """Findings (ranked), the rules that could not run (once each, with why) and the verdicts."""
     cfg = config or AdvisorConfig()
+    parts = {r: rank_advice(bundle, r, cfg, rules) for r in sorted(bundle.ranks)}
+    return combine_advice(parts, bundle, cfg, rules)
+
+
+def rank_advice(bundle: Bundle, rank: int, cfg: AdvisorConfig, rules: Sequence[Rule] | None = None) -> RankAdvice:
+    """The per-rank step: the rank-scope rules on ``rank`` and its verdict (inside the bundle's memo)."""
+    with bundle.memo.active():
+        ctx = context_for(bundle, cfg, rank)
+        outcomes: dict[str, tuple[str | None, tuple[Finding, ...]]] = {}
+        for rule in rules if rules is not None else ALL_RULES:
+            if rule.SCOPE != "cluster":
+                found: list[Finding] = []
+                reason = _run_one(rule, ctx, found)
+                outcomes[rule.RULE_ID] = (reason, tuple(found))
+        return RankAdvice(rank, ctx.step_ns, ctx.platform, outcomes, verdict_of(bundle, rank))
+
+
+def combine_advice(parts: Mapping[int, RankAdvice], bundle: Bundle, cfg: AdvisorConfig,
+                   rules: Sequence[Rule] | None = None) -> Advice:
+    """The cross-rank step: the cluster rules (on ``bundle``'s cluster results), the job's verdict,
+    one finding per cause across ranks, ranked. ``parts`` are the ranks' own steps."""
     found: list[Finding] = []
     skipped: dict[tuple[str, str], list[int]] = {}
-    contexts = {r: context_for(bundle, cfg, r) for r in sorted(bundle.ranks)}
-    cluster_ctx = context_for(bundle, cfg, None)
+    cluster_ctx = cluster_context(bundle, cfg, {r: p.step_ns for r, p in parts.items()},
+                                  parts[min(parts)].platform if parts else None)
     for rule in rules if rules is not None else ALL_RULES:
-        targets = [cluster_ctx] if rule.SCOPE == "cluster" else list(contexts.values())
-        for ctx in targets:
-            reason = _run_one(rule, ctx, found)
+        if rule.SCOPE == "cluster":
+            outcomes = [(-1, _run_one(rule, cluster_ctx, found))]
+        else:
+            outcomes = []
+            for r in sorted(parts):  # per rank
+                reason, fs = parts[r].outcomes[rule.RULE_ID]
+                found.extend(fs)
+                outcomes.append((r, reason))
+        for r, reason in outcomes:
             if reason is not None:
-                skipped.setdefault((rule.RULE_ID, reason), []).append(-1 if ctx.rank is None else ctx.rank)
+                skipped.setdefault((rule.RULE_ID, reason), []).append(r)
     not_run = tuple(NotRun(rule_id, reason, tuple(sorted({r for r in ranks if r >= 0})))
                     for (rule_id, reason), ranks in skipped.items())
-    verdict = verdicts(bundle, cfg)
-    steps = {r: c.step_ns for r, c in contexts.items() if c.step_ns > 0}
+    verdict = verdicts_of(bundle, tuple(p.verdict for _, p in sorted(parts.items()) if p.verdict is not None), cfg)
+    steps = {r: p.step_ns for r, p in parts.items() if p.step_ns > 0}
     cluster_rules = frozenset(r.RULE_ID for r in ALL_RULES if r.SCOPE == "cluster")
     grouped = group_across_ranks(found, steps, cfg.severity_high_pct, cfg.severity_medium_pct, cluster_rules)
     bound = verdict[0].bound if verdict else None

@@ -116,6 +116,12 @@ def _waited_for(arrivals: Arrivals | None, per_rank: tuple[Verdict, ...]) -> Ver
 def verdicts(bundle: Bundle, cfg: AdvisorConfig | None = None) -> tuple[Verdict, ...]:
     """The job's verdict first (multi-rank runs), then every rank's, by rank."""
     out = (verdict_of(bundle, r) for r in sorted(bundle.ranks))
-    per_rank = tuple(v for v in out if v is not None)
+    return verdicts_of(bundle, tuple(v for v in out if v is not None), cfg)
+
+
+def verdicts_of(bundle: Bundle, per_rank: tuple[Verdict, ...], cfg: AdvisorConfig | None = None
+                ) -> tuple[Verdict, ...]:
+    """The job's verdict (from ``bundle``'s cluster results and the ranks' verdicts, by rank) first,
+    then the ranks'."""
     job = job_verdict(bundle, per_rank, cfg)
     return ((job,) if job is not None else ()) + per_rank

@@ -49,6 +49,12 @@ class Memo:
         self._store[key] = (trace, value)  # the trace is kept with it, so its id is not reused meanwhile
         return value
 
+    def seed(self, fn: Callable[..., object], trace: Trace, value: object, rank: int = -1) -> None:
+        """Set what the memoised pass ``fn`` (a :func:`per_trace` one, or :func:`per_rank` with
+        ``rank``) gives for ``trace`` in this memo. The map-reduce path gives a one-rank trace the
+        job's cross-rank facts this way (its collectives' match, whether the job is PyTorch)."""
+        self._store[(f"{fn.__module__}.{fn.__qualname__}", id(trace), rank)] = (trace, value)
+
 
 _ACTIVE: ContextVar[Memo | None] = ContextVar("stepscope_analysis_memo", default=None)
 

@@ -31,6 +31,7 @@ here is a function of those records only, vectorised over collectives × ranks.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -121,6 +122,18 @@ def compute_arrivals(trace: Trace) -> Arrivals:
     if len(trace.rank_ids) < 2:
         raise NotApplicable("single-rank trace: no arrivals to compare")
     return arrivals_of(trace_records(trace))
+
+
+def arrivals_record(trace: Trace, rank: int) -> CollectiveRecords:
+    """The registry's per-rank step (what a map worker sends back): the rank's collective records."""
+    return collective_records(trace, rank)
+
+
+def combine_arrivals(records: Mapping[int, CollectiveRecords]) -> Arrivals:
+    """The registry's cross-rank step: :func:`compute_arrivals` from every rank's records."""
+    if len(records) < 2:
+        raise NotApplicable("single-rank trace: no arrivals to compare")
+    return arrivals_of(tuple(records.values()))
 
 
 def arrivals_of(records: tuple[CollectiveRecords, ...]) -> Arrivals:

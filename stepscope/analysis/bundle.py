@@ -100,17 +100,48 @@ def analyze(trace: Trace, names: Iterable[str] | None = None, ranks: Iterable[in
     wanted = set(names) if names is not None else None
     memo = Memo()
     with memo.active():
-        per_rank = {rank: _rank_results(trace, rank, wanted, batch_size)
+        per_rank = {rank: rank_results(trace, rank, wanted, batch_size)
                     for rank in (ranks if ranks is not None else trace.rank_ids)}
-        cluster: dict[str, object] = {}
-        cluster_skipped: dict[str, str] = {}
-        for c in CLUSTER_ANALYSES:
-            if wanted is None or c.name in wanted:
-                _run(c.name, functools.partial(c.compute, trace), cluster, cluster_skipped)
+        records = {rank: cluster_records(trace, rank, wanted) for rank in trace.rank_ids}
+        cluster, cluster_skipped = combine_cluster_records(records, wanted)
     return Bundle(trace, per_rank, cluster, cluster_skipped, batch_size, memo)
 
 
-def _rank_results(trace: Trace, rank: int, wanted: set[str] | None, batch_size: int | None) -> RankResults:
+def cluster_records(trace: Trace, rank: int, wanted: Iterable[str] | None = None) -> dict[str, object]:
+    """Every (wanted) cluster analysis's per-rank record of ``rank`` — a NotApplicable where its
+    ``per_rank`` raised one. The map-reduce path makes these where the rank is read."""
+    out: dict[str, object] = {}
+    chosen = set(wanted) if wanted is not None else None
+    for c in CLUSTER_ANALYSES:
+        if chosen is None or c.name in chosen:
+            try:
+                out[c.name] = c.per_rank(trace, rank)
+            except NotApplicable as exc:
+                out[c.name] = exc
+    return out
+
+
+def combine_cluster_records(records: Mapping[int, Mapping[str, object]], wanted: Iterable[str] | None = None
+                            ) -> tuple[dict[str, object], dict[str, str]]:
+    """The cluster results (and why any did not run) from every rank's records, in rank order."""
+    chosen = set(wanted) if wanted is not None else None
+    cluster: dict[str, object] = {}
+    skipped: dict[str, str] = {}
+    for c in CLUSTER_ANALYSES:
+        if chosen is not None and c.name not in chosen:
+            continue
+        mine = {r: rec[c.name] for r, rec in records.items()}
+        failed = [v for v in mine.values() if isinstance(v, NotApplicable)]
+        if failed:
+            skipped[c.name] = failed[0].reason
+            continue
+        _run(c.name, functools.partial(c.combine, mine), cluster, skipped)
+    return cluster, skipped
+
+
+def rank_results(trace: Trace, rank: int, wanted: set[str] | None = None, batch_size: int | None = None
+                 ) -> RankResults:
+    """Every (wanted) per-rank analysis of one rank (``summary`` always)."""
     results: dict[str, object] = {}
     skipped: dict[str, str] = {}
     for a in RANK_ANALYSES:
@@ -148,3 +179,7 @@ def with_bundle_memo(fn: Callable[Concatenate[Bundle, P], R]) -> Callable[Concat
             return fn(bundle, *args, **kwargs)
 
     return wrapper
+
+
+__all__ = ["Bundle", "Memo", "RankResults", "analyze", "cluster_records", "combine_cluster_records", "rank_results",
+           "with_bundle_memo"]

@@ -15,6 +15,7 @@ time. A file without ``*-total`` entries has every entry summed instead.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,10 +82,20 @@ class CommMatrix:
     links: LinkTable
 
 
+def matrix_record(trace: Trace, rank: int) -> dict[str, Any] | None:
+    """The rank's part: the matrix its profiler wrote (its metadata), None when it carries none."""
+    m = trace.rank_info(rank).metadata.get(META_KEY)
+    return m if isinstance(m, dict) and m.get("src") else None
+
+
 def compute_comm_matrix(trace: Trace) -> CommMatrix:
     """The matrix of every rank that carries one (NotApplicable when none does)."""
-    per_rank = [(r.rank, r.metadata[META_KEY]) for r in trace.ranks
-                if isinstance(r.metadata.get(META_KEY), dict) and r.metadata[META_KEY].get("src")]
+    return combine_comm_matrix({r: matrix_record(trace, r) for r in trace.rank_ids})
+
+
+def combine_comm_matrix(records: Mapping[int, dict[str, Any] | None]) -> CommMatrix:
+    """The cross-rank part: every rank's entries, and the links summed over them."""
+    per_rank = [(r, m) for r, m in records.items() if m is not None]
     if not per_rank:
         raise NotApplicable("no communication matrix in this trace (the Ascend profiler's communication_matrix.json)")
     counts = [len(m["src"]) for _, m in per_rank]

@@ -112,7 +112,8 @@ def _by_name(trace: Trace, rows: I64, blocks: I64, dur: I64) -> UnderfilledKerne
     calls = np.bincount(inv, minlength=len(uniq))
     time = np.bincount(inv, weights=dur, minlength=len(uniq))
     mean_blocks = np.bincount(inv, weights=blocks, minlength=len(uniq)) / np.maximum(calls, 1)
-    order = np.argsort(-time, kind="stable")
-    return UnderfilledKernels(name=[str(s) for s in trace.strings.decode(uniq[order])],
+    text = trace.strings.decode(uniq)
+    order = np.lexsort((np.argsort(np.argsort(text, kind="stable"), kind="stable"), -time))  # ties by name
+    return UnderfilledKernels(name=[str(s) for s in text[order]],
                               calls=calls[order].astype(np.int64), time_ns=time[order].astype(np.int64),
                               mean_blocks=mean_blocks[order], example_row=rows[first[order]])

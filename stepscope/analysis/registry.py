@@ -11,16 +11,16 @@ None, and mypy knows it. Order is the order of the terminal report.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from stepscope.analysis.annotations import AnnotationView, compute_annotations
-from stepscope.analysis.arrivals import Arrivals, compute_arrivals
+from stepscope.analysis.arrivals import Arrivals, arrivals_record, combine_arrivals
 from stepscope.analysis.breakdown import StepBreakdown, compute_breakdown
 from stepscope.analysis.caching_allocator import CachingAllocatorResult, compute_caching_allocator
 from stepscope.analysis.categories import CategoryView, compute_categories
-from stepscope.analysis.comm_matrix import CommMatrix, compute_comm_matrix
+from stepscope.analysis.comm_matrix import CommMatrix, combine_comm_matrix, matrix_record
 from stepscope.analysis.compiled import CompiledResult, compute_compiled
 from stepscope.analysis.convolutions import ConvolutionResult, compute_convolutions
 from stepscope.analysis.critical_path import CriticalPath, compute_critical_path
@@ -42,9 +42,9 @@ from stepscope.analysis.operators import OperatorView, compute_operators
 from stepscope.analysis.overview import Overview, compute_overview
 from stepscope.analysis.phases import PhaseResult, compute_phases
 from stepscope.analysis.roofline import RooflineView, compute_roofline
-from stepscope.analysis.slow_links import SlowLinks, compute_slow_links
+from stepscope.analysis.slow_links import SlowLinks, combine_slow_links, links_record
 from stepscope.analysis.software import SoftwareResult, compute_software
-from stepscope.analysis.stragglers import ClusterResult, compute_cluster
+from stepscope.analysis.stragglers import ClusterResult, cluster_record, combine_cluster
 from stepscope.analysis.summary import Summary, compute_summary
 from stepscope.analysis.sync import SyncResult, compute_sync
 from stepscope.analysis.tensor_cores import TensorCoreResult, compute_tensor_cores
@@ -67,12 +67,19 @@ class RankAnalysis(Generic[T]):
 
 @dataclass(frozen=True)
 class ClusterAnalysis(Generic[T]):
-    """A whole-trace analysis (run after the per-rank ones) and the typed key of its result."""
+    """A cross-rank analysis (run after the per-rank ones) and the typed key of its result, in two
+    steps: ``per_rank(trace, rank)`` makes a rank's compact, picklable record (run where the rank is
+    read: in a map worker on the map-reduce path), ``combine(records)`` the result from every rank's
+    record, in rank order (run in the driver). ``compute(trace)`` runs both on a whole trace."""
 
     name: str
-    compute: Callable[[Trace], T]
+    per_rank: Callable[[Trace, int], Any]
+    combine: Callable[[Mapping[int, Any]], T]
     result: type[T]
     json_keys: tuple[str, ...]  # the top-level keys of the JSON document made from its result
+
+    def compute(self, trace: Trace) -> T:
+        return self.combine({r: self.per_rank(trace, r) for r in trace.rank_ids})
 
 
 SUMMARY = RankAnalysis("summary", compute_summary, Summary, ("event_counts", "gpu"))
@@ -111,10 +118,12 @@ CACHING_ALLOCATOR = RankAnalysis("caching_allocator", compute_caching_allocator,
 INPUT_SHAPES = RankAnalysis("input_shapes", compute_input_shapes, InputShapesResult, ("input_shapes",))
 SOFTWARE = RankAnalysis("software", compute_software, SoftwareResult, ("software",))
 
-CLUSTER = ClusterAnalysis("cluster", compute_cluster, ClusterResult, ("cluster",))
-COMM_MATRIX = ClusterAnalysis("comm_matrix", compute_comm_matrix, CommMatrix, ("cluster",))  # cluster.comm_matrix
-ARRIVALS = ClusterAnalysis("arrivals", compute_arrivals, Arrivals, ("cluster",))  # cluster.arrivals
-SLOW_LINKS = ClusterAnalysis("slow_links", compute_slow_links, SlowLinks, ("cluster",))  # cluster.slow_links
+CLUSTER = ClusterAnalysis("cluster", cluster_record, combine_cluster, ClusterResult, ("cluster",))
+COMM_MATRIX = ClusterAnalysis("comm_matrix", matrix_record, combine_comm_matrix, CommMatrix,
+                              ("cluster",))  # cluster.comm_matrix
+ARRIVALS = ClusterAnalysis("arrivals", arrivals_record, combine_arrivals, Arrivals, ("cluster",))  # cluster.arrivals
+SLOW_LINKS = ClusterAnalysis("slow_links", links_record, combine_slow_links, SlowLinks,
+                             ("cluster",))  # cluster.slow_links
 
 RANK_ANALYSES: tuple[RankAnalysis[object], ...] = (
     SUMMARY, OVERVIEW, BREAKDOWN, OPERATORS, KERNELS, OP_CATEGORIES, ROOFLINE, MEMORY, MODULES, ANNOTATIONS,

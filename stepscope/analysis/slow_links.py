@@ -18,16 +18,18 @@ factor of 2: ``floor(log2(bytes))``), with at least two rows in the class to com
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.analysis.arrivals import Arrivals, compute_arrivals
+from stepscope.analysis.arrivals import Arrivals, combine_arrivals
 from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.collective_records import CollectiveRecords, collective_records
 from stepscope.analysis.comm import coll_type_name
-from stepscope.analysis.comm_matrix import compute_comm_matrix
+from stepscope.analysis.comm_matrix import CommMatrix, combine_comm_matrix, matrix_record
 from stepscope.analysis.distributed import bus_factor
 from stepscope.analysis.frames import TableResult
 from stepscope.model.trace import Trace
@@ -67,13 +69,27 @@ class SlowLinks:
         return LinkRows(**{k: v[keep] for k, v in self.rows.columns().items()})
 
 
+#: A rank's record: its collective records (:mod:`.arrivals`) and its communication matrix (or None).
+LinksRecord = tuple[CollectiveRecords, dict[str, Any] | None]
+
+
 def compute_slow_links(trace: Trace) -> SlowLinks:
     """Groups and links of a multi-rank trace, the slow ones marked (NotApplicable without either)."""
+    return combine_slow_links({r: links_record(trace, r) for r in trace.rank_ids})
+
+
+def links_record(trace: Trace, rank: int) -> LinksRecord:
+    """The registry's per-rank step: what the arrivals and the communication matrix read of the rank."""
+    return collective_records(trace, rank), matrix_record(trace, rank)
+
+
+def combine_slow_links(records: Mapping[int, LinksRecord]) -> SlowLinks:
+    """The registry's cross-rank step, from every rank's :func:`links_record`."""
     parts: list[dict[str, npt.NDArray[Any]]] = []
     with contextlib.suppress(NotApplicable):
-        parts.append(collective_links(compute_arrivals(trace)))
+        parts.append(collective_links(combine_arrivals({r: c for r, (c, _) in records.items()})))
     with contextlib.suppress(NotApplicable):
-        parts.append(matrix_links(trace))
+        parts.append(matrix_links(combine_comm_matrix({r: m for r, (_, m) in records.items()})))
     parts = [p for p in parts if len(p["bytes"])]
     if not parts:
         raise NotApplicable("no matched collectives or communication matrix to compare links")
@@ -114,9 +130,9 @@ def collective_links(a: Arrivals) -> dict[str, npt.NDArray[Any]]:
             "bandwidth_gbps": bw}
 
 
-def matrix_links(trace: Trace) -> dict[str, npt.NDArray[Any]]:
+def matrix_links(matrix: CommMatrix) -> dict[str, npt.NDArray[Any]]:
     """The communication matrix's rank-to-rank links (local copies left out)."""
-    lt = compute_comm_matrix(trace).links
+    lt = matrix.links
     keep = (lt.src != lt.dst) & (lt.time_ns > 0) & (lt.bytes > 0)
     src, dst = lt.src[keep], lt.dst[keep]
     pairs = np.array([f"{s},{d}" for s, d in zip(src.tolist(), dst.tolist())], dtype=object)  # per link

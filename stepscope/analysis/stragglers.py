@@ -16,7 +16,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,10 +25,10 @@ from stepscope.analysis import intervals
 from stepscope.analysis._memo import per_trace
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.comm import classify
+from stepscope.analysis.comm_records import CommRecords, comm_records, match_records
 from stepscope.analysis.common import F64, I64, interval_set, pct, rank_rows, step_windows
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
-from stepscope.model.uniq import unique
 
 #: metrics by name (one value per rank, aligned with ``ranks``) → {rank: [metric names it is slow in]}
 Detector = Callable[[dict[str, F64], list[int]], dict[int, list[str]]]
@@ -53,34 +53,24 @@ def match_collectives(trace: Trace) -> CollectiveMatch:
 
 
 def _match(trace: Trace) -> CollectiveMatch:
-    cls = classify(trace)
-    ev = trace.events
-    rows = np.flatnonzero(cls.is_comm).astype(np.int64)
-    rank = ev["rank"][rows].astype(np.int64)
-    ctype = cls.coll_type[rows].astype(np.int64)
-    pg = cls.pg_name[rows].astype(np.int64) + 1
-    multi = len(unique(rank)) > 1
-    if multi:
-        order = np.lexsort((ev["ts_ns"][rows], ctype, pg, rank))
-        grp = np.stack([rank, pg, ctype])[:, order]
-        new = np.ones(len(order), bool)
-        new[1:] = (grp[:, 1:] != grp[:, :-1]).any(axis=0)
-        start = np.maximum.accumulate(np.where(new, np.arange(len(order)), 0))
-        nth = np.empty(len(order), np.int64)
-        nth[order] = np.arange(len(order)) - start
-        key = np.stack([pg, ctype, nth])
-    else:
-        size = np.maximum(cls.in_bytes[rows], cls.out_bytes[rows])
-        key = np.stack([pg, ctype, size])
-    _, inv = np.unique(key, axis=1, return_inverse=True) if len(rows) else (None, np.zeros(0, np.int64))
-    inv = np.asarray(inv).reshape(-1)
-    dur = ev["dur_ns"][rows]
-    best = np.full(int(inv.max()) + 1 if len(inv) else 0, np.iinfo(np.int64).max, np.int64)
-    np.minimum.at(best, inv, dur)
-    seen = np.bincount(inv) if len(inv) else np.zeros(0, np.int64)
-    transfer = best[inv] if len(inv) else np.zeros(0, np.int64)
-    return CollectiveMatch(rows, transfer, dur - transfer, seen[inv].astype(np.int64) if len(inv) else seen,
-                           "min across ranks" if multi else "same size across steps")
+    """The per-rank records of every rank, matched across ranks (the map-reduce path's two steps)."""
+    recs = {r: comm_records(trace, r) for r in trace.rank_ids}
+    m = match_records(recs)
+    if not recs:
+        empty = np.zeros(0, np.int64)
+        return CollectiveMatch(empty, empty, empty, empty, m.method)
+    rows = np.concatenate([x.rows for x in recs.values()])
+    order = np.argsort(rows, kind="stable")
+    transfer = np.concatenate([m.transfer_ns[r] for r in recs])[order]
+    dur = np.concatenate([x.dur_ns for x in recs.values()])[order]
+    seen = np.concatenate([m.seen[r] for r in recs])[order]
+    return CollectiveMatch(rows[order], transfer, dur - transfer, seen, m.method)
+
+
+def match_of_rank(records: CommRecords, transfer_ns: I64, seen: I64, method: str) -> CollectiveMatch:
+    """The match of a one-rank trace from the job's matching of its records (what the map-reduce path
+    seeds that trace's memo with, so its per-rank analyses see the job's wait / transfer)."""
+    return CollectiveMatch(records.rows, transfer_ns, records.dur_ns - transfer_ns, seen, method)
 
 
 def default_detector(metrics: dict[str, F64], ranks: list[int], threshold_pct: float = 10.0,
@@ -120,13 +110,31 @@ class ClusterResult:
         return len(self.ranks)
 
 
+@dataclass(frozen=True)
+class ClusterRecord:
+    """A rank's part of :func:`compute_cluster`: its metrics per average step and the wait method."""
+
+    metrics: dict[str, float]
+    wait_method: str
+
+
+def cluster_record(trace: Trace, rank: int) -> ClusterRecord:
+    """The per-rank step of :func:`compute_cluster` (what a map worker sends back)."""
+    match = match_collectives(trace)
+    return ClusterRecord(_rank_metrics(trace, rank, match), match.method)
+
+
 def compute_cluster(trace: Trace, detector: Detector | None = None) -> ClusterResult:
     """Per-rank work metrics, wait/transfer, slow ranks and imbalance of a multi-rank trace."""
-    ranks = list(trace.rank_ids)
+    return combine_cluster({r: cluster_record(trace, r) for r in trace.rank_ids}, detector)
+
+
+def combine_cluster(records: Mapping[int, ClusterRecord], detector: Detector | None = None) -> ClusterResult:
+    """The cross-rank step of :func:`compute_cluster`, from the ranks' records (in rank order)."""
+    ranks = list(records)
     if len(ranks) < 2:
         raise NotApplicable("single-rank trace: no cross-rank comparison")
-    match = match_collectives(trace)
-    cols = [_rank_metrics(trace, r, match) for r in ranks]  # per rank
+    cols = [records[r].metrics for r in ranks]  # per rank
     m = {k: np.array([c[k] for c in cols], np.float64) for k in cols[0]}
     work = {k: m[k] for k in WORK_METRICS}
     slow = (detector or default_detector)(work, ranks)
@@ -139,7 +147,7 @@ def compute_cluster(trace: Trace, detector: Detector | None = None) -> ClusterRe
         ranks=ranks, kernel_count=m["kernel_count"], compute_ns=m["compute_ns"], step_ns=m["step_ns"],
         comm_ns=m["comm_ns"], wait_ns=m["wait_ns"], transfer_ns=m["transfer_ns"],
         slow_ranks=sorted(slow), slow_reasons=slow, excess_pct=excess, imbalance_pct=imbalance,
-        wait_method=match.method, verdict="imbalanced" if slow else "balanced")
+        wait_method=records[ranks[0]].wait_method, verdict="imbalanced" if slow else "balanced")
 
 
 def _rank_metrics(trace: Trace, rank: int, match: CollectiveMatch) -> dict[str, float]:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import click
 
 from stepscope.advisor.config import load_config
-from stepscope.advisor.engine import run_advisor
+from stepscope.advisor.engine import Advice, run_advisor
 from stepscope.analysis.bundle import analyze
-from stepscope.cli.common import echo_json, load_trace, trace_options
+from stepscope.cli.common import echo_json, load_trace, map_reduce_option, map_reduce_run, trace_options
+from stepscope.errors import UsageError
 from stepscope.report import findings_view, json_out
 from stepscope.report.advice_json import finding_dict, verdict_dicts
 from stepscope.report.console import terminal_console
@@ -21,22 +22,33 @@ from stepscope.report.console import terminal_console
               help="Override an advisor threshold (repeatable), e.g. --set dataloader_min_pct=10.")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
               help="TOML file with advisor thresholds (top level, [advisor] or [tool.stepscope.advisor]).")
+@map_reduce_option
 @trace_options
 def command(path: str | None, as_json: bool, top: int, settings: tuple[str, ...], config_file: str | None,
-            no_cache: bool, span: str | None, ranks: tuple[int, ...]) -> None:
+            no_cache: bool, span: str | None, ranks: tuple[int, ...], map_reduce: bool | None = None) -> None:
     """Advise on a trace file or run directory (the embedded sample when PATH is omitted)."""
     cfg = load_config(config_file, settings)  # bad settings fail before the (slower) load
+    mr = map_reduce_run(path, map_reduce, no_cache, span, ranks, config=cfg) if as_json else None
+    if mr is not None:
+        _echo_advice(str(mr.document["source"]), mr.advice)
+        return
+    if map_reduce:
+        raise UsageError("--map-reduce makes the JSON output: add --json")
     trace = load_trace(path, no_cache, span, ranks)
     advice = run_advisor(analyze(trace), cfg)
     if as_json:
-        echo_json(json_out.clean({
-            "schema_version": json_out.SCHEMA_VERSION, "source": trace.source,
-            "verdicts": verdict_dicts(advice.verdicts, advice.findings),
-            "findings": [finding_dict(f) for f in advice.findings],
-            "not_run": [n.to_dict() for n in advice.not_run]}))
+        _echo_advice(trace.source, advice)
         return
     console = terminal_console()
     console.rule(f"[bold]stepscope advise[/bold] {trace.source}")
     findings_view.render_verdicts(advice.verdicts, console, advice.findings)
     findings_view.render_findings(advice.findings, console, top)
     findings_view.render_not_run(advice.not_run, console)
+
+
+def _echo_advice(source: str, advice: Advice) -> None:
+    echo_json(json_out.clean({
+        "schema_version": json_out.SCHEMA_VERSION, "source": source,
+        "verdicts": verdict_dicts(advice.verdicts, advice.findings),
+        "findings": [finding_dict(f) for f in advice.findings],
+        "not_run": [n.to_dict() for n in advice.not_run]}))

@@ -8,7 +8,16 @@ from rich.console import Console
 from stepscope.advisor.engine import advise
 from stepscope.advisor.finding import Finding
 from stepscope.analysis.bundle import Bundle, analyze
-from stepscope.cli.common import check_outputs, emit, json_text, load_trace, md_output_options, trace_options
+from stepscope.cli.common import (
+    check_outputs,
+    emit,
+    json_text,
+    load_trace,
+    map_reduce_option,
+    map_reduce_run,
+    md_output_options,
+    trace_options,
+)
 from stepscope.errors import UsageError
 from stepscope.report import json_out, terminal
 from stepscope.report.advice_json import finding_dict
@@ -60,12 +69,20 @@ def _check_views(views: tuple[str, ...]) -> tuple[str, ...]:
 @click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None,
               help="Also write the self-contained HTML report to this file.")
 @md_output_options()
+@map_reduce_option
 @trace_options
 def command(path: str | None, as_json: bool, views: tuple[str, ...], top: int, batch_size: int | None,
             no_cache: bool, span: str | None, ranks: tuple[int, ...], html_out: str | None = None,
-            as_md: bool = False, output: str | None = None) -> None:
+            as_md: bool = False, output: str | None = None, map_reduce: bool | None = None) -> None:
     """Analyze a trace file or run directory (the embedded sample when PATH is omitted)."""
     check_outputs(as_md, as_json, output)
+    if as_json and not html_out:
+        mr = map_reduce_run(path, map_reduce, no_cache, span, ranks, batch_size)
+        if mr is not None:
+            emit(json_text(mr.document), output)
+            return
+    if map_reduce:
+        raise UsageError("--map-reduce makes the JSON document: add --json (without --html)")
     trace = load_trace(path, no_cache, span, ranks)
     bundle = analyze(trace, batch_size=batch_size)  # --view chooses only what is shown
     findings = findings_for(bundle)

@@ -5,13 +5,17 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from stepscope.ingest import load
 from stepscope.ingest.engines import ENGINES
 from stepscope.model.trace import Trace
+
+if TYPE_CHECKING:
+    from stepscope.advisor.config import AdvisorConfig
+    from stepscope.mapreduce.driver import MapReduceResult
 
 PROGRESS_ABOVE_BYTES = 64 << 20
 ENGINE_KEY, RAY_ADDRESS_KEY = "stepscope.engine", "stepscope.ray_address"
@@ -45,6 +49,28 @@ def load_trace(path: str | None, no_cache: bool, span: str | None, ranks: tuple[
     return load(path, use_cache=not no_cache, span=span, ranks=list(ranks) or None,
                 progress=_progress_factory(), engine=meta.get(ENGINE_KEY, "local"),
                 ray_address=meta.get(RAY_ADDRESS_KEY))
+
+
+def map_reduce_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--map-reduce/--no-map-reduce``: force the per-rank summaries path on or off (default: on for
+    runs of many ranks or bytes, docs/scale.md)."""
+    return click.option("--map-reduce/--no-map-reduce", "map_reduce", default=None,
+                        help="Analyse each rank in a worker and combine their summaries (bounded memory; "
+                             "default: for more than 16 rank files or 4 GiB). Same JSON document.")(fn)
+
+
+def map_reduce_run(path: str | None, choice: bool | None, no_cache: bool, span: str | None, ranks: tuple[int, ...],
+                   batch_size: int | None = None, config: AdvisorConfig | None = None) -> MapReduceResult | None:
+    """The map-reduce result of ``path`` when that path is chosen (``choice``, else the thresholds), None
+    when the whole-model path is; with the --engine / --ray-address of the running command."""
+    from stepscope.mapreduce.driver import map_reduce, wants_map_reduce
+
+    if path is None or not wants_map_reduce(path, span, choice):
+        return None
+    ctx = click.get_current_context(silent=True)
+    meta = ctx.meta if ctx is not None else {}
+    return map_reduce(path, span=span, ranks=list(ranks) or None, batch_size=batch_size, use_cache=not no_cache,
+                      engine=meta.get(ENGINE_KEY, "local"), ray_address=meta.get(RAY_ADDRESS_KEY), config=config)
 
 
 def echo_json(doc: Any) -> None:

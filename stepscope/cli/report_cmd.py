@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from stepscope.cli.common import MD_HELP, emit, load_trace, trace_options
+from stepscope.cli.common import MD_HELP, emit, load_trace, map_reduce_option, map_reduce_run, trace_options
 from stepscope.errors import StepscopeError
 
 _SNIFF_BYTES = 4096
@@ -50,12 +50,16 @@ def _without_lone_surrogates(doc: Any) -> Any:
     return doc
 
 
-def _document_of_trace(path: str | None, no_cache: bool, span: str | None, ranks: tuple[int, ...]) -> dict[str, Any]:
+def _document_of_trace(path: str | None, no_cache: bool, span: str | None, ranks: tuple[int, ...],
+                       map_reduce: bool | None = None) -> dict[str, Any]:
     from stepscope.analysis.bundle import analyze
     from stepscope.cli.analyze_cmd import findings_for
     from stepscope.report import json_out
     from stepscope.report.advice_json import finding_dict
 
+    mr = map_reduce_run(path, map_reduce, no_cache, span, ranks)
+    if mr is not None:
+        return mr.document
     bundle = analyze(load_trace(path, no_cache, span, ranks))
     with bundle.memo.active():
         return json_out.to_json(bundle, [finding_dict(f) for f in findings_for(bundle)])
@@ -119,9 +123,10 @@ def _checked_diff(doc: dict[str, Any]) -> dict[str, Any]:
 @click.option("--md", "as_md", is_flag=True, help=MD_HELP)
 @click.option("--title", default=None, help="Page title (default: the trace's name).")
 @click.option("--step", type=int, default=None, help="Step shown in the timeline (default: the median one).")
+@map_reduce_option
 @trace_options
 def command(path: str | None, output: str | None, as_md: bool, title: str | None, step: int | None,
-            no_cache: bool, span: str | None, ranks: tuple[int, ...]) -> None:
+            no_cache: bool, span: str | None, ranks: tuple[int, ...], map_reduce: bool | None = None) -> None:
     """Write a self-contained HTML report of a trace (or of a saved --json document); with --md, the
     Markdown summary instead (to -o FILE, else stdout)."""
     from stepscope.server.standalone import write_text
@@ -131,11 +136,13 @@ def command(path: str | None, output: str | None, as_md: bool, title: str | None
     doc = saved_document(path)
     if as_md:
         if doc is None:
-            md = _markdown(_document_of_trace(path, no_cache, span, ranks), path, title)
+            md = _markdown(_document_of_trace(path, no_cache, span, ranks, map_reduce), path, title)
         else:
             md = _of_saved(str(path), partial(_markdown, doc, path, title))
         emit(md, output)
         return
+    if map_reduce:
+        raise click.UsageError("--map-reduce makes the document of --md; the HTML page reads the whole model")
     if doc is not None:
         page = _of_saved(str(path), partial(_from_document, doc, str(path), title))
     else:

@@ -142,4 +142,31 @@ def _parse(run: RunFiles, path: str | Path, ranks: Sequence[int] | None, workers
                            lambda f: _parse(resolve(f), f, None, workers, None, engine, ray_address))
 
 
-__all__ = ["DEFAULT_TRACE", "cache_dir", "load"]
+def load_rank_file(file: str, index: int, source: str, *, span: str = "", use_cache: bool = True,
+                   cache: Path | None = None) -> Trace:
+    """One rank file of a run as a one-rank Trace, exactly as that rank is in the run's whole Trace:
+    the rank its metadata or name gives, else its ``index`` in the run's files; diagnostics that are
+    not the file's own name ``source`` (the run). Read in this process (a map worker's), cached under
+    ``cache`` (default :func:`cache_dir`) like any load. The map-reduce path reads ranks with it."""
+    key = content_key(input_files([file]), f"rank-file|{index}|{span}") if use_cache else ""
+    target = (cache or cache_dir()) / key
+    if use_cache and (target / "meta.json").exists():
+        try:
+            return store.load(target, source=source, files=[file])
+        except (store.CorruptStoreError, OSError) as exc:
+            log.warning("cache entry %s is damaged (%s); rebuilding it from %s", target, exc, file)
+    pool = StringPool()
+    diags = DiagnosticsBuilder(source=source)
+    with without_hugepage_hint():
+        (batch,) = read_files([file], pool, diags, workers=1)
+        add_side_meta(batch)
+        trace = build_trace([(batch, rank_of(batch.meta, batch.path, index, diags), span)], pool, diags, source)
+    if use_cache:
+        try:
+            store.save(trace, target, files=[file])
+        except OSError as exc:
+            log.info("could not write cache %s: %s", target, exc)
+    return trace
+
+
+__all__ = ["DEFAULT_TRACE", "cache_dir", "load", "load_rank_file"]

@@ -144,7 +144,7 @@ def _diagnose_file(b: FileBatch, diags: DiagnosticsBuilder) -> None:
         diags.add("metadata-unreadable", "warning", b.meta_error, source=b.path)
 
 
-def _diagnose_ranks(ranks: list[RankInfo], diags: DiagnosticsBuilder) -> None:
+def diagnose_ranks(ranks: list[RankInfo], diags: DiagnosticsBuilder) -> None:
     """Say when the run claims more ranks than it holds (a missing file is not an error)."""
     worlds = {r.world_size for r in ranks if isinstance(r.world_size, int) and r.world_size > 1}
     if len(worlds) == 1 and 1 < len(ranks) < next(iter(worlds)):
@@ -203,7 +203,7 @@ def build_trace(batches: list[tuple[FileBatch, int, str]], pool: StringPool, dia
         has_gpu = bool(ft.tracks) and bool((ft.tracks["kind"] == TrackKind.GPU_STREAM).any())
         ranks.append(rank_info(b, rank, span, has_gpu, ascend.is_ascend(ft, pool)))
         tables.append(ft)
-    _diagnose_ranks(ranks, diags)
+    diagnose_ranks(ranks, diags)
     ev = _table(EVENT_COLUMNS, [t.events for t in tables])
     tracks = _table(TRACK_COLUMNS, [t.tracks for t in tables])
     return _link(ev, tracks, tables, pool, diags, tuple(ranks), source, device_steps)

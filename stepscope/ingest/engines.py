@@ -104,24 +104,24 @@ def read_ray(files: Sequence[str], pool: StringPool, diags: DiagnosticsBuilder, 
              progress: Progress | None) -> list[FileBatch]:
     """One Ray task per file; results are adopted in the local engine's order (Kineto files, then
     SQLite), so the string pool, and with it every id column, is the same as with ``local``."""
-    ray = _import_ray()
+    ray = import_ray()
     unique = list(dict.fromkeys(files))
     json_files = [f for f in unique if reader_for(f) is kineto]
     by_path: dict[str, FileBatch] = {}
-    with _ray_session(ray, address):
+    with ray_session(ray, address):
         task = ray.remote(num_cpus=1, max_retries=RAY_TASK_RETRIES, retry_exceptions=False)(read_one)
         refs = {f: task.remote(f, diags.source) for f in unique}
         for f in json_files + [f for f in unique if f not in json_files]:
-            by_path[f] = adopt(_get(ray, refs.pop(f)), pool, diags)
+            by_path[f] = adopt(ray_get(ray, refs.pop(f)), pool, diags)
             if progress is not None:
                 progress(by_path[f].n_events)
     return [by_path[f] for f in files]
 
 
-def _get(ray: Any, ref: Any) -> RemoteFile:
+def ray_get(ray: Any, ref: Any) -> Any:
     """The task's result; an error stepscope raised on purpose in the task is raised here as itself."""
     try:
-        out: RemoteFile = ray.get(ref)
+        out = ray.get(ref)
     except ray.exceptions.RayTaskError as exc:
         if isinstance(exc.cause, StepscopeError):
             raise exc.cause from None
@@ -129,7 +129,7 @@ def _get(ray: Any, ref: Any) -> RemoteFile:
     return out
 
 
-def _import_ray() -> Any:
+def import_ray() -> Any:
     try:
         return importlib.import_module("ray")
     except ImportError:
@@ -137,7 +137,7 @@ def _import_ray() -> Any:
 
 
 @contextmanager
-def _ray_session(ray: Any, address: str | None) -> Iterator[None]:
+def ray_session(ray: Any, address: str | None) -> Iterator[None]:
     """Use the Ray this process is already connected to; else connect to ``address`` ("auto",
     "HOST:PORT", "ray://HOST:PORT"), else to ``$RAY_ADDRESS`` (set inside a Ray job), else start a
     local Ray on this machine. What was started or connected here is shut down at the end."""
@@ -162,5 +162,5 @@ def _ray_session(ray: Any, address: str | None) -> Iterator[None]:
         ray.shutdown()
 
 
-__all__ = ["ENGINES", "RemoteFile", "adopt", "check_engine", "read_files", "read_local", "read_one", "read_ray",
-           "remap_strings"]
+__all__ = ["ENGINES", "RemoteFile", "adopt", "check_engine", "import_ray", "ray_get", "ray_session", "read_files",
+           "read_local", "read_one", "read_ray", "remap_strings"]

@@ -55,5 +55,10 @@ def verdict_dicts(vs: Sequence[Verdict], findings: Sequence[Finding]) -> list[di
 def verdict_section(bundle: Bundle, findings: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
     """The ``verdicts`` key of the JSON document: the job's (multi-rank), then one per rank; the
     first says when none of ``findings`` addresses its bound."""
+    return verdict_items(verdicts(bundle), findings)
+
+
+def verdict_items(vs: Sequence[Verdict], findings: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
+    """:func:`verdict_section` from the verdicts themselves (the map-reduce path's job and rank verdicts)."""
     addressed = any(f.get("addresses_bound") for f in findings) if findings else None
-    return [verdict_dict(v, addressed if i == 0 else None) for i, v in enumerate(verdicts(bundle))]
+    return [verdict_dict(v, addressed if i == 0 else None) for i, v in enumerate(vs)]

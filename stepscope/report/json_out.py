@@ -76,23 +76,32 @@ CLUSTER_SECTIONS: dict[str, ClusterSection] = {
 def to_json(bundle: Bundle, findings: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """The whole §12 document for one analysed trace."""
     trace = bundle.trace
-    ranks = []
-    for rank, rr in sorted(bundle.ranks.items()):
-        obj: dict[str, Any] = {"rank": rank, **REQUIRED_RANK_KEYS}
-        for key, fn in RANK_SECTIONS.items():
-            obj[key] = fn(rr, trace)
-        obj["skipped"] = dict(rr.skipped)
-        ranks.append(obj)
-    cluster = {k: fn(bundle) for k, fn in CLUSTER_SECTIONS.items()}
-    cluster["verdicts"] = verdict_section(bundle, findings)  # the first says when no finding addresses it
+    ranks = [rank_object(rr, trace) for _, rr in sorted(bundle.ranks.items())]
+    return document(trace.source, ranks, cluster_section(bundle), verdict_section(bundle, findings), findings,
+                    [d.to_dict() for d in trace.diagnostics])
+
+
+def rank_object(rr: RankResults, trace: Trace) -> dict[str, Any]:
+    """One rank's object of the document (its sections from its results; what a map worker sends back)."""
+    obj: dict[str, Any] = {"rank": rr.rank, **REQUIRED_RANK_KEYS}
+    for key, fn in RANK_SECTIONS.items():
+        obj[key] = fn(rr, trace)
+    obj["skipped"] = dict(rr.skipped)
+    return obj
+
+
+def document(source: str, ranks: list[dict[str, Any]], cluster: Any, verdicts: list[dict[str, Any]],
+             findings: Sequence[dict[str, Any]], diagnostics: list[dict[str, object]]) -> dict[str, Any]:
+    """The document from its parts: the rank objects (by rank), the cluster section, the verdicts,
+    the findings and the diagnostics (the whole-model and the map-reduce paths both end here)."""
     doc: dict[str, Any] = clean({
         "schema_version": SCHEMA_VERSION,
-        "source": trace.source,
+        "source": source,
         "ranks": ranks,
-        "cluster": cluster.get("cluster"),
-        **{k: v for k, v in cluster.items() if k != "cluster"},
+        "cluster": cluster,
+        "verdicts": verdicts,
         "findings": list(findings),
-        "diagnostics": [d.to_dict() for d in trace.diagnostics],
+        "diagnostics": diagnostics,
     })
     return doc
 

@@ -78,7 +78,7 @@ def inline_ray(monkeypatch: pytest.MonkeyPatch) -> None:
 
     fake = SimpleNamespace(is_initialized=lambda: True, remote=remote, get=lambda ref: ref,
                            exceptions=SimpleNamespace(RayTaskError=type("RayTaskError", (Exception,), {})))
-    monkeypatch.setattr(engines, "_import_ray", lambda: fake)
+    monkeypatch.setattr(engines, "import_ray", lambda: fake)
 
 
 @pytest.mark.usefixtures("inline_ray")

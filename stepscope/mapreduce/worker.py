@@ -1,0 +1,113 @@
+"""What runs where a rank is read: the two map steps of the map-reduce path, on one rank file each.
+
+1. :func:`scan_rank` reads the file (into the cache) and returns its :class:`RankFacts`: the rank,
+   its communication kernels as records (:mod:`stepscope.analysis.comm_records`) and the
+   facts the job shares (PyTorch? torch.compile?).
+2. The driver matches the collectives across ranks; :func:`summarize_rank` re-opens the rank from
+   the cache, gives its memo the job's facts (:meth:`~stepscope.analysis._memo.Memo.seed`), runs every
+   per-rank analysis, the advisor's per-rank part, the rank's object of the §12 document and every
+   cluster analysis's per-rank record, and returns them as a :class:`RankSummary` — its size grows
+   with the rank's communication kernels and the document's tables, not with its events.
+"""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from stepscope.advisor.config import AdvisorConfig
+from stepscope.advisor.engine import RankAdvice, rank_advice
+from stepscope.analysis.bundle import Bundle, Memo, cluster_records, rank_results
+from stepscope.analysis.comm_records import CommRecords, comm_records
+from stepscope.analysis.common import I64
+from stepscope.analysis.platform import uses_compile, uses_pytorch
+from stepscope.analysis.stragglers import match_collectives, match_of_rank
+from stepscope.ingest import load_rank_file
+from stepscope.model.diagnostics import Diagnostic
+from stepscope.model.trace import Trace
+from stepscope.report.json_out import clean, rank_object
+
+
+@dataclass(frozen=True)
+class RankFile:
+    """Which file to read as which rank of which run, and where its cache lives."""
+
+    file: str
+    index: int  # its place in the run's files: the rank when neither its metadata nor its name gives one
+    source: str  # the run (what diagnostics that are not the file's own name)
+    span: str
+    cache: str
+
+
+@dataclass(frozen=True)
+class RankFacts:
+    """The first map step's answer for one file."""
+
+    rank: int
+    world_size: int | None
+    collectives: CommRecords
+    pytorch: bool
+    compiled: bool
+
+
+@dataclass(frozen=True)
+class JobFacts:
+    """What a rank's analyses need from the other ranks: its collectives' match and the job's flags."""
+
+    transfer_ns: I64  # aligned with the rank's collective records
+    seen: I64
+    method: str
+    pytorch: bool
+    compiled: bool
+
+
+@dataclass(frozen=True)
+class RankSummary:
+    """The second map step's answer: everything the driver needs of one rank."""
+
+    rank: int
+    section: dict[str, Any]  # the rank's object of the §12 document
+    advice: RankAdvice
+    cluster: dict[str, object]  # each cluster analysis's per-rank record (or its NotApplicable)
+    diagnostics: tuple[Diagnostic, ...]
+    world_size: int | None
+
+    @property
+    def nbytes(self) -> int:
+        """Its pickled size (what crosses to the driver)."""
+        return len(pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def _load(task: RankFile) -> Trace:
+    return load_rank_file(task.file, task.index, task.source, span=task.span, cache=Path(task.cache))
+
+
+def scan_rank(task: RankFile) -> RankFacts:
+    """Map step 1: read the rank file (into the cache) and return its facts."""
+    trace = _load(task)
+    rank = trace.rank_ids[0]
+    with Memo().active():
+        return RankFacts(rank, trace.rank_info(rank).world_size, comm_records(trace, rank),
+                         uses_pytorch(trace), uses_compile(trace))
+
+
+def summarize_rank(task: RankFile, job: JobFacts, batch_size: int | None = None,
+                   config: AdvisorConfig | None = None) -> RankSummary:
+    """Map step 2: the rank's analyses, advice, document object and cluster records, with the job's
+    facts in its memo."""
+    trace = _load(task)
+    rank = trace.rank_ids[0]
+    memo = Memo()
+    memo.seed(uses_pytorch, trace, job.pytorch)
+    memo.seed(uses_compile, trace, job.compiled)
+    with memo.active():
+        recs = comm_records(trace, rank)
+        memo.seed(match_collectives, trace, match_of_rank(recs, job.transfer_ns, job.seen, job.method))
+        rr = rank_results(trace, rank, None, batch_size)
+        bundle = Bundle(trace, {rank: rr}, batch_size=batch_size, memo=memo)
+        section = clean(rank_object(rr, trace))
+        advice = rank_advice(bundle, rank, config or AdvisorConfig())
+        records = cluster_records(trace, rank)
+    return RankSummary(rank, section, advice, records, trace.diagnostics, trace.rank_info(rank).world_size)

@@ -11,6 +11,7 @@ from stepscope.analysis.bundle import Bundle, analyze
 from stepscope.cli.common import (
     check_outputs,
     emit,
+    emit_map_reduce,
     json_text,
     load_trace,
     map_reduce_option,
@@ -79,7 +80,7 @@ def command(path: str | None, as_json: bool, views: tuple[str, ...], top: int, b
     if as_json and not html_out:
         mr = map_reduce_run(path, map_reduce, no_cache, span, ranks, batch_size)
         if mr is not None:
-            emit(json_text(mr.document), output)
+            emit_map_reduce(mr, output)
             return
     if map_reduce:
         raise UsageError("--map-reduce makes the JSON document: add --json (without --html)")

@@ -73,6 +73,17 @@ def map_reduce_run(path: str | None, choice: bool | None, no_cache: bool, span: 
                       engine=meta.get(ENGINE_KEY, "local"), ray_address=meta.get(RAY_ADDRESS_KEY), config=config)
 
 
+def emit_map_reduce(result: MapReduceResult, output: str | None) -> None:
+    """The map-reduce document as ``--json`` prints it, written rank by rank (to ``output`` or stdout)."""
+    if output is None:
+        result.write_json(lambda text: click.echo(text, nl=False))
+        return
+    with open(output, "w", encoding="utf-8") as fh:
+        result.write_json(fh.write)
+        size = fh.tell()
+    click.echo(f"wrote {output} ({size / 1024:,.0f} kB)", err=True)
+
+
 def echo_json(doc: Any) -> None:
     click.echo(json.dumps(doc, indent=2, allow_nan=False))
 

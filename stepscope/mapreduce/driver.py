@@ -11,12 +11,13 @@ document. Workers are the local engine's forked processes or Ray tasks (``engine
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -25,11 +26,11 @@ from stepscope.advisor.engine import Advice, combine_advice
 from stepscope.analysis.bundle import Bundle, combine_cluster_records
 from stepscope.analysis.comm_records import match_records
 from stepscope.errors import UsageError
-from stepscope.ingest import cache_dir
+from stepscope.ingest import cache_dir, load_rank_file
 from stepscope.ingest.build import diagnose_ranks
 from stepscope.ingest.engines import RAY_TASK_RETRIES, check_engine, import_ray, ray_get, ray_session
 from stepscope.ingest.layout import RunFiles, resolve
-from stepscope.mapreduce.worker import JobFacts, RankFacts, RankFile, RankSummary, scan_rank, summarize_rank
+from stepscope.mapreduce.worker import JobFacts, RankFacts, RankFile, RankSummary, scan_rank, summarize_rank, unpack
 from stepscope.model.diagnostics import DiagnosticsBuilder
 from stepscope.model.schema import TABLE_SCHEMAS
 from stepscope.model.strings import StringPool
@@ -48,11 +49,44 @@ MAP_REDUCE_ABOVE_BYTES = 4 << 30
 
 @dataclass(frozen=True)
 class MapReduceResult:
-    """The document, the advice it was made from, and what the summaries weighed (``measure``)."""
+    """The document (as its rank objects, compressed, and the rest), the advice it was made from, and
+    what the summaries weighed (``measure``)."""
 
-    document: dict[str, Any]
+    head: dict[str, Any]  # the document with "ranks" empty
+    sections: list[bytes]  # the rank objects, by rank (:func:`~.worker.unpack`)
     advice: Advice
     summary_bytes: dict[int, int]  # rank → pickled summary bytes (empty unless measured)
+    rank_files: dict[int, RankFile]  # rank → its file, for :func:`load_rank`
+
+    @property
+    def document(self) -> dict[str, Any]:
+        """The whole §12 document as objects (every rank decoded: for small runs and tests)."""
+        return {**self.head, "ranks": [unpack(s) for s in self.sections]}
+
+    def write_json(self, write: Callable[[str], object]) -> None:
+        """Write the document as ``json.dumps(document, indent=2) + "\\n"`` writes it, one rank at a
+        time (the whole text is never held)."""
+        text = json.dumps({**self.head, "ranks": _RANKS}, indent=2, allow_nan=False)
+        before, after = text.split(json.dumps(_RANKS), 1)
+        write(before)
+        if not self.sections:
+            write("[]")
+        for i, s in enumerate(self.sections):
+            obj = json.dumps(unpack(s), indent=2, allow_nan=False).replace("\n", "\n    ")
+            write(("[\n    " if i == 0 else ",\n    ") + obj)
+        if self.sections:
+            write("\n  ]")
+        write(after + "\n")
+
+
+_RANKS = "\u0000ranks\u0000"  # where the rank objects go in the head's text
+
+
+def load_rank(result: MapReduceResult, rank: int, use_cache: bool = True) -> Trace:
+    """One rank's whole model, for a view that needs events (timeline, drill-down): from the cache the
+    map step wrote (read again when that cache was a temporary one)."""
+    t = result.rank_files[rank]
+    return load_rank_file(t.file, t.index, t.source, span=t.span, use_cache=use_cache)
 
 
 def wants_map_reduce(path: str | Path, span: str | None = None, choice: bool | None = None) -> bool:
@@ -89,7 +123,8 @@ def map_reduce(path: str | Path, *, span: str | None = None, ranks: Sequence[int
         jobs = [(tasks[i], JobFacts(match.transfer_ns[facts[i].rank], match.seen[facts[i].rank], match.method,
                                     pytorch, compiled), batch_size, config) for i in chosen]
         summaries = run_map(summarize_rank, jobs)
-    return _reduce(source, run, summaries, batch_size, config or AdvisorConfig(), measure)
+    result = _reduce(source, run, summaries, batch_size, config or AdvisorConfig(), measure)
+    return replace(result, rank_files={facts[i].rank: replace(tasks[i], cache=str(cache_dir())) for i in chosen})
 
 
 def _check_ranks(facts: list[RankFacts], ranks: Sequence[int] | None, path: str | Path) -> None:
@@ -114,9 +149,10 @@ def _reduce(source: str, run: RunFiles, summaries: list[RankSummary], batch_size
         diags.add("multiple-spans", "info", f"{len(run.spans)} spans found; showing span {run.span} "
                   f"(choose with --span N)", source=source)
     diagnose_ranks([RankInfo(s.rank, "", world_size=s.world_size) for s in summaries], diags)
-    doc = document(source, [s.section for s in summaries], cluster_section(bundle),
-                   verdict_items(advice.verdicts, findings), findings, [d.to_dict() for d in diags.freeze()])
-    return MapReduceResult(doc, advice, {s.rank: s.nbytes for s in summaries} if measure else {})
+    head = document(source, [], cluster_section(bundle), verdict_items(advice.verdicts, findings), findings,
+                    [d.to_dict() for d in diags.freeze()])
+    return MapReduceResult(head, [s.section for s in summaries], advice,
+                           {s.rank: s.nbytes for s in summaries} if measure else {}, {})
 
 
 def empty_trace(source: str) -> Trace:

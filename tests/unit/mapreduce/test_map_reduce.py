@@ -143,3 +143,26 @@ def test_when_the_path_is_taken(tmp_path: Path) -> None:
     assert wants_map_reduce(run, choice=True)
     assert not wants_map_reduce(run / "worker0.1.pt.trace.json")
     assert np.all([wants_map_reduce(run, choice=c) is c for c in (True, False)])
+
+
+def test_a_views_rank_is_loaded_alone_from_the_cache(tmp_path: Path) -> None:
+    run = write_run(tmp_path)
+    mr = map_reduce(run)
+    one = driver.load_rank(mr, 1)
+    assert one.rank_ids == [1]
+    whole = stepscope.load(run)
+    sl = whole.rank_slice(1)
+    assert len(one.events) == sl.stop - sl.start
+    assert np.array_equal(one.events["ts_ns"], whole.events["ts_ns"][sl])
+
+
+def test_the_streamed_text_is_the_documents_json(tmp_path: Path) -> None:
+    import io
+    import json
+
+    for run in (write_run(tmp_path), tmp_path / "run" / "worker1.1.pt.trace.json"):
+        mr = map_reduce(run)
+        buf = io.StringIO()
+        mr.write_json(buf.write)
+        assert buf.getvalue() == json.dumps(mr.document, indent=2, allow_nan=False) + "\n"
+        assert mr.document == whole_document(run)

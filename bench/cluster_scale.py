@@ -24,6 +24,7 @@ One JSON line per run is appended to ``bench/out/cluster_scale.jsonl`` and print
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
 import os
@@ -141,10 +142,8 @@ def ingest_rate(file: Path, env: dict[str, str]) -> float:
 def _tree_rss(p: psutil.Process) -> int:
     total = 0
     for q in [p, *p.children(recursive=True)]:
-        try:
+        with contextlib.suppress(psutil.Error):
             total += q.memory_info().rss
-        except psutil.Error:
-            pass
     return total
 
 
@@ -178,7 +177,23 @@ def analyse(run: Path, engine: str, whole: bool, env: dict[str, str]) -> dict[st
             "slow_ranks": cluster.get("slow_ranks"), "ranks_in_doc": len(doc["ranks"])}
 
 
+def table(path: Path) -> str:
+    """The runs of ``cluster_scale.jsonl`` as a Markdown table (docs/scale.md, docs/benchmarks.md)."""
+    head = ("| ranks × MB | total MB | path, engine | wall s | driver peak MiB | tree peak MiB | largest process MiB "
+            "| 1-file ingest MB/s | 1.3 × bytes ÷ rate s | slow ranks found (planted) |")
+    lines = [head, "|" + "---|" * 10]
+    for line in path.read_text().splitlines():
+        r = json.loads(line)
+        lines.append(f"| {r['ranks']} × {r['mb_per_rank']} | {r['total_mb']:,} | {r['path']}, {r['engine']} "
+                     f"| {r['wall_s']} | {r['driver_peak_mib']} | {r['tree_peak_mib']} | {r['largest_process_mib']} "
+                     f"| {r['ingest_mb_s']} | {r['bar_s']} | {r['slow_ranks']} ({r['planted_slow']}) |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
+    if argv is None and sys.argv[1:] == ["--table"]:
+        print(table(OUT / "cluster_scale.jsonl"))
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--ranks", type=int, required=True)
     ap.add_argument("--mb-per-rank", type=float, default=1.0)

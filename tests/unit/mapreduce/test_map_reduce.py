@@ -110,12 +110,15 @@ def test_the_driver_holds_summaries_never_a_ranks_events(tmp_path: Path, monkeyp
         monkeypatch.setattr(stepscope.ingest, "build_trace", tripwire("build_trace"))
         return pool
 
+    def traces() -> set[int]:  # the Traces with events alive in this process (other tests' too)
+        gc.collect()
+        return {id(o) for o in gc.get_objects() if type(o) is Trace and len(o.events)}
+
     monkeypatch.setattr(driver, "fork_pool", fork_then_arm)
+    before = traces()
     mr = map_reduce(run, workers=1)
     assert made == []  # the driver read no rank
-    gc.collect()
-    held = [o for o in gc.get_objects() if isinstance(o, Trace) and len(o.events)]
-    assert held == []
+    assert traces() - before == set()
     assert len(mr.document["ranks"]) == 3
 
 

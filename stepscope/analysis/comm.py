@@ -23,6 +23,7 @@ and ``Input type`` of the ``nccl:*`` annotation that launched it (older traces).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -93,14 +94,17 @@ DTYPE_BYTES: dict[str, int] = {
 _MAX_ANCESTORS = 6
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def collective_of(name: str) -> int:
-    """CollType code named by a kernel / op / collective name, OTHER when none is recognisable."""
+    """CollType code named by a kernel / op / collective name, OTHER when none is recognisable (a pure
+    function of the name, remembered: a process that reads rank after rank sees the same names)."""
     for pat, t in COLLECTIVE_PATTERNS:
         if pat.search(name):
             return int(t)
     return int(CollType.OTHER)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def is_comm_kernel_name(name: str) -> bool:
     """Whether a kernel name alone says communication."""
     return bool(LIBRARY_PATTERN.search(name)) or collective_of(name) in (

@@ -177,16 +177,22 @@ def analyse(run: Path, engine: str, whole: bool, env: dict[str, str]) -> dict[st
             "slow_ranks": cluster.get("slow_ranks"), "ranks_in_doc": len(doc["ranks"])}
 
 
+def _found(r: dict[str, Any]) -> str:
+    found, planted = r["slow_ranks"], r["planted_slow"]
+    return f"the {len(planted)} planted" if found == planted else f"{found} (planted {planted})"
+
+
 def table(path: Path) -> str:
     """The runs of ``cluster_scale.jsonl`` as a Markdown table (docs/scale.md, docs/benchmarks.md)."""
     head = ("| ranks × MB | total MB | path, engine | wall s | driver peak MiB | tree peak MiB | largest process MiB "
-            "| 1-file ingest MB/s | 1.3 × bytes ÷ rate s | slow ranks found (planted) |")
+            "| 1-file ingest MB/s | 1.3 × bytes ÷ rate s | slow ranks found |")
     lines = [head, "|" + "---|" * 10]
     for line in path.read_text().splitlines():
         r = json.loads(line)
-        lines.append(f"| {r['ranks']} × {r['mb_per_rank']} | {r['total_mb']:,} | {r['path']}, {r['engine']} "
+        note = f" ({r['note']})" if r.get("note") else ""
+        lines.append(f"| {r['ranks']} × {r['mb_per_rank']} | {r['total_mb']:,} | {r['path']}, {r['engine']}{note} "
                      f"| {r['wall_s']} | {r['driver_peak_mib']} | {r['tree_peak_mib']} | {r['largest_process_mib']} "
-                     f"| {r['ingest_mb_s']} | {r['bar_s']} | {r['slow_ranks']} ({r['planted_slow']}) |")
+                     f"| {r['ingest_mb_s']} | {r['bar_s']} | {_found(r)} |")
     return "\n".join(lines)
 
 

@@ -8,6 +8,9 @@ part: the same collective is the n-th kernel of one (group, type) on every rank;
 time is the shortest duration any rank saw, the rest is *wait* (:mod:`.stragglers`). When at most
 one rank has communication kernels, a collective is one of the same (group, type, size) across
 steps instead. The whole-trace path (``match_collectives``) runs the same two functions.
+
+Not to be confused with :mod:`.collective_records`, the arrival analysis's richer per-rank records
+(device start order, launch times, the critical-path parts of the gap before each kernel).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@ the JSON document (docs/json.md) its result fills. Add an entry to plug a new an
 the JSON document and the reports.
 
 :class:`RankAnalysis` entries run once per rank (``compute(trace, rank)``), :class:`ClusterAnalysis`
-entries once per trace after the per-rank ones (``compute(trace)``). An analysis that lacks data
+entries after the per-rank ones, in two steps (``per_rank(trace, rank)`` a compact record of each
+rank, ``combine(records)`` the result; ``compute(trace)`` both). An analysis that lacks data
 raises :class:`~stepscope.analysis.base.NotApplicable`. The entries are also the typed keys of the
 results: ``bundle.rank(0).get(KERNELS)`` is a :class:`~stepscope.analysis.kernels.KernelView` or
 None, and mypy knows it. Order is the order of the terminal report.

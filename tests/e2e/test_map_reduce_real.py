@@ -19,7 +19,7 @@ from stepscope.report.advice_json import finding_dict
 
 RUNS = ["param_dlrm/dlrm_8rank_v100", "ascend_msinsight/small_cnn_2rank_hccl_level1/text",
         "ascend_msinsight/small_cnn_2rank_hccl_level1/db", "hta/nccl_resnet_a100_rank0_of2",
-        "hta/cpu_only_gloo_rank34_of300"]
+        "hta/cpu_only_gloo_rank34_of300", "hta/ns_resolution_v100_ddp"]
 REPO_RUNS = ["cpu_ddp_2rank"]  # tests/data: gloo, 2 ranks
 HAVE_RAY = importlib.util.find_spec("ray") is not None
 
@@ -46,6 +46,17 @@ def test_dlrm_summaries_are_small(shared_traces: Path) -> None:
     mr = map_reduce(shared_traces / RUNS[0], measure=True)
     assert max(mr.summary_bytes.values()) < 128 << 10  # each rank file is ~0.95 MB of JSON, ~3.4k events
     assert mr.document["cluster"]["rank_count"] == 8
+
+
+def test_dlrm_arrivals_and_job_verdict_from_the_reduce_step(shared_traces: Path) -> None:
+    """The cross-rank sections main's whole-model path gives DLRM (rank 7 the culprit the others wait
+    for, tests/e2e/test_arrivals_real.py) are there on the map-reduce path, not merely equal by absence."""
+    doc = map_reduce(shared_traces / RUNS[0]).document
+    arrivals = doc["cluster"]["arrivals"]
+    assert len(arrivals["ranks"]) == 8 and [c["rank"] for c in arrivals["culprits"]] == [7]
+    assert doc["cluster"]["slow_links"]["links"]
+    job = doc["verdicts"][0]
+    assert (job["rank"], job["ranks"], job["set_by"]) == (None, [7], "waited-for")
 
 
 def test_repo_gloo_run_same_document() -> None:

@@ -148,7 +148,8 @@ def load_rank_file(file: str, index: int, source: str, *, span: str = "", use_ca
     the rank its metadata or name gives, else its ``index`` in the run's files; diagnostics that are
     not the file's own name ``source`` (the run). Read in this process (a map worker's), cached under
     ``cache`` (default :func:`cache_dir`) like any load. The map-reduce path reads ranks with it."""
-    key = content_key(input_files([file]), f"rank-file|{index}|{span}") if use_cache else ""
+    captures = capture_files([file])
+    key = content_key([*input_files([file]), *captures], f"rank-file|{index}|{span}") if use_cache else ""
     target = (cache or cache_dir()) / key
     if use_cache and (target / "meta.json").exists():
         try:
@@ -161,6 +162,7 @@ def load_rank_file(file: str, index: int, source: str, *, span: str = "", use_ca
         (batch,) = read_files([file], pool, diags, workers=1)
         add_side_meta(batch)
         trace = build_trace([(batch, rank_of(batch.meta, batch.path, index, diags), span)], pool, diags, source)
+    trace = attach_captures(trace, captures, lambda f: _parse(resolve(f), f, None, 1, None))
     if use_cache:
         try:
             store.save(trace, target, files=[file])

@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.model.derive import is_graph_launch
-from stepscope.model.diagnostics import Diagnostic
+from stepscope.model.diagnostics import Diagnostic, DiagnosticsBuilder
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
 
@@ -157,5 +157,7 @@ def attach_captures(trace: Trace, files: Sequence[str], parse: Callable[[str], T
                       f"{len(windows)} capture windows of {', '.join(Path(f).name for f in files)}; their "
                       f"{int(ok.sum())} GPU activities are named by the ops that launched them at capture",
                       trace.source)
+    diags = DiagnosticsBuilder(source=trace.source)  # in the builder's order, as every trace's are
+    diags.extend((*trace.diagnostics, diag))
     return dataclasses.replace(trace, events=ev.with_columns(capture_op=capture_op, capture_seq=capture_seq),
-                               diagnostics=(*trace.diagnostics, diag))
+                               diagnostics=diags.freeze())

@@ -20,6 +20,9 @@ from stepscope.report.advice_json import finding_dict
 RUNS = ["param_dlrm/dlrm_8rank_v100", "ascend_msinsight/small_cnn_2rank_hccl_level1/text",
         "ascend_msinsight/small_cnn_2rank_hccl_level1/db", "hta/nccl_resnet_a100_rank0_of2",
         "hta/cpu_only_gloo_rank34_of300", "hta/ns_resolution_v100_ddp"]
+#: one rank each, with the graph capture traces vLLM saves beside the replay (capture_traces/)
+CAPTURE_RUNS = ["tracelens/vllm_gptoss_mi300x_decode_bs32_full_hipgraph",
+                "tracelens/vllm_gptoss_mi300x_prefilldecode_piecewise_hipgraph"]
 REPO_RUNS = ["cpu_ddp_2rank"]  # tests/data: gloo, 2 ranks
 HAVE_RAY = importlib.util.find_spec("ray") is not None
 
@@ -40,6 +43,13 @@ def test_local_engine_same_document(shared_traces: Path, run: str) -> None:
     mr = map_reduce(path, measure=True)
     assert mr.document == whole(path)
     assert len(mr.summary_bytes) == len(mr.document["ranks"])
+
+
+@pytest.mark.parametrize("run", CAPTURE_RUNS)
+def test_capture_traces_beside_a_rank_file_are_read_with_it(shared_traces: Path, run: str) -> None:
+    mr = map_reduce(shared_traces / run, use_cache=False)
+    assert mr.document == whole(shared_traces / run)
+    assert mr.document["ranks"][0]["graphs"]["has_capture"]  # the ops named at capture, not only the replay
 
 
 def test_dlrm_summaries_are_small(shared_traces: Path) -> None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.analysis._memo import per_trace
 from stepscope.analysis.callsite import call_sites
 from stepscope.analysis.common import I32, I64, Windows, rank_rows, step_windows, window_of
 from stepscope.model.schema import EventKind, MemcpyKind
@@ -40,12 +41,19 @@ def blocking_calls(trace: Trace, rows: I64) -> npt.NDArray[np.bool_]:
     an ``Async`` copy in name only: CUDA stages it through a pinned buffer, so the call first waits
     for the work queued before it on its stream (host → device) or for the copy itself (device →
     host). nw4's input copy waits 36 ms in ``cudaMemcpyAsync`` for the previous step's kernels."""
-    ev = trace.events
-    out: npt.NDArray[np.bool_] = trace.strings.mask(is_sync_call)[ev["name"][rows]]
-    copies = np.flatnonzero((ev["kind"] == EventKind.MEMCPY) & (ev["pageable"] == 1) & (ev["launch"] >= 0))
-    if len(copies):
-        out |= np.isin(rows, ev["launch"][copies])
+    out: npt.NDArray[np.bool_] = trace.strings.mask(is_sync_call)[trace.events["name"][rows]]
+    launches = _pageable_copy_launches(trace)
+    if len(launches):
+        out |= np.isin(rows, launches)
     return out
+
+
+@per_trace
+def _pageable_copy_launches(trace: Trace) -> I64:
+    """The calls that launched a copy from or to pageable memory (one scan of the events per trace)."""
+    ev = trace.events
+    copies = (ev["kind"] == EventKind.MEMCPY) & (ev["pageable"] == 1) & (ev["launch"] >= 0)
+    return np.unique(ev["launch"][copies]).astype(np.int64)
 
 
 @dataclass(frozen=True)

@@ -51,8 +51,9 @@ def iteration_steps(ev: Table, strings: StringPool, parent: npt.NDArray[np.int32
     fam, num = _families(strings, ev["name"][cand])
     keep = fam >= 0
     cand, fam, num = cand[keep], fam[keep], num[keep]
-    found = [_rank_loop(ev, cand[ev["rank"][cand] == r], fam[ev["rank"][cand] == r], num[ev["rank"][cand] == r])
-             for r in np.unique(ev["rank"][cand]).tolist()]  # per rank, not per event
+    rank = ev["rank"][cand]
+    found = (_rank_loop(ev, cand[rank == r], fam[rank == r], num[rank == r])
+             for r in np.unique(rank).tolist())  # per rank, not per event
     loops = [f for f in found if f is not None]
     if not loops:
         return None

@@ -8,9 +8,7 @@ Remedies that make chosen kernels faster (Tensor Cores, fuller grids) are weighe
 **on-path share**: the share of their time that lies on the step's critical path
 (:meth:`~stepscope.analysis.critical_path.CriticalPath.on_path_share`; 1 on a device-bound step, 0
 when the device only waits for the host). The rule's own speed-up model (configurable) times that
-share is its gain: time hidden under host work is never counted. The replay with those kernels at
-no time (``kernel_set_floor_ns``) is kept beside it: how far the step could fall before something
-else (usually the host) bounds it.
+share is its gain: time hidden under host work is never counted.
 """
 
 from __future__ import annotations
@@ -28,7 +26,7 @@ from stepscope.analysis.critical_path import compute_critical_path
 from stepscope.analysis.launch_config import compute_launch_config
 from stepscope.analysis.tensor_cores import compute_tensor_cores
 from stepscope.analysis.whatif import transforms as tf
-from stepscope.analysis.whatif.graph import StepGraph, step_graph
+from stepscope.analysis.whatif.graph import step_graph
 from stepscope.analysis.whatif.replay import Durations, replay
 from stepscope.model.trace import Trace
 
@@ -50,13 +48,17 @@ REMEDY_OPTIONS: dict[str, dict[str, int | float | str | bool]] = {
     "graph-capture": {"host_overhead": 0.0},
 }
 
+def _channels_last_kernels(trace: Trace, rank: int) -> npt.NDArray[np.int64]:
+    conv = compute_convolutions(trace, rank)
+    return np.union1d(conv.transforms.rows, conv.tc_conv.rows)
+
+
 #: the kernels each compute remedy would speed up (evidence rows of the analyses the rules read)
 KERNEL_SETS: dict[str, Callable[[Trace, int], npt.NDArray[np.int64]]] = {
     "tensor-cores": lambda trace, rank: compute_tensor_cores(trace, rank).non_tc_kernels.rows,
     "fill-sms": lambda trace, rank: compute_launch_config(trace, rank).underfilled.rows,
     "cudnn-benchmark": lambda trace, rank: compute_convolutions(trace, rank).fallback.rows,
-    "channels-last": lambda trace, rank: np.union1d(compute_convolutions(trace, rank).transforms.rows,
-                                                    compute_convolutions(trace, rank).tc_conv.rows),
+    "channels-last": _channels_last_kernels,
 }
 
 
@@ -71,7 +73,6 @@ class Remedies:
     predicted_mean_ns: npt.NDArray[np.float64]
     kernel_set: tuple[str, ...]  # the kernel sets of :data:`KERNEL_SETS` found in the rank's steps
     kernel_set_share: npt.NDArray[np.float64]  # the share of their time on the critical path (0-1)
-    kernel_set_floor_ns: npt.NDArray[np.float64]  # the mean step replayed with them at no time
 
     def on_path_share(self, name: str) -> float | None:
         """The share (0-1) of the set's kernel time on the step's critical path; None when the rank
@@ -96,29 +97,23 @@ def compute_remedies(trace: Trace, rank: int) -> Remedies:
         raise NotApplicable("no steps and no device work to replay")
     base = Durations.measured(g)
     predicted = [float(replay(g, t.change(trace, g, base)).step_ns.mean()) for t in REMEDIES.values()]
-    names, share, floor = _kernel_sets(trace, g, base)
+    names, share = _kernel_sets(trace, rank)
     return Remedies(rank, tuple(REMEDIES), tuple(t.basis() for t in REMEDIES.values()),
                     float(measured.mean()), np.asarray(predicted, np.float64),
-                    names, np.asarray(share, np.float64), np.asarray(floor, np.float64))
+                    names, np.asarray(share, np.float64))
 
 
-def _kernel_sets(trace: Trace, g: StepGraph, base: Durations) -> tuple[tuple[str, ...], list[float], list[float]]:
-    """Per kernel set present in the steps: its on-path share, and the mean step with it at no time."""
-    cp = compute_critical_path(trace, g.rank)
+def _kernel_sets(trace: Trace, rank: int) -> tuple[tuple[str, ...], list[float]]:
+    """Per kernel set present in the steps: the share of its time on the critical path."""
+    cp = compute_critical_path(trace, rank)
     names: list[str] = []
     share: list[float] = []
-    floor: list[float] = []
     for name, rows_of in KERNEL_SETS.items():  # per remedy, not per event
         try:
-            rows = rows_of(trace, g.rank)
+            s = cp.on_path_share(trace, rows_of(trace, rank))
         except NotApplicable:
             continue
-        s = cp.on_path_share(trace, rows)
-        if s is None:
-            continue
-        hit = np.isin(g.device.row, rows)
-        zeroed = tf.ScaleDevice(tf.Select(rows=tuple(int(r) for r in g.device.row[hit])), 0.0)
-        names.append(name)
-        share.append(s)
-        floor.append(float(replay(g, zeroed.change(trace, g, base)).step_ns.mean()))
-    return tuple(names), share, floor
+        if s is not None:
+            names.append(name)
+            share.append(s)
+    return tuple(names), share

@@ -359,7 +359,7 @@ _OTHER_FORMATS = (
     ((".nsys-rep", ".qdrep"), "an Nsight Systems report: export it with 'nsys export --type sqlite "
                               "--output trace.sqlite FILE' and pass the .sqlite"),
     ((".ncu-rep",), "an Nsight Compute report (per-kernel metrics, no timeline): not a trace stepscope reads"),
-    ((".pt.trace.json.gz.tmp", ".tmp"), "an unfinished temporary file: wait for the profiler to finish writing"),
+    ((".tmp",), "an unfinished temporary file: wait for the profiler to finish writing"),
 )
 
 

@@ -59,7 +59,8 @@ class GraphResult:
     gpu_ns: int
     graph_activities: int  # the ones replayed by a graph launch
     graph_gpu_ns: int
-    unattributed: int  # GPU activities with neither a launch call nor an op
+    unattributed: int  # GPU activities with neither a launch call nor an op, launched while the host was traced
+    before_trace: int  # GPU activities launched before the host's events begin (no call can name them)
     captured: NamedRows  # graph activities with a capture-time op, named by that op
     captured_calls: I64  # per name of ``captured.names``: op instances (one per capture-time call per replay)
     has_capture: bool  # a capture trace was merged (some node has its capture-time op)
@@ -90,6 +91,22 @@ def _launcher(trace: Trace, rows: I64) -> I64:
         todo = found < 0
         found[todo] = nearest_marked_ancestor(ev["parent"], rows[todo], marked)
     return found
+
+
+def _orphans(trace: Trace, rank: int, gpu: I64) -> tuple[int, int]:
+    """GPU activities with neither a launch call nor an op, split by when they were launched: a
+    correlation id below every runtime/driver call's of the rank was issued before the host's
+    events begin (kernels queued in the profiler's warm-up, delivered with the active window),
+    so no call in the trace can name them; the rest are unattributed."""
+    ev = trace.events
+    orphan = gpu[(ev["launch"][gpu] < 0) & (ev["op"][gpu] < 0)]
+    calls = rank_rows(trace, rank, (int(EventKind.RUNTIME), int(EventKind.DRIVER)))
+    corr = ev["corr"][calls]
+    corr = corr[corr >= 0]
+    if len(orphan) == 0 or len(corr) == 0:
+        return len(orphan), 0
+    early = (ev["corr"][orphan] >= 0) & (ev["corr"][orphan] < corr.min())
+    return int((~early).sum()), int(early.sum())
 
 
 def compute_graphs(trace: Trace, rank: int) -> GraphResult:
@@ -131,12 +148,13 @@ def compute_graphs(trace: Trace, rank: int) -> GraphResult:
         gpu_ns=np.bincount(idx, weights=dur, minlength=n).astype(np.int64),
         span_ns=np.where(has, last - first, 0), first_delay_ns=np.where(has, first - call_end, 0),
         captured_nodes=np.bincount(idx, weights=cap, minlength=n).astype(np.int64))
-    unattributed = int(((ev["launch"][gpu] < 0) & (ev["op"][gpu] < 0)).sum())
+    unattributed, before_trace = _orphans(trace, rank, gpu)
     captured = _by_capture_op(trace, g[cap], dur[cap]) if cap.any() else named_rows(trace, g[:0])
     pairs = np.unique(np.stack([captured.name, lr[cap], ev["capture_seq"][g[cap]].astype(np.int64)]), axis=1)
     calls_per = np.bincount(pairs[0], minlength=len(captured.names)).astype(np.int64)
     return GraphResult(rank=rank, launches=launches, gpu_activities=len(gpu), gpu_ns=int(ev["dur_ns"][gpu].sum()),
                        graph_activities=len(g), graph_gpu_ns=int(dur.sum()), unattributed=unattributed,
+                       before_trace=before_trace,
                        captured=captured, captured_calls=calls_per, has_capture=bool(cap.any()))
 
 

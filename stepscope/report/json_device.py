@@ -28,7 +28,8 @@ def graphs_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
     return {
         "graph_launches": len(g.row), "graph_kernels": r.graph_activities, "gpu_activities": r.gpu_activities,
         "graph_gpu_ms": r.graph_gpu_ns / MS, "gpu_ms": r.gpu_ns / MS, "graph_gpu_pct": r.graph_gpu_pct,
-        "unattributed": r.unattributed, "has_capture": r.has_capture, "captured_pct": r.captured_pct,
+        "unattributed": r.unattributed, "launched_before_trace": r.before_trace,
+        "has_capture": r.has_capture, "captured_pct": r.captured_pct,
         "launches": [{"name": g.name(i), "launcher": g.launcher(i), "step": int(g.step[i]),
                       "cpu_us": int(g.cpu_ns[i]) / 1e3, "kernels": int(g.nodes[i]), "gpu_ms": int(g.gpu_ns[i]) / MS,
                       "span_ms": int(g.span_ns[i]) / MS, "first_delay_ms": int(g.first_delay_ns[i]) / MS,

@@ -205,6 +205,8 @@ def _device(rank: Mapping[str, Any], top: int) -> list[str]:
         out += [f"**Graph replays**: {fmt_int(g.get('graph_launches'))} launches ran "
                 f"{fmt_int(g.get('graph_kernels'))} kernels ({fmt_pct(g.get('graph_gpu_pct'))} of GPU time); "
                 f"unattributed {fmt_int(g.get('unattributed'))}"
+                + (f" (+{fmt_int(g.get('launched_before_trace'))} launched before the trace began)"
+                   if g.get("launched_before_trace") else "")
                 + ("" if g.get("has_capture") else " (no capture trace: ops at capture unknown)"), ""]
         out += [*_table(["op at capture", "kernels", "time"], rows, right=(1, 2)), ""] if rows else []
     c = rank.get("compiled")

@@ -5,8 +5,11 @@ Baseline (no flag): the DataLoader does heavy per-sample preprocessing in the ma
 step (a device sync), the model runs in FP32 in NCHW (no Tensor Cores), and the optimizer is a
 non-foreach SGD (many small kernels). ``--fixed`` applies the standard remedies: num_workers,
 pin_memory + non_blocking copies, logging every 10 steps, bf16 autocast, channels_last, fused SGD.
+``--fix NAME[,NAME]`` applies only the named remedies (``workers``, ``pinned``, ``no_item``, ``amp``,
+``channels_last``, ``fused``, ``graph``: forward and backward replayed as CUDA graphs through
+``torch.cuda.make_graphed_callables``), one change per what-if pair.
 The script knows nothing of stepscope; capture it with
-``stepscope run --out DIR -- python tests/data/cuda_train.py [--fixed]``.
+``stepscope run --out DIR -- python tests/data/cuda_train.py [--fixed | --fix NAME]``.
 """
 
 from __future__ import annotations
@@ -47,35 +50,51 @@ def model() -> nn.Module:
                          nn.Linear(256, 1000), nn.ReLU(), nn.Linear(1000, 10))
 
 
+REMEDIES = ("workers", "pinned", "no_item", "amp", "channels_last", "fused", "graph")
+
+
+def remedies_of(fixed: bool, fix: str) -> frozenset[str]:
+    names = frozenset(n for n in fix.split(",") if n)
+    unknown = names - set(REMEDIES)
+    if unknown:
+        raise SystemExit(f"unknown remedy: {', '.join(sorted(unknown))} (known: {', '.join(REMEDIES)})")
+    return frozenset(REMEDIES[:-1]) if fixed else names
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--fixed", action="store_true")
+    p.add_argument("--fixed", action="store_true", help="every remedy but graph")
+    p.add_argument("--fix", default="", help="comma-separated remedies: " + ",".join(REMEDIES))
     p.add_argument("--steps", type=int, default=16)
     p.add_argument("--batch-size", type=int, default=64)
     args = p.parse_args()
     torch.manual_seed(0)
     dev = torch.device("cuda")
-    fixed = args.fixed
+    fix = remedies_of(args.fixed, args.fix)
+    pinned = "pinned" in fix
     data = Augmented(args.steps * args.batch_size)
-    loader = DataLoader(data, batch_size=args.batch_size, shuffle=True, num_workers=8 if fixed else 0,
-                        pin_memory=fixed, persistent_workers=fixed)
-    net = model().to(dev)
-    if fixed:
-        net = net.to(memory_format=torch.channels_last)
-    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9, foreach=False if not fixed else None,
-                          fused=True if fixed else None)
+    workers = "workers" in fix
+    loader = DataLoader(data, batch_size=args.batch_size, shuffle=True, num_workers=8 if workers else 0,
+                        pin_memory=pinned, persistent_workers=workers, drop_last=True)
+    net: nn.Module = model().to(dev)
+    memory_format = torch.channels_last if "channels_last" in fix else torch.contiguous_format
+    net = net.to(memory_format=memory_format)
+    fused = "fused" in fix
+    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9, foreach=None if fused else False,
+                          fused=True if fused else None)
+    if "graph" in fix:  # static shapes: every batch is full (drop_last)
+        sample = torch.randn(args.batch_size, 3, 64, 64, device=dev).to(memory_format=memory_format)
+        net = torch.cuda.make_graphed_callables(net, (sample,))
     loss_fn = nn.CrossEntropyLoss()
     for step, (x, y) in enumerate(loader):
-        x = x.to(dev, non_blocking=fixed)
-        y = y.to(dev, non_blocking=fixed)
-        if fixed:
-            x = x.to(memory_format=torch.channels_last)
-        opt.zero_grad(set_to_none=fixed)
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=fixed):
+        x = x.to(dev, non_blocking=pinned).to(memory_format=memory_format)
+        y = y.to(dev, non_blocking=pinned)
+        opt.zero_grad(set_to_none=args.fixed)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled="amp" in fix):
             loss = loss_fn(net(x), y)
         loss.backward()
         opt.step()
-        if not fixed or step % 10 == 0:
+        if "no_item" not in fix or step % 10 == 0:
             print(f"step {step} loss {loss.item():.4f}")
 
 

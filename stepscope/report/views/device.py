@@ -14,7 +14,8 @@ def render_graphs(r: GraphResult, console: Console, top: int) -> None:
     g = r.launches
     console.print(f"[bold]rank {r.rank}: graph replays[/bold]: {len(g.row):,} launches ran "
                   f"{r.graph_activities:,} of {r.gpu_activities:,} GPU activities, {ms(r.graph_gpu_ns)} ms "
-                  f"({pct(r.graph_gpu_pct)} of GPU time); unattributed activities: {r.unattributed:,}")
+                  f"({pct(r.graph_gpu_pct)} of GPU time); unattributed activities: {r.unattributed:,}"
+                  + (f" (+{r.before_trace:,} launched before the trace began)" if r.before_trace else ""))
     t = table(f"rank {r.rank}: largest graph launches", "launched from", "kernels", "GPU ms", "call µs",
               "delay ms")
     for i in sorted(range(len(g.row)), key=lambda i: -int(g.gpu_ns[i]))[:top]:  # per launch shown

@@ -9,7 +9,8 @@ const ms3 = (v) => fmtMs(v, 3);
 
 function graphsCard(g) {
   const head = `${n(g.graph_launches)} graph launches ran ${n(g.graph_kernels)} of ${n(g.gpu_activities)} GPU activities, `
-    + `${ms3(g.graph_gpu_ms)} (${fmtPct(g.graph_gpu_pct)} of GPU time); unattributed: ${n(g.unattributed)}.`;
+    + `${ms3(g.graph_gpu_ms)} (${fmtPct(g.graph_gpu_pct)} of GPU time); unattributed: ${n(g.unattributed)}`
+    + (g.launched_before_trace ? ` (+${n(g.launched_before_trace)} launched before the trace began)` : "") + ".";
   const launches = dataTable(g.launches || [], [{key: "launcher", label: "launched from"}, {key: "kernels", label: "kernels", num: true, fmt: n},
     {key: "gpu_ms", label: "GPU", num: true, fmt: fmtMs}, {key: "cpu_us", label: "call µs", num: true, fmt: (v) => (isNum(v) ? v.toFixed(1) : "–")},
     {key: "first_delay_ms", label: "first kernel after", num: true, fmt: fmtMs},

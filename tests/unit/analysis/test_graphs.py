@@ -222,3 +222,17 @@ def test_capture_files_serve_the_rank_their_name_gives(tmp_path: Path) -> None:
     assert named == {(1, f"r1::op{i}") for i in range(20)}
     diag = {d.name: d for d in trace.diagnostics}["graph-capture-merged"]
     assert diag.severity == "warning" and diag.example.startswith("1 of 2")
+
+
+def test_kernels_launched_before_the_host_trace_are_told_apart(tmp_path: Path) -> None:
+    """The H200 captures' case: the profiler's active window delivers kernels launched in its
+    warm-up, with correlation ids below every call in the trace (a whole graph launch's nodes
+    among them). Three such kernels (corr 100) are 'launched before the trace'; one whose corr
+    (900) is above the calls' (555, and sgemm's) but matches none is unattributed."""
+    b = TraceBuilder()
+    graph_scene(b)
+    for i in range(3):
+        b.gpu(f"early{i}", ts=1 + i, dur=1, corr=100)
+    b.gpu("lost", ts=350, dur=5, corr=900)
+    r = compute_graphs(b.load(tmp_path), 0)
+    assert (r.gpu_activities, r.unattributed, r.before_trace) == (25, 1, 3)

@@ -197,16 +197,15 @@ def _attribute(trace: Trace, claims: list[Iv], driver: I64, start: I64,
 
 
 def _windows(trace: Trace, rank: int) -> tuple[I64, I64, I32, bool]:
-    """The step windows (the breakdown's); without step markers one window over the device's work
-    (first device activity to the last one's end), or over the host's for a rank with no device work."""
+    """The step windows: the breakdown's, so every view shows one length per step, and without
+    step markers its one window over the whole trace; the rank's timed events' span when the
+    breakdown has no window (no host op nor device activity)."""
     wins = tb_step_windows(trace, rank)
-    if len(wins.step) and int(wins.step[0]) >= 0:
-        return wins.start_ns, wins.end_ns, wins.step, False
+    if len(wins.step):
+        return wins.start_ns, wins.end_ns, wins.step, int(wins.step[0]) < 0
     ev = trace.events
-    timed = rank_rows(trace, rank, tuple(int(k) for k in GPU_KINDS))
-    if len(timed) == 0:
-        rows = rank_rows(trace, rank)
-        timed = rows[ev["kind"][rows] != EventKind.INSTANT]
+    rows = rank_rows(trace, rank)
+    timed = rows[ev["kind"][rows] != EventKind.INSTANT]
     if len(timed) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int32), True
     lo = int(ev["ts_ns"][timed].min())

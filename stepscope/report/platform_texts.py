@@ -71,8 +71,8 @@ def device_noun(platform: str) -> str:
     return {"ascend": "NPU", "cpu": "CPU"}.get(base, "GPU")
 
 
-_WHOLE_TRACE_WORDS = (("per step", "over the whole trace"), ("of the step", "of the window"),
-                      ("each step", "the run"), ("inside the step", "in the run"))
+_WHOLE_TRACE_WORDS = (("median over steps, ", ""), ("per step", "over the whole trace"),
+                      ("of the step", "of the window"), ("each step", "the run"), ("inside the step", "in the run"))
 
 
 def dialect(text: str, platform: str, whole_trace: bool = False) -> str:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from stepscope.analysis.breakdown import compute_breakdown
 from stepscope.analysis.critical_path import HOST_PARTS, PARTS, compute_critical_path
 from tests.builders import TraceBuilder
 
@@ -99,12 +100,31 @@ def test_communication_overlapped_by_compute_is_not_on_the_path(tmp_path: Path) 
 
 
 def test_a_trace_without_steps_is_one_window_over_the_device_work(tmp_path: Path) -> None:
-    """No ProfilerStep: host work [0,100] launches one kernel at 50 that runs [200,300] (the device was
-    busy with earlier work): the window is the device's span [200,300], all of it compute."""
+    """No ProfilerStep: host work [0,100] launches one kernel at 50 that runs [1200,1300], queued
+    more than 1 ms after its launch (the device was busy with work the trace does not show): the
+    window is the breakdown's, from that kernel to the end, all of it compute."""
     b = TraceBuilder()
     b.op("aten::foo", ts=0, dur=100)
-    b.launch_kernel("k", launch_ts=50, launch_dur=1, ts=200, dur=100)
-    r = compute_critical_path(b.load(tmp_path), 0)
+    b.launch_kernel("k", launch_ts=50, launch_dur=1, ts=1200, dur=100)
+    trace = b.load(tmp_path)
+    r = compute_critical_path(trace, 0)
     assert r.whole_trace and r.step.tolist() == [-1]
-    assert (int(r.start_ns[0]) // US, int(r.end_ns[0]) // US) == (200, 300)
+    assert (int(r.start_ns[0]) // US, int(r.end_ns[0]) // US) == (1200, 1300)
     assert _parts(r)["compute"] == 100
+    bd = compute_breakdown(trace, 0)
+    assert (bd.start_ns.tolist(), bd.end_ns.tolist()) == (r.start_ns.tolist(), r.end_ns.tolist())
+
+
+def test_without_steps_the_window_is_the_breakdowns_host_time_included(tmp_path: Path) -> None:
+    """The PyTorch CUPTI-monitor probe's case: no numbered ProfilerStep, 80 ms of host work before the
+    first kernel, which its launch started at once. The one window is the breakdown's [0, 300] µs
+    (it was the device's span [200, 300] before: the verdict said 'the 0.1 ms window' beside a
+    0.3 ms step), and the parts sum to it."""
+    b = TraceBuilder()
+    b.op("aten::foo", ts=0, dur=200)
+    b.launch_kernel("k", launch_ts=198, launch_dur=1, ts=200, dur=100)
+    trace = b.load(tmp_path)
+    r = compute_critical_path(trace, 0)
+    assert (int(r.start_ns[0]) // US, int(r.end_ns[0]) // US) == (0, 300)
+    assert int(r.parts_ns.sum()) == int(r.step_ns.sum()) == int(compute_breakdown(trace, 0).total_ns.sum())
+    assert (_parts(r)["host"], _parts(r)["compute"]) == (199, 101)  # the kernel from its launch's end

@@ -15,6 +15,8 @@ BASIS: dict[str, str] = {
     "pinned-bandwidth": "half of the pageable copies' GPU time (pinned copies reach about twice the bandwidth)",
     "blocked-host-time": "host time blocked in syncs per step, capped by the GPU's host-wait idle time",
     "host-wait-idle": "median over steps of the GPU idle time waiting for the host, outside the DataLoader",
+    "host-on-path": "median over steps of the host's time on the step's critical path, outside the DataLoader "
+                    "(no device work is linked to a launch call in this trace, so idle gaps cannot be told apart)",
     "fused-optimizer-speedup": "optimizer kernel time per step x (1 - 1/{fused_speedup})",
     "misaligned-share": "half of the misaligned GEMMs' kernel time per step",
     "layout-transform-time": "layout-transform kernel time per step + 10% of the Tensor-Core conv time⟨, x the "

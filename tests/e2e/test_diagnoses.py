@@ -118,9 +118,6 @@ def _slow_ranks_1_3(adv: Advice, case: dict[str, object]) -> None:
 def _same_findings_as_text(adv: Advice, case: dict[str, object]) -> None:
     text = advice_of(str(case["path"]).replace("/db", "/text"))
     extra = {f.rule for f in adv.findings} - {f.rule for f in text.findings}
-    if extra == {"launch-bound"}:  # known, open: see the closing note of issue 14
-        pytest.xfail("the db layout's idle analysis sees 33.8 ms of host-wait per step that the text layout "
-                     "does not (the db carries CANN API events the text trace lacks); launch-bound fires there")
     assert not extra, f"the db layout adds {extra}"
 
 

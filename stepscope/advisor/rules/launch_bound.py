@@ -10,17 +10,26 @@ Gain: the steps replayed with launch calls and the host work between them taking
 ``graph-capture``, the upper bound of graph capture), so only host time on the critical path counts.
 Without a replay: the median over steps of the host-wait idle time outside the DataLoader (the
 median, so one disturbed step — warm-up, a hiccup — does not drive it) — what taking the host off
-the critical path gives back. The change is CUDA Graphs / ``torch.compile`` when short kernels are
-common and launch calls outweigh other CPU work on the critical path, else less host work per step.
+the critical path gives back.
+
+A trace whose device work is linked to no launch call (Ascend text exports: the CANN API events
+are in the db layout only) has no gap the idle analysis can call host-wait; there the critical
+path's host part (median over steps; the input part is its own) measures the same thing, so the
+two layouts of one profile say the same (the db's host-wait 33 ms, the text's host part 41 ms).
+
+The change is CUDA Graphs / ``torch.compile`` when short kernels are common and launch calls
+outweigh other CPU work on the critical path, else less host work per step.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
 from stepscope.advisor.rules._util import ms, replayed_saving
+from stepscope.analysis.critical_path import PARTS
 from stepscope.analysis.registry import CRITICAL_PATH, IDLE, LAUNCH, SOFTWARE
 
 RULE_ID = "launch-bound"
@@ -30,10 +39,9 @@ NEEDS_HOST_TIMELINE = True  # reads host ops, launches or annotations: not run o
 
 
 def detect(ctx: RuleContext) -> list[Finding]:
-    idle = ctx.result(IDLE)
-    if len(idle.step) == 0:
+    per, basis = _host_wait_per_step(ctx)
+    if len(per) == 0:
         return []
-    per = (idle.host_wait_ns - idle.host_wait_in_dataloader_ns).astype(np.float64)
     wait_ns = float(np.median(per))  # robust to one disturbed step (warm-up, a hiccup)
     if ctx.pct_of_step(wait_ns) < ctx.cfg.host_wait_min_pct:
         return []
@@ -62,7 +70,19 @@ def detect(ctx: RuleContext) -> list[Finding]:
         change = Change("cuda-graphs-or-compile", {"short_kernel_pct": round(short_pct)})
     else:
         change = Change("reduce-host-work", {})
-    replayed = replayed_saving(ctx, "graph-capture", evidence)
+    replayed = replayed_saving(ctx, "graph-capture", evidence) if basis == "host-wait-idle" else None
     if replayed is None:
-        return [ctx.finding(RULE_ID, wait_ns, "host-wait-idle", evidence, change)]
+        return [ctx.finding(RULE_ID, wait_ns, basis, evidence, change)]
     return [ctx.finding(RULE_ID, replayed, "replayed", evidence, change)]
+
+
+def _host_wait_per_step(ctx: RuleContext) -> tuple[npt.NDArray[np.float64], str]:
+    """Per step, the device's wait for the host outside the DataLoader, and the basis it is read on:
+    the idle analysis's host-wait gaps, or the critical path's host part when no device activity is
+    linked to a launch call (no gap can be told host-wait then)."""
+    idle = ctx.result(IDLE)
+    if ctx.optional(LAUNCH) is None:
+        cp = ctx.optional(CRITICAL_PATH)
+        if cp is not None and cp.has_device and len(cp.step):
+            return cp.parts_ns[:, PARTS.index("host")].astype(np.float64), "host-on-path"
+    return (idle.host_wait_ns - idle.host_wait_in_dataloader_ns).astype(np.float64), "host-wait-idle"

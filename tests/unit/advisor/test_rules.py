@@ -116,3 +116,19 @@ def test_every_rule_has_a_scene_or_a_cluster_test() -> None:
     ids = {m.RULE_ID for m in ALL_RULES}
     assert ids - set(SCENES) == {"straggler-rank", "load-imbalance"}
     assert len(ids) >= 15
+
+
+def test_launch_bound_without_launch_links_reads_the_host_part_of_the_path(tmp_path: Path) -> None:
+    """An Ascend text export's case: kernels linked to no launch call, so no idle gap can be told
+    host-wait. Three 10 ms steps, each 6 ms of host op then a 4 ms kernel: the host is 6 ms of the
+    critical path per step, and launch-bound says so (the db layout, with its launch calls, says the
+    same by its idle analysis)."""
+    b = TraceBuilder()
+    for k, t in enumerate(range(0, 30_000, 10_000)):
+        b.step(k + 1, ts=t, dur=10_000)
+        b.op("aten::slow_host_work", ts=t, dur=6_000)
+        b.gpu("conv_kernel", ts=t + 6_000, dur=4_000)
+    advice = run_advisor(analyze(b.load(tmp_path)))
+    (f,) = [f for f in advice.findings if f.rule == "launch-bound"]
+    assert f.basis == "host-on-path" and f.est_gain_ms == pytest.approx(6.0, abs=0.01)
+    assert f.evidence["host_wait_pct"] == pytest.approx(60.0)

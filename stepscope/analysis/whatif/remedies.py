@@ -23,6 +23,7 @@ from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.convolutions import compute_convolutions
 from stepscope.analysis.critical_path import compute_critical_path
+from stepscope.analysis.dataloader import compute_dataloader
 from stepscope.analysis.launch_config import compute_launch_config
 from stepscope.analysis.tensor_cores import compute_tensor_cores
 from stepscope.analysis.whatif import transforms as tf
@@ -98,9 +99,27 @@ def compute_remedies(trace: Trace, rank: int) -> Remedies:
     base = Durations.measured(g)
     predicted = [float(replay(g, t.change(trace, g, base)).step_ns.mean()) for t in REMEDIES.values()]
     names, share = _kernel_sets(trace, rank)
-    return Remedies(rank, tuple(REMEDIES), tuple(t.basis() for t in REMEDIES.values()),
+    return Remedies(rank, tuple(REMEDIES), tuple(_basis(trace, rank, n, t) for n, t in REMEDIES.items()),
                     float(measured.mean()), np.asarray(predicted, np.float64),
                     names, np.asarray(share, np.float64))
+
+
+def _basis(trace: Trace, rank: int, name: str, change: tf.Transform) -> str:
+    """The remedy's basis; on a multi-process DataLoader the calls' times are waits for the workers,
+    not fetches (the trace does not show how many workers there are nor what a batch costs them), so
+    the worker formula then hides them: said as the upper bound it is."""
+    if name == "loader-workers" and _multi_process_loading(trace, rank):
+        return ("the DataLoader's waits for its workers hidden (more workers or prefetch keeping ahead; "
+                "the trace shows the waits, not what a batch costs a worker): an upper bound")
+    return change.basis()
+
+
+def _multi_process_loading(trace: Trace, rank: int) -> bool:
+    try:
+        dl = compute_dataloader(trace, rank)
+    except NotApplicable:
+        return False
+    return len(dl.calls) > 0 and dl.loading == "multi-process"
 
 
 def _kernel_sets(trace: Trace, rank: int) -> tuple[tuple[str, ...], list[float]]:

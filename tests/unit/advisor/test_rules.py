@@ -132,3 +132,18 @@ def test_launch_bound_without_launch_links_reads_the_host_part_of_the_path(tmp_p
     (f,) = [f for f in advice.findings if f.rule == "launch-bound"]
     assert f.basis == "host-on-path" and f.est_gain_ms == pytest.approx(6.0, abs=0.01)
     assert f.evidence["host_wait_pct"] == pytest.approx(60.0)
+
+
+def test_a_multi_process_loaders_waits_are_said_hidden_not_fetched_by_4_workers(tmp_path: Path) -> None:
+    """The dataloader scene with the multi-process iterator: the 4 ms calls are waits for workers
+    that already exist, so the basis says they are hidden (an upper bound: all 4 ms), not that
+    '4 DataLoader workers' divide a fetch (the H200 capture with 8 workers was told so)."""
+    b = TraceBuilder()
+    for t in range(0, 30_000, 10_000):
+        b.step(t // 10_000 + 1, ts=t, dur=10_000)
+        b.op("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", ts=t + 10, dur=4_000,
+             cat="user_annotation")
+        b.launch_kernel("sgemm", launch_ts=t + 4_060, launch_dur=5, ts=t + 4_080, dur=5_800)
+    (f,) = [f for f in run_advisor(analyze(b.load(tmp_path))).findings if f.rule == "dataloader-bound"]
+    assert f.basis == "replayed" and "waits for its workers hidden" in str(f.evidence["whatif_basis"])
+    assert f.est_gain_ms == pytest.approx(4.0, abs=0.1)

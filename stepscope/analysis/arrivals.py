@@ -72,6 +72,7 @@ class Matched:
     clock_offset_ns: I64
     job_step_ns: float  # the longest rank's average step window
     step_count: int
+    row: npt.NDArray[np.int64]  # each participant's kernel (event row of its trace), -1 absent
 
 
 @dataclass(frozen=True)
@@ -166,8 +167,9 @@ def match(records: tuple[CollectiveRecords, ...]) -> Matched:
     keep = present.sum(axis=1) >= 2
     if not keep.any():
         raise NotApplicable("no collective matched on two or more ranks")
+    cat["row"] = np.concatenate([r.row for r in records])
     mats = {f: _matrix(cat[f], inv, col, present.shape) for f in
-            ("start_ns", "end_ns", "enqueue_ns", "gap_start_ns")}
+            ("start_ns", "end_ns", "enqueue_ns", "gap_start_ns", "row")}
     gap = np.zeros((*present.shape, parts.shape[1]), np.int64)
     gap[inv, col] = parts
     fis = np.zeros(present.shape, bool)
@@ -184,7 +186,8 @@ def match(records: tuple[CollectiveRecords, ...]) -> Matched:
     return Matched(ranks, keys[1, sel].astype(np.int8), pg_names.astype(object)[keys[0, sel]], size[sel],
                    present[sel], arrival[sel], enq[sel], (mats["end_ns"] - shift)[sel],
                    (mats["gap_start_ns"] - shift)[sel], gap[sel], fis[sel], offset,
-                   max((float(s.mean()) for s in steps if len(s)), default=0.0), max(len(s) for s in steps))
+                   max((float(s.mean()) for s in steps if len(s)), default=0.0), max(len(s) for s in steps),
+                   mats["row"][sel])
 
 
 def _matrix(values: npt.NDArray[np.int64], inv: I64, col: I64, shape: tuple[int, ...]) -> npt.NDArray[np.int64]:

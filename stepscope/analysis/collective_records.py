@@ -57,6 +57,7 @@ class CollectiveRecords:
     first_in_step: npt.NDArray[np.bool_]  # the gap starts at its step window's start
     step_start_ns: I64
     step_end_ns: I64
+    row: I64  # the kernels' event rows (what the job replay ties across ranks)
 
     def __len__(self) -> int:
         return len(self.start_ns)
@@ -89,4 +90,4 @@ def collective_records(trace: Trace, rank: int) -> CollectiveRecords:
     return CollectiveRecords(rank, start, end, enqueue, ev["track"][rows].astype(np.int64),
                              cls.coll_type[rows].astype(np.int8), np.asarray(pg_of, dtype=object), size,
                              gap_start, parts.astype(np.int64), first, w_start.astype(np.int64),
-                             w_end.astype(np.int64))
+                             w_end.astype(np.int64), rows.astype(np.int64))

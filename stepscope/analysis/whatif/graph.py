@@ -92,6 +92,8 @@ class DeviceWork:
     gap_ns: I64  # predecessor's end → earliest start
     start_ns: I64  # measured (used where nothing else anchors it)
     stream_first: I64  # index of each stream's first activity (``len(streams)+1`` bounds)
+    wait_on: I64  # the activity on another stream it waited for (an event wait), -1 none
+    wait_gap_ns: I64  # that activity's end → its start
 
     @property
     def end_ns(self) -> I64:
@@ -213,8 +215,39 @@ def _device_work(trace: Trace, gpu: I64, t: I64) -> tuple[DeviceWork, I64]:
     launch_pt = np.where(has, np.searchsorted(t, call_ts), -1)
     bounds = np.append(first, len(rows)).astype(np.int64)
     typical = _typical_latency_of(latency[has & ~queued])
-    lat = np.where(queued, np.minimum(latency, typical), latency)
-    return DeviceWork(rows, stream.astype(np.int64), d.copy(), launch_pt, lat, gap, s.copy(), bounds), order
+    waits = has & ~queued & (latency > typical)
+    wait_on = _stream_waits(s, d, stream, np.where(has, call_ts, np.iinfo(np.int64).max), waits, typical)
+    lat = np.where(queued | (wait_on >= 0), np.minimum(latency, typical), latency)
+    wait_gap = np.where(wait_on >= 0, s - gather(s + d, wait_on, 0), 0)
+    return DeviceWork(rows, stream.astype(np.int64), d.copy(), launch_pt, lat, gap, s.copy(), bounds,
+                      wait_on, wait_gap), order
+
+
+def _stream_waits(s: I64, d: I64, stream: I64, call_ts: I64, todo_mask: npt.NDArray[np.bool_],
+                  typical_ns: int) -> I64:
+    """Per activity that started later than its launch explains (``todo_mask``): the activity on
+    another stream, launched before it, that ended at most :data:`QUEUED_GAP_NS` before it started
+    and after its launch had reached the device — what it waited for (``cudaStreamWaitEvent``: a
+    kernel consuming another stream's result, a collective waiting for the gradients). -1 none."""
+    end = s + d
+    by_end = np.argsort(end, kind="stable")
+    end_sorted = end[by_end]
+    out = np.full(len(s), -1, np.int64)
+    todo = np.flatnonzero(todo_mask)
+    pos = np.searchsorted(end_sorted, s[todo], side="right") - 1
+    for _ in range(16):  # step back over the same stream's or later-launched activities
+        keep = pos >= 0
+        todo, pos = todo[keep], pos[keep]
+        if len(todo) == 0:
+            break
+        cand = by_end[pos]
+        e = end[cand]
+        near = (e >= s[todo] - QUEUED_GAP_NS) & (e > call_ts[todo] + typical_ns)
+        ok = near & (stream[cand] != stream[todo]) & (call_ts[cand] < call_ts[todo])
+        out[todo[ok]] = cand[ok]
+        more = near & ~ok
+        todo, pos = todo[more], pos[more] - 1
+    return out
 
 
 def _typical_latency_of(latency: I64) -> int:

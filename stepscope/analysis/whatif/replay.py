@@ -18,7 +18,8 @@ import numpy.typing as npt
 
 from stepscope.analysis.breakdown import stretch_windows
 from stepscope.analysis.common import I64
-from stepscope.analysis.whatif.graph import _NONE, StepGraph, gather
+from stepscope.analysis.whatif.graph import _NONE, StepGraph
+from stepscope.analysis.whatif.streams import Streams
 
 
 @dataclass(frozen=True)
@@ -50,70 +51,57 @@ class Replay:
         return self.end_ns - self.start_ns
 
 
-class _Streams:
-    """Per-stream progress of the scan: the next activity and the last end."""
+class RankRun:
+    """A rank's replay, resumable: it goes from blocking call to blocking call and stops where it
+    needs a collective's last arrival that the job replay (:mod:`.job`) has not supplied yet."""
 
-    def __init__(self, g: StepGraph, dur: I64) -> None:
+    def __init__(self, g: StepGraph, dur: Durations, coll_transfer_ns: I64 | None = None) -> None:
         self.g, self.dur = g, dur
-        dev = g.device
-        n = len(dev.row)
-        self.start, self.end = np.zeros(n, np.int64), np.zeros(n, np.int64)
-        self.bounds = dev.stream_first
-        self.next = dev.stream_first[:-1].copy()
-        self.last_end = np.full(len(self.next), _NONE, np.int64)
-        lp = dev.launch_pt.copy()
-        self.reach = np.empty(n, np.int64)  # per activity: the host point it needs (running max on its stream)
-        for s in range(len(self.next)):
-            lo, hi = int(dev.stream_first[s]), int(dev.stream_first[s + 1])
-            self.reach[lo:hi] = np.maximum.accumulate(np.maximum(lp[lo:hi], 0))
+        t = g.host.t_ns
+        self.tp = np.full(len(t), _NONE, np.int64)
+        if len(t):
+            self.tp[0] = t[0]
+        self.streams = Streams(g, dur.device_ns, coll_transfer_ns)
+        self.j = self.cur = 0
+        self.alone = coll_transfer_ns is None  # nothing from other ranks to wait for
+        self.done = False
 
-    def advance(self, host_t: I64, upto_pt: int) -> None:
-        """Time every activity whose launch point is at or before ``upto_pt`` (host times known)."""
-        dev = self.g.device
-        for s in range(len(self.next)):
-            lo, hi = int(self.next[s]), int(self.bounds[s + 1])
-            if lo >= hi:
-                continue
-            stop = lo + int(np.searchsorted(self.reach[lo:hi], upto_pt, side="right"))
-            if stop == lo:
-                continue
-            self._scan(s, lo, stop, host_t, dev.launch_pt[lo:stop])
-            self.next[s] = stop
+    def run(self) -> bool:
+        """Advance as far as possible; True when the whole graph is timed."""
+        g, seg, tp, sy = self.g, self.dur.host_seg_ns, self.tp, self.g.syncs
+        while self.j < len(sy.row):
+            a, b = int(sy.start_pt[self.j]), int(sy.end_pt[self.j])
+            _advance_host(tp, seg, self.cur, a)
+            self.cur = max(self.cur, a)
+            self.streams.advance(tp, a)
+            back = _return_time(g, self.dur, self.streams, self.j, int(tp[a]))
+            if back is None:
+                if self.alone and self.streams.unblock():
+                    continue
+                return False
+            tp[b] = back
+            if b > a + 1:  # (b - 1 of a call at point 0 lasting 0 would slice seg from the end)
+                tp[a + 1:b] = np.minimum(tp[a] + np.cumsum(seg[a:b - 1]), tp[b])
+            self.cur, self.j = b, self.j + 1
+        _advance_host(tp, seg, self.cur, len(tp) - 1)
+        self.cur = max(self.cur, len(tp) - 1)
+        self.streams.advance(tp, len(tp))
+        while self.alone and not self.streams.timed.all() and self.streams.unblock():
+            self.streams.advance(tp, len(tp))
+        self.done = bool(self.streams.timed.all())
+        return self.done
 
-    def _scan(self, s: int, lo: int, hi: int, host_t: I64, lp: I64) -> None:
-        dev = self.g.device
-        d = self.dur[lo:hi]
-        ready = np.where(lp >= 0, gather(host_t, lp, 0) + dev.latency_ns[lo:hi], _NONE)
-        if lo == int(self.bounds[s]) and lp[0] < 0:
-            ready[0] = dev.start_ns[lo]  # nothing traced launched it: it keeps its measured start
-        c = np.cumsum(dev.gap_ns[lo:hi] + d)
-        f = np.maximum.accumulate(ready + d - c)
-        end = c + np.maximum(f, self.last_end[s])
-        self.end[lo:hi] = end
-        self.start[lo:hi] = end - d
-        self.last_end[s] = end[-1]
+    def result(self) -> Replay:
+        st = self.streams
+        start, end = _windows(self.g, self.tp, st)
+        return Replay(self.tp, st.start, st.end, start, end)
 
 
 def replay(g: StepGraph, dur: Durations) -> Replay:
-    """Re-time the graph with these durations (see the module docstring)."""
-    t, seg = g.host.t_ns, dur.host_seg_ns
-    tp = np.empty(len(t), np.int64)
-    if len(t):
-        tp[0] = t[0]
-    streams = _Streams(g, dur.device_ns)
-    sy, cur = g.syncs, 0
-    for j in range(len(sy.row)):
-        a, b = int(sy.start_pt[j]), int(sy.end_pt[j])
-        _advance_host(tp, seg, cur, a)
-        streams.advance(tp, a)
-        tp[b] = _return_time(g, dur, streams, j, int(tp[a]))
-        if b > a + 1:  # (b - 1 of a call at point 0 lasting 0 would slice seg from the end)
-            tp[a + 1:b] = np.minimum(tp[a] + np.cumsum(seg[a:b - 1]), tp[b])
-        cur = b
-    _advance_host(tp, seg, cur, len(t) - 1)
-    streams.advance(tp, len(t))
-    start, end = _windows(g, tp, streams)
-    return Replay(tp, streams.start, streams.end, start, end)
+    """Re-time one rank's graph alone with these durations (see the module docstring)."""
+    r = RankRun(g, dur)
+    r.run()
+    return r.result()
 
 
 def _advance_host(tp: I64, seg: I64, cur: int, upto: int) -> None:
@@ -121,19 +109,22 @@ def _advance_host(tp: I64, seg: I64, cur: int, upto: int) -> None:
         tp[cur + 1:upto + 1] = tp[cur] + np.cumsum(seg[cur:upto])
 
 
-def _return_time(g: StepGraph, dur: Durations, streams: _Streams, j: int, called: int) -> int:
-    """When blocking call j returns: after what it waited for (or its own cost when dropped)."""
+def _return_time(g: StepGraph, dur: Durations, streams: Streams, j: int, called: int) -> int | None:
+    """When blocking call j returns: after what it waited for (or its own cost when dropped); None
+    while what it waited for is not timed yet."""
     sy = g.syncs
     tail = int(sy.tail_ns[j])
     if dur.sync_dropped[j]:
         t = g.host.t_ns
         return called + min(int(t[sy.end_pt[j]] - t[sy.start_pt[j]]), tail)
     k = int(sy.awaited[j])
+    if k >= 0 and not streams.is_timed(k):
+        return None
     done = int(streams.end[k]) if k >= 0 else called
     return max(called, done) + tail
 
 
-def _windows(g: StepGraph, tp: I64, streams: _Streams) -> tuple[I64, I64]:
+def _windows(g: StepGraph, tp: I64, streams: Streams) -> tuple[I64, I64]:
     """The step windows from replayed times, built as the step breakdown builds them."""
     st = g.steps
     if st.whole_trace:

@@ -10,10 +10,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import I64
 from stepscope.analysis.critical_path import PARTS, CriticalPath, compute_critical_path
 from stepscope.analysis.whatif.graph import StepGraph, step_graph
-from stepscope.analysis.whatif.replay import Durations, Replay, replay
+from stepscope.analysis.whatif.job import job_edges, replay_job
+from stepscope.analysis.whatif.replay import Durations, Replay
 from stepscope.analysis.whatif.transforms import LoaderWorkers, Transform
 from stepscope.model.schema import HOST_KINDS
 from stepscope.model.trace import Trace
@@ -77,10 +79,13 @@ class WhatIf:
 
 
 def simulate(trace: Trace, transforms: Sequence[Transform], ranks: Sequence[int] | None = None) -> WhatIf:
-    """Predict every step of each rank with these transformations applied together, in order."""
+    """Predict every step of each rank with these transformations applied together, in order (the
+    ranks replayed together, tied by their collectives: :mod:`.job`)."""
     out = []
-    for rank in ranks if ranks is not None else trace.rank_ids:
-        g, rp = _replayed(trace, rank, transforms)
+    wanted = list(ranks if ranks is not None else trace.rank_ids)
+    replayed = replayed_job(trace, transforms, wanted)
+    for rank in wanted:
+        g, rp = replayed[rank]
         after = compute_critical_path(replayed_trace(trace, g, rp), rank)
         before = compute_critical_path(trace, rank)
         measured = g.steps.measured_end_ns - g.steps.measured_start_ns
@@ -102,8 +107,10 @@ def _caveats(transforms: Sequence[Transform], ranks: Sequence[RankWhatIf]) -> tu
 def saving_ns(trace: Trace, transforms: Sequence[Transform], ranks: Sequence[int] | None = None) -> float:
     """What these transformations save on the job's mean step (0 when they change nothing)."""
     out = []
-    for rank in ranks if ranks is not None else trace.rank_ids:
-        g, rp = _replayed(trace, rank, transforms)
+    wanted = list(ranks if ranks is not None else trace.rank_ids)
+    replayed = replayed_job(trace, transforms, wanted)
+    for rank in wanted:
+        g, rp = replayed[rank]
         if len(g.steps.step):
             out.append((g.steps.measured_end_ns - g.steps.measured_start_ns, rp.step_ns))
     if not out:
@@ -114,12 +121,25 @@ def saving_ns(trace: Trace, transforms: Sequence[Transform], ranks: Sequence[int
     return max(float(before.mean() - after.mean()), 0.0)
 
 
-def _replayed(trace: Trace, rank: int, transforms: Sequence[Transform]) -> tuple[StepGraph, Replay]:
-    g = step_graph(trace, rank)
-    d = Durations.measured(g)
-    for t in transforms:
-        d = t.change(trace, g, d)
-    return g, replay(g, d)
+def replayed_job(trace: Trace, transforms: Sequence[Transform], wanted: Sequence[int]
+                 ) -> dict[int, tuple[StepGraph, Replay]]:
+    """Every rank's graph and replay with these transformations, the ranks tied by their collectives
+    (a rank without a host chain is left out unless wanted: its arrivals stay the measured ones)."""
+    graphs = {}
+    for r in trace.rank_ids:
+        try:
+            graphs[r] = step_graph(trace, r)
+        except NotApplicable:
+            if r in wanted:
+                raise
+    durs = {}
+    for r, g in graphs.items():
+        d = Durations.measured(g)
+        for t in transforms:
+            d = t.change(trace, g, d)
+        durs[r] = d
+    rps = replay_job(graphs, durs, job_edges(trace, graphs))
+    return {r: (g, rps[r]) for r, g in graphs.items()}
 
 
 def replayed_trace(trace: Trace, g: StepGraph, rp: Replay) -> Trace:

@@ -1,0 +1,135 @@
+"""Replay every rank of a job together: the collectives matched across ranks tie their replays.
+
+A collective kernel cannot end before the last of its participants has arrived (started its own
+kernel), plus the transfer: on each rank it ends at ``max(its arrival, the last arrival) +
+transfer``, the transfer measured on that rank (its end − the later of its arrival and the last
+arrival: on the last rank to arrive, its whole duration). The matching and the clock offsets are the
+arrival analysis' (:func:`stepscope.analysis.arrivals.match`). Every rank's replay
+(:class:`~.replay.RankRun`) runs until it needs a last arrival not known yet; when every
+participant of a collective has arrived, its last arrival is published to all of them and the
+ranks go on. The unchanged graphs give back every measured time: each arrival and each end is the
+measured one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.analysis.arrivals import TIE_NS, Matched, match, trace_records
+from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.common import I64
+from stepscope.analysis.whatif.graph import _NONE, StepGraph
+from stepscope.analysis.whatif.replay import Durations, RankRun, Replay, replay
+from stepscope.model.trace import Trace
+
+I2 = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class JobEdges:
+    """Collectives × ranks: each participant's device activity (index into its graph's
+    :class:`~.graph.DeviceWork`, -1 absent), its measured transfer and arrival (aligned clock)."""
+
+    ranks: tuple[int, ...]
+    present: npt.NDArray[np.bool_]
+    act: I2
+    transfer_ns: I2
+    arrival_ns: I2  # measured, aligned: the arrival of a participant that is not replayed
+    offset_ns: I64  # per rank: its clock − the aligned clock
+
+
+def job_edges(trace: Trace, graphs: Mapping[int, StepGraph]) -> JobEdges | None:
+    """The cross-rank edges of a trace (None for one rank or no collective matched on two ranks)."""
+    if len(trace.rank_ids) < 2:
+        return None
+    try:
+        m = match(tuple(sorted(trace_records(trace), key=lambda r: r.rank)))
+    except NotApplicable:
+        return None
+    return edges_of(m, graphs)
+
+
+def edges_of(m: Matched, graphs: Mapping[int, StepGraph]) -> JobEdges | None:
+    """The edges of matched collectives; a collective that ends on some rank before its last
+    participant arrived (the match or the clocks disagree with the trace) is left out."""
+    arr = np.where(m.present, m.arrival_ns, _NONE)
+    last = arr.max(axis=1)
+    plausible = (~m.present | (m.end_ns >= last[:, None] - TIE_NS)).all(axis=1)
+    keep = np.flatnonzero(plausible)
+    if len(keep) == 0:
+        return None
+    act = np.full((len(keep), len(m.ranks)), -1, np.int64)
+    for i, r in enumerate(m.ranks.tolist()):  # per rank
+        g = graphs.get(int(r))
+        if g is None:
+            continue
+        rows = m.row[keep, i]
+        by_row = np.argsort(g.device.row)
+        pos = np.searchsorted(g.device.row[by_row], rows)
+        pos = np.minimum(pos, max(len(by_row) - 1, 0))
+        hit = m.present[keep, i] & (len(by_row) > 0) & (g.device.row[by_row[pos]] == rows)
+        act[hit, i] = by_row[pos[hit]]
+    transfer = np.where(m.present[keep], m.end_ns[keep] - np.maximum(m.arrival_ns[keep], last[keep, None]), -1)
+    return JobEdges(tuple(int(r) for r in m.ranks), m.present[keep], act, transfer, arr[keep], m.clock_offset_ns)
+
+
+def replay_job(graphs: Mapping[int, StepGraph], durs: Mapping[int, Durations], e: JobEdges | None
+               ) -> dict[int, Replay]:
+    """Replay every rank with these durations, tied by the collectives (alone when ``e`` is None)."""
+    if e is None:
+        return {r: replay(g, durs[r]) for r, g in graphs.items()}
+    runs = {r: RankRun(g, durs[r], _transfers(g, durs[r], e, r)) for r, g in graphs.items()}
+    cols = {r: e.ranks.index(r) for r in runs}
+    known = np.zeros(len(e.act), bool)
+    while True:  # each turn publishes a collective's last arrival or breaks a cycle: it ends
+        for run in runs.values():
+            if not run.done:
+                run.run()
+        if all(run.done for run in runs.values()):
+            break
+        arrived = _arrivals(runs, cols, e)
+        ready = ~known & ((arrived > _NONE) | ~e.present).all(axis=1)
+        if not ready.any():
+            if any(run.streams.unblock() for run in runs.values()):
+                continue
+            some = np.flatnonzero(~known & (arrived > _NONE).any(axis=1))
+            if len(some) == 0:
+                break
+            ready[some[0]] = True  # a participant never arrives (the match is wrong): the others go on
+        _publish(runs, cols, e, np.flatnonzero(ready), arrived.max(axis=1))
+        known |= ready
+    return {r: run.result() for r, run in runs.items()}
+
+
+def _transfers(g: StepGraph, dur: Durations, e: JobEdges, rank: int) -> I64:
+    """Per device activity of the rank: its transfer (scaled as its duration was); not a collective: _NONE."""
+    out = np.full(len(g.device.row), _NONE, np.int64)
+    i = e.ranks.index(rank)
+    mine = e.act[:, i] >= 0
+    k = e.act[mine, i]
+    measured = g.device.dur_ns[k]
+    scale = np.divide(dur.device_ns[k], measured, out=np.ones(len(k)), where=measured > 0)
+    out[k] = np.round(e.transfer_ns[mine, i] * scale).astype(np.int64)
+    return out
+
+
+def _arrivals(runs: Mapping[int, RankRun], cols: Mapping[int, int], e: JobEdges) -> I2:
+    """Collectives × ranks: replayed arrivals (aligned), measured ones for ranks not replayed."""
+    out = np.where(e.act >= 0, _NONE, e.arrival_ns)
+    for r, run in runs.items():
+        i = cols[r]
+        mine = np.flatnonzero(e.act[:, i] >= 0)
+        a = run.streams.arrival[e.act[mine, i]]
+        out[mine, i] = np.where(a > _NONE, a - e.offset_ns[i], _NONE)
+    return out
+
+
+def _publish(runs: Mapping[int, RankRun], cols: Mapping[int, int], e: JobEdges, which: I64, last: I64) -> None:
+    for r, run in runs.items():
+        i = cols[r]
+        for c in which[e.act[which, i] >= 0].tolist():  # per collective resolved this turn
+            run.streams.resolve(int(e.act[c, i]), int(last[c] + e.offset_ns[i]))

@@ -1,0 +1,129 @@
+"""The device side of a rank's replay: each stream's activities timed in order, as far as what they
+depend on is known.
+
+An activity ends at ``max(ready, previous end + gap) + dur`` on its stream — one vectorised max-plus
+scan per run of activities (``end = C + cummax(ready + dur − C)``, ``C`` the running sum of gaps and
+durations). ``ready`` is its launch reaching the device (the host point + latency) and, for an
+activity that waited for another stream (:attr:`~.graph.DeviceWork.wait_on`), that activity's end
++ the measured gap. A scan stops before an activity whose dependency is not timed yet: another
+stream's activity (timed in a later pass of :meth:`Streams.advance`), or a collective whose last
+participant's arrival is not known yet (the job replay, :mod:`.job`, supplies it). A collective
+kernel *arrives* (starts) as any activity does and ends at ``max(arrival, last arrival) + transfer``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.analysis.common import I64
+from stepscope.analysis.whatif.graph import _NONE, StepGraph, gather
+
+B = npt.NDArray[np.bool_]
+
+
+class Streams:
+    """Per-stream progress of the scan: the next activity, the last end, what is timed."""
+
+    def __init__(self, g: StepGraph, dur: I64, coll_transfer_ns: I64 | None = None) -> None:
+        dev = g.device
+        n = len(dev.row)
+        self.g = g
+        self.start, self.end = np.zeros(n, np.int64), np.zeros(n, np.int64)
+        self.timed = np.zeros(n, bool)
+        self.bounds = dev.stream_first
+        self.next = dev.stream_first[:-1].copy()
+        self.last_end = np.full(len(self.next), _NONE, np.int64)
+        self.reach = np.empty(n, np.int64)  # per activity: the host point it needs (running max on its stream)
+        for s in range(len(self.next)):
+            lo, hi = int(dev.stream_first[s]), int(dev.stream_first[s + 1])
+            self.reach[lo:hi] = np.maximum.accumulate(np.maximum(dev.launch_pt[lo:hi], 0))
+        # a collective (a transfer where the job replay matched it) ends after its last participant arrives
+        self.coll = coll_transfer_ns > _NONE if coll_transfer_ns is not None else np.zeros(n, bool)
+        self.dur = np.where(self.coll, coll_transfer_ns, dur) if coll_transfer_ns is not None else dur
+        self.last_arrival = np.full(n, _NONE, np.int64)  # per collective: the job's last arrival (rank clock)
+        self.known = ~self.coll
+        self.arrival = np.full(n, _NONE, np.int64)
+        self.wait_on = dev.wait_on.copy()
+        self.blockers = np.flatnonzero((dev.wait_on >= 0) | self.coll)
+
+    def advance(self, host_t: I64, upto_pt: int) -> None:
+        """Time every activity launched at or before ``upto_pt`` whose dependencies are timed."""
+        moved = True
+        while moved:  # another pass when a stream waited for one timed later in this pass
+            moved = False
+            for s in range(len(self.next)):
+                moved |= self._advance_stream(s, host_t, upto_pt)
+
+    def _advance_stream(self, s: int, host_t: I64, upto_pt: int) -> bool:
+        lo, hi = int(self.next[s]), int(self.bounds[s + 1])
+        if lo >= hi:
+            return False
+        stop = lo + int(np.searchsorted(self.reach[lo:hi], upto_pt, side="right"))
+        bl = self.blockers[np.searchsorted(self.blockers, lo):np.searchsorted(self.blockers, stop)]
+        if len(bl):
+            w = self.wait_on[bl]
+            waiting = ((w >= 0) & ~gather(self.timed, w, 1).astype(bool)) | ~self.known[bl]
+            if waiting.any():
+                stop = int(bl[np.argmax(waiting)])
+        if stop > lo:
+            self._scan(s, lo, stop, host_t)
+            self.next[s] = stop
+        self._arrive(s, stop, hi, host_t, upto_pt)
+        return stop > lo
+
+    def _ready(self, s: int, lo: int, hi: int, host_t: I64) -> I64:
+        """When each activity of [lo, hi) could start, its stream aside (launch, other streams)."""
+        dev = self.g.device
+        lp = dev.launch_pt[lo:hi]
+        ready = np.where(lp >= 0, gather(host_t, lp, 0) + dev.latency_ns[lo:hi], _NONE)
+        if lo == int(self.bounds[s]) and lp[0] < 0:
+            ready[0] = dev.start_ns[lo]  # nothing traced launched it: it keeps its measured start
+        w = self.wait_on[lo:hi]
+        return np.where(w >= 0, np.maximum(ready, gather(self.end, w, _NONE) + dev.wait_gap_ns[lo:hi]), ready)
+
+    def _scan(self, s: int, lo: int, hi: int, host_t: I64) -> None:
+        dev = self.g.device
+        d = self.dur[lo:hi]
+        ready = self._ready(s, lo, hi, host_t)
+        coll = self.coll[lo:hi]
+        gated = np.where(coll, np.maximum(ready, self.last_arrival[lo:hi]), ready)
+        c = np.cumsum(dev.gap_ns[lo:hi] + d)
+        f = np.maximum.accumulate(gated + d - c)
+        end = c + np.maximum(f, self.last_end[s])
+        self.end[lo:hi] = end
+        self.start[lo:hi] = end - d
+        if coll.any():  # a collective starts when it arrives; it ends after the last one arrived
+            prev = np.concatenate([[self.last_end[s]], end[:-1]])
+            arrive = np.maximum(ready, prev + dev.gap_ns[lo:hi])
+            self.start[lo:hi] = np.where(coll, arrive, self.start[lo:hi])
+            self.arrival[lo:hi] = np.where(coll, arrive, self.arrival[lo:hi])
+        self.timed[lo:hi] = True
+        self.last_end[s] = end[-1]
+
+    def _arrive(self, s: int, k: int, hi: int, host_t: I64, upto_pt: int) -> None:
+        """A collective the stream stopped at arrives once it is launched and what precedes it is timed."""
+        if k >= hi or not self.coll[k] or self.known[k] or self.arrival[k] > _NONE or self.reach[k] > upto_pt:
+            return
+        dev = self.g.device
+        w = int(self.wait_on[k])
+        if w >= 0 and not self.timed[w]:
+            return
+        self.arrival[k] = max(int(self._ready(s, k, k + 1, host_t)[0]), int(self.last_end[s] + dev.gap_ns[k]))
+
+    def resolve(self, k: int, last_arrival_ns: int) -> None:
+        """The job's last arrival at collective activity ``k`` (this rank's clock) is known."""
+        self.last_arrival[k] = last_arrival_ns
+        self.known[k] = True
+
+    def unblock(self) -> bool:
+        """Break a cycle of waits between streams (inferred edges that contradict each other): drop
+        the wait of every stream's next activity on an activity not timed yet. False: none to drop."""
+        heads = self.next[self.next < self.bounds[1:]]
+        w = self.wait_on[heads]
+        stuck = heads[(w >= 0) & ~gather(self.timed, w, 1).astype(bool)]
+        self.wait_on[stuck] = -1
+        return len(stuck) > 0
+
+    def is_timed(self, k: int) -> bool:
+        return bool(self.timed[k])

@@ -1,0 +1,121 @@
+"""What-if across streams and ranks, on micro traces whose every replayed time is computed by hand (µs).
+
+**Two ranks, one all-reduce** (``late_rank``): both run step 1 [0, 100].
+Rank 1: a host op [0, 10]; cudaLaunchKernel [10, 12] → the all-reduce [15, 65] (it arrives at 15 and
+waits for rank 0); cudaStreamSynchronize [12, 70] returns 5 after it; host [70, 100].
+Rank 0 (late by X = 30): a host op [0, 40]; cudaLaunchKernel [40, 42] → the all-reduce [45, 65];
+cudaStreamSynchronize [42, 70]; host [70, 100]. The last arrival is 45, the transfer 65 − 45 = 20.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stepscope.analysis.whatif import transforms as tf
+from stepscope.analysis.whatif.graph import step_graph
+from stepscope.analysis.whatif.job import job_edges, replay_job
+from stepscope.analysis.whatif.replay import Durations, replay
+from stepscope.analysis.whatif.simulate import simulate
+from stepscope.model.trace import Trace
+from tests.builders import TraceBuilder, kargs, load_ranks
+
+US = 1000
+X_US = 30
+NCCL = "ncclKernel_AllReduce_RING_LL_Sum_float"
+
+
+def _rank(rank: int, host_us: int) -> TraceBuilder:
+    b = TraceBuilder(rank=rank, world_size=2)
+    b.step(1, ts=0, dur=100)
+    b.op("aten::mm", ts=0, dur=host_us)
+    b.launch_kernel(NCCL, launch_ts=host_us, launch_dur=2, ts=host_us + 5, dur=65 - host_us - 5, stream=20,
+                    **kargs({"Process Group Name": "0", "Collective name": "allreduce", "In msg nelems": 1024,
+                             "Out msg nelems": 1024, "dtype": "Float", "Group size": 2}))
+    b.add(ph="X", cat=b.RUNTIME_CAT, name="cudaStreamSynchronize", pid=b.pid, tid=b.tid, ts=host_us + 2,
+          dur=70 - host_us - 2, args={})
+    b.op("aten::add", ts=70, dur=30)
+    return b
+
+
+@pytest.fixture
+def late_rank(tmp_path: Path) -> Trace:
+    return load_ranks([_rank(0, 10 + X_US), _rank(1, 10)], tmp_path)
+
+
+def _job_steps_us(trace: Trace, *changes: tf.Transform) -> list[int]:
+    return (simulate(trace, changes).job_steps_ns(True) // US).tolist()
+
+
+def test_identity_job_replay_gives_back_every_time(late_rank: Trace) -> None:
+    graphs = {r: step_graph(late_rank, r) for r in late_rank.rank_ids}
+    e = job_edges(late_rank, graphs)
+    assert e is not None and (e.transfer_ns // US).tolist() == [[20, 20]]
+    rps = replay_job(graphs, {r: Durations.measured(g) for r, g in graphs.items()}, e)
+    for r in graphs:
+        assert (rps[r].device_start_ns // US).tolist() == [45 if r == 0 else 15]
+        assert (rps[r].device_end_ns // US).tolist() == [65]
+        assert (rps[r].step_ns // US).tolist() == [100]
+
+
+def test_fixing_the_late_rank_shrinks_the_job_step_by_its_lateness(late_rank: Trace) -> None:
+    """Rank 0's host op before the launch takes X less: [0, 10]; launch at 10, arrival 15 = rank
+    1's; both all-reduces end 15 + 20 = 35; both syncs return at 40; host 30 more: 70 = 100 − X."""
+    w = simulate(late_rank, [tf.FixSlowRank(0)])
+    assert (w.job_steps_ns(False) // US).tolist() == [100]
+    assert [(r.predicted_ns // US).tolist() for r in w.ranks] == [[70], [70]]
+    assert w.saved_ns() == X_US * US
+
+
+def test_alone_the_victim_would_keep_waiting(late_rank: Trace) -> None:
+    """Without the cross-rank edge rank 1's all-reduce keeps its measured 50 µs: fixing rank 0 only
+    shortens rank 0's own step, the job's stays 100."""
+    g = step_graph(late_rank, 1)
+    assert (replay(g, Durations.measured(g)).step_ns // US).tolist() == [100]
+    g0 = step_graph(late_rank, 0)
+    alone = replay(g0, tf.FixSlowRank(0).change(late_rank, g0, Durations.measured(g0)))
+    assert (alone.step_ns // US).tolist() == [70]
+
+
+def test_a_slower_late_rank_makes_the_victim_wait_longer(late_rank: Trace) -> None:
+    """The host op twice as long on both ranks (rank 0: 80, rank 1: 20): rank 0 launches at 80 and
+    arrives last at 85; both all-reduces end 105, both syncs return 110, host 30 more: 140."""
+    assert _job_steps_us(late_rank, tf.HostOverhead(2.0, tf.Select("aten::mm"))) == [140]
+
+
+def test_other_ranks_keep_their_measured_arrivals_when_one_cannot_be_replayed(late_rank: Trace) -> None:
+    """Replaying rank 1 only with the job's edges: rank 0's arrival stays the measured 45."""
+    g = step_graph(late_rank, 1)
+    e = job_edges(late_rank, {1: g})
+    assert e is not None
+    rp = replay_job({1: g}, {1: Durations.measured(g)}, e)[1]
+    assert (rp.device_end_ns // US).tolist() == [65] and (rp.step_ns // US).tolist() == [100]
+
+
+@pytest.fixture
+def stream_wait(tmp_path: Path) -> Trace:
+    """One rank, step [0, 70]. Stream 7: C launched [1, 2] → [6, 8] (latency 5); B launched [8, 10]
+    → [50, 60]: it waited for A on stream 20 (launched [5, 6] → [10, 50]), an event wait. The
+    typical latency is 5 (C, A; B's 42 is not typical); cudaStreamSynchronize [12, 65] waits for B."""
+    b = TraceBuilder()
+    b.step(1, ts=0, dur=70)
+    b.launch_kernel("C", launch_ts=1, launch_dur=1, ts=6, dur=2)
+    b.launch_kernel("A", launch_ts=5, launch_dur=1, ts=10, dur=40, stream=20)
+    b.launch_kernel("B", launch_ts=8, launch_dur=2, ts=50, dur=10)
+    b.add(ph="X", cat=b.RUNTIME_CAT, name="cudaStreamSynchronize", pid=b.pid, tid=b.tid, ts=12, dur=53, args={})
+    return b.load(tmp_path)
+
+
+def test_a_kernel_that_waited_for_another_stream_moves_with_it(stream_wait: Trace) -> None:
+    """A twice as fast: [10, 30]; B is ready at max(8 + 5, 30) = 30: [30, 40]; the sync returns at
+    45, the host ends 5 later: 50."""
+    g = step_graph(stream_wait, 0)
+    names = [stream_wait.strings[int(n)] for n in stream_wait.events["name"][g.device.row]]
+    b, a = names.index("B"), names.index("A")
+    assert g.device.wait_on[b] == a and g.device.wait_on[a] == -1 and g.device.wait_gap_ns[b] == 0
+    assert (replay(g, Durations.measured(g)).step_ns // US).tolist() == [70]
+    w = simulate(stream_wait, [tf.ScaleDevice(tf.Select("^A$"), 0.5)])
+    assert (w.ranks[0].predicted_ns // US).tolist() == [50]
+    assert np.all(w.ranks[0].measured_ns == 70 * US)

@@ -49,6 +49,7 @@ from stepscope.analysis.stragglers import ClusterResult, cluster_record, combine
 from stepscope.analysis.summary import Summary, compute_summary
 from stepscope.analysis.sync import SyncResult, compute_sync
 from stepscope.analysis.tensor_cores import TensorCoreResult, compute_tensor_cores
+from stepscope.analysis.whatif.fix_rank import JobWhatIf, combine_job_whatif, job_record
 from stepscope.analysis.whatif.remedies import Remedies, compute_remedies
 from stepscope.analysis.zero_grad import ZeroGradResult, compute_zero_grad
 from stepscope.model.trace import Trace
@@ -125,6 +126,8 @@ COMM_MATRIX = ClusterAnalysis("comm_matrix", matrix_record, combine_comm_matrix,
 ARRIVALS = ClusterAnalysis("arrivals", arrivals_record, combine_arrivals, Arrivals, ("cluster",))  # cluster.arrivals
 SLOW_LINKS = ClusterAnalysis("slow_links", links_record, combine_slow_links, SlowLinks,
                              ("cluster",))  # cluster.slow_links
+# what-if: each culprit fixed, the job replayed (the straggler-rank rule's gain)
+JOB_WHATIF = ClusterAnalysis("job_whatif", job_record, combine_job_whatif, JobWhatIf, ("cluster",))
 
 RANK_ANALYSES: tuple[RankAnalysis[object], ...] = (
     SUMMARY, OVERVIEW, BREAKDOWN, OPERATORS, KERNELS, OP_CATEGORIES, ROOFLINE, MEMORY, MODULES, ANNOTATIONS,
@@ -132,4 +135,4 @@ RANK_ANALYSES: tuple[RankAnalysis[object], ...] = (
     REMEDIES,
     DATALOADER, TENSOR_CORES, CONVOLUTIONS, GEMM_DIMS, HOST_OPS, ZERO_GRAD, CACHING_ALLOCATOR, INPUT_SHAPES, SOFTWARE,
 )
-CLUSTER_ANALYSES: tuple[ClusterAnalysis[object], ...] = (CLUSTER, COMM_MATRIX, ARRIVALS, SLOW_LINKS)
+CLUSTER_ANALYSES: tuple[ClusterAnalysis[object], ...] = (CLUSTER, COMM_MATRIX, ARRIVALS, SLOW_LINKS, JOB_WHATIF)

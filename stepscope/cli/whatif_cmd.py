@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from stepscope.analysis.whatif.options import transforms_of
+from stepscope.analysis.whatif.options import check_ranks, transforms_of
 from stepscope.analysis.whatif.simulate import simulate
 from stepscope.cli.common import echo_json, load_trace, trace_options
 from stepscope.report import whatif_view
@@ -25,14 +25,17 @@ from stepscope.report.console import terminal_console
 @click.option("--scale", "scales", multiple=True, metavar="REGEX=FACTOR",
               help="Kernels/copies whose name or launching op matches REGEX take FACTOR x their time (repeatable).")
 @click.option("--overlap-comm", is_flag=True, help="Communication kernels fully hidden under compute (upper bound).")
+@click.option("--fix-rank", "fix_ranks", multiple=True, type=int, metavar="RANK",
+              help="A straggler fixed: RANK arrives with the second-to-last rank at every collective it was last at.")
 @click.option("--json", "as_json", is_flag=True, help="Print the prediction as JSON.")
 @trace_options
 def command(path: str | None, workers: int | None, host_overhead: float | None, host_in: tuple[str, ...],
-            drop_syncs: str | None, pin: bool, scales: tuple[str, ...], overlap_comm: bool, as_json: bool,
-            no_cache: bool, span: str | None, ranks: tuple[int, ...]) -> None:
+            drop_syncs: str | None, pin: bool, scales: tuple[str, ...], overlap_comm: bool, fix_ranks: tuple[int, ...],
+            as_json: bool, no_cache: bool, span: str | None, ranks: tuple[int, ...]) -> None:
     """Predict each step with the named changes applied together (the embedded sample when PATH is omitted)."""
-    changes = transforms_of(workers, drop_syncs, pin, scales, host_overhead, host_in, overlap_comm)
+    changes = transforms_of(workers, drop_syncs, pin, scales, host_overhead, host_in, overlap_comm, fix_ranks)
     trace = load_trace(path, no_cache, span, ranks)
+    check_ranks(fix_ranks, trace.rank_ids)
     result = simulate(trace, changes)
     if as_json:
         echo_json(whatif_view.whatif_dict(result, trace.source))

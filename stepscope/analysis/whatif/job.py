@@ -133,3 +133,13 @@ def _publish(runs: Mapping[int, RankRun], cols: Mapping[int, int], e: JobEdges, 
         i = cols[r]
         for c in which[e.act[which, i] >= 0].tolist():  # per collective resolved this turn
             run.streams.resolve(int(e.act[c, i]), int(last[c] + e.offset_ns[i]))
+
+
+def job_steps_ns(rank_steps: list[I64]) -> I64:
+    """The job's step at each step index: the slowest rank's window (ranks without steps left out)."""
+    rows = [x for x in rank_steps if len(x)]
+    if not rows:
+        return np.zeros(0, np.int64)
+    n = min(len(x) for x in rows)
+    out: I64 = np.max(np.stack([x[:n] for x in rows]), axis=0)
+    return out

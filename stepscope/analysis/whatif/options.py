@@ -45,9 +45,10 @@ def pair(text: str, option: str) -> tuple[str, float]:
 
 
 def transforms_of(workers: int | None, drop_syncs: str | None, pin: bool, scales: tuple[str, ...],
-                  host_overhead: float | None, host_in: tuple[str, ...], overlap_comm: bool) -> list[tf.Transform]:
-    """The transformations the options name, in a fixed order (input, host, syncs, copies, device)."""
-    out: list[tf.Transform] = []
+                  host_overhead: float | None, host_in: tuple[str, ...], overlap_comm: bool,
+                  fix_ranks: tuple[int, ...] = ()) -> list[tf.Transform]:
+    """The transformations the options name, in a fixed order (ranks, input, host, syncs, copies, device)."""
+    out: list[tf.Transform] = [tf.FixSlowRank(r) for r in dict.fromkeys(fix_ranks)]
     if workers is not None:
         out.append(tf.LoaderWorkers(workers))
     if host_overhead is not None:
@@ -62,5 +63,12 @@ def transforms_of(workers: int | None, drop_syncs: str | None, pin: bool, scales
         out.append(tf.OverlapComm())
     if not out:
         raise UsageError("name at least one change: --workers, --host-overhead, --host-in, --drop-syncs, "
-                         "--pin-copies, --scale or --overlap-comm (see stepscope whatif --help)")
+                         "--pin-copies, --scale, --overlap-comm or --fix-rank (see stepscope whatif --help)")
     return out
+
+
+def check_ranks(fix_ranks: tuple[int, ...], rank_ids: list[int]) -> None:
+    """A usage error when a rank to fix is not in the trace."""
+    missing = [r for r in fix_ranks if r not in rank_ids]
+    if missing:
+        raise UsageError(f"--fix-rank: no rank {missing[0]} in the trace (its ranks: {', '.join(map(str, rank_ids))})")

@@ -14,7 +14,7 @@ from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import I64
 from stepscope.analysis.critical_path import PARTS, CriticalPath, compute_critical_path
 from stepscope.analysis.whatif.graph import StepGraph, step_graph
-from stepscope.analysis.whatif.job import job_edges, replay_job
+from stepscope.analysis.whatif.job import job_edges, job_steps_ns, replay_job
 from stepscope.analysis.whatif.replay import Durations, Replay
 from stepscope.analysis.whatif.transforms import LoaderWorkers, Transform
 from stepscope.model.schema import HOST_KINDS
@@ -47,12 +47,7 @@ class WhatIf:
     ranks: tuple[RankWhatIf, ...]
 
     def job_steps_ns(self, predicted: bool) -> I64:
-        rows = [r.predicted_ns if predicted else r.measured_ns for r in self.ranks if len(r.step)]
-        if not rows:
-            return np.zeros(0, np.int64)
-        n = min(len(x) for x in rows)
-        out: I64 = np.max(np.stack([x[:n] for x in rows]), axis=0)
-        return out
+        return job_steps_ns([r.predicted_ns if predicted else r.measured_ns for r in self.ranks if len(r.step)])
 
     def mean_ns(self, predicted: bool) -> float:
         s = self.job_steps_ns(predicted)

@@ -17,6 +17,7 @@ from stepscope.analysis.activity import Activity, activity_of
 from stepscope.analysis.arrivals import compute_arrivals
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import I64, interval_set
+from stepscope.analysis.whatif.fix_rank import fix_rank_basis, fixed_durations
 from stepscope.analysis.whatif.graph import SEG_HOST, SEG_INPUT, SEG_LAUNCH, StepGraph
 from stepscope.analysis.whatif.replay import Durations
 from stepscope.model.schema import HOST_KINDS, EventKind
@@ -210,68 +211,23 @@ class OverlapComm:
 
 @dataclass(frozen=True)
 class FixSlowRank:
-    """A straggler fixed: at every collective it arrived last at (by more than the arrival
-    analysis' tie, :mod:`stepscope.analysis.arrivals`), ``rank`` arrives with the second-to-last
-    rank. Before each such collective its host work (ops, launch calls: not DataLoader waits or
-    blocking calls) from its previous collective (or its step's start) to the collective's launch
-    takes that collective's lateness less, and so does its device work (not communication) in the
-    same gap; whichever bounded its arrival, it arrives that much earlier. The other ranks'
-    gain is what the job replay (:mod:`.job`) gives: their waits shrink."""
+    """A straggler fixed (:func:`~.fix_rank.fixed_durations`): ``rank`` arrives with the
+    second-to-last rank at every collective it arrived last at; the other ranks' waits shrink as
+    the job replay (:mod:`.job`) gives them."""
 
     rank: int
     name: str = field(default="fix-slow-rank", init=False)
 
     def basis(self) -> str:
-        return (f"rank {self.rank} arrives with the second-to-last rank at every collective it was last at: its "
-                "host and device work before each takes that collective's lateness less")
+        return fix_rank_basis(self.rank)
 
     def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
         if g.rank != self.rank or len(trace.rank_ids) < 2:
             return d
-        late = lateness_windows(trace, self.rank)
-        if late is None:
+        try:
+            a = compute_arrivals(trace)
+        except NotApplicable:
             return d
-        host0, host1, dev1, cut = late
-        seg = _cut_in_windows(g.host.t_ns[:-1], g.host.t_ns[1:], d.host_seg_ns,
-                              (g.host.seg_kind == SEG_HOST) | (g.host.seg_kind == SEG_LAUNCH), host0, host1, cut)
-        dev = g.device
-        work = activity_of(trace)[dev.row] != Activity.COMMUNICATION
-        dev_ns = _cut_in_windows(dev.start_ns, dev.end_ns, d.device_ns, work, host0, dev1, cut)
-        return replace(d, host_seg_ns=seg, device_ns=dev_ns)
-
-
-def lateness_windows(trace: Trace, rank: int) -> tuple[I64, I64, I64, I64] | None:
-    """Per collective the rank arrived last at (named by the arrival analysis), in its own clock:
-    the gap's start, its launch call (its arrival where unlinked), its arrival, and the lateness."""
-    try:
-        a = compute_arrivals(trace)
-    except NotApplicable:
-        return None
-    i = a.ranks.index(rank)
-    mine = np.flatnonzero(a.last_rank == rank)
-    if len(mine) == 0:
-        return None
-    off = int(a.m.clock_offset_ns[i])
-    arrive = a.m.arrival_ns[mine, i] + off
-    enq = a.m.enqueue_ns[mine, i]
-    launch = np.where(enq >= 0, enq + off, arrive)
-    return a.m.gap_start_ns[mine, i] + off, np.minimum(launch, arrive), arrive, a.lateness_ns[mine].astype(np.int64)
-
-
-def _cut_in_windows(a: I64, b: I64, dur: I64, eligible: B, w0: I64, w1: I64, cut: I64) -> I64:
-    """Shorten the eligible items' time inside each window [w0, w1) by the window's ``cut`` in all
-    (each by the same share of its part inside; at most all of it). Windows do not overlap."""
-    out = dur.copy()
-    for lo, hi, c in zip(w0.tolist(), w1.tolist(), cut.tolist()):  # per late collective, a handful
-        inside = np.clip(np.minimum(b, hi) - np.maximum(a, lo), 0, None) * eligible
-        total = float(inside.sum())
-        if total <= 0:
-            continue
-        share = min(1.0, c / total)
-        frac = np.divide(inside, b - a, out=np.zeros(len(a)), where=b > a)
-        out = out - np.round(out * frac * share).astype(np.int64)
-    cut_ns: I64 = out
-    return cut_ns
-
+        return fixed_durations(g, d, a, activity_of(trace)[g.device.row] == Activity.COMMUNICATION)
 
 Transform = LoaderWorkers | DropSyncs | ScaleDevice | PinnedCopies | HostOverhead | OverlapComm | FixSlowRank

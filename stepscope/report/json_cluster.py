@@ -1,4 +1,4 @@
-"""§12 JSON sections ``cluster.arrivals`` and ``cluster.slow_links`` (documented in docs/json.md).
+"""§12 JSON sections ``cluster.arrivals``, ``cluster.slow_links`` and ``cluster.job_whatif`` (docs/json.md).
 
 Per-rank and per-culprit times are ms per average step; per-collective times are ms of that one
 collective, arrivals in ms from the trace's first matched arrival (clock-aligned).
@@ -12,7 +12,7 @@ import numpy as np
 
 from stepscope.analysis.arrivals import CAUSES, TIE_NS, Arrivals
 from stepscope.analysis.comm import coll_type_name
-from stepscope.analysis.registry import ARRIVALS, SLOW_LINKS
+from stepscope.analysis.registry import ARRIVALS, JOB_WHATIF, SLOW_LINKS
 from stepscope.analysis.slow_links import SLOW_FRACTION
 
 if TYPE_CHECKING:
@@ -89,6 +89,16 @@ def slow_links_section(bundle: Bundle) -> dict[str, Any] | None:
              "bandwidth_gbps": _num(cols["bandwidth_gbps"][i]), "class_median_gbps": _num(cols["class_median_gbps"][i]),
              "slow": bool(cols["slow"][i])} for i in range(len(s.rows))]
     return {"slow_fraction": SLOW_FRACTION, "links": rows, "slow": [r for r in rows if r["slow"]]}
+
+
+def job_whatif_section(bundle: Bundle) -> dict[str, Any] | None:
+    j = bundle.cluster_result(JOB_WHATIF)
+    if j is None:
+        return None
+    return {"measured_mean_ms": j.measured_mean_ns / MS,
+            "fixes": [{"rank": r, "basis": j.basis(r), "predicted_mean_ms": float(j.predicted_mean_ns[i]) / MS,
+                       "saved_ms": (j.saved_ns(r) or 0.0) / MS, "options": {"fix_rank": [r]}}
+                      for i, r in enumerate(j.culprits)]}
 
 
 def _num(x: float) -> float | None:

@@ -20,7 +20,7 @@ is its saving.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -87,6 +87,18 @@ def _cut_in_windows(a: I64, b: I64, dur: I64, eligible: B, w0: I64, w1: I64, cut
     return cut_ns
 
 
+#: the largest step graph a rank's record carries (the graph grows with the rank's events; a
+#: map-reduce summary should not): DLRM's ranks weigh 30-40 KiB
+JOB_RECORD_MAX_BYTES = 128 << 10
+
+
+def graph_nbytes(g: StepGraph) -> int:
+    """The bytes of the graph's arrays."""
+    parts = (g.host, g.syncs, g.device, g.steps)
+    return sum(int(getattr(p, f.name).nbytes) for p in parts for f in fields(p)
+               if isinstance(getattr(p, f.name), np.ndarray))
+
+
 @dataclass(frozen=True)
 class JobRecord:
     """One rank's input of the job replay: its step graph, which of its device activities are
@@ -117,11 +129,16 @@ class JobWhatIf:
 
 
 def job_record(trace: Trace, rank: int) -> JobRecord:
-    """The registry's per-rank step: NotApplicable for a rank without collectives or host chain."""
+    """The registry's per-rank step: NotApplicable for a rank without collectives or host chain, or
+    whose step graph is over :data:`JOB_RECORD_MAX_BYTES` (a map-reduce summary must stay small)."""
     coll = collective_records(trace, rank)
     if len(coll) == 0:
         raise NotApplicable("no collective kernels to tie the ranks' replays")
     g = step_graph(trace, rank)
+    size = graph_nbytes(g)
+    if size > JOB_RECORD_MAX_BYTES:
+        raise NotApplicable(f"rank {rank}'s step graph ({size >> 10} KiB) is over the job replay's record limit "
+                            f"({JOB_RECORD_MAX_BYTES >> 10} KiB): `stepscope whatif --fix-rank` replays it")
     return JobRecord(g, activity_of(trace)[g.device.row] == Activity.COMMUNICATION, coll)
 
 

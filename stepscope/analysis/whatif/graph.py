@@ -215,20 +215,23 @@ def _device_work(trace: Trace, gpu: I64, t: I64) -> tuple[DeviceWork, I64]:
     launch_pt = np.where(has, np.searchsorted(t, call_ts), -1)
     bounds = np.append(first, len(rows)).astype(np.int64)
     typical = _typical_latency_of(latency[has & ~queued])
-    waits = has & ~queued & (latency > typical)
-    wait_on = _stream_waits(s, d, stream, np.where(has, call_ts, np.iinfo(np.int64).max), waits, typical)
+    # started later than its launch and its stream explain: it may have waited for another stream
+    late = has & np.where(queued, gap > QUEUED_GAP_NS, latency > typical)
+    floor = np.maximum(call_ts + typical, np.where(queued, prev_end, _NONE))
+    wait_on = _stream_waits(s, d, stream, np.where(has, call_ts, np.iinfo(np.int64).max), late, floor)
     lat = np.where(queued | (wait_on >= 0), np.minimum(latency, typical), latency)
+    gap = np.where(queued & (wait_on >= 0), 0, gap)
     wait_gap = np.where(wait_on >= 0, s - gather(s + d, wait_on, 0), 0)
     return DeviceWork(rows, stream.astype(np.int64), d.copy(), launch_pt, lat, gap, s.copy(), bounds,
                       wait_on, wait_gap), order
 
 
-def _stream_waits(s: I64, d: I64, stream: I64, call_ts: I64, todo_mask: npt.NDArray[np.bool_],
-                  typical_ns: int) -> I64:
-    """Per activity that started later than its launch explains (``todo_mask``): the activity on
-    another stream, launched before it, that ended at most :data:`QUEUED_GAP_NS` before it started
-    and after its launch had reached the device — what it waited for (``cudaStreamWaitEvent``: a
-    kernel consuming another stream's result, a collective waiting for the gradients). -1 none."""
+def _stream_waits(s: I64, d: I64, stream: I64, call_ts: I64, todo_mask: npt.NDArray[np.bool_], floor: I64) -> I64:
+    """Per activity that started later than its launch and its stream explain (``todo_mask``): the
+    activity on another stream, launched before it, that ended at most :data:`QUEUED_GAP_NS` before
+    it started and after ``floor`` (its launch reached the device, its stream was free) — what it
+    waited for (``cudaStreamWaitEvent``: a kernel consuming another stream's result, a collective
+    waiting for the gradients). -1 none."""
     end = s + d
     by_end = np.argsort(end, kind="stable")
     end_sorted = end[by_end]
@@ -242,7 +245,7 @@ def _stream_waits(s: I64, d: I64, stream: I64, call_ts: I64, todo_mask: npt.NDAr
             break
         cand = by_end[pos]
         e = end[cand]
-        near = (e >= s[todo] - QUEUED_GAP_NS) & (e > call_ts[todo] + typical_ns)
+        near = (e >= s[todo] - QUEUED_GAP_NS) & (e > floor[todo])
         ok = near & (stream[cand] != stream[todo]) & (call_ts[cand] < call_ts[todo])
         out[todo[ok]] = cand[ok]
         more = near & ~ok

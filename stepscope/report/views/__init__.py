@@ -29,6 +29,7 @@ from stepscope.analysis.registry import (
     HOST_OPS,
     IDLE,
     INPUT_SHAPES,
+    JOB_WHATIF,
     KERNELS,
     LAUNCH,
     LAUNCH_CONFIG,
@@ -51,7 +52,7 @@ from stepscope.analysis.registry import (
     RankAnalysis,
 )
 from stepscope.report.views.annotations import render_annotations
-from stepscope.report.views.arrivals import render_arrivals, render_slow_links
+from stepscope.report.views.arrivals import render_arrivals, render_job_whatif, render_slow_links
 from stepscope.report.views.breakdown import render_breakdown
 from stepscope.report.views.caching_allocator import render_caching_allocator
 from stepscope.report.views.categories import render_categories
@@ -156,4 +157,5 @@ CLUSTER_RENDERERS: dict[str, ClusterView] = {
     "comm_matrix": cluster_view(COMM_MATRIX, render_comm_matrix),
     "arrivals": cluster_view(ARRIVALS, render_arrivals),
     "slow_links": cluster_view(SLOW_LINKS, render_slow_links),
+    "job_whatif": cluster_view(JOB_WHATIF, render_job_whatif),
 }

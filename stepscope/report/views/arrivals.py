@@ -1,4 +1,5 @@
-"""Terminal views of the arrivals at the collectives (culprits, victims, causes) and of slow links."""
+"""Terminal views of the arrivals at the collectives (culprits, victims, causes), of slow links, and of
+the job replayed with each culprit fixed."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from rich.console import Console
 from stepscope.analysis.arrivals import CAUSES, Arrivals
 from stepscope.analysis.comm import coll_type_name
 from stepscope.analysis.slow_links import SLOW_FRACTION, SlowLinks
+from stepscope.analysis.whatif.fix_rank import JobWhatIf
 from stepscope.report.texts import CAUSE_WORDS
 from stepscope.report.views._deep import gbps, ms, nbytes, table
 
@@ -59,3 +61,11 @@ def render_slow_links(s: SlowLinks, console: Console, top: int) -> None:
         console.print(t)
     else:
         console.print(f"  no slow link among {len(rows)} groups / links")
+
+
+def render_job_whatif(j: JobWhatIf, console: Console, top: int) -> None:
+    t = table(f"the job replayed with each culprit fixed (measured mean step {ms(j.measured_mean_ns)} ms)",
+              "rank", "predicted mean ms", "saved ms", right_from=1)
+    for i, r in enumerate(j.culprits[:top]):  # a handful of culprits
+        t.add_row(str(r), ms(float(j.predicted_mean_ns[i])), ms(j.saved_ns(r) or 0.0))
+    console.print(t)

@@ -81,12 +81,15 @@ def test_channels_last_only_when_convolutions_run_on_tensor_cores(tmp_path: Path
 
 
 def test_straggler_and_imbalance(tmp_path: Path) -> None:
+    """Rank 3 arrives 4 ms late at every all-reduce; nothing in these 10 ms host steps waits for the
+    device (it is done at 6.6 ms), so the job replayed with rank 3 fixed is no shorter: gain 0."""
     trace = load_ranks([rank_builder(r, 6_000 if r == 3 else 2_000) for r in range(4)], tmp_path)
     advice = run_advisor(analyze(trace))
     stragglers = [f for f in advice.findings if f.rule == "straggler-rank"]
     assert [f.rank for f in stragglers] == [3]
     assert stragglers[0].evidence["slow_rank"] == 3
-    assert stragglers[0].est_gain_ns == pytest.approx(4_000_000, rel=0.05)
+    assert stragglers[0].evidence["late_ms"] == pytest.approx(4.0, rel=0.05)
+    assert stragglers[0].est_gain_ns == 0 and stragglers[0].basis == "replayed"
     imb = [f for f in advice.findings if f.rule == "load-imbalance"]
     assert imb and imb[0].evidence["busiest_rank"] == 3
 

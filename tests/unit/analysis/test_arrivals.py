@@ -33,12 +33,14 @@ def _nccl(b: TraceBuilder, launch: int, ts: int, end: int, pg: str = "0", nelems
                              "Out msg nelems": nelems, "dtype": "Float", "Group size": group}))
 
 
-def planted_compute(tmp_path: Path, skew_us: int = 0) -> Trace:
+def planted_compute(tmp_path: Path, skew_us: int = 0, sync: bool = False) -> Trace:
     """4 ranks, 2 steps of 20 ms. Per step at T: the host launches everything at T+10..T+60; GEMM A
     runs [T+1000, T+6000+dA] (dA = 0, 50, 100, 20 µs on ranks 0-3), all-reduce 0 starts when A ends
     and ends at T+7000 everywhere; GEMM B [T+7000, T+9000]; rank 3 only runs a planted 5 ms GEMM
     [T+9000, T+14000]; all-reduce 1 starts when the GEMMs are done (T+9000, rank 3 T+14000) and ends
-    at T+15000 everywhere. ``skew_us`` moves rank 2's clock (every event of its file)."""
+    at T+15000 everywhere. ``skew_us`` moves rank 2's clock (every event of its file). ``sync``: the
+    host then waits for the device, cudaDeviceSynchronize [T+60, T+15005] (without it nothing in a
+    step waits for the device: the host's 20 ms steps bound the job)."""
     builders = []
     for rank, d_a in enumerate((0, 50, 100, 20)):
         b = TraceBuilder(rank=rank, world_size=4)
@@ -51,6 +53,9 @@ def planted_compute(tmp_path: Path, skew_us: int = 0) -> Trace:
             if rank == 3:
                 b.launch_kernel("volta_sgemm_planted", launch_ts=t + 40, launch_dur=5, ts=t + 9000, dur=5000)
             _nccl(b, t + 50, t + (14_000 if rank == 3 else 9000), t + 15_000)
+            if sync:
+                b.add(ph="X", cat=b.RUNTIME_CAT, name="cudaDeviceSynchronize", pid=b.pid, tid=b.tid, ts=t + 60,
+                      dur=15_000 + 5 - 60, args={})
         if rank == 2:
             for e in b.events:
                 e["ts"] += skew_us
@@ -104,11 +109,15 @@ def test_records_are_enough_for_the_cross_rank_step(tmp_path: Path) -> None:
 
 
 def test_the_advisor_names_the_culprit_and_the_job_is_imbalanced(tmp_path: Path) -> None:
-    advice = run_advisor(analyze(planted_compute(tmp_path)))
+    """The gain is the job replayed with rank 3 fixed: its GEMMs in the gap [T+7000, T+14000] take
+    5000 less (B [7000, 7571], the planted one [7571, 9000]), it arrives at T+9000 with the others,
+    all-reduce 1 ends at T+10000, the syncs return 5 ms earlier: every step 5 ms shorter."""
+    advice = run_advisor(analyze(planted_compute(tmp_path, sync=True)))
     found = [f for f in advice.findings if f.rule == "straggler-rank"]
     assert [f.rank for f in found] == [3]
     f = found[0]
-    assert f.est_gain_ns == 5000 * US  # 10 ms of lateness over 2 steps
+    assert f.est_gain_ns == 5000 * US and f.basis == "replayed"  # 10 ms of lateness over 2 steps, all saved
+    assert f.evidence["whatif_measured_ms"] == 20.0 and f.evidence["whatif_predicted_ms"] == 15.0
     assert f.evidence["cause"] == "compute" and f.evidence["victims"] == [0, 1, 2]
     assert f.evidence["times_last"] == 2 and f.evidence["cause_ms"] == {"compute": 5.0}
     job = advice.verdicts[0]
@@ -197,3 +206,12 @@ def test_the_job_verdict_is_the_waited_for_rank_not_the_longest_window(tmp_path:
     rank2 = next(v for v in advice.verdicts if v.rank == 2)
     assert (job.bound, job.step_ns) == (rank2.bound, rank2.step_ns) == (job.bound, 17_000 * US)
     assert "set by rank 2, the rank the others wait for" in texts.verdict_text(job)
+
+
+def test_a_culprit_nobody_needs_earlier_saves_nothing(tmp_path: Path) -> None:
+    """Without the syncs nothing in a step waits for the device: the host's 20 ms steps bound the
+    job, and the replay with rank 3 fixed saves nothing, though it is 5 ms late per step."""
+    advice = run_advisor(analyze(planted_compute(tmp_path)))
+    f = next(f for f in advice.findings if f.rule == "straggler-rank")
+    assert f.rank == 3 and f.evidence["late_ms"] == 5.0
+    assert f.est_gain_ns == 0 and f.basis == "replayed" and f.evidence["whatif_predicted_ms"] == 20.0

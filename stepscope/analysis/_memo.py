@@ -59,6 +59,16 @@ class Memo:
 _ACTIVE: ContextVar[Memo | None] = ContextVar("stepscope_analysis_memo", default=None)
 
 
+@contextlib.contextmanager
+def memoised() -> Iterator[None]:
+    """A memo for the block when none is active (a what-if outside a bundle build reads each pass once)."""
+    if _ACTIVE.get() is not None:
+        yield
+        return
+    with Memo().active():
+        yield
+
+
 def per_rank(fn: Callable[[Trace, int], R]) -> Callable[[Trace, int], R]:
     """Memoise ``fn(trace, rank)`` in the active memo (computed afresh when none is active)."""
     name = f"{fn.__module__}.{fn.__qualname__}"

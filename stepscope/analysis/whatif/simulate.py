@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.analysis._memo import memoised
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import I64
 from stepscope.analysis.critical_path import PARTS, CriticalPath, compute_critical_path
@@ -76,15 +77,16 @@ class WhatIf:
 def simulate(trace: Trace, transforms: Sequence[Transform], ranks: Sequence[int] | None = None) -> WhatIf:
     """Predict every step of each rank with these transformations applied together, in order (the
     ranks replayed together, tied by their collectives: :mod:`.job`)."""
-    out = []
     wanted = list(ranks if ranks is not None else trace.rank_ids)
-    replayed = replayed_job(trace, transforms, wanted)
+    with memoised():  # the measured trace's passes once (a replayed trace's are read once each, after)
+        replayed = replayed_job(trace, transforms, wanted)
+        before = {rank: compute_critical_path(trace, rank) for rank in wanted}
+    out = []
     for rank in wanted:
         g, rp = replayed[rank]
         after = compute_critical_path(replayed_trace(trace, g, rp), rank)
-        before = compute_critical_path(trace, rank)
         measured = g.steps.measured_end_ns - g.steps.measured_start_ns
-        out.append(RankWhatIf(rank, g.steps.step, measured, rp.step_ns, before, after))
+        out.append(RankWhatIf(rank, g.steps.step, measured, rp.step_ns, before[rank], after))
     return WhatIf(tuple(t.basis() for t in transforms), _caveats(transforms, out), tuple(out))
 
 
@@ -103,7 +105,8 @@ def saving_ns(trace: Trace, transforms: Sequence[Transform], ranks: Sequence[int
     """What these transformations save on the job's mean step (0 when they change nothing)."""
     out = []
     wanted = list(ranks if ranks is not None else trace.rank_ids)
-    replayed = replayed_job(trace, transforms, wanted)
+    with memoised():
+        replayed = replayed_job(trace, transforms, wanted)
     for rank in wanted:
         g, rp = replayed[rank]
         if len(g.steps.step):

@@ -9,6 +9,7 @@ cudaStreamSynchronize [42, 70]; host [70, 100]. The last arrival is 45, the tran
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,7 @@ from stepscope.analysis.whatif.graph import step_graph
 from stepscope.analysis.whatif.job import job_edges, replay_job
 from stepscope.analysis.whatif.replay import Durations, replay
 from stepscope.analysis.whatif.simulate import simulate
+from stepscope.cli import main
 from stepscope.model.trace import Trace
 from tests.builders import TraceBuilder, kargs, load_ranks
 
@@ -119,3 +121,18 @@ def test_a_kernel_that_waited_for_another_stream_moves_with_it(stream_wait: Trac
     w = simulate(stream_wait, [tf.ScaleDevice(tf.Select("^A$"), 0.5)])
     assert (w.ranks[0].predicted_ns // US).tolist() == [50]
     assert np.all(w.ranks[0].measured_ns == 70 * US)
+
+
+def test_the_command_fixes_a_rank_and_refuses_one_not_in_the_trace(late_rank: Trace,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """``stepscope whatif RUN --fix-rank 0 --json``: the job's step 100 → 70 (above); rank 5: exit 2."""
+    run = str(late_rank.source)
+    with pytest.raises(SystemExit) as exc:
+        main(["whatif", run, "--fix-rank", "0", "--json", "--no-cache"])
+    out, _ = capsys.readouterr()
+    assert exc.value.code in (0, None)
+    job = json.loads(out)["job"]
+    assert job["measured_mean_ms"] == pytest.approx(0.1) and job["predicted_mean_ms"] == pytest.approx(0.07)
+    with pytest.raises(SystemExit) as exc:
+        main(["whatif", run, "--fix-rank", "5", "--no-cache"])
+    assert exc.value.code == 2 and "--fix-rank: no rank 5 in the trace" in capsys.readouterr().err

@@ -49,28 +49,34 @@ class Streams:
 
     def advance(self, host_t: I64, upto_pt: int) -> None:
         """Time every activity launched at or before ``upto_pt`` whose dependencies are timed."""
-        moved = True
-        while moved:  # another pass when a stream waited for one timed later in this pass
-            moved = False
+        again = True
+        while again:  # another pass when a stream waits for another stream's activity timed in this one
+            moved = stalled = False
             for s in range(len(self.next)):
-                moved |= self._advance_stream(s, host_t, upto_pt)
+                m, w = self._advance_stream(s, host_t, upto_pt)
+                moved, stalled = moved or m, stalled or w
+            again = moved and stalled
 
-    def _advance_stream(self, s: int, host_t: I64, upto_pt: int) -> bool:
+    def _advance_stream(self, s: int, host_t: I64, upto_pt: int) -> tuple[bool, bool]:
+        """Time what it can of stream ``s``: (whether it moved, whether it stopped at a wait on another stream)."""
         lo, hi = int(self.next[s]), int(self.bounds[s + 1])
         if lo >= hi:
-            return False
+            return False, False
         stop = lo + int(np.searchsorted(self.reach[lo:hi], upto_pt, side="right"))
         bl = self.blockers[np.searchsorted(self.blockers, lo):np.searchsorted(self.blockers, stop)]
+        stalled = False
         if len(bl):
             w = self.wait_on[bl]
-            waiting = ((w >= 0) & ~gather(self.timed, w, 1).astype(bool)) | ~self.known[bl]
+            on_stream = (w >= 0) & ~gather(self.timed, w, 1).astype(bool)
+            waiting = on_stream | ~self.known[bl]
             if waiting.any():
-                stop = int(bl[np.argmax(waiting)])
+                first = int(np.argmax(waiting))
+                stop, stalled = int(bl[first]), bool(on_stream[first])
         if stop > lo:
             self._scan(s, lo, stop, host_t)
             self.next[s] = stop
         self._arrive(s, stop, hi, host_t, upto_pt)
-        return stop > lo
+        return stop > lo, stalled
 
     def _ready(self, s: int, lo: int, hi: int, host_t: I64) -> I64:
         """When each activity of [lo, hi) could start, its stream aside (launch, other streams)."""

@@ -118,12 +118,14 @@ class Tools:
                scale: Annotated[list[str] | None, Field(description="REGEX=FACTOR: kernels / copies "
                                                         "matching REGEX take FACTOR x their time")] = None,
                overlap_comm: Annotated[bool, Field(description="Communication fully hidden under "
-                                                   "compute")] = False) -> str:
+                                                   "compute")] = False,
+               fix_rank: Annotated[list[int] | None, Field(description="Stragglers fixed: each rank arrives "
+                                                           "with the others at the collectives")] = None) -> str:
         """Predict each step with the named changes applied together (`stepscope whatif --json`): the
         replayed step graph gives measured vs predicted ms per step, the mean and median, the saving,
         and what bounds the step before and after."""
         return self._answer(lambda: queries.whatif(self.cache.get(path), rank, workers, host_overhead, host_in,
-                                                   drop_syncs, pin_copies, scale, overlap_comm))
+                                                   drop_syncs, pin_copies, scale, overlap_comm, fix_rank))
 
 
 def _version() -> str:

@@ -22,6 +22,7 @@ from typing import Any
 
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.timeline import timeline_window
+from stepscope.analysis.whatif.options import check_ranks
 from stepscope.analysis.whatif.simulate import simulate
 from stepscope.errors import StepscopeError
 from stepscope.model.trace import Trace
@@ -185,6 +186,7 @@ class RunStore:
 def _whatif_bytes(res: RunResults, request: WhatIfRequest) -> bytes:
     """Replay every rank of the run (outside the bundle's memo: the replayed traces are not kept)."""
     try:
+        check_ranks(tuple(request.options.get("fix_rank", ())), res.trace.rank_ids)
         doc = whatif_dict(simulate(res.trace, request.changes), res.entry.label)
     except StepscopeError as exc:
         raise ApiError(422, str(exc)) from None

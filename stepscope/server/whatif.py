@@ -3,7 +3,7 @@
 The body is one JSON object whose fields are ``stepscope whatif``'s options (docs/serve.md)::
 
     {"workers": 8, "drop_syncs": "item", "pin_copies": true, "host_overhead": 0.5,
-     "host_in": ["^Optimizer.step=0.5"], "scale": ["gemm|conv=0.5"], "overlap_comm": true}
+     "host_in": ["^Optimizer.step=0.5"], "scale": ["gemm|conv=0.5"], "overlap_comm": true, "fix_rank": [7]}
 
 Each field is optional, but at least one change must be named. A field of the wrong type, an
 unknown field, a factor outside [0, 1000], a regex that does not compile or is longer than 200
@@ -30,7 +30,7 @@ MAX_PATTERN_CHARS = 200
 MAX_PAIRS = 8
 MAX_WORKERS = 1024
 T = TypeVar("T")
-FIELDS = ("workers", "drop_syncs", "pin_copies", "host_overhead", "host_in", "scale", "overlap_comm")
+FIELDS = ("workers", "drop_syncs", "pin_copies", "host_overhead", "host_in", "scale", "overlap_comm", "fix_rank")
 
 
 @dataclass(frozen=True)
@@ -103,6 +103,13 @@ def _pairs(value: Any, name: str) -> list[str]:
     return list(value)
 
 
+def _ranks(value: Any) -> list[int]:
+    if not isinstance(value, list) or len(value) > MAX_PAIRS or \
+            not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 << 20 for v in value):
+        raise ApiError(400, f"fix_rank must be a list of at most {MAX_PAIRS} rank numbers")
+    return list(value)
+
+
 def _usage(check: Callable[[], T]) -> T:
     """``check()``, its one-line usage error turned into a 400."""
     try:
@@ -115,7 +122,7 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "workers": _workers, "drop_syncs": lambda v: _pattern(v, "drop_syncs"),
     "pin_copies": lambda v: _flag(v, "pin_copies"), "host_overhead": lambda v: _factor(v, "host_overhead"),
     "host_in": lambda v: _pairs(v, "host_in"), "scale": lambda v: _pairs(v, "scale"),
-    "overlap_comm": lambda v: _flag(v, "overlap_comm")}
+    "overlap_comm": lambda v: _flag(v, "overlap_comm"), "fix_rank": _ranks}
 
 
 def parse_whatif(body: bytes) -> WhatIfRequest:
@@ -127,5 +134,6 @@ def parse_whatif(body: bytes) -> WhatIfRequest:
         raise ApiError(400, f"name at least one change ({', '.join(FIELDS)})")
     changes = _usage(lambda: transforms_of(
         opts.get("workers"), opts.get("drop_syncs"), bool(opts.get("pin_copies")), tuple(opts.get("scale", ())),
-        opts.get("host_overhead"), tuple(opts.get("host_in", ())), bool(opts.get("overlap_comm"))))
+        opts.get("host_overhead"), tuple(opts.get("host_in", ())), bool(opts.get("overlap_comm")),
+        tuple(opts.get("fix_rank", ()))))
     return WhatIfRequest(opts, tuple(changes))

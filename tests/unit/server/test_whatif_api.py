@@ -77,6 +77,15 @@ def test_two_ranks(client: TestClient, ids: dict[str, str]) -> None:
     assert [r["rank"] for r in got["ranks"]] == [0, 1] and got["job"] == want["job"]
 
 
+def test_fix_rank(client: TestClient, ids: dict[str, str]) -> None:
+    """A rank of the run is fixed as ``--fix-rank`` does; one not in it is a 422 naming it."""
+    got = post(client, ids["cpu_ddp_2rank"], {"fix_rank": [1]}).json()
+    want = _expected(stepscope.load(DATA / "cpu_ddp_2rank"), [tf.FixSlowRank(1)], "x")
+    assert got["job"] == want["job"] and got["options"] == {"fix_rank": [1]}
+    r = post(client, ids["cpu_ddp_2rank"], {"fix_rank": [5]})
+    assert r.status_code == 422 and "no rank 5 in the trace" in r.json()["error"]
+
+
 BAD = [
     (b"{", "not JSON"), (b"\xff\xfe", "not JSON"), (b"[1]", "JSON object"), (b'"workers"', "JSON object"),
     ({}, "name at least one change"), ({"pin_copies": False}, "name at least one change"),
@@ -93,7 +102,8 @@ BAD = [
     ({"scale": ["gemm=-1"]}, "scale takes REGEX=FACTOR"), ({"scale": ["gemm=nan"]}, "scale takes REGEX=FACTOR"),
     ({"scale": ["a[=0.5"]}, "scale: not a regular expression"), ({"scale": [1]}, "scale must be a list"),
     ({"scale": ["g=1"] * 9}, "at most 8"), ({"host_in": ["x" * 300 + "=1"]}, "is too long"),
-    ({"host_in": ["=0.5"]}, "host_in takes REGEX=FACTOR"),
+    ({"host_in": ["=0.5"]}, "host_in takes REGEX=FACTOR"), ({"fix_rank": 7}, "fix_rank must be a list"),
+    ({"fix_rank": [True]}, "fix_rank must be a list"), ({"fix_rank": [-1]}, "fix_rank must be a list"),
 ]
 
 

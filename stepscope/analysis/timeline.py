@@ -30,7 +30,8 @@ Dominance weights: an event's weight in a bucket is its overlap with the bucket 
                  "device": int | null, "stream": int | null, "pid": str, "tid": str,
                  "max_depth": int}],
      "events": {"row": [int], "track": [int], "ts_ns": [int], "dur_ns": [int], "kind": [str],
-                "name": [str], "depth": [int], "step": [int]} | null,     # mode "events"
+                "name": [str], "depth": [int], "step": [int],
+                "op": [int]} | null,                  # mode "events"; op: launching CPU op row, -1
      "aggregate": [{"track": int, "busy_frac": [float], "count": [int],
                     "kind": [str | null], "name": [str | null]}] | null,  # mode "aggregate"
      "steps": [{"step": int, "start_ns": int, "end_ns": int, "host_end_ns": int}],
@@ -118,7 +119,7 @@ class TimelineWindow:
     max_items: int
     edges_ns: I64
     tracks: tuple[TimelineTrack, ...]
-    events: dict[str, npt.NDArray[Any]] | None  # row, track, ts_ns, dur_ns, kind, name, depth, step
+    events: dict[str, npt.NDArray[Any]] | None  # row, track, ts_ns, dur_ns, kind, name, depth, step, op
     aggregate: Aggregate | None
     steps: dict[str, I64]  # step, start_ns, end_ns, host_end_ns
     flows: dict[str, I64]  # from_row, to_row, from_track, to_track, from_ts_ns, to_ts_ns
@@ -220,7 +221,7 @@ def _events(trace: Trace, ix: tix.RankIndex, pos: I64) -> dict[str, npt.NDArray[
     return {"row": rows, "track": ev["track"][rows].astype(np.int64), "ts_ns": ev["ts_ns"][rows],
             "dur_ns": ev["dur_ns"][rows], "kind": ev["kind"][rows].astype(np.int64),
             "name": ev["name"][rows].astype(np.int64), "depth": ev["depth"][rows].astype(np.int64),
-            "step": ev["step"][rows].astype(np.int64)}
+            "step": ev["step"][rows].astype(np.int64), "op": ev["op"][rows].astype(np.int64)}
 
 
 def _aggregate(ix: tix.RankIndex, pos: I64, edges: I64) -> Aggregate:

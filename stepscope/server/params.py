@@ -92,3 +92,18 @@ def window(q: Mapping[str, str]) -> tuple[int | None, int | None, int]:
         raise ApiError(400, "end_ns must be greater than start_ns")
     items = integer(q, "max_items", lo=1, hi=MAX_ITEMS_LIMIT)
     return start, end, DEFAULT_MAX_ITEMS if items is None else items
+
+
+#: events listed per search answer (the client pages on with ``after_ns``)
+MAX_SEARCH_LIMIT = 10_000
+DEFAULT_SEARCH_LIMIT = 2000
+
+
+def search(q: Mapping[str, str]) -> tuple[str, int | None, int]:
+    """``q`` (the text to find in names, non-empty), ``after_ns`` and ``limit`` of a search request."""
+    text = q.get("q", "")
+    if not text.strip():
+        raise ApiError(400, "missing q: the text to find in event names")
+    after = integer(q, "after_ns", lo=-NS_LIMIT, hi=NS_LIMIT)
+    limit = integer(q, "limit", lo=1, hi=MAX_SEARCH_LIMIT, default=DEFAULT_SEARCH_LIMIT)
+    return text, after, DEFAULT_SEARCH_LIMIT if limit is None else limit

@@ -9,6 +9,10 @@
 ``GET /api/v1/runs/{id}/memory?rank=``         the rank's memory curves
 ``GET /api/v1/runs/{id}/timeline?rank=&...``   one timeline window (``start_ns``, ``end_ns``,
                                                ``max_items``; the rank's extent by default)
+``GET /api/v1/runs/{id}/event?rank=&row=``      one event's details (args, shapes, stack, launch,
+                                               its kernels: :mod:`stepscope.analysis.timeline_event`)
+``GET /api/v1/runs/{id}/search?rank=&q=&...``  the rank's events whose name contains ``q``
+                                               (``after_ns``, ``limit``: one page, by start)
 ``GET /api/v1/diff?base=&new=``                the diff document of two runs (docs/json.md)
 ``POST /api/v1/runs/{id}/whatif``              the run replayed with the changes of the JSON body
                                                (:mod:`.whatif`): ``stepscope whatif --json``
@@ -111,6 +115,26 @@ def timeline(request: Request) -> Response:
     return json_bytes(store.window(run_id, rank, start, end, items))
 
 
+def event(request: Request) -> Response:
+    res, q = _ready(request, ("rank", "row"))
+    rank = params.rank(q, res.ranks, required=True)
+    row = params.integer(q, "row", lo=0, hi=(1 << 31) - 1)
+    if rank is None or row is None:
+        raise ApiError(400 if rank is not None else 404, "missing row" if rank is not None else "this run has no ranks")
+    store, run_id = _run(request)
+    return json_bytes(store.event(run_id, rank, row))
+
+
+def search(request: Request) -> Response:
+    res, q = _ready(request, ("rank", "q", "after_ns", "limit"))
+    rank = params.rank(q, res.ranks, required=True)
+    if rank is None:
+        raise ApiError(404, "this run has no ranks")
+    text, after, limit = params.search(q)
+    store, run_id = _run(request)
+    return json_bytes(store.search(run_id, rank, text, after, limit))
+
+
 def diff(request: Request) -> Response:
     q = params.query(request.query_params.multi_items(), ("base", "new"))
     base, new = params.run_id(q.get("base"), "base run"), params.run_id(q.get("new"), "new run")
@@ -133,6 +157,8 @@ API_ROUTES = [
     Route("/api/v1/runs/{run_id}/info", info, methods=["GET"]),
     Route("/api/v1/runs/{run_id}/memory", memory, methods=["GET"]),
     Route("/api/v1/runs/{run_id}/timeline", timeline, methods=["GET"]),
+    Route("/api/v1/runs/{run_id}/event", event, methods=["GET"]),
+    Route("/api/v1/runs/{run_id}/search", search, methods=["GET"]),
     Route("/api/v1/diff", diff, methods=["GET"]),
     Route("/api/v1/runs/{run_id}/whatif", whatif, methods=["POST"]),
 ]

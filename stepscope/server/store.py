@@ -22,6 +22,7 @@ from typing import Any
 
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.timeline import timeline_window
+from stepscope.analysis.timeline_event import NoSuchEvent, event_details, search_events
 from stepscope.analysis.whatif.options import check_ranks
 from stepscope.analysis.whatif.simulate import simulate
 from stepscope.errors import StepscopeError
@@ -155,6 +156,34 @@ class RunStore:
                 data = dumps(timeline_window(res.trace, rank, start_ns, end_ns, max_items=max_items).to_dict())
         except StepscopeError as exc:
             raise ApiError(422, str(exc)) from None
+        return self._keep(self._windows, key, data, WINDOW_CACHE)
+
+    def event(self, run_id: str, rank: int, row: int) -> bytes:
+        """One event's details (clicked on the timeline), LRU-cached with the windows."""
+        res = self.get(run_id)
+        key = ("event", run_id, rank, row)
+        hit = self._cached(self._windows, key)
+        if hit is not None:
+            return hit
+        try:
+            with res.bundle.memo.active():
+                data = dumps(event_details(res.trace, rank, row))
+        except NoSuchEvent as exc:
+            raise ApiError(404, str(exc)) from None
+        return self._keep(self._windows, key, data, WINDOW_CACHE)
+
+    def search(self, run_id: str, rank: int, text: str, after_ns: int | None, limit: int) -> bytes:
+        """The rank's events whose name contains ``text`` (LRU-cached with the windows)."""
+        res = self.get(run_id)
+        key = ("search", run_id, rank, text, after_ns, limit)
+        hit = self._cached(self._windows, key)
+        if hit is not None:
+            return hit
+        try:
+            with res.bundle.memo.active():
+                data = dumps(search_events(res.trace, rank, text, after_ns=after_ns, limit=limit))
+        except StepscopeError as exc:
+            raise ApiError(400, str(exc)) from None
         return self._keep(self._windows, key, data, WINDOW_CACHE)
 
     def whatif(self, run_id: str, request: WhatIfRequest) -> bytes:

@@ -88,6 +88,32 @@ export async function timelineWindow(id, rank, startNs, endNs, maxItems) {
   return fits.length ? pick(fits, (q, p) => width(q) < width(p)) : pick(windows, (q, p) => width(q) > width(p));
 }
 
+/** One event's details (served: GET .../event; standalone: null — the file carries no per-event args). */
+export async function eventDetails(id, rank, row) {
+  if (standalone) return null;
+  return api(`/api/v1/runs/${id}/event${query({rank, row})}`);
+}
+
+/** The rank's events whose name contains `q` (any case), by start: {total, truncated, matches: {row, track,
+ *  ts_ns, dur_ns, name}}. Standalone: among the events of the windows the file carries (`partial: true`). */
+export async function searchEvents(id, rank, q, afterNs) {
+  if (!standalone) return api(`/api/v1/runs/${id}/search${query({rank, q, after_ns: afterNs})}`);
+  const seen = new Map(), needle = q.toLowerCase();
+  for (const w of (timelineSnapshot(rank).windows || []).map(expanded)) {
+    const ev = w.events;
+    if (!ev) continue;
+    for (let i = 0; i < ev.row.length; i++) {
+      if (!seen.has(ev.row[i]) && (ev.name[i] || "").toLowerCase().includes(needle)) {
+        seen.set(ev.row[i], {row: ev.row[i], track: ev.track[i], ts_ns: ev.ts_ns[i], dur_ns: ev.dur_ns[i], name: ev.name[i]});
+      }
+    }
+  }
+  const list = [...seen.values()].sort((p, r) => p.ts_ns - r.ts_ns || p.track - r.track);
+  const cols = {row: [], track: [], ts_ns: [], dur_ns: [], name: []};
+  for (const m of list) for (const k in cols) cols[k].push(m[k]);
+  return {rank, query: q, total: list.length, truncated: false, partial: true, matches: cols};
+}
+
 // A window's text columns were interned in the file (standalone.py compact_window): expand them once.
 const expandedWindows = new WeakMap();
 function expandColumn(col) {

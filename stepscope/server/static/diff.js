@@ -6,6 +6,7 @@ import {el, svg, card, empty, tip, fmtMs, fmtSigned, fmtNum, isNum, BREAKDOWN} f
 import {dataTable} from "./tables.js";
 import {lineChart, legend} from "./charts.js";
 import {diffDocument} from "./data.js";
+import {alignedTimelines} from "./timeline.js";
 
 const LABELS = Object.fromEntries(BREAKDOWN.map(([k, label]) => [k, label]));
 const COLORS = Object.fromEntries(BREAKDOWN.map(([k, , c]) => [k, c]));
@@ -36,6 +37,7 @@ export async function diffView(base, next) {
   if (doc.findings) out.push(findingsCard(doc.findings));
   const steps = perStepChart(doc.base, doc.new);
   if (steps) out.push(card("diff-steps", "Each step", "Every ProfilerStep's wall time, BASE (grey) and NEW (blue), step by step in order.", steps));
+  out.push(await alignedTimelines(base, next, [sideName(doc.base, "base"), sideName(doc.new, "new")]));
   const names = [...new Set([...TABLE_ORDER, ...Object.keys(doc.tables || {})])].filter((k) => Array.isArray(doc[k]) && doc[k].length);
   for (const name of names) {
     const meta = (doc.tables || {})[name] || {};

@@ -1,0 +1,429 @@
+"""The timeline at Perfetto's level, in a real headless Chromium: click an event for its details, its
+flows drawn from it only, search by name with next / previous, collapsible tracks, every rank of a
+run on one time axis, two runs' timelines aligned step to step, and the standalone report's timeline.
+
+``stepscope serve`` runs as a subprocess on a free loopback port (the H100 base and fixed runs of the
+repo, the two-rank CPU DDP run). Each shown value is checked against the JSON API (or, in the report,
+the embedded JSON); every test also checks no console error and no request outside the page.
+Screenshots go to ``STEPSCOPE_SCREENSHOT_DIR`` when set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urlparse
+
+import pytest
+from browser import launch, need_playwright, record
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = REPO / "tests" / "data"
+CPU_ROW, GPU_ANNOT = 15, 5  # tl_canvas.js: ROW, ANNOT_H
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    need_playwright()
+    root = tmp_path_factory.mktemp("served")
+    shutil.copytree(DATA / "h100_cuda_train" / "base", root / "h100_base")
+    shutil.copytree(DATA / "h100_cuda_train" / "fixed", root / "h100_fixed")
+    shutil.copytree(DATA / "cpu_ddp_2rank", root / "cpu_ddp_2rank")
+    env = {**os.environ, "STEPSCOPE_CACHE_DIR": str(tmp_path_factory.mktemp("cache"))}
+    proc = subprocess.Popen([sys.executable, "-m", "stepscope", "serve", str(root), "--no-browser"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        m = re.search(r"(http://127\.0\.0\.1:\d+)/", line)
+        if not m:
+            proc.kill()
+            pytest.fail(f"serve did not print its URL: {line!r}")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                api(m.group(1), "/api/v1/health")
+                break
+            except OSError:
+                time.sleep(0.1)
+        yield m.group(1)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def api(base: str, path: str) -> Any:
+    with urllib.request.urlopen(base + path, timeout=120) as r:
+        return json.load(r)
+
+
+@pytest.fixture(scope="module")
+def ids(served: str) -> dict[str, str]:
+    return {r["label"]: r["id"] for r in api(served, "/api/v1/runs")["runs"]}
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    need_playwright()
+    yield from launch()
+
+
+class Tl:
+    """One page on a timeline, with what it logged and requested, and the canvas geometry."""
+
+    def __init__(self, page: Any, base: str) -> None:
+        self.page, self.base = page, base
+        self.errors: list[str] = []
+        self.requests: list[str] = []
+        record(page, self.errors, self.requests)
+
+    def wait(self, expr: str, timeout_s: float = 60) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not self.page.evaluate(expr):
+            if time.monotonic() > deadline:
+                pytest.fail(f"timed out waiting for {expr}")
+            self.page.wait_for_timeout(50)
+
+    def data(self, key: str, sel: str = "#timeline-canvas") -> str:
+        return str(self.page.locator(sel).first.get_attribute(f"data-{key}") or "")
+
+    def fetches(self, sel: str = "#timeline-canvas") -> int:
+        return int(self.data("fetches", sel) or 0)
+
+    def settle(self, before: int, sel: str = "#timeline-canvas") -> None:
+        """Wait for a fetch after ``before`` (the gesture's refined windows drawn)."""
+        self.wait(f"Number(document.querySelector('{sel}').dataset.fetches || 0) > {before}")
+
+    def layout(self, sel: str = "#timeline-canvas") -> dict[str, Any]:
+        out: dict[str, Any] = json.loads(self.data("layout", sel))
+        return out
+
+    def view(self, sel: str = "#timeline-canvas") -> tuple[float, float]:
+        a, b = self.data("view", sel).split(",")
+        return float(a), float(b)
+
+    def point(self, group: int, track: int, ts_ns: int, dur_ns: int, depth: int, gpu: bool,
+              sel: str = "#timeline-canvas") -> tuple[float, float]:
+        """Page coordinates of the middle of an event as tl_canvas.js draws it."""
+        lay, (a, b) = self.layout(sel), self.view(sel)
+        offset = float(self.data("offsets", sel).split(",")[group])
+        lane = next(ln for ln in lay["lanes"] if ln["g"] == group and ln["track"] == track)
+        box = self.page.locator(sel).first.bounding_box()
+        gut, width = lay["gutter"], lay["width"]
+        mid = ts_ns - offset + dur_ns / 2
+        x = gut + (mid - a) / (b - a) * (width - gut)
+        y = lane["y"] + (GPU_ANNOT + (lane["h"] - GPU_ANNOT) / 2 if gpu else depth * CPU_ROW + CPU_ROW / 2)
+        return box["x"] + x, box["y"] + y
+
+    def windows(self, run: str | None = None) -> list[dict[str, str]]:
+        out = []
+        for u in self.requests:
+            if "/timeline?" in u and (run is None or f"/runs/{run}/" in u):
+                out.append({k: v[0] for k, v in parse_qs(urlparse(u).query).items()})
+        return out
+
+    def check_clean(self) -> None:
+        assert self.errors == []
+        assert [u for u in self.requests if not u.startswith(self.base + "/")] == []
+
+    def shot(self, name: str, full: bool = True, element: str | None = None) -> None:
+        target = os.environ.get("STEPSCOPE_SCREENSHOT_DIR")
+        if target:
+            Path(target).mkdir(parents=True, exist_ok=True)
+            self.page.mouse.move(1, 1)  # no tooltip over the view
+            path = str(Path(target) / name)
+            if element:
+                self.page.locator(element).screenshot(path=path)
+            else:
+                self.page.screenshot(path=path, full_page=full)
+
+
+@pytest.fixture
+def tl(browser: Any, served: str) -> Iterator[Tl]:
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    s = Tl(page, served)
+    yield s
+    s.check_clean()
+    page.close()
+
+
+def _open_step(tl: Tl, rid: str, step: str = "9") -> dict[str, Any]:
+    """The run's timeline at one step (exact events); returns the API's answer for that same window."""
+    tl.page.goto(f"{tl.base}/#/run/{rid}/timeline")
+    tl.page.wait_for_selector("#timeline-canvas[data-fetches='1']", timeout=120_000)
+    tl.page.select_option("#timeline-step", step)
+    tl.settle(1)
+    tl.wait("document.getElementById('timeline-canvas').dataset.mode === 'events'")
+    q = tl.windows(rid)[-1]
+    window: dict[str, Any] = api(tl.base, f"/api/v1/runs/{rid}/timeline?{urlencode(q)}")
+    assert window["mode"] == "events"
+    return window
+
+
+def _events(window: dict[str, Any]) -> list[dict[str, Any]]:
+    ev = window["events"]
+    return [dict(zip(ev, vals)) for vals in zip(*ev.values())]
+
+
+def _gpu_tracks(window: dict[str, Any]) -> set[int]:
+    return {t["id"] for t in window["tracks"] if t["kind"] == "gpu_stream"}
+
+
+def _click(tl: Tl, e: dict[str, Any], window: dict[str, Any], group: int = 0) -> None:
+    gpu = e["track"] in _gpu_tracks(window)
+    x, y = tl.point(group, e["track"], e["ts_ns"], e["dur_ns"], e["depth"], gpu)
+    tl.page.mouse.click(x, y)
+    tl.wait(f"document.getElementById('timeline-details').dataset.row === '{e['row']}'"
+            " && document.getElementById('timeline-details').dataset.state === 'ready'")
+
+
+def _table(page: Any, table_id: str) -> dict[str, str]:
+    """A details key → value table as shown."""
+    keys = page.locator(f"#{table_id} th").all_text_contents()
+    return dict(zip(keys, page.locator(f"#{table_id} td").all_text_contents()))
+
+
+def _value(text: str) -> Any:
+    """A shown argument back as JSON (numbers, [x, y, z]); text as it is."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _widest(events: list[dict[str, Any]], pred: Any) -> dict[str, Any]:
+    return max((e for e in events if pred(e)), key=lambda e: e["dur_ns"])
+
+
+def test_click_shows_the_api_details_and_flows_from_it_only(tl: Tl, ids: dict[str, str]) -> None:
+    rid = ids["h100_base"]
+    window = _open_step(tl, rid)
+    assert tl.data("flows") == "0"  # nothing selected: no flow drawn
+    events = _events(window)
+    rows = {e["row"] for e in events}
+    launched = {f["to_row"]: f["from_row"] for f in window["flows"]}
+    # a kernel whose launch call and launching op are both in the window: two arrows, to it
+    kernel = _widest(events, lambda e: e["kind"] == "kernel" and launched.get(e["row"]) in rows and e["op"] in rows)
+    _click(tl, kernel, window)
+    det = api(tl.base, f"/api/v1/runs/{rid}/event?rank=0&row={kernel['row']}")
+    page = tl.page
+    assert page.locator("#tl-det-name").text_content() == det["name"] == kernel["name"]
+    assert int(tl.data("dur-ns", "#timeline-details")) == det["dur_ns"]
+    facts = _table(page, "tl-det-facts")
+    assert facts["kind"] == "kernel" and facts["step"] == str(det["step"]) and facts["row"] == str(det["row"])
+    shown_args = _table(page, "tl-det-args")
+    assert {k: _value(v) for k, v in shown_args.items()} == det["args"]
+    assert "grid" in shown_args and "corr" in shown_args
+    assert page.locator("#tl-det-op button").get_attribute("data-row") == str(det["op"]["row"]) == str(kernel["op"])
+    assert page.locator("#tl-det-launch button").get_attribute("data-row") == str(det["launch"]["row"])
+    tl.wait("document.getElementById('timeline-canvas').dataset.flows === '2'")
+    assert tl.data("selected") == f"0:{kernel['row']}"
+    tl.shot("timeline-click-kernel.png")
+    # its launching op: shapes, enclosing ops, and the kernels it launched (the API's list)
+    page.click("#tl-det-op button")
+    tl.wait(f"document.getElementById('timeline-details').dataset.row === '{det['op']['row']}'"
+            " && document.getElementById('timeline-details').dataset.state === 'ready'")
+    op = api(tl.base, f"/api/v1/runs/{rid}/event?rank=0&row={det['op']['row']}")
+    assert page.locator("#tl-det-name").text_content() == op["name"]
+    inputs = _table(page, "tl-det-inputs")
+    assert json.loads(inputs["input dims"]) == op["input_dims"]
+    assert [int(r) for r in page.locator("#tl-det-kernels button").evaluate_all("b => b.map(x => x.dataset.row)")] \
+        == [k["row"] for k in op["kernels"]]
+    assert kernel["row"] in [k["row"] for k in op["kernels"]]
+    assert int(page.locator("#tl-det-kernel-head").get_attribute("data-count") or -1) == op["kernel_count"]
+    assert page.locator("#tl-det-parents button").evaluate_all("b => b.map(x => Number(x.dataset.row))") \
+        == [p["row"] for p in op["parents"]]
+    tl.wait(f"Number(document.getElementById('timeline-canvas').dataset.flows) >= {len(op['kernels'])}")
+    tl.shot("timeline-click-op.png")
+    # a click on empty space clears the selection and its flows
+    lay = tl.layout()
+    box = page.locator("#timeline-canvas").bounding_box()
+    page.mouse.click(box["x"] + lay["gutter"] + 5, box["y"] + lay["height"] - 3)
+    tl.wait("document.getElementById('timeline-canvas').dataset.flows === '0'")
+    assert tl.data("selected") == ""
+
+
+def test_search_highlights_and_jumps(tl: Tl, ids: dict[str, str]) -> None:
+    rid = ids["h100_base"]
+    _open_step(tl, rid, "7")
+    found = api(tl.base, f"/api/v1/runs/{rid}/search?rank=0&q=ATEN::MM")
+    assert found["total"] > 2
+    page = tl.page
+    a, b = tl.view()
+    offset = float(tl.data("offsets"))
+    page.fill("#timeline-search", "ATEN::MM")
+    page.press("#timeline-search", "Enter")
+    tl.wait("document.getElementById('timeline-details').dataset.state === 'ready'"
+            " && document.getElementById('timeline-details').dataset.row !== ''")
+    assert int(tl.data("total", "#timeline-hits")) == found["total"]
+    m = found["matches"]
+    starts = [t - offset for t in m["ts_ns"]]
+    first = next(i for i, t in enumerate(starts) if t >= (a + b) / 2)  # the first match from the view's middle on
+    assert tl.data("selected") == f"0:{m['row'][first]}"
+    assert page.locator("#tl-det-name").text_content() == m["name"][first] == "aten::mm"
+    assert page.locator("#timeline-hits").text_content().startswith(f"{first + 1} of {found['total']}")
+    tl.settle(tl.fetches() - 1)
+    tl.wait("Number(document.getElementById('timeline-canvas').dataset.matches) >= 1")
+    tl.shot("timeline-search.png")
+    page.click("#timeline-next")
+    nxt = (first + 1) % found["total"]
+    tl.wait(f"document.getElementById('timeline-canvas').dataset.selected === '0:{m['row'][nxt]}'")
+    page.click("#timeline-prev")
+    page.click("#timeline-prev")
+    prev = (first - 1) % found["total"]
+    tl.wait(f"document.getElementById('timeline-canvas').dataset.selected === '0:{m['row'][prev]}'")
+    assert tl.data("index", "#timeline-hits") == str(prev)
+
+
+def test_tracks_collapse_and_expand(tl: Tl, ids: dict[str, str]) -> None:
+    window = _open_step(tl, ids["h100_base"])
+    lay = tl.layout()
+    cpu = next(ln for ln in lay["lanes"] if ln["rows"] > 1)
+    box = tl.page.locator("#timeline-canvas").bounding_box()
+    tl.page.mouse.click(box["x"] + 20, box["y"] + cpu["y"] + 5)
+    folded = next(ln for ln in tl.layout()["lanes"] if ln["track"] == cpu["track"])
+    assert folded["folded"] and folded["h"] == 9 and folded["rows"] == 1
+    below = [ln for ln in tl.layout()["lanes"] if ln["y"] > folded["y"]]
+    assert below and below[0]["y"] == folded["y"] + 9 + 2  # the lanes below moved up
+    tl.shot("timeline-collapsed.png", full=False)
+    # a folded lane still selects its top-level events
+    top = _widest(_events(window), lambda e: e["track"] == cpu["track"] and e["depth"] == 0)
+    x, _ = tl.point(0, top["track"], top["ts_ns"], top["dur_ns"], 0, False)
+    tl.page.mouse.click(x, box["y"] + folded["y"] + 4)
+    tl.wait(f"document.getElementById('timeline-details').dataset.row === '{top['row']}'")
+    tl.page.mouse.click(box["x"] + 20, box["y"] + folded["y"] + 4)
+    again = next(ln for ln in tl.layout()["lanes"] if ln["track"] == cpu["track"])
+    assert not again["folded"] and again["h"] == cpu["h"]
+
+
+def test_all_ranks_on_one_axis(tl: Tl, ids: dict[str, str]) -> None:
+    rid = ids["cpu_ddp_2rank"]
+    info = api(tl.base, f"/api/v1/runs/{rid}/info")["ranks"]
+    page = tl.page
+    page.goto(f"{tl.base}/#/run/{rid}/timeline")
+    page.wait_for_selector("#timeline-canvas[data-fetches='1']", timeout=120_000)
+    page.check("#timeline-all-ranks")
+    tl.wait("document.getElementById('timeline-canvas').dataset.fetches === '1'"
+            " && JSON.parse(document.getElementById('timeline-canvas').dataset.layout).heads.length === 2")
+    lay = tl.layout()
+    assert {ln["g"] for ln in lay["lanes"]} == {0, 1}
+    first, last = min(r["start_ns"] for r in info), max(r["end_ns"] for r in info)
+    offsets = [float(x) for x in tl.data("offsets").split(",")]
+    assert offsets == [float(first)] * 2  # one clock: both ranks drawn against the run's first event
+    a, b = tl.view()
+    assert a == pytest.approx(0, abs=1e3) and b == pytest.approx(last - first, abs=1e3)
+    # each rank's window was asked for the same absolute bounds
+    reqs = tl.windows(rid)[-2:]
+    assert {q["rank"] for q in reqs} == {"0", "1"} and len({(q["start_ns"], q["end_ns"]) for q in reqs}) == 1
+    assert int(reqs[0]["start_ns"]) == pytest.approx(first, abs=1e3)
+    tl.shot("timeline-all-ranks.png")
+    # a rank's group folds from its header
+    box = page.locator("#timeline-canvas").bounding_box()
+    head = lay["heads"][1]
+    page.mouse.click(box["x"] + 20, box["y"] + head["y"] + 8)
+    lay2 = tl.layout()
+    assert lay2["heads"][1]["folded"] and {ln["g"] for ln in lay2["lanes"]} == {0}
+    tl.shot("timeline-all-ranks-folded.png", full=False)
+
+
+def test_two_runs_aligned_step_to_step(tl: Tl, ids: dict[str, str]) -> None:
+    base, new = ids["h100_base"], ids["h100_fixed"]
+    ib = api(tl.base, f"/api/v1/runs/{base}/info")["ranks"][0]
+    inew = api(tl.base, f"/api/v1/runs/{new}/info")["ranks"][0]
+    page = tl.page
+    page.goto(f"{tl.base}/#/diff?base={base}&new={new}")
+    sel = "#diff-timeline #timeline-canvas"
+    page.wait_for_selector(f"{sel}[data-aligned='0']", timeout=120_000)
+    tl.settle(0, sel)
+    k = 2
+    before = tl.fetches(sel)
+    page.select_option("#aligned-step", str(k))
+    tl.wait(f"document.querySelector('{sel}').dataset.aligned === '{k}'")
+    tl.settle(before, sel)
+    lay = tl.layout(sel)
+    assert len(lay["heads"]) == 2
+    offsets = [float(x) for x in tl.data("offsets", sel).split(",")]
+    assert offsets == [float(ib["steps"][k]["start_ns"]), float(inew["steps"][k]["start_ns"])]
+    a, b = tl.view(sel)
+    longest = max(s["end_ns"] - s["start_ns"] for s in (ib["steps"][k], inew["steps"][k]))
+    assert a < 0 < longest < b < longest * 1.1
+    # each run's window is its own step k, shifted by the same view: step k of both starts at x = 0
+    qb, qn = tl.windows(base)[-1], tl.windows(new)[-1]
+    shift_base = int(qb["start_ns"]) - ib["steps"][k]["start_ns"]
+    shift_new = int(qn["start_ns"]) - inew["steps"][k]["start_ns"]
+    assert shift_base == pytest.approx(shift_new, abs=2) and shift_base == pytest.approx(a, abs=1e3)
+    tl.shot("timeline-aligned.png", element="#diff-timeline")
+    # an event of NEW is selectable (zoomed in until exact), and its details come from NEW's API
+    while tl.data("mode", sel) != "events":
+        before = tl.fetches(sel)
+        page.click("#diff-timeline button[title='zoom in']")
+        tl.settle(before, sel)
+    qn_events = api(tl.base, f"/api/v1/runs/{new}/timeline?{urlencode(tl.windows(new)[-1])}")
+    kern = _widest(_events(qn_events), lambda e: e["kind"] == "kernel")
+    x, y = tl.point(1, kern["track"], kern["ts_ns"], kern["dur_ns"], 0, True, sel)
+    page.mouse.click(x, y)
+    tl.wait(f"document.querySelector('#diff-timeline #timeline-details').dataset.row === '{kern['row']}'"
+            " && document.querySelector('#diff-timeline #timeline-details').dataset.state === 'ready'")
+    det = api(tl.base, f"/api/v1/runs/{new}/event?rank=0&row={kern['row']}")
+    assert page.locator("#diff-timeline #tl-det-name").text_content() == det["name"]
+    tl.shot("timeline-aligned-selected.png", element="#diff-timeline")
+
+
+def test_standalone_report_timeline(browser: Any, tmp_path: Path) -> None:
+    """The report carries step N's events: click, search and flows work on them, offline."""
+    from stepscope.cli.report_cmd import _from_trace
+    from stepscope.server.standalone import write_text
+
+    out = tmp_path / "h100.html"
+    _doc, page_text = _from_trace(str(DATA / "h100_cuda_train" / "base"), None, None, True, None, ())
+    write_text(out, page_text)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    tl = Tl(page, out.as_uri())
+    page.goto(out.as_uri() + "#/run/report/timeline")
+    page.wait_for_selector("#timeline-canvas[data-mode='events']", timeout=30_000)
+    tl.wait("document.getElementById('timeline-canvas').dataset.layout !== undefined")
+    data = json.loads(page.locator("#stepscope-doc").text_content() or "{}")
+    snap = data["timeline"]["0"]
+    exact = next(w for w in snap["windows"] if w["mode"] == "events")
+    names = exact["events"]["name"]
+    ev = dict(exact["events"], name=[names["strings"][i] for i in names["index"]])
+    ev.pop("kind")
+    events = [dict(zip(ev, vals)) for vals in zip(*ev.values())]
+    kinds = exact["events"]["kind"]
+    for e, i in zip(events, kinds["index"]):
+        e["kind"] = kinds["strings"][i]
+    kernel = _widest(events, lambda e: e["kind"] == "kernel")
+    _click(tl, kernel, exact)
+    assert page.locator("#tl-det-name").text_content() == kernel["name"]
+    assert int(tl.data("dur-ns", "#timeline-details")) == kernel["dur_ns"]
+    assert page.locator("#tl-det-partial").count() == 1
+    launch = next(f["from_row"] for f in exact["flows"] if f["to_row"] == kernel["row"])
+    assert page.locator("#tl-det-launch button").get_attribute("data-row") == str(launch)
+    tl.wait("Number(document.getElementById('timeline-canvas').dataset.flows) >= 1")
+    tl.shot("timeline-report-click.png")
+    page.fill("#timeline-search", "aten::mm")
+    page.press("#timeline-search", "Enter")
+    carried = set()
+    for w in snap["windows"]:
+        if w["mode"] == "events":
+            n = w["events"]["name"]
+            carried |= {r for r, i in zip(w["events"]["row"], n["index"]) if "aten::mm" in n["strings"][i].lower()}
+    tl.wait(f"document.getElementById('timeline-hits').dataset.total === '{len(carried)}'")
+    assert len(carried) > 0
+    tl.shot("timeline-report-search.png")
+    assert tl.errors == [] and set(tl.requests) == {out.as_uri()}
+    page.close()

@@ -1,6 +1,6 @@
 """Timeline responsiveness in a real browser: first view, pan / zoom / select latency (p50 / p95).
 
-Usage: ``python bench/timeline_interactive.py [RUN_DIR] [--n 40]`` (default ``bench/data/kineto_1000mb``,
+Usage: ``python bench/timeline_interactive.py [RUN_DIR] [--n 40] [--all-ranks]`` (default ``bench/data/kineto_1000mb``,
 the directory ``python bench/make_traces.py --sizes 1000`` writes). Needs Debian's chromium and
 Playwright (``scripts/setup_browser.sh``). Set ``STEPSCOPE_CACHE_DIR`` to reuse a cache.
 
@@ -204,6 +204,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("run_dir", nargs="?", type=Path, default=DEFAULT)
     ap.add_argument("--n", type=int, default=40, help="gestures of each kind")
+    ap.add_argument("--all-ranks", action="store_true", help="every rank on one axis (a multi-rank run)")
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -219,8 +220,15 @@ def main() -> int:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(f"{base}/#/run/{rid}/timeline")
             page.wait_for_selector("#timeline-canvas[data-first-drawn-at]", timeout=120_000)
+            if args.all_ranks:
+                t0 = time.perf_counter()
+                page.check("#timeline-all-ranks")
+                page.wait_for_selector("#timeline-canvas[data-first-drawn-at]", timeout=120_000)
+                heads = len(json.loads(page.locator("#timeline-canvas").get_attribute("data-layout") or "{}")["heads"])
+                print(f"all ranks: {heads} ranks drawn {1000 * (time.perf_counter() - t0):.0f} ms after the click")
             gestures(page, args.n)
-            selects(page, base, rid, args.n)
+            if not args.all_ranks:
+                selects(page, base, rid, args.n)
             for q in ("conv", "aten::add_"):
                 ms, total = page.evaluate(SEARCH_JS, q)
                 print(f"search {q!r}: {total:,} matches, Enter → count shown {ms:.0f} ms")

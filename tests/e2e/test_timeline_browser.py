@@ -424,6 +424,12 @@ def test_standalone_report_timeline(browser: Any, tmp_path: Path) -> None:
             carried |= {r for r, i in zip(w["events"]["row"], n["index"]) if "aten::mm" in n["strings"][i].lower()}
     tl.wait(f"document.getElementById('timeline-hits').dataset.total === '{len(carried)}'")
     assert len(carried) > 0
+    tl.wait("document.getElementById('timeline-details').dataset.state === 'ready'")
+    row = int(tl.data("selected").split(":")[1])
+    assert row in carried
+    gpu_kinds = {"kernel", "memcpy", "memset"}  # its kernels: the window's GPU work launched from it
+    assert [int(r) for r in page.locator("#tl-det-kernels button").evaluate_all("b => b.map(x => x.dataset.row)")] \
+        == sorted(e["row"] for e in events if e["op"] == row and e["kind"] in gpu_kinds)
     tl.shot("timeline-report-search.png")
     assert tl.errors == [] and set(tl.requests) == {out.as_uri()}
     page.close()

@@ -31,10 +31,7 @@ export class DetailsPanel {
     if (seq !== this.seq) return;
     if (!det) det = fromWindow(sel, group);
     this.render(det, group, err);
-    if (!det.partial) {
-      const rel = [...det.kernels.map((k) => ({...k, dir: "out"})), ...[det.launch, det.op].filter(Boolean).map((r) => ({...r, dir: "in"}))];
-      canvas.relate(rel);
-    }
+    canvas.relate([...det.kernels.map((k) => ({...k, dir: "out"})), ...[det.launch, det.op].filter(Boolean).map((r) => ({...r, dir: "in"}))]);
     this.node.dataset.state = "ready";
   }
 
@@ -90,7 +87,8 @@ function fromWindow(sel, group) {
   const e = sel.ev || {}, d = group.data;
   const ref = (row) => { const x = d && d.byRow.get(row); return x ? {row, name: x.name, kind: x.kind, ts_ns: x.ts_ns, dur_ns: x.dur, track: x.track} : null; };
   const out = sel.related.filter((r) => r.dir === "out").map((r) => ref(r.row)).filter(Boolean);
-  const launched = d ? [...d.byRow.values()].filter((x) => x.op === sel.row).map((x) => ref(x.row)) : [];
+  const gpu = new Set(["kernel", "memcpy", "memset"]);
+  const launched = d ? [...d.byRow.values()].filter((x) => x.op === sel.row && gpu.has(x.kind)).map((x) => ref(x.row)) : [];
   const kernels = [...new Map([...out, ...launched].map((k) => [k.row, k])).values()];
   const launchIn = sel.related.find((r) => r.dir === "in");
   return {row: sel.row, name: e.name, kind: e.kind, ts_ns: e.ts_ns, dur_ns: e.dur, track: e.track, step: e.step, depth: e.depth,

@@ -8,7 +8,8 @@ call; for a host op or annotation, every GPU activity whose launch call lies ins
 
 :func:`search_events` answers "where are the events whose name contains this text" on one rank:
 case-insensitive substring match over the interned names (the pool is scanned, not the events), then
-one vectorised lookup over the rank's events; matches in start order, a page at a time (``after_ns``).
+one vectorised lookup over the rank's events; matches in start order, a page at a time: the first
+``limit`` starting at or after ``after_ns``, or the last ``limit`` starting before ``before_ns``.
 
 Shapes (JSON)::
 
@@ -18,7 +19,8 @@ Shapes (JSON)::
               "parents": [ref] (innermost first), "launch": ref | null, "op": ref | null,
               "kernels": [ref], "kernel_count": int, "kernel_ns": int}
     ref:     {"row", "name", "kind", "ts_ns", "dur_ns", "track"}
-    search:  {"rank", "query", "total", "total_dur_ns", "after_ns", "truncated",
+    search:  {"rank", "query", "total", "total_dur_ns", "after_ns", "before_ns",
+              "skipped" (matches before the page), "truncated" (matches after it),
               "names": [{"name", "count"}],
               "matches": {"row": [..], "track": [..], "ts_ns": [..], "dur_ns": [..], "name": [..]}}
 """
@@ -173,8 +175,18 @@ def name_mask(trace: Trace, query: str) -> npt.NDArray[np.bool_]:
     return out
 
 
+def _page(ts: I64, after_ns: int | None, before_ns: int | None, limit: int) -> tuple[int, int]:
+    """[lo, hi) of the sorted starts ``ts``: the first ``limit`` at or after ``after_ns`` (from the
+    first when None), or the last ``limit`` before ``before_ns``."""
+    if before_ns is None:
+        lo = 0 if after_ns is None else int(np.searchsorted(ts, after_ns, side="left"))
+        return lo, min(len(ts), lo + limit)
+    hi = int(np.searchsorted(ts, before_ns, side="left"))
+    return max(0, hi - limit), hi
+
+
 def search_events(trace: Trace, rank: int, query: str, *, after_ns: int | None = None,
-                  limit: int = 2000) -> dict[str, Any]:
+                  before_ns: int | None = None, limit: int = 2000) -> dict[str, Any]:
     """The rank's events whose name contains ``query`` (module docstring: the shape)."""
     if not query.strip():
         raise StepscopeError("search for what? the query is empty")
@@ -184,12 +196,12 @@ def search_events(trace: Trace, rank: int, query: str, *, after_ns: int | None =
     hit = hit[np.lexsort((ix.track_pos[hit], ix.ts[hit]))]
     names, counts = np.unique(ix.name[hit], return_counts=True)
     top = np.argsort(-counts, kind="stable")[:MAX_NAMES]
-    page = hit if after_ns is None else hit[ix.ts[hit] >= after_ns]
-    shown = page[:limit]
+    lo, hi = _page(ix.ts[hit], after_ns, before_ns, limit)
+    shown = hit[lo:hi]
     rows = ix.rows[shown]
     ev = trace.events
     return {"rank": rank, "query": query, "total": len(hit), "total_dur_ns": int(ix.dur[hit].sum()),
-            "after_ns": after_ns, "truncated": len(page) > limit,
+            "after_ns": after_ns, "before_ns": before_ns, "skipped": lo, "truncated": hi < len(hit),
             "names": [{"name": trace.strings[int(names[i])], "count": int(counts[i])} for i in top],
             "matches": {"row": rows.tolist(), "track": ev["track"][rows].astype(np.int64).tolist(),
                         "ts_ns": ix.ts[shown].tolist(), "dur_ns": ix.dur[shown].tolist(),

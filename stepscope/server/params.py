@@ -99,11 +99,15 @@ MAX_SEARCH_LIMIT = 10_000
 DEFAULT_SEARCH_LIMIT = 2000
 
 
-def search(q: Mapping[str, str]) -> tuple[str, int | None, int]:
-    """``q`` (the text to find in names, non-empty), ``after_ns`` and ``limit`` of a search request."""
+def search(q: Mapping[str, str]) -> tuple[str, int | None, int | None, int]:
+    """``q`` (the text to find in names, non-empty), ``after_ns`` or ``before_ns`` (not both) and
+    ``limit`` of a search request."""
     text = q.get("q", "")
     if not text.strip():
         raise ApiError(400, "missing q: the text to find in event names")
     after = integer(q, "after_ns", lo=-NS_LIMIT, hi=NS_LIMIT)
+    before = integer(q, "before_ns", lo=-NS_LIMIT, hi=NS_LIMIT)
+    if after is not None and before is not None:
+        raise ApiError(400, "give after_ns or before_ns, not both")
     limit = integer(q, "limit", lo=1, hi=MAX_SEARCH_LIMIT, default=DEFAULT_SEARCH_LIMIT)
-    return text, after, DEFAULT_SEARCH_LIMIT if limit is None else limit
+    return text, after, before, DEFAULT_SEARCH_LIMIT if limit is None else limit

@@ -12,7 +12,7 @@
 ``GET /api/v1/runs/{id}/event?rank=&row=``      one event's details (args, shapes, stack, launch,
                                                its kernels: :mod:`stepscope.analysis.timeline_event`)
 ``GET /api/v1/runs/{id}/search?rank=&q=&...``  the rank's events whose name contains ``q``
-                                               (``after_ns``, ``limit``: one page, by start)
+                                               (``after_ns`` / ``before_ns``, ``limit``: a page)
 ``GET /api/v1/diff?base=&new=``                the diff document of two runs (docs/json.md)
 ``POST /api/v1/runs/{id}/whatif``              the run replayed with the changes of the JSON body
                                                (:mod:`.whatif`): ``stepscope whatif --json``
@@ -126,13 +126,13 @@ def event(request: Request) -> Response:
 
 
 def search(request: Request) -> Response:
-    res, q = _ready(request, ("rank", "q", "after_ns", "limit"))
+    res, q = _ready(request, ("rank", "q", "after_ns", "before_ns", "limit"))
     rank = params.rank(q, res.ranks, required=True)
     if rank is None:
         raise ApiError(404, "this run has no ranks")
-    text, after, limit = params.search(q)
+    text, after, before, limit = params.search(q)
     store, run_id = _run(request)
-    return json_bytes(store.search(run_id, rank, text, after, limit))
+    return json_bytes(store.search(run_id, rank, text, (after, before), limit))
 
 
 def diff(request: Request) -> Response:

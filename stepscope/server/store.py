@@ -172,16 +172,16 @@ class RunStore:
             raise ApiError(404, str(exc)) from None
         return self._keep(self._windows, key, data, WINDOW_CACHE)
 
-    def search(self, run_id: str, rank: int, text: str, after_ns: int | None, limit: int) -> bytes:
-        """The rank's events whose name contains ``text`` (LRU-cached with the windows)."""
+    def search(self, run_id: str, rank: int, text: str, page: tuple[int | None, int | None], limit: int) -> bytes:
+        """The rank's events whose name contains ``text``, one page (after_ns, before_ns) (LRU-cached)."""
         res = self.get(run_id)
-        key = ("search", run_id, rank, text, after_ns, limit)
+        key = ("search", run_id, rank, text, page, limit)
         hit = self._cached(self._windows, key)
         if hit is not None:
             return hit
         try:
             with res.bundle.memo.active():
-                data = dumps(search_events(res.trace, rank, text, after_ns=after_ns, limit=limit))
+                data = dumps(search_events(res.trace, rank, text, after_ns=page[0], before_ns=page[1], limit=limit))
         except StepscopeError as exc:
             raise ApiError(400, str(exc)) from None
         return self._keep(self._windows, key, data, WINDOW_CACHE)

@@ -289,6 +289,31 @@ def test_search_highlights_and_jumps(tl: Tl, ids: dict[str, str]) -> None:
     assert tl.data("index", "#timeline-hits") == str(prev)
 
 
+def test_search_pages_through_many_matches(tl: Tl, ids: dict[str, str]) -> None:
+    """5,997 events contain "a": the UI holds 2,000 at a time and pages both ways from the view's middle."""
+    rid, page = ids["h100_base"], tl.page
+    full = api(tl.base, f"/api/v1/runs/{rid}/search?rank=0&q=a&limit=10000")
+    assert full["total"] > 4000 and not full["truncated"]
+    rows, starts = full["matches"]["row"], full["matches"]["ts_ns"]
+    page.goto(f"{tl.base}/#/run/{rid}/timeline")
+    page.wait_for_selector("#timeline-canvas[data-fetches='1']", timeout=120_000)
+    a, b = tl.view()
+    mid_ns = round(float(tl.data("offsets"))) + round((a + b) / 2)
+    before_mid = sum(t < mid_ns for t in starts)
+    assert 2000 < before_mid < full["total"] - 10  # the previous match is beyond the first page
+    page.fill("#timeline-search", "a")
+    expected = [before_mid - 1, before_mid, before_mid - 1, before_mid - 2]
+    for button, index in zip(["prev", "next", "prev", "prev"], expected):
+        page.click(f"#timeline-{button}")
+        tl.wait(f"document.getElementById('timeline-canvas').dataset.selected === '0:{rows[index]}'")
+        assert tl.data("index", "#timeline-hits") == str(index)
+        assert page.locator("#timeline-hits").text_content() == f"{index + 1:,} of {full['total']:,} matches"
+    tl.wait("document.getElementById('timeline-details').dataset.state === 'ready'")
+    assert page.locator("#tl-det-name").text_content() == full["matches"]["name"][expected[-1]]
+    paged = [q for q in tl.requests if "/search?" in q]
+    assert any("before_ns=" in q for q in paged) and any("after_ns=" in q for q in paged)
+
+
 def test_tracks_collapse_and_expand(tl: Tl, ids: dict[str, str]) -> None:
     window = _open_step(tl, ids["h100_base"])
     lay = tl.layout()
@@ -353,7 +378,9 @@ def test_two_runs_aligned_step_to_step(tl: Tl, ids: dict[str, str]) -> None:
     before = tl.fetches(sel)
     page.select_option("#aligned-step", str(k))
     tl.wait(f"document.querySelector('{sel}').dataset.aligned === '{k}'")
-    tl.settle(before, sel)
+    tl.settle(before, sel)  # and the windows drawn are those of the new alignment:
+    canvas = f"document.querySelector('{sel}').dataset"
+    tl.wait(f"{canvas}.fetchedOffsets === {canvas}.offsets")
     lay = tl.layout(sel)
     assert len(lay["heads"]) == 2
     offsets = [float(x) for x in tl.data("offsets", sel).split(",")]

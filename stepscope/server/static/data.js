@@ -94,10 +94,11 @@ export async function eventDetails(id, rank, row) {
   return api(`/api/v1/runs/${id}/event${query({rank, row})}`);
 }
 
-/** The rank's events whose name contains `q` (any case), by start: {total, truncated, matches: {row, track,
+/** One page of the rank's events whose name contains `q` (any case), by start: the first 2,000 at or
+ *  after `afterNs`, or the last 2,000 before `beforeNs` — {total, skipped, truncated, matches: {row, track,
  *  ts_ns, dur_ns, name}}. Standalone: among the events of the windows the file carries (`partial: true`). */
-export async function searchEvents(id, rank, q, afterNs) {
-  if (!standalone) return api(`/api/v1/runs/${id}/search${query({rank, q, after_ns: afterNs})}`);
+export async function searchEvents(id, rank, q, afterNs, beforeNs) {
+  if (!standalone) return api(`/api/v1/runs/${id}/search${query({rank, q, after_ns: afterNs, before_ns: beforeNs})}`);
   const seen = new Map(), needle = q.toLowerCase();
   for (const w of (timelineSnapshot(rank).windows || []).map(expanded)) {
     const ev = w.events;
@@ -109,9 +110,18 @@ export async function searchEvents(id, rank, q, afterNs) {
     }
   }
   const list = [...seen.values()].sort((p, r) => p.ts_ns - r.ts_ns || p.track - r.track);
+  const LIMIT = 2000;
+  let lo = 0, hi = list.length;
+  if (beforeNs !== null && beforeNs !== undefined) {
+    hi = list.filter((m) => m.ts_ns < Number(beforeNs)).length;
+    lo = Math.max(0, hi - LIMIT);
+  } else {
+    lo = afterNs === null || afterNs === undefined ? 0 : list.filter((m) => m.ts_ns < Number(afterNs)).length;
+    hi = Math.min(list.length, lo + LIMIT);
+  }
   const cols = {row: [], track: [], ts_ns: [], dur_ns: [], name: []};
-  for (const m of list) for (const k in cols) cols[k].push(m[k]);
-  return {rank, query: q, total: list.length, truncated: false, partial: true, matches: cols};
+  for (const m of list.slice(lo, hi)) for (const k in cols) cols[k].push(m[k]);
+  return {rank, query: q, total: list.length, skipped: lo, truncated: hi < list.length, partial: true, matches: cols};
 }
 
 // A window's text columns were interned in the file (standalone.py compact_window): expand them once.

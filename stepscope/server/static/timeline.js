@@ -17,6 +17,7 @@ const LEGEND = [["cpu_op", "CPU op"], ["python_function", "Python"], ["user_anno
   ["runtime", "runtime API"], ["dataloader", "DataLoader"], ["kernel", "kernel"], ["communication", "communication"],
   ["memcpy", "memcpy"], ["memset", "memset"]].map(([k, label]) => [k, label, kindColor(k)]);
 const HINT = "wheel: zoom · drag: pan · click: details & flows · click a label: collapse";
+const LAST_NS = (1n << 62n) - 1n;  // "before the end": the last page of matches
 let allRanks = false;  // the "all ranks" choice survives switching views
 
 export async function timelineView(ctx) {
@@ -94,7 +95,7 @@ class TimelineUI {
     this.hits = el("span", {class: "tlhits", id: "timeline-hits"});
     this.search = el("input", {type: "search", id: "timeline-search", placeholder: "search names…", "aria-label": "search event names",
       on: {keydown: (e) => { if (e.key === "Enter") { e.preventDefault(); this.step(e.shiftKey ? -1 : 1); } }}});
-    this.found = null;  // {q, list: [{gi, a, dur, row, track, ts_ns}] by view time, i}
+    this.found = null;  // {q, list: [{gi, a, row, track, ts_ns, dur_ns}] by view time, i, total, skipped}
   }
 
   mount(groups, axisLabel) {
@@ -138,47 +139,77 @@ class TimelineUI {
     this.tl.select(gi, ref.row, {track: ref.track, ts_ns: ref.ts_ns});
   }
 
-  async runSearch(q) {
+  /** One page of matches per group, merged by view time: from view time `at` on (dir > 0) or before it
+   *  (dir < 0); `at` null: from the first match; Infinity: up to the last. */
+  async fetchPage(q, at, dir) {
     const tl = this.tl;
-    if (!q.trim()) { this.found = null; tl.search = null; this.hits.textContent = ""; tl.draw(); return null; }
-    this.hits.textContent = "searching…";
-    const answers = await Promise.all(tl.groups.map((g) => searchEvents(g.runId, g.rank, q)));
+    const abs = (g) => (at === null ? null : at === Infinity ? LAST_NS : BigInt(Math.round(g.offset)) + BigInt(Math.round(at)));
+    const answers = await Promise.all(tl.groups.map((g) => searchEvents(g.runId, g.rank, q, dir > 0 ? abs(g) : null, dir < 0 ? abs(g) : null)));
     if (tl !== this.tl) return null;
-    const list = [];
+    let list = [];
     answers.forEach((ans, gi) => {
       const m = ans.matches, off = tl.groups[gi].offset;
-      for (let i = 0; i < m.row.length; i++) list.push({gi, a: m.ts_ns[i] - off, dur: m.dur_ns[i], row: m.row[i], track: m.track[i], ts_ns: m.ts_ns[i], dur_ns: m.dur_ns[i]});
+      for (let i = 0; i < m.row.length; i++) list.push({gi, a: m.ts_ns[i] - off, row: m.row[i], track: m.track[i], ts_ns: m.ts_ns[i], dur_ns: m.dur_ns[i]});
     });
     list.sort((p, r) => p.a - r.a || p.gi - r.gi);
-    const total = answers.reduce((s, x) => s + x.total, 0);
-    this.found = {q, list, i: -1, total, truncated: answers.some((x) => x.truncated), partial: answers.some((x) => x.partial)};
-    tl.search = {q: q.toLowerCase(), marks: tl.groups.map((_, gi) => list.filter((m) => m.gi === gi))};
-    this.hits.dataset.total = total;
+    // several ranks: keep the stretch every rank's page covers (a rank's page may stop earlier than another's)
+    const ends = answers.map((ans, gi) => list.filter((m) => m.gi === gi));
+    const cutHi = Math.min(...ends.map((l, gi) => (answers[gi].truncated && l.length ? l[l.length - 1].a : Infinity)));
+    const cutLo = Math.max(...ends.map((l, gi) => (answers[gi].skipped > 0 && l.length ? l[0].a : -Infinity)));
+    const dropped = list.filter((m) => m.a < cutLo).length;
+    list = list.filter((m) => m.a >= cutLo && m.a <= cutHi);
+    const total = answers.reduce((n, x) => n + x.total, 0);
+    const skipped = answers.reduce((n, x) => n + x.skipped, 0) + dropped;
+    return {q, list, i: -1, total, skipped, partial: answers.some((x) => x.partial)};
+  }
+
+  show(found) {
+    const tl = this.tl;
+    this.found = found;
+    tl.search = found ? {q: found.q.toLowerCase(), marks: tl.groups.map((_, gi) => found.list.filter((m) => m.gi === gi))} : null;
+    this.hits.dataset.total = found ? found.total : "";
     this.showCount();
     tl.draw();
-    return this.found;
+  }
+
+  async runSearch(q) {
+    if (!q.trim()) { this.show(null); return null; }
+    this.hits.textContent = "searching…";
+    const found = await this.fetchPage(q, this.tl.a, 1);
+    if (found) this.show(found);
+    return found;
   }
 
   showCount() {
     const f = this.found;
-    const of = f.truncated ? ` (first ${fmtNum(f.list.length)} by start)` : "";
-    this.hits.textContent = f.total ? `${f.i >= 0 ? `${fmtNum(f.i + 1)} of ` : ""}${fmtNum(f.total)} match${f.total === 1 ? "" : "es"}${of}${f.partial ? " in this report" : ""}`
+    if (!f) { this.hits.textContent = ""; this.hits.dataset.index = ""; return; }
+    const at = f.i >= 0 ? f.skipped + f.i : -1;
+    this.hits.textContent = f.total ? `${at >= 0 ? `${fmtNum(at + 1)} of ` : ""}${fmtNum(f.total)} match${f.total === 1 ? "" : "es"}${f.partial ? " in this report" : ""}`
       : "no match";
-    this.hits.dataset.index = f.i;
+    this.hits.dataset.index = at;
   }
 
+  /** The next (dir 1) or previous (-1) match from the selected one, else from the middle of the view;
+   *  pages are fetched on demand (the page in hand when the match is on it), and the ends wrap around. */
   async step(dir) {
     const q = this.search.value;
     if (!this.found || this.found.q !== q) await this.runSearch(q);
-    const f = this.found;
-    if (!f || !f.list.length) return;
-    if (f.i < 0) {
-      const mid = (this.tl.a + this.tl.b) / 2;  // the first match from the middle of the view on (or before it)
-      const k = f.list.findIndex((m) => m.a >= mid);
-      f.i = dir > 0 ? (k < 0 ? 0 : k) : ((k < 0 ? f.list.length : k) - 1 + f.list.length) % f.list.length;
-    } else f.i = (f.i + dir + f.list.length) % f.list.length;
-    this.showCount();
-    const m = f.list[f.i];
+    let f = this.found;
+    if (!f || !f.total) return;
+    const cur = f.i >= 0 ? f.list[f.i] : null;
+    let k = cur ? f.i + dir : -1;
+    if (k < 0 || k >= f.list.length) {  // off this page: the page that way from here, else wrap around
+      const at = cur ? (dir > 0 ? cur.a + 1 : cur.a) : (this.tl.a + this.tl.b) / 2;
+      const more = !cur || (dir > 0 ? f.skipped + f.list.length < f.total : f.skipped > 0);
+      f = more ? await this.fetchPage(q, at, dir) : null;
+      if (f && !f.list.length) f = null;
+      if (!f) f = await this.fetchPage(q, dir > 0 ? null : Infinity, dir);
+      if (!f || !f.list.length) return;
+      k = dir > 0 ? 0 : f.list.length - 1;
+    }
+    f.i = k;
+    this.show(f);
+    const m = f.list[k];
     this.reveal(m.gi, m);
   }
 }

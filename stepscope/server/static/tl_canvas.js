@@ -43,7 +43,7 @@ export class TimelineCanvas {
 
   /** New offsets (a new aligned step): keeps the view's span, shows [lo, hi] again, refetches. */
   setOffsets(offsets, refetch = true) {
-    this.groups.forEach((g, i) => { g.offset = offsets[i]; });
+    this.groups.forEach((g, i) => { g.offset = offsets[i]; g.seq += 1; });  // windows in flight are stale
     this.lo = Math.min(...this.groups.map((g) => g.start_ns - g.offset));
     this.hi = Math.max(...this.groups.map((g) => g.end_ns - g.offset), this.lo + 1);
     for (const g of this.groups) g.steps_v = (g.steps || []).map((s) => ({step: s.step, a: s.start_ns - g.offset, b: s.end_ns - g.offset}));
@@ -83,9 +83,11 @@ export class TimelineCanvas {
   async fetchAll() {
     const items = Math.max(1000, Math.round(MAX_ITEMS * (this.multi ? 1.5 : 1) / this.groups.length));
     this.status.textContent = "loading…";
+    const offsets = this.groups.map((g) => g.offset).join(",");
     const got = await Promise.all(this.groups.map((g) => this.fetchGroup(g, items)));
     if (got.some((x) => x === "stale")) return;
     this.fetches += 1;
+    this.canvas.dataset.fetchedOffsets = offsets;
     const ws = got.filter((w) => w && w.mode);
     const exact = ws.length && ws.every((w) => w.mode === "events");
     this.canvas.dataset.mode = exact ? "events" : "aggregate";
@@ -101,12 +103,12 @@ export class TimelineCanvas {
   }
 
   async fetchGroup(g, items) {
-    const seq = ++g.seq;
-    const off = BigInt(Math.round(g.offset));
+    const seq = ++g.seq, offset = g.offset;
+    const off = BigInt(Math.round(offset));
     try {
       const w = await timelineWindow(g.runId, g.rank, off + BigInt(Math.floor(this.a)), off + BigInt(Math.ceil(this.b)), items);
       if (seq !== g.seq) return "stale";
-      g.data = prepare(w, g.offset);
+      g.data = prepare(w, offset);
       if (!g.shown) g.shown = new Set();
       for (const t of g.data.shown) g.shown.add(t);  // a lane once shown stays (no jumping layout)
       return w;

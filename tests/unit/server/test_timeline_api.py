@@ -23,7 +23,9 @@ def test_event_and_search_equal_the_engine(client: TestClient, ids: dict[str, st
     assert kernel["op"]["row"] == row and kernel["launch"] is not None
     after = found["matches"]["ts_ns"][2]
     page = client.get(f"/api/v1/runs/{rid}/search?rank=0&q=aten::mm&after_ns={after}&limit=5").json()
-    assert page["matches"]["row"][:3] == found["matches"]["row"][2:5]
+    assert page["matches"]["row"][:3] == found["matches"]["row"][2:5] and page["skipped"] == 2
+    back = client.get(f"/api/v1/runs/{rid}/search?rank=0&q=aten::mm&before_ns={after}&limit=5").json()
+    assert back["matches"]["row"] == found["matches"]["row"][:2] and back["skipped"] == 0
 
 
 @pytest.mark.parametrize(("path", "status"), [
@@ -31,7 +33,8 @@ def test_event_and_search_equal_the_engine(client: TestClient, ids: dict[str, st
     ("event?rank=0&row=2000000000", 404), ("event?rank=7&row=1", 404),
     ("search?rank=0", 400), ("search?rank=0&q=%20", 400), ("search?rank=0&q=mm&limit=0", 400),
     ("search?rank=0&q=mm&limit=999999", 400), ("search?rank=0&q=mm&after_ns=x", 400),
-    ("search?rank=0&q=mm&bogus=1", 400), ("search?rank=0&q=" + "a" * 80, 400)])
+    ("search?rank=0&q=mm&bogus=1", 400), ("search?rank=0&q=mm&after_ns=1&before_ns=2", 400),
+    ("search?rank=0&q=" + "a" * 80, 400)])
 def test_bad_event_and_search_queries(client: TestClient, ids: dict[str, str], path: str, status: int) -> None:
     r = client.get(f"/api/v1/runs/{ids['h100/base']}/{path}")
     assert r.status_code == status, r.text

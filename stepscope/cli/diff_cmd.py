@@ -7,6 +7,7 @@ Exit codes: 0 ok (or gate passed), 1 ``--fail-if-slower`` gate failed (the reaso
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,7 @@ def _loader(path: str | Path | None, use_cache: bool, span: str | None, ranks: A
 
 
 def _write_reports(doc: dict[str, Any], csv_dir: str | None, xlsx: str | None, html: str | None,
-                   title: str) -> list[str]:
+                   title: str, runs: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> list[str]:
     written: list[str] = []
     if csv_dir:
         written += [str(p) for p in tabular.write_csv(doc, csv_dir)]
@@ -47,15 +48,28 @@ def _write_reports(doc: dict[str, Any], csv_dir: str | None, xlsx: str | None, h
     if html:
         from stepscope.server.standalone import diff_payload, render_page, write_text
 
-        write_text(html, render_page(diff_payload(doc, title=title)))
+        write_text(html, render_page(diff_payload(doc, title=title, runs=runs(doc) if runs else None)))
         written.append(html)
     return written
+
+
+def _aligned(base: SideSpec, new: SideSpec, use_cache: bool) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """For the HTML report: both traces again (from the cache), their compared ranks' timelines at
+    the same step (the diff's sides were reduced without their traces, maybe in other processes)."""
+    def runs(doc: dict[str, Any]) -> dict[str, Any]:
+        from stepscope.server.standalone import aligned_runs
+
+        rb, rn = int(doc["base"]["rank"]), int(doc["new"]["rank"])
+        tb = _loader(base.path, use_cache, base.span, (rb,))
+        tn = _loader(new.path, use_cache, new.span, (rn,))
+        return aligned_runs(tb, rb, tn, rn)
+    return runs
 
 
 def _finish(result: DiffResult, gate: GateResult | None, as_json: bool, top: int, outputs: dict[str, Any],
             title: str) -> None:
     doc = to_json(result, gate)
-    written = _write_reports(doc, outputs["csv"], outputs["xlsx"], outputs["html"], title)
+    written = _write_reports(doc, outputs["csv"], outputs["xlsx"], outputs["html"], title, outputs.get("runs"))
     if outputs["md"]:
         from stepscope.report.markdown import render_diff_markdown
 
@@ -115,6 +129,8 @@ def command(base: str, new: str, base_rank: int | None, new_rank: int | None, ba
     result = compare_sides(sb, sn, name_map=nm, by_shapes=by_shapes, per_step=not totals)
     gate = result.gate(fail_pct) if fail_pct is not None else None
     title = f"stepscope diff: {Path(base).name} → {Path(new).name}"
-    outputs = {"csv": csv_dir, "xlsx": xlsx, "html": html, "md": as_md, "output": output}
+    outputs = {"csv": csv_dir, "xlsx": xlsx, "html": html, "md": as_md, "output": output,
+               "runs": _aligned(SideSpec(base, base_rank, base_span, base_steps),
+                                SideSpec(new, new_rank, new_span, new_steps), not no_cache)}
     _finish(result, gate, as_json, top, outputs, title)
     sys.stdout.flush()

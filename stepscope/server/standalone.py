@@ -15,6 +15,9 @@ of the trace can close the script). ``static/data.js`` reads that object instead
              one step's events exactly (:data:`STEP_ITEMS` at most) — what the timeline shows
              without a server
 ``diff``     the diff document (``diff --html``)
+``runs``     (a diff, when the traces were at hand) per side, ``"base"`` / ``"new"``: ``info`` and
+             ``timeline`` of the compared rank as above, its snapshot step the same ordinal on both
+             sides (BASE's median step): the aligned timelines of the diff page
 ===========  ===================================================================================
 
 A Content-Security-Policy in the page forbids every network request (``connect-src 'none'``): the
@@ -214,8 +217,27 @@ def document_payload(doc: Mapping[str, Any], *, title: str) -> dict[str, Any]:
             "info": {"ranks": []}, "timeline": {}}
 
 
-def diff_payload(diff_doc: Mapping[str, Any], *, title: str) -> dict[str, Any]:
-    return {"format": FORMAT, "version": 1, "kind": "diff", "title": title, "diff": diff_doc}
+def diff_payload(diff_doc: Mapping[str, Any], *, title: str,
+                 runs: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """A diff report; ``runs`` (from :func:`aligned_runs`) lets its aligned timelines draw."""
+    out = {"format": FORMAT, "version": 1, "kind": "diff", "title": title, "diff": diff_doc}
+    if runs:
+        out["runs"] = dict(runs)
+    return out
+
+
+def aligned_runs(base: Trace, base_rank: int, new: Trace, new_rank: int) -> dict[str, dict[str, Any]]:
+    """Both sides' compared rank: ``info`` and a timeline snapshot at the same step ordinal (BASE's
+    median step; NEW's step at that position, or its last)."""
+    infos = [rank_info(base, base_rank), rank_info(new, new_rank)]
+    chosen = _median_step(infos[0], None)
+    k = next((i for i, s in enumerate(infos[0]["steps"]) if chosen is not None and s["step"] == chosen["step"]), 0)
+    out = {}
+    for side, trace, info in zip(("base", "new"), (base, new), infos):
+        steps = info["steps"]
+        step = int(steps[min(k, len(steps) - 1)]["step"]) if steps else None
+        out[side] = {"info": {"ranks": [info]}, "timeline": {str(info["rank"]): timeline_snapshot(trace, info, step)}}
+    return out
 
 
 def write_text(path: str | Path, text: str) -> int:

@@ -460,3 +460,54 @@ def test_standalone_report_timeline(browser: Any, tmp_path: Path) -> None:
     tl.shot("timeline-report-search.png")
     assert tl.errors == [] and set(tl.requests) == {out.as_uri()}
     page.close()
+
+
+def test_diff_report_carries_aligned_timelines(browser: Any, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """``stepscope diff BASE NEW --html``: the aligned view draws both runs at the carried step pair."""
+    from tests.unit.ingest.test_bad_input import run_main
+
+    out = tmp_path / "diff.html"
+    base, new = DATA / "h100_cuda_train" / "base", DATA / "h100_cuda_train" / "fixed"
+    res = run_main(["diff", str(base), str(new), "--html", str(out)], capsys)
+    assert res.returncode == 0, res.stderr
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    tl = Tl(page, out.as_uri())
+    page.goto(out.as_uri())
+    sel = "#diff-timeline #timeline-canvas"
+    page.wait_for_selector(f"{sel}[data-fetches]", timeout=60_000)
+    data = json.loads(page.locator("#stepscope-doc").text_content() or "{}")
+    runs = data["runs"]
+    sides = [runs[s]["info"]["ranks"][0] for s in ("base", "new")]
+    snaps = [runs[s]["timeline"][str(r["rank"])] for s, r in zip(("base", "new"), sides)]
+    k = next(i for i, s in enumerate(sides[0]["steps"]) if s["step"] == snaps[0]["step"])
+    assert sides[1]["steps"][k]["step"] == snaps[1]["step"]  # the same ordinal on both sides
+    assert tl.data("aligned", sel) == str(k)
+    assert [float(x) for x in tl.data("offsets", sel).split(",")] == [float(r["steps"][k]["start_ns"]) for r in sides]
+    assert len(tl.layout(sel)["heads"]) == 2
+    # the view spans BASE's longer step; zoom in on NEW's (its events are exact there)
+    step_new = sides[1]["steps"][k]
+    lay, (a, b) = tl.layout(sel), tl.view(sel)
+    page.locator(sel).scroll_into_view_if_needed()
+    box = page.locator(sel).bounding_box()
+    mid = (step_new["end_ns"] - step_new["start_ns"]) / 2
+    x = box["x"] + lay["gutter"] + (mid - a) / (b - a) * (lay["width"] - lay["gutter"])
+    for _ in range(4):
+        page.mouse.move(x, box["y"] + 60)
+        page.mouse.wheel(0, -300)
+        page.wait_for_timeout(50)
+    tl.wait(f"document.querySelector('{sel}').dataset.modes.split(',')[1] === 'events'")
+    exact = next(w for w in snaps[1]["windows"] if w["mode"] == "events")
+    ev = exact["events"]
+    a, b = tl.view(sel)
+    off = float(tl.data("offsets", sel).split(",")[1])
+    inside = [j for j, kind in enumerate(ev["kind"]["index"]) if ev["kind"]["strings"][kind] == "kernel"
+              and a < ev["ts_ns"][j] - off and ev["ts_ns"][j] + ev["dur_ns"][j] - off < b]
+    i = max(inside, key=lambda j: ev["dur_ns"][j])  # the widest kernel of NEW in view
+    x, y = tl.point(1, ev["track"][i], ev["ts_ns"][i], ev["dur_ns"][i], 0, True, sel)
+    page.mouse.click(x, y)
+    tl.wait(f"document.querySelector('#diff-timeline #timeline-details').dataset.row === '{ev['row'][i]}'")
+    assert page.locator("#diff-timeline #tl-det-name").text_content() == ev["name"]["strings"][ev["name"]["index"][i]]
+    tl.shot("timeline-diff-report.png", element="#diff-timeline")
+    assert tl.errors == [] and set(tl.requests) == {out.as_uri()}
+    page.close()

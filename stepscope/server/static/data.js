@@ -8,7 +8,8 @@
 //    memory: {rank: {rank, curves}},   what GET .../memory?rank= answers
 //    info: {ranks: [...]},             what GET .../info answers
 //    timeline: {rank: {step, windows: [window, ...]}},  a few precomputed timeline windows
-//    diff}                      the diff document (kind "diff")
+//    diff,                      the diff document (kind "diff")
+//    runs: {base: {info, timeline}, new: {info, timeline}}}   a diff's sides, for its aligned timelines
 //
 // The views call only the functions below, so each of them works in both. What needs the trace
 // (a new what-if replay, a timeline window that was not precomputed) says so in the standalone file.
@@ -61,16 +62,21 @@ export async function memoryCurves(id, rank) {
   return (embedded.memory || {})[String(rank)] || {rank, curves: []};
 }
 
+/** What the file carries of a run: the report's one run, or a diff report's side ("base" / "new"). */
+function part(id) {
+  return embedded.kind === "diff" ? (embedded.runs || {})[id] || {} : embedded;
+}
+
 /** Per rank: time extent and step windows (trace ns). */
 export async function runInfo(id) {
   if (!standalone) return api(`/api/v1/runs/${id}/info`);
-  return embedded.info || {ranks: []};
+  return part(id).info || {ranks: []};
 }
 
 /** What the standalone file carries of a rank's timeline ({step, windows}), or null (served: null). */
-export function timelineSnapshot(rank) {
+export function timelineSnapshot(rank, id = REPORT_ID) {
   if (!standalone) return null;
-  return (embedded.timeline || {})[String(rank)] || {step: null, windows: []};
+  return (part(id).timeline || {})[String(rank)] || {step: null, windows: []};
 }
 
 /** One timeline window. Standalone: the narrowest precomputed window around the request's middle
@@ -79,7 +85,7 @@ export async function timelineWindow(id, rank, startNs, endNs, maxItems) {
   if (!standalone) {
     return api(`/api/v1/runs/${id}/timeline${query({rank, start_ns: startNs, end_ns: endNs, max_items: maxItems})}`, true);
   }
-  const windows = (timelineSnapshot(rank).windows || []).map(expanded);
+  const windows = (timelineSnapshot(rank, id).windows || []).map(expanded);
   if (!windows.length) throw new Error(`this report carries no timeline for rank ${rank}: ${SERVE_HINT}`);
   const a = Number(startNs), b = Number(endNs), mid = (a + b) / 2, span = b - a;
   const fits = windows.filter((w) => w.start_ns <= mid && w.end_ns >= mid && w.end_ns - w.start_ns >= span / 4);
@@ -100,7 +106,7 @@ export async function eventDetails(id, rank, row) {
 export async function searchEvents(id, rank, q, afterNs, beforeNs) {
   if (!standalone) return api(`/api/v1/runs/${id}/search${query({rank, q, after_ns: afterNs, before_ns: beforeNs})}`);
   const seen = new Map(), needle = q.toLowerCase();
-  for (const w of (timelineSnapshot(rank).windows || []).map(expanded)) {
+  for (const w of (timelineSnapshot(rank, id).windows || []).map(expanded)) {
     const ev = w.events;
     if (!ev) continue;
     for (let i = 0; i < ev.row.length; i++) {

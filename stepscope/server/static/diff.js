@@ -37,7 +37,8 @@ export async function diffView(base, next) {
   if (doc.findings) out.push(findingsCard(doc.findings));
   const steps = perStepChart(doc.base, doc.new);
   if (steps) out.push(card("diff-steps", "Each step", "Every ProfilerStep's wall time, BASE (grey) and NEW (blue), step by step in order.", steps));
-  out.push(await alignedTimelines(base, next, [sideName(doc.base, "base"), sideName(doc.new, "new")]));
+  out.push(await alignedTimelines(base, next, [sideName(doc.base, "base"), sideName(doc.new, "new")],
+    [(doc.base || {}).rank ?? null, (doc.new || {}).rank ?? null]));
   const names = [...new Set([...TABLE_ORDER, ...Object.keys(doc.tables || {})])].filter((k) => Array.isArray(doc[k]) && doc[k].length);
   for (const name of names) {
     const meta = (doc.tables || {})[name] || {};

@@ -56,11 +56,12 @@ export async function timelineView(ctx) {
 }
 
 /** Two runs' timelines, one above the other, aligned at the start of their k-th steps (step to step). */
-export async function alignedTimelines(base, next, labels) {
+export async function alignedTimelines(base, next, labels, ranks = [null, null]) {
   const id = "diff-timeline", title = "Timelines, step to step";
-  if (standalone) return card(id, title, null, el("p", {class: "empty", id: "aligned-missing"}, `This report carries no timelines (${SERVE_HINT} on both runs).`));
   const [ib, inew] = await Promise.all([runInfo(base), runInfo(next)]);
-  const rb = (ib.ranks || [])[0], rn = (inew.ranks || [])[0];
+  const side = (info, r) => (info.ranks || []).find((x) => x.rank === r) || (info.ranks || [])[0];  // the diff's compared rank
+  const rb = side(ib, ranks[0]), rn = side(inew, ranks[1]);
+  if (standalone && (!rb || !rn)) return card(id, title, null, el("p", {class: "empty", id: "aligned-missing"}, `This report carries no timelines (${SERVE_HINT} on both runs).`));
   if (!rb || !rn || !rb.steps.length || !rn.steps.length) return card(id, title, null, el("p", {class: "empty"}, "one of the runs has no steps to align"));
   const pairs = Math.min(rb.steps.length, rn.steps.length);
   const host = el("div", {class: "tlhost"});
@@ -78,9 +79,12 @@ export async function alignedTimelines(base, next, labels) {
     ui.tl.canvas.dataset.aligned = k;
   };
   pick.addEventListener("change", () => align(Number(pick.value)));
-  requestAnimationFrame(() => align(0));
-  return card(id, title, `BASE above NEW, each side's lowest rank; step N of each starts at 0, so the two steps' work can be compared `
-    + "at the same scale (a shorter NEW step ends earlier). Pick the step pair to align.",
+  const carried = standalone ? rb.steps.findIndex((s) => s.step === timelineSnapshot(rb.rank, base).step) : -1;
+  pick.value = String(Math.max(carried, 0));  // a report: the step pair whose events it carries
+  requestAnimationFrame(() => align(Number(pick.value)));
+  return card(id, title, `BASE above NEW, each side's compared rank; step N of each starts at 0, so the two steps' work can be compared `
+    + "at the same scale (a shorter NEW step ends earlier). Pick the step pair to align."
+    + (standalone ? ` This report carries one step pair's events exactly, the rest aggregated (${SERVE_HINT} for every step).` : ""),
   el("div", {class: "tlbar"}, el("label", null, "align at ", pick)), ui.bar(null, false), legend(LEGEND), host, ui.panel.node);
 }
 

@@ -91,6 +91,7 @@ export class TimelineCanvas {
     const ws = got.filter((w) => w && w.mode);
     const exact = ws.length && ws.every((w) => w.mode === "events");
     this.canvas.dataset.mode = exact ? "events" : "aggregate";
+    this.canvas.dataset.modes = got.map((w) => (w && w.mode) || "").join(",");  // per group
     this.canvas.dataset.fetches = this.fetches;
     if (this.fetches === 1) this.canvas.dataset.firstDrawnAt = performance.now().toFixed(1);  // ms since navigation
     const n = ws.reduce((s, w) => s + w.event_count, 0);

@@ -198,6 +198,12 @@ def selects(page: Any, base: str, rid: str, n: int) -> None:
         shown.append(s)
     print(f"select (click → outlined, painted):  {pct(outlined)}")
     print(f"select (click → details from /event shown): {pct(shown)}; {missed} clicks missed their event")
+    direct = []
+    for i in [j for j in order if j not in set(picks)][:n]:  # other events, straight from Python
+        t0 = time.perf_counter()
+        api(base, f"/api/v1/runs/{rid}/event?rank=0&row={ev['row'][i]}")
+        direct.append(1000 * (time.perf_counter() - t0))
+    print(f"/event from Python (HTTP round trip, not cached): {pct(direct)}")
 
 
 def main() -> int:

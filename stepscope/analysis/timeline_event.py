@@ -117,7 +117,7 @@ def _parents(trace: Trace, row: int) -> list[dict[str, Any]]:
 
 
 @per_rank
-def _launched(trace: Trace, rank: int) -> tuple[I64, I64, I64]:
+def launched_by_start(trace: Trace, rank: int) -> tuple[I64, I64, I64]:
     """The rank's GPU activities that have a launch call, by the launch call's start: (launch ts,
     launch track, GPU row)."""
     ev = trace.events
@@ -136,7 +136,7 @@ def _kernels_of(trace: Trace, rank: int, row: int) -> I64:
     if int(ev["kind"][row]) in [int(k) for k in GPU_KINDS]:
         return np.zeros(0, np.int64)
     ts, end = int(ev["ts_ns"][row]), int(ev["ts_ns"][row]) + max(int(ev["dur_ns"][row]), 1)
-    launch_ts, launch_track, gpu = _launched(trace, rank)
+    launch_ts, launch_track, gpu = launched_by_start(trace, rank)
     lo, hi = np.searchsorted(launch_ts, [ts, end], side="left")
     found = gpu[lo:hi][launch_track[lo:hi] == int(ev["track"][row])]
     return np.sort(found)

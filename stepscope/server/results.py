@@ -3,8 +3,9 @@
 :func:`analyse_run` is the only place the server calls the engine for a run: ``load`` →
 ``analyze`` → ``advise`` → the §12 document (``report.json_out.to_json``), plus the memory curves
 (``report.series.memory_from_trace``) and each rank's time extent and step windows (for the
-timeline's first view), and the timeline index of the first :data:`WARM_RANKS` ranks (so that
-the first timeline window is a few binary searches, not a 1 s index build on a 1 GB trace).
+timeline's first view), and the timeline index and launch order of the first :data:`WARM_RANKS`
+ranks (so that the first window and the first click are binary searches, not a 1 s index build on
+a 1 GB trace).
 Routes then only look these bytes up, as the TensorBoard plugin's routes looked up precomputed
 results (STYLE §2).
 
@@ -32,6 +33,7 @@ import numpy as np
 from stepscope.advisor.engine import advise
 from stepscope.analysis.breakdown import tb_step_windows
 from stepscope.analysis.bundle import Bundle, analyze
+from stepscope.analysis.timeline_event import launched_by_start
 from stepscope.analysis.timeline_index import rank_index
 from stepscope.model.trace import Trace
 from stepscope.report.advice_json import finding_dict
@@ -123,6 +125,7 @@ def _results(entry: RunEntry, bundle: Bundle) -> RunResults:
     infos = [rank_info(trace, r) for r in ranks]
     for r in ranks[:WARM_RANKS]:  # per rank: memoised in the bundle's memo
         rank_index(trace, r)
+        launched_by_start(trace, r)
     return RunResults(
         entry=entry, bundle=bundle, ranks=ranks, doc=dumps(doc), rank_docs=rank_docs,
         findings=dumps({"findings": doc.get("findings") or [], "verdicts": doc.get("verdicts") or []}),

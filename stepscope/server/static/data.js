@@ -97,14 +97,14 @@ export async function timelineWindow(id, rank, startNs, endNs, maxItems) {
 /** One event's details (served: GET .../event; standalone: null — the file carries no per-event args). */
 export async function eventDetails(id, rank, row) {
   if (standalone) return null;
-  return api(`/api/v1/runs/${id}/event${query({rank, row})}`);
+  return api(`/api/v1/runs/${id}/event${query({rank, row})}`, true);  // the server keeps them (LRU)
 }
 
 /** One page of the rank's events whose name contains `q` (any case), by start: the first 2,000 at or
  *  after `afterNs`, or the last 2,000 before `beforeNs` — {total, skipped, truncated, matches: {row, track,
  *  ts_ns, dur_ns, name}}. Standalone: among the events of the windows the file carries (`partial: true`). */
 export async function searchEvents(id, rank, q, afterNs, beforeNs) {
-  if (!standalone) return api(`/api/v1/runs/${id}/search${query({rank, q, after_ns: afterNs, before_ns: beforeNs})}`);
+  if (!standalone) return api(`/api/v1/runs/${id}/search${query({rank, q, after_ns: afterNs, before_ns: beforeNs})}`, true);
   const seen = new Map(), needle = q.toLowerCase();
   for (const w of (timelineSnapshot(rank, id).windows || []).map(expanded)) {
     const ev = w.events;

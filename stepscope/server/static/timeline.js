@@ -99,6 +99,7 @@ class TimelineUI {
     this.hits = el("span", {class: "tlhits", id: "timeline-hits"});
     this.search = el("input", {type: "search", id: "timeline-search", placeholder: "search names…", "aria-label": "search event names",
       on: {keydown: (e) => { if (e.key === "Enter") { e.preventDefault(); this.step(e.shiftKey ? -1 : 1); } }}});
+    this.sseq = 0;
     this.found = null;  // {q, list: [{gi, a, row, track, ts_ns, dur_ns}] by view time, i, total, skipped}
   }
 
@@ -177,11 +178,12 @@ class TimelineUI {
   }
 
   async runSearch(q) {
+    const seq = ++this.sseq;
     if (!q.trim()) { this.show(null); return null; }
     this.hits.textContent = "searching…";
     const found = await this.fetchPage(q, this.tl.a, 1);
-    if (found) this.show(found);
-    return found;
+    if (found && seq === this.sseq) this.show(found);
+    return seq === this.sseq ? found : null;
   }
 
   showCount() {
@@ -198,8 +200,9 @@ class TimelineUI {
   async step(dir) {
     const q = this.search.value;
     if (!this.found || this.found.q !== q) await this.runSearch(q);
+    const seq = ++this.sseq;  // a later search or step makes this one's answers stale
     let f = this.found;
-    if (!f || !f.total) return;
+    if (!f || f.q !== q || !f.total) return;
     const cur = f.i >= 0 ? f.list[f.i] : null;
     let k = cur ? f.i + dir : -1;
     if (k < 0 || k >= f.list.length) {  // off this page: the page that way from here, else wrap around
@@ -207,8 +210,8 @@ class TimelineUI {
       const more = !cur || (dir > 0 ? f.skipped + f.list.length < f.total : f.skipped > 0);
       f = more ? await this.fetchPage(q, at, dir) : null;
       if (f && !f.list.length) f = null;
-      if (!f) f = await this.fetchPage(q, dir > 0 ? null : Infinity, dir);
-      if (!f || !f.list.length) return;
+      if (!f && seq === this.sseq) f = await this.fetchPage(q, dir > 0 ? null : Infinity, dir);
+      if (!f || !f.list.length || seq !== this.sseq) return;
       k = dir > 0 ? 0 : f.list.length - 1;
     }
     f.i = k;

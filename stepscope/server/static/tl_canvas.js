@@ -150,9 +150,12 @@ export class TimelineCanvas {
     const L = this.lay = this.layout();
     const cssW = Math.max(this.wrap.clientWidth, 600), dpr = window.devicePixelRatio || 1;
     this.width = cssW;
-    this.canvas.width = Math.round(cssW * dpr);
-    this.canvas.height = Math.round(L.height * dpr);
-    this.canvas.style.height = L.height + "px";
+    const w = Math.round(cssW * dpr), h = Math.round(L.height * dpr);
+    if (this.canvas.width !== w || this.canvas.height !== h) {  // a resize reallocates the bitmap: only when it changed
+      this.canvas.width = w;
+      this.canvas.height = h;
+      this.canvas.style.height = L.height + "px";
+    }
     const g = this.canvas.getContext("2d");
     g.setTransform(dpr, 0, 0, dpr, 0, 0);
     g.clearRect(0, 0, cssW, L.height);

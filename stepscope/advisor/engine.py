@@ -22,12 +22,14 @@ from typing import Protocol
 from stepscope.advisor.config import AdvisorConfig
 from stepscope.advisor.context import RuleContext, cluster_context, context_for
 from stepscope.advisor.finding import Finding, NotRun
-from stepscope.advisor.ranking import group_across_ranks, rank_findings
+from stepscope.advisor.ranking import JobReplays, group_across_ranks, rank_findings
 from stepscope.advisor.rules import ALL_RULES
 from stepscope.advisor.verdict import Verdict, verdict_of, verdicts_of
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.bundle import Bundle, with_bundle_memo
 from stepscope.analysis.platform import no_host_timeline
+from stepscope.analysis.registry import JOB_WHATIF
+from stepscope.analysis.whatif.job_whatif import JobWhatIf
 
 log = logging.getLogger(__name__)
 
@@ -121,10 +123,18 @@ def combine_advice(parts: Mapping[int, RankAdvice], bundle: Bundle, cfg: Advisor
     verdict = verdicts_of(bundle, tuple(p.verdict for _, p in sorted(parts.items()) if p.verdict is not None), cfg)
     steps = {r: p.step_ns for r, p in parts.items() if p.step_ns > 0}
     cluster_rules = frozenset(r.RULE_ID for r in ALL_RULES if r.SCOPE == "cluster")
-    grouped = group_across_ranks(found, steps, cfg.severity_high_pct, cfg.severity_medium_pct, cluster_rules)
+    grouped = group_across_ranks(found, steps, cfg.severity_high_pct, cfg.severity_medium_pct, cluster_rules,
+                                 _job_replays(cluster_ctx.optional(JOB_WHATIF)))
     bound = verdict[0].bound if verdict else None
     addresses = {rule.RULE_ID: tuple(rule.ADDRESSES) for rule in ALL_RULES}
     return Advice(tuple(rank_findings(grouped, bound, addresses)), not_run, verdict)
+
+
+def _job_replays(job: JobWhatIf | None) -> JobReplays:
+    """Per standard remedy: the job's mean step measured and predicted with it on every rank."""
+    if job is None:
+        return {}
+    return {n: (job.measured_mean_ns, float(job.remedy_predicted_mean_ns[i])) for i, n in enumerate(job.remedy)}
 
 
 def _run_one(rule: Rule, ctx: RuleContext, out: list[Finding]) -> str | None:

@@ -49,7 +49,7 @@ from stepscope.analysis.stragglers import ClusterResult, cluster_record, combine
 from stepscope.analysis.summary import Summary, compute_summary
 from stepscope.analysis.sync import SyncResult, compute_sync
 from stepscope.analysis.tensor_cores import TensorCoreResult, compute_tensor_cores
-from stepscope.analysis.whatif.fix_rank import JobWhatIf, combine_job_whatif, job_record
+from stepscope.analysis.whatif.job_whatif import JobWhatIf, combine_job_whatif, job_record
 from stepscope.analysis.whatif.remedies import Remedies, compute_remedies
 from stepscope.analysis.zero_grad import ZeroGradResult, compute_zero_grad
 from stepscope.model.trace import Trace
@@ -126,7 +126,8 @@ COMM_MATRIX = ClusterAnalysis("comm_matrix", matrix_record, combine_comm_matrix,
 ARRIVALS = ClusterAnalysis("arrivals", arrivals_record, combine_arrivals, Arrivals, ("cluster",))  # cluster.arrivals
 SLOW_LINKS = ClusterAnalysis("slow_links", links_record, combine_slow_links, SlowLinks,
                              ("cluster",))  # cluster.slow_links
-# what-if: each culprit fixed, the job replayed (the straggler-rank rule's gain)
+# what-if: the job replayed with each culprit fixed (the straggler-rank rule's gain) and with each standard
+# remedy on every rank (the job's gain of a replayed remedy finding)
 JOB_WHATIF = ClusterAnalysis("job_whatif", job_record, combine_job_whatif, JobWhatIf, ("cluster",))
 
 RANK_ANALYSES: tuple[RankAnalysis[object], ...] = (

@@ -14,6 +14,7 @@ from stepscope.analysis.arrivals import CAUSES, TIE_NS, Arrivals
 from stepscope.analysis.comm import coll_type_name
 from stepscope.analysis.registry import ARRIVALS, JOB_WHATIF, SLOW_LINKS
 from stepscope.analysis.slow_links import SLOW_FRACTION
+from stepscope.analysis.whatif.remedies import REMEDIES, REMEDY_OPTIONS
 
 if TYPE_CHECKING:
     from stepscope.analysis.bundle import Bundle
@@ -98,7 +99,11 @@ def job_whatif_section(bundle: Bundle) -> dict[str, Any] | None:
     return {"measured_mean_ms": j.measured_mean_ns / MS,
             "fixes": [{"rank": r, "basis": j.basis(r), "predicted_mean_ms": float(j.predicted_mean_ns[i]) / MS,
                        "saved_ms": (j.saved_ns(r) or 0.0) / MS, "options": {"fix_rank": [r]}}
-                      for i, r in enumerate(j.culprits)]}
+                      for i, r in enumerate(j.culprits)],
+            "remedies": [{"remedy": n, "basis": REMEDIES[n].basis(),
+                          "predicted_mean_ms": float(j.remedy_predicted_mean_ns[i]) / MS,
+                          "saved_ms": (j.remedy_saved_ns(n) or 0.0) / MS, "options": dict(REMEDY_OPTIONS[n])}
+                         for i, n in enumerate(j.remedy)]}
 
 
 def _num(x: float) -> float | None:

@@ -289,7 +289,12 @@ def change_text(f: Finding) -> str:
 def basis_text(f: Finding) -> str:
     tpl = BASIS.get(f.basis)
     text = fill(tpl, _values(f)) if tpl is not None else f.basis
-    if f.ranks and f.rule not in CLUSTER_RULES:
+    ev = f.evidence
+    if f.ranks and f.rule not in CLUSTER_RULES and "whatif_job_predicted_ms" in ev:
+        before, after = float(ev["whatif_job_measured_ms"]), float(ev["whatif_job_predicted_ms"])
+        text += (f"; for the job: every rank replayed with the change, tied at their collectives, the job's mean "
+                 f"step goes from {before:.2f} to {after:.2f} ms")
+    elif f.ranks and f.rule not in CLUSTER_RULES:
         text += "; for the job: how much the slowest rank's step shrinks when every rank saves its own gain"
     return dialect(text, f.platform, f.whole_trace)
 

@@ -21,7 +21,7 @@ from stepscope.advisor.finding import Change, Finding
 from stepscope.advisor.rules._util import ms
 from stepscope.analysis.arrivals import CAUSES, Arrivals
 from stepscope.analysis.registry import ARRIVALS, JOB_WHATIF
-from stepscope.analysis.whatif.fix_rank import JobWhatIf
+from stepscope.analysis.whatif.job_whatif import JobWhatIf
 
 RULE_ID = "straggler-rank"
 SCOPE = "cluster"

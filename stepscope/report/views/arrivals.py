@@ -8,7 +8,7 @@ from rich.console import Console
 from stepscope.analysis.arrivals import CAUSES, Arrivals
 from stepscope.analysis.comm import coll_type_name
 from stepscope.analysis.slow_links import SLOW_FRACTION, SlowLinks
-from stepscope.analysis.whatif.fix_rank import JobWhatIf
+from stepscope.analysis.whatif.job_whatif import JobWhatIf
 from stepscope.report.texts import CAUSE_WORDS
 from stepscope.report.views._deep import gbps, ms, nbytes, table
 
@@ -68,4 +68,10 @@ def render_job_whatif(j: JobWhatIf, console: Console, top: int) -> None:
               "rank", "predicted mean ms", "saved ms", right_from=1)
     for i, r in enumerate(j.culprits[:top]):  # a handful of culprits
         t.add_row(str(r), ms(float(j.predicted_mean_ns[i])), ms(j.saved_ns(r) or 0.0))
+    if j.culprits:
+        console.print(t)
+    t = table("the job replayed with each standard remedy on every rank", "remedy", "predicted mean ms", "saved ms",
+              right_from=1)
+    for i, n in enumerate(j.remedy):  # a handful of remedies
+        t.add_row(n, ms(float(j.remedy_predicted_mean_ns[i])), ms(j.remedy_saved_ns(n) or 0.0))
     console.print(t)

@@ -136,3 +136,32 @@ def test_the_command_fixes_a_rank_and_refuses_one_not_in_the_trace(late_rank: Tr
     with pytest.raises(SystemExit) as exc:
         main(["whatif", run, "--fix-rank", "5", "--no-cache"])
     assert exc.value.code == 2 and "--fix-rank: no rank 5 in the trace" in capsys.readouterr().err
+
+
+def test_a_remedy_on_every_rank_saves_what_the_job_replay_gives(late_rank: Trace) -> None:
+    """``graph-capture`` (launch calls and host work at no time) on both ranks. Alone, each rank
+    keeps its measured all-reduce: rank 0 launches at 0, arrives at 5, ends 5 + 20 = 25, its sync
+    returns at 30, its host work is gone: 30; rank 1 arrives at 5 and keeps its measured 50: ends 55,
+    step 60. The per-rank sum (the slowest step less each rank's own saving) says the job gains
+    100 − max(30, 60) = 40. Tied, rank 1's all-reduce ends at the last arrival (5) + 20 = 25 too:
+    both steps 30, the job gains 70. ``pinned-copies`` and ``loader-workers`` change nothing here:
+    not replayed, 0 saved."""
+    from stepscope.advisor.finding import Change, Finding, Severity
+    from stepscope.advisor.ranking import group_across_ranks
+    from stepscope.analysis.whatif.job_whatif import combine_job_whatif, job_record
+    from stepscope.analysis.whatif.remedies import compute_remedies
+
+    alone = {r: compute_remedies(late_rank, r) for r in late_rank.rank_ids}
+    assert {r: int(x.predicted_mean_ns[x.name.index("graph-capture")]) // US for r, x in alone.items()} == {0: 30, 1: 60}
+    j = combine_job_whatif({r: job_record(late_rank, r) for r in late_rank.rank_ids})
+    assert j.measured_mean_ns == 100 * US and j.remedy_saved_ns("graph-capture") == 70 * US
+    assert j.remedy_saved_ns("pinned-copies") == 0 and j.remedy_saved_ns("loader-workers") == 0
+    found = [Finding("launch-bound", Severity.HIGH, r, (), int(x.saved_ns("graph-capture")), 100 * US, "replayed",
+                     {"whatif_remedy": "graph-capture"}, Change("use-cuda-graphs")) for r, x in alone.items()]
+    steps = {0: 100 * US, 1: 100 * US}
+    per_rank_sum = group_across_ranks(found, steps, 10.0, 2.0)[0]
+    assert per_rank_sum.est_gain_ns == 40 * US and "whatif_job_predicted_ms" not in per_rank_sum.evidence
+    replays = {n: (j.measured_mean_ns, float(j.remedy_predicted_mean_ns[i])) for i, n in enumerate(j.remedy)}
+    joint = group_across_ranks(found, steps, 10.0, 2.0, job_replays=replays)[0]
+    assert joint.est_gain_ns == 70 * US and joint.ranks == (0, 1)
+    assert (joint.evidence["whatif_job_measured_ms"], joint.evidence["whatif_job_predicted_ms"]) == (0.1, 0.03)

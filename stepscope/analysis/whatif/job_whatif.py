@@ -1,0 +1,153 @@
+"""The job replayed, all ranks together (their matched collectives tie them): each straggler fixed,
+and each standard remedy applied on every rank.
+
+A synchronous job runs at the pace of its slowest rank at each step, and a rank that gets faster
+only waits longer at the next collective for the ranks that did not. Replaying a rank alone keeps
+its measured waits as if they were work; the job replay (:mod:`.job`) re-times them: a collective
+ends at the last participant's arrival plus its transfer. So:
+
+* **each culprit fixed** (:mod:`.fix_rank`): the ``straggler-rank`` rule's gain;
+* **each standard remedy** of :data:`~.remedies.REMEDIES` (the same program change, so applied on
+  every rank): what it saves on the job's mean step — the advisor's gain for a remedy finding
+  grouped across ranks (:mod:`stepscope.advisor.ranking`). A remedy that changes nothing on any
+  rank is not replayed (its saving is 0).
+
+Everything is computed from per-rank records (the rank's step graph, its communication mask, its
+collective records, its durations under each remedy), so it runs on per-rank summaries
+(map-reduce) as on one whole trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.analysis.activity import Activity, activity_of
+from stepscope.analysis.arrivals import arrivals_of
+from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.collective_records import CollectiveRecords, collective_records
+from stepscope.analysis.common import I64
+from stepscope.analysis.whatif.fix_rank import fix_rank_basis, fixed_durations
+from stepscope.analysis.whatif.graph import StepGraph, step_graph
+from stepscope.analysis.whatif.job import JobEdges, edges_of, job_steps_ns, replay_job
+from stepscope.analysis.whatif.remedies import REMEDIES
+from stepscope.analysis.whatif.replay import Durations
+from stepscope.model.trace import Trace
+
+B = npt.NDArray[np.bool_]
+
+#: the largest step graph a rank's record carries (the graph grows with the rank's events; a
+#: map-reduce summary should not): DLRM's ranks weigh 30-40 KiB
+JOB_RECORD_MAX_BYTES = 128 << 10
+
+
+def graph_nbytes(g: StepGraph) -> int:
+    """The bytes of the graph's arrays."""
+    parts = (g.host, g.syncs, g.device, g.steps)
+    return sum(int(getattr(p, f.name).nbytes) for p in parts for f in fields(p)
+               if isinstance(getattr(p, f.name), np.ndarray))
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """One rank's input of the job replay: its step graph, which of its device activities are
+    communication, its collective records, and per remedy of :data:`~.remedies.REMEDIES` (in that
+    order) its durations with the remedy applied (None: the remedy changes nothing on the rank)."""
+
+    graph: StepGraph
+    comm: B
+    coll: CollectiveRecords
+    remedies: tuple[Durations | None, ...] = ()
+
+
+@dataclass(frozen=True)
+class JobWhatIf:
+    """The job's mean step replayed: per culprit of the arrival analysis with it fixed, and per
+    standard remedy with it applied on every rank."""
+
+    culprits: tuple[int, ...]
+    measured_mean_ns: float
+    predicted_mean_ns: npt.NDArray[np.float64]
+    remedy: tuple[str, ...]
+    remedy_predicted_mean_ns: npt.NDArray[np.float64]
+
+    def saved_ns(self, rank: int) -> float | None:
+        """What fixing the rank saves on the job's mean step (None: not a culprit)."""
+        if rank not in self.culprits:
+            return None
+        return max(self.measured_mean_ns - float(self.predicted_mean_ns[self.culprits.index(rank)]), 0.0)
+
+    def remedy_saved_ns(self, name: str) -> float | None:
+        """What the remedy, applied on every rank, saves on the job's mean step (None: not replayed)."""
+        if name not in self.remedy:
+            return None
+        return max(self.measured_mean_ns - float(self.remedy_predicted_mean_ns[self.remedy.index(name)]), 0.0)
+
+    def remedy_predicted_ns(self, name: str) -> float | None:
+        return float(self.remedy_predicted_mean_ns[self.remedy.index(name)]) if name in self.remedy else None
+
+    @staticmethod
+    def basis(rank: int) -> str:
+        return fix_rank_basis(rank)
+
+
+def job_record(trace: Trace, rank: int) -> JobRecord:
+    """The registry's per-rank step: NotApplicable for a rank without collectives or host chain, or
+    whose step graph is over :data:`JOB_RECORD_MAX_BYTES` (a map-reduce summary must stay small)."""
+    coll = collective_records(trace, rank)
+    if len(coll) == 0:
+        raise NotApplicable("no collective kernels to tie the ranks' replays")
+    g = step_graph(trace, rank)
+    size = graph_nbytes(g)
+    if size > JOB_RECORD_MAX_BYTES:
+        raise NotApplicable(f"rank {rank}'s step graph ({size >> 10} KiB) is over the job replay's record limit "
+                            f"({JOB_RECORD_MAX_BYTES >> 10} KiB): `stepscope whatif --fix-rank` replays it")
+    base = Durations.measured(g)
+    remedies = tuple(_changed(t.change(trace, g, base), base) for t in REMEDIES.values())
+    return JobRecord(g, activity_of(trace)[g.device.row] == Activity.COMMUNICATION, coll, remedies)
+
+
+def _changed(d: Durations, base: Durations) -> Durations | None:
+    same = (np.array_equal(d.host_seg_ns, base.host_seg_ns) and np.array_equal(d.device_ns, base.device_ns)
+            and np.array_equal(d.sync_dropped, base.sync_dropped))
+    return None if same else d
+
+
+def combine_job_whatif(records: Mapping[int, JobRecord]) -> JobWhatIf:
+    """The registry's cross-rank step: each culprit fixed, each remedy applied, the job replayed
+    (module docstring)."""
+    if len(records) < 2:
+        raise NotApplicable("single-rank trace: no job to replay")
+    a = arrivals_of(tuple(r.coll for r in records.values()))
+    graphs = {r: rec.graph for r, rec in records.items()}
+    e = edges_of(a.m, graphs)
+    if e is None:
+        raise NotApplicable("no collective matched across the ranks to tie their replays")
+    measured = {r: Durations.measured(g) for r, g in graphs.items()}
+    job_measured = _mean(job_steps_ns([g.steps.measured_end_ns - g.steps.measured_start_ns for g in graphs.values()]))
+    fixes = []
+    for c in a.culprits:  # a handful of culprits
+        durs = dict(measured)
+        durs[c] = fixed_durations(graphs[c], measured[c], a, records[c].comm)
+        fixes.append(_job_mean(graphs, durs, e))
+    remedies = []
+    for i in range(len(REMEDIES)):  # per remedy, a handful
+        changed = {r: rec.remedies[i] for r, rec in records.items() if len(rec.remedies) > i}
+        if all(d is None for d in changed.values()):
+            remedies.append(job_measured)
+            continue
+        remedies.append(_job_mean(graphs, {r: changed.get(r) or measured[r] for r in graphs}, e))
+    return JobWhatIf(tuple(a.culprits), job_measured, np.asarray(fixes, np.float64),
+                     tuple(REMEDIES), np.asarray(remedies, np.float64))
+
+
+def _job_mean(graphs: Mapping[int, StepGraph], durs: Mapping[int, Durations], e: JobEdges) -> float:
+    rps = replay_job(graphs, durs, e)
+    return _mean(job_steps_ns([rp.step_ns for rp in rps.values()]))
+
+
+def _mean(x: I64) -> float:
+    return float(x.mean()) if len(x) else 0.0

@@ -26,6 +26,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
 NW0 = TRACES / "kineto_tb_plugin" / "resnet50_num_workers_0"
 H100_BASE = Path(__file__).resolve().parents[1] / "data" / "h100_cuda_train" / "base"
+DLRM = TRACES / "param_dlrm" / "dlrm_8rank_v100"
 MAX_BYTES = 3 * 2**20
 VIEWS = ["overview", "steps", "kernels", "operators", "modules", "memory", "distributed", "graphs", "timeline",
          "whatif"]
@@ -218,6 +219,39 @@ def test_whatif_shows_the_remedies_and_says_a_replay_needs_the_trace(tmp_path: P
     err = opened.page.wait_for_selector("#whatif-error")
     assert "needs the trace" in (err.text_content() or "")
     _keep_screenshot(opened.page, "report-whatif-h100.png")
+    opened.check_clean()
+
+
+def test_the_straggler_finding_shows_the_documents_job_replay(tmp_path: Path, browser: Any) -> None:
+    """DLRM's report: the straggler-rank finding (rank 7) links to the What-if view, which cannot
+    replay without the trace and shows what ``cluster.job_whatif`` carries instead: the job's step
+    18.711 → 18.202 ms with rank 7 fixed, its form filled with the fix."""
+    if not DLRM.is_dir():
+        pytest.skip(f"real trace not found at {DLRM} (the shared trace set is not beside the repo)")
+    path = tmp_path / "dlrm.html"
+    doc = _write_trace_report(DLRM, path)
+    jw = doc["cluster"]["job_whatif"]
+    fix = next(x for x in jw["fixes"] if x["rank"] == 7)
+    opened = open_page(browser, path)
+    page = opened.page
+    opened.go("overview", rank=7, wait="a.whatif-link[data-remedy=fix-rank]")
+    page.click("a.whatif-link[data-remedy=fix-rank]")
+    page.wait_for_selector("#whatif-from-document", timeout=30_000)
+    assert page.locator("#whatif-output").get_attribute("data-state") == "document"
+    mean = page.locator("#whatif-mean")
+    measured = float(mean.get_attribute("data-measured") or "nan")
+    predicted = float(mean.get_attribute("data-value") or "nan")
+    assert (measured, predicted) == (jw["measured_mean_ms"], fix["predicted_mean_ms"])
+    assert (round(measured, 3), round(predicted, 3)) == (18.711, 18.202)
+    assert "18.71 ms → 18.20 ms" in (mean.text_content() or "")
+    assert page.locator("#wi-fix_rank").input_value() == "7"
+    assert page.locator("#job-fix-7").get_attribute("class") == "remedy on"
+    rows = page.locator("#job-whatif-table tbody tr")
+    assert rows.count() == len(jw["fixes"]) + len(jw["remedies"])
+    for r in jw["remedies"]:
+        shown = page.locator(f"#job-remedy-{r['remedy']}").get_attribute("data-saved")
+        assert float(shown or "nan") == r["saved_ms"]
+    _keep_screenshot(page, "report-whatif-dlrm-fix-rank.png", full=True)
     opened.check_clean()
 
 

@@ -64,6 +64,7 @@ def _replayed_fix(job: JobWhatIf | None, rank: int, evidence: dict[str, object])
     if job is None or saved is None:
         return None
     predicted = float(job.predicted_mean_ns[job.culprits.index(rank)])
-    evidence.update(whatif_basis=job.basis(rank), whatif_command=f"stepscope whatif RUN --fix-rank {rank}",
+    evidence.update(whatif_remedy="fix-rank", whatif_basis=job.basis(rank),
+                    whatif_command=f"stepscope whatif RUN --fix-rank {rank}",
                     whatif_measured_ms=ms(job.measured_mean_ns), whatif_predicted_ms=ms(predicted))
     return saved

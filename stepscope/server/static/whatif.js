@@ -1,7 +1,11 @@
-// The What-if view: the rank's standard remedies replayed (the §12 document's `remedies`), and a
-// form that replays any combination of changes through POST /api/v1/runs/<id>/whatif (the options
-// of `stepscope whatif`): the predicted step per step, the mean and median, the bound before and
-// after, and the critical-path shares before and after. Every value reaches the page as text.
+// The What-if view: the rank's standard remedies replayed (the §12 document's `remedies`), on a
+// multi-rank run the job replayed with each straggler fixed and each remedy on every rank
+// (`cluster.job_whatif`), and a form that replays any combination of changes through
+// POST /api/v1/runs/<id>/whatif (the options of `stepscope whatif`; "fix a slow rank" only on a
+// multi-rank run): the predicted step per step, the mean and median, the bound before and after,
+// and the critical-path shares before and after. `remedy=fix-rank` in the route (the straggler-rank
+// finding's link) replays the route's rank fixed at once; a standalone report shows the document's
+// numbers for it instead. Every value reaches the page as text.
 
 import {el, svg, card, empty, clear, tip, fmtMs, fmtPct, isNum} from "./util.js";
 import {dataTable} from "./tables.js";
@@ -23,7 +27,15 @@ const FIELDS = [
   {name: "scale", label: "Scale kernels (REGEX=F)", type: "lines", attrs: {placeholder: "gemm|conv=0.5"},
     hint: "one per line: matching kernels and copies take F × their time (AMP, Tensor Cores)"},
   {name: "overlap_comm", label: "Overlap communication", type: "checkbox", hint: "communication hidden under compute (an upper bound)"},
+  {name: "fix_rank", label: "Fix a slow rank", type: "rank", multiRank: true, attrs: {min: 0, step: 1, placeholder: "e.g. 7"},
+    hint: "rank R arrives with the second-to-last rank at every collective it was last at (the job replayed)"},
 ];
+/** The route's `remedy` of the straggler-rank finding's link: the route's rank fixed. */
+const FIX_RANK = "fix-rank";
+
+function fieldsOf(multiRank) {
+  return FIELDS.filter((f) => multiRank || !f.multiRank);
+}
 
 function stat(label, value, attrs = {}) {
   return el("div", {class: "stat", ...attrs}, el("div", {class: "v"}, value), el("div", {class: "k"}, label));
@@ -33,7 +45,7 @@ function field(f) {
   const id = `wi-${f.name}`;
   const attrs = {id, name: f.name, spellcheck: "false", ...(f.attrs || {})};
   const input = f.type === "lines" ? el("textarea", {rows: 2, ...attrs})
-    : el("input", {type: f.type === "checkbox" ? "checkbox" : f.type, ...attrs});
+    : el("input", {type: f.type === "checkbox" ? "checkbox" : f.type === "rank" ? "number" : f.type, ...attrs});
   return el("div", {class: `wi-field wi-${f.type}`}, el("label", {for: id}, f.label), input, el("div", {class: "hint"}, f.hint));
 }
 
@@ -42,6 +54,7 @@ export function readForm(form) {
   const body = {};
   for (const f of FIELDS) {
     const input = form.elements[f.name];
+    if (!input || input.disabled) continue;  // fix_rank: not on a one-rank run
     if (f.type === "checkbox") {
       if (input.checked) body[f.name] = true;
       continue;
@@ -49,6 +62,7 @@ export function readForm(form) {
     const text = input.value.trim();
     if (!text) continue;
     if (f.type === "lines") body[f.name] = text.split("\n").map((s) => s.trim()).filter(Boolean);
+    else if (f.type === "rank") body[f.name] = [Number(text)];
     else body[f.name] = f.type === "number" ? Number(text) : text;
   }
   return body;
@@ -100,6 +114,44 @@ function remediesCard(ctx, onReplay) {
   el("tbody", null, rows));
   return card("remedies", `Remedies replayed — rank ${ctx.rank}`, `Each standard remedy replayed on this rank's steps. Measured mean step ${fmtMs(m)}; grey: measured, blue: predicted.`,
     pairedBars("remedies-chart", m, sec.remedies), el("div", {class: "tablewrap"}, table));
+}
+
+/** The job replayed (`cluster.job_whatif`): each straggler fixed, each standard remedy on every rank. */
+function jobCard(ctx, onReplay) {
+  const jw = ctx.doc.cluster?.job_whatif;
+  const m = jw?.measured_mean_ms;
+  const rows = [
+    ...(jw?.fixes || []).map((x) => ({...x, id: `job-fix-${x.rank}`, name: `fix rank ${x.rank}`,
+      on: ctx.remedy === FIX_RANK && x.rank === ctx.rank})),
+    ...(jw?.remedies || []).map((x) => ({...x, id: `job-remedy-${x.remedy}`, name: `${x.remedy} on every rank`, on: false})),
+  ];
+  if (!rows.length) return null;
+  const body = rows.map((x) => el("tr", {id: x.id, class: x.on ? "remedy on" : "remedy", "data-predicted": x.predicted_mean_ms,
+    "data-saved": x.saved_ms}, el("td", {class: "txt"}, x.name), el("td", {class: "wrap"}, x.basis),
+  el("td", {class: "num"}, fmtMs(x.predicted_mean_ms)), el("td", {class: "num"}, fmtMs(x.saved_ms)),
+  el("td", {class: "num"}, fmtPct(m > 0 ? (100 * x.saved_ms) / m : null)),
+  el("td", null, el("button", {type: "button", class: "replay", title: "put its options in the form below and predict",
+    on: {click: () => onReplay(x.options)}}, "replay"))));
+  const table = el("table", {class: "data", id: "job-whatif-table"}, el("thead", null, el("tr", null,
+    ["change", "basis", "job's predicted mean", "saved / step", "saved", ""].map((h, i) => el("th", {class: i >= 2 && i <= 4 ? "num" : null}, h)))),
+  el("tbody", null, body));
+  return card("job-whatif", "The job replayed — every rank together", `Measured mean step of the job ${fmtMs(m)} (the slowest rank's `
+    + "at each step). Each straggler fixed, and each standard remedy applied on every rank, the ranks tied at their collectives: "
+    + "the advisor's gains for the job.", el("div", {class: "tablewrap"}, table));
+}
+
+/** A standalone report's answer for a fixed rank: the numbers `cluster.job_whatif` carries. */
+function documentNodes(fix, measured) {
+  const saved = measured > 0 ? (100 * fix.saved_ms) / measured : null;
+  return [
+    el("p", {class: "note", id: "whatif-from-document"}, `Replayed when this report was written (cluster.job_whatif): `
+      + `the job with rank ${fix.rank} fixed. Step by step, with the new bound: \`stepscope whatif TRACE --fix-rank ${fix.rank}\`.`),
+    el("div", {class: "stats wi-stats"},
+      stat("job's mean step", `${fmtMs(measured)} → ${fmtMs(fix.predicted_mean_ms)}`,
+        {id: "whatif-mean", "data-measured": measured, "data-value": fix.predicted_mean_ms}),
+      stat("saved on the mean step", `${fmtMs(fix.saved_ms)} (${fmtPct(saved)})`, {id: "whatif-saved", "data-value": fix.saved_ms})),
+    el("h3", null, "Change replayed"), el("ul", {class: "story", id: "whatif-changes"}, el("li", null, fix.basis)),
+  ];
 }
 
 function shareBar(id, shares) {
@@ -184,21 +236,33 @@ async function predict(ctx, form, output, button) {
 }
 
 export function whatifView(ctx) {
+  const multiRank = (ctx.run?.ranks?.length || 1) > 1 || (ctx.doc.cluster?.rank_count || 1) > 1;
   const output = el("div", {id: "whatif-output", "data-state": "empty"}, empty("Name one or more changes and press Predict."));
   const go = el("button", {type: "submit", class: "primary", id: "whatif-go"}, "Predict");
   const form = el("form", {id: "whatif-form", class: "wi-form", novalidate: true, on: {submit: (e) => { e.preventDefault(); predict(ctx, form, output, go); }}},
-    el("div", {class: "wi-grid"}, FIELDS.map(field)),
+    el("div", {class: "wi-grid"}, fieldsOf(multiRank).map(field)),
     el("div", {class: "wi-actions"}, go, el("button", {type: "button", id: "whatif-clear", on: {click: () => form.reset()}}, "Clear")));
   const replay = (options) => { fillForm(form, options); predict(ctx, form, output, go); };
   const formCard = card("whatif", "Try a change", "Replays every step of the run with the changes applied together "
     + "(stepscope whatif). Combined fixes do not simply add.", form);
   const resultCard = card("whatif-result", "Prediction", (ctx.run?.ranks?.length || 1) > 1
     ? "Every rank is replayed; the job's step is the slowest rank's at each step." : null, output);
-  const remedy = (ctx.doc.ranks[0].remedies?.remedies || []).find((x) => x.remedy === ctx.remedy);
+  const remedy = ctx.remedy === FIX_RANK && multiRank ? fixOf(ctx)
+    : (ctx.doc.ranks[0].remedies?.remedies || []).find((x) => x.remedy === ctx.remedy);
   if (standalone) {
     formCard.append(el("p", {class: "note", id: "whatif-standalone"}, "This is a standalone report: the remedies above were "
       + "replayed when it was written; a new combination needs the trace (`stepscope whatif TRACE …` or `stepscope serve`)."));
     if (remedy) fillForm(form, remedy.options);
+    if (remedy && ctx.remedy === FIX_RANK && isNum(remedy.predicted_mean_ms)) {
+      clear(output).append(...documentNodes(remedy, ctx.doc.cluster.job_whatif.measured_mean_ms));
+      output.dataset.state = "document";
+    }
   } else if (remedy) replay(remedy.options);
-  return [remediesCard(ctx, replay), formCard, resultCard];
+  return [remediesCard(ctx, replay), jobCard(ctx, replay), formCard, resultCard].filter(Boolean);
+}
+
+/** The straggler-rank link's change: the route's rank fixed (with the document's numbers when it has them). */
+function fixOf(ctx) {
+  const fix = (ctx.doc.cluster?.job_whatif?.fixes || []).find((x) => x.rank === ctx.rank);
+  return fix || {rank: ctx.rank, options: {fix_rank: [ctx.rank]}};
 }

@@ -149,17 +149,28 @@ def _curve(time_ms: npt.NDArray[np.float64], live: I64, points: int) -> tuple[np
     return at[keep], top[keep]
 
 
-def _history(snap: AllocatorSnapshot, device: int, freed: I64, points: int, top: int) -> DeviceHistory:
+def _replay(snap: AllocatorSnapshot, device: int, freed: I64) -> tuple[I64, I64, int, I64]:
+    """(alloc/free rows of the device, live bytes after each, index of the peak in them, alloc rows live at it)."""
     t = snap.trace
     rows = np.flatnonzero((t["device"] == device) & (snap.action_mask("alloc") | snap.action_mask("free_completed")))
-    dev_rows = np.flatnonzero(t["device"] == device)
-    t0 = int(t["time_us"][dev_rows].min())
     delta = np.where(snap.action_mask("alloc")[rows], t["size"][rows], -t["size"][rows])
     live = np.cumsum(delta)
     k = int(np.argmax(live)) if len(live) else 0
     peak_row = int(rows[k]) if len(rows) else -1
     allocs = rows[snap.action_mask("alloc")[rows] & (rows <= peak_row)]
-    alive = allocs[(freed[allocs] < 0) | (freed[allocs] > peak_row)]
+    return rows, live, k, allocs[(freed[allocs] < 0) | (freed[allocs] > peak_row)]
+
+
+def live_at_peak(snap: AllocatorSnapshot, device: int) -> I64:
+    """The trace rows of the allocations live at the device's peak of live bytes."""
+    return _replay(snap, device, freed_at(snap))[3]
+
+
+def _history(snap: AllocatorSnapshot, device: int, freed: I64, points: int, top: int) -> DeviceHistory:
+    t = snap.trace
+    rows, live, k, alive = _replay(snap, device, freed)
+    dev_rows = np.flatnonzero(t["device"] == device)
+    t0 = int(t["time_us"][dev_rows].min())
     time_ms = (t["time_us"][rows] - t0) / 1e3
     tm, lv = _curve(time_ms, live, points)
     return DeviceHistory(device, int(live[k]) if len(live) else 0, float(time_ms[k]) if len(live) else 0.0,

@@ -6,7 +6,8 @@ import click
 from rich.table import Table
 
 from stepscope.analysis.allocator import AllocatorSummary, summarize
-from stepscope.cli.common import echo_json
+from stepscope.analysis.snapshot_join import JoinedPeak, join
+from stepscope.cli.common import echo_json, load_trace
 from stepscope.ingest.snapshot import read_snapshot
 from stepscope.report.console import terminal_console
 
@@ -40,15 +41,44 @@ def _render(s: AllocatorSummary) -> None:
     c.print(_sites("allocated over the history, by site", s.sites))
 
 
+def _render_join(joined: list[JoinedPeak]) -> None:
+    c = terminal_console()
+    for j in joined:
+        a = j.alignment
+        c.print(f"device {j.device}: joined to the trace by {a.method} (shift {a.shift_ns:,} ns; {a.matched} of "
+                f"{a.trace_allocs} [memory] allocations matched, within {a.spread_ns:,} ns); "
+                f"{_mb(j.outside_bytes)} of {_mb(j.live_bytes)} MiB live at the peak were allocated outside the trace")
+        t = Table(title=f"device {j.device}: live at the peak, by the op that allocated it")
+        for col in ("MiB", "count", "by [memory] event", "op"):
+            t.add_column(col, justify="right" if col != "op" else "left")
+        for r in j.by_op:
+            t.add_row(_mb(r["bytes"]), f"{r['count']:,}", f"{r['matched']:,}", str(r["op"]))
+        c.print(t)
+        steps = ", ".join(f"{'no step' if r['step'] < 0 else 'step ' + str(r['step'])} {_mb(r['bytes'])}"
+                          for r in j.by_step)
+        c.print(f"device {j.device}: live at the peak by ProfilerStep (MiB): {steps or '-'}")
+
+
 @click.command("memory")
 @click.argument("snapshot", type=click.Path(exists=True, dir_okay=False))
 @click.option("--top", default=10, show_default=True, type=click.IntRange(min=1), help="Rows per table.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (with the live-bytes curve).")
-def command(snapshot: str, top: int, as_json: bool) -> None:
+@click.option("--trace", "trace_path", type=click.Path(exists=True),
+              help="The Kineto trace of the same run: attribute the memory live at the peak to its ops and steps.")
+@click.option("--offset-us", type=int, default=None,
+              help="With --trace: the snapshot's time_us minus the trace's ts, when the clocks cannot be aligned "
+                   "from the files (docs/memory_snapshot.md).")
+def command(snapshot: str, top: int, as_json: bool, trace_path: str | None, offset_us: int | None) -> None:
     """Summarise a torch.cuda.memory._dump_snapshot pickle: segments, the peak, what is live at it and where
     it was allocated. The pickle is read with a restricted unpickler (plain data only: a snapshot is untrusted)."""
-    summary = summarize(read_snapshot(snapshot), top=top)
+    snap = read_snapshot(snapshot)
+    summary = summarize(snap, top=top)
+    joined = join(snap, load_trace(trace_path, False, None, ()), offset_us, top) if trace_path else []
     if as_json:
-        echo_json(summary.to_dict())
+        doc = summary.to_dict()
+        if trace_path:
+            doc["join"] = [j.to_dict() for j in joined]
+        echo_json(doc)
         return
     _render(summary)
+    _render_join(joined)

@@ -86,9 +86,10 @@ def _by_site(snap: AllocatorSnapshot, rows: I64, top: int) -> list[dict[str, Any
     count = np.bincount(inv)
     first = np.full(len(ids), len(rows), np.int64)
     np.minimum.at(first, inv, np.arange(len(rows)))
-    order = np.lexsort((ids, -nbytes))[:top]
-    return [{"site": snap.strings[int(ids[i])], "bytes": int(nbytes[i]), "count": int(count[i]),
-             "stack": snap.strings[int(t["stack"][rows[first[i]]])]} for i in order.tolist()]
+    text = [snap.frame_text(int(i)) for i in ids.tolist()]
+    order = sorted(range(len(ids)), key=lambda i: (-int(nbytes[i]), text[i]))[:top]
+    return [{"site": text[i], "bytes": int(nbytes[i]), "count": int(count[i]),
+             "stack": snap.stack_text(int(t["stack"][rows[first[i]]]))} for i in order]
 
 
 def freed_at(snap: AllocatorSnapshot) -> I64:
@@ -129,9 +130,24 @@ def stack_category(stack: str) -> int:
     return CATEGORIES.index("other")
 
 
+def stack_categories(snap: AllocatorSnapshot) -> I64:
+    """The CATEGORIES index of each stack (see CATEGORIES), from its frames' text: vectorised over frames."""
+    f = snap.frames
+    n = len(snap.stack_offsets) - 1
+    if n <= 0:
+        return np.zeros(0, np.int64)
+    text = np.array([snap.frame_text(i) for i in range(len(f["line"]))], dtype=object)
+    owner = np.repeat(np.arange(n), np.diff(snap.stack_offsets))
+    code = np.full(n, CATEGORIES.index("other"), np.int64)
+    for name, marks in reversed(_RULES):  # the first rule that matches wins: apply the last first
+        hit = np.array([any(m in s for m in marks) for s in text.tolist()], dtype=np.bool_)
+        code[np.unique(owner[hit[snap.stack_frames]])] = CATEGORIES.index(name)
+    return code
+
+
 def _by_category(snap: AllocatorSnapshot, rows: I64) -> dict[str, int]:
-    """Bytes of the trace rows ``rows`` per category; each distinct stack is classified once."""
-    code = np.array([stack_category(s) for s in snap.strings.strings] + [CATEGORIES.index("unknown")], np.int64)
+    """Bytes of the trace rows ``rows`` per category; each distinct frame is matched once."""
+    code = np.append(stack_categories(snap), CATEGORIES.index("unknown"))
     cat = code[snap.trace["stack"][rows]]
     nbytes = np.bincount(cat, weights=snap.trace["size"][rows], minlength=len(CATEGORIES)).astype(np.int64)
     return {c: int(n) for c, n in zip(CATEGORIES, nbytes.tolist()) if n}

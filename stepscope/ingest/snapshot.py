@@ -8,15 +8,21 @@ the file, and nothing in it runs. The shape is checked too: a dict with a ``segm
 
 from __future__ import annotations
 
+import logging
 import pickle
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
 import numpy as np
 
 from stepscope.errors import TraceFormatError
-from stepscope.model.snapshot import ACTIONS, BLOCK_STATES, AllocatorSnapshot
+from stepscope.ingest.snapshot_stream import stream_snapshot
+from stepscope.ingest.snapshot_vm import Fallback
+from stepscope.model.snapshot import ACTIONS, BLOCK_STATES, AllocatorSnapshot, StackInterner
 from stepscope.model.strings import StringPool
+
+log = logging.getLogger(__name__)
 
 #: plain types a snapshot may hold (what the restricted unpickler can build without a global)
 PLAIN = (dict, list, tuple, str, int, float, bool, type(None))
@@ -40,18 +46,15 @@ def load_plain(path: Path) -> Any:
         raise TraceFormatError(f"{path}: not a plain allocator snapshot pickle ({why}); refused") from None
 
 
-def _frames_text(frames: Any) -> tuple[str, str]:
-    """(whole stack, first frame outside site-packages) of a frames list."""
+def _stack(frames: Any, st: StackInterner) -> int:
+    """The interned stack of a frames list (-1: none)."""
     if not isinstance(frames, list) or not frames:
-        return "", ""
-    text = [f"{f.get('filename', '?')}:{f.get('line', '?')} {f.get('name', '?')}" for f in frames
-            if isinstance(f, dict)]
-    site = next((t for t, f in zip(text, frames) if "site-packages" not in str(f.get("filename", ""))),
-                text[0] if text else "")
-    return ";".join(text), site
+        return -1
+    return st.stack(tuple(st.frame(str(f.get("filename", "?")), int(f.get("line", 0) or 0), str(f.get("name", "?")))
+                          for f in frames if isinstance(f, dict)))
 
 
-def _segments(segs: list[Any], pool: StringPool) -> tuple[dict[str, Any], dict[str, Any]]:
+def _segments(segs: list[Any], st: StackInterner) -> tuple[dict[str, Any], dict[str, Any]]:
     s_cols: dict[str, list[Any]] = {k: [] for k in ("device", "address", "total_size", "allocated_size",
                                                     "active_size", "requested_size", "stream", "is_large", "blocks")}
     b_cols: dict[str, list[Any]] = {k: [] for k in ("segment", "address", "size", "requested_size", "state", "stack")}
@@ -68,44 +71,94 @@ def _segments(segs: list[Any], pool: StringPool) -> tuple[dict[str, Any], dict[s
             for k in ("address", "size", "requested_size"):
                 b_cols[k].append(int(b.get(k, 0) or 0))
             b_cols["state"].append(BLOCK_STATES.index(state) if state in BLOCK_STATES else -1)
-            b_cols["stack"].append(pool.intern(_frames_text(b.get("frames"))[0]))
+            b_cols["stack"].append(_stack(b.get("frames"), st))
     return ({k: np.asarray(v, dtype=np.bool_ if k == "is_large" else np.int64) for k, v in s_cols.items()},
             {k: np.asarray(v, dtype=np.int64) for k, v in b_cols.items()})
 
 
-def _trace(traces: list[Any], pool: StringPool) -> dict[str, Any]:
-    cols: dict[str, list[int]] = {k: [] for k in ("device", "action", "addr", "size", "time_us", "stack", "site")}
-    for device, entries in enumerate(traces):
-        for e in entries or []:
-            stack, site = _frames_text(e.get("frames"))
-            action = e.get("action")
-            cols["device"].append(device)
-            cols["action"].append(ACTIONS.index(action) if action in ACTIONS else -1)
-            for k in ("addr", "size", "time_us"):
-                cols[k].append(int(e.get(k, 0) or 0))
-            cols["stack"].append(pool.intern(stack))
-            cols["site"].append(pool.intern(site))
+def trace_columns(entries: list[Any], device: int, st: StackInterner) -> dict[str, Any]:
+    """Columns (without ``site``) of one device's trace entries (dicts)."""
+    cols: dict[str, list[int]] = {k: [] for k in ("device", "action", "addr", "size", "time_us", "stack")}
+    for e in entries or []:
+        action = e.get("action")
+        cols["device"].append(device)
+        cols["action"].append(ACTIONS.index(action) if action in ACTIONS else -1)
+        for k in ("addr", "size", "time_us"):
+            cols[k].append(int(e.get(k, 0) or 0))
+        cols["stack"].append(_stack(e.get("frames"), st))
     return {k: np.asarray(v, dtype=np.int64) for k, v in cols.items()}
+
+
+def assemble(path: Path, obj: Any, traces: list[dict[str, Any]], st: StackInterner) -> AllocatorSnapshot:
+    """The snapshot from its segments (in ``obj``), its trace columns (device by device) and the interned stacks."""
+    segments, blocks = _segments(obj["segments"], st)
+    names = ("device", "action", "addr", "size", "time_us", "stack")
+    trace = {k: np.concatenate([t[k] for t in traces]).astype(np.int64) if traces else np.zeros(0, np.int64)
+             for k in names}
+    frames, offsets, flat, sites = st.columns()
+    trace["site"] = np.where(trace["stack"] >= 0, sites[np.maximum(trace["stack"], 0)] if len(sites) else -1, -1)
+    settings = obj.get("allocator_settings")
+    return AllocatorSnapshot(str(path), segments, blocks, trace, st.strings, frames, offsets, flat,
+                             settings if isinstance(settings, dict) else {})
 
 
 def _bad(path: Path, what: str) -> NoReturn:
     raise TraceFormatError(f"{path}: not an allocator snapshot ({what})")
 
 
-def read_snapshot(path: str | Path) -> AllocatorSnapshot:
-    """Read a snapshot pickle (see the module docstring)."""
-    p = Path(path)
-    obj = load_plain(p)
-    if not isinstance(obj, dict) or not isinstance(obj.get("segments"), list):
-        _bad(p, "expected a dict with a 'segments' list, as torch.cuda.memory._snapshot() returns")
-    traces = obj.get("device_traces") or []
-    if not isinstance(traces, list):
-        _bad(p, "'device_traces' is not a list")
-    pool = StringPool()
+def _streamed(p: Path) -> AllocatorSnapshot | None:
+    """The snapshot read by the columnar streaming reader; None where it cannot (the caller reads it whole)."""
+    st = StackInterner(StringPool())
     try:
-        segments, blocks = _segments(obj["segments"], pool)
-        trace = _trace(traces, pool)
+        obj, regions = stream_snapshot(p, st)
+    except (Fallback, EOFError, ValueError, IndexError, KeyError, TypeError, AttributeError, OverflowError,
+            RecursionError, pickle.UnpicklingError) as exc:
+        log.debug("%s: read whole (%s: %s)", p, type(exc).__name__, exc)
+        return None
+    _check_shape(p, obj)
+
+    def columns() -> list[dict[str, Any]]:
+        traces = []
+        for d, entries in enumerate(obj.get("device_traces") or []):
+            chunks = regions.get(id(entries))
+            if not chunks:
+                traces.append(trace_columns(entries, d, st))
+                continue
+            cols = {k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]}
+            cols["device"] = np.full(len(cols["addr"]), d, np.int64)
+            traces.append(cols)
+        return traces
+
+    return _assemble(p, obj, columns, st)
+
+
+def _assemble(p: Path, obj: Any, columns: Callable[[], list[dict[str, Any]]], st: StackInterner) -> AllocatorSnapshot:
+    try:
+        return assemble(p, obj, columns(), st)
     except (AttributeError, TypeError, ValueError, OverflowError) as exc:
         _bad(p, f"an entry of the wrong shape: {type(exc).__name__}: {str(exc)[:200]}")
-    settings = obj.get("allocator_settings")
-    return AllocatorSnapshot(str(p), segments, blocks, trace, pool, settings if isinstance(settings, dict) else {})
+
+
+def _check_shape(p: Path, obj: Any) -> None:
+    if not isinstance(obj, dict) or not isinstance(obj.get("segments"), list):
+        _bad(p, "expected a dict with a 'segments' list, as torch.cuda.memory._snapshot() returns")
+    if not isinstance(obj.get("device_traces") or [], list):
+        _bad(p, "'device_traces' is not a list")
+
+
+def read_snapshot(path: str | Path, stream: bool = True) -> AllocatorSnapshot:
+    """Read a snapshot pickle (see the module docstring): streamed into columns when it is a framed
+    (protocol >= 4) pickle of the usual shape, else whole with the restricted unpickler."""
+    p = Path(path)
+    if stream:
+        try:
+            got = _streamed(p)
+        except OSError as exc:
+            raise TraceFormatError(f"{p}: cannot read: {exc.strerror or exc}") from None
+        if got is not None:
+            return got
+    obj = load_plain(p)
+    _check_shape(p, obj)
+    st = StackInterner(StringPool())
+    return _assemble(p, obj, lambda: [trace_columns(e, d, st) for d, e in enumerate(obj.get("device_traces") or [])],
+                     st)

@@ -146,10 +146,20 @@ def _check_shape(p: Path, obj: Any) -> None:
         _bad(p, "'device_traces' is not a list")
 
 
-def read_snapshot(path: str | Path, stream: bool = True) -> AllocatorSnapshot:
-    """Read a snapshot pickle (see the module docstring): streamed into columns when it is a framed
-    (protocol >= 4) pickle of the usual shape, else whole with the restricted unpickler."""
+#: above this size a snapshot is streamed (bounded memory); below, the C unpickler is faster (docs/memory_snapshot.md)
+STREAM_ABOVE_BYTES = 64 << 20
+
+
+def read_snapshot(path: str | Path, stream: bool | None = None) -> AllocatorSnapshot:
+    """Read a snapshot pickle (see the module docstring): streamed into columns (``snapshot_stream``) when it
+    is larger than STREAM_ABOVE_BYTES (or ``stream``) and a framed (protocol >= 4) pickle of the usual shape,
+    else whole with the restricted unpickler."""
     p = Path(path)
+    if stream is None:
+        try:
+            stream = p.stat().st_size > STREAM_ABOVE_BYTES
+        except OSError as exc:
+            raise TraceFormatError(f"{p}: cannot read: {exc.strerror or exc}") from None
     if stream:
         try:
             got = _streamed(p)

@@ -54,21 +54,26 @@ def _mix() -> npt.NDArray[np.uint64]:
 
 class _Chunk:
     def __init__(self, rd: StreamReader, raw: bytes, tok: I64, ops: U8, before: Any, after: Any, memo0: int) -> None:
-        self.rd, self.b, self.tok, self.ops, self.before, self.after = rd, np.frombuffer(raw, np.uint8), tok, ops, \
-            before, after
+        self.rd, self.raw, self.b, self.tok, self.ops, self.before, self.after = \
+            rd, raw, np.frombuffer(raw, np.uint8), tok, ops, before, after
+        self.views = so.words(raw)
         n = len(ops)
         self.is_memo = ops == so.MEMOIZE[0]
-        self.memo_idx = memo0 + np.cumsum(self.is_memo) - 1
-        self.sid = np.full(n, -1, np.int64)
-        s = np.flatnonzero(so.IS_STRING[ops])
-        if len(s):
-            self.sid[s] = rd.hasher.ids(self.b, *so.string_spans(self.b, tok[s], ops[s]))
+        self.sid = np.full(n, -2, np.int64)  # -2: not read yet (strings are read when used)
         self.memo0 = memo0
         self.memo_tok = np.flatnonzero(self.is_memo)
         self.code = np.zeros(n, np.int64)  # memo codes, set at each MEMOIZE as its object is read
-        self.code[self.memo_tok] = 0
-        strings = self.is_memo & np.roll(so.IS_STRING[ops], 1)
-        self.code[strings] = 1 | self.sid[np.flatnonzero(strings) - 1] << 2
+
+    def inline_sids(self, t: I64) -> I64:
+        """String ids of string tokens ``t`` (read and remembered on first use)."""
+        todo = np.unique(t[self.sid[t] == -2])
+        if len(todo):
+            start, length = so.string_spans(self.b, self.tok[todo], self.ops[todo])
+            self.sid[todo] = self.rd.hasher.ids(self.raw, start, length, self.views)
+            memo = todo + 1 < len(self.ops)
+            memo[memo] = self.is_memo[todo[memo] + 1]
+            self.code[todo[memo] + 1] = 1 | self.sid[todo[memo]] << 2
+        return self.sid[t]
 
     def codes_of(self, t: I64) -> I64:
         """Memo codes of memo references (BINGET / LONG_BINGET tokens): this chunk's own, else earlier ones."""
@@ -77,13 +82,19 @@ class _Chunk:
         out = np.zeros(len(t), np.int64)
         k = m[local] - self.memo0
         ok = k < len(self.memo_tok)
-        out[np.flatnonzero(local)[ok]] = self.code[self.memo_tok[k[ok]]]
+        at = self.memo_tok[k[ok]]
+        strings = so.IS_STRING[self.ops[at - 1]] & (self.code[at] == 0)
+        if strings.any():
+            self.inline_sids(at[strings] - 1)
+        out[np.flatnonzero(local)[ok]] = self.code[at]
         out[~local] = self.rd.memo.lookup(m[~local])
         return np.asarray(out, np.int64)
 
     def sid_of(self, t: I64) -> I64:
         """String ids of tokens: inline strings and references to strings; -1 otherwise."""
-        out = self.sid[t].copy()
+        out = np.full(len(t), -1, np.int64)
+        s = so.IS_STRING[self.ops[t]]
+        out[s] = self.inline_sids(t[s])
         g = so.IS_GET[self.ops[t]]
         code = self.codes_of(t[g])
         out[g] = np.where(code & 3 == 1, code >> 2, -1)
@@ -131,7 +142,9 @@ def _entry_items(c: _Chunk, starts: I64, closers: I64) -> tuple[I64, I64, I64, I
 
 
 def _frame_dicts(c: _Chunk, f: I64) -> I64:
-    """Frame ids of the inline frame dicts starting at tokens ``f`` (and their memo codes set)."""
+    """Frame ids of the inline frame dicts starting at tokens ``f`` (and their memo codes set): the dicts are
+    told apart by their bytes (equal bytes, equal frame: their references are to the same memo entries) and
+    each distinct one is read once."""
     ops, rd = c.ops, c.rd
     if not len(f):
         return np.zeros(0, np.int64)
@@ -139,38 +152,48 @@ def _frame_dicts(c: _Chunk, f: I64) -> I64:
         raise Fallback("a frame that is not a dict")
     u = np.flatnonzero(ops == so.SETITEMS[0])
     cl = u[np.minimum(np.searchsorted(u, f + 2), len(u) - 1)]
-    inner = c.after[f + 2]
-    if not ((cl > f + 2) & (c.after[cl] == inner - 1)).all():
+    if not ((cl > f + 2) & (c.after[cl] == c.after[f + 2] - 1)).all():
         raise Fallback("a frame dict holding containers")
-    levels = np.unique(inner).tolist()
-    mask = (c.before == levels[0]) if len(levels) == 1 else np.isin(c.before, levels)
-    mask &= ~c.is_memo & (ops != so.MARK[0])
-    ftok, own, _, _ = c.flat(mask, f + 2, cl)
-    ftok, own = ftok[c.before[ftok] == inner[own]], own[c.before[ftok] == inner[own]]
-    if (np.bincount(own, minlength=len(f)) % 2).any():
+    start, length = c.tok[f], c.tok[cl] + 1 - c.tok[f]
+    h, first, inv = rd.hasher.distinct(c.views, start, length)
+    fid = np.full(len(first), -1, np.int64)
+    spans = [c.raw[int(start[k]):int(start[k] + length[k])] for k in first.tolist()]
+    for i, (raw, hv) in enumerate(zip(spans, h[first].tolist())):
+        got = rd.frame_spans.get((len(raw), hv))
+        if got is not None and got[1] == raw:
+            fid[i] = got[0]
+    new = np.flatnonzero(fid < 0)
+    if len(new):
+        fid[new] = _read_frames(c, f[first[new]], cl[first[new]])
+        for i in new.tolist():
+            rd.frame_spans[(len(spans[i]), int(h[first[i]]))] = (int(fid[i]), spans[i])
+    out = fid[inv]
+    c.code[f + 1] = 2 | out << 2  # the MEMOIZE after each dict's opener
+    return out
+
+
+def _read_frames(c: _Chunk, f: I64, closer: I64) -> I64:
+    """Frame ids of inline frame dicts (tokens f .. closer each), read together."""
+    n = closer - f - 3
+    own = np.repeat(np.arange(len(f)), n)
+    t = np.repeat(f + 3, n) + np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+    keep = ~c.is_memo[t]
+    t, own = t[keep], own[keep]
+    cnt = np.bincount(own, minlength=len(f))
+    rank = np.arange(len(t)) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+    if (cnt % 2).any() or not (so.IS_STRING[c.ops[t[rank % 2 == 0]]] | so.IS_GET[c.ops[t[rank % 2 == 0]]]).all():
         raise Fallback("a frame dict of another shape")
-    rank = np.arange(len(ftok)) - np.repeat(np.cumsum(np.bincount(own, minlength=len(f))) -
-                                            np.bincount(own, minlength=len(f)), np.bincount(own, minlength=len(f)))
-    keys, vals, vown = ftok[rank % 2 == 0], ftok[rank % 2 == 1], own[rank % 2 == 1]
-    ksid = c.sid_of(keys)
-    fn = np.full(len(f), rd.st.strings.intern("?"), np.int64)
-    nm, line = fn.copy(), np.zeros(len(f), np.int64)
+    keys, vals, vown = c.sid_of(t[rank % 2 == 0]), t[rank % 2 == 1], own[rank % 2 == 1]
+    unknown = c.rd.st.strings.intern("?")
+    fn, nm, line = np.full(len(f), unknown), np.full(len(f), unknown), np.zeros(len(f), np.int64)
     for name, col in (("filename", fn), ("name", nm)):
-        m = ksid == rd.key_ids[name]
-        col[vown[m]] = c.sid_of(vals[m])
-    m = ksid == rd.key_ids["line"]
+        m = keys == c.rd.key_ids[name]
+        sid = c.sid_of(vals[m])
+        col[vown[m]] = np.where(sid >= 0, sid, unknown)
+    m = keys == c.rd.key_ids["line"]
     line[vown[m]] = c.ints(vals[m])
-    key = np.stack([fn, line, nm], 1)
-    u64 = np.uint64
-    h = (fn.astype(u64) * u64(0x9E3779B97F4A7C15)) ^ (line.astype(u64) * u64(0xC2B2AE3D27D4EB4F)) ^ \
-        (nm.astype(u64) * u64(0x165667B19E3779F9))
-    _, rep, inv = np.unique(h, return_index=True, return_inverse=True)
-    inv = inv.ravel()
-    if not (key == key[rep[inv]]).all():
-        raise Fallback("two frames share a hash")
-    fid = np.array([rd.st.frame_of_ids(int(a), int(ln), int(n)) for a, ln, n in key[rep].tolist()], np.int64)[inv]
-    c.code[f + 1] = 2 | fid << 2  # the MEMOIZE after each dict's opener
-    return fid
+    return np.array([c.rd.st.frame_of_ids(a, b, d) for a, b, d in zip(fn.tolist(), line.tolist(), nm.tolist())],
+                    np.int64)
 
 
 def _stacks(c: _Chunk, n_entries: int, kind: I64, val: I64, aux: I64, ent: I64) -> I64:
@@ -238,6 +261,7 @@ def entries_columns(rd: StreamReader, raw: bytes, tok: I64, ops: U8, before: Any
         raise Fallback("an entries list of another shape")
     ent, key, val, kind, aux = _entry_items(c, starts, closers)
     ksid = c.sid_of(key)
+    c.inline_sids(val[so.IS_STRING[ops[val]]])  # every string an entry holds is in the memo for later references
     n = len(starts)
     cols = {k: np.zeros(n, np.int64) for k in ("action", "addr", "size", "time_us")}
     cols["action"][:] = -1

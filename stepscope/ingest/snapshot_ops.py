@@ -152,19 +152,15 @@ def string_spans(b: U8, at: I64, ops: U8) -> tuple[I64, I64]:
     return np.where(short, at + 2, at + 5), n
 
 
-def _words(raw: bytes) -> list[npt.NDArray[np.uint64]]:
-    """The bytes as little-endian uint64 words at each of the 8 alignments (zero-copy views of a padded copy)."""
-    pad = raw + bytes(16)
-    return [np.frombuffer(pad, np.uint64, count=(len(pad) - a) // 8, offset=a) for a in range(8)]
+def words(raw: bytes) -> npt.NDArray[np.uint8]:
+    """An (n, 8) read-only view: row i is the 8 bytes from byte i of ``raw`` (zero-padded past its end)."""
+    pad = np.frombuffer(raw + bytes(8), np.uint8)
+    return np.lib.stride_tricks.as_strided(pad, shape=(len(raw), 8), strides=(1, 1), writeable=False)
 
 
-def _word_at(views: list[npt.NDArray[np.uint64]], off: I64) -> npt.NDArray[np.uint64]:
-    out = np.empty(len(off), np.uint64)
-    align = off & 7
-    for a in range(8):
-        m = align == a
-        out[m] = views[a][off[m] >> 3]
-    return out
+def _word_at(views: npt.NDArray[np.uint8], off: I64) -> npt.NDArray[np.uint64]:
+    """The little-endian uint64 words at byte offsets ``off`` (one gather of 8-byte rows)."""
+    return np.ascontiguousarray(views[off]).view(np.uint64).ravel()
 
 
 class StringHasher:
@@ -178,7 +174,7 @@ class StringHasher:
         rng = np.random.default_rng(20)
         self.mix = rng.integers(1, 2**63, 1 << 13, dtype=np.int64).astype(np.uint64) | np.uint64(1)
 
-    def _columns(self, views: list[npt.NDArray[np.uint64]], start: I64, length: I64) -> Any:
+    def _columns(self, views: npt.NDArray[np.uint8], start: I64, length: I64) -> Any:
         """Yield (rows, word column k, masked words) over the strings' 8-byte words."""
         nwords = (length + 7) // 8
         for k in range(int(nwords.max()) if len(nwords) else 0):
@@ -189,13 +185,10 @@ class StringHasher:
             w[short] &= (np.uint64(1) << (8 * tail[short]).astype(np.uint64)) - np.uint64(1)
             yield rows, k, w
 
-    def ids(self, b: U8, start: I64, length: I64) -> I64:
-        if not len(start):
-            return np.zeros(0, np.int64)
+    def distinct(self, views: npt.NDArray[np.uint8], start: I64, length: I64) -> tuple[I64, I64, I64]:
+        """(hash, first row of each distinct content, its index per row) of byte spans; checked word by word."""
         if int(length.max()) > 8 * len(self.mix):
-            raise ValueError("a string too long to hash")
-        raw = b.tobytes()
-        views = _words(raw)
+            raise ValueError("a span too long to hash")
         h = length.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
         for rows, k, w in self._columns(views, start, length):
             h[rows] += w * self.mix[k]
@@ -209,6 +202,14 @@ class StringHasher:
                     np.where(length[rows] - 8 * k < 8, (np.uint64(1) << (8 * np.minimum(length[rows] - 8 * k, 7))
                                                         .astype(np.uint64)) - np.uint64(1), ~np.uint64(0))).all():
                 raise ValueError("two strings share a hash")
+        return h.view(np.int64), first, inv
+
+    def ids(self, raw: bytes, start: I64, length: I64, views: npt.NDArray[np.uint8] | None = None) -> I64:
+        """String ids of the UTF-8 contents raw[start:start + length] (views: ``words(raw)``, made if not given)."""
+        if not len(start):
+            return np.zeros(0, np.int64)
+        views = views if views is not None else words(raw)
+        h, first, inv = self.distinct(views, start, length)
         sid = np.empty(len(first), np.int64)
         for i, f in enumerate(first.tolist()):
             n, s0 = int(length[f]), int(start[f])

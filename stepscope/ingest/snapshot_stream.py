@@ -146,6 +146,7 @@ class StreamReader:
         self.vm = PlainVM(FrameReader(fh, frames), self.memo.resolve)
         self.memo.vm = self.vm
         self.regions: list[_Region] = []
+        self.frame_spans: dict[tuple[int, int], tuple[int, bytes]] = {}  # an inline frame dict's bytes -> frame id
         self.key_ids = {k: st.strings.intern(k) for k in (*FIELDS, "filename", "line", "name")}
         self.action_code = {st.strings.intern(a): i for i, a in enumerate(ACTIONS)}
 
@@ -223,7 +224,7 @@ class StreamReader:
         inline = so.IS_STRING[ops]
         if inline.any():
             start, length = so.string_spans(b, tok[inline], ops[inline])
-            out[inline] = self.hasher.ids(b, start, length)
+            out[inline] = self.hasher.ids(raw, start, length)
         get = so.IS_GET[ops]
         if get.any():
             code = self.memo.lookup(self._memo_refs(b, tok[get], ops[get]))

@@ -153,16 +153,44 @@ def _by_category(snap: AllocatorSnapshot, rows: I64) -> dict[str, int]:
     return {c: int(n) for c, n in zip(CATEGORIES, nbytes.tolist()) if n}
 
 
-def _curve(time_ms: npt.NDArray[np.float64], live: I64, points: int) -> tuple[npt.NDArray[np.float64], I64]:
+def _buckets(time_ms: npt.NDArray[np.float64], live: I64, lo_ms: float, hi_ms: float,
+             points: int) -> tuple[npt.NDArray[np.float64], I64]:
+    """At most ``points`` points of a curve between lo_ms and hi_ms: each the maximum of its time bucket
+    (at the latest time in it), so that the peaks survive at every level of detail."""
     if len(live) <= points:
         return time_ms, live
-    cell = np.minimum((time_ms / max(time_ms[-1], 1e-9) * points).astype(np.int64), points - 1)
+    cell = np.clip(((time_ms - lo_ms) / max(hi_ms - lo_ms, 1e-9) * points).astype(np.int64), 0, points - 1)
     top = np.full(points, np.iinfo(np.int64).min)
     np.maximum.at(top, cell, live)
-    at = np.zeros(points)
+    at = np.full(points, -np.inf)
     np.maximum.at(at, cell, time_ms)
     keep = top > np.iinfo(np.int64).min
     return at[keep], top[keep]
+
+
+def _curve(time_ms: npt.NDArray[np.float64], live: I64, points: int) -> tuple[npt.NDArray[np.float64], I64]:
+    return _buckets(time_ms, live, 0.0, float(time_ms[-1]) if len(time_ms) else 0.0, points)
+
+
+def curve_window(snap: AllocatorSnapshot, device: int, start_ms: float | None = None, end_ms: float | None = None,
+                 points: int = 500) -> dict[str, Any]:
+    """The device's live-bytes curve between start_ms and end_ms (ms after its first trace entry; the whole
+    history by default) in at most ``points`` points, each the maximum of its time bucket: the level of
+    detail a viewer asks for as it zooms (a server answers a window without sending the history), with
+    the live bytes just before the window and how many raw points the window holds."""
+    t = snap.trace
+    dev = np.flatnonzero(t["device"] == device)
+    rows = dev[np.isin(t["action"][dev], [ACTIONS.index("alloc"), ACTIONS.index("free_completed")])]
+    live = np.cumsum(np.where(t["action"][rows] == ACTIONS.index("alloc"), t["size"][rows], -t["size"][rows]))
+    time_ms = (t["time_us"][rows] - (int(t["time_us"][dev].min()) if len(dev) else 0)) / 1e3
+    lo = 0.0 if start_ms is None else float(start_ms)
+    hi = (float(time_ms[-1]) if len(time_ms) else 0.0) if end_ms is None else float(end_ms)
+    inside = (time_ms >= lo) & (time_ms <= hi)
+    earlier = np.flatnonzero(time_ms < lo)
+    tm, lv = _buckets(time_ms[inside], live[inside], lo, hi, points)
+    return {"device": device, "start_ms": lo, "end_ms": hi, "points_in_window": int(inside.sum()),
+            "live_before_bytes": int(live[earlier[-1]]) if len(earlier) else 0,
+            "time_ms": np.round(tm, 3).tolist(), "live_bytes": lv.tolist()}
 
 
 def _replay(snap: AllocatorSnapshot, device: int, freed: I64) -> tuple[I64, I64, int, I64]:

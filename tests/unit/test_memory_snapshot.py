@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from stepscope.analysis.allocator import summarize
+from stepscope.analysis.allocator import curve_window, summarize
 from stepscope.cli import cli, main
 from stepscope.errors import TraceFormatError
 from stepscope.ingest.snapshot import read_snapshot
@@ -29,11 +29,13 @@ def test_a_pickle_with_a_malicious_reduce_is_refused_and_nothing_runs(tmp_path: 
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     marker = tmp_path / "pwned"
     bad = tmp_path / "evil.pickle"
-    bad.write_bytes(pickle.dumps({"segments": [], "device_traces": [[{"action": "alloc", "x": Evil(marker)}]]}))
-    with pytest.raises(TraceFormatError) as exc:
-        read_snapshot(bad)
-    msg = str(exc.value)
-    assert str(bad) in msg and "\n" not in msg and "system" in msg and "refused" in msg
+    ok = {"action": "free_completed", "addr": 1, "size": 2, "time_us": 3, "frames": []}
+    bad.write_bytes(pickle.dumps({"segments": [], "device_traces": [[ok, {"action": "alloc", "x": Evil(marker)}, ok]]}))
+    for stream in (False, True):  # the restricted unpickler, and the streaming reader (large files) first
+        with pytest.raises(TraceFormatError) as exc:
+            read_snapshot(bad, stream=stream)
+        msg = str(exc.value)
+        assert str(bad) in msg and "\n" not in msg and "system" in msg and "refused" in msg
     with pytest.raises(SystemExit) as code:
         main(["memory", str(bad)])
     assert code.value.code == 2
@@ -114,6 +116,20 @@ def test_the_summary_of_a_handmade_snapshot_equals_a_replay(tmp_path: Path) -> N
     assert h.time_ms.tolist() == [10.0, 20.0, 30.0, 40.0, 50.0, 60.0]
     out = CliRunner().invoke(cli, ["memory", str(p), "--json"])
     assert out.exit_code == 0 and json.loads(out.output)["history"][0]["peak_live_bytes"] == 1000
+
+
+def test_a_window_of_the_curve_at_a_level_of_detail(tmp_path: Path) -> None:
+    """Live bytes 100, 400, 300, 1000, 700, 750 at 10 ... 60 ms: the window 15-55 ms holds 4 points;
+    in 2 buckets (15-35, 35-55 ms) the maxima are 400 (at 30 ms: the bucket's latest time) and 1000."""
+    p = tmp_path / "snap.pickle"
+    p.write_bytes(pickle.dumps(_handmade()))
+    snap = read_snapshot(p)
+    w = curve_window(snap, 0, 15.0, 55.0, points=2)
+    assert (w["points_in_window"], w["live_before_bytes"]) == (4, 100)
+    assert (w["time_ms"], w["live_bytes"]) == ([30.0, 50.0], [400, 1000])
+    whole = curve_window(snap, 0)
+    assert whole["live_bytes"] == [100, 400, 300, 1000, 700, 750] and whole["time_ms"][-1] == 60.0
+    assert curve_window(snap, 0, 15.0, 55.0, points=10)["live_bytes"] == [400, 300, 1000, 700]
 
 
 def test_the_real_snapshot_matches_its_recorded_facts(shared_traces: Path) -> None:

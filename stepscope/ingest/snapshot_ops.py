@@ -98,19 +98,21 @@ def tokenize(raw: bytes, starts: I64, ends: I64) -> I64:
     if not len(starts):
         return np.zeros(0, np.int64)
     step = steps(raw)
+    step[ends] = 0  # a walker stops on its frame's end (an opcode ends there exactly, or the pickle is refused)
     p, e = starts.astype(np.int32), ends.astype(np.int32)
-    q, hop = np.empty_like(p), np.empty(len(p), np.uint16)
+    hop = np.empty(len(p), np.uint16)
     blocks: list[npt.NDArray[np.int32]] = []
     while True:
         block = np.empty((256, len(p)), np.int32)
         for r in range(256):
             block[r] = p
             np.take(step, p, out=hop)
-            np.add(p, hop, out=q)
-            np.minimum(q, e, out=p)
+            np.add(p, hop, out=p)
         blocks.append(block)
         if (p >= e).all():
             break
+    if (p != e).any():
+        raise ValueError("an opcode across a frame's end")
     walk = np.concatenate(blocks).T
     pos: I64 = walk[walk < e[:, None]].astype(np.int64)
     if (step[pos] == _U16).any():

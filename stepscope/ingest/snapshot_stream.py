@@ -28,6 +28,8 @@ import numpy.typing as npt
 from stepscope.ingest import snapshot_ops as so
 from stepscope.ingest.snapshot_vm import Fallback, FrameReader, PlainVM
 from stepscope.model.snapshot import ACTIONS, StackInterner
+from stepscope.runtime.heap import heap_for_big_arrays
+from stepscope.runtime.hugepages import without_hugepage_hint
 
 I64 = npt.NDArray[np.int64]
 CHUNK_BYTES = 48 << 20
@@ -281,4 +283,6 @@ def stream_snapshot(path: Path, st: StackInterner) -> tuple[Any, dict[int, list[
         frames = so.frame_ranges(read_at(0, 2), size, read_at)
         if not frames:
             raise Fallback("not a framed protocol-4 pickle")
-        return StreamReader(fh, size, frames, st).read()
+        # each chunk makes and drops arrays of tens of MB: no huge-page hint, and from the heap (runtime/)
+        with without_hugepage_hint(), heap_for_big_arrays():
+            return StreamReader(fh, size, frames, st).read()

@@ -1,0 +1,44 @@
+"""Big temporary arrays from the heap instead of fresh mappings, for a streaming reader's chunks.
+
+glibc serves an allocation above its mmap threshold (dynamic, at most 32 MiB) with a fresh
+mapping, returned to the kernel when freed: a reader that makes and drops arrays of 50-100 MB per
+chunk page-faults all of them in again, chunk after chunk (the 1 GB allocator-snapshot read spent
+22.8 of its 60.6 CPU seconds in the kernel). Inside ``heap_for_big_arrays()`` they come from the
+heap and freed memory is kept for the next chunk (measured on a 104 MB snapshot: system time 2.2 s
+-> 0.6 s, peak RSS unchanged); on leaving, glibc's defaults are set back and the heap trimmed. A no-op
+where the C library is not glibc.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+from collections.abc import Iterator
+
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_DEFAULT_BYTES = 128 << 10  # glibc's initial mmap and trim thresholds
+
+
+def _libc() -> ctypes.CDLL | None:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc if hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") else None
+    except OSError:
+        return None
+
+
+@contextlib.contextmanager
+def heap_for_big_arrays() -> Iterator[None]:
+    libc = _libc()
+    if libc is None:
+        yield
+        return
+    libc.mallopt(_M_MMAP_THRESHOLD, 1 << 30)
+    libc.mallopt(_M_TRIM_THRESHOLD, (1 << 31) - 1)
+    try:
+        yield
+    finally:
+        libc.mallopt(_M_MMAP_THRESHOLD, _DEFAULT_BYTES)
+        libc.mallopt(_M_TRIM_THRESHOLD, _DEFAULT_BYTES)
+        libc.malloc_trim(0)

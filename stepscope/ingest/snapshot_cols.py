@@ -4,7 +4,7 @@ Levels (``before`` / ``after`` each token, counting MARKs open since the list's 
 is an EMPTY_DICT at level 1, its keys and values the tokens at level 2 (MEMOIZE left out, a nested
 container as its opener, MARK and closer), its frames list's items those at level 3 and an inline
 frame dict's keys and values those one level deeper. Entries with the same opcode shape are parsed
-once (``snapshot_stream._parse_flat``) and their values read at the same offsets.
+once (``_parse_flat``) and their values read at the same offsets.
 """
 
 from __future__ import annotations
@@ -47,9 +47,41 @@ def _hash(values: npt.NDArray[Any], owner: I64, first: I64, cnt: I64) -> npt.NDA
     return np.asarray(h ^ (cnt.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)), np.uint64)
 
 
+_MIX = np.random.default_rng(7).integers(1, 2**62, 4096, dtype=np.int64).astype(np.uint64) | np.uint64(1)
+
+
 def _mix() -> npt.NDArray[np.uint64]:
-    from stepscope.ingest.snapshot_stream import _MIX
     return np.asarray(_MIX, np.uint64)
+
+
+def _parse_flat(ops: bytes) -> list[tuple[int, int, str, int]] | None:
+    """A dict's direct opcodes (MEMOIZE left out, nested containers as opener [MARK closer]) as
+    (key rank, value rank, kind, rank of the list's MARK or single item); None if another shape."""
+    out, i, n = [], 0, len(ops)
+    scalar = set(b"JKM\x8a\x8cXhjNG\x88\x89")
+    while i < n:
+        if ops[i] not in b"\x8cXhj" or i + 1 >= n:
+            return None
+        k, v = i, i + 1
+        o = ops[v]
+        if o in scalar:
+            out.append((k, v, "scalar", -1))
+            i = v + 1
+        elif o in b"]}" and v + 2 < n + 1 and ops[v + 1:v + 2] == b"(" and ops[v + 2:v + 3] in (b"e", b"u"):
+            out.append((k, v, "list" if o == ord("]") else "dict", v + 1))
+            i = v + 3
+        elif o == ord("]") and ops[v + 1:v + 2] in (b"h", b"j") and ops[v + 2:v + 3] == b"a":
+            out.append((k, v, "single", v + 1))
+            i = v + 3
+        elif o == ord("]") and ops[v + 1:v + 5] == b"}(ua":
+            out.append((k, v, "single", v + 1))
+            i = v + 5
+        elif o == ord("]"):
+            out.append((k, v, "empty", -1))
+            i = v + 1
+        else:
+            return None
+    return out
 
 
 class _Chunk:
@@ -127,7 +159,6 @@ def _entry_items(c: _Chunk, starts: I64, closers: I64) -> tuple[I64, I64, I64, I
     rep, inv = _groups(_hash(ops[ftok], own, first, cnt), first, cnt, ops, ftok)
     parts: list[tuple[I64, I64, I64, int, I64]] = []
     for g, e0 in enumerate(rep.tolist()):
-        from stepscope.ingest.snapshot_stream import _parse_flat
         items = _parse_flat(bytes(ops[ftok[first[e0]:first[e0] + cnt[e0]]]))
         if items is None:
             raise Fallback("an entry of another shape")

@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.ingest import snapshot_ops as so
+from stepscope.ingest.snapshot_cols import entries_columns
 from stepscope.ingest.snapshot_vm import Fallback, FrameReader, PlainVM
 from stepscope.model.snapshot import ACTIONS, StackInterner
 from stepscope.runtime.heap import heap_for_big_arrays
@@ -33,7 +34,6 @@ from stepscope.runtime.hugepages import without_hugepage_hint
 
 I64 = npt.NDArray[np.int64]
 CHUNK_BYTES = 48 << 20
-_MIX = np.random.default_rng(7).integers(1, 2**62, 4096, dtype=np.int64).astype(np.uint64) | np.uint64(1)
 STR, FRAME, STACK = 1, 2, 3  # memo codes: kind | id << 2 (a stack's id + 1: -1 is the empty stack)
 FIELDS = ("action", "addr", "size", "time_us", "frames")
 
@@ -99,36 +99,6 @@ def _levels(ops: npt.NDArray[np.uint8], lev0: int) -> tuple[npt.NDArray[np.int32
     d = (ops == so.MARK[0]).astype(np.int32) - so.IS_CLOSER[ops].astype(np.int32)
     after = lev0 + np.cumsum(d, dtype=np.int32)
     return after - d, after
-
-
-def _parse_flat(ops: bytes) -> list[tuple[int, int, str, int]] | None:
-    """A dict's direct opcodes (MEMOIZE left out, nested containers as opener [MARK closer]) as
-    (key rank, value rank, kind, rank of the list's MARK or single item); None if another shape."""
-    out, i, n = [], 0, len(ops)
-    scalar = set(b"JKM\x8a\x8cXhjNG\x88\x89")
-    while i < n:
-        if ops[i] not in b"\x8cXhj" or i + 1 >= n:
-            return None
-        k, v = i, i + 1
-        o = ops[v]
-        if o in scalar:
-            out.append((k, v, "scalar", -1))
-            i = v + 1
-        elif o in b"]}" and v + 2 < n + 1 and ops[v + 1:v + 2] == b"(" and ops[v + 2:v + 3] in (b"e", b"u"):
-            out.append((k, v, "list" if o == ord("]") else "dict", v + 1))
-            i = v + 3
-        elif o == ord("]") and ops[v + 1:v + 2] in (b"h", b"j") and ops[v + 2:v + 3] == b"a":
-            out.append((k, v, "single", v + 1))
-            i = v + 3
-        elif o == ord("]") and ops[v + 1:v + 5] == b"}(ua":
-            out.append((k, v, "single", v + 1))
-            i = v + 5
-        elif o == ord("]"):
-            out.append((k, v, "empty", -1))
-            i = v + 1
-        else:
-            return None
-    return out
 
 
 class _Region:
@@ -245,7 +215,6 @@ class StreamReader:
     # ---- one chunk of a region ----
     def _region_chunk(self, r: _Region, raw: bytes, lo: int, tok: I64, ops: npt.NDArray[np.uint8],
                       lev0: int) -> tuple[int, int, bool] | None:
-        from stepscope.ingest.snapshot_cols import entries_columns
         before, after = _levels(ops, lev0)
         n = len(ops)
         bc = np.flatnonzero((ops == so.APPENDS[0]) & (after == 0))

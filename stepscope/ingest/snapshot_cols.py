@@ -79,6 +79,12 @@ def _parse_flat(ops: bytes) -> list[tuple[int, int, str, int]] | None:
         elif o == ord("]"):
             out.append((k, v, "empty", -1))
             i = v + 1
+        elif o == ord("}") and v + 3 < n and ops[v + 1] in scalar and ops[v + 2] in scalar and ops[v + 3] == ord("s"):
+            out.append((k, v, "dict", -1))  # a dict of one key: key, value, SETITEM
+            i = v + 4
+        elif o == ord("}"):
+            out.append((k, v, "dict", -1))  # an empty dict
+            i = v + 1
         else:
             return None
     return out

@@ -81,6 +81,16 @@ def test_a_torch_like_snapshot_streams_equal_to_the_plain_read(tmp_path: Path) -
     assert len(s.trace["addr"]) == 6001 and s.settings == {"PYTORCH_CUDA_ALLOC_CONF": "", "expandable_segments": False}
 
 
+def test_entries_holding_small_dicts_stream_equal(tmp_path: Path) -> None:
+    """Entries with an extra dict value of 0, 1 or 2 keys (as user metadata may be)."""
+    doc = _torch_like(2500, 1)
+    for i, e in enumerate(doc["device_traces"][0]):
+        e["user_metadata"] = ({}, {"step": i}, {"step": i, "tag": "fwd"})[i % 3]
+    p = tmp_path / "meta.pickle"
+    p.write_bytes(pickle.dumps(doc, protocol=4))
+    _same(p)
+
+
 def test_the_bench_shape_streams_equal_to_the_plain_read(tmp_path: Path) -> None:
     import importlib.util
     spec = importlib.util.spec_from_file_location("make_snapshot", Path(__file__).parents[2] / "bench" /

@@ -42,6 +42,8 @@ from stepscope.analysis.modules import ModuleTable, compute_modules
 from stepscope.analysis.operators import OperatorView, compute_operators
 from stepscope.analysis.overview import Overview, compute_overview
 from stepscope.analysis.phases import PhaseResult, compute_phases
+from stepscope.analysis.pipeline import Pipeline, combine_pipeline
+from stepscope.analysis.pipeline_records import pipeline_record
 from stepscope.analysis.roofline import RooflineView, compute_roofline
 from stepscope.analysis.slow_links import SlowLinks, combine_slow_links, links_record
 from stepscope.analysis.software import SoftwareResult, compute_software
@@ -129,6 +131,7 @@ SLOW_LINKS = ClusterAnalysis("slow_links", links_record, combine_slow_links, Slo
 # what-if: the job replayed with each culprit fixed (the straggler-rank rule's gain) and with each standard
 # remedy on every rank (the job's gain of a replayed remedy finding)
 JOB_WHATIF = ClusterAnalysis("job_whatif", job_record, combine_job_whatif, JobWhatIf, ("cluster",))
+PIPELINE = ClusterAnalysis("pipeline", pipeline_record, combine_pipeline, Pipeline, ("cluster",))  # cluster.pipeline
 
 RANK_ANALYSES: tuple[RankAnalysis[object], ...] = (
     SUMMARY, OVERVIEW, BREAKDOWN, OPERATORS, KERNELS, OP_CATEGORIES, ROOFLINE, MEMORY, MODULES, ANNOTATIONS,
@@ -136,4 +139,5 @@ RANK_ANALYSES: tuple[RankAnalysis[object], ...] = (
     REMEDIES,
     DATALOADER, TENSOR_CORES, CONVOLUTIONS, GEMM_DIMS, HOST_OPS, ZERO_GRAD, CACHING_ALLOCATOR, INPUT_SHAPES, SOFTWARE,
 )
-CLUSTER_ANALYSES: tuple[ClusterAnalysis[object], ...] = (CLUSTER, COMM_MATRIX, ARRIVALS, SLOW_LINKS, JOB_WHATIF)
+CLUSTER_ANALYSES: tuple[ClusterAnalysis[object], ...] = (CLUSTER, COMM_MATRIX, ARRIVALS, SLOW_LINKS, JOB_WHATIF,
+                                                            PIPELINE)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from stepscope.analysis.all_to_all import AllToAll, all_to_all_record, combine_all_to_all
 from stepscope.analysis.annotations import AnnotationView, compute_annotations
 from stepscope.analysis.arrivals import Arrivals, arrivals_record, combine_arrivals
 from stepscope.analysis.breakdown import StepBreakdown, compute_breakdown
@@ -132,6 +133,8 @@ SLOW_LINKS = ClusterAnalysis("slow_links", links_record, combine_slow_links, Slo
 # remedy on every rank (the job's gain of a replayed remedy finding)
 JOB_WHATIF = ClusterAnalysis("job_whatif", job_record, combine_job_whatif, JobWhatIf, ("cluster",))
 PIPELINE = ClusterAnalysis("pipeline", pipeline_record, combine_pipeline, Pipeline, ("cluster",))  # cluster.pipeline
+ALL_TO_ALL = ClusterAnalysis("all_to_all", all_to_all_record, combine_all_to_all, AllToAll,
+                             ("cluster",))  # cluster.all_to_all
 
 RANK_ANALYSES: tuple[RankAnalysis[object], ...] = (
     SUMMARY, OVERVIEW, BREAKDOWN, OPERATORS, KERNELS, OP_CATEGORIES, ROOFLINE, MEMORY, MODULES, ANNOTATIONS,
@@ -140,4 +143,4 @@ RANK_ANALYSES: tuple[RankAnalysis[object], ...] = (
     DATALOADER, TENSOR_CORES, CONVOLUTIONS, GEMM_DIMS, HOST_OPS, ZERO_GRAD, CACHING_ALLOCATOR, INPUT_SHAPES, SOFTWARE,
 )
 CLUSTER_ANALYSES: tuple[ClusterAnalysis[object], ...] = (CLUSTER, COMM_MATRIX, ARRIVALS, SLOW_LINKS, JOB_WHATIF,
-                                                            PIPELINE)
+                                                            PIPELINE, ALL_TO_ALL)

@@ -1,4 +1,5 @@
-"""§12 JSON sections ``cluster.arrivals``, ``cluster.slow_links`` and ``cluster.job_whatif`` (docs/json.md).
+"""§12 JSON sections ``cluster.arrivals``, ``cluster.slow_links``, ``cluster.job_whatif``,
+``cluster.pipeline`` and ``cluster.all_to_all`` (documented in docs/json.md).
 
 Per-rank and per-culprit times are ms per average step; per-collective times are ms of that one
 collective, arrivals in ms from the trace's first matched arrival (clock-aligned).
@@ -12,7 +13,7 @@ import numpy as np
 
 from stepscope.analysis.arrivals import CAUSES, TIE_NS, Arrivals
 from stepscope.analysis.comm import coll_type_name
-from stepscope.analysis.registry import ARRIVALS, JOB_WHATIF, SLOW_LINKS
+from stepscope.analysis.registry import ALL_TO_ALL, ARRIVALS, JOB_WHATIF, PIPELINE, SLOW_LINKS
 from stepscope.analysis.slow_links import SLOW_FRACTION
 from stepscope.analysis.whatif.remedies import REMEDIES, REMEDY_OPTIONS
 
@@ -108,3 +109,33 @@ def job_whatif_section(bundle: Bundle) -> dict[str, Any] | None:
 
 def _num(x: float) -> float | None:
     return None if not np.isfinite(x) else float(x)
+
+
+def _rows(cols: dict[str, np.ndarray[Any, Any]], ms_keys: tuple[str, ...], n: int) -> list[dict[str, Any]]:
+    """Table rows as objects: ``*_ns`` columns in ``ms_keys`` become ``*_ms``, NaN becomes null."""
+    out = {k[:-3] + "_ms" if k in ms_keys else k: (v / MS if k in ms_keys else v).tolist() for k, v in cols.items()}
+    return [{k: (_num(v[i]) if isinstance(v[i], float) else v[i]) for k, v in out.items()} for i in range(n)]
+
+
+def pipeline_section(bundle: Bundle) -> dict[str, Any] | None:
+    p = bundle.cluster_result(PIPELINE)
+    if p is None:
+        return None
+    pc, sc, tc = p.pipelines.columns(), p.stages.columns(), p.steps.columns()
+    pipes = _rows(pc, ("step_ns", "busy_max_ns", "busy_mean_ns", "critical_bubble_ns"), len(p.pipelines))
+    for row in pipes:  # a few pipelines
+        row["ranks"] = [int(x) for x in str(row["ranks"]).split(",")]
+    return {"pipelines": pipes,
+            "stages": _rows(sc, tuple(k for k in sc if k.endswith("_ns")), len(p.stages)),
+            "steps": _rows(tc, tuple(k for k in tc if k.endswith("_ns")), len(p.steps))}
+
+
+def all_to_all_section(bundle: Bundle) -> dict[str, Any] | None:
+    a = bundle.cluster_result(ALL_TO_ALL)
+    if a is None:
+        return None
+    rc, sc = a.ranks.columns(), a.steps.columns()
+    return {"time_spread": _num(a.time_spread), "routed_in_spread": _num(a.routed_in_spread),
+            "top_receivers": list(a.top_receivers),
+            "ranks": _rows(rc, ("time_ns", "dispatch_ns", "combine_ns"), len(a.ranks)),
+            "steps": _rows(sc, ("time_max_ns", "time_median_ns"), len(a.steps))}

@@ -12,6 +12,7 @@ from rich.console import Console
 
 from stepscope.analysis.bundle import Bundle, RankResults
 from stepscope.analysis.registry import (
+    ALL_TO_ALL,
     ANNOTATIONS,
     ARRIVALS,
     BREAKDOWN,
@@ -40,6 +41,7 @@ from stepscope.analysis.registry import (
     OPERATORS,
     OVERVIEW,
     PHASES,
+    PIPELINE,
     REMEDIES,
     ROOFLINE,
     SLOW_LINKS,
@@ -74,6 +76,7 @@ from stepscope.report.views.memory import render_memory
 from stepscope.report.views.modules import render_modules
 from stepscope.report.views.operators import render_operators
 from stepscope.report.views.overview import render_overview
+from stepscope.report.views.pipeline import render_all_to_all, render_pipeline
 from stepscope.report.views.remedies import render_remedies
 from stepscope.report.views.roofline import render_roofline
 from stepscope.report.views.software import render_software
@@ -158,4 +161,6 @@ CLUSTER_RENDERERS: dict[str, ClusterView] = {
     "arrivals": cluster_view(ARRIVALS, render_arrivals),
     "slow_links": cluster_view(SLOW_LINKS, render_slow_links),
     "job_whatif": cluster_view(JOB_WHATIF, render_job_whatif),
+    "pipeline": cluster_view(PIPELINE, render_pipeline),
+    "all_to_all": cluster_view(ALL_TO_ALL, render_all_to_all),
 }

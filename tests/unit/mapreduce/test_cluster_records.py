@@ -13,7 +13,7 @@ import numpy as np
 from stepscope.advisor.engine import advise
 from stepscope.analysis.arrivals import compute_arrivals
 from stepscope.analysis.bundle import analyze
-from stepscope.analysis.registry import ARRIVALS, CLUSTER_ANALYSES, SLOW_LINKS
+from stepscope.analysis.registry import ALL_TO_ALL, ARRIVALS, CLUSTER_ANALYSES, PIPELINE, SLOW_LINKS
 from stepscope.mapreduce.driver import map_reduce
 from stepscope.model.trace import Trace
 from stepscope.report import json_out
@@ -66,3 +66,34 @@ def test_the_waited_for_rank_sets_the_jobs_step_in_the_reduce_step(tmp_path: Pat
     assert doc == _whole(trace)
     job = doc["verdicts"][0]
     assert (job["ranks"], job["set_by"], job["avg_step_ms"]) == ([2], "waited-for", 17.0)
+
+
+def test_pipeline_bubbles_from_each_ranks_pickled_record_and_the_map_reduce_document(tmp_path: Path) -> None:
+    """The hand-made GPipe run of tests/unit/analysis/test_pipeline.py: stage 1 busiest, its 7.5 ms bubble."""
+    from tests.unit.analysis.test_pipeline import gpipe
+
+    trace = gpipe(tmp_path)
+    records = _records(trace, "pipeline")
+    assert max(len(pickle.dumps(rec)) for rec in records.values()) < 4096
+    p = PIPELINE.combine(records)
+    assert p.stages.bubble_ns.tolist() == [9500 * US, 7500 * US, 9500 * US, 9500 * US]
+    doc = map_reduce(tmp_path / "run", use_cache=False).document
+    assert doc == _whole(trace)
+    pipe = doc["cluster"]["pipeline"]
+    assert pipe["pipelines"][0]["ranks"] == [0, 1, 2, 3] and pipe["pipelines"][0]["critical_bubble_ms"] == 7.5
+    assert [s["bubble_ms"] for s in pipe["stages"]] == [9.5, 7.5, 9.5, 9.5]
+
+
+def test_all_to_all_from_each_ranks_pickled_record_and_the_map_reduce_document(tmp_path: Path) -> None:
+    """The hand-made MoE run of tests/unit/analysis/test_all_to_all.py: rank 3 receives 4x the median."""
+    from tests.unit.analysis.test_all_to_all import moe
+
+    trace = moe(tmp_path)
+    records = _records(trace, "all_to_all")
+    a = ALL_TO_ALL.combine(records)
+    assert a.top_receivers == (3, 0, 1, 2)
+    doc = map_reduce(tmp_path / "run", use_cache=False).document
+    assert doc == _whole(trace)
+    got = doc["cluster"]["all_to_all"]
+    assert got["routed_in_spread"] == 4.0 and got["top_receivers"] == [3, 0, 1, 2]
+    assert [r["time_ms"] for r in got["ranks"]] == [0.5, 0.5, 0.5, 1.1]

@@ -87,7 +87,7 @@ COLLECTIVE_PATTERNS: tuple[tuple[re.Pattern[str], CollType], ...] = tuple(
 #: Bytes per element by dtype spelling (``Collective`` args and ``Input type``), lower case.
 DTYPE_BYTES: dict[str, int] = {
     "float": 4, "float32": 4, "c10::float": 4, "int": 4, "int32": 4, "uint32": 4,
-    "double": 8, "float64": 8, "long": 8, "int64": 8, "uint64": 8,
+    "double": 8, "float64": 8, "long": 8, "long int": 8, "int64": 8, "uint64": 8,
     "half": 2, "float16": 2, "c10::half": 2, "bfloat16": 2, "c10::bfloat16": 2, "short": 2, "int16": 2,
     "byte": 1, "char": 1, "int8": 1, "uint8": 1, "bool": 1, "float8_e4m3fn": 1, "float8_e5m2": 1,
 }

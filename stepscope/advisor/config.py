@@ -63,6 +63,9 @@ class AdvisorConfig:
     imbalance_min_pct: float = 10.0
     straggler_min_pct: float = 2.0  # a culprit's lateness explained in the trace, % of the job's step
     straggler_min_times_last: int = 2  # ... and it arrives last at this many collectives (consistently late)
+    # pipeline-bubble: the busiest stage's bubble, % of the step, and the share of it inside recv / send kernels
+    pipeline_bubble_min_pct: float = 10.0
+    pipeline_wait_min_share_pct: float = 25.0
     # allocator-fragmentation / allocator-churn
     fragmentation_min_pct: float = 30.0
     fragmentation_min_bytes: int = 1 << 30

@@ -31,6 +31,8 @@ BASIS: dict[str, str] = {
                         "lateness; summed per step, capped by the step",
     "imbalance-excess": "(max - mean) of the per-rank compute time per step, capped by what the collectives "
                         "lose to uneven arrivals (last - mean arrival, per step)",
+    "critical-bubble": "the busiest pipeline stage's idle time per step (step - its compute - its other device "
+                       "work): on the critical path, since the step cannot be shorter than that stage's work",
     "allocator-call-time": "host time in cudaMalloc/cudaFree per step",
     "headroom-only": "no time estimate: the finding is about memory headroom",
     "gpu-idle-in-host-ops": "GPU idle time inside the ops per step",

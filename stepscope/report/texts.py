@@ -28,7 +28,7 @@ from stepscope.report.platform_texts import CHANGES_BY_PLATFORM, device_noun, di
 
 DOCS = "docs/rules/{rule}.md"
 #: rules whose gain is already the job's (SCOPE "cluster"; tests/unit/report checks the list)
-CLUSTER_RULES = frozenset({"straggler-rank", "load-imbalance"})
+CLUSTER_RULES = frozenset({"straggler-rank", "load-imbalance", "pipeline-bubble"})
 
 
 @dataclass(frozen=True)
@@ -108,6 +108,12 @@ RULES: dict[str, RuleText] = {
         "The busiest rank ({busiest_rank}) computes {imbalance_pct:.0f}% longer than the average rank "
         "({max_compute_ms:.2f} vs {mean_compute_ms:.2f} ms per step).",
         ("https://hta.readthedocs.io/en/latest/source/features/temporal_breakdown.html",)),
+    "pipeline-bubble": RuleText(
+        "Pipeline stages sit idle waiting for each other",
+        "Stage {slowest_stage} (rank {slowest_rank}), the busiest of {stage_count} pipeline stages, is idle "
+        "{critical_bubble_ms:.2f} ms per step ({critical_bubble_pct:.0f}% of the step): {warmup_ms:.2f} ms filling "
+        "the pipeline, {cooldown_ms:.2f} ms draining it, {p2p_wait_ms:.2f} ms inside recv / send kernels.",
+        ("https://pytorch.org/docs/stable/distributed.pipelining.html", "https://arxiv.org/abs/2104.04473")),
     "allocator-fragmentation": RuleText(
         "The caching allocator wastes memory or churns",
         "Signals: {signals}.⟨ At peak, {unused_reserved_gib} GiB of {peak_reserved_gib} GiB reserved is unused "
@@ -204,6 +210,10 @@ CHANGES: dict[str, str] = {
                      "a slower input pipeline).",
     "balance-work": "Balance the work across ranks: even sharding of embedding tables / data, equal "
                     "sequence lengths per rank (bucketing), pipeline stages of equal cost.",
+    "shrink-pipeline-bubble": "Shrink the pipeline bubble of the {stages} stages: more micro-batches per step (the "
+                              "GPipe / 1F1B bubble is (stages - 1) / (micro-batches + stages - 1) of the step), an "
+                              "interleaved 1F1B schedule (virtual stages: ScheduleInterleaved1F1B, Megatron "
+                              "--num-layers-per-virtual-pipeline-stage) or a zero-bubble schedule.",
     "allocator-config": "Set PYTORCH_CUDA_ALLOC_CONF={PYTORCH_CUDA_ALLOC_CONF} (or max_split_size_mb:<MB>); "
                         "do not call torch.cuda.empty_cache() in the loop; preallocate buffers you reuse.",
     "reduce-memory": "Make room: activation checkpointing, ZeRO / FSDP sharding, a smaller micro-batch with "

@@ -117,7 +117,7 @@ def test_balanced_ranks_quiet(tmp_path: Path) -> None:
 
 def test_every_rule_has_a_scene_or_a_cluster_test() -> None:
     ids = {m.RULE_ID for m in ALL_RULES}
-    assert ids - set(SCENES) == {"straggler-rank", "load-imbalance"}
+    assert ids - set(SCENES) == {"straggler-rank", "load-imbalance", "pipeline-bubble"}
     assert len(ids) >= 15
 
 

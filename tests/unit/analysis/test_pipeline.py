@@ -155,3 +155,25 @@ def test_records_alone_give_the_answer_and_no_p2p_is_not_applicable(tmp_path: Pa
     bundle = analyze(trace)
     got = bundle.cluster_result(PIPELINE)
     assert got is not None and got.pipelines.critical_bubble_ns.tolist() == [7500 * US]
+
+
+def test_the_advisor_claims_the_critical_bubble(tmp_path: Path) -> None:
+    """pipeline-bubble: stage 1's 7.5 ms bubble (34 % of the step, 5 of it in recv kernels) is the gain."""
+    from stepscope.advisor.config import AdvisorConfig
+    from stepscope.advisor.engine import run_advisor
+    from stepscope.report import texts
+
+    bundle = analyze(gpipe(tmp_path))
+    found = [f for f in run_advisor(bundle).findings if f.rule == "pipeline-bubble"]
+    assert len(found) == 1
+    f = found[0]
+    assert f.rank is None and f.est_gain_ns == 7500 * US and f.change.params == {"stages": 4}
+    ev = f.evidence
+    assert (ev["slowest_stage"], ev["slowest_rank"], ev["pipeline_ranks"]) == (1, 1, [0, 1, 2, 3])
+    assert (ev["warmup_ms"], ev["cooldown_ms"], ev["interior_ms"], ev["p2p_wait_ms"]) == (1.0, 2.5, 4.0, 5.0)
+    assert ev["per_stage_bubble_ms"] == {"0": 9.5, "1": 7.5, "2": 9.5, "3": 9.5}
+    assert texts.found_text(f).startswith("Stage 1 (rank 1), the busiest of 4 pipeline stages, is idle 7.50 ms")
+    quiet = run_advisor(bundle, config=AdvisorConfig(pipeline_bubble_min_pct=35.0))  # 34.1 % < 35
+    assert not [f for f in quiet.findings if f.rule == "pipeline-bubble"]
+    waits = run_advisor(bundle, config=AdvisorConfig(pipeline_wait_min_share_pct=70.0))  # 5 / 7.5 = 67 % < 70
+    assert not [f for f in waits.findings if f.rule == "pipeline-bubble"]

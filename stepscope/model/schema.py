@@ -113,6 +113,8 @@ EVENT_COLUMNS: dict[str, tuple[type[np.generic], int | float]] = {
     "pg_name": (np.int32, -1),
     "pg_desc": (np.int32, -1),
     "pg_ranks": (np.int32, -1),
+    "src_rank": (np.int32, -1),  # point-to-point recv: the sender's global rank ("Src Rank", PyTorch >= 2.4)
+    "dst_rank": (np.int32, -1),  # point-to-point send: the receiver's global rank ("Dst Rank")
 }
 
 TRACK_COLUMNS: dict[str, tuple[type[np.generic], int | float]] = {

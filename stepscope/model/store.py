@@ -44,7 +44,7 @@ from stepscope.model.strings import StringPool
 from stepscope.model.table import Table
 from stepscope.model.trace import RankInfo, Trace
 
-STORE_VERSION = 2
+STORE_VERSION = 3  # 3: events gained src_rank / dst_rank
 #: a temporary directory untouched for this long is a killed write's, and is removed
 ORPHAN_AGE_S = 300.0
 _TMP_PREFIX = ".tmp-"

@@ -30,7 +30,7 @@ CANONICAL_CATEGORY = {EventKind.CPU_OP: "cpu_op", EventKind.USER_ANNOTATION: "us
 _INT_ARGS = (("correlation", "corr"), ("External id", "ext_id"), ("registers per thread", "regs"),
              ("shared memory", "shmem_bytes"), ("bytes", "bytes"), ("Sequence number", "seq"),
              ("Fwd thread id", "fwd_tid"), ("In msg nelems", "in_nelems"), ("Out msg nelems", "out_nelems"),
-             ("Group size", "group_size"))
+             ("Group size", "group_size"), ("Src Rank", "src_rank"), ("Dst Rank", "dst_rank"))
 #: float args written when finite
 _FLOAT_ARGS = (("blocks per SM", "blocks_per_sm"), ("est. achieved occupancy %", "occupancy_pct"),
                ("flops", "flops"))

@@ -36,13 +36,13 @@ GROUP_FIELDS: dict[str, tuple[str, ...]] = {
             "blocks_per_sm", "occupancy", "nbytes"),
     "gpu_comm": ("ext_id", "ext_id_old", "correlation", "device", "stream", "grid", "block", "regs", "shmem",
                  "blocks_per_sm", "occupancy", "nbytes", "coll_name", "in_nelems", "out_nelems", "coll_dtype",
-                 "group_size", "pg_name", "pg_desc", "pg_ranks"),
+                 "group_size", "pg_name", "pg_desc", "pg_ranks", "src_rank", "dst_rank"),
     "runtime": ("ext_id", "ext_id_old", "correlation"),
     "op": ("ext_id", "ext_id_old", "input_dims", "input_dims_old", "input_types", "concrete", "call_stack", "seq",
            "fwd_tid", "flops"),
     "comm": ("ext_id", "ext_id_old", "input_dims", "input_dims_old", "input_types", "concrete", "call_stack", "seq",
              "fwd_tid", "flops", "coll_name", "in_nelems", "out_nelems", "coll_dtype", "group_size",
-             "pg_name", "pg_desc", "pg_ranks"),
+             "pg_name", "pg_desc", "pg_ranks", "src_rank", "dst_rank"),
     "memory": ("mem_bytes", "total_alloc", "total_reserved", "dev_type", "dev_id", "addr"),
     "counter": ("value",),
     "meta": ("label",),
@@ -53,7 +53,7 @@ INT_FIELDS = {"ext_id": "ext_id", "ext_id_old": "ext_id_old", "correlation": "co
               "fwd_tid": "fwd_tid", "in_nelems": "in_nelems", "out_nelems": "out_nelems",
               "group_size": "group_size", "mem_bytes": "mem_bytes", "total_alloc": "total_allocated",
               "total_reserved": "total_reserved", "dev_type": "device_type", "dev_id": "mem_device",
-              "addr": "addr"}
+              "addr": "addr", "src_rank": "src_rank", "dst_rank": "dst_rank"}
 FLOAT_FIELDS = {"blocks_per_sm": "blocks_per_sm", "occupancy": "occupancy_pct", "flops": "flops",
                 "value": "value"}
 STR_FIELDS = {"call_stack": "call_stack", "coll_name": "coll_name", "coll_dtype": "coll_dtype",

@@ -44,6 +44,8 @@ class RawArgs(
         "pg_name": "Process Group Name",
         "pg_desc": "Process Group Description",
         "pg_ranks": "Process Group Ranks",
+        "src_rank": "Src Rank",
+        "dst_rank": "Dst Rank",
         "mem_bytes": "Bytes",
         "total_alloc": "Total Allocated",
         "total_reserved": "Total Reserved",
@@ -84,6 +86,8 @@ class RawArgs(
     pg_name: str | None = None
     pg_desc: str | None = None
     pg_ranks: msgspec.Raw = msgspec.Raw()
+    src_rank: int | str = -1
+    dst_rank: int | str = -1
     mem_bytes: int | str = 0
     total_alloc: int | str = -1
     total_reserved: int | str = -1
@@ -127,7 +131,7 @@ class PreciseRawEvent(msgspec.Struct, gc=False):
 COMPLETE_ARGS = ("ext_id", "ext_id_old", "correlation", "device", "stream", "grid", "block", "regs", "shmem",
                  "blocks_per_sm", "occupancy", "nbytes", "input_dims", "input_dims_old", "input_types", "concrete",
                  "call_stack", "seq", "fwd_tid", "flops", "coll_name", "in_nelems", "out_nelems", "coll_dtype",
-                 "group_size", "pg_name", "pg_desc", "pg_ranks")
+                 "group_size", "pg_name", "pg_desc", "pg_ranks", "src_rank", "dst_rank")
 INSTANT_ARGS = ("mem_bytes", "total_alloc", "total_reserved", "dev_type", "dev_id", "addr")
 ARGS_OF_PHASE = {"X": COMPLETE_ARGS, "i": INSTANT_ARGS, "I": INSTANT_ARGS, "C": ("value",), "M": ("label",)}
 #: every phase of the Trace Event Format: each gets its own struct, picked by msgspec from "ph"

@@ -43,44 +43,49 @@ P2P = "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)"
 
 
 class _Stage:
-    """One stage's builder with a host clock for launches (each launch 1 µs after the previous one)."""
+    """One stage's builder with a host clock for launches (each launch 1 µs after the previous one);
+    ``peers`` (stage → rank) writes each p2p kernel's ``Dst Rank`` / ``Src Rank`` as PyTorch ≥ 2.4 does."""
 
-    def __init__(self, b: TraceBuilder, t0: int, group: str) -> None:
-        self.b, self.t0, self.group, self.host = b, t0, group, t0 + 1
+    def __init__(self, b: TraceBuilder, t0: int, group: str, s: int, peers: list[int] | None = None) -> None:
+        self.b, self.t0, self.group, self.host, self.s, self.peers = b, t0, group, t0 + 1, s, peers
 
     def kernel(self, name: str, ts: int, end: int, stream: int = 7, **args: object) -> None:
         self.host += 1
         self.b.launch_kernel(name, launch_ts=self.host, launch_dur=1, ts=self.t0 + ts, dur=end - ts, stream=stream,
                              **args)
 
-    def p2p(self, kind: str, ts: int, end: int) -> None:
-        self.kernel(P2P, ts, end, stream=20, **kargs({
-            "Collective name": kind, "In msg nelems": 1 << 20, "Out msg nelems": 1 << 20, "dtype": "Float",
-            "Group size": 4, "Process Group Name": "1", "Process Group Ranks": self.group}))
+    def p2p(self, kind: str, ts: int, end: int, forward: bool) -> None:
+        args = {"Collective name": kind, "In msg nelems": 1 << 20, "Out msg nelems": 1 << 20, "dtype": "Float",
+                "Group size": 4, "Process Group Name": "1", "Process Group Ranks": self.group}
+        if self.peers is not None:  # forward: recv from s - 1, send to s + 1; backward the other way
+            other = self.s + (1 if (kind == "send") == forward else -1)
+            args["Dst Rank" if kind == "send" else "Src Rank"] = self.peers[other]
+        self.kernel(P2P, ts, end, stream=20, **kargs(args))
 
 
 def _schedule(st: _Stage, s: int) -> None:
     for j in range(M):  # per micro-batch
         st.kernel("fwd_gemm", (s + j) * F, (s + j + 1) * F)
         if s > 0:
-            st.p2p("recv", (s + j - 1) * F if j else 0, (s + j) * F)
+            st.p2p("recv", (s + j - 1) * F if j else 0, (s + j) * F, True)
         if s < P - 1:
-            st.p2p("send", (s + j + 1) * F - 50, (s + j + 1) * F)
+            st.p2p("send", (s + j + 1) * F - 50, (s + j + 1) * F, True)
     for j in range(M):
         start = TF + (P - 1 - s + j) * B
         st.kernel("bwd_gemm", start, start + B)
         if s < P - 1:
-            st.p2p("recv", (s + M) * F if j == 0 else start - B, start)
+            st.p2p("recv", (s + M) * F if j == 0 else start - B, start, False)
         if s > 0:
-            st.p2p("send", start + B - 50, start + B)
+            st.p2p("send", start + B - 50, start + B, False)
     last = TF + (P - 1 - s + M) * B
     st.kernel("optimizer_step", last, last + 500)
     if s == 1:
         st.kernel("planted_gemm", 5000, 7000)
 
 
-def gpipe(tmp_path: Path, order: list[int] | None = None, group: str | None = None) -> Trace:
-    """The 4-stage run; stage s runs on rank ``order[s]`` (default: rank s), the group lists the ranks."""
+def gpipe(tmp_path: Path, order: list[int] | None = None, group: str | None = None, peers: bool = False) -> Trace:
+    """The 4-stage run; stage s runs on rank ``order[s]`` (default: rank s), the group lists the ranks
+    (``group``: another text); ``peers``: the p2p kernels name their other end."""
     order = order or list(range(P))
     text = group if group is not None else "[" + ", ".join(map(str, order)) + "]"
     builders = []
@@ -89,7 +94,7 @@ def gpipe(tmp_path: Path, order: list[int] | None = None, group: str | None = No
         b = TraceBuilder(rank=rank, world_size=P)
         for step in range(2):
             b.step(step + 1, step * S, S)
-            _schedule(_Stage(b, step * S, text), s)
+            _schedule(_Stage(b, step * S, text, s, order if peers else None), s)
         builders.append(b)
     return load_ranks(builders, tmp_path)
 
@@ -127,6 +132,18 @@ def test_stages_follow_the_group_order_not_the_rank_ids(tmp_path: Path) -> None:
     assert p.stages.rank.tolist() == [2, 0, 3, 1]
     assert p.stages.warmup_ns.tolist() == [0, 1000 * US, 2000 * US, 3000 * US]
     assert p.pipelines.slowest_stage.tolist() == [1]
+
+
+def test_the_peers_each_p2p_kernel_names_order_the_stages(tmp_path: Path) -> None:
+    """Stage s on rank order[s] in a group listed in rank order (the world group of a job with data
+    parallelism too: its order is not the stages'); the kernels' Dst / Src Rank give the chain."""
+    trace = gpipe(tmp_path, order=[2, 0, 3, 1], group="[0, 1, 2, 3]", peers=True)
+    rec = pipeline_record(trace, 0)
+    assert rec is not None and rec.peers == (2, 3)  # stage 1: from / to stages 0 and 2
+    p = compute_pipeline(trace)
+    assert p.pipelines.order.tolist() == ["peers"] and p.pipelines.ranks.tolist() == ["2,0,3,1"]
+    assert p.stages.warmup_ns.tolist() == [0, 1000 * US, 2000 * US, 3000 * US]
+    assert p.stages.bubble_ns.tolist() == [9500 * US, 7500 * US, 9500 * US, 9500 * US]
 
 
 def test_without_groups_the_order_comes_from_the_first_work(tmp_path: Path) -> None:

@@ -3,7 +3,8 @@
 
 A rank takes part in a pipeline when it runs point-to-point communication kernels (send, recv,
 send/recv — the one classification, :mod:`.activity` / :mod:`.comm`; the SendRecv kernels of an
-all-to-all are all-to-all, not point-to-point). Its record holds, per step window
+all-to-all are all-to-all, not point-to-point; a SendRecv kernel whose op names no known collective
+— ``batch_isend_irecv``'s "coalesced" — is point-to-point by its kernel name). Its record holds, per step window
 (:func:`~stepscope.analysis.common.step_windows`):
 
 * ``busy_ns``: the union of its compute kernels inside the window (the stage's work);
@@ -30,7 +31,7 @@ from stepscope.analysis import intervals
 from stepscope.analysis._memo import per_rank
 from stepscope.analysis.activity import Activity, activity_of
 from stepscope.analysis.collective_records import P2P_TYPES
-from stepscope.analysis.comm import classify
+from stepscope.analysis.comm import CollType, classify, collective_of
 from stepscope.analysis.common import I32, I64, Windows, interval_set, rank_rows, step_windows, window_of
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
@@ -64,7 +65,9 @@ def pipeline_record(trace: Trace, rank: int) -> PipelineRecord | None:
     cls = classify(trace)
     act = activity_of(trace)
     rows = rank_rows(trace, rank, DEVICE_KINDS)
-    is_p2p = (act[rows] == Activity.COMMUNICATION) & np.isin(cls.coll_type[rows], P2P_TYPES)
+    by_name = trace.strings.map(collective_of, np.int8, 0)[trace.events["name"][rows]]
+    ctype = np.where(cls.coll_type[rows] == CollType.OTHER, by_name, cls.coll_type[rows])
+    is_p2p = (act[rows] == Activity.COMMUNICATION) & np.isin(ctype, P2P_TYPES)
     p2p = rows[is_p2p]
     if len(p2p) == 0:
         return None

@@ -46,8 +46,10 @@ class _Stage:
     """One stage's builder with a host clock for launches (each launch 1 µs after the previous one);
     ``peers`` (stage → rank) writes each p2p kernel's ``Dst Rank`` / ``Src Rank`` as PyTorch ≥ 2.4 does."""
 
-    def __init__(self, b: TraceBuilder, t0: int, group: str, s: int, peers: list[int] | None = None) -> None:
+    def __init__(self, b: TraceBuilder, t0: int, group: str, s: int, peers: list[int] | None = None,
+                 coll: str | None = None) -> None:
         self.b, self.t0, self.group, self.host, self.s, self.peers = b, t0, group, t0 + 1, s, peers
+        self.coll = coll  # the "Collective name" of every p2p kernel (default: send / recv)
 
     def kernel(self, name: str, ts: int, end: int, stream: int = 7, **args: object) -> None:
         self.host += 1
@@ -55,8 +57,8 @@ class _Stage:
                              **args)
 
     def p2p(self, kind: str, ts: int, end: int, forward: bool) -> None:
-        args = {"Collective name": kind, "In msg nelems": 1 << 20, "Out msg nelems": 1 << 20, "dtype": "Float",
-                "Group size": 4, "Process Group Name": "1", "Process Group Ranks": self.group}
+        args = {"Collective name": self.coll or kind, "In msg nelems": 1 << 20, "Out msg nelems": 1 << 20,
+                "dtype": "Float", "Group size": 4, "Process Group Name": "1", "Process Group Ranks": self.group}
         if self.peers is not None:  # forward: recv from s - 1, send to s + 1; backward the other way
             other = self.s + (1 if (kind == "send") == forward else -1)
             args["Dst Rank" if kind == "send" else "Src Rank"] = self.peers[other]
@@ -83,7 +85,8 @@ def _schedule(st: _Stage, s: int) -> None:
         st.kernel("planted_gemm", 5000, 7000)
 
 
-def gpipe(tmp_path: Path, order: list[int] | None = None, group: str | None = None, peers: bool = False) -> Trace:
+def gpipe(tmp_path: Path, order: list[int] | None = None, group: str | None = None, peers: bool = False,
+          coll: str | None = None) -> Trace:
     """The 4-stage run; stage s runs on rank ``order[s]`` (default: rank s), the group lists the ranks
     (``group``: another text); ``peers``: the p2p kernels name their other end."""
     order = order or list(range(P))
@@ -94,7 +97,7 @@ def gpipe(tmp_path: Path, order: list[int] | None = None, group: str | None = No
         b = TraceBuilder(rank=rank, world_size=P)
         for step in range(2):
             b.step(step + 1, step * S, S)
-            _schedule(_Stage(b, step * S, text, s, order if peers else None), s)
+            _schedule(_Stage(b, step * S, text, s, order if peers else None, coll), s)
         builders.append(b)
     return load_ranks(builders, tmp_path)
 
@@ -144,6 +147,14 @@ def test_the_peers_each_p2p_kernel_names_order_the_stages(tmp_path: Path) -> Non
     assert p.pipelines.order.tolist() == ["peers"] and p.pipelines.ranks.tolist() == ["2,0,3,1"]
     assert p.stages.warmup_ns.tolist() == [0, 1000 * US, 2000 * US, 3000 * US]
     assert p.stages.bubble_ns.tolist() == [9500 * US, 7500 * US, 9500 * US, 9500 * US]
+
+
+def test_batch_isend_irecv_kernels_are_point_to_point_by_their_name(tmp_path: Path) -> None:
+    """batch_isend_irecv records its kernels as "coalesced" (no collective type): the SendRecv kernel
+    name says point-to-point, and the bubbles are the same."""
+    p = compute_pipeline(gpipe(tmp_path, coll="coalesced"))
+    assert p.pipelines.ranks.tolist() == ["0,1,2,3"]
+    assert p.stages.p2p_wait_ns.tolist() == [9000 * US, 5000 * US, 5000 * US, 3000 * US]
 
 
 def test_without_groups_the_order_comes_from_the_first_work(tmp_path: Path) -> None:

@@ -53,6 +53,8 @@ class Verdict:
     platform: str = "cuda"  # what the device is called in words (analysis.platform)
     host_timeline: bool = True  # False: a summary-only trace, whose "host" share is device idle time of unknown cause
     set_by: str = ""  # job: "waited-for" (the rank the others wait for at the collectives) or "slowest"
+    job_step_ns: int | None = None  # job set by the waited-for rank: the job's step (its slowest rank's), not
+    #  that rank's own window, which ``step_ns`` and the shares are of
 
     def to_dict(self) -> dict[str, Any]:
         return {"rank": self.rank, "bound": self.bound, "avg_step_ms": self.step_ns / 1e6,
@@ -60,7 +62,8 @@ class Verdict:
                 "device_busy_pct": None if self.device_busy_pct is None else round(self.device_busy_pct, 2),
                 "shares_pct": {k: round(v, 2) for k, v in self.shares_pct.items()},
                 "ranks": list(self.ranks), "excess_pct": self.excess_pct, "causes": list(self.causes),
-                "host_timeline": self.host_timeline, "set_by": self.set_by}
+                "host_timeline": self.host_timeline, "set_by": self.set_by,
+                "job_step_ms": None if self.job_step_ns is None else self.job_step_ns / 1e6}
 
 
 def rank_critical_path(bundle: Bundle, rank: int) -> CriticalPath | None:
@@ -96,7 +99,9 @@ def job_verdict(bundle: Bundle, per_rank: tuple[Verdict, ...], cfg: AdvisorConfi
                            causes=tuple(arrivals.culprit_cause[r] for r in culprits))
     setter = _waited_for(arrivals, per_rank)
     if setter is not None:  # the job's step is set by the rank the others wait for, whatever its window
-        return replace(setter, rank=None, ranks=(setter.rank,) if setter.rank is not None else (), set_by="waited-for")
+        job_ns = arrivals.m.job_step_ns if arrivals is not None and arrivals.m.job_step_ns > 0 else slowest.step_ns
+        return replace(setter, rank=None, ranks=(setter.rank,) if setter.rank is not None else (), set_by="waited-for",
+                       job_step_ns=int(job_ns))
     return replace(slowest, rank=None, ranks=(slowest.rank,) if slowest.rank is not None else (), excess_pct=excess,
                    set_by="slowest")
 

@@ -384,7 +384,11 @@ def verdict_text(v: Verdict) -> str:
     head = f"{who}: bound by {stage} ({share:.0f}% of the {v.step_ns / 1e6:.1f} ms {window}{busy})"
     others = sorted(((s, p) for s, p in v.shares_pct.items() if s != v.bound), key=lambda sp: -sp[1])
     rest = ", ".join(f"{_stage(s, device, v.host_timeline)} {p:.0f}%" for s, p in others if p >= 0.5)
-    if v.rank is None and v.ranks:
+    if v.rank is None and v.ranks and v.set_by == "waited-for" and v.job_step_ns:
+        head = (f"{who}: bound by {stage} (the {v.job_step_ns / 1e6:.1f} ms step), set by rank {v.ranks[0]}, the "
+                f"rank the others wait for at the collectives ({share:.0f}% of its own {v.step_ns / 1e6:.1f} ms "
+                f"{window}{busy})")
+    elif v.rank is None and v.ranks:
         head += (f", set by rank {v.ranks[0]}, the rank the others wait for at the collectives"
                  if v.set_by == "waited-for" else f", set by its slowest rank ({v.ranks[0]})")
     return f"{head} — {rest}" if rest else head

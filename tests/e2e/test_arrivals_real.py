@@ -124,3 +124,19 @@ def test_ascend_rank_1_late_once_is_not_claimed() -> None:
     adv = run_advisor(b)
     assert "straggler-rank" not in {f.rule for f in adv.findings}  # last at one collective only
     assert adv.verdicts[0].bound == "communication"
+
+
+def test_dlrm_job_verdict_says_the_jobs_step_the_findings_speak_of() -> None:
+    """One job step: the verdict set by rank 7 said 'the 12.5 ms step' (rank 7's own window) while
+    the straggler finding and the what-if said the job's 18.71 ms. Now the verdict names both, each
+    for what it is, and the job's step is the same number everywhere."""
+    from stepscope.report.texts import verdict_text
+
+    advice = run_advisor(bundle(DLRM))
+    job = advice.verdicts[0]
+    assert job.rank is None and job.set_by == "waited-for" and job.ranks == (7,)
+    (straggler,) = [f for f in advice.findings if f.rule == "straggler-rank"]
+    assert job.job_step_ns is not None
+    assert round(job.job_step_ns / 1e6, 3) == straggler.evidence["job_step_ms"] == 18.711
+    text = verdict_text(job)
+    assert "(the 18.7 ms step), set by rank 7" in text and "of its own 12.5 ms step" in text

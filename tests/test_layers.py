@@ -47,7 +47,8 @@ LAYERS: dict[str, frozenset[str]] = {
     # map-reduce: workers (runtime's pool, Ray) read and analyse one rank each (ingest .. report), the driver reduces
     "mapreduce": frozenset({"report", "advisor", "analysis", "ingest", "model", "runtime", "errors"}),
     "collect": frozenset({"errors"}),
-    "server": frozenset({"compare", "report", "advisor", "analysis", "ingest", "model", "errors"}),
+    # the server analyses runs of many ranks through map-reduce (summaries; one rank loaded for a view)
+    "server": frozenset({"mapreduce", "compare", "report", "advisor", "analysis", "ingest", "model", "errors"}),
     # the agents' front end, a peer of server: the same document (report), diffs (compare), SQL (query)
     "mcp": frozenset({"query", "compare", "report", "advisor", "analysis", "ingest", "model", "errors"}),
     "cli": frozenset({"mcp", "server", "mapreduce", "compare", "report", "advisor", "analysis", "ingest", "model",

@@ -17,7 +17,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -66,6 +66,8 @@ class MapReduceResult:
     advice: Advice
     summary_bytes: dict[int, int]  # rank → pickled summary bytes (empty unless measured)
     rank_files: dict[int, RankFile]  # rank → its file, for :func:`load_rank`
+    jobs: dict[int, JobFacts] = field(default_factory=dict)  # rank → the job's facts it was given (job_memo)
+    extras: dict[int, object] = field(default_factory=dict)  # rank → what ``map_reduce(extra=...)`` made of it
 
     @property
     def document(self) -> dict[str, Any]:
@@ -113,9 +115,10 @@ def wants_map_reduce(path: str | Path, span: str | None = None, choice: bool | N
 def map_reduce(path: str | Path, *, span: str | None = None, ranks: Sequence[int] | None = None,
                batch_size: int | None = None, use_cache: bool = True, engine: str = "local",
                ray_address: str | None = None, workers: int | None = None, config: AdvisorConfig | None = None,
-               measure: bool = False) -> MapReduceResult:
+               measure: bool = False, extra: Callable[[Trace, int], object] | None = None) -> MapReduceResult:
     """The §12 document of the run at ``path`` through per-rank summaries (see the module docstring);
-    the same document the whole-model path makes."""
+    the same document the whole-model path makes. ``extra(trace, rank)`` (a module-level function)
+    runs in each rank's worker too, inside the rank's memo; its answers are the result's ``extras``."""
     check_engine(engine, ray_address)
     source = str(Path(path))
     if not Path(path).exists() or not (Path(path).is_dir() or Path(path).is_file()):
@@ -130,10 +133,12 @@ def map_reduce(path: str | Path, *, span: str | None = None, ranks: Sequence[int
         match = match_records({facts[i].rank: facts[i].collectives for i in chosen})
         pytorch, compiled = any(facts[i].pytorch for i in chosen), any(facts[i].compiled for i in chosen)
         jobs = [(tasks[i], JobFacts(match.transfer_ns[facts[i].rank], match.seen[facts[i].rank], match.method,
-                                    pytorch, compiled), batch_size, config) for i in chosen]
+                                    pytorch, compiled), batch_size, config, extra) for i in chosen]
         summaries = run_map(summarize_rank, jobs)
     result = _reduce(source, run, summaries, batch_size, config or AdvisorConfig(), measure)
-    return replace(result, rank_files={facts[i].rank: replace(tasks[i], cache=str(cache_dir())) for i in chosen})
+    return replace(result, rank_files={facts[i].rank: replace(tasks[i], cache=str(cache_dir())) for i in chosen},
+                   jobs={facts[i].rank: j[1] for i, j in zip(chosen, jobs)},
+                   extras={s.rank: s.extra for s in summaries} if extra is not None else {})
 
 
 def _check_ranks(facts: list[RankFacts], ranks: Sequence[int] | None, path: str | Path) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import pickle
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,7 @@ class RankSummary:
     cluster: dict[str, object]  # each cluster analysis's per-rank record (or its NotApplicable)
     diagnostics: tuple[Diagnostic, ...]
     world_size: int | None
+    extra: object = None  # what the caller's ``extra(trace, rank)`` made of the rank (the server's views)
 
     @property
     def nbytes(self) -> int:
@@ -115,21 +117,31 @@ def scan_rank(task: RankFile) -> RankFacts:
                          uses_pytorch(trace), uses_compile(trace))
 
 
-def summarize_rank(task: RankFile, job: JobFacts, batch_size: int | None = None,
-                   config: AdvisorConfig | None = None) -> RankSummary:
-    """Map step 2: the rank's analyses, advice, document object and cluster records, with the job's
-    facts in its memo."""
-    trace = _load(task)
-    rank = trace.rank_ids[0]
+def job_memo(trace: Trace, rank: int, job: JobFacts) -> Memo:
+    """A memo for the one-rank ``trace`` holding the job's facts (its collectives' match, the job's
+    flags), so that the rank's analyses and views give what they give in the whole run."""
     memo = Memo()
     memo.seed(uses_pytorch, trace, job.pytorch)
     memo.seed(uses_compile, trace, job.compiled)
     with memo.active():
         recs = comm_records(trace, rank)
         memo.seed(match_collectives, trace, match_of_rank(recs, job.transfer_ns, job.seen, job.method))
+    return memo
+
+
+def summarize_rank(task: RankFile, job: JobFacts, batch_size: int | None = None,
+                   config: AdvisorConfig | None = None,
+                   extra: Callable[[Trace, int], object] | None = None) -> RankSummary:
+    """Map step 2: the rank's analyses, advice, document object and cluster records, with the job's
+    facts in its memo (and ``extra(trace, rank)`` in that memo, when given)."""
+    trace = _load(task)
+    rank = trace.rank_ids[0]
+    memo = job_memo(trace, rank, job)
+    with memo.active():
         rr = rank_results(trace, rank, None, batch_size)
         bundle = Bundle(trace, {rank: rr}, batch_size=batch_size, memo=memo)
         section = pack(clean(rank_object(rr, trace)))
         advice = rank_advice(bundle, rank, config or AdvisorConfig())
         records = cluster_records(trace, rank)
-    return RankSummary(rank, section, advice, records, trace.diagnostics, trace.rank_info(rank).world_size)
+        made = extra(trace, rank) if extra is not None else None
+    return RankSummary(rank, section, advice, records, trace.diagnostics, trace.rank_info(rank).world_size, made)

@@ -9,6 +9,11 @@ a 1 GB trace).
 Routes then only look these bytes up, as the TensorBoard plugin's routes looked up precomputed
 results (STYLE §2).
 
+:func:`analyse_ranks` makes the same answers through the map-reduce path (docs/scale.md): each
+rank read and analysed alone in a worker process, which also computes the rank's memory curves,
+extent and step windows (:func:`rank_extras`); the server keeps the document and these, never the
+events. Views that need events get a rank model from ``models`` (:mod:`.ranks`).
+
 ======================  ========================================================================
 ``doc``                 the whole §12 document (``stepscope analyze --json``)
 ``rank_docs[r]``        the same document with ``ranks`` cut to rank ``r``
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from stepscope.advisor.engine import advise
+from stepscope.advisor.engine import Advice, advise
 from stepscope.analysis.breakdown import tb_step_windows
 from stepscope.analysis.bundle import Bundle, analyze
 from stepscope.analysis.timeline_event import launched_by_start
@@ -39,6 +45,7 @@ from stepscope.model.trace import Trace
 from stepscope.report.advice_json import finding_dict
 from stepscope.report.json_out import clean, to_json
 from stepscope.server.discover import RunEntry
+from stepscope.server.ranks import LazyRanks, RankModels, WholeRun
 
 Loader = Callable[[Path], Trace]
 #: steps listed per rank in ``info`` (the timeline's step markers)
@@ -52,19 +59,36 @@ class RunResults:
     """The precomputed answers for one run (see the module docstring)."""
 
     entry: RunEntry
-    bundle: Bundle
+    bundle: Bundle | None  # the whole model's results; None for a map-reduce run
+    models: RankModels  # a rank's model, for the views that need events
     ranks: tuple[int, ...]
-    doc: bytes
-    rank_docs: dict[int, bytes]
+    head: tuple[bytes, bytes]  # the document's JSON before and after its "ranks" list
+    sections: dict[int, bytes]  # rank → its object of the document, compact JSON, zlib-compressed
     findings: bytes
     memory: dict[int, bytes]
     info: bytes
     extents: dict[int, tuple[int, int]]  # rank → (first start, last end), trace ns
     summary: dict[str, Any] = field(default_factory=dict)
+    advice: Advice | None = None  # a map-reduce run's advice (its findings, for a diff)
 
     @property
-    def trace(self) -> Trace:
-        return self.bundle.trace
+    def doc(self) -> bytes:
+        """The whole §12 document (``stepscope analyze --json``, compact)."""
+        body = b",".join(zlib.decompress(self.sections[r]) for r in self.ranks)
+        return self.head[0] + b"[" + body + b"]" + self.head[1]
+
+    def rank_doc(self, rank: int) -> bytes:
+        """The document with ``ranks`` cut to ``rank``."""
+        return self.head[0] + b"[" + zlib.decompress(self.sections[rank]) + b"]" + self.head[1]
+
+
+_RANKS = "\u0000ranks\u0000"
+
+
+def split_head(doc: dict[str, Any]) -> tuple[bytes, bytes]:
+    """The compact JSON of ``doc`` before and after the value of its ``ranks`` key."""
+    before, after = dumps({**doc, "ranks": _RANKS}).split(json.dumps(_RANKS).encode(), 1)
+    return before, after
 
 
 def dumps(obj: Any) -> bytes:
@@ -119,7 +143,7 @@ def _results(entry: RunEntry, bundle: Bundle) -> RunResults:
     trace = bundle.trace
     doc = to_json(bundle, _findings(bundle))
     ranks = tuple(int(r["rank"]) for r in doc["ranks"])
-    rank_docs = {r: dumps({**doc, "ranks": [obj]}) for r, obj in zip(ranks, doc["ranks"])}
+    sections = {r: zlib.compress(dumps(obj), 6) for r, obj in zip(ranks, doc["ranks"])}
     summary = _summary(entry, doc, ranks)
     summary["events"] = trace.event_count
     infos = [rank_info(trace, r) for r in ranks]
@@ -127,8 +151,47 @@ def _results(entry: RunEntry, bundle: Bundle) -> RunResults:
         rank_index(trace, r)
         launched_by_start(trace, r)
     return RunResults(
-        entry=entry, bundle=bundle, ranks=ranks, doc=dumps(doc), rank_docs=rank_docs,
+        entry=entry, bundle=bundle, models=WholeRun(bundle), ranks=ranks, head=split_head(doc), sections=sections,
         findings=dumps({"findings": doc.get("findings") or [], "verdicts": doc.get("verdicts") or []}),
         memory={r: dumps(memory_of(trace, r)) for r in ranks},
         info=dumps({"ranks": infos}), extents={i["rank"]: (i["start_ns"], i["end_ns"]) for i in infos},
         summary=summary)
+
+
+@dataclass(frozen=True)
+class RankExtras:
+    """What a map-reduce worker computes for the server besides the rank's summary."""
+
+    info: dict[str, Any]  # :func:`rank_info`
+    memory: bytes  # :func:`memory_of`, as JSON
+    events: int
+    tracks: int
+
+
+def rank_extras(trace: Trace, rank: int) -> RankExtras:
+    """A rank's extent, step windows and memory curves, and its model's size (in its worker)."""
+    return RankExtras(rank_info(trace, rank), dumps(memory_of(trace, rank)), trace.event_count, len(trace.tracks))
+
+
+def analyse_ranks(entry: RunEntry) -> RunResults:
+    """The run's answers through the map-reduce path (see the module docstring)."""
+    from stepscope.mapreduce.driver import map_reduce
+    from stepscope.mapreduce.worker import unpack
+
+    mr = map_reduce(entry.path, extra=rank_extras)
+    extras = {r: _extras(x) for r, x in mr.extras.items()}
+    ranks = tuple(sorted(mr.rank_files))  # the summaries' order
+    summary = _summary(entry, {**mr.head, "ranks": [unpack(mr.sections[0])] if ranks else []}, ranks)
+    summary["events"] = sum(x.events for x in extras.values())
+    infos = [extras[r].info for r in ranks]
+    return RunResults(
+        entry=entry, bundle=None, models=LazyRanks(mr, {r: (x.events, x.tracks) for r, x in extras.items()}),
+        ranks=ranks, head=split_head(mr.head), sections=dict(zip(ranks, mr.sections)),
+        findings=dumps({"findings": mr.head.get("findings") or [], "verdicts": mr.head.get("verdicts") or []}),
+        memory={r: extras[r].memory for r in ranks}, info=dumps({"ranks": infos}),
+        extents={i["rank"]: (i["start_ns"], i["end_ns"]) for i in infos}, summary=summary, advice=mr.advice)
+
+
+def _extras(x: object) -> RankExtras:
+    assert isinstance(x, RankExtras)
+    return x

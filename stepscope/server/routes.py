@@ -79,7 +79,7 @@ def _ready(request: Request, allowed: tuple[str, ...]) -> tuple[RunResults, dict
 def document(request: Request) -> Response:
     res, q = _ready(request, ("rank",))
     rank = params.rank(q, res.ranks)
-    return json_bytes(res.doc if rank is None else res.rank_docs[rank])
+    return json_bytes(res.doc if rank is None else res.rank_doc(rank))
 
 
 def findings(request: Request) -> Response:

@@ -8,6 +8,10 @@ not retried on every request. Diffs of two runs are cached the same way, keyed b
 timeline windows (computed by ``stepscope.analysis.timeline``) and what-if replays
 (``stepscope.analysis.whatif``) in small LRUs. Replays run one at a time (each takes a core for up
 to a second on a large trace); requests for anything else never wait for them.
+
+A run of several rank files is analysed through the map-reduce path (:func:`.results.analyse_ranks`,
+docs/scale.md): the server then holds its summaries, and a view that needs a rank's events loads
+that rank alone from the cache (:mod:`.ranks`).
 """
 
 from __future__ import annotations
@@ -16,22 +20,28 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.bundle import Bundle, rank_results
 from stepscope.analysis.timeline import timeline_window
 from stepscope.analysis.timeline_event import NoSuchEvent, event_details, search_events
 from stepscope.analysis.whatif.options import check_ranks
 from stepscope.analysis.whatif.simulate import simulate
-from stepscope.errors import StepscopeError
+from stepscope.errors import StepscopeError, UsageError
 from stepscope.model.trace import Trace
+from stepscope.report.advice_json import finding_dict
 from stepscope.report.whatif_view import whatif_dict
 from stepscope.server.discover import RunEntry
 from stepscope.server.params import ApiError
-from stepscope.server.results import RunResults, analyse_run, dumps
+from stepscope.server.ranks import shift_details, shift_ids, shift_window
+from stepscope.server.results import RunResults, analyse_ranks, analyse_run, dumps
 from stepscope.server.whatif import WhatIfRequest
+
+if TYPE_CHECKING:
+    from stepscope.compare.diff import SideData
 
 log = logging.getLogger(__name__)
 #: timeline windows kept (each a few hundred kB at most)
@@ -84,10 +94,16 @@ def _value(slot: _Slot) -> Any:
 class RunStore:
     """The runs of one served directory and every answer computed about them (see the module docstring)."""
 
-    def __init__(self, entries: Sequence[RunEntry], loader: Callable[[Path], Trace] | None = None) -> None:
+    def __init__(self, entries: Sequence[RunEntry], loader: Callable[[Path], Trace] | None = None,
+                 map_reduce: bool | None = None) -> None:
+        """``loader`` reads a run whole (default :func:`default_loader`); ``map_reduce``: True analyses
+        every run through the map-reduce path, False none, None (default) the runs of several rank
+        files when no ``loader`` is given."""
         self._entries = {e.id: e for e in entries}
         self._slots = {e.id: _Slot() for e in entries}
         self._loader = loader or default_loader
+        self._map_reduce = (loader is None) if map_reduce is None else map_reduce
+        self._auto = map_reduce is None
         self._diffs: dict[tuple[str, str], _Slot] = {}
         self._windows: OrderedDict[tuple[Any, ...], bytes] = OrderedDict()
         self._whatifs: OrderedDict[tuple[Any, ...], bytes] = OrderedDict()
@@ -124,6 +140,13 @@ class RunStore:
         entry = self.entry(run_id)
         def compute() -> RunResults:
             with self._one_at_a_time:
+                if self._map_reduce and (not self._auto or _rank_files(entry.path) > 1):
+                    try:
+                        return analyse_ranks(entry)
+                    except UsageError:
+                        if not self._auto:
+                            raise
+                        log.info("stepscope serve: %s analysed whole (not by map-reduce)", entry.label)
                 return analyse_run(entry, self._loader)
 
         result: RunResults = _fill(self._slots[run_id], compute, f"analysing {entry.label}")
@@ -152,8 +175,10 @@ class RunStore:
         if hit is not None:
             return hit
         try:
-            with res.bundle.memo.active():
-                data = dumps(timeline_window(res.trace, rank, start_ns, end_ns, max_items=max_items).to_dict())
+            view = res.models.view(rank)
+            with view.memo.active():
+                window = timeline_window(view.trace, rank, start_ns, end_ns, max_items=max_items).to_dict()
+            data = dumps(shift_window(window, view.row_offset, view.track_offset))
         except StepscopeError as exc:
             raise ApiError(422, str(exc)) from None
         return self._keep(self._windows, key, data, WINDOW_CACHE)
@@ -165,11 +190,13 @@ class RunStore:
         hit = self._cached(self._windows, key)
         if hit is not None:
             return hit
+        view = res.models.view(rank)
         try:
-            with res.bundle.memo.active():
-                data = dumps(event_details(res.trace, rank, row))
-        except NoSuchEvent as exc:
-            raise ApiError(404, str(exc)) from None
+            with view.memo.active():
+                details = event_details(view.trace, rank, row - view.row_offset)
+        except NoSuchEvent:
+            raise ApiError(404, f"row {row} is not an event on rank {rank}'s timeline") from None
+        data = dumps(shift_details(details, view.row_offset, view.track_offset))
         return self._keep(self._windows, key, data, WINDOW_CACHE)
 
     def search(self, run_id: str, rank: int, text: str, page: tuple[int | None, int | None], limit: int) -> bytes:
@@ -179,11 +206,15 @@ class RunStore:
         hit = self._cached(self._windows, key)
         if hit is not None:
             return hit
+        view = res.models.view(rank)
         try:
-            with res.bundle.memo.active():
-                data = dumps(search_events(res.trace, rank, text, after_ns=page[0], before_ns=page[1], limit=limit))
+            with view.memo.active():
+                found = search_events(view.trace, rank, text, after_ns=page[0], before_ns=page[1], limit=limit)
         except StepscopeError as exc:
             raise ApiError(400, str(exc)) from None
+        m = found["matches"]
+        m["row"], m["track"] = shift_ids(m["row"], view.row_offset), shift_ids(m["track"], view.track_offset)
+        data = dumps(found)
         return self._keep(self._windows, key, data, WINDOW_CACHE)
 
     def whatif(self, run_id: str, request: WhatIfRequest) -> bytes:
@@ -194,7 +225,7 @@ class RunStore:
             hit = self._cached(self._whatifs, key)
             if hit is not None:
                 return hit
-            data = _whatif_bytes(res, request)
+            data = _whatif_bytes(res, request, self._loader)
             return self._keep(self._whatifs, key, data, WHATIF_CACHE)
 
     def _cached(self, lru: OrderedDict[tuple[Any, ...], bytes], key: tuple[Any, ...]) -> bytes | None:
@@ -212,11 +243,24 @@ class RunStore:
         return data
 
 
-def _whatif_bytes(res: RunResults, request: WhatIfRequest) -> bytes:
-    """Replay every rank of the run (outside the bundle's memo: the replayed traces are not kept)."""
+def _rank_files(path: Path) -> int:
+    """How many rank files the run has (0 when it cannot tell: the whole-model load says why)."""
+    from stepscope.ingest.layout import resolve
+
     try:
-        check_ranks(tuple(request.options.get("fix_rank", ())), res.trace.rank_ids)
-        doc = whatif_dict(simulate(res.trace, request.changes), res.entry.label)
+        return len(resolve(path, None).files) if path.is_dir() else 1
+    except (StepscopeError, OSError):
+        return 0
+
+
+def _whatif_bytes(res: RunResults, request: WhatIfRequest, loader: Callable[[Path], Trace]) -> bytes:
+    """Replay every rank of the run together (outside the bundle's memo: the replayed traces are not
+    kept). The job replay ties the ranks at their collectives, so it needs every rank's step graph at
+    once: for a map-reduce run the whole model is loaded for the replay and dropped after it."""
+    try:
+        check_ranks(tuple(request.options.get("fix_rank", ())), list(res.ranks))
+        trace = res.bundle.trace if res.bundle is not None else loader(res.entry.path)
+        doc = whatif_dict(simulate(trace, request.changes), res.entry.label)
     except StepscopeError as exc:
         raise ApiError(422, str(exc)) from None
     except NotApplicable as exc:
@@ -226,9 +270,31 @@ def _whatif_bytes(res: RunResults, request: WhatIfRequest) -> bytes:
 
 
 def _diff_bytes(base: RunResults, new: RunResults) -> bytes:
-    from stepscope.compare.diff import compare
+    from stepscope.compare.diff import compare, compare_sides
     from stepscope.compare.document import to_json
 
-    doc = to_json(compare(base.bundle, new.bundle))
+    if base.bundle is not None and new.bundle is not None:
+        result = compare(base.bundle, new.bundle)
+    else:
+        result = compare_sides(_side(base), _side(new))
+    doc = to_json(result)
     doc["base"]["label"], doc["new"]["label"] = base.entry.label, new.entry.label
     return dumps(doc)
+
+
+def _side(res: RunResults) -> SideData:
+    """The run's side of a diff (its lowest rank): from the whole model's bundle, or, for a
+    map-reduce run, from that rank loaded alone and analysed in a memo with the job's facts, with
+    the findings of the run's advice about that rank and the job."""
+    from stepscope.compare.diff import side_data
+
+    if res.bundle is not None:
+        return side_data(res.bundle)
+    if not res.ranks or res.advice is None:
+        raise UsageError(f"{res.entry.label}: the trace has no ranks to compare")
+    rank = min(res.ranks)
+    view = res.models.view(rank, keep=False)
+    with view.memo.active():
+        bundle = Bundle(view.trace, {rank: rank_results(view.trace, rank)}, memo=view.memo)
+    found = [finding_dict(f) for f in res.advice.findings if f.rank is None or f.rank == rank]
+    return replace(side_data(bundle, rank, with_findings=False), findings=found)

@@ -1,0 +1,139 @@
+"""Runs of several rank files served through the map-reduce path: every answer the same as the
+whole model's, the server holding summaries only, and a rank's model loaded only for a view that
+needs events (at most :data:`~stepscope.server.ranks.LOADED_RANKS` kept)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stepscope.server.discover import discover_runs
+from stepscope.server.ranks import LOADED_RANKS, LazyRanks, shift_window
+from stepscope.server.store import RunStore
+from tests.unit.server.served import SHARED_TRACES, TestClient, client_for
+
+DDP, H100 = "cpu_ddp_2rank", "h100/base"
+DLRM = SHARED_TRACES / "param_dlrm" / "dlrm_8rank_v100"
+
+
+@pytest.fixture(scope="module")
+def pair(served_dir: Path) -> Iterator[tuple[TestClient, TestClient, RunStore, dict[str, str]]]:
+    """The same runs served whole and the default way (map-reduce for the 2-rank run)."""
+    entries = discover_runs(served_dir)
+    whole, lazy = RunStore(entries, map_reduce=False), RunStore(entries)
+    with client_for(whole) as cw, client_for(lazy) as cm:
+        yield cw, cm, lazy, {e.label: e.id for e in entries}
+
+
+def _post(c: TestClient, rid: str, body: dict[str, Any]) -> Any:
+    return c.post(f"/api/v1/runs/{rid}/whatif", content=json.dumps(body).encode(),
+                  headers={"content-type": "application/json"})
+
+
+def test_the_rank_files_are_summarised_not_loaded(pair: tuple[TestClient, TestClient, RunStore, dict[str, str]]
+                                                  ) -> None:
+    _, cm, lazy, ids = pair
+    assert cm.get(f"/api/v1/runs/{ids[DDP]}").status_code == 200
+    res = lazy.get(ids[DDP])
+    assert res.bundle is None and isinstance(res.models, LazyRanks) and res.models.loaded == ()
+    assert lazy.get(ids[H100]).bundle is not None  # one file: analysed whole, as before
+    for path in ("", "?rank=1", "/findings", "/info", "/memory?rank=1"):  # none of these needs events
+        assert cm.get(f"/api/v1/runs/{ids[DDP]}{path}").status_code == 200
+    assert res.models.loaded == () and res.models.loads == 0
+
+
+@pytest.mark.parametrize("path", ["", "?rank=0", "?rank=1", "/findings", "/info", "/memory?rank=0", "/memory?rank=1"])
+def test_precomputed_answers_are_byte_identical(pair: tuple[TestClient, TestClient, RunStore, dict[str, str]],
+                                                path: str) -> None:
+    cw, cm, _, ids = pair
+    a, b = cw.get(f"/api/v1/runs/{ids[DDP]}{path}"), cm.get(f"/api/v1/runs/{ids[DDP]}{path}")
+    assert a.status_code == b.status_code == 200 and a.content == b.content
+
+
+def test_runs_list_whatif_and_diff_are_byte_identical(pair: tuple[TestClient, TestClient, RunStore, dict[str, str]]
+                                                      ) -> None:
+    cw, cm, lazy, ids = pair
+    for body in ({"workers": 2, "overlap_comm": True}, {"scale": ["gemm|conv=0.5"], "host_overhead": 0.5}):
+        a, b = _post(cw, ids[DDP], body), _post(cm, ids[DDP], body)
+        assert a.status_code == b.status_code == 200 and a.content == b.content
+        assert [r["rank"] for r in b.json()["ranks"]] == [0, 1]
+    for base, new in ((DDP, H100), (H100, DDP), (DDP, DDP)):
+        url = f"/api/v1/diff?base={ids[base]}&new={ids[new]}"
+        a, b = cw.get(url), cm.get(url)
+        assert a.status_code == b.status_code == 200 and a.content == b.content, (base, new)
+    assert cw.get("/api/v1/runs").content == cm.get("/api/v1/runs").content
+    assert lazy.get(ids[DDP]).models.loaded == ()  # what-if and diff load ranks without keeping them
+
+
+def _by_track(window: dict[str, Any]) -> dict[str, Any]:
+    """The window with its tracks named by (pid, tid) instead of their ids, and without event rows:
+    a one-rank model numbers its tracks in another order than the whole model (string ids decide)."""
+    name = {t["id"]: (t["pid"], t["tid"]) for t in window["tracks"]}
+    ev = window["events"]
+    events = None if ev is None else sorted(zip(*[[name[t] for t in ev["track"]] if k == "track" else ev[k]
+                                                  for k in ev if k != "row"]))
+    tracks = sorted(({**t, "id": None} for t in window["tracks"]), key=lambda t: (t["pid"], t["tid"]))
+    queues = sorted(({**q, "track": name[q["track"]]} for q in window["counters"]["queue_length"]),
+                    key=lambda q: q["track"])
+    return {**window, "tracks": tracks, "events": events,
+            "aggregate": sorted(({**a, "track": name[a["track"]]} for a in window["aggregate"] or []),
+                                key=lambda a: a["track"]),
+            "flows": sorted((name[f["from_track"]], name[f["to_track"]], f["from_ts_ns"], f["to_ts_ns"])
+                            for f in window["flows"]),
+            "counters": {**window["counters"], "queue_length": queues}}
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_timeline_windows_are_the_whole_models(pair: tuple[TestClient, TestClient, RunStore, dict[str, str]],
+                                               rank: int) -> None:
+    """The same events, aggregates, flows and counters; track ids and rows are the ones the whole model
+    uses for this rank (the same sets, offset past the earlier rank files), though assigned in another
+    order within the rank; tracks matched by name."""
+    cw, cm, lazy, ids = pair
+    step = cw.get(f"/api/v1/runs/{ids[DDP]}/info").json()["ranks"][rank]["steps"][0]
+    for query in ("max_items=100", "max_items=20000", f"start_ns={step['start_ns']}&end_ns={step['end_ns']}"):
+        url = f"/api/v1/runs/{ids[DDP]}/timeline?rank={rank}&{query}"
+        a, b = cw.get(url).json(), cm.get(url).json()
+        assert _by_track(a) == _by_track(b)
+        assert {t["id"] for t in a["tracks"]} == {t["id"] for t in b["tracks"]}
+        if query == "max_items=20000":  # the whole rank, event by event: the same rows
+            assert a["mode"] == "events" and a["event_count"] > 100
+            assert sorted(a["events"]["row"]) == sorted(b["events"]["row"])
+    assert rank in lazy.get(ids[DDP]).models.loaded
+
+
+def test_track_ids_and_rows_do_not_collide_across_ranks(pair: tuple[TestClient, TestClient, RunStore,
+                                                                    dict[str, str]]) -> None:
+    _, cm, _, ids = pair
+    w = [cm.get(f"/api/v1/runs/{ids[DDP]}/timeline?rank={r}&max_items=20000").json() for r in (0, 1)]
+    assert w[0]["mode"] == w[1]["mode"] == "events"
+    assert not {t["id"] for t in w[0]["tracks"]} & {t["id"] for t in w[1]["tracks"]}
+    assert max(w[0]["events"]["row"]) < min(w[1]["events"]["row"])
+
+
+def test_shift_window_by_hand() -> None:
+    window = {"tracks": [{"id": 0}, {"id": 1}], "events": {"row": [0, 4], "track": [1, 0]},
+              "aggregate": None, "flows": [{"from_row": 4, "to_row": 0, "from_track": 0, "to_track": 1}],
+              "counters": {"gpu_util_pct": [], "queue_length": [{"track": 1}]}}
+    out = shift_window(window, 100, 10)
+    assert [t["id"] for t in out["tracks"]] == [10, 11] and out["events"] == {"row": [100, 104], "track": [11, 10]}
+    assert out["flows"] == [{"from_row": 104, "to_row": 100, "from_track": 10, "to_track": 11}]
+    assert out["counters"]["queue_length"] == [{"track": 11}]
+
+
+@pytest.mark.skipif(not DLRM.is_dir(), reason=f"real traces not found at {SHARED_TRACES}")
+def test_eight_ranks_keep_the_last_two_loaded() -> None:
+    store = RunStore(discover_runs(DLRM))
+    (entry,) = store.entries
+    res = store.get(entry.id)
+    assert isinstance(res.models, LazyRanks) and res.ranks == tuple(range(8))
+    for i, rank in enumerate((0, 1, 2, 3, 3, 2)):
+        first, last = res.extents[rank]
+        store.window(entry.id, rank, first, last, 200 + i)  # not a window already answered
+    assert res.models.loaded == (3, 2) and len(res.models.loaded) == LOADED_RANKS and res.models.loads == 4
+    info = json.loads(res.info)["ranks"]
+    assert [r["rank"] for r in info] == list(range(8)) and all(r["steps"] for r in info)

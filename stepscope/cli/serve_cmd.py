@@ -33,7 +33,10 @@ def _need_web() -> None:
 @click.option("--no-browser", is_flag=True, help="Do not open a browser tab.")
 @click.option("--lazy", is_flag=True, help="Analyse each run on its first request instead of in the background "
               "from startup.")
-def command(directory: str, host: str, port: int, no_browser: bool, lazy: bool) -> None:
+@click.option("--map-reduce/--no-map-reduce", "map_reduce", default=None,
+              help="Analyse runs through per-rank summaries, loading one rank's events only for a view that needs "
+              "them [default: runs of several rank files]; --no-map-reduce holds every run's whole model.")
+def command(directory: str, host: str, port: int, no_browser: bool, lazy: bool, map_reduce: bool | None) -> None:
     """Serve a web UI over the runs (trace files or run directories) under DIRECTORY."""
     _need_web()
     from stepscope.server.serve import serve
@@ -44,7 +47,7 @@ def command(directory: str, host: str, port: int, no_browser: bool, lazy: bool) 
         click.secho(text, err=True, fg="red", bold=True)
 
     try:
-        serve(directory, host=host, port=port, open_browser=not no_browser, preload=not lazy,
+        serve(directory, host=host, port=port, open_browser=not no_browser, preload=not lazy, map_reduce=map_reduce,
               echo=lambda s: click.echo(s), warn=warn)
     except OSError as exc:
         raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None

@@ -73,14 +73,16 @@ def not_loopback_warning(host: str) -> str:
 
 
 def serve(root: str | Path, *, host: str = "127.0.0.1", port: int = 0, open_browser: bool = True,
-          preload: bool = True, echo: Callable[[str], None] = print, warn: Callable[[str], None] = print) -> None:
-    """Serve the runs under ``root`` until interrupted (see the module docstring)."""
+          preload: bool = True, echo: Callable[[str], None] = print, warn: Callable[[str], None] = print,
+          map_reduce: bool | None = None) -> None:
+    """Serve the runs under ``root`` until interrupted (see the module docstring); ``map_reduce`` as
+    :class:`~stepscope.server.store.RunStore` takes it."""
     import uvicorn
 
     from stepscope.server.protocol import server_config
 
     entries = discover_runs(root)
-    store = RunStore(entries)
+    store = RunStore(entries, map_reduce=map_reduce)
     loopback = is_loopback(host)
     if not loopback:
         warn(not_loopback_warning(host))

@@ -143,10 +143,10 @@ class RunStore:
                 if self._map_reduce and (not self._auto or _rank_files(entry.path) > 1):
                     try:
                         return analyse_ranks(entry)
-                    except UsageError:
+                    except StepscopeError as exc:  # e.g. two rank files claiming one rank
                         if not self._auto:
                             raise
-                        log.info("stepscope serve: %s analysed whole (not by map-reduce)", entry.label)
+                        log.info("stepscope serve: %s analysed whole, not by map-reduce: %s", entry.label, exc)
                 return analyse_run(entry, self._loader)
 
         result: RunResults = _fill(self._slots[run_id], compute, f"analysing {entry.label}")

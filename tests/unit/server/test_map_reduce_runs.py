@@ -137,3 +137,21 @@ def test_eight_ranks_keep_the_last_two_loaded() -> None:
     assert res.models.loaded == (3, 2) and len(res.models.loaded) == LOADED_RANKS and res.models.loads == 4
     info = json.loads(res.info)["ranks"]
     assert [r["rank"] for r in info] == list(range(8)) and all(r["steps"] for r in info)
+
+
+def test_a_run_map_reduce_refuses_is_served_whole(tmp_path: Path) -> None:
+    """Two rank files that claim the same rank: the map-reduce path refuses them, the whole model
+    renames one (1000 + its index), as ``stepscope analyze --no-map-reduce`` does."""
+    from tests.unit.server.served import DATA
+
+    (src,) = sorted((DATA / DDP).glob("worker0.*"))
+    run = tmp_path / "twins"
+    run.mkdir()
+    for name in ("a", "b"):
+        (run / f"{name}.{src.name}").write_bytes(src.read_bytes())
+    store = RunStore(discover_runs(tmp_path))
+    (entry,) = store.entries
+    res = store.get(entry.id)
+    assert res.bundle is not None and len(res.ranks) == 2
+    with pytest.raises(Exception, match="claim the same rank"):
+        RunStore(discover_runs(tmp_path), map_reduce=True).get(entry.id)

@@ -130,6 +130,11 @@ def test_eight_ranks_keep_the_last_two_loaded() -> None:
     store = RunStore(discover_runs(DLRM))
     (entry,) = store.entries
     res = store.get(entry.id)
+    whole = RunStore(discover_runs(DLRM), map_reduce=False).get(entry.id)
+    assert whole.bundle is not None and res.bundle is None
+    assert (res.doc, res.rank_doc(5), res.findings, res.info, res.memory) == \
+        (whole.doc, whole.rank_doc(5), whole.findings, whole.info, whole.memory)
+    assert res.summary == whole.summary
     assert isinstance(res.models, LazyRanks) and res.ranks == tuple(range(8))
     for i, rank in enumerate((0, 1, 2, 3, 3, 2)):
         first, last = res.extents[rank]

@@ -72,6 +72,13 @@ class RunResults:
     advice: Advice | None = None  # a map-reduce run's advice (its findings, for a diff)
 
     @property
+    def trace(self) -> Trace:
+        """The whole model (runs analysed whole; a map-reduce run holds none: use ``models``)."""
+        if self.bundle is None:
+            raise ValueError(f"{self.entry.label} was analysed by map-reduce: it holds no whole model")
+        return self.bundle.trace
+
+    @property
     def doc(self) -> bytes:
         """The whole §12 document (``stepscope analyze --json``, compact)."""
         body = b",".join(zlib.decompress(self.sections[r]) for r in self.ranks)

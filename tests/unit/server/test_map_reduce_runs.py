@@ -160,3 +160,33 @@ def test_a_run_map_reduce_refuses_is_served_whole(tmp_path: Path) -> None:
     assert res.bundle is not None and len(res.ranks) == 2
     with pytest.raises(Exception, match="claim the same rank"):
         RunStore(discover_runs(tmp_path), map_reduce=True).get(entry.id)
+
+
+def _without_ids(obj: Any) -> Any:
+    """``obj`` without its event rows and track ids (numbered in another order within a rank)."""
+    if isinstance(obj, dict):
+        return {k: _without_ids(v) for k, v in obj.items() if k not in ("row", "track")}
+    if isinstance(obj, list):
+        return [_without_ids(v) for v in obj]
+    return obj
+
+
+def test_event_details_and_search_on_a_map_reduce_run(pair: tuple[TestClient, TestClient, RunStore,
+                                                                  dict[str, str]]) -> None:
+    """Rank 1 (offset past rank 0's rows): the search finds the same events as the whole model's;
+    each found row's details are the whole model's event, its rows those of the map-reduce windows."""
+    cw, cm, _, ids = pair
+    url = f"/api/v1/runs/{ids[DDP]}/search?rank=1&q=aten::&limit=20"
+    a, b = cw.get(url).json(), cm.get(url).json()
+    assert b["total"] > 20 and _without_ids(a) == _without_ids(b)
+    window = cm.get(f"/api/v1/runs/{ids[DDP]}/timeline?rank=1&max_items=20000").json()
+    at = dict(zip(window["events"]["row"], zip(window["events"]["ts_ns"], window["events"]["name"])))
+    for ra, rb in list(zip(a["matches"]["row"], b["matches"]["row"]))[:5]:
+        da = cw.get(f"/api/v1/runs/{ids[DDP]}/event?rank=1&row={ra}").json()
+        db = cm.get(f"/api/v1/runs/{ids[DDP]}/event?rank=1&row={rb}").json()
+        assert db["row"] == rb and at[rb] == (db["ts_ns"], db["name"]) and _without_ids(da) == _without_ids(db)
+        assert all(p["row"] in at for p in db["parents"])  # refs numbered as the windows are
+    assert min(window["events"]["row"]) > 0
+    for c in (cw, cm):  # row 0 is rank 0's
+        r = c.get(f"/api/v1/runs/{ids[DDP]}/event?rank=1&row=0")
+        assert r.status_code == 404 and "row 0 is not an event on rank 1" in r.json()["error"]

@@ -36,7 +36,11 @@ def _need_web() -> None:
 @click.option("--map-reduce/--no-map-reduce", "map_reduce", default=None,
               help="Analyse runs through per-rank summaries, loading one rank's events only for a view that needs "
               "them [default: runs of several rank files]; --no-map-reduce holds every run's whole model.")
-def command(directory: str, host: str, port: int, no_browser: bool, lazy: bool, map_reduce: bool | None) -> None:
+@click.option("--loaded-ranks", default=2, show_default=True, type=click.IntRange(1, 4096),
+              help="Rank models a map-reduce run keeps loaded for its timeline (each holds one rank's events; "
+              "raise it to the run's ranks for 'all ranks on one axis' without reloading).")
+def command(directory: str, host: str, port: int, no_browser: bool, lazy: bool, map_reduce: bool | None,
+            loaded_ranks: int) -> None:
     """Serve a web UI over the runs (trace files or run directories) under DIRECTORY."""
     _need_web()
     from stepscope.server.serve import serve
@@ -48,6 +52,7 @@ def command(directory: str, host: str, port: int, no_browser: bool, lazy: bool, 
 
     try:
         serve(directory, host=host, port=port, open_browser=not no_browser, preload=not lazy, map_reduce=map_reduce,
+              loaded_ranks=loaded_ranks,
               echo=lambda s: click.echo(s), warn=warn)
     except OSError as exc:
         raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None

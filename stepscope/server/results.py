@@ -45,7 +45,7 @@ from stepscope.model.trace import Trace
 from stepscope.report.advice_json import finding_dict
 from stepscope.report.json_out import clean, to_json
 from stepscope.server.discover import RunEntry
-from stepscope.server.ranks import LazyRanks, RankModels, WholeRun
+from stepscope.server.ranks import LOADED_RANKS, LazyRanks, RankModels, WholeRun
 
 Loader = Callable[[Path], Trace]
 #: steps listed per rank in ``info`` (the timeline's step markers)
@@ -180,8 +180,9 @@ def rank_extras(trace: Trace, rank: int) -> RankExtras:
     return RankExtras(rank_info(trace, rank), dumps(memory_of(trace, rank)), trace.event_count, len(trace.tracks))
 
 
-def analyse_ranks(entry: RunEntry) -> RunResults:
-    """The run's answers through the map-reduce path (see the module docstring)."""
+def analyse_ranks(entry: RunEntry, loaded_ranks: int = LOADED_RANKS) -> RunResults:
+    """The run's answers through the map-reduce path (see the module docstring); ``loaded_ranks``
+    rank models kept loaded at most."""
     from stepscope.mapreduce.driver import map_reduce
     from stepscope.mapreduce.worker import unpack
 
@@ -191,8 +192,9 @@ def analyse_ranks(entry: RunEntry) -> RunResults:
     summary = _summary(entry, {**mr.head, "ranks": [unpack(mr.sections[0])] if ranks else []}, ranks)
     summary["events"] = sum(x.events for x in extras.values())
     infos = [extras[r].info for r in ranks]
+    models = LazyRanks(mr, {r: (x.events, x.tracks) for r, x in extras.items()}, loaded_ranks)
     return RunResults(
-        entry=entry, bundle=None, models=LazyRanks(mr, {r: (x.events, x.tracks) for r, x in extras.items()}),
+        entry=entry, bundle=None, models=models,
         ranks=ranks, head=split_head(mr.head), sections=dict(zip(ranks, mr.sections)),
         findings=dumps({"findings": mr.head.get("findings") or [], "verdicts": mr.head.get("verdicts") or []}),
         memory={r: extras[r].memory for r in ranks}, info=dumps({"ranks": infos}),

@@ -74,15 +74,15 @@ def not_loopback_warning(host: str) -> str:
 
 def serve(root: str | Path, *, host: str = "127.0.0.1", port: int = 0, open_browser: bool = True,
           preload: bool = True, echo: Callable[[str], None] = print, warn: Callable[[str], None] = print,
-          map_reduce: bool | None = None) -> None:
-    """Serve the runs under ``root`` until interrupted (see the module docstring); ``map_reduce`` as
-    :class:`~stepscope.server.store.RunStore` takes it."""
+          map_reduce: bool | None = None, loaded_ranks: int = 2) -> None:
+    """Serve the runs under ``root`` until interrupted (see the module docstring); ``map_reduce`` and
+    ``loaded_ranks`` as :class:`~stepscope.server.store.RunStore` takes them."""
     import uvicorn
 
     from stepscope.server.protocol import server_config
 
     entries = discover_runs(root)
-    store = RunStore(entries, map_reduce=map_reduce)
+    store = RunStore(entries, map_reduce=map_reduce, loaded_ranks=loaded_ranks)
     loopback = is_loopback(host)
     if not loopback:
         warn(not_loopback_warning(host))

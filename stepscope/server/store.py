@@ -36,7 +36,7 @@ from stepscope.report.advice_json import finding_dict
 from stepscope.report.whatif_view import whatif_dict
 from stepscope.server.discover import RunEntry
 from stepscope.server.params import ApiError
-from stepscope.server.ranks import shift_details, shift_ids, shift_window
+from stepscope.server.ranks import LOADED_RANKS, shift_details, shift_ids, shift_window
 from stepscope.server.results import RunResults, analyse_ranks, analyse_run, dumps
 from stepscope.server.whatif import WhatIfRequest
 
@@ -95,15 +95,16 @@ class RunStore:
     """The runs of one served directory and every answer computed about them (see the module docstring)."""
 
     def __init__(self, entries: Sequence[RunEntry], loader: Callable[[Path], Trace] | None = None,
-                 map_reduce: bool | None = None) -> None:
+                 map_reduce: bool | None = None, loaded_ranks: int = LOADED_RANKS) -> None:
         """``loader`` reads a run whole (default :func:`default_loader`); ``map_reduce``: True analyses
         every run through the map-reduce path, False none, None (default) the runs of several rank
-        files when no ``loader`` is given."""
+        files when no ``loader`` is given; ``loaded_ranks``: rank models a map-reduce run keeps loaded."""
         self._entries = {e.id: e for e in entries}
         self._slots = {e.id: _Slot() for e in entries}
         self._loader = loader or default_loader
         self._map_reduce = (loader is None) if map_reduce is None else map_reduce
         self._auto = map_reduce is None
+        self._loaded_ranks = loaded_ranks
         self._diffs: dict[tuple[str, str], _Slot] = {}
         self._windows: OrderedDict[tuple[Any, ...], bytes] = OrderedDict()
         self._whatifs: OrderedDict[tuple[Any, ...], bytes] = OrderedDict()
@@ -142,7 +143,7 @@ class RunStore:
             with self._one_at_a_time:
                 if self._map_reduce and (not self._auto or _rank_files(entry.path) > 1):
                     try:
-                        return analyse_ranks(entry)
+                        return analyse_ranks(entry, self._loaded_ranks)
                     except StepscopeError as exc:  # e.g. two rank files claiming one rank
                         if not self._auto:
                             raise

@@ -140,6 +140,12 @@ def test_eight_ranks_keep_the_last_two_loaded() -> None:
         first, last = res.extents[rank]
         store.window(entry.id, rank, first, last, 200 + i)  # not a window already answered
     assert res.models.loaded == (3, 2) and len(res.models.loaded) == LOADED_RANKS and res.models.loads == 4
+    wide = RunStore(discover_runs(DLRM), loaded_ranks=8)  # --loaded-ranks 8: all ranks on one axis stay
+    for i, rank in enumerate((*range(8), *range(8))):
+        first, last = res.extents[rank]
+        wide.window(entry.id, rank, first, last, 300 + i)
+    models = wide.get(entry.id).models
+    assert isinstance(models, LazyRanks) and models.loaded == tuple(range(8)) and models.loads == 8
     info = json.loads(res.info)["ranks"]
     assert [r["rank"] for r in info] == list(range(8)) and all(r["steps"] for r in info)
 

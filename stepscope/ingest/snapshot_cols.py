@@ -233,6 +233,20 @@ def _read_frames(c: _Chunk, f: I64, closer: I64) -> I64:
                     np.int64)
 
 
+def _list_closers(c: _Chunk, opener: I64) -> I64:
+    """Per list opener, its closer: the first closer back at the opener's nesting level."""
+    ops, before = c.ops, c.before
+    closers = np.zeros(len(opener), np.int64)
+    for lv in np.unique(before[opener]).tolist():
+        at = np.flatnonzero(so.IS_CLOSER[ops] & (c.after == lv))
+        rows = np.flatnonzero(before[opener] == lv)
+        k = np.searchsorted(at, opener[rows], "right")
+        if (k >= len(at)).any():
+            raise Fallback("a frames list without its end")
+        closers[rows] = at[k]
+    return closers
+
+
 def _stacks(c: _Chunk, n_entries: int, kind: I64, val: I64, aux: I64, ent: I64) -> I64:
     """Per entry, its stack id (-1: none) from the 'frames' items."""
     ops, before = c.ops, c.before
@@ -240,14 +254,7 @@ def _stacks(c: _Chunk, n_entries: int, kind: I64, val: I64, aux: I64, ent: I64) 
     lists = np.flatnonzero(kind == _KINDS["list"])
     lists = lists[np.argsort(aux[lists], kind="stable")]  # by opener: flat() looks owners up by position
     opener = aux[lists]
-    closers = np.zeros(len(opener), np.int64)
-    for lv in np.unique(before[opener]).tolist():  # the first closer back at the opener's level
-        at = np.flatnonzero(so.IS_CLOSER[ops] & (c.after == lv))
-        rows = np.flatnonzero(before[opener] == lv)
-        k = np.searchsorted(at, opener[rows], "right")
-        if (k >= len(at)).any():
-            raise Fallback("a frames list without its end")
-        closers[rows] = at[k]
+    closers = _list_closers(c, opener)
     lvl3 = (before == 3) & ~c.is_memo & (ops != so.MARK[0])
     itok, iown, _, _ = c.flat(lvl3, opener, closers)
     if not (so.IS_GET[ops[itok]] | (ops[itok] == so.EMPTY_DICT[0])).all():

@@ -25,7 +25,7 @@ from stepscope.analysis.common import I64, pct, rank_rows
 from stepscope.analysis.named import NamedRows, named_rows
 from stepscope.model.schema import HOST_KINDS, EventKind
 from stepscope.model.trace import Trace
-from stepscope.model.uniq import unique
+from stepscope.model.uniq import unique, unique_rows
 
 SHORT_NS = 10_000
 OPTIMIZER = re.compile(r"^Optimizer\.step#")
@@ -108,8 +108,7 @@ def _sequences(trace: Trace, k: I64, short_ns: int, length: int, min_count: int)
     time = sum(ev["dur_ns"][k][starts + j] for j in range(length))
     if len(starts) == 0:
         return KernelSequences([], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
-    uniq, first, inv = np.unique(grams, axis=0, return_index=True, return_inverse=True)
-    inv = np.asarray(inv).reshape(-1)
+    uniq, first, inv = unique_rows(grams)
     count = np.bincount(inv)
     t = np.bincount(inv, weights=time)
     keep = np.flatnonzero(count >= min_count)

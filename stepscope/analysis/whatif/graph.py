@@ -40,6 +40,7 @@ from stepscope.analysis.platform import no_host_timeline
 from stepscope.analysis.sync import blocking_calls
 from stepscope.model.schema import GPU_KINDS, HOST_KINDS, EventKind
 from stepscope.model.trace import Trace
+from stepscope.model.uniq import unique
 
 #: What the host does in a segment, by precedence: blocked in a sync call, inside the DataLoader,
 #: inside a launch call, anything else (ops, Python, untraced time).
@@ -165,7 +166,7 @@ def _points(trace: Trace, rt: I64, loader: I64, hs: I64, he: I64) -> I64:
     ev = trace.events
     rows = np.concatenate([rt, loader])
     ts, end = ev["ts_ns"][rows], ev["ts_ns"][rows] + ev["dur_ns"][rows]
-    return np.unique(np.concatenate([ts, end, hs, he]))
+    return unique(np.concatenate([ts, end, hs, he]))
 
 
 def _host_chain(trace: Trace, t: I64, sync_rows: I64, loader: I64, launch_rows: I64) -> HostChain:

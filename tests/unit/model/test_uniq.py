@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stepscope.model.uniq import unique
+from stepscope.model.uniq import unique, unique_rows
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint16, np.uint64])
@@ -34,3 +34,22 @@ def test_floats_and_strings_keep_numpy_rules() -> None:
     got = unique(np.array([1.5, np.nan, 0.5, np.nan, 1.5]))
     assert got[:2].tolist() == [0.5, 1.5] and len(got) == 3 and np.isnan(got[2])  # one NaN, last
     assert unique(np.array(["b", "a", "b"])).tolist() == ["a", "b"]
+
+
+def test_unique_rows_by_hand() -> None:
+    rows = np.array([[2, 1], [0, 5], [2, 1], [0, 3], [-1, 7]], np.int32)
+    uniq, first, inverse = unique_rows(rows)
+    assert uniq.tolist() == [[-1, 7], [0, 3], [0, 5], [2, 1]]  # rows in lexicographic order
+    assert first.tolist() == [4, 3, 1, 0]  # the first occurrence of each
+    assert inverse.tolist() == [3, 2, 3, 1, 0]
+
+
+@pytest.mark.parametrize(("seed", "width", "high"), [(1, 3, 5), (2, 4, 40_000), (3, 8, 1 << 30), (4, 1, 3)])
+def test_unique_rows_match_numpy(seed: int, width: int, high: int) -> None:
+    rng = np.random.default_rng(seed)
+    rows = rng.integers(-high, high, (5_000, width)).astype(np.int64 if high > 1 << 20 else np.int32)
+    rows[::3] = rows[1::3][: len(rows[::3])]  # plenty of repeats
+    want = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    got = unique_rows(rows)
+    for w, g in zip(want, got, strict=True):
+        assert np.array_equal(np.asarray(w).reshape(g.shape), g)

@@ -74,10 +74,23 @@ def _ascend_run(d: Path, trace: str, db: str, summaries: str) -> list[Path]:
     return []
 
 
+def _refuse_traceless_ascend(root: Path) -> None:
+    """An Ascend export (its ``ASCEND_PROFILER_OUTPUT``, or the ``profiler_info*.json`` beside it)
+    whose trace is gone is refused naming where the trace should be, not read through its side files
+    (``profiler_info_0.json`` is no trace)."""
+    out_name = Path(ASCEND_TRACE).parent.name
+    for d in [*sorted(root.glob("*_ascend_pt")), root]:
+        out = d / out_name
+        if out.is_dir() or any(p.is_file() for p in d.glob("profiler_info*.json")):
+            wanted = ", ".join(Path(p).name for p in (ASCEND_TRACE, ASCEND_DB, ASCEND_SUMMARIES))
+            raise NoTraceFoundError(f"an Ascend profiler export without its trace (none of {wanted})", out)
+
+
 def _candidates(root: Path) -> list[Path]:
     ascend = ascend_files(root)
     if ascend:
         return ascend
+    _refuse_traceless_ascend(root)
     direct = sorted(p for p in root.iterdir() if _is_trace_name(p))
     if direct:
         return direct

@@ -13,6 +13,7 @@ frames (``trace``). The connection ids tie them: runtime call ↔ task by ``corr
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -54,14 +55,18 @@ def read(path: str, pool: StringPool, diags: DiagnosticsBuilder) -> FileBatch:
 
 
 def is_ascend_db(path: str) -> bool:
-    """An Ascend profiler database: SQLite, named ``ascend_pytorch_profiler*`` or holding its tables."""
+    """An Ascend profiler database: named ``ascend_pytorch_profiler*.db`` (whatever it holds: a damaged
+    one is refused as the database it should be, not read as JSON), or SQLite holding its tables."""
+    named = Path(path).name.startswith(DB_NAME)
+    if named and path.endswith(".db"):
+        return True
     try:
         with open(path, "rb") as fh:
             if fh.read(16) != SQLITE_MAGIC:
                 return False
     except OSError:
         return False
-    if Path(path).name.startswith(DB_NAME):
+    if named:
         return True
     try:
         con, tables = open_sqlite(path)
@@ -73,6 +78,8 @@ def is_ascend_db(path: str) -> bool:
 
 def read_ascend_db(path: str, pool: StringPool) -> FileBatch:
     """One database → a FileBatch with a single, already split part."""
+    if os.path.getsize(path) == 0:  # SQLite would read it as an empty database
+        raise TraceFormatError("file is empty", path)
     con, tables = open_sqlite(path)
     try:
         if not {"TASK", "STRING_IDS"} <= tables:

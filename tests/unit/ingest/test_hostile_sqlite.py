@@ -221,3 +221,40 @@ def test_a_schema_that_is_not_utf8_is_one_clear_error(tmp_path: Path, capsys: py
     with pytest.raises(TraceFormatError):
         stepscope.load(path, use_cache=False)
     assert_one_line_error(run_main(["analyze", "--no-cache", str(path)], capsys), path)
+
+
+def _ascend_export(tmp_path: Path) -> tuple[Path, Path]:
+    """A one-rank Ascend db export: ``rank0_ascend_pt/profiler_info_0.json`` beside
+    ``ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_0.db`` (a well-formed database)."""
+    run = tmp_path / "rank0_ascend_pt"
+    (run / "ASCEND_PROFILER_OUTPUT").mkdir(parents=True)
+    (run / "profiler_info_0.json").write_text('{"config": {}, "rank_id": 0}')
+    db = ascend_db(run / "ASCEND_PROFILER_OUTPUT" / "ascend_pytorch_profiler_0.db", ASCEND_TASKS, [(1, "AI_CORE")])
+    return run, db
+
+
+@pytest.mark.parametrize(("damage", "problem"), [
+    ("header", "not a readable SQLite file"),  # no SQLite header: was read as JSON ("not a JSON trace")
+    ("pages", "not a readable SQLite file"),  # the header intact, every page after it junk
+    ("empty", "file is empty"),  # SQLite reads an empty file as an empty database
+])
+def test_a_damaged_ascend_db_beside_its_profiler_info_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                               damage: str, problem: str) -> None:
+    run, db = _ascend_export(tmp_path)
+    assert stepscope.load(run, use_cache=False).event_count == 2  # the export as made reads
+    data = db.read_bytes()
+    db.write_bytes({"header": b"\0" * 100 + data[100:], "pages": data[:100] + bytes(range(256)) * 16,
+                    "empty": b""}[damage])
+    res = run_main(["analyze", "--no-cache", str(run)], capsys)
+    assert_one_line_error(res, db)
+    assert problem in res.stderr and "profiler_info" not in res.stderr
+
+
+def test_an_ascend_export_without_its_db_names_the_output_directory(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """The database deleted: was read through ``profiler_info_0.json`` ("no traceEvents array")."""
+    run, db = _ascend_export(tmp_path)
+    db.unlink()
+    res = run_main(["analyze", "--no-cache", str(run)], capsys)
+    assert_one_line_error(res, db.parent)
+    assert "ascend_pytorch_profiler_*.db" in res.stderr and "profiler_info" not in res.stderr

@@ -20,7 +20,11 @@ Output goes to ``bench/data/`` (gitignored): ``kineto_<size>mb.json`` plus a dir
 ``tensorboard_trace_handler`` directory. The copies are generated and written one at a time, so
 memory stays at about twice the source trace whatever the output size.
 
+``--dense N`` instead writes ``kineto_dense_<N>.json``: an event-dense synthetic trace of N small
+events (see :func:`write_dense`), the shape that stresses per-event cost rather than bytes.
+
 Usage: ``python bench/make_traces.py [--sizes 100,500,1000] [--source PATH] [--out bench/data]``
+       ``python bench/make_traces.py --dense 5000000``
 """
 
 from __future__ import annotations
@@ -290,13 +294,94 @@ def make(sizes_mb: list[int], source: Path, out: Path, force: bool = False) -> l
     return made
 
 
+# ---- the event-dense synthetic trace -------------------------------------------------------------
+
+_DENSE_OPS = ("aten::add", "aten::mul", "aten::relu", "aten::copy_", "aten::fill_", "aten::sum",
+              "aten::div", "aten::neg", "aten::exp", "aten::sigmoid", "aten::where", "aten::clamp")
+_DENSE_KERNELS = tuple(f"elementwise_{op[6:]}_kernel" for op in _DENSE_OPS)
+_DENSE_HEADER = (
+    '{"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", '
+    '"totalGlobalMem": 85029158912, "computeMajor": 9, "computeMinor": 0, "maxThreadsPerBlock": 1024, '
+    '"maxThreadsPerMultiprocessor": 2048, "regsPerBlock": 65536, "regsPerMultiprocessor": 65536, '
+    '"warpSize": 32, "sharedMemPerBlock": 49152, "sharedMemPerMultiprocessor": 233472, "numSms": 132, '
+    '"sharedMemPerBlockOptin": 232448}],\n"traceEvents": [\n'
+)
+
+
+def write_dense(path: Path, n_events: int, steps: int = 4) -> int:
+    """Write a Kineto trace of about ``n_events`` small events; return the bytes written.
+
+    Each launch is three events: a short ``cpu_op`` (2 us) on the main thread enclosing a
+    ``cudaLaunchKernel`` (1 us, ``cuda_runtime``) and the kernel it launched (1.5 us, stream 7), linked by
+    ``correlation`` (the op encloses the call; no ``External id`` on the call and kernel, no flow
+    events). ``steps``
+    ``ProfilerStep#N`` annotations split the launches evenly. Compact JSON (~110 bytes an event: 5 M events ≈ 560 MB),
+    written in blocks of 10,000 launches so memory stays small."""
+    launches = max(1, (n_events - steps - 1) // 3)
+    per_step = -(-launches // steps)
+    base_us = 1_000_000.0
+    t_launch = 3.0  # us between launches: the host runs ahead, the GPU follows (1.5 us kernels)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(_DENSE_HEADER)
+        fh.write('{"ph":"X","cat":"Trace","name":"PyTorch Profiler (0)","pid":"Spans","tid":"PyTorch Profiler",'
+                 f'"ts":{base_us:.3f},"dur":{launches * t_launch + 20:.3f}}}')
+        for s in range(steps):
+            first = s * per_step
+            n = min(per_step, launches - first)
+            if n <= 0:
+                break
+            ts0 = base_us + first * t_launch + 1
+            fh.write(f',\n{{"ph":"X","cat":"user_annotation","name":"ProfilerStep#{s + 1}","pid":100,"tid":100,'
+                     f'"ts":{ts0:.3f},"dur":{n * t_launch - 0.5:.3f},"args":{{"External id":{first * 2 + s + 1}}}}}')
+            for lo in range(first, first + n, 10_000):
+                fh.write(_dense_block(lo, min(lo + 10_000, first + n), base_us, t_launch, s))
+        fh.write('\n],\n"traceName": "dense.pt.trace.json", "displayTimeUnit": "ms"}\n')
+    os.replace(tmp, path)
+    return path.stat().st_size
+
+
+def _dense_block(lo: int, hi: int, base_us: float, t_launch: float, step: int) -> str:
+    out = []
+    for i in range(lo, hi):
+        op = i % len(_DENSE_OPS)
+        ts = base_us + i * t_launch + 1.5
+        ext = i * 2 + step + 10
+        corr = i + 1
+        out.append(
+            f',\n{{"ph":"X","cat":"cpu_op","name":"{_DENSE_OPS[op]}","pid":100,"tid":100,"ts":{ts:.3f},'
+            f'"dur":2.000,"args":{{"External id":{ext}}}}}'
+            f',\n{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":100,"tid":100,'
+            f'"ts":{ts + 0.5:.3f},"dur":1.000,"args":{{"correlation":{corr}}}}}'
+            f',\n{{"ph":"X","cat":"kernel","name":"{_DENSE_KERNELS[op]}","pid":0,"tid":7,"ts":{ts + 1.8:.3f},'
+            f'"dur":1.500,"args":{{"correlation":{corr},"device":0,"stream":7}}}}'
+        )
+    return "".join(out)
+
+
+def make_dense(n_events: int, out: Path, force: bool = False) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"kineto_dense_{n_events}.json"
+    if path.exists() and not force:
+        print(f"{path}: exists ({path.stat().st_size / MB:.0f} MB), kept (--force to redo)")
+        return path
+    t0 = time.perf_counter()
+    nbytes = write_dense(path, n_events)
+    print(f"{path}: {nbytes / MB:.1f} MB, {time.perf_counter() - t0:.1f} s")
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--sizes", default="100,500,1000", help="target sizes in MB, comma separated")
     ap.add_argument("--source", type=Path, default=DEFAULT_SOURCE)
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--force", action="store_true", help="rewrite files that already exist")
+    ap.add_argument("--dense", type=int, default=0, help="write an event-dense trace of this many events instead")
     args = ap.parse_args(argv)
+    if args.dense:
+        make_dense(args.dense, args.out, force=args.force)
+        return 0
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     make(sizes, args.source, args.out, force=args.force)
     return 0

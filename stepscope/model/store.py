@@ -8,10 +8,11 @@ Layout of one stored trace (a directory)::
 
 Columns are stored compactly and restored to the schema's dtypes on load: a column that holds only
 the schema's absent value (``-1``, NaN, ...) is not stored at all (it is that value again on load);
-an integer column whose values fit a narrower type is stored as int8 / int16 / int32; the tables'
-Arrow buffers are zstd-compressed (the string pool is not: it is mapped as it is). A 5 M-event
-trace's event table went from 1,085 MB (every column at its schema width, uncompressed) to 38 MB,
-and reopens faster (docs/benchmarks.md, the dense trace).
+an integer column whose values fit a narrower type is stored as int8 / int16 / int32. A 5 M-event
+trace's event table went from 1,085 MB (every column at its schema width) to 250 MB. The buffers
+are not compressed: files are memory-mapped on load, so a reopen costs little more than the
+metadata and the widening of the narrowed columns (zstd made that entry 38 MB but its reopen
+0.03 → 0.19 CPU-s and every page private memory; docs/benchmarks.md, the dense trace).
 
 Writes go to a temporary sibling directory that is renamed into place (atomic); a temporary
 directory left by a killed write is removed by a later write once it has not changed for
@@ -95,7 +96,7 @@ def save(trace: Trace, target: Path, files: Sequence[str] = ()) -> None:
     try:
         for name in TABLE_SCHEMAS:
             _write_arrow(_stored(getattr(trace, name)), tmp / f"{name}.arrow")
-        _write_arrow(pa.table({"s": pa.array(trace.strings.strings, pa.string())}), tmp / "strings.arrow", None)
+        _write_arrow(pa.table({"s": pa.array(trace.strings.strings, pa.string())}), tmp / "strings.arrow")
         meta = Meta(version=STORE_VERSION, source=trace.source, files=list(files),
                     rows={name: len(getattr(trace, name)) for name in TABLE_SCHEMAS}, strings=len(trace.strings),
                     ranks=list(trace.ranks), diagnostics=list(trace.diagnostics),
@@ -148,9 +149,8 @@ def _narrowed(col: npt.NDArray[Any]) -> npt.NDArray[Any]:
     return col
 
 
-def _write_arrow(table: pa.Table, path: Path, compression: str | None = "zstd") -> None:
-    options = pa.ipc.IpcWriteOptions(compression=compression)
-    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema, options=options) as writer:
+def _write_arrow(table: pa.Table, path: Path) -> None:
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
 
 
@@ -172,8 +172,8 @@ def _file_digest(path: Path) -> str:
 
 
 def _read_arrow(target: Path, name: str, meta: Meta) -> pa.Table:
-    """One Arrow file (memory-mapped; compressed buffers are decompressed into memory, the string pool
-    is read lazily from the page cache), after checking its bytes against the digest ``meta.json`` names."""
+    """One Arrow file (memory-mapped: read lazily, shared with the page cache), after checking its
+    bytes against the digest ``meta.json`` names."""
     if meta.checksums.get(name) != _file_digest(target / name):
         raise CorruptStoreError(f"{name} does not match its checksum")
     return pa.ipc.open_file(pa.memory_map(str(target / name), "r")).read_all()

@@ -153,3 +153,35 @@ def test_a_cached_trace_shows_the_path_this_user_typed(tmp_path: Path, cache: Pa
     assert [r.source for r in c.ranks] == ["copy_of_run.json"]
     assert all(str(first) not in (d.source + d.example) for d in c.diagnostics)
     assert stepscope.load(first).source == str(first)
+
+
+def test_an_entry_holds_the_compact_model_and_reads_back_exactly(tmp_path: Path) -> None:
+    """Columns of absent values are not stored, integers in the narrowest type that holds them;
+    every column reads back with its value and its schema dtype."""
+    import dataclasses
+
+    import pyarrow as pa
+
+    from stepscope.model import store
+
+    trace = stepscope.load(_micro(tmp_path), use_cache=False)
+    n = len(trace.events)
+    corr = np.full(n, -1, np.int64)
+    corr[0] = 1 << 40  # needs int64
+    ext = 32_000 + np.arange(n, dtype=np.int64)  # fits int16
+    grid = np.full(n, 70_000, np.int32)  # needs int32
+    trace = dataclasses.replace(trace, events=trace.events.with_columns(corr=corr, ext_id=ext, grid_x=grid))
+    store.save(trace, tmp_path / "entry")
+    back = store.load(tmp_path / "entry")
+    assert_same(trace, back)
+    for name, schema in TABLE_SCHEMAS.items():
+        for col, (dtype, _) in schema.items():
+            assert getattr(back, name)[col].dtype == np.dtype(dtype), f"{name}.{col}"
+    with pa.memory_map(str(tmp_path / "entry" / "events.arrow")) as src:
+        stored = pa.ipc.open_file(src).schema
+    assert stored.field("corr").type == pa.int64()
+    assert stored.field("ext_id").type == pa.int16()
+    assert stored.field("grid_x").type == pa.int32()
+    assert stored.field("kind").type == pa.int8()
+    assert "seq" not in stored.names and "flops" not in stored.names  # all -1, all NaN
+    assert back.events["seq"].tolist() == [-1] * n and np.isnan(back.events["flops"]).all()

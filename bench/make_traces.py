@@ -312,11 +312,11 @@ def write_dense(path: Path, n_events: int, steps: int = 4) -> int:
     """Write a Kineto trace of about ``n_events`` small events; return the bytes written.
 
     Each launch is three events: a short ``cpu_op`` (2 us) on the main thread enclosing a
-    ``cudaLaunchKernel`` (1 us, ``cuda_runtime``) and the kernel it launched (1.5 us, stream 7), linked by
-    ``correlation`` (the op encloses the call; no ``External id`` on the call and kernel, no flow
-    events). ``steps``
-    ``ProfilerStep#N`` annotations split the launches evenly. Compact JSON (~110 bytes an event: 5 M events ≈ 560 MB),
-    written in blocks of 10,000 launches so memory stays small."""
+    ``cudaLaunchKernel`` (1 us, ``cuda_runtime``) and the kernel it launched (1.5 us, stream 7),
+    linked by ``correlation`` (the op encloses the call; no ``External id`` on the call and kernel,
+    no flow events). ``steps`` ``ProfilerStep#N`` annotations split the launches evenly. Compact
+    JSON (~140 bytes an event: 5 M events = 704 MB), written in blocks of 10,000 launches so memory
+    stays small."""
     launches = max(1, (n_events - steps - 1) // 3)
     per_step = -(-launches // steps)
     base_us = 1_000_000.0

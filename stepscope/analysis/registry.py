@@ -22,7 +22,7 @@ from stepscope.analysis.arrivals import Arrivals, arrivals_record, combine_arriv
 from stepscope.analysis.breakdown import StepBreakdown, compute_breakdown
 from stepscope.analysis.caching_allocator import CachingAllocatorResult, compute_caching_allocator
 from stepscope.analysis.categories import CategoryView, compute_categories
-from stepscope.analysis.comm_matrix import CommMatrix, combine_comm_matrix, matrix_record
+from stepscope.analysis.comm_matrix import CommMatrix, combine_comm_matrix, comm_matrix_record
 from stepscope.analysis.compiled import CompiledResult, compute_compiled
 from stepscope.analysis.convolutions import ConvolutionResult, compute_convolutions
 from stepscope.analysis.critical_path import CriticalPath, compute_critical_path
@@ -124,7 +124,7 @@ INPUT_SHAPES = RankAnalysis("input_shapes", compute_input_shapes, InputShapesRes
 SOFTWARE = RankAnalysis("software", compute_software, SoftwareResult, ("software",))
 
 CLUSTER = ClusterAnalysis("cluster", cluster_record, combine_cluster, ClusterResult, ("cluster",))
-COMM_MATRIX = ClusterAnalysis("comm_matrix", matrix_record, combine_comm_matrix, CommMatrix,
+COMM_MATRIX = ClusterAnalysis("comm_matrix", comm_matrix_record, combine_comm_matrix, CommMatrix,
                               ("cluster",))  # cluster.comm_matrix
 ARRIVALS = ClusterAnalysis("arrivals", arrivals_record, combine_arrivals, Arrivals, ("cluster",))  # cluster.arrivals
 SLOW_LINKS = ClusterAnalysis("slow_links", links_record, combine_slow_links, SlowLinks,

@@ -29,7 +29,7 @@ from stepscope.analysis.arrivals import Arrivals, combine_arrivals
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.collective_records import CollectiveRecords, collective_records
 from stepscope.analysis.comm import coll_type_name
-from stepscope.analysis.comm_matrix import CommMatrix, combine_comm_matrix, matrix_record
+from stepscope.analysis.comm_matrix import CommMatrix, combine_ascend, matrix_record
 from stepscope.analysis.distributed import bus_factor
 from stepscope.analysis.frames import TableResult
 from stepscope.model.trace import Trace
@@ -89,7 +89,7 @@ def combine_slow_links(records: Mapping[int, LinksRecord]) -> SlowLinks:
     with contextlib.suppress(NotApplicable):
         parts.append(collective_links(combine_arrivals({r: c for r, (c, _) in records.items()})))
     with contextlib.suppress(NotApplicable):
-        parts.append(matrix_links(combine_comm_matrix({r: m for r, (_, m) in records.items()})))
+        parts.append(matrix_links(combine_ascend({r: m for r, (_, m) in records.items()})))
     parts = [p for p in parts if len(p["bytes"])]
     if not parts:
         raise NotApplicable("no matched collectives or communication matrix to compare links")

@@ -213,8 +213,10 @@ def comm_matrix_section(bundle: Bundle) -> dict[str, Any] | None:
     if m is None:
         return None
     lk, e = m.links, m.entries
-    return {"source": m.source, "ranks": list(m.ranks),
+    return {"source": m.source, "ranks": list(m.ranks), "unplaced_kernels": m.unplaced_count,
+            "unplaced_ms": m.unplaced_time_ns / MS,
             "links": [{"src": int(lk.src[i]), "dst": int(lk.dst[i]), "transport": str(lk.transport[i]),
+                       "op": str(lk.op[i]), "basis": str(lk.basis[i]), "count": int(lk.count[i]),
                        "bytes": int(lk.bytes[i]), "time_ms": float(lk.time_ns[i]) / MS,
                        "bandwidth_gbps": float(lk.bandwidth_gbps[i])} for i in range(len(lk))],
             "entries": [{"rank": int(e.rank[i]), "step": str(e.step[i]), "kind": str(e.kind[i]), "op": str(e.op[i]),

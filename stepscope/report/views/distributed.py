@@ -57,9 +57,30 @@ def render_cluster(r: ClusterResult, console: Console, top: int) -> None:
 def render_comm_matrix(m: CommMatrix, console: Console, top: int) -> None:
     lk = m.links
     t = table(f"communication matrix (from the {m.source} of ranks {', '.join(map(str, m.ranks))}; "
-              f"top {min(top, len(lk))} of {len(lk)} links)", "src", "dst", "transport", "bytes", "time ms",
-              "bandwidth GB/s", right_from=3)
+              f"top {min(top, len(lk))} of {len(lk)} links)", "src", "dst", "transport", "op", "peer from", "count",
+              "bytes", "time ms", "bandwidth GB/s", right_from=5)
     for i in range(min(top, len(lk))):  # per link
-        t.add_row(str(lk.src[i]), str(lk.dst[i]), str(lk.transport[i]), nbytes(float(lk.bytes[i])),
-                  ms(lk.time_ns[i]), gbps(float(lk.bandwidth_gbps[i])))
+        t.add_row(str(lk.src[i]), str(lk.dst[i]), str(lk.transport[i]) or "-", str(lk.op[i]) or "all",
+                  str(lk.basis[i]), f"{lk.count[i]:,}", nbytes(float(lk.bytes[i])), ms(lk.time_ns[i]),
+                  gbps(float(lk.bandwidth_gbps[i])))
     console.print(t)
+    for note in matrix_notes(m):
+        console.print(f"  {note}")
+
+
+def matrix_notes(m: CommMatrix) -> list[str]:
+    """What the reader must know of how the cells were placed (peers not recorded, kernels left out)."""
+    basis = set(m.links.basis.tolist())
+    out = []
+    if "group" in basis:
+        out.append("peer from 'group': the trace names no Src/Dst Rank; the peer is the other rank of a "
+                   "two-rank group, or (all-to-all) each member of the op's group, splits taken as even")
+    if "world" in basis:
+        out.append("peer from 'world': the trace names no process group; all-to-all split evenly over "
+                   "ranks 0..world-1 of distributedInfo")
+    if m.unplaced_count:
+        out.append(f"{m.unplaced_count:,} kernels ({ms(m.unplaced_time_ns)} ms) name no peer or group: not in a cell")
+    if m.source != "Ascend profiler communication_matrix.json":
+        out.append("group collectives (all-reduce, all-gather ...) have no cell: the trace does not record "
+                   "their ring / tree (see --view slow_links)")
+    return out

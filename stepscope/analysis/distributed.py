@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis import intervals
+from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.comm import CollType, classify, coll_type_name
 from stepscope.analysis.common import F64, I32, I64, B, Windows, interval_set, pct, rank_rows, step_windows, window_of
@@ -92,6 +93,7 @@ def bus_factor(coll_type: I32, group_size: I32) -> F64:
     return np.asarray(f, np.float64)
 
 
+@per_rank
 def compute_distributed(trace: Trace, rank: int) -> DistributedResult:
     """Per-step computation / communication / overlap / other of one rank, plus collective stats."""
     cls = classify(trace)

@@ -28,6 +28,7 @@ from stepscope.analysis.convolutions import ConvolutionResult, compute_convoluti
 from stepscope.analysis.critical_path import CriticalPath, compute_critical_path
 from stepscope.analysis.dataloader import DataLoaderResult, compute_dataloader
 from stepscope.analysis.distributed import DistributedResult, compute_distributed
+from stepscope.analysis.exposed_comm import ExposedComm, combine_exposed, exposed_record
 from stepscope.analysis.fusion import FusionResult, compute_fusion
 from stepscope.analysis.gemm_dims import GemmDimsResult, compute_gemm_dims
 from stepscope.analysis.graphs import GraphResult, compute_graphs
@@ -135,6 +136,9 @@ JOB_WHATIF = ClusterAnalysis("job_whatif", job_record, combine_job_whatif, JobWh
 PIPELINE = ClusterAnalysis("pipeline", pipeline_record, combine_pipeline, Pipeline, ("cluster",))  # cluster.pipeline
 ALL_TO_ALL = ClusterAnalysis("all_to_all", all_to_all_record, combine_all_to_all, AllToAll,
                              ("cluster",))  # cluster.all_to_all
+# the distributed analysis's exposed / overlapped communication, one table of every rank and step
+EXPOSED_COMM = ClusterAnalysis("exposed_comm", exposed_record, combine_exposed, ExposedComm,
+                               ("cluster",))  # cluster.exposed_comm
 
 RANK_ANALYSES: tuple[RankAnalysis[object], ...] = (
     SUMMARY, OVERVIEW, BREAKDOWN, OPERATORS, KERNELS, OP_CATEGORIES, ROOFLINE, MEMORY, MODULES, ANNOTATIONS,
@@ -143,4 +147,4 @@ RANK_ANALYSES: tuple[RankAnalysis[object], ...] = (
     DATALOADER, TENSOR_CORES, CONVOLUTIONS, GEMM_DIMS, HOST_OPS, ZERO_GRAD, CACHING_ALLOCATOR, INPUT_SHAPES, SOFTWARE,
 )
 CLUSTER_ANALYSES: tuple[ClusterAnalysis[object], ...] = (CLUSTER, COMM_MATRIX, ARRIVALS, SLOW_LINKS, JOB_WHATIF,
-                                                            PIPELINE, ALL_TO_ALL)
+                                                            PIPELINE, ALL_TO_ALL, EXPOSED_COMM)

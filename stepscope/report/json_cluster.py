@@ -1,5 +1,5 @@
 """§12 JSON sections ``cluster.arrivals``, ``cluster.slow_links``, ``cluster.job_whatif``,
-``cluster.pipeline`` and ``cluster.all_to_all`` (documented in docs/json.md).
+``cluster.pipeline``, ``cluster.all_to_all`` and ``cluster.exposed_comm`` (documented in docs/json.md).
 
 Per-rank and per-culprit times are ms per average step; per-collective times are ms of that one
 collective, arrivals in ms from the trace's first matched arrival (clock-aligned).
@@ -13,7 +13,7 @@ import numpy as np
 
 from stepscope.analysis.arrivals import CAUSES, TIE_NS, Arrivals
 from stepscope.analysis.comm import coll_type_name
-from stepscope.analysis.registry import ALL_TO_ALL, ARRIVALS, JOB_WHATIF, PIPELINE, SLOW_LINKS
+from stepscope.analysis.registry import ALL_TO_ALL, ARRIVALS, EXPOSED_COMM, JOB_WHATIF, PIPELINE, SLOW_LINKS
 from stepscope.analysis.slow_links import SLOW_FRACTION
 from stepscope.analysis.whatif.remedies import REMEDIES, REMEDY_OPTIONS
 
@@ -139,3 +139,17 @@ def all_to_all_section(bundle: Bundle) -> dict[str, Any] | None:
             "top_receivers": list(a.top_receivers),
             "ranks": _rows(rc, ("time_ns", "dispatch_ns", "combine_ns"), len(a.ranks)),
             "steps": _rows(sc, ("time_max_ns", "time_median_ns"), len(a.steps))}
+
+
+def exposed_comm_section(bundle: Bundle) -> dict[str, Any] | None:
+    """Per rank and step (ms of that step), and per rank summed over its steps: the distributed
+    analysis's ``communication`` (exposed) and ``overlap`` — the same numbers as each rank's
+    ``distributed.steps``."""
+    e = bundle.cluster_result(EXPOSED_COMM)
+    if e is None:
+        return None
+    keys = ("step_ns", "comm_ns", "exposed_ns", "overlapped_ns")
+    ranks = _rows(e.ranks.columns(), keys, len(e.ranks))
+    for row in ranks:  # per rank: no step
+        del row["step"]
+    return {"steps": _rows(e.steps.columns(), keys, len(e.steps)), "ranks": ranks}

@@ -31,6 +31,7 @@ from stepscope.analysis.whatif.remedies import REMEDY_OPTIONS
 from stepscope.report.json_cluster import (
     all_to_all_section,
     arrivals_section,
+    exposed_comm_section,
     job_whatif_section,
     pipeline_section,
     slow_links_section,
@@ -200,6 +201,7 @@ def cluster_section(bundle: Bundle) -> dict[str, Any] | None:
     return {"comm_matrix": matrix, "arrivals": arrivals_section(bundle), "slow_links": slow_links_section(bundle),
             "job_whatif": job_whatif_section(bundle),
             "pipeline": pipeline_section(bundle), "all_to_all": all_to_all_section(bundle),
+            "exposed_comm": exposed_comm_section(bundle),
             "rank_count": r.rank_count, "slow_ranks": r.slow_ranks,
             "imbalance_pct": r.imbalance_pct, "verdict": r.verdict, "wait_method": r.wait_method,
             "ranks": [{"rank": rank, "kernel_count": float(r.kernel_count[i]), "compute_ms": r.compute_ns[i] / MS,

@@ -107,8 +107,24 @@ def _ranks(doc: Mapping[str, Any], ranks: Sequence[Mapping[str, Any]]) -> list[s
                      fmt_ms(ov.get("avg_step_ms")), fmt_pct(ov.get("gpu_utilization_pct")),
                      fmt_ms(dist.get("communication_ms")), fmt_ms(dist.get("overlap_ms"))])
     head = f"**Ranks** — load imbalance {fmt_pct((cluster or {}).get('imbalance_pct'))}"
-    return [head, "", *_table(["rank", "avg step", "GPU util", "comm", "overlap"], rows, right=(1, 2, 3, 4)), "",
-            *_arrivals(cluster), *_pipeline_and_all_to_all(cluster)]
+    return [head, "", *_table(["rank", "avg step", "GPU util", "comm exposed", "comm overlapped"], rows,
+                              right=(1, 2, 3, 4)), "",
+            *_arrivals(cluster), *_pipeline_and_all_to_all(cluster), *_exposed(cluster)]
+
+
+def _exposed(cluster: Mapping[str, Any] | None) -> list[str]:
+    """Communication exposed vs overlapped per rank and step (cluster.exposed_comm), the most exposed first."""
+    ex = (cluster or {}).get("exposed_comm")
+    steps = [s for s in (ex.get("steps") or [] if isinstance(ex, Mapping) else []) if isinstance(s, Mapping)]
+    if not steps:
+        return []
+    top = sorted(steps, key=lambda s: -(num(s.get("exposed_ms")) or 0.0))[:MAX_STEP_ROWS]
+    rows = [[md(s.get("rank")), md(s.get("step")), fmt_ms(s.get("step_ms")), fmt_ms(s.get("exposed_ms")),
+             fmt_ms(s.get("overlapped_ms")), fmt_pct(s.get("exposed_pct"))] for s in top]
+    more = f" (the {len(top)} most exposed of {len(steps)})" if len(top) < len(steps) else ""
+    return [f"**Communication exposed vs overlapped, per rank and step**{more}", "",
+            *_table(["rank", "step", "step time", "exposed", "overlapped", "exposed % of step"], rows,
+                    right=(2, 3, 4, 5)), ""]
 
 
 def _arrivals(cluster: Mapping[str, Any] | None) -> list[str]:

@@ -387,3 +387,33 @@ def test_pipeline_and_all_to_all_cards(tmp_path: Path, browser: Any) -> None:
             text = opened.page.locator("#all-to-all").inner_text()
             assert "4.00×" in text and "most routed bytes received: 3, 0, 1, 2" in text
         opened.check_clean()
+
+
+def test_exposed_communication_and_matrix_cards(tmp_path: Path, browser: Any) -> None:
+    """The hand-made runs of tests/unit/analysis/test_exposed_comm.py (2 ranks x 2 steps) and
+    test_comm_matrix_kineto.py (13 cells, 1 unplaced kernel) in the distributed view: a row per rank
+    and step with the JSON's (and the distributed view's) numbers, a row per matrix cell."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from tests.unit.analysis.test_comm_matrix_kineto import three_ranks
+    from tests.unit.analysis.test_exposed_comm import two_ranks
+
+    for name, make in (("ex", two_ranks), ("mx", three_ranks)):
+        (tmp_path / name).mkdir()
+        make(tmp_path / name)
+    path = tmp_path / "ex.html"
+    doc = _write_trace_report_of(str(tmp_path / "ex" / "run"), path)
+    opened = open_page(browser, path, wait="#verdict, #no-findings, #avg-step")
+    opened.go("distributed", wait="#exposed-comm-table tbody tr")
+    rows = opened.page.locator("#exposed-comm-table tbody tr").all_text_contents()
+    assert [r["exposed_ms"] for r in doc["cluster"]["exposed_comm"]["steps"]] == [0.2, 0.2, 0.0, 0.2]
+    assert len(rows) == 4 and "0.40" in rows[2] and "100.0" in rows[2]  # rank 1 step 1: all 0.4 ms overlapped
+    assert "Most exposed: rank 0" in opened.page.locator("#exposed-comm").inner_text()
+    opened.check_clean()
+    path = tmp_path / "mx.html"
+    _write_trace_report_of(str(tmp_path / "mx" / "run"), path)
+    opened = open_page(browser, path, wait="#verdict, #no-findings, #avg-step")
+    opened.go("distributed", wait="#comm-matrix-table tbody tr")
+    assert opened.page.locator("#comm-matrix-table tbody tr").count() == 13
+    assert "1 kernels name no peer" in opened.page.locator("#comm-matrix").inner_text()
+    _keep_screenshot(opened.page, "matrix-distributed.png", full=True)
+    opened.check_clean()

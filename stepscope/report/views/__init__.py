@@ -24,6 +24,7 @@ from stepscope.analysis.registry import (
     CRITICAL_PATH,
     DATALOADER,
     DISTRIBUTED,
+    EXPOSED_COMM,
     FUSION,
     GEMM_DIMS,
     GRAPHS,
@@ -62,7 +63,12 @@ from stepscope.report.views.convolutions import render_convolutions
 from stepscope.report.views.critical_path import render_critical_path
 from stepscope.report.views.dataloader import render_dataloader
 from stepscope.report.views.device import render_compiled, render_graphs, render_phases
-from stepscope.report.views.distributed import render_cluster, render_comm_matrix, render_distributed
+from stepscope.report.views.distributed import (
+    render_cluster,
+    render_comm_matrix,
+    render_distributed,
+    render_exposed_comm,
+)
 from stepscope.report.views.fusion import render_fusion
 from stepscope.report.views.gemm_dims import render_gemm_dims
 from stepscope.report.views.host_ops import render_host_ops
@@ -163,4 +169,5 @@ CLUSTER_RENDERERS: dict[str, ClusterView] = {
     "job_whatif": cluster_view(JOB_WHATIF, render_job_whatif),
     "pipeline": cluster_view(PIPELINE, render_pipeline),
     "all_to_all": cluster_view(ALL_TO_ALL, render_all_to_all),
+    "exposed_comm": cluster_view(EXPOSED_COMM, render_exposed_comm),
 }

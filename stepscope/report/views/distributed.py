@@ -6,6 +6,7 @@ from rich.console import Console
 
 from stepscope.analysis.comm_matrix import CommMatrix
 from stepscope.analysis.distributed import DistributedResult
+from stepscope.analysis.exposed_comm import ExposedComm
 from stepscope.analysis.stragglers import ClusterResult
 from stepscope.report.views._deep import gbps, ms, nbytes, pct, step_label, table
 
@@ -84,3 +85,20 @@ def matrix_notes(m: CommMatrix) -> list[str]:
         out.append("group collectives (all-reduce, all-gather ...) have no cell: the trace does not record "
                    "their ring / tree (see --view slow_links)")
     return out
+
+
+def render_exposed_comm(e: ExposedComm, console: Console, top: int) -> None:
+    """Every rank's steps: communication exposed (not hidden by the rank's compute) and overlapped."""
+    r = e.steps
+    t = table("communication exposed vs overlapped with compute, per rank and step (ms; the distributed view's "
+              "communication / overlap)", "rank", "step", "step", "communication", "exposed", "overlapped",
+              "exposed % of step", "overlapped % of comm", right_from=2)
+    for i in range(len(r)):  # per rank and step
+        t.add_row(str(r.rank[i]), step_label(int(r.step[i])), ms(r.step_ns[i]), ms(r.comm_ns[i]), ms(r.exposed_ns[i]),
+                  ms(r.overlapped_ns[i]), pct(float(r.exposed_pct[i])), pct(float(r.overlapped_pct[i])))
+    console.print(t)
+    k = e.ranks
+    i = int(k.exposed_ns.argmax())
+    console.print(f"  most exposed: rank {int(k.rank[i])}, {ms(k.exposed_ns[i])} ms over its steps "
+                  f"({pct(float(k.exposed_pct[i]))} of its step time; {pct(float(k.overlapped_pct[i]))} of its "
+                  "communication overlapped)")

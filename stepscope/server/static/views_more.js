@@ -94,6 +94,7 @@ export async function distributedView(ctx) {
     out.push(card("slow-links", "Links", `${(links.slow || []).length} of ${links.links.length} below ${links.slow_fraction} × the median of their kind and size.`,
       dataTable(links.links, columns, {id: "slow-links-table", sortKey: "bandwidth_gbps", desc: false, filterKey: "kind", limit: 100})));
   }
+  out.push(...exposedCommCards(cluster && cluster.exposed_comm), ...commMatrixCards(cluster && cluster.comm_matrix));
   out.push(...pipelineCards(cluster && cluster.pipeline), ...allToAllCards(cluster && cluster.all_to_all));
   const mine = ranks.find((r) => r.rank === ctx.rank);
   const coll = mine && mine.distributed ? mine.distributed.collectives || [] : [];
@@ -182,4 +183,33 @@ function allToAllCards(a2a) {
   return [card("all-to-all", "All-to-all across ranks", `Time spread ${ratio(a2a.time_spread)}, routed bytes spread ${
     ratio(a2a.routed_in_spread)} (max / median); most routed bytes received: ${top}.`,
     dataTable(a2a.ranks, columns, {id: "all-to-all-table", sortKey: "routed_in_bytes", limit: 100}))];
+}
+
+// communication exposed (not hidden by the rank's compute) vs overlapped, per rank and step: cluster.exposed_comm,
+// the same numbers as each rank's distributed.steps (communication_ms, overlap_ms)
+function exposedCommCards(ex) {
+  if (!ex || !ex.steps || !ex.steps.length) return [];
+  const rows = ex.steps.map((r) => ({...r, step_label: r.step < 0 ? "all" : String(r.step)}));
+  const columns = [{key: "rank", label: "rank", num: true, fmt: (v) => String(v)}, {key: "step_label", label: "step"},
+    {key: "step_ms", label: "step", num: true, fmt: fmtMs}, {key: "comm_ms", label: "communication", num: true, fmt: fmtMs},
+    {key: "exposed_ms", label: "exposed", num: true, fmt: fmtMs}, {key: "overlapped_ms", label: "overlapped", num: true, fmt: fmtMs},
+    {key: "exposed_pct", label: "exposed % of step", num: true, fmt: fmtPct},
+    {key: "overlapped_pct", label: "overlapped % of comm", num: true, fmt: fmtPct}];
+  const worst = (ex.ranks || []).reduce((a, b) => (a && a.exposed_ms >= b.exposed_ms ? a : b), null);
+  const sub = worst ? `Most exposed: rank ${worst.rank}, ${fmtMs(worst.exposed_ms)} over its steps (${fmtPct(worst.exposed_pct)} of its step time).` : null;
+  return [card("exposed-comm", "Communication exposed vs overlapped, per rank and step", sub,
+    dataTable(rows, columns, {id: "exposed-comm-table", sortKey: "rank", desc: false, limit: 500}))];
+}
+
+// rank x rank traffic: cluster.comm_matrix (the profiler's matrix, or the Kineto p2p / all-to-all cells)
+function commMatrixCards(m) {
+  if (!m || !m.links || !m.links.length) return [];
+  const columns = [{key: "src", label: "src", num: true, fmt: (v) => String(v)}, {key: "dst", label: "dst", num: true, fmt: (v) => String(v)},
+    {key: "transport", label: "transport", fmt: (v) => v || "–"}, {key: "op", label: "op", fmt: (v) => v || "all"},
+    {key: "basis", label: "peer from"}, {key: "count", label: "count", num: true, fmt: (v) => fmtNum(v)},
+    {key: "bytes", label: "bytes", num: true, fmt: fmtBytes}, {key: "time_ms", label: "time", num: true, fmt: fmtMs},
+    {key: "bandwidth_gbps", label: "GB/s", num: true, fmt: (v) => (isNum(v) ? v.toFixed(3) : "–")}];
+  const unplaced = m.unplaced_kernels ? ` ${fmtNum(m.unplaced_kernels)} kernels name no peer or group (not in a cell).` : "";
+  return [card("comm-matrix", "Communication matrix", `From the ${m.source} of ranks ${(m.ranks || []).join(", ")}.${unplaced}`,
+    dataTable(m.links, columns, {id: "comm-matrix-table", sortKey: "bytes", filterKey: "op", limit: 200}))];
 }

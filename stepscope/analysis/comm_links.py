@@ -22,7 +22,8 @@ Group collectives (all-reduce, all-gather ...) move their bytes along the librar
 which the trace does not record: they have no cell here (their per-group bandwidth is in
 :mod:`.slow_links`).
 
-A transfer is seen from both ends (the send on the source rank, the recv on the destination);
+A rank's record holds its entries summed per (src, dst, op, basis): its size grows with the peers it
+talks to, never with its kernels. A transfer is seen from both ends (the send on the source rank, the recv on the destination);
 :func:`combine_links` keeps the source's view when the source rank is in the trace, else the
 destination's — each byte counted once.
 """
@@ -32,6 +33,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -52,16 +54,18 @@ BASES = ("recorded", "group", "world")
 
 @dataclass(frozen=True)
 class RankLinks:
-    """One rank's placed entries (aligned arrays) and what it could not place."""
+    """One rank's entries summed per (src, dst, op, basis) — at most two per peer, however many kernels —
+    and what it could not place."""
 
     rank: int
     src: I32
     dst: I32
     op: npt.NDArray[np.int8]  # index into OPS
     basis: npt.NDArray[np.int8]  # index into BASES
-    bytes: I64  # -1 unknown size
-    time_ns: I64
-    first: B  # the entry of an op's first kernel (the one that counts the op)
+    bytes: I64  # known sizes summed
+    time_ns: I64  # kernel durations summed
+    sized_time_ns: I64  # durations of the entries with a known size
+    count: I64  # ops (counted on their first kernel)
     unplaced_count: int
     unplaced_time_ns: int
 
@@ -90,10 +94,21 @@ def rank_links(trace: Trace, rank: int) -> RankLinks | None:
     cols = [np.concatenate([p[1][i] for p in parts]) for i in range(6)]
     dur = ev["dur_ns"][rows]
     kdur = np.concatenate([dur[p2p], dur[~p2p]])
-    return RankLinks(rank, cols[0].astype(np.int32), cols[1].astype(np.int32), cols[2].astype(np.int8),
-                     cols[3].astype(np.int8), cols[4].astype(np.int64), cols[5].astype(np.int64),
-                     np.concatenate([p[2] for p in parts]).astype(bool),
-                     int((~placed).sum()), int(kdur[~placed].sum()))
+    first = np.concatenate([p[2] for p in parts])
+    sized = cols[4] >= 0
+    key, (nbytes, time, sized_time, count) = _sum_cells(
+        np.stack(cols[:4], axis=1).astype(np.int64),
+        [np.where(sized, cols[4], 0), cols[5], np.where(sized, cols[5], 0), first])
+    return RankLinks(rank, key[:, 0].astype(np.int32), key[:, 1].astype(np.int32), key[:, 2].astype(np.int8),
+                     key[:, 3].astype(np.int8), nbytes, time, sized_time, count, int((~placed).sum()),
+                     int(kdur[~placed].sum()))
+
+
+def _sum_cells(key: I64, values: list[npt.NDArray[Any]]) -> tuple[I64, list[I64]]:
+    """The distinct rows of ``key`` (n, 4) and each of ``values`` summed over them."""
+    uniq, inv = np.unique(key.reshape(-1, 4), axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    return uniq, [np.bincount(inv, weights=v, minlength=len(uniq)).round().astype(np.int64) for v in values]
 
 
 Parts = tuple[B, list[npt.NDArray[np.int64]], B]
@@ -226,20 +241,11 @@ def combine_links(records: Mapping[int, RankLinks | None]) -> Cells | None:
     src = np.concatenate([r.src for r in recs]).astype(np.int64)
     dst = np.concatenate([r.dst for r in recs]).astype(np.int64)
     keep = (by == src) | ((by == dst) & ~np.isin(src, profiled))
-    op = np.concatenate([r.op for r in recs]).astype(np.int64)[keep]
-    basis = np.concatenate([r.basis for r in recs]).astype(np.int64)[keep]
-    nbytes = np.concatenate([r.bytes for r in recs])[keep]
-    time = np.concatenate([r.time_ns for r in recs])[keep]
-    first = np.concatenate([r.first for r in recs])[keep]
-    key = np.stack([src[keep], dst[keep], op, basis], axis=1)
-    uniq, inv = np.unique(key.reshape(-1, 4), axis=0, return_inverse=True)
-    inv = inv.reshape(-1)
-    m = len(uniq)
-    sized = nbytes >= 0
-    b = np.bincount(inv, weights=np.where(sized, nbytes, 0), minlength=m).round().astype(np.int64)
-    t = np.bincount(inv, weights=time, minlength=m).round().astype(np.int64)
-    t_sized = np.bincount(inv[sized], weights=time[sized], minlength=m)
-    ops = np.bincount(inv, weights=first, minlength=m).astype(np.int64)
+    key = np.stack([src, dst, np.concatenate([r.op for r in recs]), np.concatenate([r.basis for r in recs])],
+                   axis=1).astype(np.int64)[keep]
+    values = [np.concatenate([getattr(r, f) for r in recs])[keep] for f in ("bytes", "time_ns", "sized_time_ns",
+                                                                              "count")]
+    uniq, (b, t, t_sized, ops) = _sum_cells(key, values)
     bw = np.where((t_sized > 0) & (b > 0), b / np.maximum(t_sized, 1), np.nan)  # bytes/ns == GB/s
     order = np.lexsort((uniq[:, 1], uniq[:, 0], -b))
     return Cells(uniq[order, 0].astype(np.int32), uniq[order, 1].astype(np.int32),

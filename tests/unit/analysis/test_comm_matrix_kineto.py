@@ -89,6 +89,9 @@ def test_each_transfer_lands_in_its_cell_once(tmp_path: Path) -> None:
 def test_each_ranks_pickled_record_gives_the_same_matrix(tmp_path: Path) -> None:
     trace = three_ranks(tmp_path)
     records = {r: pickle.loads(pickle.dumps(COMM_MATRIX.per_rank(trace, r))) for r in trace.rank_ids}
+    # summed per (src, dst, op, basis) on the rank: all-to-all 3 sent + 2 received; p2p rank 0: 0->1; rank 1:
+    # 0->1 (its recv), 1->2 and 2->1 (coalesced); rank 2: 2->1 and 1->2 (coalesced), 5->2 (its recv)
+    assert [len(records[r][1]) for r in (0, 1, 2)] == [6, 8, 8]
     lk = COMM_MATRIX.combine(records).links
     got = {(int(lk.src[i]), int(lk.dst[i]), str(lk.op[i]), str(lk.basis[i])): (int(lk.bytes[i]),
                                                                                int(lk.time_ns[i]) // US)

@@ -23,9 +23,9 @@ which the trace does not record: they have no cell here (their per-group bandwid
 :mod:`.slow_links`).
 
 A rank's record holds its entries summed per (src, dst, op, basis): its size grows with the peers it
-talks to, never with its kernels. A transfer is seen from both ends (the send on the source rank, the recv on the destination);
-:func:`combine_links` keeps the source's view when the source rank is in the trace, else the
-destination's — each byte counted once.
+talks to, never with its kernels. A transfer is seen from both ends (the send on the source rank,
+the recv on the destination); :func:`combine_links` keeps the source's view when the source rank is
+in the trace, else the destination's — each byte counted once.
 """
 
 from __future__ import annotations

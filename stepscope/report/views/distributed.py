@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 from rich.console import Console
 
 from stepscope.analysis.comm_matrix import CommMatrix
@@ -90,10 +91,12 @@ def matrix_notes(m: CommMatrix) -> list[str]:
 def render_exposed_comm(e: ExposedComm, console: Console, top: int) -> None:
     """Every rank's steps: communication exposed (not hidden by the rank's compute) and overlapped."""
     r = e.steps
-    t = table("communication exposed vs overlapped with compute, per rank and step (ms; the distributed view's "
-              "communication / overlap)", "rank", "step", "step", "communication", "exposed", "overlapped",
+    rows = range(len(r)) if len(r) <= top else np.argsort(-r.exposed_ns, kind="stable")[:top].tolist()
+    shown = "" if len(r) <= top else f"; the {top} most exposed of {len(r)}, --top for more"
+    t = table(f"communication exposed vs overlapped with compute, per rank and step (ms; the distributed view's "
+              f"communication / overlap{shown})", "rank", "step", "step", "communication", "exposed", "overlapped",
               "exposed % of step", "overlapped % of comm", right_from=2)
-    for i in range(len(r)):  # per rank and step
+    for i in rows:  # per rank and step, at most top
         t.add_row(str(r.rank[i]), step_label(int(r.step[i])), ms(r.step_ns[i]), ms(r.comm_ns[i]), ms(r.exposed_ns[i]),
                   ms(r.overlapped_ns[i]), pct(float(r.exposed_pct[i])), pct(float(r.overlapped_pct[i])))
     console.print(t)

@@ -80,3 +80,11 @@ def test_the_terminal_table_names_the_most_exposed_rank(tmp_path: Path) -> None:
     text = console.export_text()
     assert "most exposed: rank 0, 0.400 ms over its steps (20.0 % of its step time" in text
     assert text.count("0.200") >= 4
+
+
+def test_a_short_top_shows_the_most_exposed_steps(tmp_path: Path) -> None:
+    console = Console(record=True, width=200)
+    render_exposed_comm(EXPOSED_COMM.compute(two_ranks(tmp_path)), console, 1)
+    text = console.export_text()
+    rows = [line for line in text.splitlines() if line.startswith("│")]
+    assert "the 1 most exposed of 4" in text and len(rows) == 1 and rows[0].startswith("│ 0    │ 1    │")

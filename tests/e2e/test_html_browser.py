@@ -414,6 +414,7 @@ def test_exposed_communication_and_matrix_cards(tmp_path: Path, browser: Any) ->
     opened = open_page(browser, path, wait="#verdict, #no-findings, #avg-step")
     opened.go("distributed", wait="#comm-matrix-table tbody tr")
     assert opened.page.locator("#comm-matrix-table tbody tr").count() == 13
-    assert "1 kernels name no peer" in opened.page.locator("#comm-matrix").inner_text()
+    sub = opened.page.locator("#comm-matrix").inner_text()
+    assert "1 kernels name no peer" in sub and "Peer from group / world" in sub
     _keep_screenshot(opened.page, "matrix-distributed.png", full=True)
     opened.check_clean()

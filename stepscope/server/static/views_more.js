@@ -210,6 +210,8 @@ function commMatrixCards(m) {
     {key: "bytes", label: "bytes", num: true, fmt: fmtBytes}, {key: "time_ms", label: "time", num: true, fmt: fmtMs},
     {key: "bandwidth_gbps", label: "GB/s", num: true, fmt: (v) => (isNum(v) ? v.toFixed(3) : "–")}];
   const unplaced = m.unplaced_kernels ? ` ${fmtNum(m.unplaced_kernels)} kernels name no peer or group (not in a cell).` : "";
-  return [card("comm-matrix", "Communication matrix", `From the ${m.source} of ranks ${(m.ranks || []).join(", ")}.${unplaced}`,
+  const guessed = m.links.some((l) => l.basis === "group" || l.basis === "world")
+    ? " Peer from group / world: the trace names no Src/Dst Rank; all-to-all splits taken as even." : "";
+  return [card("comm-matrix", "Communication matrix", `From the ${m.source} of ranks ${(m.ranks || []).join(", ")}.${unplaced}${guessed}`,
     dataTable(m.links, columns, {id: "comm-matrix-table", sortKey: "bytes", filterKey: "op", limit: 200}))];
 }

@@ -119,6 +119,9 @@ def _parse(run: RunFiles, path: str | Path, ranks: Sequence[int] | None, workers
     total = sum(os.path.getsize(f) for f in run.files)
     cb = progress(total) if progress is not None else None
     diags = DiagnosticsBuilder(source=str(path))
+    for d in run.skipped:
+        diags.add("rank-without-trace", "warning", f"{d} holds no trace (trace_view.json, profiler database or "
+                  "kernel_details.csv): its rank is not read", source=d)
     batches = read_files(run.files, pool, diags, engine=engine, ray_address=ray_address, workers=workers, progress=cb)
     chosen = []
     seen: set[int] = set()

@@ -27,6 +27,7 @@ class RunFiles:
     workers: tuple[str, ...]
     span: str  # the chosen span's timestamp ("" when not a tensorboard_trace_handler layout)
     spans: tuple[str, ...]  # every span found (timestamps, ascending)
+    skipped: tuple[str, ...] = ()  # rank directories of the run with no trace in them (said, not lost)
 
 
 def _is_trace_name(p: Path) -> bool:
@@ -74,6 +75,12 @@ def _ascend_run(d: Path, trace: str, db: str, summaries: str) -> list[Path]:
     return []
 
 
+def ascend_traceless(root: Path) -> tuple[str, ...]:
+    """The ``*_ascend_pt`` rank directories under ``root`` that hold no trace (their rank is not read)."""
+    names = (ASCEND_TRACE, ASCEND_DB, ASCEND_SUMMARIES)
+    return tuple(str(d) for d in sorted(root.glob("*_ascend_pt")) if d.is_dir() and not _ascend_run(d, *names))
+
+
 def _refuse_traceless_ascend(root: Path) -> None:
     """An Ascend export (its ``ASCEND_PROFILER_OUTPUT``, or the ``profiler_info*.json`` beside it)
     whose trace is gone is refused naming where the trace should be, not read through its side files
@@ -109,7 +116,7 @@ def resolve(path: str | Path, span: str | int | None = None) -> RunFiles:
         raise NoTraceFoundError("no trace file (*.json, *.json.gz, *.sqlite, *.pftrace) in this directory", p)
     tb = [(f, TB_NAME.match(f.name)) for f in files]
     if not all(m for _, m in tb):
-        return RunFiles(tuple(map(str, files)), tuple(f.name for f in files), "", ())
+        return RunFiles(tuple(map(str, files)), tuple(f.name for f in files), "", (), ascend_traceless(p))
     first_worker = sorted({m.group("worker") for _, m in tb if m})[0]
     spans = sorted((m.group("ts") for _, m in tb if m and m.group("worker") == first_worker), key=int)
     chosen = _pick_span(spans, span, p)

@@ -155,3 +155,18 @@ def test_device_steps_never_overlap() -> None:
     start = np.array([0, 10, 15, 40, 100])
     end = np.array([5, 30, 20, 50, 200])
     assert device_steps(step, start, end) == [(1, 0, 30), (2, 30, 50)]
+
+
+def test_a_rank_directory_without_its_trace_is_said_not_dropped(tmp_path: Path) -> None:
+    """Two ranks, rank 1's summaries gone (only its profiler_info json left): rank 0 is read and a
+    warning names rank 1's directory — before, rank 1 vanished without a word; the same from the cache."""
+    _export(tmp_path, rank=0)
+    _export(tmp_path, rank=1)
+    gone = tmp_path / "rank1_ascend_pt"
+    for f in (gone / "ASCEND_PROFILER_OUTPUT").iterdir():
+        f.unlink()
+    for use_cache in (False, True, True):
+        t = stepscope.load(tmp_path, use_cache=use_cache)
+        assert t.rank_ids == [0] or list(t.rank_ids) == [0]
+        (d,) = [d for d in t.diagnostics if d.name == "rank-without-trace"]
+        assert d.severity == "warning" and "rank1_ascend_pt" in d.example

@@ -10,6 +10,9 @@ per-rank files, an Ascend export). Rules, applied from the served root down (bou
 * an Ascend export (``*_ascend_pt/ASCEND_PROFILER_OUTPUT/trace_view.json``, or its profiler database
   ``ascend_pytorch_profiler_*.db``: what :func:`stepscope.ingest.layout.ascend_files` finds) is one
   run and is not descended into;
+* an allocator snapshot (``*.pickle`` whose head parses as a pickled dict keyed ``segments`` /
+  ``device_traces``, with no opcode naming a global: :func:`is_snapshot`, nothing is unpickled) is
+  a run of kind ``snapshot`` wherever it lies (server/snapshots.py serves it);
 * a ``capture_traces/`` directory beside trace files holds the graph captures of that run (read
   with it, ``ingest/capture.py``): it is no run of its own.
 
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import pickletools
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +42,13 @@ MAX_ENTRIES = 20_000
 MAX_RUNS = 500
 #: bytes of a ``.json`` file's (decompressed) head searched for ``traceEvents`` (metadata can come first)
 SNIFF_BYTES = 256 << 10
+#: bytes of a ``.pickle`` file's head looked at by :func:`is_snapshot`
+SNAPSHOT_SNIFF_BYTES = 64 << 10
+#: opcodes that name or call a global: a snapshot holds none (the reader refuses them as well)
+_UNSAFE = {"GLOBAL", "STACK_GLOBAL", "REDUCE", "INST", "OBJ", "NEWOBJ", "NEWOBJ_EX", "BUILD", "EXT1", "EXT2",
+           "EXT4", "PERSID", "BINPERSID"}
+#: the keys of ``torch.cuda.memory._snapshot()`` one of which must be among the head's first strings
+_KEYS = {"segments", "device_traces"}
 
 
 @dataclass(frozen=True)
@@ -47,7 +58,7 @@ class RunEntry:
     id: str
     label: str
     path: Path
-    kind: str  # "file" | "directory"
+    kind: str  # "file" | "directory" | "snapshot" (an allocator snapshot pickle: server/snapshots.py)
 
 
 def run_id(root: Path, path: Path) -> str:
@@ -78,9 +89,36 @@ def _sniff(p: Path) -> bool:
     return b'"traceEvents"' in head
 
 
+def is_snapshot(p: Path) -> bool:
+    """True when ``p``'s head parses (``pickletools.genops``: nothing is built or run) as a pickled dict whose
+    first string is a snapshot key, with no opcode that names a global up to there."""
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(SNAPSHOT_SNIFF_BYTES)
+    except OSError:
+        return False
+    if not head.startswith(b"\x80"):
+        return False
+    seen_dict = False
+    try:
+        for n, (op, arg, _pos) in enumerate(pickletools.genops(head)):
+            if op.name in _UNSAFE or n > 64:
+                return False
+            seen_dict = seen_dict or op.name in ("EMPTY_DICT", "DICT")
+            if isinstance(arg, str):
+                return seen_dict and arg in _KEYS
+    except (ValueError, EOFError):  # the head ends mid-opcode, or is no pickle
+        return False
+    return False
+
+
 def _is_trace_file(root: Path, p: Path) -> bool:
     return (p.name.endswith(TRACE_SUFFIXES) and not p.name.startswith(".") and inside(root, p)
             and p.is_file() and _sniff(p))
+
+
+def _is_snapshot_file(root: Path, p: Path) -> bool:
+    return p.name.endswith(".pickle") and inside(root, p) and p.is_file() and is_snapshot(p)
 
 
 def _is_ascend(root: Path, d: Path) -> bool:
@@ -110,6 +148,7 @@ class _Walk:
         self.seen += len(entries)
         entries = [e for e in entries if not e.name.startswith(".")]
         files = [Path(e.path) for e in entries if _is_trace_file(self.root, Path(e.path))]
+        self.runs += [(Path(e.path), "snapshot") for e in entries if _is_snapshot_file(self.root, Path(e.path))]
         if files:
             if depth > 0 or all(TB_NAME.match(f.name) for f in files):
                 self.runs.append((d, "directory"))
@@ -137,11 +176,15 @@ def discover_runs(root: str | Path) -> list[RunEntry]:
         raise UsageError("no such file or directory", given)
     base = given.resolve()
     if base.is_file():
-        return [RunEntry(run_id(base.parent, base), base.name, base, "file")]
+        kind = "snapshot" if base.name.endswith(".pickle") else "file"
+        if kind == "snapshot" and not is_snapshot(base):
+            raise NoTraceFoundError("not an allocator snapshot pickle (torch.cuda.memory._dump_snapshot)", given)
+        return [RunEntry(run_id(base.parent, base), base.name, base, kind)]
     walk = _Walk(base)
     walk.visit(base, 0)
     if not walk.runs:
-        raise NoTraceFoundError("no trace file (*.json, *.json.gz, *.sqlite, *.pftrace) under this directory", given)
+        raise NoTraceFoundError("no trace file (*.json, *.json.gz, *.sqlite, *.pftrace) or allocator snapshot "
+                                "(*.pickle) under this directory", given)
     out = []
     for path, kind in walk.runs:
         label = path.relative_to(base).as_posix() if path != base else base.name

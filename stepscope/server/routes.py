@@ -13,6 +13,12 @@
                                                its kernels: :mod:`stepscope.analysis.timeline_event`)
 ``GET /api/v1/runs/{id}/search?rank=&q=&...``  the rank's events whose name contains ``q``
                                                (``after_ns`` / ``before_ns``, ``limit``: a page)
+``GET /api/v1/runs/{id}/snapshot``            an allocator snapshot's summary (``stepscope memory
+                                               --json``; :mod:`.snapshots`)
+``GET /api/v1/runs/{id}/snapshot/curve?...``   a window of its live-bytes curve (``device``,
+                                               ``start_ms``, ``end_ms``, ``points`` <= 5000)
+``GET /api/v1/runs/{id}/snapshot/allocations`` the allocations live at the peak, largest first,
+                                               with stacks (``device``, ``offset``, ``limit``)
 ``GET /api/v1/diff?base=&new=``                the diff document of two runs (docs/json.md)
 ``POST /api/v1/runs/{id}/whatif``              the run replayed with the changes of the JSON body
                                                (:mod:`.whatif`): ``stepscope whatif --json``
@@ -33,7 +39,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from stepscope.server import params
+from stepscope.server import params, snapshots
 from stepscope.server.params import ApiError
 from stepscope.server.results import RunResults
 from stepscope.server.store import RunStore
@@ -135,6 +141,28 @@ def search(request: Request) -> Response:
     return json_bytes(store.search(run_id, rank, text, (after, before), limit))
 
 
+def snapshot(request: Request) -> Response:
+    params.query(request.query_params.multi_items(), ())
+    store, run_id = _run(request)
+    return json_bytes(store.snapshot(run_id).doc)
+
+
+def snapshot_curve(request: Request) -> Response:
+    q = params.query(request.query_params.multi_items(), ("device", "start_ms", "end_ms", "points"))
+    store, run_id = _run(request)
+    points = params.integer(q, "points", lo=2, hi=snapshots.MAX_POINTS, default=snapshots.CURVE_POINTS)
+    return json_bytes(snapshots.curve(store.snapshot(run_id), q, points or snapshots.CURVE_POINTS))
+
+
+def snapshot_allocations(request: Request) -> Response:
+    q = params.query(request.query_params.multi_items(), ("device", "offset", "limit"))
+    store, run_id = _run(request)
+    res = store.snapshot(run_id)
+    offset = params.integer(q, "offset", lo=0, hi=(1 << 31) - 1, default=0) or 0
+    limit = params.integer(q, "limit", lo=1, hi=snapshots.MAX_PAGE, default=50) or 50
+    return json_bytes(snapshots.allocations(res, snapshots.device(res, q), offset, limit))
+
+
 def diff(request: Request) -> Response:
     q = params.query(request.query_params.multi_items(), ("base", "new"))
     base, new = params.run_id(q.get("base"), "base run"), params.run_id(q.get("new"), "new run")
@@ -159,6 +187,9 @@ API_ROUTES = [
     Route("/api/v1/runs/{run_id}/timeline", timeline, methods=["GET"]),
     Route("/api/v1/runs/{run_id}/event", event, methods=["GET"]),
     Route("/api/v1/runs/{run_id}/search", search, methods=["GET"]),
+    Route("/api/v1/runs/{run_id}/snapshot", snapshot, methods=["GET"]),
+    Route("/api/v1/runs/{run_id}/snapshot/curve", snapshot_curve, methods=["GET"]),
+    Route("/api/v1/runs/{run_id}/snapshot/allocations", snapshot_allocations, methods=["GET"]),
     Route("/api/v1/diff", diff, methods=["GET"]),
     Route("/api/v1/runs/{run_id}/whatif", whatif, methods=["POST"]),
 ]

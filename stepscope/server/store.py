@@ -11,7 +11,8 @@ to a second on a large trace); requests for anything else never wait for them.
 
 A run of several rank files is analysed through the map-reduce path (:func:`.results.analyse_ranks`,
 docs/scale.md): the server then holds its summaries, and a view that needs a rank's events loads
-that rank alone from the cache (:mod:`.ranks`).
+that rank alone from the cache (:mod:`.ranks`). An allocator snapshot (kind ``snapshot``) is read
+into its own results (:mod:`.snapshots`) by :meth:`RunStore.snapshot`, in the same kind of slot.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from stepscope.server.discover import RunEntry
 from stepscope.server.params import ApiError
 from stepscope.server.ranks import LOADED_RANKS, shift_details, shift_ids, shift_window
 from stepscope.server.results import RunResults, analyse_ranks, analyse_run, dumps
+from stepscope.server.snapshots import SnapshotResults, analyse_snapshot
 from stepscope.server.whatif import WhatIfRequest
 
 if TYPE_CHECKING:
@@ -139,6 +141,9 @@ class RunStore:
     def get(self, run_id: str) -> RunResults:
         """The run's precomputed results, analysing it first if no request has yet."""
         entry = self.entry(run_id)
+        if entry.kind == "snapshot":
+            raise ApiError(404, "this run is an allocator snapshot: its answers are under /api/v1/runs/{id}/snapshot")
+
         def compute() -> RunResults:
             with self._one_at_a_time:
                 if self._map_reduce and (not self._auto or _rank_files(entry.path) > 1):
@@ -153,11 +158,24 @@ class RunStore:
         result: RunResults = _fill(self._slots[run_id], compute, f"analysing {entry.label}")
         return result
 
+    def snapshot(self, run_id: str) -> SnapshotResults:
+        """The allocator snapshot's summary and columns, read first if no request has yet."""
+        entry = self.entry(run_id)
+        if entry.kind != "snapshot":
+            raise ApiError(404, "this run is a trace, not an allocator snapshot")
+
+        def compute() -> SnapshotResults:
+            with self._one_at_a_time:
+                return analyse_snapshot(entry)
+
+        result: SnapshotResults = _fill(self._slots[run_id], compute, f"reading {entry.label}")
+        return result
+
     def preload(self) -> None:
         """Analyse every run in turn (the server's background thread); failures stay in their slots."""
-        for run_id in list(self._entries):
+        for run_id, entry in list(self._entries.items()):
             try:
-                self.get(run_id)
+                self.snapshot(run_id) if entry.kind == "snapshot" else self.get(run_id)
             except ApiError:
                 continue
 

@@ -90,8 +90,9 @@ def _sniff(p: Path) -> bool:
 
 
 def is_snapshot(p: Path) -> bool:
-    """True when ``p``'s head parses (``pickletools.genops``: nothing is built or run) as a pickled dict whose
-    first string is a snapshot key, with no opcode that names a global up to there."""
+    """True when ``p``'s head (SNAPSHOT_SNIFF_BYTES) parses (``pickletools.genops``: nothing is built or run)
+    as a pickled dict whose first string is a snapshot key, with no opcode that names a global in it.
+    A global further on is refused by the reader (the run then shows its one-line error)."""
     try:
         with open(p, "rb") as fh:
             head = fh.read(SNAPSHOT_SNIFF_BYTES)
@@ -99,17 +100,18 @@ def is_snapshot(p: Path) -> bool:
         return False
     if not head.startswith(b"\x80"):
         return False
+    first: str | None = None
     seen_dict = False
     try:
-        for n, (op, arg, _pos) in enumerate(pickletools.genops(head)):
-            if op.name in _UNSAFE or n > 64:
+        for op, arg, _pos in pickletools.genops(head):
+            if op.name in _UNSAFE:
                 return False
-            seen_dict = seen_dict or op.name in ("EMPTY_DICT", "DICT")
-            if isinstance(arg, str):
-                return seen_dict and arg in _KEYS
-    except (ValueError, EOFError):  # the head ends mid-opcode, or is no pickle
-        return False
-    return False
+            seen_dict = seen_dict or (first is None and op.name in ("EMPTY_DICT", "DICT"))
+            if first is None and isinstance(arg, str):
+                first = arg
+    except (ValueError, EOFError):  # the head ends mid-opcode (a large file), or is no pickle
+        pass
+    return seen_dict and first in _KEYS
 
 
 def _is_trace_file(root: Path, p: Path) -> bool:

@@ -3,10 +3,11 @@
 //   #/run/<id>/<view>?rank=<r>     overview | steps | kernels | operators | modules | memory | distributed | graphs |
 //                                  timeline | whatif | roofline
 //                                  (whatif also takes &remedy=<name>: that remedy replayed at once)
+//   #/run/<id>/snapshot            an allocator snapshot (run kind "snapshot"; its only view: snapshot.js)
 //   #/diff?base=<id>&new=<id>      compare two runs
 // The same app is the standalone report (data.js): one run (or one diff) embedded in the file.
 
-import {el, clear, empty, fmtMs} from "./util.js";
+import {el, clear, empty, fmtMs, fmtBytes} from "./util.js";
 import {standalone, embeddedKind, reportTitle, listRuns, runDocument} from "./data.js";
 import {overviewView, stepsView, kernelsView, operatorsView} from "./views.js";
 import {memoryView, distributedView, modulesView} from "./views_more.js";
@@ -15,6 +16,7 @@ import {graphsView} from "./device.js";
 import {whatifView} from "./whatif.js";
 import {rooflineView} from "./roofline.js";
 import {diffPicker, diffView} from "./diff.js";
+import {snapshotView} from "./snapshot.js";
 
 const VIEWS = [
   ["overview", "Overview", overviewView], ["steps", "Step breakdown", stepsView], ["kernels", "Kernels", kernelsView],
@@ -22,6 +24,8 @@ const VIEWS = [
   ["distributed", "Distributed", distributedView], ["graphs", "Graphs", graphsView],
   ["timeline", "Timeline", timelineView], ["whatif", "What-if", whatifView], ["roofline", "Roofline", rooflineView],
 ];
+// the views of an allocator snapshot run (kind "snapshot")
+const SNAPSHOT_VIEWS = [["snapshot", "Memory snapshot", snapshotView]];
 
 const main = document.getElementById("view");
 const nav = document.getElementById("nav");
@@ -69,7 +73,7 @@ function header(route, run, rank) {
 function navLinks(route, run, rank) {
   clear(nav);
   if (route.page === "run" && run) {
-    for (const [key, label] of VIEWS) {
+    for (const [key, label] of run.kind === "snapshot" ? SNAPSHOT_VIEWS : VIEWS) {
       nav.append(el("a", {href: href(run.id, key, rank), "data-view": key, class: key === route.view ? "on" : null}, label));
     }
   }
@@ -119,6 +123,7 @@ async function route() {
 async function runPage(r, my) {
   let run = runs.find((x) => x.id === r.id);
   if (!run) throw new Error("no such run: pick one from the list");
+  if (run.kind === "snapshot") return snapshotPage({...r, view: "snapshot"}, run, my);
   header(r, run, null);
   show(loading(`analysing ${run.label}… (once; later views are instant)`), my);
   const whole = await runDocument(r.id);
@@ -134,13 +139,27 @@ async function runPage(r, my) {
   show(nodes, my);
 }
 
+async function snapshotPage(r, run, my) {
+  header(r, run, null);
+  show(loading(`reading ${run.label}… (once, on the server; the page receives only what it shows)`), my);
+  document.title = `Memory snapshot · ${run.label} · stepscope`;
+  show(await snapshotView({runId: r.id, run}), my);
+}
+
+function runMeta(r) {
+  if (r.state === "error") return "could not be read";
+  if (r.state !== "ready") return "analysing…";
+  if (r.kind === "snapshot") return [`allocator snapshot · peak live ${fmtBytes(r.peak_live_bytes)}`, ` · reserved ${fmtBytes(r.reserved_bytes)}`];
+  return [`${fmtMs(r.avg_step_ms)} / step`, ` · ${r.ranks.length} rank${r.ranks.length === 1 ? "" : "s"}`,
+    r.device ? ` · ${r.device}` : " · CPU", ` · ${r.findings} finding${r.findings === 1 ? "" : "s"}`];
+}
+
 async function homePage(my) {
   header({page: "home"}, null, null);
   document.title = "stepscope";
-  const rows = runs.map((r) => el("a", {class: `runcard state-${r.state}`, href: href(r.id, "overview"), "data-run": r.id},
+  const rows = runs.map((r) => el("a", {class: `runcard state-${r.state}`, href: href(r.id, r.kind === "snapshot" ? "snapshot" : "overview"), "data-run": r.id},
     el("div", {class: "runlabel"}, r.label),
-    el("div", {class: "runmeta"}, r.state === "ready" ? [`${fmtMs(r.avg_step_ms)} / step`, ` · ${r.ranks.length} rank${r.ranks.length === 1 ? "" : "s"}`,
-      r.device ? ` · ${r.device}` : " · CPU", ` · ${r.findings} finding${r.findings === 1 ? "" : "s"}`] : r.state === "error" ? "could not be read" : "analysing…"),
+    el("div", {class: "runmeta"}, runMeta(r)),
     r.verdict ? el("div", {class: "runverdict"}, r.verdict.replace(/^rank \d+: /, "")) : null,
     r.error ? el("div", {class: "errmsg"}, r.error) : null));
   show(el("section", {class: "card"}, el("h2", null, `Runs (${runs.length})`),

@@ -161,3 +161,25 @@ export async function replay(id, body) {
   }
   return post(`/api/v1/runs/${encodeURIComponent(id)}/whatif`, body);
 }
+
+function served(what) {
+  if (standalone) throw new Error(`${what}: ${SERVE_HINT}`);
+}
+
+/** An allocator snapshot's summary (`stepscope memory --json`), served only. */
+export async function snapshotSummary(id) {
+  served("an allocator snapshot");
+  return api(`/api/v1/runs/${id}/snapshot`);
+}
+
+/** One window of a snapshot's live-bytes curve: {device, start_ms, end_ms, points_in_window, live_before_bytes, time_ms, live_bytes}. */
+export async function snapshotCurve(id, params) {
+  served("an allocator snapshot");
+  return api(`/api/v1/runs/${id}/snapshot/curve${query(params)}`);
+}
+
+/** A page of the allocations live at a snapshot's peak: {device, total, total_bytes, offset, limit, allocations}. */
+export async function snapshotAllocations(id, params) {
+  served("an allocator snapshot");
+  return api(`/api/v1/runs/${id}/snapshot/allocations${query(params)}`);
+}

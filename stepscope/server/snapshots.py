@@ -53,6 +53,7 @@ def analyse_snapshot(entry: RunEntry) -> SnapshotResults:
     snap = read_snapshot(entry.path)
     summary = summarize(snap, top=TOP)
     doc = summary.to_dict()
+    doc["source"] = entry.label  # the served root's relative path: the server's paths stay on the server
     devices = tuple(int(h.device) for h in summary.history)
     peaks: dict[int, npt.NDArray[np.int64]] = {}
     for d in devices:

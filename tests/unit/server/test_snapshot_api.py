@@ -56,6 +56,7 @@ def test_summary_is_what_memory_json_prints_with_the_hand_computed_peak(served: 
     h = doc["history"][0]
     assert (h["peak_live_bytes"], h["peak_ms"], h["duration_ms"]) == (1000, 40.0, 60.0)
     assert {s["site"]: s["bytes"] for s in h["live_at_peak"]} == {"/src/a.py:10 a": 700, "/src/b.py:10 b": 300}
+    assert doc["source"] == "small.pickle"  # the label, not the server's path
     assert doc["segments"]["reserved_bytes"] == 4096 and doc["largest_alloc_bytes"] == 700
     assert doc["devices"] == [{"device": 0, "live_at_peak_allocations": 2}]
     listing = {r["label"]: r for r in client.get("/api/v1/runs").json()["runs"]}

@@ -110,7 +110,8 @@ def _check_view(s: Session, rid: str, doc: dict[str, Any]) -> None:
     allocs = api(s.base, f"/api/v1/runs/{rid}/snapshot/allocations?device={h['device']}&offset=0&limit=25")
     rows = page.query_selector_all("#snap-alloc-table tbody tr")
     assert [int(r.get_attribute("data-bytes") or -1) for r in rows] == [a["bytes"] for a in allocs["allocations"]]
-    assert [r.query_selector_all("td")[4].text_content() for r in rows] == [a["site"] or "–" for a in allocs["allocations"]]
+    sites = [r.query_selector_all("td")[4].text_content() for r in rows]
+    assert sites == [a["site"] or "–" for a in allocs["allocations"]]
     rows[0].click()
     assert page.locator("#snap-stack li").all_text_contents() == allocs["allocations"][0]["stack"]
 
@@ -172,6 +173,7 @@ def test_the_real_snapshot_equals_the_api_pages_and_zooms(session: Session) -> N
     session.page.click("#snap-alloc-next")
     wait_until(session.page, "document.getElementById('snap-alloc-count').textContent.startsWith('26')")
     nxt = api(session.base, f"/api/v1/runs/{rid}/snapshot/allocations?device=0&offset=25&limit=25")
-    shown = [int(r.get_attribute("data-bytes") or -1) for r in session.page.query_selector_all("#snap-alloc-table tbody tr")]
+    rows = session.page.query_selector_all("#snap-alloc-table tbody tr")
+    shown = [int(r.get_attribute("data-bytes") or -1) for r in rows]
     assert shown == [a["bytes"] for a in nxt["allocations"]]
     session.shot("snapshot-real.png")

@@ -8,7 +8,8 @@ The snapshot is served from a directory of its own (``/tmp/stepscope_serve_snap_
 preload thread. Measured:
 
 * ``open_s``: from the server's start until the runs list says the snapshot is ``ready`` (read and
-  summarised), and ``discover_s``: until the server answered its first request (the sniff of the runs);
+  summarised), ``cpu_s_at_open`` the server's CPU seconds by then (user + system: a loaded box
+  inflates the wall time, not this), and ``discover_s``: until the server answered its first request;
 * the server's RSS (``VmRSS``) and peak (``VmHWM``) after opening and after the first view;
 * the first view as headless Chromium loads it (``#/run/<id>/snapshot``, Playwright; without it the
   same API answers are fetched with urllib): bytes received in all (page, scripts, API) and from the
@@ -38,9 +39,13 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _status(pid: int) -> dict[str, float]:
+    """The process's RSS, peak RSS and CPU seconds so far (user + system: what a loaded box does not inflate)."""
     with open(f"/proc/{pid}/status") as fh:
         kb = {line.split(":")[0]: int(line.split()[1]) for line in fh if line.startswith(("VmRSS", "VmHWM"))}
-    return {"rss_mib": round(kb["VmRSS"] / 1024, 1), "peak_mib": round(kb["VmHWM"] / 1024, 1)}
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    cpu_s = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return {"rss_mib": round(kb["VmRSS"] / 1024, 1), "peak_mib": round(kb["VmHWM"] / 1024, 1), "cpu_s": round(cpu_s, 1)}
 
 
 def _get(url: str) -> bytes:
@@ -148,7 +153,8 @@ def measure(snap: Path, browser: bool) -> dict[str, Any]:
     api = [n for u, n in view["sizes"] if "/api/" in u]
     return {"snapshot": str(snap), "file_mb": round(snap.stat().st_size / 1e6, 1),
             "entries": sum(doc["actions"].values()), "discover_s": round(discover_s, 2), "open_s": round(open_s, 2),
-            "rss_after_open_mib": opened["rss_mib"], "peak_after_open_mib": opened["peak_mib"],
+            "cpu_s_at_open": opened["cpu_s"], "rss_after_open_mib": opened["rss_mib"],
+            "peak_after_open_mib": opened["peak_mib"],
             "rss_after_first_view_mib": after["rss_mib"], "peak_after_first_view_mib": after["peak_mib"],
             "first_view": view["how"], "first_view_s": view["first_view_s"], "requests": len(view["sizes"]),
             "received_kb": round(sum(n for _, n in view["sizes"]) / 1e3, 1),

@@ -103,3 +103,15 @@ def test_a_trace_run_has_no_snapshot_route(tmp_path: Path) -> None:
     runs = discover_runs(tmp_path)
     client = client_for(RunStore(runs))
     assert client.get(f"/api/v1/runs/{runs[0].id}/snapshot").status_code == 404
+
+
+def test_one_snapshot_file_is_served_and_another_pickle_is_one_error(tmp_path: Path) -> None:
+    from stepscope.errors import NoTraceFoundError
+
+    (run,) = discover_runs(write(tmp_path / "one.pickle", small()))
+    assert (run.kind, run.label) == ("snapshot", "one.pickle")
+    doc = client_for(RunStore([run])).get(f"/api/v1/runs/{run.id}/snapshot").json()
+    assert doc["history"][0]["peak_live_bytes"] == 1000
+    (tmp_path / "weights.pickle").write_bytes(pickle.dumps({"weights": [1.0]}))
+    with pytest.raises(NoTraceFoundError, match="not an allocator snapshot"):
+        discover_runs(tmp_path / "weights.pickle")

@@ -69,53 +69,125 @@ def frame_ranges(head: bytes, size: int, read_at: Any) -> list[tuple[int, int]] 
     return out
 
 
-_LEN_BYTES = bytes(BASE_LEN.astype(np.uint8).tolist())
-_LEN1_BYTES = bytes(IS_LEN1.astype(np.uint8).tolist())
-_LEN4_BYTES = bytes(IS_LEN4.astype(np.uint8).tolist())
+_CODE_LEN1, _CODE_LEN4 = 250, 251  # in the byte table: the opcode's length is read from its argument
+_CODE = BASE_LEN.copy()
+_CODE[IS_LEN1], _CODE[IS_LEN4] = _CODE_LEN1, _CODE_LEN4
+_CODE_BYTES = bytes(_CODE.astype(np.uint8).tolist())
 _U16 = 0xFFFF
+_PAD = 1 << 16  # zero steps past the end: a walker that jumped there stays
+SEG_BYTES = 1024  # one walker per KiB of a frame
+_BLOCK = 32  # walker steps between checks of which walkers are done
+_GROUP = 2048  # walkers stepped together: 2 MiB of the chunk (its bytes stay in the CPU caches)
 
 
 def steps(raw: bytes) -> npt.NDArray[np.uint16]:
-    """Per byte, the length of the opcode that would start there (capped at 65,535: a frame is ~64 KiB; one
-    trailing 0 for the walkers' end). Byte tables via ``bytes.translate``: C speed, no index arrays."""
+    """Per byte, the length of the opcode that would start there (capped at 65,535: a frame is ~64 KiB), then
+    ``_PAD`` zeros for the walkers. One byte table (``bytes.translate``: C speed), the lengths of the string and
+    LONG1 opcodes read at the bytes that table marks."""
     n = len(raw)
-    out = np.zeros(n + 1, np.uint16)
-    out[:n] = np.frombuffer(raw.translate(_LEN_BYTES), np.uint8)
+    code = np.frombuffer(raw.translate(_CODE_BYTES), np.uint8)
+    out = np.zeros(n + _PAD, np.uint16)
+    out[:n] = code
     b = np.frombuffer(raw, np.uint8)
-    at = np.flatnonzero(np.frombuffer(raw.translate(_LEN1_BYTES), np.bool_)[:-1])
-    out[at] += b[at + 1]
-    at = np.flatnonzero(np.frombuffer(raw.translate(_LEN4_BYTES), np.bool_))
-    at = at[at + 5 <= n]
-    if len(at):
-        v = sum(b[at + 1 + k].astype(np.int64) << (8 * k) for k in range(4))
-        out[at] = np.minimum(5 + v, _U16)
+    at = np.flatnonzero(code >= _CODE_LEN1)
+    kind = code[at]
+    one = at[kind == _CODE_LEN1]
+    out[one] = 2
+    one = one[one + 1 < n]
+    out[one] += b[one + 1]
+    four = at[kind == _CODE_LEN4]
+    out[four] = 5
+    four = four[four + 5 <= n]
+    if len(four):
+        v = sum(b[four + 1 + k].astype(np.int64) << (8 * k) for k in range(4))
+        out[four] = np.minimum(5 + v, _U16)
     return out
 
 
-def tokenize(raw: bytes, starts: I64, ends: I64) -> I64:
-    """Offsets in ``raw`` of every opcode of the frames [starts[i], ends[i]) (offsets into ``raw``), in order.
-    An opcode longer than 65,534 bytes inside a frame is a ValueError (the pickler writes those outside frames)."""
-    if not len(starts):
-        return np.zeros(0, np.int64)
-    step = steps(raw)
-    step[ends] = 0  # a walker stops on its frame's end (an opcode ends there exactly, or the pickle is refused)
-    p, e = starts.astype(np.int32), ends.astype(np.int32)
-    hop = np.empty(len(p), np.uint16)
-    blocks: list[npt.NDArray[np.int32]] = []
-    take, add = step.take, np.add  # bound once: ~18,000 steps a chunk, each a few numpy calls
-    while True:
-        block = np.empty((256, len(p)), np.int32)
+Blocks = list[tuple[I64, npt.NDArray[np.int32]]]
+
+
+def _walk(step: npt.NDArray[np.uint16], p0: I64, end: I64) -> tuple[Blocks, I64]:
+    """Walkers from ``p0`` stepping in lock-step (a numpy gather per step) until each is at or past its ``end``:
+    ([(walker ids, positions: one row per step)], each walker's first position at or past its end)."""
+    idx = np.arange(len(p0))
+    p, e = p0.astype(np.int32), end.astype(np.int32)
+    exit_ = np.empty(len(p0), np.int64)
+    blocks: Blocks = []
+    take, add = step.take, np.add  # bound once: a few hundred steps a chunk, each a few numpy calls
+    while len(idx):
+        block = np.empty((_BLOCK, len(p)), np.int32)
+        hop = np.empty(len(p), np.uint16)
         for row in block:
             row[:] = p
             take(p, out=hop)
             add(p, hop, out=p)
-        blocks.append(block)
-        if (p >= e).all():
+        blocks.append((idx, block))
+        done = p >= e
+        if done.any():
+            d = np.flatnonzero(done)
+            past = block[:, d] >= e[d]
+            seen = past.any(axis=0)
+            ex = p[d].astype(np.int64)
+            ex[seen] = block[past.argmax(axis=0)[seen], d[seen]]
+            exit_[idx[d]] = ex
+            idx, p, e = idx[~done], p[~done], e[~done]
+    return blocks, exit_
+
+
+def _walk_all(step: npt.NDArray[np.uint16], p0: I64, end: I64, mark: npt.NDArray[np.bool_]) -> tuple[Blocks, I64]:
+    """``_walk`` by groups of ``_GROUP`` neighbouring walkers (their bytes stay in the CPU's caches), each
+    position a walker passes before its end marked."""
+    blocks: Blocks = []
+    exit_ = np.empty(len(p0), np.int64)
+    for g in range(0, len(p0), _GROUP):
+        bl, exit_[g:g + _GROUP] = _walk(step, p0[g:g + _GROUP], end[g:g + _GROUP])
+        e = end[g:g + _GROUP].astype(np.int32)
+        for idx, block in bl:
+            mark[block[block < e[idx]]] = True
+            blocks.append((idx + g, block))
+    return blocks, exit_
+
+
+def tokenize(raw: bytes, starts: I64, ends: I64) -> I64:
+    """Offsets in ``raw`` of every opcode of the frames [starts[i], ends[i]) (offsets into ``raw``), in order.
+    An opcode longer than 65,534 bytes inside a frame is a ValueError (the pickler writes those outside frames).
+
+    Each frame is cut in ``SEG_BYTES`` segments, each walked from its first byte at once (a walker that starts
+    inside an opcode's argument falls into step with the opcodes within a few: a string's bytes are walked
+    one by one up to its end). A segment's walk is kept from the true stream's entry into it (where the walk of
+    the segment before leaves it) when that entry is on it; else the segment is walked again from the entry."""
+    if not len(starts):
+        return np.zeros(0, np.int64)
+    step = steps(raw)
+    step[ends] = 0  # a walker stops on its frame's end (an opcode ends there exactly, or the pickle is refused)
+    nseg = np.maximum((ends - starts + SEG_BYTES - 1) // SEG_BYTES, 1)
+    frame = np.repeat(np.arange(len(starts)), nseg)
+    k = np.arange(len(frame)) - np.repeat(np.cumsum(nseg) - nseg, nseg)
+    b = starts[frame] + k * SEG_BYTES
+    e = np.minimum(b + SEG_BYTES, ends[frame])
+    later = np.flatnonzero(k > 0)
+    mark = np.zeros(len(raw) + 1, np.bool_)
+    blocks, x = _walk_all(step, b, e, mark)
+    runs = [(np.arange(len(b)), blocks)]
+    entry = b.copy()
+    while True:
+        entry[later] = x[later - 1]
+        ok = (entry == x) | ((entry < e) & mark[np.minimum(entry, len(raw))])
+        bad = later[~ok[later]]
+        if not len(bad):
             break
-    if (p != e).any():
+        for j in bad.tolist():
+            mark[b[j]:e[j]] = False
+        nb, x[bad] = _walk_all(step, entry[bad], e[bad], mark)
+        runs.append((bad, nb))
+    for run_ids, bl in runs:  # what each walk saw before the stream's entry into its segment
+        for idx, block in bl:
+            mark[block[block < entry[run_ids[idx]]]] = False
+    last = np.cumsum(nseg) - 1
+    if (x[last] != ends).any():
         raise ValueError("an opcode across a frame's end")
-    walk = np.concatenate(blocks).T
-    pos: I64 = walk[walk < e[:, None]].astype(np.int64)
+    pos: I64 = np.flatnonzero(mark[:len(raw)]).astype(np.int64)
     if (step[pos] == _U16).any():
         raise ValueError("an opcode of 64 KiB or more inside a frame")
     return pos
@@ -155,15 +227,12 @@ def string_spans(b: U8, at: I64, ops: U8) -> tuple[I64, I64]:
     return np.where(short, at + 2, at + 5), n
 
 
-def words(raw: bytes) -> npt.NDArray[np.uint8]:
-    """An (n, 8) read-only view: row i is the 8 bytes from byte i of ``raw`` (zero-padded past its end)."""
+def words(raw: bytes) -> npt.NDArray[np.uint64]:
+    """A read-only view: item i is the little-endian uint64 of the 8 bytes from byte i of ``raw`` (zero-padded past
+    its end): an unaligned view with a stride of one byte, gathered from directly."""
     pad = np.frombuffer(raw + bytes(8), np.uint8)
-    return np.lib.stride_tricks.as_strided(pad, shape=(len(raw), 8), strides=(1, 1), writeable=False)
-
-
-def _word_at(views: npt.NDArray[np.uint8], off: I64) -> npt.NDArray[np.uint64]:
-    """The little-endian uint64 words at byte offsets ``off`` (one gather of 8-byte rows)."""
-    return np.ascontiguousarray(views[off]).view(np.uint64).ravel()
+    out: npt.NDArray[np.uint64] = np.ndarray((len(raw),), np.dtype("<u8"), buffer=pad, offset=0, strides=(1,))
+    return out
 
 
 class StringHasher:
@@ -177,37 +246,41 @@ class StringHasher:
         rng = np.random.default_rng(20)
         self.mix = rng.integers(1, 2**63, 1 << 13, dtype=np.int64).astype(np.uint64) | np.uint64(1)
 
-    def _columns(self, views: npt.NDArray[np.uint8], start: I64, length: I64) -> Any:
+    @staticmethod
+    def _columns(views: npt.NDArray[np.uint64], start: I64, length: I64) -> Any:
         """Yield (rows, word column k, masked words) over the strings' 8-byte words."""
         nwords = (length + 7) // 8
         for k in range(int(nwords.max()) if len(nwords) else 0):
             rows = np.flatnonzero(nwords > k)
-            w = _word_at(views, start[rows] + 8 * k)
+            w = views[start[rows] + 8 * k]
             tail = length[rows] - 8 * k
             short = tail < 8
             w[short] &= (np.uint64(1) << (8 * tail[short]).astype(np.uint64)) - np.uint64(1)
             yield rows, k, w
 
-    def distinct(self, views: npt.NDArray[np.uint8], start: I64, length: I64) -> tuple[I64, I64, I64]:
-        """(hash, first row of each distinct content, its index per row) of byte spans; checked word by word."""
+    def distinct(self, views: npt.NDArray[np.uint64], start: I64, length: I64) -> tuple[I64, I64, I64]:
+        """(hash, first row of each distinct content, its index per row) of byte spans; checked word by word
+        (against the representative's words, kept from hashing: the bytes are gathered once)."""
         if int(length.max()) > 8 * len(self.mix):
             raise ValueError("a span too long to hash")
         h = length.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        cols: list[tuple[I64, npt.NDArray[np.uint64]]] = []
         for rows, k, w in self._columns(views, start, length):
             h[rows] += w * self.mix[k]
+            cols.append((rows, w))
         _, first, inv = np.unique(h, return_index=True, return_inverse=True)
         inv = inv.ravel()
         rep = first[inv]
         if not (length == length[rep]).all():
             raise ValueError("two strings share a hash")
-        for rows, k, w in self._columns(views, start, length):
-            if not (w == _word_at(views, start[rep[rows]] + 8 * k) &
-                    np.where(length[rows] - 8 * k < 8, (np.uint64(1) << (8 * np.minimum(length[rows] - 8 * k, 7))
-                                                        .astype(np.uint64)) - np.uint64(1), ~np.uint64(0))).all():
+        at = np.zeros(len(start), np.int64)
+        for rows, w in cols:  # a representative has as many words as its rows: it is in every column they are
+            at[rows] = np.arange(len(rows))
+            if not (w == w[at[rep[rows]]]).all():
                 raise ValueError("two strings share a hash")
         return h.view(np.int64), first, inv
 
-    def ids(self, raw: bytes, start: I64, length: I64, views: npt.NDArray[np.uint8] | None = None) -> I64:
+    def ids(self, raw: bytes, start: I64, length: I64, views: npt.NDArray[np.uint64] | None = None) -> I64:
         """String ids of the UTF-8 contents raw[start:start + length] (views: ``words(raw)``, made if not given)."""
         if not len(start):
             return np.zeros(0, np.int64)

@@ -34,6 +34,7 @@ from stepscope.runtime.hugepages import without_hugepage_hint
 
 I64 = npt.NDArray[np.int64]
 CHUNK_BYTES = 48 << 20
+FIND_BYTES = 4 << 20  # the chunks read while looking for an entries list (what precedes it is small)
 STR, FRAME, STACK = 1, 2, 3  # memo codes: kind | id << 2 (a stack's id + 1: -1 is the empty stack)
 FIELDS = ("action", "addr", "size", "time_us", "frames")
 
@@ -147,7 +148,7 @@ class StreamReader:
         region: _Region | None = None
         lev0, size = 0, CHUNK_BYTES
         while True:
-            raw, tok, ops, last = self._chunk(pos, size)
+            raw, tok, ops, last = self._chunk(pos, size if region is not None else FIND_BYTES)
             if region is None:
                 region, nxt = self._find_region(raw, pos, tok, ops)
                 if region is None and (last or nxt <= pos):

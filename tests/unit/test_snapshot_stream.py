@@ -119,6 +119,29 @@ def test_the_tokens_are_the_pickles_opcodes(tmp_path: Path) -> None:
     assert tok.tolist() == want
 
 
+def _decoys() -> list[Any]:
+    """Strings whose bytes read as opcodes: a walker started inside one takes a wrong path (a BINUNICODE 'X' with a
+    huge length, BININT 'J', SHORT_BINUNICODE), strings longer than a segment, ints and floats."""
+    out: list[Any] = []
+    for i in range(400):
+        out.append("X\xff\xff\xff\x7f" * (i % 7) + "J" * (i % 5) + "\x8c\xfe" * (i % 3) + "abc" * (i % 11))
+        out.append({"filename": "h" * (i * 13 % 3000), "line": -i * 7919, "name": "Xj" * (i % 40)})
+        out.append([i * 1.5, 2**40 + i, None, True, (i, "u" * (i % 300))])
+    return out
+
+
+@pytest.mark.parametrize("seg_bytes", [16, 64, 1024])
+def test_the_tokens_are_the_opcodes_whatever_the_segments(monkeypatch: pytest.MonkeyPatch, seg_bytes: int) -> None:
+    monkeypatch.setattr(so, "SEG_BYTES", seg_bytes)
+    monkeypatch.setattr(so, "_GROUP", 5)  # many groups of walkers
+    data = pickle.dumps(_decoys(), protocol=4)
+    frames = so.frame_ranges(data[:2], len(data), lambda p, n: data[p:p + n])
+    assert frames is not None and len(frames) > 3
+    tok = so.tokenize(data, np.array([s for s, _ in frames]), np.array([e for _, e in frames]))
+    want = [pos for op, _, pos in pickletools.genops(data) if op.name not in ("PROTO", "FRAME")]
+    assert tok.tolist() == want
+
+
 @pytest.mark.parametrize("protocol", [2, 3])
 def test_an_unframed_pickle_is_read_whole(tmp_path: Path, protocol: int) -> None:
     p = tmp_path / "old.pickle"

@@ -27,8 +27,7 @@ _KINDS = {"scalar": 0, "list": 1, "single": 2, "empty": 3, "dict": 4}
 
 def _groups(keys: npt.NDArray[np.uint64], first: I64, cnt: I64, ops: npt.NDArray[Any], ftok: I64) -> tuple[I64, I64]:
     """(representative, group of each) of owners by shape hash; a hash shared by two shapes is Fallback."""
-    _, rep, inv = np.unique(keys, return_index=True, return_inverse=True)
-    inv = inv.ravel()
+    rep, inv = so.unique_inverse(keys)
     same_len = cnt == cnt[rep[inv]]
     width = int(cnt.max()) if len(cnt) else 0
     cols = np.arange(width)

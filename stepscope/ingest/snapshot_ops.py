@@ -86,8 +86,9 @@ def steps(raw: bytes) -> npt.NDArray[np.uint16]:
     LONG1 opcodes read at the bytes that table marks."""
     n = len(raw)
     code = np.frombuffer(raw.translate(_CODE_BYTES), np.uint8)
-    out = np.zeros(n + _PAD, np.uint16)
+    out = np.empty(n + _PAD, np.uint16)
     out[:n] = code
+    out[n:] = 0
     b = np.frombuffer(raw, np.uint8)
     at = np.flatnonzero(code >= _CODE_LEN1)
     kind = code[at]
@@ -187,7 +188,7 @@ def tokenize(raw: bytes, starts: I64, ends: I64) -> I64:
     last = np.cumsum(nseg) - 1
     if (x[last] != ends).any():
         raise ValueError("an opcode across a frame's end")
-    pos: I64 = np.flatnonzero(mark[:len(raw)]).astype(np.int64)
+    pos: I64 = np.flatnonzero(mark[:len(raw)])
     if (step[pos] == _U16).any():
         raise ValueError("an opcode of 64 KiB or more inside a frame")
     return pos
@@ -225,6 +226,29 @@ def string_spans(b: U8, at: I64, ops: U8) -> tuple[I64, I64]:
     if long_.any():
         n[long_] = sum(b[at[long_] + 1 + k].astype(np.int64) << (8 * k) for k in range(4))
     return np.where(short, at + 2, at + 5), n
+
+
+_SLOT_BITS = 20
+
+
+def unique_inverse(keys: npt.NDArray[np.uint64]) -> tuple[I64, I64]:
+    """(a row of each distinct key, in the keys' sorted order; each row's index into them): ``np.unique``'s
+    ``return_index`` / ``return_inverse`` (any row of a key, not its first) without sorting the rows. The distinct
+    keys (numpy's hash table) are looked up by their low bits in a table, the few that share their bits by
+    binary search."""
+    u = np.unique(keys)
+    if len(u) > 1 << (_SLOT_BITS - 2):
+        inv = np.searchsorted(u, keys)
+    else:
+        mask = np.uint64((1 << _SLOT_BITS) - 1)
+        table = np.zeros(1 << _SLOT_BITS, np.int64)
+        table[(u & mask).astype(np.int64)] = np.arange(len(u))
+        inv = table[(keys & mask).astype(np.int64)]
+        miss = np.flatnonzero(u[inv] != keys)
+        inv[miss] = np.searchsorted(u, keys[miss])
+    rep = np.empty(len(u), np.int64)
+    rep[inv] = np.arange(len(keys))
+    return rep, inv
 
 
 def words(raw: bytes) -> npt.NDArray[np.uint64]:
@@ -268,8 +292,7 @@ class StringHasher:
         for rows, k, w in self._columns(views, start, length):
             h[rows] += w * self.mix[k]
             cols.append((rows, w))
-        _, first, inv = np.unique(h, return_index=True, return_inverse=True)
-        inv = inv.ravel()
+        first, inv = unique_inverse(h)
         rep = first[inv]
         if not (length == length[rep]).all():
             raise ValueError("two strings share a hash")

@@ -50,10 +50,12 @@ def main() -> None:
         subprocess.run([sys.executable, str(Path(__file__).with_name("make_snapshot.py")), str(path), "--mb",
                         str(a.mb)], check=True)
         print(f"wrote {path} in {time.perf_counter() - t:.1f} s", file=sys.stderr)
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=str(root))
     t = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", _CHILD, str(path), a.reader], check=True, capture_output=True,
-                         text=True, env=env)
+    # cwd: ``python -c`` puts the current directory first on sys.path: run in this checkout, not the caller's
+    out = subprocess.run([sys.executable, "-c", _CHILD, str(path.resolve()), a.reader], check=True,
+                         capture_output=True, text=True, env=env, cwd=root)
     res = json.loads(out.stdout)
     res.update(file_mb=round(path.stat().st_size / 1e6, 1), wall_s=round(time.perf_counter() - t, 2))
     print(json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in res.items()}))

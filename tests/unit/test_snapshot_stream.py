@@ -148,3 +148,14 @@ def test_an_unframed_pickle_is_read_whole(tmp_path: Path, protocol: int) -> None
     p.write_bytes(pickle.dumps(_torch_like(50, 1), protocol=protocol))
     assert _streamed(p) is None
     assert len(read_snapshot(p).trace["addr"]) == 51
+
+
+def test_rows_are_grouped_by_key_also_when_keys_share_their_low_bits() -> None:
+    rng = np.random.default_rng(3)
+    distinct = np.concatenate([(np.arange(40, dtype=np.uint64) << np.uint64(20)) | np.uint64(5),  # one slot
+                               rng.integers(0, 2**62, 300).astype(np.uint64)])
+    keys = distinct[rng.integers(0, len(distinct), 5000)]
+    rep, inv = so.unique_inverse(keys)
+    want, want_inv = np.unique(keys, return_inverse=True)
+    assert keys[rep].tolist() == want.tolist()
+    assert inv.tolist() == want_inv.ravel().tolist()

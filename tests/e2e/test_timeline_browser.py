@@ -122,11 +122,14 @@ class Tl:
         lay, (a, b) = self.layout(sel), self.view(sel)
         offset = float(self.data("offsets", sel).split(",")[group])
         lane = next(ln for ln in lay["lanes"] if ln["g"] == group and ln["track"] == track)
-        box = self.page.locator(sel).first.bounding_box()
         gut, width = lay["gutter"], lay["width"]
         mid = ts_ns - offset + dur_ns / 2
         x = gut + (mid - a) / (b - a) * (width - gut)
         y = lane["y"] + (GPU_ANNOT + (lane["h"] - GPU_ANNOT) / 2 if gpu else depth * CPU_ROW + CPU_ROW / 2)
+        box = self.page.locator(sel).first.bounding_box()
+        if not 0 <= box["y"] + y < self.page.viewport_size["height"]:  # a click outside the viewport hits nothing
+            self.page.evaluate("(dy) => window.scrollBy(0, dy)", box["y"] + y - self.page.viewport_size["height"] / 2)
+            box = self.page.locator(sel).first.bounding_box()
         return box["x"] + x, box["y"] + y
 
     def windows(self, run: str | None = None) -> list[dict[str, str]]:

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,3 +44,38 @@ def record(page: Any, errors: list[str], requests: list[str]) -> None:
     page.on("console", lambda m: errors.append(f"{m.type}: {m.text}") if m.type in ("error", "warning") else None)
     page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
     page.on("request", lambda r: requests.append(r.url))
+
+
+def serve(root: Path, cache_dir: Path, cwd: Path) -> Iterator[str]:
+    """``stepscope serve ROOT`` in a subprocess with its own cache: yields its URL once /api/v1/health
+    answers, and stops it (SIGINT, then kill) when the fixture ends."""
+    env = {**os.environ, "STEPSCOPE_CACHE_DIR": str(cache_dir)}
+    proc = subprocess.Popen([sys.executable, "-m", "stepscope", "serve", str(root), "--no-browser"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        m = re.search(r"(http://127\.0\.0\.1:\d+)/", line)
+        if not m:
+            proc.kill()
+            pytest.fail(f"serve did not print its URL: {line!r} {proc.stderr.read() if proc.stderr else ''}")
+        wait_healthy(m.group(1))
+        yield m.group(1)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def wait_healthy(base: str) -> None:
+    """Poll /api/v1/health for up to 30 s."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(base + "/api/v1/health", timeout=5) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.1)
+    pytest.fail("server did not answer /api/v1/health")

@@ -42,7 +42,7 @@ from stepscope.analysis._memo import per_rank
 from stepscope.analysis.activity import is_comm_row
 from stepscope.analysis.collective_records import P2P_TYPES
 from stepscope.analysis.comm import CollType, classify, collective_of
-from stepscope.analysis.common import I32, I64, rank_rows
+from stepscope.analysis.common import I32, I64, rank_rows, recorded_peer
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
 
@@ -118,7 +118,7 @@ def _p2p(trace: Trace, rank: int, rows: I64, op: I32, ctype: npt.NDArray[np.int8
          mcount: I64, first: B) -> Parts:
     """Entries of the point-to-point kernels: rank → peer for what it sends, peer → rank for what it gets."""
     ev = trace.events
-    peer, basis = _recorded_peer(trace, rows, op), np.zeros(len(rows), np.int64)
+    peer, basis = recorded_peer(trace, rows, op), np.zeros(len(rows), np.int64)
     two = (peer < 0) & (mcount == 2)  # the other member of a two-rank group
     other = np.where(members[:, 0] == rank, members[:, 1], members[:, 0])
     peer = np.where(two, other, peer)
@@ -164,17 +164,6 @@ def _a2a(trace: Trace, rank: int, rows: I64, members: I64, mcount: I64, mbasis: 
             np.concatenate([mbasis[rep], mbasis[rep][o]]), np.concatenate([sent, got[o]]),
             np.concatenate([dur[rep], dur[rep][o]])]
     return placed, cols, np.concatenate([first[rep], first[rep][o]])
-
-
-def _recorded_peer(trace: Trace, rows: I64, op: I32) -> I64:
-    """Per kernel, its (else its op's) ``Dst Rank``, else ``Src Rank``; -1 none."""
-    ev = trace.events
-    peer = np.full(len(rows), -1, np.int64)
-    for col in ("dst_rank", "src_rank"):  # two columns
-        own = ev[col][rows].astype(np.int64)
-        of_op = np.where(op >= 0, ev[col][np.maximum(op, 0)], -1)
-        peer = np.where(peer >= 0, peer, np.where(own >= 0, own, of_op))
-    return peer
 
 
 def _members(trace: Trace, rank: int, rows: I64, op: I32) -> tuple[I64, I64, I64]:

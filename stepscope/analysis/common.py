@@ -4,7 +4,7 @@ and a per-trace memo for whole-trace passes."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -117,3 +117,15 @@ def window_of(wins: Windows, ts_ns: I64) -> I64:
 
 def pct(part: float, whole: float) -> float:
     return 100.0 * part / whole if whole > 0 else 0.0
+
+
+def recorded_peer(trace: Trace, rows: I64, op: npt.NDArray[np.integer[Any]]) -> I64:
+    """Per point-to-point kernel, the rank on the other end: its (else its launching op's, ``op``)
+    ``Dst Rank``, else ``Src Rank`` (PyTorch ≥ 2.4 records them); -1 where none is recorded."""
+    ev = trace.events
+    peer = np.full(len(rows), -1, np.int64)
+    for col in ("dst_rank", "src_rank"):
+        own = ev[col][rows].astype(np.int64)
+        of_op = np.where(op >= 0, ev[col][np.maximum(op, 0)], -1)
+        peer = np.where(peer >= 0, peer, np.where(own >= 0, own, of_op))
+    return peer

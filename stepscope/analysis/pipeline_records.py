@@ -32,7 +32,16 @@ from stepscope.analysis._memo import per_rank
 from stepscope.analysis.activity import Activity, activity_of
 from stepscope.analysis.collective_records import P2P_TYPES
 from stepscope.analysis.comm import CollType, classify, collective_of
-from stepscope.analysis.common import I32, I64, Windows, interval_set, rank_rows, step_windows, window_of
+from stepscope.analysis.common import (
+    I32,
+    I64,
+    Windows,
+    interval_set,
+    rank_rows,
+    recorded_peer,
+    step_windows,
+    window_of,
+)
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
 
@@ -87,24 +96,13 @@ def pipeline_record(trace: Trace, rank: int) -> PipelineRecord | None:
     op = cls.comm_op[p2p]
     pg = np.where(pg >= 0, pg, np.where(op >= 0, ev["pg_ranks"][np.maximum(op, 0)], -1))
     groups = tuple(sorted(trace.strings[int(g)] for g in np.unique(pg[pg >= 0])))  # distinct groups
-    peers = tuple(int(p) for p in np.unique(_peer(trace, p2p, op)) if p >= 0 and p != rank)
+    peers = tuple(int(p) for p in np.unique(recorded_peer(trace, p2p, op)) if p >= 0 and p != rank)
     size = np.maximum(cls.in_bytes[p2p], cls.out_bytes[p2p])
     in_win = first[first >= 0]
     return PipelineRecord(rank, groups, peers, int(size[size > 0].sum()), int(in_win[0]) if len(in_win) else -1,
                           wins.step.astype(np.int32), wins.dur_ns.astype(np.int64), busy.astype(np.int64),
                           other.astype(np.int64),
                           warmup.astype(np.int64), cooldown.astype(np.int64), wait.astype(np.int64), count)
-
-
-def _peer(trace: Trace, rows: I64, op: I64) -> I64:
-    """Per p2p kernel, the rank on the other end: its (else its op's) ``Dst Rank``, else ``Src Rank``; -1."""
-    ev = trace.events
-    peer = np.full(len(rows), -1, np.int64)
-    for col in ("dst_rank", "src_rank"):  # two columns
-        own = ev[col][rows].astype(np.int64)
-        of_op = np.where(op >= 0, ev[col][np.maximum(op, 0)], -1)
-        peer = np.where(peer >= 0, peer, np.where(own >= 0, own, of_op))
-    return peer
 
 
 def _first_last(iv: intervals.Intervals, wins: Windows) -> tuple[I64, I64]:

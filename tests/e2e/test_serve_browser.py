@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
-import signal
-import subprocess
 import sys
 import time
 import urllib.request
@@ -25,7 +22,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from browser import launch, need_playwright, record
+from browser import launch, need_playwright, record, serve
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -65,35 +62,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     _hostile_trace(root / "hostile.pt.trace.json")
     if DLRM.is_dir():
         shutil.copytree(DLRM, root / "dlrm_8rank_v100")
-    env = {**os.environ, "STEPSCOPE_CACHE_DIR": str(tmp_path_factory.mktemp("cache"))}
-    proc = subprocess.Popen([sys.executable, "-m", "stepscope", "serve", str(root), "--no-browser"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
-    try:
-        line = proc.stdout.readline() if proc.stdout else ""
-        m = re.search(r"(http://127\.0\.0\.1:\d+)/", line)
-        if not m:
-            proc.kill()
-            pytest.fail(f"serve did not print its URL: {line!r} {proc.stderr.read() if proc.stderr else ''}")
-        _wait_healthy(m.group(1))
-        yield m.group(1)
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
-def _wait_healthy(base: str) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(base + "/api/v1/health", timeout=5) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.1)
-    pytest.fail("server did not answer /api/v1/health")
+    yield from serve(root, tmp_path_factory.mktemp("cache"), REPO)
 
 
 def wait_until(page: Any, expr: str, timeout_s: float = 60) -> None:

@@ -9,20 +9,16 @@ page; no console error and no request outside the server.
 
 from __future__ import annotations
 
-import re
 import shutil
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from browser import launch, need_playwright
+from browser import launch, need_playwright, serve
 
-from tests.e2e.test_serve_browser import Session, _wait_healthy, api, wait_until
+from tests.e2e.test_serve_browser import Session, api, wait_until
 from tests.snapshot_builder import sawtooth, small, write
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -40,24 +36,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if REAL.is_file():
         (root / "real").mkdir()
         shutil.copy(REAL, root / "real" / "memory.pickle")
-    env = {"STEPSCOPE_CACHE_DIR": str(tmp_path_factory.mktemp("cache"))}
-    proc = subprocess.Popen([sys.executable, "-m", "stepscope", "serve", str(root), "--no-browser"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
-                            env={**__import__("os").environ, **env})
-    try:
-        line = proc.stdout.readline() if proc.stdout else ""
-        m = re.search(r"(http://127\.0\.0\.1:\d+)/", line)
-        if not m:
-            proc.kill()
-            pytest.fail(f"serve did not print its URL: {line!r}")
-        _wait_healthy(m.group(1))
-        yield m.group(1)
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    yield from serve(root, tmp_path_factory.mktemp("cache"), REPO)
 
 
 @pytest.fixture(scope="module")

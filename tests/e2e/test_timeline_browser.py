@@ -12,11 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
-import signal
-import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -25,7 +21,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
-from browser import launch, need_playwright, record
+from browser import launch, need_playwright, record, serve
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -41,29 +37,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     shutil.copytree(DATA / "h100_cuda_train" / "base", root / "h100_base")
     shutil.copytree(DATA / "h100_cuda_train" / "fixed", root / "h100_fixed")
     shutil.copytree(DATA / "cpu_ddp_2rank", root / "cpu_ddp_2rank")
-    env = {**os.environ, "STEPSCOPE_CACHE_DIR": str(tmp_path_factory.mktemp("cache"))}
-    proc = subprocess.Popen([sys.executable, "-m", "stepscope", "serve", str(root), "--no-browser"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
-    try:
-        line = proc.stdout.readline() if proc.stdout else ""
-        m = re.search(r"(http://127\.0\.0\.1:\d+)/", line)
-        if not m:
-            proc.kill()
-            pytest.fail(f"serve did not print its URL: {line!r}")
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                api(m.group(1), "/api/v1/health")
-                break
-            except OSError:
-                time.sleep(0.1)
-        yield m.group(1)
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    yield from serve(root, tmp_path_factory.mktemp("cache"), REPO)
 
 
 def api(base: str, path: str) -> Any:

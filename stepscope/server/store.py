@@ -188,53 +188,52 @@ class RunStore:
 
     def window(self, run_id: str, rank: int, start_ns: int, end_ns: int, max_items: int) -> bytes:
         """One timeline window of a rank (LRU-cached)."""
-        res = self.get(run_id)
-        key = (run_id, rank, start_ns, end_ns, max_items)
-        hit = self._cached(self._windows, key)
-        if hit is not None:
-            return hit
-        try:
-            view = res.models.view(rank)
-            with view.memo.active():
-                window = timeline_window(view.trace, rank, start_ns, end_ns, max_items=max_items).to_dict()
-            data = dumps(shift_window(window, view.row_offset, view.track_offset))
-        except StepscopeError as exc:
-            raise ApiError(422, str(exc)) from None
-        return self._keep(self._windows, key, data, WINDOW_CACHE)
+        def compute(res: RunResults) -> bytes:
+            try:
+                view = res.models.view(rank)
+                with view.memo.active():
+                    window = timeline_window(view.trace, rank, start_ns, end_ns, max_items=max_items).to_dict()
+                return dumps(shift_window(window, view.row_offset, view.track_offset))
+            except StepscopeError as exc:
+                raise ApiError(422, str(exc)) from None
+
+        return self._window_cached(run_id, (run_id, rank, start_ns, end_ns, max_items), compute)
 
     def event(self, run_id: str, rank: int, row: int) -> bytes:
         """One event's details (clicked on the timeline), LRU-cached with the windows."""
-        res = self.get(run_id)
-        key = ("event", run_id, rank, row)
-        hit = self._cached(self._windows, key)
-        if hit is not None:
-            return hit
-        view = res.models.view(rank)
-        try:
-            with view.memo.active():
-                details = event_details(view.trace, rank, row - view.row_offset)
-        except NoSuchEvent:
-            raise ApiError(404, f"row {row} is not an event on rank {rank}'s timeline") from None
-        data = dumps(shift_details(details, view.row_offset, view.track_offset))
-        return self._keep(self._windows, key, data, WINDOW_CACHE)
+        def compute(res: RunResults) -> bytes:
+            view = res.models.view(rank)
+            try:
+                with view.memo.active():
+                    details = event_details(view.trace, rank, row - view.row_offset)
+            except NoSuchEvent:
+                raise ApiError(404, f"row {row} is not an event on rank {rank}'s timeline") from None
+            return dumps(shift_details(details, view.row_offset, view.track_offset))
+
+        return self._window_cached(run_id, ("event", run_id, rank, row), compute)
 
     def search(self, run_id: str, rank: int, text: str, page: tuple[int | None, int | None], limit: int) -> bytes:
         """The rank's events whose name contains ``text``, one page (after_ns, before_ns) (LRU-cached)."""
+        def compute(res: RunResults) -> bytes:
+            view = res.models.view(rank)
+            try:
+                with view.memo.active():
+                    found = search_events(view.trace, rank, text, after_ns=page[0], before_ns=page[1], limit=limit)
+            except StepscopeError as exc:
+                raise ApiError(400, str(exc)) from None
+            m = found["matches"]
+            m["row"], m["track"] = shift_ids(m["row"], view.row_offset), shift_ids(m["track"], view.track_offset)
+            return dumps(found)
+
+        return self._window_cached(run_id, ("search", run_id, rank, text, page, limit), compute)
+
+    def _window_cached(self, run_id: str, key: tuple[Any, ...], compute: Callable[[RunResults], bytes]) -> bytes:
+        """A timeline answer of the run: from the windows' LRU, else computed and kept there."""
         res = self.get(run_id)
-        key = ("search", run_id, rank, text, page, limit)
         hit = self._cached(self._windows, key)
         if hit is not None:
             return hit
-        view = res.models.view(rank)
-        try:
-            with view.memo.active():
-                found = search_events(view.trace, rank, text, after_ns=page[0], before_ns=page[1], limit=limit)
-        except StepscopeError as exc:
-            raise ApiError(400, str(exc)) from None
-        m = found["matches"]
-        m["row"], m["track"] = shift_ids(m["row"], view.row_offset), shift_ids(m["track"], view.track_offset)
-        data = dumps(found)
-        return self._keep(self._windows, key, data, WINDOW_CACHE)
+        return self._keep(self._windows, key, compute(res), WINDOW_CACHE)
 
     def whatif(self, run_id: str, request: WhatIfRequest) -> bytes:
         """The run replayed with the request's changes (``stepscope whatif --json``), LRU-cached."""

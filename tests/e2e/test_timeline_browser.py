@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,8 @@ from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
 from browser import launch, need_playwright, record, serve
+
+from tests.e2e.test_serve_browser import api
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -38,11 +39,6 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     shutil.copytree(DATA / "h100_cuda_train" / "fixed", root / "h100_fixed")
     shutil.copytree(DATA / "cpu_ddp_2rank", root / "cpu_ddp_2rank")
     yield from serve(root, tmp_path_factory.mktemp("cache"), REPO)
-
-
-def api(base: str, path: str) -> Any:
-    with urllib.request.urlopen(base + path, timeout=120) as r:
-        return json.load(r)
 
 
 @pytest.fixture(scope="module")

@@ -80,9 +80,9 @@ def _host_wait_per_step(ctx: RuleContext) -> tuple[npt.NDArray[np.float64], str]
     """Per step, the device's wait for the host outside the DataLoader, and the basis it is read on:
     the idle analysis's host-wait gaps, or the critical path's host part when no device activity is
     linked to a launch call (no gap can be told host-wait then)."""
-    idle = ctx.result(IDLE)
     if ctx.optional(LAUNCH) is None:
         cp = ctx.optional(CRITICAL_PATH)
         if cp is not None and cp.has_device and len(cp.step):
             return cp.parts_ns[:, PARTS.index("host")].astype(np.float64), "host-on-path"
+    idle = ctx.result(IDLE)
     return (idle.host_wait_ns - idle.host_wait_in_dataloader_ns).astype(np.float64), "host-wait-idle"

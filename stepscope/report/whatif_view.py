@@ -28,6 +28,9 @@ def whatif_dict(w: WhatIf, source: str) -> dict[str, Any]:
             "measured_median_ms": _ms(w.median_ns(False)), "predicted_median_ms": _ms(w.median_ns(True)),
             "saved_mean_ms": _ms(w.saved_ns()),
             "bound_before": w.bound(False), "bound_after": w.bound(True),
+            "bound_rank_before": w.bound_rank(False) if len(w.ranks) > 1 else None,
+            "bound_rank_after": w.bound_rank(True) if len(w.ranks) > 1 else None,
+            "paced_by_before": w.paced_by[0], "paced_by_after": w.paced_by[1],
             "critical_path_pct_before": {k: round(v, 2) for k, v in w.share_pct(False).items()},
             "critical_path_pct_after": {k: round(v, 2) for k, v in w.share_pct(True).items()},
             "steps": [{"step": int(s), "measured_ms": _ms(float(m)), "predicted_ms": _ms(float(p))}
@@ -62,4 +65,15 @@ def render(w: WhatIf, source: str, console: Console) -> None:
                   f"{job['predicted_median_ms']:,.2f} ms")
     before, after = job["critical_path_pct_before"], job["critical_path_pct_after"]
     parts = ", ".join(f"{k} {before[k]:.0f} -> {after[k]:.0f} %" for k in before)
-    console.print(f"bound by {job['bound_before']} now; after this, bound by {job['bound_after']} ({parts})")
+    console.print(f"bound by {bound_text(job, 'before')} now; after this, bound by {bound_text(job, 'after')} "
+                  f"({parts})")
+
+
+def bound_text(job: dict[str, Any], when: str) -> str:
+    """``host`` on one rank; ``host (rank 7, the rank the others wait for)`` or ``(rank 3, the slowest)``
+    on a job."""
+    rank = job.get(f"bound_rank_{when}")
+    if rank is None:
+        return str(job[f"bound_{when}"])
+    why = "the rank the others wait for" if job.get(f"paced_by_{when}") is not None else "the slowest"
+    return f"{job[f'bound_{when}']} (rank {rank}, {why})"

@@ -84,3 +84,21 @@ def test_dlrm_rank_7_fixed(shared_traces: Path) -> None:
     saved = {r.rank: float(r.saved_ns[0]) / 1e6 for r in w.ranks}
     assert saved[7] == pytest.approx(1.156, abs=0.002)  # its own window: its work before collectives 0-3
     assert all(saved[v] == pytest.approx(0.509, abs=0.002) for v in (0, 1, 3, 4, 5))  # their waits shrink
+
+
+def test_dlrm_job_bound_is_the_verdicts_before_and_moves_after(shared_traces: Path) -> None:
+    """The what-if's job bound is the rank the others wait for, as the job verdict reads it (rank 7,
+    host), not the slowest window's (rank 3, which waits at the collectives); rank 7 fixed, rank 2
+    waits least (it becomes last at collective 1, above)."""
+    from stepscope.advisor.engine import run_advisor
+    from stepscope.analysis.bundle import analyze
+
+    trace = load(shared_traces / "param_dlrm/dlrm_8rank_v100")
+    job = run_advisor(analyze(trace)).verdicts[0]
+    assert job.rank is None and job.set_by == "waited-for" and job.ranks == (7,)
+    same = simulate(trace, [])
+    assert same.paced_by == (7, 7) and same.bound(False) == same.bound(True) == job.bound == "host"
+    slowest = max(same.ranks, key=lambda r: r.before.avg_step_ns).rank
+    assert slowest != 7
+    w = simulate(trace, [tf.FixSlowRank(7)])
+    assert w.paced_by == (7, 2) and w.bound_rank(False) == 7 and w.bound_rank(True) == 2

@@ -135,6 +135,20 @@ def _publish(runs: Mapping[int, RankRun], cols: Mapping[int, int], e: JobEdges, 
             run.streams.resolve(int(e.act[c, i]), int(last[c] + e.offset_ns[i]))
 
 
+def collective_waits_ns(e: JobEdges, rps: Mapping[int, Replay] | None = None) -> I64:
+    """Per rank of ``e.ranks``: its waits at these collectives summed (the last arrival − its own),
+    measured, or replayed where ``rps`` holds the rank's replay (a collective starts at its arrival)."""
+    arr = e.arrival_ns.copy()
+    for i, r in enumerate(e.ranks):  # per rank
+        rp = (rps or {}).get(r)
+        mine = e.act[:, i] >= 0
+        if rp is not None:
+            arr[mine, i] = rp.device_start_ns[e.act[mine, i]] - e.offset_ns[i]
+    last = np.where(e.present, arr, _NONE).max(axis=1)
+    waits: I64 = np.where(e.present, last[:, None] - arr, 0).sum(axis=0).astype(np.int64)
+    return waits
+
+
 def job_steps_ns(rank_steps: list[I64]) -> I64:
     """The job's step at each step index: the slowest rank's window (ranks without steps left out)."""
     rows = [x for x in rank_steps if len(x)]

@@ -4,18 +4,19 @@ replayed trace with the same critical-path analysis as the measured one (new bre
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis._memo import memoised
+from stepscope.analysis.arrivals import compute_arrivals
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import I64
 from stepscope.analysis.critical_path import PARTS, CriticalPath, compute_critical_path
 from stepscope.analysis.whatif.graph import StepGraph, step_graph
-from stepscope.analysis.whatif.job import job_edges, job_steps_ns, replay_job
+from stepscope.analysis.whatif.job import JobEdges, collective_waits_ns, job_edges, job_steps_ns, replay_job
 from stepscope.analysis.whatif.replay import Durations, Replay
 from stepscope.analysis.whatif.transforms import LoaderWorkers, Transform
 from stepscope.model.schema import HOST_KINDS
@@ -41,11 +42,14 @@ class RankWhatIf:
 @dataclass(frozen=True)
 class WhatIf:
     """The prediction for a trace: per rank, and the job's mean and median step (the slowest rank's
-    window at each step), measured and predicted."""
+    window at each step), measured and predicted. The job's bound is that of the rank the others wait
+    for at the collectives (``paced_by``, before and after: the one waiting least, as the job verdict
+    reads it), else the slowest rank's."""
 
     bases: tuple[str, ...]
     caveats: tuple[str, ...]  # what the model assumes that this trace puts in doubt (see cpu_caveat)
     ranks: tuple[RankWhatIf, ...]
+    paced_by: tuple[int | None, int | None] = (None, None)
 
     def job_steps_ns(self, predicted: bool) -> I64:
         return job_steps_ns([r.predicted_ns if predicted else r.measured_ns for r in self.ranks if len(r.step)])
@@ -62,16 +66,30 @@ class WhatIf:
         """What the change saves on the mean step of the job."""
         return self.mean_ns(False) - self.mean_ns(True)
 
+    def bound_rank(self, predicted: bool) -> int | None:
+        """The rank whose bound is the job's: the one the others wait for, else the slowest (by mean
+        step); None without a rank with steps."""
+        rank = self.paced_by[1 if predicted else 0]
+        if rank is not None:
+            return rank
+        with_steps = [r for r in self.ranks if r.before.step_count]
+        if not with_steps:
+            return None
+        return max(with_steps, key=lambda r: (r.after if predicted else r.before).avg_step_ns).rank
+
+    def _job_path(self, predicted: bool) -> CriticalPath | None:
+        rank = self.bound_rank(predicted)
+        hit = [r for r in self.ranks if r.rank == rank]
+        return (hit[0].after if predicted else hit[0].before) if hit else None
+
     def share_pct(self, predicted: bool) -> dict[str, float]:
-        """Critical-path shares of the slowest rank (by mean step), after or before."""
-        cps = [r.after if predicted else r.before for r in self.ranks]
-        if not cps:
-            return {p: 0.0 for p in PARTS}
-        return max(cps, key=lambda c: c.avg_step_ns).share_pct()
+        """Critical-path shares of the job's bounding rank (:meth:`bound_rank`), after or before."""
+        cp = self._job_path(predicted)
+        return cp.share_pct() if cp is not None else {p: 0.0 for p in PARTS}
 
     def bound(self, predicted: bool) -> str:
-        cps = [r.after if predicted else r.before for r in self.ranks if r.before.step_count]
-        return max(cps, key=lambda c: c.avg_step_ns).bound if cps else "host"
+        cp = self._job_path(predicted)
+        return cp.bound if cp is not None else "host"
 
 
 def simulate(trace: Trace, transforms: Sequence[Transform], ranks: Sequence[int] | None = None) -> WhatIf:
@@ -79,15 +97,43 @@ def simulate(trace: Trace, transforms: Sequence[Transform], ranks: Sequence[int]
     ranks replayed together, tied by their collectives: :mod:`.job`)."""
     wanted = list(ranks if ranks is not None else trace.rank_ids)
     with memoised():  # the measured trace's passes once (a replayed trace's are read once each, after)
-        replayed = replayed_job(trace, transforms, wanted)
+        replayed, edges = replayed_job(trace, transforms, wanted)
         before = {rank: compute_critical_path(trace, rank) for rank in wanted}
+        paced = _paced_by(trace, edges, {r: rp for r, (_, rp) in replayed.items()}, wanted)
     out = []
     for rank in wanted:
         g, rp = replayed[rank]
         after = compute_critical_path(replayed_trace(trace, g, rp), rank)
         measured = g.steps.measured_end_ns - g.steps.measured_start_ns
         out.append(RankWhatIf(rank, g.steps.step, measured, rp.step_ns, before[rank], after))
-    return WhatIf(tuple(t.basis() for t in transforms), _caveats(transforms, out), tuple(out))
+    return WhatIf(tuple(t.basis() for t in transforms), _caveats(transforms, out), tuple(out), paced)
+
+
+def _paced_by(trace: Trace, e: JobEdges | None, rps: Mapping[int, Replay], wanted: Sequence[int]
+              ) -> tuple[int | None, int | None]:
+    """The rank the others wait for, before and after: the one waiting least at the collectives. Before,
+    the arrival analysis' waits (the job verdict's reading); after, the same with the replayed collectives'
+    waits in place of their measured ones (the collectives the replay ties; the others keep theirs)."""
+    if e is None:
+        return None, None
+    try:
+        arrivals = compute_arrivals(trace)
+    except NotApplicable:
+        return None, None
+    before = {r: int(arrivals.wait_total_ns[i]) for i, r in enumerate(arrivals.ranks)}
+    if not sum(before.values()):
+        return None, None
+    delta = collective_waits_ns(e, rps) - collective_waits_ns(e)
+    after = dict(before)
+    for i, r in enumerate(e.ranks):
+        if r in after:
+            after[r] += int(delta[i])
+    return _least(before, wanted), _least(after, wanted)
+
+
+def _least(waits: Mapping[int, int], wanted: Sequence[int]) -> int | None:
+    mine = [r for r in waits if r in wanted]
+    return min(mine, key=lambda r: (waits[r], r)) if mine else None
 
 
 #: said when DataLoader workers are replayed on a rank whose work all runs on the CPU
@@ -106,7 +152,7 @@ def saving_ns(trace: Trace, transforms: Sequence[Transform], ranks: Sequence[int
     out = []
     wanted = list(ranks if ranks is not None else trace.rank_ids)
     with memoised():
-        replayed = replayed_job(trace, transforms, wanted)
+        replayed, _ = replayed_job(trace, transforms, wanted)
     for rank in wanted:
         g, rp = replayed[rank]
         if len(g.steps.step):
@@ -120,9 +166,10 @@ def saving_ns(trace: Trace, transforms: Sequence[Transform], ranks: Sequence[int
 
 
 def replayed_job(trace: Trace, transforms: Sequence[Transform], wanted: Sequence[int]
-                 ) -> dict[int, tuple[StepGraph, Replay]]:
+                 ) -> tuple[dict[int, tuple[StepGraph, Replay]], JobEdges | None]:
     """Every rank's graph and replay with these transformations, the ranks tied by their collectives
-    (a rank without a host chain is left out unless wanted: its arrivals stay the measured ones)."""
+    (a rank without a host chain is left out unless wanted: its arrivals stay the measured ones), and
+    the collectives that tie them (None for one rank)."""
     graphs = {}
     for r in trace.rank_ids:
         try:
@@ -136,8 +183,9 @@ def replayed_job(trace: Trace, transforms: Sequence[Transform], wanted: Sequence
         for t in transforms:
             d = t.change(trace, g, d)
         durs[r] = d
-    rps = replay_job(graphs, durs, job_edges(trace, graphs))
-    return {r: (g, rps[r]) for r, g in graphs.items()}
+    edges = job_edges(trace, graphs)
+    rps = replay_job(graphs, durs, edges)
+    return {r: (g, rps[r]) for r, g in graphs.items()}, edges
 
 
 def replayed_trace(trace: Trace, g: StepGraph, rp: Replay) -> Trace:

@@ -189,12 +189,20 @@ function stepsTable(res) {
   return dataTable(rows, columns, {id: "whatif-steps", sortKey: "step", desc: false, filterKey: "step", limit: 100});
 }
 
+/** "host", or on a job "host (rank 7, the rank the others wait for)" (report/whatif_view.py bound_text). */
+function boundText(job, when) {
+  const rank = job[`bound_rank_${when}`];
+  if (rank === null || rank === undefined) return job[`bound_${when}`];
+  const why = job[`paced_by_${when}`] !== null && job[`paced_by_${when}`] !== undefined ? "the rank the others wait for" : "the slowest";
+  return `${job[`bound_${when}`]} (rank ${rank}, ${why})`;
+}
+
 /** The prediction: headline numbers, the verdict before → after, the changes, shares, the steps. */
 export function resultNodes(res) {
   const job = res.job;
   const saved = job.measured_mean_ms > 0 ? (100 * job.saved_mean_ms) / job.measured_mean_ms : null;
   const out = [
-    el("div", {class: "verdict", id: "whatif-verdict"}, `Bound by ${job.bound_before} now; after this, bound by ${job.bound_after}.`),
+    el("div", {class: "verdict", id: "whatif-verdict"}, `Bound by ${boundText(job, "before")} now; after this, bound by ${boundText(job, "after")}.`),
     el("div", {class: "stats wi-stats"},
       stat("mean step", `${fmtMs(job.measured_mean_ms)} → ${fmtMs(job.predicted_mean_ms)}`,
         {id: "whatif-mean", "data-measured": job.measured_mean_ms, "data-value": job.predicted_mean_ms}),

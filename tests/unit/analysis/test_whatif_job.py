@@ -29,10 +29,10 @@ X_US = 30
 NCCL = "ncclKernel_AllReduce_RING_LL_Sum_float"
 
 
-def _rank(rank: int, host_us: int) -> TraceBuilder:
+def _rank(rank: int, host_us: int, op: str = "aten::mm") -> TraceBuilder:
     b = TraceBuilder(rank=rank, world_size=2)
     b.step(1, ts=0, dur=100)
-    b.op("aten::mm", ts=0, dur=host_us)
+    b.op(op, ts=0, dur=host_us)
     b.launch_kernel(NCCL, launch_ts=host_us, launch_dur=2, ts=host_us + 5, dur=65 - host_us - 5, stream=20,
                     **kargs({"Process Group Name": "0", "Collective name": "allreduce", "In msg nelems": 1024,
                              "Out msg nelems": 1024, "dtype": "Float", "Group size": 2}))
@@ -69,6 +69,18 @@ def test_fixing_the_late_rank_shrinks_the_job_step_by_its_lateness(late_rank: Tr
     assert (w.job_steps_ns(False) // US).tolist() == [100]
     assert [(r.predicted_ns // US).tolist() for r in w.ranks] == [[70], [70]]
     assert w.saved_ns() == X_US * US
+
+
+def test_the_jobs_bound_is_the_rank_the_others_wait_for_before_and_after(tmp_path: Path) -> None:
+    """Rank 1's host op (``aten::bmm``, 10) five times longer: it launches at 50 and arrives at 55,
+    after rank 0 (45): rank 0 now waits 10, rank 1 none. Before, rank 1 waited 30 for rank 0. The
+    job's bound is rank 0's before, rank 1's after; both all-reduces end 75, the syncs return 80, the
+    host 30 more: 110."""
+    trace = load_ranks([_rank(0, 10 + X_US), _rank(1, 10, op="aten::bmm")], tmp_path)
+    w = simulate(trace, [tf.HostOverhead(5.0, tf.Select("^aten::bmm$"))])
+    assert w.paced_by == (0, 1) and (w.bound_rank(False), w.bound_rank(True)) == (0, 1)
+    assert (w.job_steps_ns(True) // US).tolist() == [110]
+    assert simulate(trace, []).paced_by == (0, 0)
 
 
 def test_alone_the_victim_would_keep_waiting(late_rank: Trace) -> None:

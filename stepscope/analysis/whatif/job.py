@@ -23,6 +23,7 @@ from stepscope.analysis.arrivals import TIE_NS, Matched, match, trace_records
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import I64
 from stepscope.analysis.whatif.graph import _NONE, StepGraph
+from stepscope.analysis.whatif.p2p import P2PRecords, p2p_records, pair_p2p
 from stepscope.analysis.whatif.replay import Durations, RankRun, Replay, replay
 from stepscope.model.trace import Trace
 
@@ -40,17 +41,20 @@ class JobEdges:
     transfer_ns: I2
     arrival_ns: I2  # measured, aligned: the arrival of a participant that is not replayed
     offset_ns: I64  # per rank: its clock − the aligned clock
+    p2p: npt.NDArray[np.bool_]  # per row: a send and its receive (:mod:`.p2p`), not a group's collective
 
 
 def job_edges(trace: Trace, graphs: Mapping[int, StepGraph]) -> JobEdges | None:
-    """The cross-rank edges of a trace (None for one rank or no collective matched on two ranks)."""
+    """The cross-rank edges of a trace: its matched collectives and its matched sends and receives
+    (None for one rank, or nothing matched on two ranks)."""
     if len(trace.rank_ids) < 2:
         return None
     try:
-        m = match(tuple(sorted(trace_records(trace), key=lambda r: r.rank)))
+        m: Matched | None = match(tuple(sorted(trace_records(trace), key=lambda r: r.rank)))
     except NotApplicable:
-        return None
-    return edges_of(m, graphs)
+        m = None
+    return with_p2p(edges_of(m, graphs) if m is not None else None,
+                    {r: p2p_records(trace, r) for r in trace.rank_ids}, graphs)
 
 
 def edges_of(m: Matched, graphs: Mapping[int, StepGraph]) -> JobEdges | None:
@@ -65,16 +69,72 @@ def edges_of(m: Matched, graphs: Mapping[int, StepGraph]) -> JobEdges | None:
     act = np.full((len(keep), len(m.ranks)), -1, np.int64)
     for i, r in enumerate(m.ranks.tolist()):  # per rank
         g = graphs.get(int(r))
-        if g is None:
-            continue
-        rows = m.row[keep, i]
-        by_row = np.argsort(g.device.row)
-        pos = np.searchsorted(g.device.row[by_row], rows)
-        pos = np.minimum(pos, max(len(by_row) - 1, 0))
-        hit = m.present[keep, i] & (len(by_row) > 0) & (g.device.row[by_row[pos]] == rows)
-        act[hit, i] = by_row[pos[hit]]
+        if g is not None:
+            act[:, i] = np.where(m.present[keep, i], activity_index(g, m.row[keep, i]), -1)
     transfer = np.where(m.present[keep], m.end_ns[keep] - np.maximum(m.arrival_ns[keep], last[keep, None]), -1)
-    return JobEdges(tuple(int(r) for r in m.ranks), m.present[keep], act, transfer, arr[keep], m.clock_offset_ns)
+    return JobEdges(tuple(int(r) for r in m.ranks), m.present[keep], act, transfer, arr[keep], m.clock_offset_ns,
+                    np.zeros(len(keep), bool))
+
+
+def activity_index(g: StepGraph, rows: I64) -> I64:
+    """Per event row, its index in the graph's device work (-1: not there)."""
+    if len(g.device.row) == 0:
+        return np.full(len(rows), -1, np.int64)
+    by_row = np.argsort(g.device.row)
+    pos = np.minimum(np.searchsorted(g.device.row[by_row], rows), len(by_row) - 1)
+    out: I64 = np.where(g.device.row[by_row[pos]] == rows, by_row[pos], -1).astype(np.int64)
+    return out
+
+
+def with_p2p(e: JobEdges | None, records: Mapping[int, P2PRecords], graphs: Mapping[int, StepGraph]
+             ) -> JobEdges | None:
+    """``e`` with the matched sends and receives added as two-rank rows (:mod:`.p2p`), in ``e``'s
+    aligned clock (a rank without collectives: its own); a pair that ends before its other side
+    arrived (the clocks or the match disagree with the trace) is left out."""
+    pairs = pair_p2p(records)
+    if len(pairs.src) == 0:
+        return e
+    ranks = sorted(set(e.ranks if e is not None else ()) | set(pairs.src.tolist()) | set(pairs.dst.tolist()))
+    offset = np.zeros(len(ranks), np.int64)
+    if e is not None:
+        offset[[ranks.index(r) for r in e.ranks]] = e.offset_ns
+    shape = (len(pairs.src), len(ranks))
+    arr, end, act = np.full(shape, _NONE, np.int64), np.full(shape, _NONE, np.int64), np.full(shape, -1, np.int64)
+    for who, idx in ((pairs.src, pairs.src_i), (pairs.dst, pairs.dst_i)):  # the senders, the receivers
+        for r in np.unique(who).tolist():  # per rank
+            k, rec, c = np.flatnonzero(who == r), records[r], ranks.index(r)
+            arr[k, c] = rec.start_ns[idx[k]] - offset[c]
+            end[k, c] = rec.end_ns[idx[k]] - offset[c]
+            g = graphs.get(r)
+            act[k, c] = activity_index(g, rec.row[idx[k]]) if g is not None else -1
+    present = arr > _NONE
+    last = arr.max(axis=1)
+    ok = np.flatnonzero((~present | (end >= last[:, None] - TIE_NS)).all(axis=1))
+    transfer = np.where(present, end - np.maximum(arr, last[:, None]), -1)[ok]
+    p2p = JobEdges(tuple(ranks), present[ok], act[ok], transfer, arr[ok], offset, np.ones(len(ok), bool))
+    return p2p if e is None else _stack(_widen(e, ranks, offset), p2p)
+
+
+def _widen(e: JobEdges, ranks: list[int], offset: I64) -> JobEdges:
+    """``e`` with a column per rank of ``ranks`` (absent where it had none)."""
+    cols = [ranks.index(r) for r in e.ranks]
+    n = len(e.act)
+
+    def grow(x: I2, fill: int) -> I2:
+        out = np.full((n, len(ranks)), fill, x.dtype)
+        out[:, cols] = x
+        return out
+
+    present = np.zeros((n, len(ranks)), bool)
+    present[:, cols] = e.present
+    return JobEdges(tuple(ranks), present, grow(e.act, -1), grow(e.transfer_ns, -1), grow(e.arrival_ns, _NONE),
+                    offset, e.p2p)
+
+
+def _stack(a: JobEdges, b: JobEdges) -> JobEdges:
+    return JobEdges(a.ranks, np.vstack([a.present, b.present]), np.vstack([a.act, b.act]),
+                    np.vstack([a.transfer_ns, b.transfer_ns]), np.vstack([a.arrival_ns, b.arrival_ns]), a.offset_ns,
+                    np.concatenate([a.p2p, b.p2p]))
 
 
 def replay_job(graphs: Mapping[int, StepGraph], durs: Mapping[int, Durations], e: JobEdges | None
@@ -136,7 +196,7 @@ def _publish(runs: Mapping[int, RankRun], cols: Mapping[int, int], e: JobEdges, 
 
 
 def collective_waits_ns(e: JobEdges, rps: Mapping[int, Replay] | None = None) -> I64:
-    """Per rank of ``e.ranks``: its waits at these collectives summed (the last arrival − its own),
+    """Per rank of ``e.ranks``: its waits at the group collectives summed (the last arrival − its own),
     measured, or replayed where ``rps`` holds the rank's replay (a collective starts at its arrival)."""
     arr = e.arrival_ns.copy()
     for i, r in enumerate(e.ranks):  # per rank
@@ -144,8 +204,9 @@ def collective_waits_ns(e: JobEdges, rps: Mapping[int, Replay] | None = None) ->
         mine = e.act[:, i] >= 0
         if rp is not None:
             arr[mine, i] = rp.device_start_ns[e.act[mine, i]] - e.offset_ns[i]
-    last = np.where(e.present, arr, _NONE).max(axis=1)
-    waits: I64 = np.where(e.present, last[:, None] - arr, 0).sum(axis=0).astype(np.int64)
+    present = e.present & ~e.p2p[:, None]  # the group collectives only
+    last = np.where(present, arr, _NONE).max(axis=1)
+    waits: I64 = np.where(present, last[:, None] - arr, 0).sum(axis=0).astype(np.int64)
     return waits
 
 

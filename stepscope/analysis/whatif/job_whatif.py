@@ -26,13 +26,14 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis.activity import Activity, activity_of
-from stepscope.analysis.arrivals import arrivals_of
+from stepscope.analysis.arrivals import Arrivals, arrivals_of
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.collective_records import CollectiveRecords, collective_records
 from stepscope.analysis.common import I64
 from stepscope.analysis.whatif.fix_rank import fix_rank_basis, fixed_durations
 from stepscope.analysis.whatif.graph import StepGraph, step_graph
-from stepscope.analysis.whatif.job import JobEdges, edges_of, job_steps_ns, replay_job
+from stepscope.analysis.whatif.job import JobEdges, edges_of, job_steps_ns, replay_job, with_p2p
+from stepscope.analysis.whatif.p2p import P2PRecords, p2p_records
 from stepscope.analysis.whatif.remedies import REMEDIES
 from stepscope.analysis.whatif.replay import Durations
 from stepscope.model.trace import Trace
@@ -61,6 +62,7 @@ class JobRecord:
     comm: B
     coll: CollectiveRecords
     remedies: tuple[Durations | None, ...] = ()
+    p2p: P2PRecords | None = None  # its sends and receives that name their peer (:mod:`.p2p`)
 
 
 @dataclass(frozen=True)
@@ -97,9 +99,9 @@ class JobWhatIf:
 def job_record(trace: Trace, rank: int) -> JobRecord:
     """The registry's per-rank step: NotApplicable for a rank without collectives or host chain, or
     whose step graph is over :data:`JOB_RECORD_MAX_BYTES` (a map-reduce summary must stay small)."""
-    coll = collective_records(trace, rank)
-    if len(coll) == 0:
-        raise NotApplicable("no collective kernels to tie the ranks' replays")
+    coll, p2p = collective_records(trace, rank), p2p_records(trace, rank)
+    if len(coll) == 0 and len(p2p.row) == 0:
+        raise NotApplicable("no collective or point-to-point kernels to tie the ranks' replays")
     g = step_graph(trace, rank)
     size = graph_nbytes(g)
     if size > JOB_RECORD_MAX_BYTES:
@@ -107,7 +109,7 @@ def job_record(trace: Trace, rank: int) -> JobRecord:
                             f"({JOB_RECORD_MAX_BYTES >> 10} KiB): `stepscope whatif --fix-rank` replays it")
     base = Durations.measured(g)
     remedies = tuple(_changed(t.change(trace, g, base), base) for t in REMEDIES.values())
-    return JobRecord(g, activity_of(trace)[g.device.row] == Activity.COMMUNICATION, coll, remedies)
+    return JobRecord(g, activity_of(trace)[g.device.row] == Activity.COMMUNICATION, coll, remedies, p2p)
 
 
 def _changed(d: Durations, base: Durations) -> Durations | None:
@@ -121,18 +123,21 @@ def combine_job_whatif(records: Mapping[int, JobRecord]) -> JobWhatIf:
     (module docstring)."""
     if len(records) < 2:
         raise NotApplicable("single-rank trace: no job to replay")
-    a = arrivals_of(tuple(r.coll for r in records.values()))
     graphs = {r: rec.graph for r, rec in records.items()}
-    e = edges_of(a.m, graphs)
+    colls = tuple(r.coll for r in records.values() if len(r.coll))
+    try:
+        a: Arrivals | None = arrivals_of(colls) if len(colls) > 1 else None
+    except NotApplicable:
+        a = None
+    e = with_p2p(edges_of(a.m, graphs) if a is not None else None,
+                 {r: rec.p2p for r, rec in records.items() if rec.p2p is not None}, graphs)
     if e is None:
-        raise NotApplicable("no collective matched across the ranks to tie their replays")
+        raise NotApplicable("no collective or send/receive matched across the ranks to tie their replays")
     measured = {r: Durations.measured(g) for r, g in graphs.items()}
     job_measured = _mean(job_steps_ns([g.steps.measured_end_ns - g.steps.measured_start_ns for g in graphs.values()]))
-    fixes = []
-    for c in a.culprits:  # a handful of culprits
-        durs = dict(measured)
-        durs[c] = fixed_durations(graphs[c], measured[c], a, records[c].comm)
-        fixes.append(_job_mean(graphs, durs, e))
+    culprits = a.culprits if a is not None else ()
+    fixes = [_job_mean(graphs, {**measured, c: fixed_durations(graphs[c], measured[c], a, records[c].comm)}, e)
+             for c in culprits if a is not None]  # a handful of culprits
     remedies = []
     for i in range(len(REMEDIES)):  # per remedy, a handful
         changed = {r: rec.remedies[i] for r, rec in records.items() if len(rec.remedies) > i}
@@ -140,7 +145,7 @@ def combine_job_whatif(records: Mapping[int, JobRecord]) -> JobWhatIf:
             remedies.append(job_measured)
             continue
         remedies.append(_job_mean(graphs, {r: changed.get(r) or measured[r] for r in graphs}, e))
-    return JobWhatIf(tuple(a.culprits), job_measured, np.asarray(fixes, np.float64),
+    return JobWhatIf(tuple(culprits), job_measured, np.asarray(fixes, np.float64),
                      tuple(REMEDIES), np.asarray(remedies, np.float64))
 
 

@@ -83,6 +83,60 @@ def test_the_jobs_bound_is_the_rank_the_others_wait_for_before_and_after(tmp_pat
     assert simulate(trace, []).paced_by == (0, 0)
 
 
+P2P = "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)"
+
+
+def _p2p_rank(rank: int, host_us: int, op: str, peers: bool = True) -> TraceBuilder:
+    """``late_rank``'s schedule with a send (rank 0, to rank 1) and its receive (rank 1) in place of
+    the all-reduce."""
+    b = TraceBuilder(rank=rank, world_size=2)
+    b.step(1, ts=0, dur=100)
+    b.op(op, ts=0, dur=host_us)
+    kind = "send" if rank == 0 else "recv"
+    args: dict[str, object] = {"Process Group Name": "1", "Collective name": kind, "In msg nelems": 1024,
+                               "Out msg nelems": 1024, "dtype": "Float", "Group size": 2}
+    if peers:
+        args["Dst Rank" if kind == "send" else "Src Rank"] = 1 - rank
+    b.launch_kernel(P2P, launch_ts=host_us, launch_dur=2, ts=host_us + 5, dur=65 - host_us - 5, stream=20,
+                    **kargs(args))
+    b.add(ph="X", cat=b.RUNTIME_CAT, name="cudaStreamSynchronize", pid=b.pid, tid=b.tid, ts=host_us + 2,
+          dur=70 - host_us - 2, args={})
+    b.op("aten::add", ts=70, dur=30)
+    return b
+
+
+@pytest.mark.parametrize("peers", [True, False])
+def test_a_receive_waits_for_its_send(tmp_path: Path, peers: bool) -> None:
+    """Rank 0's send arrives at 45, rank 1's receive at 15 and ends with the send at 65 (transfer 20).
+    Rank 0's host op (``aten::bmm``, 40) four times shorter: it launches at 10 and arrives at 15 with
+    the receive; both end at 35, both syncs return at 40, the host 30 more: the job's step 100 → 70.
+    Without the peers recorded the pair is not tied: the receive keeps its measured 50 (job: 100)."""
+    trace = load_ranks([_p2p_rank(0, 10 + X_US, "aten::bmm", peers), _p2p_rank(1, 10, "aten::mm", peers)],
+                       tmp_path)
+    graphs = {r: step_graph(trace, r) for r in trace.rank_ids}
+    e = job_edges(trace, graphs)
+    assert (e is not None and e.p2p.tolist() == [True] and (e.transfer_ns // US).tolist() == [[20, 20]]) is peers
+    assert _job_steps_us(trace) == [100]  # the identity replay
+    rank_steps = [(r.predicted_ns // US).tolist() for r in simulate(trace, [tf.HostOverhead(0.25, tf.Select(
+        "^aten::bmm$"))]).ranks]
+    assert rank_steps == ([[70], [70]] if peers else [[70], [100]])
+
+
+def test_the_job_replay_of_the_remedies_ties_the_pair_too(tmp_path: Path) -> None:
+    """A job of sends and receives only (no group collective): the job replay of the standard remedies
+    (``cluster.job_whatif``, from per-rank records) runs, tied by the pair, and says what
+    ``stepscope whatif`` says for the same change."""
+    from stepscope.analysis.bundle import analyze
+    from stepscope.analysis.registry import JOB_WHATIF
+    from stepscope.analysis.whatif.simulate import saving_ns
+
+    trace = load_ranks([_p2p_rank(0, 10 + X_US, "aten::bmm"), _p2p_rank(1, 10, "aten::mm")], tmp_path)
+    job = analyze(trace).cluster_result(JOB_WHATIF)
+    assert job is not None and job.culprits == ()
+    saved = job.remedy_saved_ns("graph-capture")
+    assert saved is not None and saved > 0 and saved == saving_ns(trace, [tf.HostOverhead(0.0)])
+
+
 def test_alone_the_victim_would_keep_waiting(late_rank: Trace) -> None:
     """Without the cross-rank edge rank 1's all-reduce keeps its measured 50 µs: fixing rank 0 only
     shortens rank 0's own step, the job's stays 100."""

@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from stepscope.analysis._memo import per_rank
 from stepscope.analysis.activity import is_comm_row
-from stepscope.analysis.comm import CollType, classify
+from stepscope.analysis.comm import CollType, classify, collective_of
 from stepscope.analysis.common import I64, rank_rows
 from stepscope.analysis.critical_path import PARTS, attribute_windows, compute_critical_path
 from stepscope.model.schema import EventKind
@@ -34,6 +34,15 @@ I8 = npt.NDArray[np.int8]
 S = npt.NDArray[np.object_]
 #: Pairwise transfers: not matched as group collectives.
 P2P_TYPES = (int(CollType.SEND), int(CollType.RECV), int(CollType.SENDRECV))
+
+
+def coll_type_of(trace: Trace, rows: I64) -> npt.NDArray[np.int8]:
+    """The collective type of device rows: the classification's, else the kernel name's (a SendRecv
+    kernel whose op names no known collective is point-to-point by its name)."""
+    cls = classify(trace)
+    by_name = trace.strings.map(collective_of, np.int8, 0)[trace.events["name"][rows]]
+    out: npt.NDArray[np.int8] = np.where(cls.coll_type[rows] == CollType.OTHER, by_name, cls.coll_type[rows])
+    return out
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,8 @@ import numpy as np
 from stepscope.analysis import intervals
 from stepscope.analysis._memo import per_rank
 from stepscope.analysis.activity import Activity, activity_of
-from stepscope.analysis.collective_records import P2P_TYPES
-from stepscope.analysis.comm import CollType, classify, collective_of
+from stepscope.analysis.collective_records import P2P_TYPES, coll_type_of
+from stepscope.analysis.comm import classify
 from stepscope.analysis.common import (
     I32,
     I64,
@@ -74,8 +74,7 @@ def pipeline_record(trace: Trace, rank: int) -> PipelineRecord | None:
     cls = classify(trace)
     act = activity_of(trace)
     rows = rank_rows(trace, rank, DEVICE_KINDS)
-    by_name = trace.strings.map(collective_of, np.int8, 0)[trace.events["name"][rows]]
-    ctype = np.where(cls.coll_type[rows] == CollType.OTHER, by_name, cls.coll_type[rows])
+    ctype = coll_type_of(trace, rows)
     is_p2p = (act[rows] == Activity.COMMUNICATION) & np.isin(ctype, P2P_TYPES)
     p2p = rows[is_p2p]
     if len(p2p) == 0:

@@ -23,7 +23,8 @@ import numpy.typing as npt
 
 from stepscope.analysis._memo import per_rank
 from stepscope.analysis.activity import Activity, activity_of
-from stepscope.analysis.comm import CollType, classify, collective_of
+from stepscope.analysis.collective_records import coll_type_of
+from stepscope.analysis.comm import CollType, classify
 from stepscope.analysis.common import I64, rank_rows, recorded_peer
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
@@ -52,15 +53,6 @@ class P2PPairs:
     src_i: I64
     dst: I64
     dst_i: I64
-
-
-def coll_type_of(trace: Trace, rows: I64) -> npt.NDArray[np.int8]:
-    """The collective type of device rows: the classification's, else the kernel name's (a SendRecv
-    kernel whose op names no known collective is point-to-point by its name)."""
-    cls = classify(trace)
-    by_name = trace.strings.map(collective_of, np.int8, 0)[trace.events["name"][rows]]
-    out: npt.NDArray[np.int8] = np.where(cls.coll_type[rows] == CollType.OTHER, by_name, cls.coll_type[rows])
-    return out
 
 
 @per_rank

@@ -54,7 +54,7 @@ def _findings_table(findings: Sequence[Finding], shown: Sequence[Finding], width
         cols.remove("rule")
     if len({f.rank for f in findings}) <= 1 and not any(f.ranks for f in findings):
         cols.remove("rank")
-    t = Table(title=f"advisor findings ({len(findings)}; largest estimated gain first)", header_style="bold")
+    t = Table(title=texts.findings_title(len(findings), shown), header_style="bold")
     for col in cols:
         t.add_column(col, justify="left" if col in ("severity", "finding", "rule") else "right",
                      overflow="fold", no_wrap=col in ("rule", "est. gain"))

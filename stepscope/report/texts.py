@@ -330,6 +330,15 @@ def links(rule: str, platform: str = "") -> tuple[str, ...]:
     return out
 
 
+def findings_title(count: int, shown: Sequence[Finding]) -> str:
+    """The findings table's title: how many, and how the shown ones are ordered (the bound's
+    findings first, when that puts a smaller gain above a larger one: advisor.ranking)."""
+    gains = [f.est_gain_ns for f in shown]
+    by_gain = all(a >= b for a, b in zip(gains, gains[1:]))
+    order = "largest estimated gain first" if by_gain else "what shortens the bound first, then by gain"
+    return f"advisor findings ({count}; {order})"
+
+
 def not_run_text(rule: str, reason: str) -> str:
     return f"{rule}: not run: {reason}"
 

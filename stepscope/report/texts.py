@@ -348,8 +348,17 @@ def not_run_text(rule: str, reason: str) -> str:
 NO_HOST_STAGE = "{device} idle (no host timeline to say why)"
 
 
-def _stage(stage: str, device: str, host_timeline: bool = True) -> str:
-    text = NO_HOST_STAGE if stage == "host" and not host_timeline else VERDICT_STAGES.get(stage, stage)
+#: the host stage of a rank without device work (CPU-only training or inference): no launches there
+CPU_ONLY_HOST_STAGE = "the CPU (the model's ops run on it)"
+
+
+def _stage(stage: str, device: str, host_timeline: bool = True, has_device: bool = True) -> str:
+    if stage == "host" and not host_timeline:
+        text = NO_HOST_STAGE
+    elif stage == "host" and not has_device:
+        text = CPU_ONLY_HOST_STAGE
+    else:
+        text = VERDICT_STAGES.get(stage, stage)
     return text.format(device=device)
 
 
@@ -365,7 +374,7 @@ UNADDRESSED_HINT: dict[str, str] = {
 
 def unaddressed_text(v: Verdict) -> str:
     """The sentence added to the verdict when no finding's change shortens its bound."""
-    stage = _stage(v.bound, device_noun(v.platform), v.host_timeline)
+    stage = _stage(v.bound, device_noun(v.platform), v.host_timeline, v.has_device)
     hint = UNADDRESSED_HINT.get(v.bound)
     tail = f"; to shorten {stage} itself, {hint}" if hint else ""
     return f"No finding below shortens {stage}: they act on other parts of the path{tail}."
@@ -389,10 +398,10 @@ def verdict_text(v: Verdict) -> str:
     share = v.shares_pct.get(v.bound, 0.0)
     busy = (f"; {device} busy with kernels or copies {v.device_busy_pct:.0f}%"
             if v.device_busy_pct is not None else "")
-    stage = _stage(v.bound, device, v.host_timeline)
+    stage = _stage(v.bound, device, v.host_timeline, v.has_device)
     head = f"{who}: bound by {stage} ({share:.0f}% of the {v.step_ns / 1e6:.1f} ms {window}{busy})"
     others = sorted(((s, p) for s, p in v.shares_pct.items() if s != v.bound), key=lambda sp: -sp[1])
-    rest = ", ".join(f"{_stage(s, device, v.host_timeline)} {p:.0f}%" for s, p in others if p >= 0.5)
+    rest = ", ".join(f"{_stage(s, device, v.host_timeline, v.has_device)} {p:.0f}%" for s, p in others if p >= 0.5)
     if v.rank is None and v.ranks and v.set_by == "waited-for" and v.job_step_ns:
         head = (f"{who}: bound by {stage} (the {v.job_step_ns / 1e6:.1f} ms step), set by rank {v.ranks[0]}, the "
                 f"rank the others wait for at the collectives ({share:.0f}% of its own {v.step_ns / 1e6:.1f} ms "

@@ -139,3 +139,15 @@ def test_the_findings_title_says_how_they_are_ordered() -> None:
     assert texts.findings_title(2, [large, small]) == "advisor findings (2; largest estimated gain first)"
     assert texts.findings_title(2, [small, large]) == \
         "advisor findings (2; what shortens the bound first, then by gain)"
+
+
+def test_a_cpu_only_rank_is_bound_by_the_cpu_not_by_launches() -> None:
+    """CPU-only training (tests/data/cpu_pairs): its host share is the model's ops, not launch calls."""
+    from stepscope.advisor.verdict import Verdict
+
+    shares = {"host": 69.0, "input": 31.0}
+    cpu = Verdict(0, "host", 19_200_000, shares, 6, has_device=False, platform="cpu")
+    gpu = Verdict(0, "host", 19_200_000, shares, 6, device_busy_pct=20.0, has_device=True)
+    assert texts.verdict_text(cpu) == "rank 0: bound by the CPU (the model's ops run on it) (69% of the 19.2 ms " \
+                                      "step) — the input pipeline 31%"
+    assert texts.verdict_text(gpu).startswith("rank 0: bound by the host (CPU work, launches) (69%")

@@ -44,7 +44,7 @@ from stepscope.analysis.collective_records import P2P_TYPES
 from stepscope.analysis.comm import CollType, classify, collective_of
 from stepscope.analysis.common import I32, I64, rank_rows, recorded_peer
 from stepscope.model.schema import EventKind
-from stepscope.model.trace import Trace
+from stepscope.model.trace import WORLD_SIZE_MAX, Trace
 
 S = npt.NDArray[np.object_]
 B = npt.NDArray[np.bool_]
@@ -175,7 +175,7 @@ def _members(trace: Trace, rank: int, rows: I64, op: I32) -> tuple[I64, I64, I64
     ids, inv = np.unique(pg, return_inverse=True)
     lists = [_parse_ranks(trace.strings[int(i)]) if i >= 0 else [] for i in ids]  # per distinct group text
     world = trace.rank_info(rank).world_size or 0
-    world_list = list(range(world))
+    world_list = list(range(world if 0 < world <= WORLD_SIZE_MAX else 0))  # a cache entry older than the check
     basis = np.array([BASES.index("group") if ranks else BASES.index("world") for ranks in lists], np.int64)
     lists = [ranks or world_list for ranks in lists]
     width = max([len(x) for x in lists] + [2])

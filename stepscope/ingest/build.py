@@ -29,7 +29,7 @@ from stepscope.model.schema import (
 from stepscope.model.steps import assign_steps, find_steps
 from stepscope.model.strings import StringPool
 from stepscope.model.table import Table
-from stepscope.model.trace import DeviceInfo, RankInfo, Trace
+from stepscope.model.trace import WORLD_SIZE_MAX, DeviceInfo, RankInfo, Trace
 from stepscope.runtime.parallel import concat_columns, run_both
 
 RANK_IN_NAME = re.compile(r"(?:worker|rank)[-_]?(\d+)", re.IGNORECASE)
@@ -113,7 +113,22 @@ def _devices(meta: dict[str, Any]) -> tuple[DeviceInfo, ...]:
     return tuple(out)
 
 
-def rank_info(b: FileBatch, rank: int, span: str, has_gpu: bool, ascend_hw: bool = False) -> RankInfo:
+def world_size_of(dist: dict[str, Any], path: str, diags: DiagnosticsBuilder | None = None) -> int | None:
+    """``distributedInfo.world_size`` when it is a whole number in 1 .. :data:`WORLD_SIZE_MAX`, else
+    None (reported as ``world-size-invalid``: text, a list, 0, 2^40 ...)."""
+    world = dist.get("world_size")
+    if world is None:
+        return None
+    if isinstance(world, int) and not isinstance(world, bool) and 1 <= world <= WORLD_SIZE_MAX:
+        return world
+    if diags is not None:
+        diags.add("world-size-invalid", "warning", f"distributedInfo.world_size {str(world)[:40]!r} is not a usable "
+                  f"world size (a whole number 1..{WORLD_SIZE_MAX}); ignored", source=path)
+    return None
+
+
+def rank_info(b: FileBatch, rank: int, span: str, has_gpu: bool, ascend_hw: bool = False,
+              diags: DiagnosticsBuilder | None = None) -> RankInfo:
     meta = b.meta
     dist = meta.get("distributedInfo") if isinstance(meta.get("distributedInfo"), dict) else {}
     devices = _devices(meta)
@@ -123,7 +138,7 @@ def rank_info(b: FileBatch, rank: int, span: str, has_gpu: bool, ascend_hw: bool
         devices = devices or (DeviceInfo(index=0, name="Ascend NPU", vendor="ascend"),)
     keep = {k: v for k, v in meta.items() if k not in ("deviceProperties", "distributedInfo", "traceEvents")}
     base = meta.get("baseTimeNanoseconds")
-    return RankInfo(rank=rank, source=b.path, world_size=dist.get("world_size") if dist else None,
+    return RankInfo(rank=rank, source=b.path, world_size=world_size_of(dist, b.path, diags) if dist else None,
                     backend=dist.get("backend") if dist else None, devices=devices,
                     distributed=dict(dist or {}), metadata=keep,
                     time_base_ns=int(base) if isinstance(base, int) else 0, span=span, platform=platform)
@@ -201,7 +216,7 @@ def build_trace(batches: list[tuple[FileBatch, int, str]], pool: StringPool, dia
         _offset(ft, rank, base, pool)
         base += len(ft.tracks.get("kind", []))
         has_gpu = bool(ft.tracks) and bool((ft.tracks["kind"] == TrackKind.GPU_STREAM).any())
-        ranks.append(rank_info(b, rank, span, has_gpu, ascend.is_ascend(ft, pool)))
+        ranks.append(rank_info(b, rank, span, has_gpu, ascend.is_ascend(ft, pool), diags))
         tables.append(ft)
     diagnose_ranks(ranks, diags)
     ev = _table(EVENT_COLUMNS, [t.events for t in tables])

@@ -30,6 +30,9 @@ from stepscope.model.schema import GPU_KINDS, EventKind
 from stepscope.model.strings import StringPool
 from stepscope.model.table import Table
 
+#: the largest world size a trace's ``distributedInfo`` may give (a job of a million ranks is beyond any real one)
+WORLD_SIZE_MAX = 1 << 20
+
 
 @dataclass(frozen=True)
 class DeviceInfo:

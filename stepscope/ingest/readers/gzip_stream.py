@@ -48,11 +48,24 @@ def _fast_module() -> tuple[Any, str] | tuple[None, str]:
 
 
 FAST, BACKEND = _fast_module()
+#: the fast readers' own error classes (ISA-L's lives in its ``igzip_lib``, not in ``igzip``)
+FAST_ERROR_CLASSES = (("isal.igzip_lib", "IsalError"), ("zlib_ng.zlib_ng", "error"))
+
+
+def _fast_errors() -> tuple[type[BaseException], ...]:
+    out: list[type[BaseException]] = []
+    for module, name in FAST_ERROR_CLASSES:
+        try:
+            cls = getattr(importlib.import_module(module), name, None)
+        except ImportError:
+            continue
+        if isinstance(cls, type) and issubclass(cls, BaseException):
+            out.append(cls)
+    return tuple(out)
+
+
 #: what the fast readers raise on a damaged stream (the zlib path then takes over)
-FAST_ERRORS: tuple[type[BaseException], ...] = (EOFError, ValueError, zlib.error, OSError,
-                                                *(e for e in (getattr(FAST, "error", None),
-                                                              getattr(FAST, "IsalError", None))
-                                                  if isinstance(e, type)))
+FAST_ERRORS: tuple[type[BaseException], ...] = (EOFError, ValueError, zlib.error, OSError, *_fast_errors())
 
 
 def _inflate(fh: BinaryIO, skipped: Callable[[int], None]) -> Iterator[bytes]:

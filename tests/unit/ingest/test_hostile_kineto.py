@@ -37,18 +37,21 @@ def test_absurd_rank_in_a_file_name_falls_back_to_the_file_order(tmp_path: Path)
     assert trace.rank_ids == [0]
 
 
-def test_absurd_world_size_counts_the_missing_ranks_without_listing_them(tmp_path: Path) -> None:
-    """world_size 2^63 with two rank files: the missing ranks are counted, not enumerated."""
-    run = tmp_path / "run"
-    run.mkdir()
-    for r in (0, 1):
-        b = TraceBuilder(rank=r, world_size=2**63)
-        b.op("a", 0, 5)
-        b.write(run / f"worker{r}.json")
-    trace = stepscope.load(run, use_cache=False)
-    assert trace.rank_ids == [0, 1]
-    missing = [d for d in trace.diagnostics if d.name == "ranks-missing"]
-    assert len(missing) == 1 and missing[0].count >= 2**62
+def test_a_huge_world_size_counts_the_missing_ranks_without_listing_them(tmp_path: Path) -> None:
+    """world_size 2^20 (the largest taken) with two rank files: the missing ranks are counted, not
+    enumerated; 2^63 is no world size at all (reported once per file, ignored)."""
+    for world, want in ((2**20, {"ranks-missing": 2**20 - 2}), (2**63, {"world-size-invalid": 2})):
+        run = tmp_path / f"run{world}"
+        run.mkdir()
+        for r in (0, 1):
+            b = TraceBuilder(rank=r, world_size=world)
+            b.op("a", 0, 5)
+            b.write(run / f"worker{r}.json")
+        trace = stepscope.load(run, use_cache=False)
+        assert trace.rank_ids == [0, 1]
+        assert _counts(trace) == want
+    missing = [d for d in stepscope.load(tmp_path / f"run{2**20}", use_cache=False).diagnostics
+               if d.name == "ranks-missing"]
     assert "missing 2, 3, 4" in missing[0].example
 
 
@@ -181,3 +184,55 @@ def test_a_lone_surrogate_in_the_metadata_is_replaced_and_the_trace_cached(tmp_p
     trace = stepscope.load(path)  # with the cache
     assert trace.ranks[0].metadata.get("traceName") == "run?"
     assert _names(stepscope.load(path)) == {"a"}  # read back from the cache
+
+
+@pytest.mark.parametrize("world", ["x", [2], 0, -4, 2**40, True])
+def test_a_world_size_that_is_no_size_is_reported_and_ignored(tmp_path: Path, world: object) -> None:
+    """``distributedInfo.world_size`` of text reached ``list(range(world))`` in comm_links (fuzz case
+    4,741: TypeError); 2^40 would have built a list of 2^40 ranks."""
+    b = TraceBuilder(rank=0, world_size=2)
+    b.meta["distributedInfo"]["world_size"] = world
+    b.step(1, 0, 100)
+    b.op("a", 10, 5)
+    trace = stepscope.load(b.write(tmp_path / "t.json"), use_cache=False)
+    assert trace.rank_info(0).world_size is None
+    assert _counts(trace) == {"world-size-invalid": 1}
+
+
+def _deflate_damaged_for_isal(data: bytes) -> bytes:
+    """``data`` gzipped with one byte of its deflate stream changed so that ISA-L raises its own
+    ``IsalError`` ("Invalid deflate block"), not zlib's error."""
+    from isal import igzip, igzip_lib
+
+    packed = gzip.compress(data, compresslevel=6)
+    for at in range(len(packed) * 4 // 5, len(packed) - 8):  # late in the stream: past what the sniffing reads
+        damaged = packed[:at] + bytes([packed[at] ^ 0xFF]) + packed[at + 1:]
+        try:
+            igzip.decompress(damaged)
+        except igzip_lib.IsalError:
+            return damaged
+        except Exception:  # another damage: try the next byte
+            continue
+    raise AssertionError("no byte gives IsalError")
+
+
+def test_a_deflate_block_isal_rejects_is_salvaged_not_a_crash(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Fuzz case 4,627: ISA-L's ``IsalError`` (from ``isal.igzip_lib``, not ``isal.igzip``) escaped
+    the fast reader's fallback to zlib: a traceback. Now the zlib path goes on, salvages what it can
+    and says so, or refuses the file in one line."""
+    pytest.importorskip("isal")
+    from stepscope.cli import main
+
+    b = TraceBuilder()
+    b.step(1, 0, 200_000)
+    for i in range(40_000):  # ~5 MB of JSON: the damage lies past the first chunks the reader sniffs
+        b.op(f"op{i % 7}_{(i * 2654435761) % 1000003}", 10 + i * 4, 3)
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(_deflate_damaged_for_isal(dumps(b.document()).encode()))
+    with pytest.raises(SystemExit) as exc:
+        main(["analyze", str(path), "--no-cache"])
+    err = capsys.readouterr().err
+    assert exc.value.code in (0, None, 2) and "Traceback" not in err
+    if exc.value.code == 2:
+        assert len(err.strip().splitlines()) == 1 and err.startswith("stepscope: error:")

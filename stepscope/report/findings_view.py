@@ -47,6 +47,15 @@ def render_findings(findings: Sequence[Finding], console: Console, top: int = 10
 NARROW_COLUMNS = 100
 
 
+def _findings_title(count: int, shown: Sequence[Finding]) -> str:
+    """The findings table's title: how many, and how the shown ones are ordered (the bound's
+    findings first, when that puts a smaller gain above a larger one: advisor.ranking)."""
+    gains = [f.est_gain_ns for f in shown]
+    by_gain = all(a >= b for a, b in zip(gains, gains[1:]))
+    order = "largest estimated gain first" if by_gain else "what shortens the bound first, then by gain"
+    return f"advisor findings ({count}; {order})"
+
+
 def _findings_table(findings: Sequence[Finding], shown: Sequence[Finding], width: int) -> Table:
     """The ranked table; narrow terminals lose the rule id, single-rank runs the rank column."""
     cols = ["#", "severity", "finding", "rule", "rank", "est. gain", "% step"]
@@ -54,7 +63,7 @@ def _findings_table(findings: Sequence[Finding], shown: Sequence[Finding], width
         cols.remove("rule")
     if len({f.rank for f in findings}) <= 1 and not any(f.ranks for f in findings):
         cols.remove("rank")
-    t = Table(title=texts.findings_title(len(findings), shown), header_style="bold")
+    t = Table(title=_findings_title(len(findings), shown), header_style="bold")
     for col in cols:
         t.add_column(col, justify="left" if col in ("severity", "finding", "rule") else "right",
                      overflow="fold", no_wrap=col in ("rule", "est. gain"))

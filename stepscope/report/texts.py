@@ -239,6 +239,7 @@ CHANGES: dict[str, str] = {
 VERDICT_STAGES: dict[str, str] = {
     "input": "the input pipeline",
     "host": "the host (CPU work, launches)",
+    "host-cpu-only": "the CPU (the model's ops run on it)",
     "compute": "{device} compute",
     "communication": "communication",
     "copy": "memory copies",
@@ -330,15 +331,6 @@ def links(rule: str, platform: str = "") -> tuple[str, ...]:
     return out
 
 
-def findings_title(count: int, shown: Sequence[Finding]) -> str:
-    """The findings table's title: how many, and how the shown ones are ordered (the bound's
-    findings first, when that puts a smaller gain above a larger one: advisor.ranking)."""
-    gains = [f.est_gain_ns for f in shown]
-    by_gain = all(a >= b for a, b in zip(gains, gains[1:]))
-    order = "largest estimated gain first" if by_gain else "what shortens the bound first, then by gain"
-    return f"advisor findings ({count}; {order})"
-
-
 def not_run_text(rule: str, reason: str) -> str:
     return f"{rule}: not run: {reason}"
 
@@ -348,18 +340,10 @@ def not_run_text(rule: str, reason: str) -> str:
 NO_HOST_STAGE = "{device} idle (no host timeline to say why)"
 
 
-#: the host stage of a rank without device work (CPU-only training or inference): no launches there
-CPU_ONLY_HOST_STAGE = "the CPU (the model's ops run on it)"
-
-
 def _stage(stage: str, device: str, host_timeline: bool = True, has_device: bool = True) -> str:
-    if stage == "host" and not host_timeline:
-        text = NO_HOST_STAGE
-    elif stage == "host" and not has_device:
-        text = CPU_ONLY_HOST_STAGE
-    else:
-        text = VERDICT_STAGES.get(stage, stage)
-    return text.format(device=device)
+    """The part's words; the host of a rank without device work (CPU-only) is the CPU, not launches."""
+    host = NO_HOST_STAGE if not host_timeline else VERDICT_STAGES["host-cpu-only"] if not has_device else None
+    return (host if stage == "host" and host else VERDICT_STAGES.get(stage, stage)).format(device=device)
 
 
 #: where to look when no finding shortens the bound itself, per bound

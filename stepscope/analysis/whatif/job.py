@@ -110,6 +110,8 @@ def with_p2p(e: JobEdges | None, records: Mapping[int, P2PRecords], graphs: Mapp
     present = arr > _NONE
     last = arr.max(axis=1)
     ok = np.flatnonzero((~present | (end >= last[:, None] - TIE_NS)).all(axis=1))
+    if len(ok) == 0:
+        return e
     transfer = np.where(present, end - np.maximum(arr, last[:, None]), -1)[ok]
     p2p = JobEdges(tuple(ranks), present[ok], act[ok], transfer, arr[ok], offset, np.ones(len(ok), bool))
     return p2p if e is None else _stack(_widen(e, ranks, offset), p2p)
@@ -143,7 +145,7 @@ def replay_job(graphs: Mapping[int, StepGraph], durs: Mapping[int, Durations], e
     if e is None:
         return {r: replay(g, durs[r]) for r, g in graphs.items()}
     runs = {r: RankRun(g, durs[r], _transfers(g, durs[r], e, r)) for r, g in graphs.items()}
-    cols = {r: e.ranks.index(r) for r in runs}
+    cols = {r: e.ranks.index(r) for r in runs if r in e.ranks}  # a rank in no matched edge runs untied
     known = np.zeros(len(e.act), bool)
     while True:  # each turn publishes a collective's last arrival or breaks a cycle: it ends
         for run in runs.values():
@@ -168,6 +170,8 @@ def replay_job(graphs: Mapping[int, StepGraph], durs: Mapping[int, Durations], e
 def _transfers(g: StepGraph, dur: Durations, e: JobEdges, rank: int) -> I64:
     """Per device activity of the rank: its transfer (scaled as its duration was); not a collective: _NONE."""
     out = np.full(len(g.device.row), _NONE, np.int64)
+    if rank not in e.ranks:
+        return out
     i = e.ranks.index(rank)
     mine = e.act[:, i] >= 0
     k = e.act[mine, i]
@@ -180,8 +184,8 @@ def _transfers(g: StepGraph, dur: Durations, e: JobEdges, rank: int) -> I64:
 def _arrivals(runs: Mapping[int, RankRun], cols: Mapping[int, int], e: JobEdges) -> I2:
     """Collectives × ranks: replayed arrivals (aligned), measured ones for ranks not replayed."""
     out = np.where(e.act >= 0, _NONE, e.arrival_ns)
-    for r, run in runs.items():
-        i = cols[r]
+    for r, i in cols.items():
+        run = runs[r]
         mine = np.flatnonzero(e.act[:, i] >= 0)
         a = run.streams.arrival[e.act[mine, i]]
         out[mine, i] = np.where(a > _NONE, a - e.offset_ns[i], _NONE)
@@ -189,8 +193,8 @@ def _arrivals(runs: Mapping[int, RankRun], cols: Mapping[int, int], e: JobEdges)
 
 
 def _publish(runs: Mapping[int, RankRun], cols: Mapping[int, int], e: JobEdges, which: I64, last: I64) -> None:
-    for r, run in runs.items():
-        i = cols[r]
+    for r, i in cols.items():
+        run = runs[r]
         for c in which[e.act[which, i] >= 0].tolist():  # per collective resolved this turn
             run.streams.resolve(int(e.act[c, i]), int(last[c] + e.offset_ns[i]))
 

@@ -86,10 +86,10 @@ def test_the_jobs_bound_is_the_rank_the_others_wait_for_before_and_after(tmp_pat
 P2P = "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)"
 
 
-def _p2p_rank(rank: int, host_us: int, op: str, peers: bool = True) -> TraceBuilder:
+def _p2p_rank(rank: int, host_us: int, op: str, peers: bool = True, world: int = 2) -> TraceBuilder:
     """``late_rank``'s schedule with a send (rank 0, to rank 1) and its receive (rank 1) in place of
     the all-reduce."""
-    b = TraceBuilder(rank=rank, world_size=2)
+    b = TraceBuilder(rank=rank, world_size=world)
     b.step(1, ts=0, dur=100)
     b.op(op, ts=0, dur=host_us)
     kind = "send" if rank == 0 else "recv"
@@ -120,6 +120,22 @@ def test_a_receive_waits_for_its_send(tmp_path: Path, peers: bool) -> None:
     rank_steps = [(r.predicted_ns // US).tolist() for r in simulate(trace, [tf.HostOverhead(0.25, tf.Select(
         "^aten::bmm$"))]).ranks]
     assert rank_steps == ([[70], [70]] if peers else [[70], [100]])
+
+
+def test_a_rank_in_no_matched_pair_replays_untied(tmp_path: Path) -> None:
+    """Ranks 0 and 1 as above, rank 2 with a kernel and no transfer: it is in no edge and replays on its
+    own (it raised ValueError in ``_transfers``); the pair still ties 0 and 1 (job 100 → 70)."""
+    third = TraceBuilder(rank=2, world_size=3)
+    third.step(1, ts=0, dur=50)
+    third.op("aten::mm", ts=0, dur=10)
+    third.launch_kernel("gemm", launch_ts=10, launch_dur=2, ts=15, dur=20)
+    trace = load_ranks([_p2p_rank(0, 10 + X_US, "aten::bmm", world=3), _p2p_rank(1, 10, "aten::mm", world=3), third],
+                       tmp_path)
+    graphs = {r: step_graph(trace, r) for r in trace.rank_ids}
+    e = job_edges(trace, graphs)
+    assert e is not None and e.ranks == (0, 1) and e.p2p.tolist() == [True]
+    w = simulate(trace, [tf.HostOverhead(0.25, tf.Select("^aten::bmm$"))])
+    assert [(r.rank, (r.predicted_ns // US).tolist()) for r in w.ranks] == [(0, [70]), (1, [70]), (2, [50])]
 
 
 def test_the_job_replay_of_the_remedies_ties_the_pair_too(tmp_path: Path) -> None:

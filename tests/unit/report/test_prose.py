@@ -134,10 +134,12 @@ def test_cluster_rules_list_matches_the_rules_scope() -> None:
 def test_the_findings_title_says_how_they_are_ordered() -> None:
     """nw4: no-tensor-cores (14 ms, addresses the compute bound) above launch-bound (30 ms): the
     title must not say "largest estimated gain first"."""
+    from stepscope.report.findings_view import _findings_title
+
     change = Change("x", {})
     small, large = (replace(_finding("r", {}, change), est_gain_ns=g) for g in (14_000_000, 30_000_000))
-    assert texts.findings_title(2, [large, small]) == "advisor findings (2; largest estimated gain first)"
-    assert texts.findings_title(2, [small, large]) == \
+    assert _findings_title(2, [large, small]) == "advisor findings (2; largest estimated gain first)"
+    assert _findings_title(2, [small, large]) == \
         "advisor findings (2; what shortens the bound first, then by gain)"
 
 

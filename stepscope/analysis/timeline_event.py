@@ -4,7 +4,8 @@
 arguments (the model's columns that are set for it: correlation, External id, grid and block, bytes,
 collective fields ...), its input shapes and types, its call stack and enclosing host events, the
 launching op and runtime call of a GPU activity, and the GPU work it launched (directly for a runtime
-call; for a host op or annotation, every GPU activity whose launch call lies inside it on its thread).
+call; for a host op or annotation, every GPU activity whose launch call lies inside it on its thread,
+in launch order).
 
 :func:`search_events` answers "where are the events whose name contains this text" on one rank:
 case-insensitive substring match over the interned names (the pool is scanned, not the events), then
@@ -48,10 +49,10 @@ MAX_PARENTS = 64
 #: distinct matched names listed by a search
 MAX_NAMES = 20
 #: integer argument columns shown when set (value != the column's fill value)
-_INT_ARGS = ("corr", "ext_id", "seq", "fwd_tid", "regs", "shmem_bytes", "bytes", "in_nelems", "out_nelems",
+INT_ARGS = ("corr", "ext_id", "seq", "fwd_tid", "regs", "shmem_bytes", "bytes", "in_nelems", "out_nelems",
              "group_size", "graph_node", "capture_seq")
-_FLOAT_ARGS = ("blocks_per_sm", "occupancy_pct", "flops")
-_STR_ARGS = ("coll_name", "coll_dtype", "pg_name", "pg_desc", "pg_ranks", "capture_op")
+FLOAT_ARGS = ("blocks_per_sm", "occupancy_pct", "flops")
+STR_ARGS = ("coll_name", "coll_dtype", "pg_name", "pg_desc", "pg_ranks", "capture_op")
 
 
 class NoSuchEvent(StepscopeError):
@@ -83,15 +84,15 @@ def _args(trace: Trace, row: int) -> dict[str, Any]:
     """The model's columns that are set for this event (absent ones left out)."""
     ev = trace.events
     out: dict[str, Any] = {}
-    for col in _INT_ARGS:
+    for col in INT_ARGS:
         v = int(ev[col][row])
         if v != -1:
             out[col] = v
-    for col in _FLOAT_ARGS:
+    for col in FLOAT_ARGS:
         f = float(ev[col][row])
         if np.isfinite(f):
             out[col] = f
-    for col in _STR_ARGS:
+    for col in STR_ARGS:
         sid = int(ev[col][row])
         if sid >= 0:
             out[col] = trace.strings[sid]
@@ -117,29 +118,36 @@ def _parents(trace: Trace, row: int) -> list[dict[str, Any]]:
 
 
 @per_rank
-def launched_by_start(trace: Trace, rank: int) -> tuple[I64, I64, I64]:
-    """The rank's GPU activities that have a launch call, by the launch call's start: (launch ts,
-    launch track, GPU row)."""
+def launched_by_track(trace: Trace, rank: int) -> tuple[I64, I64, I64]:
+    """The rank's GPU activities that have a launch call, by the launch call's track, then start:
+    (launch track, launch ts, GPU row)."""
     ev = trace.events
     sl = trace.rank_slice(rank)
     rows = np.arange(sl.start, sl.stop, dtype=np.int64)
     rows = rows[np.isin(ev["kind"][sl], [int(k) for k in GPU_KINDS]) & (ev["launch"][sl] >= 0)]
     src = ev["launch"][rows].astype(np.int64)
-    order = np.argsort(ev["ts_ns"][src], kind="stable")
-    rows, src = rows[order], src[order]
-    return ev["ts_ns"][src].astype(np.int64), ev["track"][src].astype(np.int64), rows
+    track, ts = ev["track"][src].astype(np.int64), ev["ts_ns"][src].astype(np.int64)
+    order = np.lexsort((ts, track))
+    return track[order], ts[order], rows[order]
 
 
-def _kernels_of(trace: Trace, rank: int, row: int) -> I64:
-    """GPU rows launched by a runtime call, or by the launch calls inside a host event on its thread."""
+def kernel_ranges(trace: Trace, rank: int, rows: I64) -> tuple[I64, I64]:
+    """Per row, ``[lo, hi)`` into :func:`launched_by_track`'s arrays: the GPU work whose launch call starts
+    inside the row on its thread (a runtime call: its own), in launch order; empty for GPU rows."""
     ev = trace.events
-    if int(ev["kind"][row]) in [int(k) for k in GPU_KINDS]:
-        return np.zeros(0, np.int64)
-    ts, end = int(ev["ts_ns"][row]), int(ev["ts_ns"][row]) + max(int(ev["dur_ns"][row]), 1)
-    launch_ts, launch_track, gpu = launched_by_start(trace, rank)
-    lo, hi = np.searchsorted(launch_ts, [ts, end], side="left")
-    found = gpu[lo:hi][launch_track[lo:hi] == int(ev["track"][row])]
-    return np.sort(found)
+    track, ts, _gpu = launched_by_track(trace, rank)
+    start = ev["ts_ns"][rows].astype(np.int64)
+    end = start + np.maximum(ev["dur_ns"][rows].astype(np.int64), 1)
+    own = ev["track"][rows].astype(np.int64)
+    lo, hi = np.zeros(len(rows), np.int64), np.zeros(len(rows), np.int64)
+    for t in np.unique(own).tolist():  # per distinct track: a few
+        a, b = np.searchsorted(track, [t, t + 1], side="left")
+        m = own == t
+        lo[m] = a + np.searchsorted(ts[a:b], start[m], side="left")
+        hi[m] = a + np.searchsorted(ts[a:b], end[m], side="left")
+    gpu_row = np.isin(ev["kind"][rows], [int(k) for k in GPU_KINDS])
+    hi[gpu_row] = lo[gpu_row]
+    return lo, hi
 
 
 def event_details(trace: Trace, rank: int, row: int) -> dict[str, Any]:
@@ -150,7 +158,8 @@ def event_details(trace: Trace, rank: int, row: int) -> dict[str, Any]:
         raise NoSuchEvent(f"row {row} is not an event on rank {rank}'s timeline")
     out = _ref(trace, row)
     cat = int(ev["cat"][row])
-    kernels = _kernels_of(trace, rank, row)
+    lo, hi = kernel_ranges(trace, rank, np.array([row], np.int64))
+    kernels = launched_by_track(trace, rank)[2][int(lo[0]):int(hi[0])]
     stack = int(ev["call_stack"][row])
     out.update({"rank": rank, "cat": trace.strings[cat] if cat >= 0 else None,
                 "end_ns": out["ts_ns"] + out["dur_ns"], "self_ns": int(ev["self_ns"][row]),

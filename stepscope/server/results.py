@@ -39,7 +39,7 @@ import numpy as np
 from stepscope.advisor.engine import Advice, advise
 from stepscope.analysis.breakdown import tb_step_windows
 from stepscope.analysis.bundle import Bundle, analyze
-from stepscope.analysis.timeline_event import launched_by_start
+from stepscope.analysis.timeline_event import launched_by_track
 from stepscope.analysis.timeline_index import rank_index
 from stepscope.model.trace import Trace
 from stepscope.report.advice_json import finding_dict
@@ -156,7 +156,7 @@ def _results(entry: RunEntry, bundle: Bundle) -> RunResults:
     infos = [rank_info(trace, r) for r in ranks]
     for r in ranks[:WARM_RANKS]:  # per rank: memoised in the bundle's memo
         rank_index(trace, r)
-        launched_by_start(trace, r)
+        launched_by_track(trace, r)
     return RunResults(
         entry=entry, bundle=bundle, models=WholeRun(bundle), ranks=ranks, head=split_head(doc), sections=sections,
         findings=dumps({"findings": doc.get("findings") or [], "verdicts": doc.get("verdicts") or []}),

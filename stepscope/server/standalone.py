@@ -12,7 +12,8 @@ of the trace can close the script). ``static/data.js`` reads that object instead
 ``memory``   per rank, the memory curves (what ``GET .../memory`` answers, :mod:`.results`)
 ``info``     per rank, time extent and step windows (``GET .../info``)
 ``timeline`` per rank (at most :data:`SNAPSHOT_RANKS`, culprits and slow ranks first): the rank,
-             one step's events exactly (:data:`STEP_ITEMS` at most) — what the timeline shows
+             one step's events exactly (:data:`STEP_ITEMS` at most) and those events' details
+             (arguments, shapes, call stack, launch, op, kernels) — what the timeline shows
              without a server
 ``diff``     the diff document (``diff --html``)
 ``runs``     (a diff, when the traces were at hand) per side, ``"base"`` / ``"new"``: ``info`` and
@@ -39,6 +40,7 @@ import numpy as np
 
 from stepscope.analysis.bundle import Bundle
 from stepscope.analysis.timeline import timeline_window
+from stepscope.analysis.timeline_details import details_table
 from stepscope.model.trace import Trace
 from stepscope.report.fmt import clip, culprits_of
 from stepscope.report.json_out import clean
@@ -93,21 +95,35 @@ def bundle_js(entry: str = "app.js") -> str:
     return text
 
 
-def _clipped(obj: Any) -> Any:
-    """``obj`` with every text longer than :data:`TEXT_LIMIT` cut (a 200 MB kernel name made a 1.2 GB page)."""
-    if isinstance(obj, str):
+def _plain(obj: Any) -> Any:
+    """``obj`` in plain JSON types (:func:`~stepscope.report.json_out.clean`: numpy → Python, NaN/inf →
+    null) with every text longer than :data:`~stepscope.report.fmt.TEXT_LIMIT` cut (a 200 MB kernel name made
+    a 1.2 GB page), in one walk; a list of finite numbers is taken whole (the timeline's columns)."""
+    kind = type(obj)
+    if kind is str:
         return clip(obj)
+    if kind is list or kind is tuple:
+        numbers = all(type(v) is int or type(v) is float for v in obj)
+        if numbers and np.isfinite(np.asarray(obj, dtype=np.float64)).all():
+            return list(obj)
+        return [_plain(v) for v in obj]
     if isinstance(obj, Mapping):
-        return {k: _clipped(v) for k, v in obj.items()}
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, np.ndarray):
+        return _plain(obj.tolist())
     if isinstance(obj, (list, tuple)):
-        return [_clipped(v) for v in obj]
-    return obj
+        return [_plain(v) for v in obj]
+    return _clipped_scalar(clean(obj))
+
+
+def _clipped_scalar(obj: Any) -> Any:
+    return clip(obj) if isinstance(obj, str) else obj
 
 
 def embed_json(obj: Any) -> str:
     """JSON safe inside ``<script>``: ``<``, ``>`` and ``&`` become ``\\uXXXX`` (JSON.parse reads them back);
     a text longer than :data:`~stepscope.report.fmt.TEXT_LIMIT` characters is cut (``--json`` keeps it whole)."""
-    text = json.dumps(_clipped(clean(obj)), separators=(",", ":"), allow_nan=False, default=str)
+    text = json.dumps(_plain(obj), separators=(",", ":"), allow_nan=False, default=str)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
@@ -183,7 +199,8 @@ def compact_window(window: dict[str, Any]) -> dict[str, Any]:
 def timeline_snapshot(trace: Trace, info: Mapping[str, Any], step: int | None = None) -> dict[str, Any]:
     """The whole rank (its events when at most :data:`OVERVIEW_ITEMS`, else aggregated); then, unless the
     whole rank is already listed, one step (``step``, else the median one) and, when that step has too
-    many events to list, a head of it with about :data:`STEP_ITEMS` / 2 events, exactly."""
+    many events to list, a head of it with about :data:`STEP_ITEMS` / 2 events, exactly; and the details
+    of every event listed (:func:`~stepscope.analysis.timeline_details.details_table`: what a click shows)."""
     rank = int(info["rank"])
     windows = [timeline_window(trace, rank, int(info["start_ns"]), int(info["end_ns"]), max_items=OVERVIEW_ITEMS)]
     chosen = _median_step(info, step)
@@ -194,8 +211,10 @@ def timeline_snapshot(trace: Trace, info: Mapping[str, Any], step: int | None = 
         if w.mode != "events" and w.event_count > 0:
             part = max(int((b - a) * STEP_ITEMS / w.event_count / 2), 1)
             windows.append(timeline_window(trace, rank, a, a + part, max_items=STEP_ITEMS))
+    listed = [w.events["row"] for w in windows if w.events is not None]
+    details = details_table(trace, rank, np.concatenate(listed)) if listed else None
     return {"step": None if chosen is None else int(chosen["step"]),
-            "windows": [compact_window(w.to_dict()) for w in windows]}
+            "windows": [compact_window(w.to_dict()) for w in windows], "details": details}
 
 
 def run_payload(bundle: Bundle, doc: Mapping[str, Any], *, title: str | None = None,

@@ -383,14 +383,44 @@ def test_two_runs_aligned_step_to_step(tl: Tl, ids: dict[str, str]) -> None:
     tl.shot("timeline-aligned-selected.png", element="#diff-timeline")
 
 
+def _check_details(page: Any, det: dict[str, Any], scope: str = "") -> None:
+    """The details panel shows ``det`` (an event_details answer): facts, arguments, inputs, call stack,
+    enclosing events, launch call, launching op and the GPU work launched."""
+    def rows(sel: str) -> list[int]:
+        return [int(r) for r in page.locator(f"{scope} {sel} button").evaluate_all("b => b.map(x => x.dataset.row)")]
+
+    assert page.locator(f"{scope} #tl-det-name").text_content() == det["name"]
+    facts = _table(page, "tl-det-facts")
+    assert facts["row"] == str(det["row"]) and facts["kind"] == det["kind"].replace("_", " ")
+    assert facts["step"] == (str(det["step"]) if det["step"] >= 0 else "outside steps")
+    assert {k: _value(v) for k, v in _table(page, "tl-det-args").items()} == det["args"]
+    inputs = {k: json.loads(v) for k, v in _table(page, "tl-det-inputs").items()}
+    assert inputs == {k: det[c] for k, c in (("input dims", "input_dims"), ("input types", "input_types"),
+                                             ("concrete inputs", "concrete_inputs")) if det[c] is not None}
+    assert page.locator(f"{scope} #tl-det-stack li").all_text_contents() == det["call_stack"]
+    assert rows("#tl-det-parents") == [p["row"] for p in det["parents"]]
+    assert rows("#tl-det-op") == ([det["op"]["row"]] if det["op"] else [])
+    assert rows("#tl-det-launch") == ([det["launch"]["row"]] if det["launch"] else [])
+    assert rows("#tl-det-kernels") == [k["row"] for k in det["kernels"]]
+    head = page.locator(f"{scope} #tl-det-kernel-head")
+    assert head.count() == (1 if det["kernels"] else 0)
+    if det["kernels"]:
+        assert (int(head.get_attribute("data-count") or -1), int(head.get_attribute("data-ns") or -1)) == \
+            (det["kernel_count"], det["kernel_ns"])
+
+
 def test_standalone_report_timeline(browser: Any, tmp_path: Path) -> None:
-    """The report carries step N's events: click, search and flows work on them, offline."""
+    """The report carries step N's events and their details: a click shows what GET .../event answers
+    (arguments, shapes, call stack, launch, op, kernels), search and flows work on them, offline."""
+    import stepscope
+    from stepscope.analysis.timeline_event import event_details
     from stepscope.cli.report_cmd import _from_trace
     from stepscope.server.standalone import write_text
 
     out = tmp_path / "h100.html"
     _doc, page_text = _from_trace(str(DATA / "h100_cuda_train" / "base"), None, None, True, None, ())
     write_text(out, page_text)
+    trace = stepscope.load(DATA / "h100_cuda_train" / "base")
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     tl = Tl(page, out.as_uri())
     page.goto(out.as_uri() + "#/run/report/timeline")
@@ -408,13 +438,20 @@ def test_standalone_report_timeline(browser: Any, tmp_path: Path) -> None:
         e["kind"] = kinds["strings"][i]
     kernel = _widest(events, lambda e: e["kind"] == "kernel")
     _click(tl, kernel, exact)
-    assert page.locator("#tl-det-name").text_content() == kernel["name"]
-    assert int(tl.data("dur-ns", "#timeline-details")) == kernel["dur_ns"]
-    assert page.locator("#tl-det-partial").count() == 1
-    launch = next(f["from_row"] for f in exact["flows"] if f["to_row"] == kernel["row"])
-    assert page.locator("#tl-det-launch button").get_attribute("data-row") == str(launch)
-    tl.wait("Number(document.getElementById('timeline-canvas').dataset.flows) >= 1")
+    det = event_details(trace, 0, kernel["row"])
+    assert det["args"]["grid"] and det["launch"] and det["op"]
+    _check_details(page, det)
+    assert page.locator("#timeline-details .errmsg").count() == 0
+    tl.wait("Number(document.getElementById('timeline-canvas').dataset.flows) >= 2")
     tl.shot("timeline-report-click.png")
+    # its launching op: shapes, call stack, enclosing ops, every kernel it launched (not only the window's)
+    page.click("#tl-det-op button")
+    tl.wait(f"document.getElementById('timeline-details').dataset.row === '{det['op']['row']}'"
+            " && document.getElementById('timeline-details').dataset.state === 'ready'")
+    op = event_details(trace, 0, det["op"]["row"])
+    assert op["input_dims"] and op["parents"] and kernel["row"] in [k["row"] for k in op["kernels"]]
+    _check_details(page, op)
+    tl.shot("timeline-report-op.png")
     page.fill("#timeline-search", "aten::mm")
     page.press("#timeline-search", "Enter")
     carried = set()
@@ -424,12 +461,11 @@ def test_standalone_report_timeline(browser: Any, tmp_path: Path) -> None:
             carried |= {r for r, i in zip(w["events"]["row"], n["index"]) if "aten::mm" in n["strings"][i].lower()}
     tl.wait(f"document.getElementById('timeline-hits').dataset.total === '{len(carried)}'")
     assert len(carried) > 0
-    tl.wait("document.getElementById('timeline-details').dataset.state === 'ready'")
+    tl.wait(f"document.getElementById('timeline-details').dataset.row !== '{det['op']['row']}'"
+            " && document.getElementById('timeline-details').dataset.state === 'ready'")
     row = int(tl.data("selected").split(":")[1])
     assert row in carried
-    gpu_kinds = {"kernel", "memcpy", "memset"}  # its kernels: the window's GPU work launched from it
-    assert [int(r) for r in page.locator("#tl-det-kernels button").evaluate_all("b => b.map(x => x.dataset.row)")] \
-        == sorted(e["row"] for e in events if e["op"] == row and e["kind"] in gpu_kinds)
+    _check_details(page, event_details(trace, 0, row))
     tl.shot("timeline-report-search.png")
     assert tl.errors == [] and set(tl.requests) == {out.as_uri()}
     page.close()

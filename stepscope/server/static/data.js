@@ -7,7 +7,8 @@
 //    doc,                       the §12 document (kind "run")
 //    memory: {rank: {rank, curves}},   what GET .../memory?rank= answers
 //    info: {ranks: [...]},             what GET .../info answers
-//    timeline: {rank: {step, windows: [window, ...]}},  a few precomputed timeline windows
+//    timeline: {rank: {step, windows: [window, ...], details}},  a few precomputed timeline windows and
+//                               the details of their events (details.js)
 //    diff,                      the diff document (kind "diff")
 //    runs: {base: {info, timeline}, new: {info, timeline}}}   a diff's sides, for its aligned timelines
 //
@@ -15,6 +16,7 @@
 // (a new what-if replay, a timeline window that was not precomputed) says so in the standalone file.
 
 import {api, post, query} from "./util.js";
+import {detailsOf} from "./details.js";
 
 const node = typeof document === "undefined" ? null : document.getElementById("stepscope-doc");
 const embedded = node ? JSON.parse(node.textContent) : null;
@@ -94,10 +96,14 @@ export async function timelineWindow(id, rank, startNs, endNs, maxItems) {
   return fits.length ? pick(fits, (q, p) => width(q) < width(p)) : pick(windows, (q, p) => width(q) > width(p));
 }
 
-/** One event's details (served: GET .../event; standalone: null — the file carries no per-event args). */
+/** One event's details: served, GET .../event; standalone, the same answer from the details the file
+ *  carries for every event of its timeline windows (details.js). */
 export async function eventDetails(id, rank, row) {
-  if (standalone) return null;
-  return api(`/api/v1/runs/${id}/event${query({rank, row})}`, true);  // the server keeps them (LRU)
+  if (!standalone) return api(`/api/v1/runs/${id}/event${query({rank, row})}`, true);  // the server keeps them (LRU)
+  const snap = timelineSnapshot(rank, id);
+  const det = snap.details ? detailsOf(snap.details, snap.windows.map(expanded).filter((w) => w.events).map((w) => w.events), Number(row)) : null;
+  if (!det) throw new Error(`this report carries no details of event ${row} on rank ${rank}: ${SERVE_HINT}`);
+  return det;
 }
 
 /** One page of the rank's events whose name contains `q` (any case), by start: the first 2,000 at or

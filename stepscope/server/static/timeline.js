@@ -47,8 +47,8 @@ export async function timelineView(ctx) {
     requestAnimationFrame(() => ui.toStep(snap.step));
   }
   const all = snap && snap.windows[0].mode === "events";
-  const note = snap ? el("p", {class: "note", id: "timeline-snapshot"}, (all ? "This report carries every event of this rank."
-    : `This report carries ${snap.step !== null && snap.step !== undefined ? `step ${snap.step}'s events exactly and ` : ""}`
+  const note = snap ? el("p", {class: "note", id: "timeline-snapshot"}, (all ? "This report carries every event of this rank, with its details."
+    : `This report carries ${snap.step !== null && snap.step !== undefined ? `step ${snap.step}'s events exactly, with their details, and ` : ""}`
       + `the whole rank aggregated; other windows show the nearest of these`) + `; search finds events in what it carries (${SERVE_HINT} for the rest).`) : null;
   return [card("timeline", `Timeline — ${ranks.length > 1 ? "run" : `rank ${ctx.rank}`}`,
     "CPU threads and GPU streams; aggregated when zoomed out, exact events when zoomed in.",

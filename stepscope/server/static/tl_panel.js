@@ -1,10 +1,10 @@
 // The selected event's details under the timeline: name, kind, track, times, arguments, input shapes
 // and types, call stack, enclosing host events, launching op / launch call, and the GPU work it
-// launched. Served, they come from GET .../event (stepscope.analysis.timeline_event); in a standalone
-// report, from the window the event was drawn from (times, kind, step, and the launch / kernels that
-// window holds). Every related event is a button that jumps to it and selects it. Text via textContent.
+// launched. They come from data.js's eventDetails: GET .../event (stepscope.analysis.timeline_event)
+// when served, the details embedded for the carried events in a standalone report — the same shape.
+// Every related event is a button that jumps to it and selects it. Text via textContent.
 
-import {eventDetails, SERVE_HINT} from "./data.js";
+import {eventDetails} from "./data.js";
 import {el, clear, fmtNs, fmtNum} from "./util.js";
 
 export class DetailsPanel {
@@ -29,7 +29,7 @@ export class DetailsPanel {
       det = await eventDetails(group.runId, group.rank, sel.row);
     } catch (e) { err = e; }
     if (seq !== this.seq) return;
-    if (!det) det = fromWindow(sel, group);
+    if (!det) det = bare(sel);
     this.render(det, group, err);
     canvas.relate([...det.kernels.map((k) => ({...k, dir: "out"})), ...[det.launch, det.op].filter(Boolean).map((r) => ({...r, dir: "in"}))]);
     this.node.dataset.state = "ready";
@@ -63,7 +63,6 @@ export class DetailsPanel {
       n.append(el("h4", {id: "tl-det-kernel-head", "data-count": d.kernel_count, "data-ns": d.kernel_ns},
         `GPU work launched: ${fmtNum(d.kernel_count)} · ${fmtNs(d.kernel_ns)}${more}`), refs("tl-det-kernels", d.kernels, this.jump));
     }
-    if (d.partial) n.append(el("p", {class: "note", id: "tl-det-partial"}, `Arguments, shapes, call stack and every launched kernel: ${SERVE_HINT}.`));
   }
 }
 
@@ -82,16 +81,9 @@ function refs(id, list, jump) {
     el("span", {class: "muted"}, ` ${String(r.kind).replace(/_/g, " ")} · ${fmtNs(r.dur_ns)}`))));
 }
 
-/** A standalone report's details: what the window the event was drawn from says about it. */
-function fromWindow(sel, group) {
-  const e = sel.ev || {}, d = group.data;
-  const ref = (row) => { const x = d && d.byRow.get(row); return x ? {row, name: x.name, kind: x.kind, ts_ns: x.ts_ns, dur_ns: x.dur, track: x.track} : null; };
-  const out = sel.related.filter((r) => r.dir === "out").map((r) => ref(r.row)).filter(Boolean);
-  const gpu = new Set(["kernel", "memcpy", "memset"]);
-  const launched = d ? [...d.byRow.values()].filter((x) => x.op === sel.row && gpu.has(x.kind)).map((x) => ref(x.row)) : [];
-  const kernels = [...new Map([...out, ...launched].map((k) => [k.row, k])).values()];
-  const launchIn = sel.related.find((r) => r.dir === "in");
-  return {row: sel.row, name: e.name, kind: e.kind, ts_ns: e.ts_ns, dur_ns: e.dur, track: e.track, step: e.step, depth: e.depth,
-    args: {}, op: e.op >= 0 ? ref(e.op) : null, launch: launchIn ? ref(launchIn.row) : null, kernels,
-    kernel_count: kernels.length, kernel_ns: kernels.reduce((s, k) => s + k.dur_ns, 0), partial: true};
+/** What the drawn event says of itself, shown with the error when its details could not be had. */
+function bare(sel) {
+  const e = sel.ev || {};
+  return {row: sel.row, name: e.name, kind: e.kind, ts_ns: e.ts_ns, dur_ns: e.dur, track: e.track, step: e.step, args: {},
+    kernels: [], kernel_count: 0, kernel_ns: 0};
 }

@@ -54,14 +54,16 @@ def _write_reports(doc: dict[str, Any], csv_dir: str | None, xlsx: str | None, h
 
 
 def _aligned(base: SideSpec, new: SideSpec, use_cache: bool) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """For the HTML report: both traces again (from the cache), their compared ranks' timelines at
-    the same step (the diff's sides were reduced without their traces, maybe in other processes)."""
+    """For the HTML report: both traces again (from the cache), their compared ranks' timelines (and a
+    few other ranks') at the same step (the diff's sides were reduced without their traces, maybe in
+    other processes)."""
     def runs(doc: dict[str, Any]) -> dict[str, Any]:
         from stepscope.server.standalone import aligned_runs
 
         rb, rn = int(doc["base"]["rank"]), int(doc["new"]["rank"])
-        tb = _loader(base.path, use_cache, base.span, (rb,))
-        tn = _loader(new.path, use_cache, new.span, (rn,))
+        # the ranks the diff read (a --rank side: that one; else all, so other ranks can be aligned too)
+        tb = _loader(base.path, use_cache, base.span, () if base.rank is None else (rb,))
+        tn = _loader(new.path, use_cache, new.span, () if new.rank is None else (rn,))
         return aligned_runs(tb, rb, tn, rn)
     return runs
 

@@ -17,8 +17,9 @@ of the trace can close the script). ``static/data.js`` reads that object instead
              without a server
 ``diff``     the diff document (``diff --html``)
 ``runs``     (a diff, when the traces were at hand) per side, ``"base"`` / ``"new"``: ``info`` and
-             ``timeline`` of the compared rank as above, its snapshot step the same ordinal on both
-             sides (BASE's median step): the aligned timelines of the diff page
+             ``timeline`` of the compared rank as above, then of the other ranks both runs have
+             (:data:`ALIGNED_RANKS` per side at most), each snapshot step the same ordinal on every
+             rank and side (BASE's median step): the aligned timelines of the diff page
 ===========  ===================================================================================
 
 A Content-Security-Policy in the page forbids every network request (``connect-src 'none'``): the
@@ -54,6 +55,8 @@ SNAPSHOT_RANKS = 8
 #: events at most in the whole-rank window and in the step window (else both are aggregated)
 OVERVIEW_ITEMS = 4000
 STEP_ITEMS = 10000
+#: ranks per side whose aligned timelines a diff report carries (the compared rank first)
+ALIGNED_RANKS = 4
 
 _IMPORT = re.compile(r'^import \{([^}]*)\} from "\./([a-z_]+\.js)";[ \t]*$', re.M)
 _AS = re.compile(r"\s+as\s+")
@@ -245,17 +248,24 @@ def diff_payload(diff_doc: Mapping[str, Any], *, title: str,
     return out
 
 
-def aligned_runs(base: Trace, base_rank: int, new: Trace, new_rank: int) -> dict[str, dict[str, Any]]:
-    """Both sides' compared rank: ``info`` and a timeline snapshot at the same step ordinal (BASE's
-    median step; NEW's step at that position, or its last)."""
-    infos = [rank_info(base, base_rank), rank_info(new, new_rank)]
-    chosen = _median_step(infos[0], None)
-    k = next((i for i, s in enumerate(infos[0]["steps"]) if chosen is not None and s["step"] == chosen["step"]), 0)
+def aligned_runs(base: Trace, base_rank: int, new: Trace, new_rank: int, *,
+                 max_ranks: int = ALIGNED_RANKS) -> dict[str, dict[str, Any]]:
+    """Both sides' compared rank, then the other ranks both runs have (at most ``max_ranks`` per side):
+    ``info`` and a timeline snapshot at the same step ordinal (BASE's compared rank's median step; each
+    rank's step at that position, or its last)."""
+    others = sorted(set(base.rank_ids) & set(new.rank_ids) - {base_rank, new_rank})
+    sides = [[base_rank, *others][:max_ranks], [new_rank, *others][:max_ranks]]
+    infos = [[rank_info(trace, r) for r in ranks] for trace, ranks in zip((base, new), sides)]
+    chosen = _median_step(infos[0][0], None)
+    k = next((i for i, s in enumerate(infos[0][0]["steps"]) if chosen is not None and s["step"] == chosen["step"]), 0)
     out = {}
-    for side, trace, info in zip(("base", "new"), (base, new), infos):
-        steps = info["steps"]
-        step = int(steps[min(k, len(steps) - 1)]["step"]) if steps else None
-        out[side] = {"info": {"ranks": [info]}, "timeline": {str(info["rank"]): timeline_snapshot(trace, info, step)}}
+    for side, trace, side_infos in zip(("base", "new"), (base, new), infos):
+        timeline = {}
+        for info in side_infos:
+            steps = info["steps"]
+            step = int(steps[min(k, len(steps) - 1)]["step"]) if steps else None
+            timeline[str(info["rank"])] = timeline_snapshot(trace, info, step)
+        out[side] = {"info": {"ranks": side_infos}, "timeline": timeline}
     return out
 
 

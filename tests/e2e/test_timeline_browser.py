@@ -38,6 +38,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     shutil.copytree(DATA / "h100_cuda_train" / "base", root / "h100_base")
     shutil.copytree(DATA / "h100_cuda_train" / "fixed", root / "h100_fixed")
     shutil.copytree(DATA / "cpu_ddp_2rank", root / "cpu_ddp_2rank")
+    shutil.copytree(DATA / "cpu_ddp_2rank", root / "cpu_ddp_2rank_b")
     yield from serve(root, tmp_path_factory.mktemp("cache"), REPO)
 
 
@@ -383,6 +384,58 @@ def test_two_runs_aligned_step_to_step(tl: Tl, ids: dict[str, str]) -> None:
     tl.shot("timeline-aligned-selected.png", element="#diff-timeline")
 
 
+def _aligned_ranks(tl: Tl, sel: str, infos: list[list[dict[str, Any]]]) -> None:
+    """The aligned view's rank picker: rank 1 of both runs, then every rank stacked; each group's
+    offset is its own rank's k-th step (``infos``: BASE's and NEW's ranks as GET .../info gives them)."""
+    page = tl.page
+    assert page.locator("#aligned-rank option").all_text_contents() == ["rank 0", "rank 1", "all 2 ranks stacked"]
+    k = int(tl.data("aligned", sel))
+
+    def step(side: int, r: int) -> dict[str, int]:
+        out: dict[str, int] = infos[side][r]["steps"][k]
+        return out
+
+    page.select_option("#aligned-rank", "1")
+    tl.wait(f"document.querySelector('{sel}').dataset.ranks === 'base1,new1'")
+    assert [float(x) for x in tl.data("offsets", sel).split(",")] == \
+        [float(step(0, 1)["start_ns"]), float(step(1, 1)["start_ns"])]
+    heads = tl.layout(sel)["heads"]
+    assert len(heads) == 2
+    page.select_option("#aligned-rank", "2")
+    tl.wait(f"document.querySelector('{sel}').dataset.ranks === 'base0,base1,new0,new1'")
+    modes = f"document.querySelector('{sel}').dataset.modes"
+    tl.wait(f"{modes} && {modes}.split(',').filter(Boolean).length === 4")
+    assert [float(x) for x in tl.data("offsets", sel).split(",")] == \
+        [float(step(side, r)["start_ns"]) for side in (0, 1) for r in (0, 1)]
+    assert len(tl.layout(sel)["heads"]) == 4
+    a, b = tl.view(sel)
+    longest = max(step(side, r)["end_ns"] - step(side, r)["start_ns"] for side in (0, 1) for r in (0, 1))
+    assert a <= 0 and b == pytest.approx(a + longest, rel=0.1)
+    assert page.locator("#aligned-step option").count() == \
+        min(len(infos[s][r]["steps"]) for s in (0, 1) for r in (0, 1))
+
+
+def test_aligned_timelines_pick_a_rank_or_stack_them(tl: Tl, ids: dict[str, str]) -> None:
+    base, new = ids["cpu_ddp_2rank"], ids["cpu_ddp_2rank_b"]
+    infos = [api(tl.base, f"/api/v1/runs/{run}/info")["ranks"] for run in (base, new)]
+    page = tl.page
+    page.goto(f"{tl.base}/#/diff?base={base}&new={new}")
+    sel = "#diff-timeline #timeline-canvas"
+    page.wait_for_selector(f"{sel}[data-aligned='0']", timeout=120_000)
+    assert tl.data("ranks", sel) == "base0,new0"
+    _aligned_ranks(tl, sel, infos)
+    page.select_option("#aligned-step", "1")
+    tl.wait(f"document.querySelector('{sel}').dataset.aligned === '1'")
+    assert [float(x) for x in tl.data("offsets", sel).split(",")] == \
+        [float(infos[side][r]["steps"][1]["start_ns"]) for side in (0, 1) for r in (0, 1)]
+    # each group asked its own run and rank for its windows
+    canvas = f"document.querySelector('{sel}').dataset"
+    tl.wait(f"{canvas}.fetchedOffsets === {canvas}.offsets")
+    asked = {(run, q["rank"]) for run in (base, new) for q in tl.windows(run)}
+    assert {(base, "0"), (base, "1"), (new, "0"), (new, "1")} <= asked
+    tl.shot("timeline-aligned-stacked.png", element="#diff-timeline")
+
+
 def _check_details(page: Any, det: dict[str, Any], scope: str = "") -> None:
     """The details panel shows ``det`` (an event_details answer): facts, arguments, inputs, call stack,
     enclosing events, launch call, launching op and the GPU work launched."""
@@ -518,5 +571,51 @@ def test_diff_report_carries_aligned_timelines(browser: Any, tmp_path: Path,
     tl.wait(f"document.querySelector('#diff-timeline #timeline-details').dataset.row === '{ev['row'][i]}'")
     assert page.locator("#diff-timeline #tl-det-name").text_content() == ev["name"]["strings"][ev["name"]["index"][i]]
     tl.shot("timeline-diff-report.png", element="#diff-timeline")
+    assert tl.errors == [] and set(tl.requests) == {out.as_uri()}
+    page.close()
+
+
+def test_diff_report_aligns_every_rank(browser: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``diff --html`` of two two-rank runs carries both ranks of each: the picker shows rank 1 or both
+    stacked at the same step ordinal, and an event of NEW's rank 1 shows its details offline."""
+    import stepscope
+    from stepscope.analysis.timeline_event import event_details
+    from tests.unit.ingest.test_bad_input import run_main
+
+    out, new_dir = tmp_path / "diff.html", tmp_path / "ddp_b"
+    shutil.copytree(DATA / "cpu_ddp_2rank", new_dir)
+    res = run_main(["diff", str(DATA / "cpu_ddp_2rank"), str(new_dir), "--html", str(out)], capsys)
+    assert res.returncode == 0, res.stderr
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    tl = Tl(page, out.as_uri())
+    page.goto(out.as_uri())
+    sel = "#diff-timeline #timeline-canvas"
+    page.wait_for_selector(f"{sel}[data-aligned]", timeout=60_000)
+    data = json.loads(page.locator("#stepscope-doc").text_content() or "{}")
+    infos = [data["runs"][s]["info"]["ranks"] for s in ("base", "new")]
+    assert [[r["rank"] for r in i] for i in infos] == [[0, 1], [0, 1]]
+    k = int(tl.data("aligned", sel))
+    assert all(data["runs"][s]["timeline"][str(r)]["step"] == infos[0][0]["steps"][k]["step"]
+               for s in ("base", "new") for r in (0, 1))  # one step ordinal on every rank and side
+    _aligned_ranks(tl, sel, infos)
+    tl.wait(f"document.querySelector('{sel}').dataset.modes.split(',')[3] === 'events'")
+    snap = data["runs"]["new"]["timeline"]["1"]
+    exact = next(w for w in snap["windows"] if w["mode"] == "events")
+    ev = exact["events"]
+    a, b = tl.view(sel)
+    off = float(tl.data("offsets", sel).split(",")[3])
+    inside = [j for j, kind in enumerate(ev["kind"]["index"]) if ev["kind"]["strings"][kind] == "cpu_op"
+              and a < ev["ts_ns"][j] - off and ev["ts_ns"][j] + ev["dur_ns"][j] - off < b]
+    j = max(inside, key=lambda i: ev["dur_ns"][i])
+    page.locator(sel).scroll_into_view_if_needed()
+    tl.wait(f"JSON.parse(document.querySelector('{sel}').dataset.layout).lanes"
+            f".some((ln) => ln.g === 3 && ln.track === {ev['track'][j]})")
+    x, y = tl.point(3, ev["track"][j], ev["ts_ns"][j], ev["dur_ns"][j], ev["depth"][j], False, sel)
+    page.mouse.click(x, y)
+    tl.wait(f"document.querySelector('#diff-timeline #timeline-details').dataset.row === '{ev['row'][j]}'"
+            " && document.querySelector('#diff-timeline #timeline-details').dataset.state === 'ready'")
+    assert tl.data("rank", "#diff-timeline #timeline-details") == "1"
+    _check_details(page, event_details(stepscope.load(new_dir), 1, ev["row"][j]), "#diff-timeline")
+    tl.shot("timeline-diff-report-stacked.png", element="#diff-timeline")
     assert tl.errors == [] and set(tl.requests) == {out.as_uri()}
     page.close()

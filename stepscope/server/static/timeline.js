@@ -55,37 +55,58 @@ export async function timelineView(ctx) {
     note, ui.bar(toggle), legend(LEGEND), host, ui.panel.node)];
 }
 
-/** Two runs' timelines, one above the other, aligned at the start of their k-th steps (step to step). */
+/** Two runs' timelines, one above the other, aligned at the start of their k-th steps (step to step).
+ *  On multi-rank runs a picker shows another rank of both runs, or every rank stacked (BASE's ranks,
+ *  then NEW's), each rank's k-th step at the same x. */
 export async function alignedTimelines(base, next, labels, ranks = [null, null]) {
   const id = "diff-timeline", title = "Timelines, step to step";
   const [ib, inew] = await Promise.all([runInfo(base), runInfo(next)]);
-  const side = (info, r) => (info.ranks || []).find((x) => x.rank === r) || (info.ranks || [])[0];  // the diff's compared rank
-  const rb = side(ib, ranks[0]), rn = side(inew, ranks[1]);
+  const usable = (info, run) => (info.ranks || []).filter((r) => r.steps.length && (!standalone || timelineSnapshot(r.rank, run).windows.length));
+  const lb = usable(ib, base), ln = usable(inew, next);
+  const side = (list, r) => list.find((x) => x.rank === r) || list[0];  // the diff's compared rank
+  const rb = side(lb, ranks[0]), rn = side(ln, ranks[1]);
   if (standalone && (!rb || !rn)) return card(id, title, null, el("p", {class: "empty", id: "aligned-missing"}, `This report carries no timelines (${SERVE_HINT} on both runs).`));
-  if (!rb || !rn || !rb.steps.length || !rn.steps.length) return card(id, title, null, el("p", {class: "empty"}, "one of the runs has no steps to align"));
-  const pairs = Math.min(rb.steps.length, rn.steps.length);
+  if (!rb || !rn) return card(id, title, null, el("p", {class: "empty"}, "one of the runs has no steps to align"));
+  // the choices: the compared pair, each other rank that both runs have, every common rank stacked
+  const common = lb.filter((r) => ln.some((x) => x.rank === r.rank) && !(r.rank === rb.rank && r.rank === rn.rank));
+  const choices = [{label: rb.rank === rn.rank ? `rank ${rb.rank}` : `rank ${rb.rank} ↔ rank ${rn.rank}`, pairs: [[rb, rn]]},
+    ...common.map((r) => ({label: `rank ${r.rank}`, pairs: [[r, side(ln, r.rank)]]}))];
+  const every = lb.filter((r) => ln.some((x) => x.rank === r.rank)).map((r) => [r, side(ln, r.rank)]);
+  if (every.length > 1) choices.push({label: `all ${every.length} ranks stacked`, pairs: every});
   const host = el("div", {class: "tlhost"});
   const ui = new TimelineUI(host);
-  const at = (k) => [rb.steps[k].start_ns, rn.steps[k].start_ns];
-  ui.mount([{key: "base", runId: base, rank: rb.rank, label: `BASE · ${labels[0]} · rank ${rb.rank}`, start_ns: rb.start_ns, end_ns: rb.end_ns, steps: rb.steps},
-    {key: "new", runId: next, rank: rn.rank, label: `NEW · ${labels[1]} · rank ${rn.rank}`, start_ns: rn.start_ns, end_ns: rn.end_ns, steps: rn.steps}]
-    .map((g, i) => ({...g, offset: at(0)[i]})), "since step start");
-  const pick = el("select", {id: "aligned-step", "aria-label": "align at step"}, [...Array(pairs).keys()].map((k) =>
-    el("option", {value: k}, `step ${rb.steps[k].step} ↔ step ${rn.steps[k].step}`)));
+  const stepSel = el("select", {id: "aligned-step", "aria-label": "align at step"});
+  const rankSel = choices.length > 1 ? el("select", {id: "aligned-rank", "aria-label": "ranks shown"},
+    choices.map((c, i) => el("option", {value: i}, c.label))) : null;
+  let groups = [];
   const align = (k) => {
-    ui.tl.setOffsets(at(k));
-    const len = Math.max(rb.steps[k].end_ns - rb.steps[k].start_ns, rn.steps[k].end_ns - rn.steps[k].start_ns);
-    ui.tl.show(0, len);
+    ui.tl.setOffsets(groups.map((g) => g.steps[k].start_ns));
+    ui.tl.show(0, Math.max(...groups.map((g) => g.steps[k].end_ns - g.steps[k].start_ns)));
     ui.tl.canvas.dataset.aligned = k;
+    ui.tl.canvas.dataset.ranks = groups.map((g) => `${g.key}`).join(",");
   };
-  pick.addEventListener("change", () => align(Number(pick.value)));
+  const build = (c, want) => {
+    const group = (tag, run, label, r) => ({key: `${tag}${r.rank}`, runId: run, rank: r.rank, label: `${tag.toUpperCase()} · ${label} · rank ${r.rank}`,
+      start_ns: r.start_ns, end_ns: r.end_ns, steps: r.steps});
+    groups = [...c.pairs.map(([b]) => group("base", base, labels[0], b)), ...c.pairs.map(([, n]) => group("new", next, labels[1], n))];
+    const pairs = Math.min(...groups.map((g) => g.steps.length));
+    const [sb, sn] = [groups[0], groups[groups.length - 1]];
+    const keep = Math.min(want ?? Number(stepSel.value || 0), pairs - 1);
+    stepSel.replaceChildren(...[...Array(pairs).keys()].map((k) => el("option", {value: k}, `step ${sb.steps[k].step} ↔ step ${sn.steps[k].step}`)));
+    ui.mount(groups.map((g) => ({...g, offset: g.steps[0].start_ns})), "since step start");
+    stepSel.value = String(keep);
+    requestAnimationFrame(() => align(Number(stepSel.value)));
+  };
+  stepSel.addEventListener("change", () => align(Number(stepSel.value)));
+  if (rankSel) rankSel.addEventListener("change", () => build(choices[Number(rankSel.value)]));
   const carried = standalone ? rb.steps.findIndex((s) => s.step === timelineSnapshot(rb.rank, base).step) : -1;
-  pick.value = String(Math.max(carried, 0));  // a report: the step pair whose events it carries
-  requestAnimationFrame(() => align(Number(pick.value)));
-  return card(id, title, `BASE above NEW, each side's compared rank; step N of each starts at 0, so the two steps' work can be compared `
+  build(choices[0], Math.max(carried, 0));  // a report: the step pair whose events it carries
+  return card(id, title, `BASE above NEW, each side's compared rank${rankSel ? " (or another rank, or every rank stacked)" : ""}; `
+    + "step N of each starts at 0, so the two steps' work can be compared "
     + "at the same scale (a shorter NEW step ends earlier). Pick the step pair to align."
     + (standalone ? ` This report carries one step pair's events exactly, the rest aggregated (${SERVE_HINT} for every step).` : ""),
-  el("div", {class: "tlbar"}, el("label", null, "align at ", pick)), ui.bar(null, false), legend(LEGEND), host, ui.panel.node);
+  el("div", {class: "tlbar"}, el("label", null, "align at ", stepSel), rankSel ? el("label", null, " ranks ", rankSel) : null),
+  ui.bar(null, false), legend(LEGEND), host, ui.panel.node);
 }
 
 /** The toolbar, search and details around one TimelineCanvas (rebuilt by mount()). */

@@ -59,3 +59,12 @@ def sawtooth(steps: int = 1500) -> dict[str, Any]:
 def write(path: Path, snap: dict[str, Any]) -> Path:
     path.write_bytes(pickle.dumps(snap, protocol=4))
     return path
+
+
+def two_devices() -> dict[str, Any]:
+    """Device 0: :func:`small` (peak 1000 B at +40 ms); device 1: :func:`sawtooth` (peak 1 MiB + 8 KiB at
+    +700.2 ms), each with its segment."""
+    a, b = small(), sawtooth()
+    seg1 = {**b["segments"][0], "device": 1}
+    return {"segments": [a["segments"][0], seg1], "device_traces": [a["device_traces"][0], b["device_traces"][0]],
+            "allocator_settings": {}}

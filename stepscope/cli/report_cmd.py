@@ -66,7 +66,7 @@ def _document_of_trace(path: str | None, no_cache: bool, span: str | None, ranks
 
 
 def _from_trace(path: str | None, title: str | None, step: int | None, no_cache: bool, span: str | None,
-                ranks: tuple[int, ...]) -> tuple[dict[str, Any], str]:
+                ranks: tuple[int, ...], snapshot: dict[str, Any] | None = None) -> tuple[dict[str, Any], str]:
     from stepscope.analysis.bundle import analyze
     from stepscope.cli.analyze_cmd import findings_for
     from stepscope.report import json_out
@@ -78,10 +78,11 @@ def _from_trace(path: str | None, title: str | None, step: int | None, no_cache:
     with bundle.memo.active():
         findings = [finding_dict(f) for f in findings_for(bundle)]
         doc = json_out.to_json(bundle, findings)
-        return doc, render_page(run_payload(bundle, doc, title=title, step=step))
+        payload = run_payload(bundle, doc, title=title, step=step)
+        return doc, render_page({**payload, "snapshot": snapshot} if snapshot else payload)
 
 
-def _from_document(doc: dict[str, Any], path: str, title: str | None) -> str:
+def _from_document(doc: dict[str, Any], path: str, title: str | None, snapshot: dict[str, Any] | None = None) -> str:
     from stepscope.server.standalone import default_title, diff_payload, document_payload, render_page
 
     if "overall" in doc and "ranks" not in doc:
@@ -89,7 +90,8 @@ def _from_document(doc: dict[str, Any], path: str, title: str | None) -> str:
 
         return render_page(diff_payload(_checked_diff(doc), title=title or diff_title(doc)))
     name = title or default_title(str(doc.get("source") or path))
-    return render_page(document_payload(_checked_run(doc), title=name))
+    payload = document_payload(_checked_run(doc), title=name)
+    return render_page({**payload, "snapshot": snapshot} if snapshot else payload)
 
 
 def _checked_run(doc: dict[str, Any]) -> dict[str, Any]:
@@ -123,16 +125,27 @@ def _checked_diff(doc: dict[str, Any]) -> dict[str, Any]:
 @click.option("--md", "as_md", is_flag=True, help=MD_HELP)
 @click.option("--title", default=None, help="Page title (default: the trace's name).")
 @click.option("--step", type=int, default=None, help="Step shown in the timeline (default: the median one).")
+@click.option("--snapshot", "snapshot_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Also carry this allocator snapshot (torch.cuda.memory._dump_snapshot pickle) in the report's "
+                   "Memory snapshot view; without PATH, a report of the snapshot alone.")
 @map_reduce_option
 @trace_options
 def command(path: str | None, output: str | None, as_md: bool, title: str | None, step: int | None,
-            no_cache: bool, span: str | None, ranks: tuple[int, ...], map_reduce: bool | None = None) -> None:
-    """Write a self-contained HTML report of a trace (or of a saved --json document); with --md, the
-    Markdown summary instead (to -o FILE, else stdout)."""
+            snapshot_path: str | None, no_cache: bool, span: str | None, ranks: tuple[int, ...],
+            map_reduce: bool | None = None) -> None:
+    """Write a self-contained HTML report of a trace (or of a saved --json document; with --snapshot, of
+    an allocator snapshot too, or alone); with --md, the Markdown summary instead (to -o FILE, else stdout)."""
     from stepscope.server.standalone import write_text
 
     if output is None and not as_md:
         raise click.UsageError("give -o FILE for the HTML report, or --md for the Markdown summary")
+    if snapshot_path is not None and as_md:
+        raise click.UsageError("--snapshot is shown by the HTML report (-o FILE); "
+                               "`stepscope memory SNAPSHOT` prints it")
+    snapshot = _snapshot(snapshot_path)
+    if snapshot is not None and path is None:
+        _write_snapshot_report(snapshot, snapshot_path or "", output or "", title)
+        return
     doc = saved_document(path)
     if as_md:
         if doc is None:
@@ -144,11 +157,27 @@ def command(path: str | None, output: str | None, as_md: bool, title: str | None
     if map_reduce:
         raise click.UsageError("--map-reduce makes the document of --md; the HTML page reads the whole model")
     if doc is not None:
-        page = _of_saved(str(path), partial(_from_document, doc, str(path), title))
+        page = _of_saved(str(path), partial(_from_document, doc, str(path), title, snapshot))
     else:
-        doc, page = _from_trace(path, title, step, no_cache, span, ranks)
+        doc, page = _from_trace(path, title, step, no_cache, span, ranks, snapshot)
     assert output is not None
     size = write_text(output, page)
+    click.echo(f"wrote {output} ({size / 1024:,.0f} kB)", err=True)
+
+
+def _snapshot(path: str | None) -> dict[str, Any] | None:
+    """The allocator snapshot as a report carries it (read by the restricted reader), or None."""
+    if path is None:
+        return None
+    from stepscope.server.standalone import snapshot_section
+
+    return snapshot_section(path)
+
+
+def _write_snapshot_report(snapshot: dict[str, Any], path: str, output: str, title: str | None) -> None:
+    from stepscope.server.standalone import render_page, snapshot_payload, write_text
+
+    size = write_text(output, render_page(snapshot_payload(snapshot, title=title or f"stepscope · {Path(path).name}")))
     click.echo(f"wrote {output} ({size / 1024:,.0f} kB)", err=True)
 
 

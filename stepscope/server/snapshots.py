@@ -14,6 +14,7 @@ browser then asks for
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,7 +48,8 @@ class SnapshotResults:
 
 
 def analyse_snapshot(entry: RunEntry) -> SnapshotResults:
-    """Read the snapshot and compute its summary (once per served snapshot)."""
+    """Read the snapshot (the restricted reader: a snapshot is untrusted) and compute its summary (once per
+    served snapshot, or for a standalone report)."""
     from stepscope.ingest.snapshot import read_snapshot
 
     snap = read_snapshot(entry.path)
@@ -101,6 +103,25 @@ def curve(res: SnapshotResults, q: dict[str, str], points: int) -> bytes:
     return dumps(curve_window(res.snap, device(res, q), start, end, points))
 
 
+def peak_windows(res: SnapshotResults, dev: int, points: int = 800) -> list[dict[str, Any]]:
+    """The device's whole curve, then windows centred on its peak (a quarter, a sixteenth, the 2 % that
+    the view's "zoom to the peak" asks for, 1/256 of the history): what a standalone report carries."""
+    h = next(x for x in summarize_history(res) if x["device"] == dev)
+    full = max(float(h["duration_ms"]), 0.01)
+    out = [curve_window(res.snap, dev, 0.0, full, points)]
+    for frac in (1 / 4, 1 / 16, 0.02, 1 / 256):
+        span = full * frac
+        start = max(0.0, min(float(h["peak_ms"]) - span / 2, full - span))
+        out.append(curve_window(res.snap, dev, start, start + span, points))
+    return out
+
+
+def summarize_history(res: SnapshotResults) -> list[dict[str, Any]]:
+    """The summary's per-device history (``stepscope memory --json``'s ``history``)."""
+    history: list[dict[str, Any]] = json.loads(res.doc)["history"]
+    return history
+
+
 def _frames(snap: AllocatorSnapshot, sid: int) -> list[str]:
     if sid < 0:
         return []
@@ -110,6 +131,11 @@ def _frames(snap: AllocatorSnapshot, sid: int) -> list[str]:
 
 def allocations(res: SnapshotResults, dev: int, offset: int, limit: int) -> bytes:
     """One page of the allocations live at the device's peak, largest first, each with its stack."""
+    return dumps(allocations_page(res, dev, offset, limit))
+
+
+def allocations_page(res: SnapshotResults, dev: int, offset: int, limit: int) -> dict[str, Any]:
+    """:func:`allocations` as an object."""
     snap, t = res.snap, res.snap.trace
     rows = res.peak_rows[dev]
     page = rows[offset:offset + limit]
@@ -118,5 +144,5 @@ def allocations(res: SnapshotResults, dev: int, offset: int, limit: int) -> byte
               "time_ms": round((int(t["time_us"][r]) - t0) / 1e3, 3), "site": snap.frame_text(int(t["site"][r])),
               "category": CATEGORIES[int(res.categories[int(t["stack"][r])])],
               "stack": _frames(snap, int(t["stack"][r]))} for r in page.tolist()]
-    return dumps({"device": dev, "total": len(rows), "total_bytes": int(t["size"][rows].sum()),
-                  "offset": offset, "limit": limit, "allocations": items})
+    return {"device": dev, "total": len(rows), "total_bytes": int(t["size"][rows].sum()),
+            "offset": offset, "limit": limit, "allocations": items}

@@ -16,6 +16,9 @@ of the trace can close the script). ``static/data.js`` reads that object instead
              (arguments, shapes, call stack, launch, op, kernels) — what the timeline shows
              without a server
 ``diff``     the diff document (``diff --html``)
+``snapshot`` (``report --snapshot FILE``) an allocator snapshot: its summary, per device the curve
+             windows around its peak and the largest allocations live at it (:func:`snapshot_section`);
+             with no trace, the report is of kind ``"snapshot"``
 ``runs``     (a diff, when the traces were at hand) per side, ``"base"`` / ``"new"``: ``info`` and
              ``timeline`` of the compared rank as above, then of the other ranks both runs have
              (:data:`ALIGNED_RANKS` per side at most), each snapshot step the same ordinal on every
@@ -45,7 +48,9 @@ from stepscope.analysis.timeline_details import details_table
 from stepscope.model.trace import Trace
 from stepscope.report.fmt import clip, culprits_of
 from stepscope.report.json_out import clean
+from stepscope.server.discover import RunEntry
 from stepscope.server.results import memory_of, rank_info
+from stepscope.server.snapshots import allocations_page, analyse_snapshot, peak_windows
 
 FORMAT = "stepscope-standalone"
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; "
@@ -57,6 +62,9 @@ OVERVIEW_ITEMS = 4000
 STEP_ITEMS = 10000
 #: ranks per side whose aligned timelines a diff report carries (the compared rank first)
 ALIGNED_RANKS = 4
+#: an allocator snapshot's curve windows: points each (as snapshot.js asks); allocations carried per device
+SNAPSHOT_POINTS = 800
+SNAPSHOT_ALLOCATIONS = 100
 
 _IMPORT = re.compile(r'^import \{([^}]*)\} from "\./([a-z_]+\.js)";[ \t]*$', re.M)
 _AS = re.compile(r"\s+as\s+")
@@ -267,6 +275,22 @@ def aligned_runs(base: Trace, base_rank: int, new: Trace, new_rank: int, *,
             timeline[str(info["rank"])] = timeline_snapshot(trace, info, step)
         out[side] = {"info": {"ranks": side_infos}, "timeline": timeline}
     return out
+
+
+def snapshot_section(path: str | Path) -> dict[str, Any]:
+    """An allocator snapshot as the report carries it (what ``serve`` answers about it, precomputed): the
+    summary, per device the whole curve and windows around its peak, and the allocations live at the peak
+    (the :data:`SNAPSHOT_ALLOCATIONS` largest). Read by the restricted reader: a snapshot is untrusted."""
+    p = Path(path)
+    res = analyse_snapshot(RunEntry(id="report", label=p.name, path=p, kind="snapshot"))
+    return {"summary": json.loads(res.doc),
+            "curves": {str(d): peak_windows(res, d, SNAPSHOT_POINTS) for d in res.devices},
+            "allocations": {str(d): allocations_page(res, d, 0, SNAPSHOT_ALLOCATIONS) for d in res.devices}}
+
+
+def snapshot_payload(section: Mapping[str, Any], *, title: str) -> dict[str, Any]:
+    """A report of an allocator snapshot alone (``report --snapshot FILE -o r.html``)."""
+    return {"format": FORMAT, "version": 1, "kind": "snapshot", "title": title, "snapshot": dict(section)}
 
 
 def write_text(path: str | Path, text: str) -> int:

@@ -3,12 +3,13 @@
 //   #/run/<id>/<view>?rank=<r>     overview | steps | kernels | operators | modules | memory | distributed | graphs |
 //                                  timeline | whatif | roofline
 //                                  (whatif also takes &remedy=<name>: that remedy replayed at once)
-//   #/run/<id>/snapshot            an allocator snapshot (run kind "snapshot"; its only view: snapshot.js)
+//   #/run/<id>/snapshot            an allocator snapshot (run kind "snapshot"; its only view: snapshot.js), or
+//                                  in a report of a run made with `--snapshot FILE`, the snapshot it carries
 //   #/diff?base=<id>&new=<id>      compare two runs
 // The same app is the standalone report (data.js): one run (or one diff) embedded in the file.
 
 import {el, clear, empty, fmtMs, fmtBytes} from "./util.js";
-import {standalone, embeddedKind, reportTitle, listRuns, runDocument} from "./data.js";
+import {standalone, embeddedKind, reportTitle, listRuns, runDocument, carriesSnapshot} from "./data.js";
 import {overviewView, stepsView, kernelsView, operatorsView} from "./views.js";
 import {memoryView, distributedView, modulesView} from "./views_more.js";
 import {timelineView} from "./timeline.js";
@@ -73,7 +74,8 @@ function header(route, run, rank) {
 function navLinks(route, run, rank) {
   clear(nav);
   if (route.page === "run" && run) {
-    for (const [key, label] of run.kind === "snapshot" ? SNAPSHOT_VIEWS : VIEWS) {
+    const views = run.kind === "snapshot" ? SNAPSHOT_VIEWS : carriesSnapshot() ? [...VIEWS, ...SNAPSHOT_VIEWS] : VIEWS;
+    for (const [key, label] of views) {
       nav.append(el("a", {href: href(run.id, key, rank), "data-view": key, class: key === route.view ? "on" : null}, label));
     }
   }
@@ -132,6 +134,10 @@ async function runPage(r, my) {
   const rank = r.rank !== null && ranks.includes(Number(r.rank)) ? Number(r.rank) : ranks[0];
   header(r, {...run, ranks}, rank);
   if (rank === undefined) return show(el("section", {class: "card"}, empty("this run has no ranks")), my);
+  if (r.view === "snapshot" && carriesSnapshot()) {  // a report of a run with its allocator snapshot
+    document.title = `Memory snapshot · ${reportTitle()}`;
+    return show(await snapshotView({runId: r.id, run}), my);
+  }
   const doc = await runDocument(r.id, rank);
   const entry = VIEWS.find(([k]) => k === r.view) || VIEWS[0];
   document.title = standalone ? `${entry[1]} · ${reportTitle()}` : `${entry[1]} · ${run.label} · stepscope`;
@@ -141,8 +147,8 @@ async function runPage(r, my) {
 
 async function snapshotPage(r, run, my) {
   header(r, run, null);
-  show(loading(`reading ${run.label}… (once, on the server; the page receives only what it shows)`), my);
-  document.title = `Memory snapshot · ${run.label} · stepscope`;
+  show(loading(standalone ? `drawing ${run.label}…` : `reading ${run.label}… (once, on the server; the page receives only what it shows)`), my);
+  document.title = standalone ? `Memory snapshot · ${reportTitle()}` : `Memory snapshot · ${run.label} · stepscope`;
   show(await snapshotView({runId: r.id, run}), my);
 }
 

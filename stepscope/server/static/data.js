@@ -10,7 +10,9 @@
 //    timeline: {rank: {step, windows: [window, ...], details}},  a few precomputed timeline windows and
 //                               the details of their events (details.js)
 //    diff,                      the diff document (kind "diff")
-//    runs: {base: {info, timeline}, new: {info, timeline}}}   a diff's sides, for its aligned timelines
+//    runs: {base: {info, timeline}, new: {info, timeline}},   a diff's sides, for its aligned timelines
+//    snapshot: {summary, curves: {device: [window, ...]}, allocations: {device: page}}}
+//                               an allocator snapshot (`report --snapshot FILE`; kind "snapshot" alone)
 //
 // The views call only the functions below, so each of them works in both. What needs the trace
 // (a new what-if replay, a timeline window that was not precomputed) says so in the standalone file.
@@ -36,6 +38,11 @@ export function reportTitle() {
 }
 
 function summary() {
+  if (embedded.kind === "snapshot") {
+    const hist = (embedded.snapshot.summary.history || []);
+    return {id: REPORT_ID, label: embedded.title || "allocator snapshot", kind: "snapshot", state: "ready", ranks: [],
+      devices: hist.map((h) => h.device), peak_live_bytes: Math.max(0, ...hist.map((h) => h.peak_live_bytes))};
+  }
   const doc = embedded.doc;
   const first = (doc.ranks || [])[0] || {};
   const verdict = (doc.verdicts || [])[0];
@@ -48,7 +55,7 @@ function summary() {
 /** The runs list (a standalone run report: its one run; a standalone diff: none). */
 export async function listRuns(fresh = true) {
   if (!standalone) return (await api("/api/v1/runs", fresh)).runs;
-  return embedded.doc ? [summary()] : [];
+  return embedded.doc || embedded.kind === "snapshot" ? [summary()] : [];
 }
 
 /** The run's §12 document; with a rank, cut to that rank (as GET /api/v1/runs/{id}?rank=). */
@@ -168,24 +175,45 @@ export async function replay(id, body) {
   return post(`/api/v1/runs/${encodeURIComponent(id)}/whatif`, body);
 }
 
-function served(what) {
-  if (standalone) throw new Error(`${what}: ${SERVE_HINT}`);
+/** True when a standalone report carries an allocator snapshot (`report --snapshot FILE`). */
+export function carriesSnapshot() {
+  return standalone && !!embedded.snapshot;
 }
 
-/** An allocator snapshot's summary (`stepscope memory --json`), served only. */
+function carriedSnapshot(what) {
+  if (!standalone) return null;
+  if (!embedded.snapshot) throw new Error(`${what}: ${SERVE_HINT}`);
+  return embedded.snapshot;
+}
+
+/** An allocator snapshot's summary (`stepscope memory --json`). */
 export async function snapshotSummary(id) {
-  served("an allocator snapshot");
-  return api(`/api/v1/runs/${id}/snapshot`);
+  const snap = carriedSnapshot("an allocator snapshot");
+  return snap ? snap.summary : api(`/api/v1/runs/${id}/snapshot`);
 }
 
-/** One window of a snapshot's live-bytes curve: {device, start_ms, end_ms, points_in_window, live_before_bytes, time_ms, live_bytes}. */
+/** One window of a snapshot's live-bytes curve: {device, start_ms, end_ms, points_in_window, live_before_bytes, time_ms, live_bytes}.
+ *  Standalone: the narrowest carried window (the whole curve, windows around the peak) that covers
+ *  the request (else the whole curve). */
 export async function snapshotCurve(id, params) {
-  served("an allocator snapshot");
-  return api(`/api/v1/runs/${id}/snapshot/curve${query(params)}`);
+  const snap = carriedSnapshot("an allocator snapshot");
+  if (!snap) return api(`/api/v1/runs/${id}/snapshot/curve${query(params)}`);
+  const windows = (snap.curves || {})[String(params.device)] || [];
+  if (!windows.length) throw new Error(`this report carries no curve of device ${params.device}`);
+  const a = Number(params.start_ms), b = Number(params.end_ms), slack = (b - a) * 1e-3;
+  const width = (w) => w.end_ms - w.start_ms;
+  const covers = windows.filter((w) => w.start_ms <= a + slack && w.end_ms >= b - slack);
+  return covers.length ? covers.reduce((p, q) => (width(q) < width(p) ? q : p)) : windows[0];
 }
 
-/** A page of the allocations live at a snapshot's peak: {device, total, total_bytes, offset, limit, allocations}. */
+/** A page of the allocations live at a snapshot's peak: {device, total, total_bytes, offset, limit, allocations}
+ *  (standalone: a page of the largest ones the file carries, with `carried`, how many it carries). */
 export async function snapshotAllocations(id, params) {
-  served("an allocator snapshot");
-  return api(`/api/v1/runs/${id}/snapshot/allocations${query(params)}`);
+  const snap = carriedSnapshot("an allocator snapshot");
+  if (!snap) return api(`/api/v1/runs/${id}/snapshot/allocations${query(params)}`);
+  const all = (snap.allocations || {})[String(params.device)];
+  if (!all) throw new Error(`this report carries no allocations of device ${params.device}`);
+  const offset = Math.max(0, Math.min(Number(params.offset) || 0, Math.max(all.allocations.length - 1, 0)));
+  return {...all, offset, limit: Number(params.limit), carried: all.allocations.length,
+    allocations: all.allocations.slice(offset, offset + Number(params.limit))};
 }

@@ -7,11 +7,13 @@
 //   GET /api/v1/runs/<id>/snapshot/allocations?device&offset&limit
 //                                                          a page of the allocations live at the peak
 // Zooming (wheel over the curve, or the buttons) asks for the narrower window at the same number of
-// points: a finer level of detail, never the whole history.
+// points: a finer level of detail, never the whole history. A picker switches between the devices
+// that have a history. In a standalone report (`report --snapshot FILE`) the same answers come from
+// the file: the whole curve and a few windows around each device's peak, the largest allocations.
 
 import {el, clear, card, empty, fmtMs, fmtNum, fmtBytes} from "./util.js";
 import {lineChart, legend} from "./charts.js";
-import {snapshotSummary, snapshotCurve, snapshotAllocations} from "./data.js";
+import {snapshotSummary, snapshotCurve, snapshotAllocations, standalone, SERVE_HINT} from "./data.js";
 
 const POINTS = 800;
 const PAGE = 25;
@@ -24,9 +26,12 @@ function stat(key, value, text, label) {
     el("div", {class: "k"}, label));
 }
 
-function summaryCards(doc, h) {
+function summaryCards(doc, h, pick = null) {
   const seg = doc.segments;
-  return card("snap-summary", "Allocator snapshot", doc.source, el("div", {class: "stats", id: "snap-stats"},
+  return card("snap-summary", "Allocator snapshot", doc.source,
+    pick ? el("div", {class: "tablebar"}, el("label", null, "device ", pick), el("span", {class: "muted"},
+      ` ${(doc.history || []).length} devices with an allocation history`)) : null,
+    el("div", {class: "stats", id: "snap-stats"},
     stat("peak_live_bytes", h ? h.peak_live_bytes : 0, fmtBytes(h ? h.peak_live_bytes : 0), `device ${h ? h.device : "–"} peak live`),
     stat("peak_ms", h ? h.peak_ms : 0, fmtMs(h ? h.peak_ms : null), "peak at (after the first entry)"),
     stat("reserved_bytes", seg.reserved_bytes, fmtBytes(seg.reserved_bytes), "reserved at the dump"),
@@ -89,7 +94,9 @@ function curveCard(runId, h) {
     btn("snap-zoom-reset", "whole history", () => load(full)));
   const done = load(full);
   return {node: card("snap-history", `Live bytes over time, device ${h.device}`,
-    "Allocated minus freed bytes replayed from the allocator's history. Scroll over the curve to zoom: each zoom asks the server for a finer window.",
+    "Allocated minus freed bytes replayed from the allocator's history. Scroll over the curve to zoom: "
+      + (standalone ? `this report carries the whole curve and finer windows around the peak (${SERVE_HINT} for every window).`
+        : "each zoom asks the server for a finer window."),
     legend([["live", "live bytes", "#4c78a8"]]), bar, holder, info), done};
 }
 
@@ -97,6 +104,7 @@ function curveCard(runId, h) {
 function allocationsCard(runId, h) {
   const tbody = el("tbody");
   const count = el("span", {class: "count", id: "snap-alloc-count"});
+  const carried = el("p", {class: "note", id: "snap-alloc-carried"});
   const stack = el("ol", {class: "stack", id: "snap-stack"});
   let offset = 0, total = 0;
   const prev = el("button", {type: "button", id: "snap-alloc-prev", on: {click: () => page(offset - PAGE)}}, "previous");
@@ -113,23 +121,37 @@ function allocationsCard(runId, h) {
       el("td", {class: "txt", title: a.site}, a.site || "–"))));
     count.textContent = `${fmtNum(offset + 1)}–${fmtNum(offset + p.allocations.length)} of ${fmtNum(total)} allocations (${fmtBytes(p.total_bytes)})`;
     prev.disabled = offset === 0;
-    next.disabled = offset + PAGE >= total;
+    next.disabled = offset + PAGE >= Math.min(total, p.carried ?? total);
+    carried.textContent = p.carried !== undefined && p.carried < total
+      ? `This report carries the largest ${fmtNum(p.carried)} of them (${SERVE_HINT} for the rest).` : "";
   }
   const head = el("tr", null, ["#", "size", "allocated at", "category", "site"].map((t) => el("th", null, t)));
   const done = page(0);
   return {node: card("snap-allocations", "Allocations live at the peak", "Largest first; click a row for its Python stack (innermost frame first).",
-    el("div", {class: "tablebar"}, prev, next, count),
+    el("div", {class: "tablebar"}, prev, next, count), carried,
     el("div", {class: "tablewrap"}, el("table", {class: "data", id: "snap-alloc-table"}, el("thead", null, head), tbody)),
     el("h3", null, "Stack"), stack), done};
 }
 
+/** The summary, then one device's curve, categories and allocations; a picker switches the device
+ *  (the one with the highest peak first). */
 export async function snapshotView(ctx) {
   const doc = await snapshotSummary(ctx.runId);
-  const hist = doc.history || [];
-  const h = hist.reduce((a, b) => (a && a.peak_live_bytes >= b.peak_live_bytes ? a : b), null);
-  const out = [summaryCards(doc, h)];
-  if (!h) return [...out, card("snap-history", "Live bytes over time", null, empty("no allocation history: record it with torch.cuda.memory._record_memory_history"))];
-  const curve = curveCard(ctx.runId, h), allocs = allocationsCard(ctx.runId, h);
-  await Promise.all([curve.done, allocs.done]);
-  return [...out, curve.node, categoryCard(h), allocs.node];
+  const hist = [...(doc.history || [])].sort((a, b) => b.peak_live_bytes - a.peak_live_bytes || a.device - b.device);
+  if (!hist.length) return [summaryCards(doc, null), card("snap-history", "Live bytes over time", null, empty("no allocation history: record it with torch.cuda.memory._record_memory_history"))];
+  const holder = el("div", {id: "snap-device-views"});
+  const pick = hist.length > 1 ? el("select", {id: "snap-device", "aria-label": "device"}, hist.map((h) =>
+    el("option", {value: h.device}, `device ${h.device} · peak ${fmtBytes(h.peak_live_bytes)}`))) : null;
+  let seq = 0;
+  const showDevice = async (h) => {
+    const my = ++seq;
+    const curve = curveCard(ctx.runId, h), allocs = allocationsCard(ctx.runId, h);
+    await Promise.all([curve.done, allocs.done]);
+    if (my !== seq) return;
+    holder.replaceChildren(summaryCards(doc, h, pick), curve.node, categoryCard(h), allocs.node);
+    holder.dataset.device = h.device;
+  };
+  if (pick) pick.addEventListener("change", () => showDevice(hist.find((h) => String(h.device) === pick.value)));
+  await showDevice(hist[0]);
+  return [holder];
 }

@@ -34,9 +34,11 @@ class BoundedConsole(Console):
 
 def fit_table(table: Table, width: int) -> int:
     """Fit a table into ``width`` columns without cutting a number: numeric (right-aligned) columns
-    never shrink below their widest cell (their headers wrap), text columns may wrap down to
-    :data:`TEXT_MIN_WIDTH`, and the last columns are dropped until the table fits (the first two
-    always stay). Returns how many columns were dropped (the caption says so)."""
+    never shrink below their widest cell (their headers wrap), text columns may shrink down to
+    :data:`TEXT_MIN_WIDTH` (their texts wrap or end in "…"), and the last columns are dropped until
+    the table fits (the first two always stay). A table wider than ``width`` gets every column's width
+    set here — rich, left to itself, keeps a no-wrap header whole and crops the table's right edge,
+    numbers included. Returns how many columns were dropped (the caption says so)."""
     for col in table.columns:
         if col.justify == "right":
             col.min_width = _needed(col)  # never narrower than its widest number; the header may wrap
@@ -47,6 +49,8 @@ def fit_table(table: Table, width: int) -> int:
     if dropped:
         note = f"{dropped} column{'s' if dropped > 1 else ''} not shown at {width} columns (wider terminal or --json)"
         table.caption = f"{table.caption} · {note}" if table.caption else note
+    if sum(_natural(c) + 3 for c in table.columns) + 1 > width:
+        _set_widths(table, width)
     return dropped
 
 
@@ -60,19 +64,45 @@ def _cell_len(cell: object) -> int:
 
 
 def _needed(col: Column) -> int:
-    """The narrowest a column may be: numbers whole, headers by their longest word, text wrapped."""
+    """The narrowest a column may be: numbers whole, headers by their longest word, text wrapped or cut."""
     cells = [_cell_len(c) for c in col.cells]
     header = max((len(w) for w in str(col.header).split()), default=0)
     if col.width is not None:
         return col.width
-    if col.justify == "right" or col.no_wrap:
+    if col.justify == "right":
         return max([header, *cells])
     return max(header, min(max(cells, default=0), TEXT_MIN_WIDTH))
+
+
+def _natural(col: Column) -> int:
+    """The width a column takes when nothing constrains it (its whole header, its widest cell)."""
+    if col.width is not None:
+        return col.width
+    widest = max([_cell_len(col.header), *(_cell_len(c) for c in col.cells)])
+    return min(widest, col.max_width) if col.max_width is not None else widest
 
 
 def _table_width(table: Table) -> int:
     """Columns at their narrowest, with each column's padding and rule."""
     return sum(_needed(c) + 3 for c in table.columns) + 1
+
+
+def _set_widths(table: Table, width: int) -> None:
+    """Every column at its narrowest, then what is left handed out — to the text columns first, up to
+    their natural width, then to the numeric ones (whose headers then wrap less); set as fixed widths.
+    Numeric columns wrap their headers only (a number is never wider than its column)."""
+    cols = list(table.columns)
+    widths = [_needed(c) for c in cols]
+    room = width - sum(w + 3 for w in widths) - 1
+    order = sorted(range(len(cols)), key=lambda i: cols[i].justify == "right")  # text columns first
+    for i in order:
+        more = max(0, min(room, _natural(cols[i]) - widths[i]))
+        widths[i] += more
+        room -= more
+    for col, w in zip(cols, widths):
+        col.width = w
+        if col.justify == "right":
+            col.no_wrap = False
 
 
 class FittingConsole(BoundedConsole):

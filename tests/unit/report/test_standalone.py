@@ -145,3 +145,56 @@ def test_the_timeline_snapshot_ranks_put_the_culprits_first() -> None:
     doc = {"cluster": {"slow_ranks": [5, 3], "arrivals": {"culprits": [{"rank": 9}, {"rank": 3}]}}}
     assert _snapshot_ranks(doc, list(range(12))) == [3, 9, 5, 0, 1, 2, 4, 6][:SNAPSHOT_RANKS]
     assert _snapshot_ranks({"cluster": None}, [4, 2]) == [4, 2]
+
+
+def test_report_carries_an_allocator_snapshot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``report --snapshot S`` (with the saved document, and alone): what the server answers about the
+    snapshot, precomputed — the summary, each device's whole curve then windows around its peak, the
+    largest allocations live at the peak; --md refuses it; a hostile pickle is one line, exit 2."""
+    from stepscope.analysis.allocator import curve_window
+    from stepscope.server import snapshots
+    from stepscope.server.discover import RunEntry
+    from tests.snapshot_builder import two_devices, write
+
+    snap = write(tmp_path / "two.pickle", two_devices())
+    res = snapshots.analyse_snapshot(RunEntry("x", snap.name, snap, "snapshot"))
+    saved = tmp_path / "saved.json"
+    saved.write_text(json.dumps(analysis_doc()))
+    for args, kind in (([str(saved)], "run"), ([], "snapshot")):
+        out = tmp_path / f"{kind}.html"
+        assert run_main(["report", *args, "--snapshot", str(snap), "-o", str(out)], capsys).returncode == 0
+        data = _embedded(out)
+        carried = data["snapshot"]
+        assert data["kind"] == kind and carried["summary"] == json.loads(res.doc)
+        assert sorted(carried["curves"]) == sorted(carried["allocations"]) == ["0", "1"]
+        for dev in (0, 1):
+            h = next(x for x in carried["summary"]["history"] if x["device"] == dev)
+            windows = carried["curves"][str(dev)]
+            assert windows[0] == json.loads(json.dumps(curve_window(res.snap, dev, 0.0, h["duration_ms"], 800)))
+            assert all(w["start_ms"] <= h["peak_ms"] <= w["end_ms"] for w in windows)
+            assert [round((w["end_ms"] - w["start_ms"]) / h["duration_ms"], 4) for w in windows] == \
+                [1.0, 0.25, 0.0625, 0.02, 0.0039]
+            assert carried["allocations"][str(dev)] == json.loads(snapshots.allocations(res, dev, 0, 100))
+    assert run_main(["report", "--md", "--snapshot", str(snap)], capsys).returncode == 2
+    bad = tmp_path / "bad.pickle"
+    bad.write_bytes(b"\x80\x04cos\nsystem\n(S'true'\ntR.")
+    res2 = run_main(["report", "--snapshot", str(bad), "-o", str(tmp_path / "b.html")], capsys)
+    assert res2.returncode == 2 and "bad.pickle" in res2.stderr and "Traceback" not in res2.stderr
+
+
+def test_a_diff_report_aligns_every_common_rank(tmp_path: Path) -> None:
+    """``aligned_runs`` on two two-rank runs: the compared rank first, then the other; every snapshot at
+    the same step ordinal, on every rank and side; ``max_ranks`` bounds them."""
+    import stepscope
+    from stepscope.server.standalone import aligned_runs
+
+    ddp = Path(__file__).resolve().parents[2] / "data" / "cpu_ddp_2rank"
+    trace = stepscope.load(ddp)
+    runs = aligned_runs(trace, 1, trace, 1)
+    for side in ("base", "new"):
+        infos = runs[side]["info"]["ranks"]
+        assert [i["rank"] for i in infos] == [1, 0] and set(runs[side]["timeline"]) == {"1", "0"}
+        k = [s["step"] for s in infos[0]["steps"]].index(runs[side]["timeline"]["1"]["step"])
+        assert runs[side]["timeline"]["0"]["step"] == infos[1]["steps"][k]["step"]
+        assert all(runs[side]["timeline"][r]["details"] for r in ("0", "1"))
+    assert [i["rank"] for i in aligned_runs(trace, 0, trace, 0, max_ranks=1)["new"]["info"]["ranks"]] == [0]

@@ -83,6 +83,13 @@ def per_rank(fn: Callable[[Trace, int], R]) -> Callable[[Trace, int], R]:
     return wrapper
 
 
+def shared(name: str, trace: Trace, rank: int, compute: Callable[[], R]) -> R:
+    """``compute()`` once per (name, trace, rank) in the active memo (afresh when none is active);
+    for passes keyed by more than the rank, ``name`` carries the rest of the key."""
+    memo = _ACTIVE.get()
+    return compute() if memo is None else memo.get(name, trace, rank, compute)
+
+
 def per_trace(fn: Callable[[Trace], R]) -> Callable[[Trace], R]:
     """Memoise a whole-trace pass ``fn(trace)`` in the active memo (the ``per_rank`` memo, rank -1)."""
     name = f"{fn.__module__}.{fn.__qualname__}"

@@ -14,6 +14,7 @@ from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.frames import TableResult
 from stepscope.analysis.hier import sum_to_ancestors
+from stepscope.model.masks import any_of
 from stepscope.model.schema import GPU_KINDS, EventKind
 from stepscope.model.trace import Trace
 
@@ -70,6 +71,6 @@ def compute_annotations(trace: Trace, rank: int) -> AnnotationView:
     gpu_ann = np.flatnonzero(mine & (ev["kind"] == EventKind.GPU_USER_ANNOTATION)).astype(np.int64)
     if len(host) == 0 and len(gpu_ann) == 0:
         raise NotApplicable(NO_ANNOTATIONS)
-    work = np.flatnonzero(mine & np.isin(ev["kind"], [int(k) for k in GPU_KINDS]) & (ev["launch"] >= 0))
+    work = np.flatnonzero(mine & any_of(ev["kind"], [int(k) for k in GPU_KINDS]) & (ev["launch"] >= 0))
     inside = sum_to_ancestors(ev["parent"], ev["launch"][work].astype(np.int64), ev["dur_ns"][work], len(ev))
     return AnnotationView(rank=rank, host=_table(trace, host, inside[host]), gpu=_table(trace, gpu_ann, None))

@@ -25,6 +25,7 @@ from stepscope.analysis import intervals
 from stepscope.analysis._memo import per_rank
 from stepscope.analysis.activity import is_comm_row
 from stepscope.analysis.frames import TableResult
+from stepscope.model.masks import any_of
 from stepscope.model.schema import GPU_KINDS, EventKind
 from stepscope.model.trace import Trace
 
@@ -83,8 +84,8 @@ def _whole_trace_window(trace: Trace, rank: int) -> StepWindows:
     starts at that activity, since the host time before it is not time the device waited for."""
     ev = trace.events
     mine = ev["rank"] == rank
-    gpu = np.flatnonzero(mine & np.isin(ev["kind"], [int(k) for k in GPU_KINDS]))
-    host = np.flatnonzero(mine & np.isin(ev["kind"], [EventKind.CPU_OP, EventKind.USER_ANNOTATION]))
+    gpu = np.flatnonzero(mine & any_of(ev["kind"], [int(k) for k in GPU_KINDS]))
+    host = np.flatnonzero(mine & any_of(ev["kind"], [EventKind.CPU_OP, EventKind.USER_ANNOTATION]))
     ts, end = ev["ts_ns"], ev["ts_ns"] + ev["dur_ns"]
     if len(gpu) + len(host) == 0:
         empty = np.zeros(0, np.int64)
@@ -124,7 +125,7 @@ def launched_in_steps(trace: Trace, rank: int, hs: I64, he: I64) -> tuple[I64, I
     """The rank's device rows, the host step each was launched in (clipped to 0) and whether its
     launch call lies wholly inside that step's host span (the work the step's window stretches over)."""
     ev = trace.events
-    gpu = np.flatnonzero((ev["rank"] == rank) & np.isin(ev["kind"], [int(k) for k in GPU_KINDS]))
+    gpu = np.flatnonzero((ev["rank"] == rank) & any_of(ev["kind"], [int(k) for k in GPU_KINDS]))
     launch = ev["launch"][gpu].astype(np.int64)
     lt = ev["ts_ns"][np.maximum(launch, 0)]
     le = lt + ev["dur_ns"][np.maximum(launch, 0)]
@@ -178,7 +179,7 @@ def role_masks(trace: Trace, rank: int) -> list[B]:
     step_name[step_rows] = True  # the ranges that mark the steps (ProfilerStep#N, or a repeating range)
     comm_op = pool.mask(lambda s: s.startswith(COMM_OPS))[name]
     old_python = pool.mask(lambda s: s.strip().lower() == "python")[ev["cat"]]
-    annotated = np.isin(kind, [EventKind.CPU_OP, EventKind.USER_ANNOTATION]) | (
+    annotated = any_of(kind, [EventKind.CPU_OP, EventKind.USER_ANNOTATION]) | (
         (kind == EventKind.PYTHON_FUNCTION) & old_python)
     kernel = kind == EventKind.KERNEL
     return [
@@ -186,8 +187,8 @@ def role_masks(trace: Trace, rank: int) -> list[B]:
         mine & (kind == EventKind.MEMCPY),
         mine & (kind == EventKind.MEMSET),
         mine & ((kernel & comm_kernel) | (kind == EventKind.COMMUNICATION) | (annotated & comm_op)),
-        mine & np.isin(kind, [EventKind.RUNTIME, EventKind.DRIVER]),
-        mine & np.isin(kind, [EventKind.CPU_OP, EventKind.USER_ANNOTATION]) & dl,
+        mine & any_of(kind, [EventKind.RUNTIME, EventKind.DRIVER]),
+        mine & any_of(kind, [EventKind.CPU_OP, EventKind.USER_ANNOTATION]) & dl,
         mine & annotated & ~dl & ~step_name & ~comm_op,
     ]
 

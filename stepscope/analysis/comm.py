@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis._memo import per_trace
+from stepscope.model.masks import any_of
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
 
@@ -178,16 +179,16 @@ def _classify(trace: Trace) -> CommClassification:
     ev, pool = trace.events, trace.strings
     n = len(ev)
     kind, name = ev["kind"], ev["name"]
-    host_comm = pool.mask(is_comm_op_name)[name] & np.isin(
-        kind, [EventKind.CPU_OP, EventKind.USER_ANNOTATION, EventKind.COMMUNICATION])
+    op_kinds = any_of(kind, [EventKind.CPU_OP, EventKind.USER_ANNOTATION, EventKind.COMMUNICATION])
+    host_comm = pool.mask(is_comm_op_name)[name] & op_kinds
     kernel = kind == EventKind.KERNEL
     by_name = kernel & pool.mask(is_comm_kernel_name)[name]
     launch = ev["launch"]
-    krows = np.flatnonzero(kernel & ~by_name & (launch >= 0))
-    op_kinds = np.isin(kind, [EventKind.CPU_OP, EventKind.USER_ANNOTATION, EventKind.COMMUNICATION])
-    enclosing = _first(_ancestors(ev["parent"], ev["parent"][launch[krows]]), op_kinds)
     by_op = np.zeros(n, bool)
-    by_op[krows] = (enclosing >= 0) & host_comm[np.maximum(enclosing, 0)]
+    if host_comm.any():  # without a communication op no kernel is communication by its op
+        krows = np.flatnonzero(kernel & ~by_name & (launch >= 0))
+        enclosing = _first(_ancestors(ev["parent"], ev["parent"][launch[krows]]), op_kinds)
+        by_op[krows] = (enclosing >= 0) & host_comm[np.maximum(enclosing, 0)]
     is_comm = by_name | by_op
     rows = np.flatnonzero(is_comm)
     anc = _ancestors(ev["parent"], np.where(launch[rows] >= 0, ev["parent"][np.maximum(launch[rows], 0)], -1))

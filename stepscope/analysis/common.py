@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis import intervals
-from stepscope.analysis._memo import per_rank
+from stepscope.analysis._memo import per_rank, shared
 from stepscope.analysis.breakdown import tb_step_windows
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
@@ -56,13 +56,21 @@ def step_windows(trace: Trace, rank: int) -> Windows:
 
 
 def rank_rows(trace: Trace, rank: int, kinds: tuple[int, ...] | None = None) -> I64:
-    """Row indices of a rank's events, optionally of some kinds only (a rank's rows are contiguous)."""
+    """Row indices of a rank's events, optionally of some kinds only (a rank's rows are contiguous);
+    made once per build and shared (read-only)."""
+    key = None if kinds is None else tuple(sorted({int(k) for k in kinds}))
+    return shared(f"{__name__}.rank_rows{key}", trace, rank, lambda: _rank_rows(trace, rank, key))
+
+
+def _rank_rows(trace: Trace, rank: int, kinds: tuple[int, ...] | None) -> I64:
     sl = trace.rank_slice(rank)
-    rows = np.arange(sl.start, sl.stop, dtype=np.int64)
-    if kinds is not None:
+    if kinds is None:
+        rows = np.arange(sl.start, sl.stop, dtype=np.int64)
+    else:
         wanted = np.zeros(256, bool)  # one lookup per row, not one comparison per kind
         wanted[np.array(kinds, np.int64) & 0xFF] = True
-        rows = rows[wanted[trace.events["kind"][sl].view(np.uint8)]]
+        rows = np.flatnonzero(wanted[trace.events["kind"][sl].view(np.uint8)]).astype(np.int64) + sl.start
+    rows.flags.writeable = False  # shared by every analysis of the build
     return rows
 
 

@@ -51,6 +51,7 @@ from stepscope.analysis.comm import classify
 from stepscope.analysis.common import I32, I64, interval_set, pct, rank_rows
 from stepscope.analysis.idle import is_dataloader_name
 from stepscope.analysis.sync import blocking_calls
+from stepscope.model.masks import any_of
 from stepscope.model.schema import GPU_KINDS, HOST_KINDS, EventKind
 from stepscope.model.steps import STEP_NAME
 from stepscope.model.trace import Trace
@@ -227,7 +228,7 @@ def _driver_rows(trace: Trace, rank: int) -> I64:
 def _blocking_set(trace: Trace, driver: I64) -> Iv:
     """When a driving thread is blocked waiting for the device (sync calls, synchronous copies)."""
     ev = trace.events
-    rt = driver[np.isin(ev["kind"][driver], [EventKind.RUNTIME, EventKind.DRIVER])]
+    rt = driver[any_of(ev["kind"][driver], [EventKind.RUNTIME, EventKind.DRIVER])]
     return interval_set(trace, rt[blocking_calls(trace, rt)])
 
 
@@ -272,7 +273,7 @@ def _host_claims(trace: Trace, rank: int, driver: I64) -> tuple[Iv, Iv, Iv]:
     loader = host[pool.mask(is_dataloader_name)[ev["name"][host]]]
     cls = classify(trace)
     comm = driver[(cls.coll_type[driver] > 0) | (ev["kind"][driver] == EventKind.COMMUNICATION)]
-    rt = driver[np.isin(ev["kind"][driver], [EventKind.RUNTIME, EventKind.DRIVER])]
+    rt = driver[any_of(ev["kind"][driver], [EventKind.RUNTIME, EventKind.DRIVER])]
     copy = rt[blocking_calls(trace, rt) & pool.mask(lambda s: "emcpy" in s)[ev["name"][rt]]]
     return interval_set(trace, loader), interval_set(trace, comm), interval_set(trace, copy)
 

@@ -22,6 +22,7 @@ from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.breakdown import is_dataloader
 from stepscope.analysis.common import F64, I64, B, in_step_rows, kept_steps, rank_rows
 from stepscope.analysis.hier import any_descendant
+from stepscope.model.masks import any_of
 from stepscope.model.schema import GPU_KINDS, EventKind
 from stepscope.model.trace import Trace
 
@@ -78,7 +79,7 @@ def _launching(trace: Trace, gpu: I64) -> B:
     op = ev["op"][gpu]
     if not (op >= 0).any() and not (ev["launch"][gpu] >= 0).any():
         raise NotApplicable("GPU activity is not linked to the host ops that launched it")
-    marked = np.isin(ev["kind"], [int(EventKind.RUNTIME), int(EventKind.DRIVER)])
+    marked = any_of(ev["kind"], [int(EventKind.RUNTIME), int(EventKind.DRIVER)])
     marked[op[op >= 0]] = True
     out: B = marked
     return out

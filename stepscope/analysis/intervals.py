@@ -6,6 +6,8 @@ it *normalised*: sorted, non-overlapping, non-empty intervals.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 import numpy.typing as npt
 
@@ -18,7 +20,7 @@ EMPTY: Intervals = (np.zeros(0, np.int64), np.zeros(0, np.int64))
 
 
 def union(starts: npt.ArrayLike, ends: npt.ArrayLike) -> Intervals:
-    """Merge overlapping or touching intervals (running max of ends, cumsum of gap flags)."""
+    """Merge overlapping or touching intervals (running max of ends; a run starts past the max so far)."""
     s = np.asarray(starts, np.int64)
     e = np.asarray(ends, np.int64)
     keep = e > s
@@ -31,11 +33,12 @@ def union(starts: npt.ArrayLike, ends: npt.ArrayLike) -> Intervals:
     run_end = np.maximum.accumulate(e)
     new = np.ones(len(s), bool)
     new[1:] = s[1:] > run_end[:-1]
-    group = np.cumsum(new) - 1
-    out_s = s[new]
-    out_e = np.zeros(len(out_s), np.int64)
-    np.maximum.at(out_e, group, e)
-    return out_s, out_e
+    first = np.flatnonzero(new)
+    # a run's end is the running max at its last row: every earlier end lies before the run starts
+    last = np.empty(len(first), np.int64)
+    last[:-1] = first[1:] - 1
+    last[-1] = len(s) - 1
+    return s[first], run_end[last]
 
 
 def total(iv: Intervals) -> int:
@@ -53,15 +56,42 @@ def intersect(a: Intervals, b: Intervals) -> Intervals:
     if len(a[0]) == 0 or len(b[0]) == 0:
         return EMPTY
     a_s, a_e = np.asarray(a[0], np.int64), np.asarray(a[1], np.int64)
-    lo = np.searchsorted(b[1], a_s, side="right")  # b's first interval ending after a starts
-    hi = np.searchsorted(b[0], a_e, side="left")  # past b's last interval starting before a ends
+    b_s, b_e = np.asarray(b[0], np.int64), np.asarray(b[1], np.int64)
+    lo = sorted_searchsorted(b_e, a_s, "right")  # b's first interval ending after a starts
+    hi = sorted_searchsorted(b_s, a_e, "left")  # past b's last interval starting before a ends
     count = np.maximum(hi - lo, 0)
     total_pieces = int(count.sum())
     if total_pieces == 0:
         return EMPTY
-    src = np.repeat(np.arange(len(a_s)), count)
-    j = np.arange(total_pieces) - np.repeat(np.cumsum(count) - count, count) + lo[src]
-    return np.maximum(a_s[src], b[0][j]), np.minimum(a_e[src], b[1][j])
+    if total_pieces == len(a_s) and bool((count == 1).all()):  # each meets one: no pieces to spread
+        return np.maximum(a_s, b_s[lo]), np.minimum(a_e, b_e[lo])
+    j = np.arange(total_pieces) + np.repeat(lo - (np.cumsum(count) - count), count)
+    return np.maximum(np.repeat(a_s, count), b_s[j]), np.minimum(np.repeat(a_e, count), b_e[j])
+
+
+#: below this many sorted needles (or with a haystack this many times longer) binary search wins
+MERGE_MIN_NEEDLES = 4096
+MERGE_MAX_RATIO = 16
+
+
+def sorted_searchsorted(hay: I64, needles: I64, side: Literal["left", "right"]) -> I64:
+    """``np.searchsorted(hay, needles, side)`` where the needles are sorted too.
+
+    On sets of similar size a stable sort of the two concatenated runs (timsort merges them in
+    linear time) is ~3x cheaper than one binary search per needle: each needle's place in the merged
+    order, less its own index, counts the hay values before it (stability orders ties: needles
+    first for "left", hay first for "right")."""
+    n, m = len(needles), len(hay)
+    if n < MERGE_MIN_NEEDLES or m > MERGE_MAX_RATIO * n:
+        return np.searchsorted(hay, needles, side=side).astype(np.int64)
+    if side == "left":
+        order = np.argsort(np.concatenate([needles, hay]), kind="stable")
+        pos = np.flatnonzero(order < n)
+    else:
+        order = np.argsort(np.concatenate([hay, needles]), kind="stable")
+        pos = np.flatnonzero(order >= m)
+    out: I64 = pos - np.arange(n)
+    return out
 
 
 def subtract(a: Intervals, b: Intervals) -> Intervals:
@@ -143,13 +173,29 @@ def split_at(iv: Intervals, cuts: npt.ArrayLike) -> tuple[I64, I64, I64]:
 def union_length_by_group(group: npt.ArrayLike, starts: npt.ArrayLike, ends: npt.ArrayLike, groups: int) -> I64:
     """Per group (``group`` = 0..groups-1 per interval), the length of the union of its intervals.
 
-    A segmented running maximum of the ends: times are replaced by their rank among all times and
-    offset by ``group × (number of times)``, so one ``maximum.accumulate`` never carries an end
-    across groups."""
+    A segmented running maximum of the ends: times are offset by ``group × span`` (``span`` longer
+    than all the times cover), so one ``maximum.accumulate`` never carries an end across groups;
+    where that would overflow int64, times are replaced by their rank among all times first."""
     g = np.asarray(group, np.int64)
     s, e = np.asarray(starts, np.int64), np.asarray(ends, np.int64)
     if len(g) == 0:
         return np.zeros(groups, np.int64)
+    t0 = min(int(s.min()), int(e.min()))
+    span = max(int(s.max()), int(e.max())) - t0 + 2
+    if span * (int(g.max()) + 1) >= 1 << 62:
+        return _union_length_by_rank(g, s, e, groups)
+    base = g * span - t0  # group g's times lie in [g·span, (g+1)·span - 1)
+    order = np.argsort(s + base, kind="stable")  # by group, then start: lexsort((s, g)) in one key
+    g, s, e, base = g[order], s[order], e[order], base[order]
+    run = np.maximum.accumulate(e + base)
+    prev = np.full(len(g), np.iinfo(np.int64).min)
+    same = g[1:] == g[:-1]
+    prev[1:] = np.where(same, run[:-1] - base[1:], prev[1:])
+    covered = np.maximum(e - np.maximum(s, prev), 0)
+    return np.rint(np.bincount(g, weights=covered, minlength=groups)).astype(np.int64)
+
+
+def _union_length_by_rank(g: I64, s: I64, e: I64, groups: int) -> I64:
     order = np.lexsort((s, g))
     g, s, e = g[order], s[order], e[order]
     times = unique(np.concatenate([s, e]))

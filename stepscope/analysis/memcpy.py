@@ -21,6 +21,7 @@ import numpy.typing as npt
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import F64, I32, I64, kept_steps, pct, rank_rows, step_windows, window_of
 from stepscope.analysis.named import NamedRows, named_rows
+from stepscope.model.masks import any_of
 from stepscope.model.schema import EventKind, MemcpyKind
 from stepscope.model.trace import Trace
 
@@ -103,7 +104,7 @@ def compute_memcpy(trace: Trace, rank: int, small_bytes: int = SMALL_BYTES) -> M
     groups = _group(direction, pageable, is_sync, nbytes, dur, small_bytes)
     n_steps = len(kept_steps(trace, rank))
     names = named_rows(trace, rows)
-    host = np.isin(direction, [int(MemcpyKind.H2D), int(MemcpyKind.D2H)]) & (step >= 0 if n_steps else True)
+    host = any_of(direction, [int(MemcpyKind.H2D), int(MemcpyKind.D2H)]) & (step >= 0 if n_steps else True)
     return MemcpyResult(rank, small_bytes, rows, step, direction, pageable, is_sync, nbytes, dur, bw, groups,
                         n_steps, _copy_set(host & (pageable == 1), names, nbytes, bw),
                         _copy_set(host & (nbytes >= 0) & (nbytes < small_bytes), names, nbytes, bw))

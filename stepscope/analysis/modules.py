@@ -19,6 +19,7 @@ from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.frames import TableResult
 from stepscope.analysis.hier import sum_to_ancestors
+from stepscope.model.masks import any_of
 from stepscope.model.schema import GPU_KINDS, HOST_KINDS
 from stepscope.model.trace import Trace
 from stepscope.model.tree import depths, nearest_marked_ancestor
@@ -51,7 +52,7 @@ def compute_modules(trace: Trace, rank: int) -> ModuleTable:
     """The module view of one rank; NotApplicable without module events."""
     ev = trace.events
     n = len(ev)
-    host = np.isin(ev["kind"], [int(k) for k in HOST_KINDS]) & (ev["rank"] == rank)
+    host = any_of(ev["kind"], [int(k) for k in HOST_KINDS]) & (ev["rank"] == rank)
     is_mod = host & trace.strings.mask(lambda s: s.startswith(PREFIX))[ev["name"]]
     rows = np.flatnonzero(is_mod).astype(np.int64)
     if len(rows) == 0:
@@ -61,7 +62,7 @@ def compute_modules(trace: Trace, rank: int) -> ModuleTable:
     child = rows[mod_parent[rows] >= 0]
     host_self = ev["dur_ns"].astype(np.float64) - np.bincount(mod_parent[child], weights=ev["dur_ns"][child],
                                                               minlength=n)
-    gpu = np.flatnonzero((ev["rank"] == rank) & np.isin(ev["kind"], [int(k) for k in GPU_KINDS])
+    gpu = np.flatnonzero((ev["rank"] == rank) & any_of(ev["kind"], [int(k) for k in GPU_KINDS])
                          & (ev["launch"] >= 0))
     owner = nearest_marked_ancestor(ev["parent"], ev["launch"][gpu].astype(np.int64), is_mod, include_self=True)
     dur = ev["dur_ns"][gpu]

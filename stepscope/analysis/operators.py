@@ -28,6 +28,7 @@ from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.frames import TableResult
 from stepscope.analysis.hier import any_descendant, sum_to_ancestors
 from stepscope.analysis.tensor_cores import tc_eligible_mask, tc_kernel_mask
+from stepscope.model.masks import any_of
 from stepscope.model.schema import GPU_KINDS, EventKind
 from stepscope.model.trace import Trace
 
@@ -111,7 +112,7 @@ def _merge_targets(trace: Trace, ops: B) -> I64:
     ev = trace.events
     n = len(ev)
     parent = ev["parent"].astype(np.int64)
-    node = np.isin(ev["kind"], [EventKind.CPU_OP, EventKind.USER_ANNOTATION, EventKind.PYTHON_FUNCTION])
+    node = any_of(ev["kind"], [EventKind.CPU_OP, EventKind.USER_ANNOTATION, EventKind.PYTHON_FUNCTION])
     has_p = node & (parent >= 0)
     children = np.bincount(parent[has_p], minlength=n)
     pc = np.maximum(parent, 0)
@@ -133,7 +134,7 @@ def _row_stats(trace: Trace, rank: int) -> _RowStats:
     target = _merge_targets(trace, ops)
     counted = np.flatnonzero(ops & (target == np.arange(n))).astype(np.int64)
     host_self = np.bincount(target[ops], weights=ev["self_ns"][ops], minlength=n).astype(np.float64)
-    gpu = np.flatnonzero((ev["rank"] == rank) & np.isin(ev["kind"], [int(k) for k in GPU_KINDS])
+    gpu = np.flatnonzero((ev["rank"] == rank) & any_of(ev["kind"], [int(k) for k in GPU_KINDS])
                          & (ev["op"] >= 0))
     dur = ev["dur_ns"][gpu].astype(np.float64)
     tc = tc_kernel_mask(pool)[ev["name"][gpu]] & (ev["kind"][gpu] == EventKind.KERNEL)

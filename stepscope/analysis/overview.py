@@ -23,6 +23,7 @@ from stepscope.analysis._memo import per_rank
 from stepscope.analysis.breakdown import StepBreakdown, compute_breakdown
 from stepscope.analysis.occupancy import kernel_occupancy
 from stepscope.analysis.tensor_cores import tc_kernel_mask
+from stepscope.model.masks import any_of
 from stepscope.model.schema import GPU_KINDS, EventKind
 from stepscope.model.trace import DeviceInfo, Trace
 
@@ -107,7 +108,7 @@ def _gpu_metrics(trace: Trace, rows: I64, dev: DeviceInfo | None, lo: int, hi: i
 def gpu_busy_span(trace: Trace, rank: int, steps: I64) -> tuple[int, int]:
     """Union and extent (ns) of the rank's GPU activity launched inside the given steps (all without steps)."""
     ev = trace.events
-    gpu = np.flatnonzero((ev["rank"] == rank) & np.isin(ev["kind"], [int(k) for k in GPU_KINDS]))
+    gpu = np.flatnonzero((ev["rank"] == rank) & any_of(ev["kind"], [int(k) for k in GPU_KINDS]))
     launch = ev["launch"][gpu]
     if len(steps) and steps[0] >= 0 and (launch >= 0).any():
         lstep = ev["step"][np.maximum(launch, 0)]

@@ -27,6 +27,7 @@ import numpy.typing as npt
 
 from stepscope.analysis.allocator import live_at_peak
 from stepscope.errors import UsageError
+from stepscope.model.masks import any_of
 from stepscope.model.schema import EventKind
 from stepscope.model.snapshot import AllocatorSnapshot
 from stepscope.model.trace import Trace
@@ -133,7 +134,7 @@ def align(snap: AllocatorSnapshot, trace: Trace, offset_us: int | None = None) -
 def _covering_op(trace: Trace, ts_ns: I64) -> I64:
     """For each time, the innermost host op covering it (the latest started; -1: none)."""
     ev = trace.events
-    host = np.flatnonzero(np.isin(np.asarray(ev["kind"]), [int(k) for k in _HOST_OPS]))
+    host = np.flatnonzero(any_of(np.asarray(ev["kind"]), [int(k) for k in _HOST_OPS]))
     start, end = np.asarray(ev["ts_ns"])[host], np.asarray(ev["ts_ns"])[host] + np.asarray(ev["dur_ns"])[host]
     names, inv = np.unique(np.asarray(ev["name"])[host], return_inverse=True)
     steps = np.array([trace.strings[int(n)].startswith("ProfilerStep#") for n in names.tolist()],

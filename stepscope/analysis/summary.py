@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from stepscope.analysis import intervals
+from stepscope.model.masks import any_of
 from stepscope.model.schema import GPU_KINDS, EventKind, TrackKind
 from stepscope.model.trace import Trace
 
@@ -39,7 +40,7 @@ def compute_summary(trace: Trace, rank: int) -> Summary:
     kinds = np.bincount(ev["kind"][mine].astype(np.int64), minlength=len(EventKind))
     counts = {k.name.lower(): int(kinds[int(k)]) for k in EventKind if kinds[int(k)]}
     steps = trace.steps["step"][trace.steps["rank"] == rank]
-    gpu = mine & np.isin(ev["kind"], [int(k) for k in GPU_KINDS])
+    gpu = mine & any_of(ev["kind"], [int(k) for k in GPU_KINDS])
     if len(steps):  # GPU work launched inside the profiled steps (work queued before them is not)
         launched = ev["launch"] >= 0
         gpu &= (ev["step"] >= 0) & (launched if (gpu & launched).any() else True)

@@ -37,6 +37,7 @@ import numpy.typing as npt
 from stepscope.analysis import timeline_index as tix
 from stepscope.analysis._memo import per_rank
 from stepscope.errors import StepscopeError
+from stepscope.model.masks import any_of
 from stepscope.model.schema import GPU_KINDS, EventKind, MemcpyKind
 from stepscope.model.trace import Trace
 
@@ -124,7 +125,7 @@ def launched_by_track(trace: Trace, rank: int) -> tuple[I64, I64, I64]:
     ev = trace.events
     sl = trace.rank_slice(rank)
     rows = np.arange(sl.start, sl.stop, dtype=np.int64)
-    rows = rows[np.isin(ev["kind"][sl], [int(k) for k in GPU_KINDS]) & (ev["launch"][sl] >= 0)]
+    rows = rows[any_of(ev["kind"][sl], [int(k) for k in GPU_KINDS]) & (ev["launch"][sl] >= 0)]
     src = ev["launch"][rows].astype(np.int64)
     track, ts = ev["track"][src].astype(np.int64), ev["ts_ns"][src].astype(np.int64)
     order = np.lexsort((ts, track))

@@ -25,6 +25,7 @@ import numpy.typing as npt
 from stepscope.analysis import intervals
 from stepscope.analysis._memo import per_rank
 from stepscope.analysis.launch import queue_length
+from stepscope.model.masks import any_of
 from stepscope.model.schema import GPU_KINDS, EventKind, TrackKind
 from stepscope.model.table import Table
 from stepscope.model.trace import Trace
@@ -138,7 +139,7 @@ def _shifted_keys(ts: I64, end: I64, lane_lo: I64, t0: int, span: int) -> tuple[
 
 
 def _on_gpu(ev: Table, rows: I64) -> npt.NDArray[np.bool_]:
-    out: npt.NDArray[np.bool_] = np.isin(ev["kind"][rows], [int(k) for k in GPU_KINDS])
+    out: npt.NDArray[np.bool_] = any_of(ev["kind"][rows], [int(k) for k in GPU_KINDS])
     return out
 
 
@@ -167,7 +168,7 @@ def _kernel_unions(trace: Trace, rows: I64) -> tuple[I64, tuple[intervals.Interv
 
 def _queues(trace: Trace, rows: I64) -> tuple[I64, tuple[Series, ...]]:
     ev = trace.events
-    gpu = rows[np.isin(ev["kind"][rows], [int(k) for k in GPU_KINDS]) & (ev["launch"][rows] >= 0)]
+    gpu = rows[any_of(ev["kind"][rows], [int(k) for k in GPU_KINDS]) & (ev["launch"][rows] >= 0)]
     if len(gpu) == 0:
         return _EMPTY, ()
     q = queue_length(trace, np.sort(gpu), _EMPTY, _EMPTY)

@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from stepscope.model import display, frames
 from stepscope.model.diagnostics import Diagnostic
+from stepscope.model.masks import any_of
 from stepscope.model.schema import GPU_KINDS, EventKind
 from stepscope.model.strings import StringPool
 from stepscope.model.table import Table
@@ -105,7 +106,7 @@ class Trace:
         return self.strings.decode(ids)
 
     def kind_mask(self, *kinds: EventKind) -> npt.NDArray[np.bool_]:
-        return np.isin(self.events["kind"], np.array([int(k) for k in kinds], dtype=np.int8))
+        return any_of(self.events["kind"], kinds)
 
     def gpu_mask(self) -> npt.NDArray[np.bool_]:
         return self.kind_mask(*GPU_KINDS)
@@ -116,6 +117,9 @@ class Trace:
     def rank_slice(self, rank: int) -> slice:
         """The contiguous rows of one rank's events (events are sorted by track, tracks by rank)."""
         r = self.events["rank"]
+        if len(r) and r.strides[0] == 0:  # one rank: a broadcast value, which searchsorted would copy out
+            n, value = len(r), int(r[0])
+            return slice(0 if value >= rank else n, 0 if value > rank else n)
         lo = int(np.searchsorted(r, rank, side="left"))
         return slice(lo, int(np.searchsorted(r, rank, side="right")))
 

@@ -38,6 +38,7 @@ from stepscope.analysis.common import I64, interval_set, rank_rows
 from stepscope.analysis.idle import is_dataloader_name
 from stepscope.analysis.platform import no_host_timeline
 from stepscope.analysis.sync import blocking_calls
+from stepscope.model.masks import any_of
 from stepscope.model.schema import GPU_KINDS, HOST_KINDS, EventKind
 from stepscope.model.trace import Trace
 from stepscope.model.uniq import unique
@@ -132,7 +133,7 @@ def step_graph(trace: Trace, rank: int) -> StepGraph:
         raise NotApplicable(f"the what-if replay needs the host chain: {missing}")
     ev = trace.events
     driver = _driver_rows(trace, rank)
-    rt = driver[np.isin(ev["kind"][driver], [EventKind.RUNTIME, EventKind.DRIVER])]
+    rt = driver[any_of(ev["kind"][driver], [EventKind.RUNTIME, EventKind.DRIVER])]
     pool = trace.strings
     sync_rows = rt[blocking_calls(trace, rt)]
     launch_rows = rt[pool.mask(lambda s: any(m in s for m in _LAUNCH_CALL))[ev["name"][rt]]]

@@ -19,6 +19,7 @@ from stepscope.analysis.whatif.graph import StepGraph, step_graph
 from stepscope.analysis.whatif.job import JobEdges, collective_waits_ns, job_edges, job_steps_ns, replay_job
 from stepscope.analysis.whatif.replay import Durations, Replay
 from stepscope.analysis.whatif.transforms import LoaderWorkers, Transform
+from stepscope.model.masks import any_of
 from stepscope.model.schema import HOST_KINDS
 from stepscope.model.trace import Trace
 
@@ -194,7 +195,7 @@ def replayed_trace(trace: Trace, g: StepGraph, rp: Replay) -> Trace:
     ts, dur = ev["ts_ns"].copy(), ev["dur_ns"].copy()
     ts[g.device.row] = rp.device_start_ns
     dur[g.device.row] = rp.device_end_ns - rp.device_start_ns
-    host = np.flatnonzero((ev["rank"] == g.rank) & np.isin(ev["kind"], [int(k) for k in HOST_KINDS]))
+    host = np.flatnonzero((ev["rank"] == g.rank) & any_of(ev["kind"], [int(k) for k in HOST_KINDS]))
     start = _map_host(g.host.t_ns, rp.host_t_ns, ev["ts_ns"][host])
     end = _map_host(g.host.t_ns, rp.host_t_ns, ev["ts_ns"][host] + ev["dur_ns"][host])
     ts[host], dur[host] = start, np.maximum(end - start, 0)

@@ -20,6 +20,7 @@ from stepscope.analysis.common import I64, interval_set
 from stepscope.analysis.whatif.fix_rank import fix_rank_basis, fixed_durations
 from stepscope.analysis.whatif.graph import SEG_HOST, SEG_INPUT, SEG_LAUNCH, StepGraph
 from stepscope.analysis.whatif.replay import Durations
+from stepscope.model.masks import any_of
 from stepscope.model.schema import HOST_KINDS, EventKind
 from stepscope.model.trace import Trace
 
@@ -180,7 +181,7 @@ def _share_inside_ops(trace: Trace, g: StepGraph, select: Select) -> npt.NDArray
     is scaled. A segment an earlier transformation changed is taken as changed evenly (exact after
     a change to all host work; approximate after one to other ops in the same segment)."""
     ev = trace.events
-    rows = np.flatnonzero((ev["rank"] == g.rank) & np.isin(ev["kind"], [int(k) for k in HOST_KINDS]))
+    rows = np.flatnonzero((ev["rank"] == g.rank) & any_of(ev["kind"], [int(k) for k in HOST_KINDS]))
     iv = interval_set(trace, rows[select.mask(trace, rows)])
     t = g.host.t_ns
     covered = intervals.covered_in_windows(iv, t[:-1], t[1:]).astype(np.float64)

@@ -57,11 +57,38 @@ def group_keys(*cols: npt.ArrayLike) -> tuple[list[I64], I64]:
     """Group rows by several integer key columns (a fast ``np.unique(axis=0)``).
 
     Returns the unique key columns (sorted lexicographically, first column major) and each row's group.
-    """
+    Where the columns' value ranges multiply to a small number (string ids, codes), each row's
+    combined key indexes a table of that size: counted, never sorted."""
     arrs = [np.asarray(c, np.int64) for c in cols]
     n = len(arrs[0]) if arrs else 0
     if n == 0:
         return [a[:0] for a in arrs], np.zeros(0, np.int64)
+    lows = [int(a.min()) for a in arrs]
+    spans = [int(a.max()) - lo + 1 for a, lo in zip(arrs, lows)]
+    size = 1
+    for span in spans:
+        size *= span
+    if size > 2 * n + (1 << 16):
+        return _group_by_sorting(arrs)
+    key = np.zeros(n, np.int64)
+    for a, lo, span in zip(arrs, lows, spans):  # first column major: the key orders rows as lexsort does
+        key *= span
+        key += a - lo
+    present = np.zeros(size, bool)
+    present[key] = True
+    uniq = np.flatnonzero(present)
+    slot = np.zeros(size, np.int64)
+    slot[uniq] = np.arange(len(uniq))
+    out: list[I64] = []
+    rest = uniq.astype(np.int64)
+    for lo, span in zip(lows[::-1], spans[::-1]):
+        out.append(rest % span + lo)
+        rest //= span
+    return out[::-1], slot[key]
+
+
+def _group_by_sorting(arrs: list[I64]) -> tuple[list[I64], I64]:
+    n = len(arrs[0])
     order = np.lexsort(arrs[::-1])
     new = np.zeros(n, bool)
     new[0] = True

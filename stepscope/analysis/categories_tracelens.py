@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis import intervals
+from stepscope.analysis._groups import group_keys
 from stepscope.analysis.frames import TableResult
 from stepscope.model.strings import matchable
 from stepscope.model.trace import Trace
@@ -119,8 +120,8 @@ def _is_nccl(name: str) -> bool:
 
 def _labels(trace: Trace, ids: I64, label: Callable[[str], int]) -> I64:
     """``label`` of each string id in ``ids``, each distinct name labelled once."""
-    uniq, inv = np.unique(ids, return_inverse=True)
-    return np.array([label(matchable(trace.strings[int(i)])) for i in uniq.tolist()], np.int64)[inv.reshape(-1)]
+    (uniq,), inv = group_keys(np.ravel(ids))
+    return np.array([label(matchable(trace.strings[int(i)])) for i in uniq.tolist()], np.int64)[inv]
 
 
 def launchers(trace: Trace, rows: I64) -> tuple[I64, I64, I64]:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.model.uniq import unique
-
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 B = npt.NDArray[np.bool_]
@@ -38,8 +36,10 @@ def any_descendant(parent: npt.NDArray[np.int32], marked: B) -> B:
     out = marked.copy()
     cur = parent[np.flatnonzero(marked)].astype(np.int64)
     cur = cur[cur >= 0]
+    last = np.zeros(len(parent), np.int64)  # scratch for dropping repeats without sorting
     while len(cur):
-        cur = unique(cur)
+        last[cur] = np.arange(len(cur))
+        cur = cur[last[cur] == np.arange(len(cur))]  # each row once (its last occurrence)
         new = cur[~out[cur]]
         out[new] = True
         cur = parent[new].astype(np.int64)

@@ -130,8 +130,8 @@ def _comm_by_name(trace: Trace, rows: I64, ids: I32) -> B:
 
 def _by_name(trace: Trace, rows: I64, bps: F64, occ: F64) -> KernelTable:
     ev = trace.events
-    ids, inv = np.unique(ev["name"][rows], return_inverse=True)
-    inv = inv.astype(np.int64)
+    (ids64,), inv = group_keys(ev["name"][rows])
+    ids = ids64.astype(np.int32)
     dur = ev["dur_ns"][rows]
     st = duration_stats(inv, dur, len(ids))
     total = max(int(dur.sum()), 1)

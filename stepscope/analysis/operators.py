@@ -197,9 +197,9 @@ def compute_operators(trace: Trace, rank: int) -> OperatorView:
     if len(rs.rows) == 0:
         raise NotApplicable("no host operators (cpu_op events) in this trace")
     ev = trace.events
-    names, inv = np.unique(ev["name"][rs.rows], return_inverse=True)
+    (names,), inv = group_keys(ev["name"][rs.rows])
     empty = np.full(len(names), "", object)
-    by_name = _table(trace, rs, inv.astype(np.int64), len(names), names.astype(np.int32), empty)
+    by_name = _table(trace, rs, inv, len(names), names.astype(np.int32), empty)
     (op_names, dims), inv2 = group_keys(ev["name"][rs.rows], ev["input_dims"][rs.rows])
     by_shape = _table(trace, rs, inv2, len(op_names), op_names.astype(np.int32),
                       trace.strings.decode(dims.astype(np.int32)))

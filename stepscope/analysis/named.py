@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.analysis._groups import group_keys
 from stepscope.model.trace import Trace
 
 I64 = npt.NDArray[np.int64]
@@ -42,7 +43,7 @@ class NamedRows:
         (name, count, total ns)."""
         if len(self.name) == 0:
             return []
-        uniq, inv = np.unique(self.name, return_inverse=True)
+        (uniq,), inv = group_keys(self.name)
         tot = np.bincount(inv, weights=self.dur_ns, minlength=len(uniq))
         cnt = np.bincount(inv, minlength=len(uniq))
         order = np.argsort(-tot, kind="stable")[:k]
@@ -58,7 +59,7 @@ def named_rows(trace: Trace, rows: I64, dur_ns: I64 | None = None) -> NamedRows:
     their names."""
     rows = np.asarray(rows, np.int64)
     ids = trace.events["name"][rows]
-    uniq, inv = np.unique(ids, return_inverse=True)
+    (uniq,), inv = group_keys(ids)
     names = tuple(str(s) for s in trace.strings.decode(uniq))
     dur = trace.events["dur_ns"][rows] if dur_ns is None else dur_ns
     return NamedRows(rows, np.asarray(dur, np.int64), np.asarray(inv, np.int64).reshape(-1), names)

@@ -29,7 +29,7 @@ from stepscope.model.masks import any_of
 from stepscope.model.schema import GPU_KINDS, EventKind, TrackKind
 from stepscope.model.table import Table
 from stepscope.model.trace import Trace
-from stepscope.model.uniq import unique
+from stepscope.model.uniq import stable_order, unique
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -98,7 +98,7 @@ def rank_index(trace: Trace, rank: int) -> RankIndex:
     label = ev["kind"][rows] == EventKind.GPU_USER_ANNOTATION
     depth = ev["depth"][rows].astype(np.int64) + (~label & _on_gpu(ev, rows))
     lane_key = track_pos * (int(depth.max(initial=0)) + 1) + depth
-    order = np.argsort(lane_key, kind="stable")  # keeps (ts, longer first) inside a lane
+    order = stable_order(lane_key)  # keeps (ts, longer first) inside a lane
     rows, lane_key, track_pos = rows[order], lane_key[order], track_pos[order]
     ts, dur = ev["ts_ns"][rows], ev["dur_ns"][rows]
     end = np.maximum(ts + dur, ts + 1)

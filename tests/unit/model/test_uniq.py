@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stepscope.model.uniq import unique, unique_rows
+from stepscope.model.uniq import stable_order, unique, unique_rows
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint16, np.uint64])
@@ -53,3 +53,11 @@ def test_unique_rows_match_numpy(seed: int, width: int, high: int) -> None:
     got = unique_rows(rows)
     for w, g in zip(want, got, strict=True):
         assert np.array_equal(np.asarray(w).reshape(g.shape), g)
+
+
+@pytest.mark.parametrize(("span", "dtype"), [(40, np.int64), (70_000, np.int64), (200, np.int8), (5, np.uint32)])
+def test_stable_order_is_a_stable_argsort(span: int, dtype: type[np.generic]) -> None:
+    rng = np.random.default_rng(span)
+    key = (rng.integers(0, span, 30_000) - (span // 2 if np.dtype(dtype).kind == "i" else 0)).astype(dtype)
+    assert np.array_equal(stable_order(key), np.argsort(key, kind="stable"))  # radix (< 2^16 values) or not
+    assert stable_order(np.zeros(0, np.int64)).tolist() == []

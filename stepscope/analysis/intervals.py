@@ -65,10 +65,16 @@ def intersect(a: Intervals, b: Intervals) -> Intervals:
         return EMPTY
     if total_pieces == len(a_s) and bool((count == 1).all()):  # each meets one: no pieces to spread
         return np.maximum(a_s, b_s[lo]), np.minimum(a_e, b_e[lo])
+    if len(a_s) <= FEW_SLICES:  # a few windows over many intervals: each meets a slice of b
+        met = np.flatnonzero(count).tolist()
+        return (np.concatenate([np.maximum(b_s[lo[i]:hi[i]], a_s[i]) for i in met]),
+                np.concatenate([np.minimum(b_e[lo[i]:hi[i]], a_e[i]) for i in met]))
     j = np.arange(total_pieces) + np.repeat(lo - (np.cumsum(count) - count), count)
     return np.maximum(np.repeat(a_s, count), b_s[j]), np.minimum(np.repeat(a_e, count), b_e[j])
 
 
+#: up to this many intervals, an intersection is cut as slices of the other set (one per interval)
+FEW_SLICES = 64
 #: below this many sorted needles (or with a haystack this many times longer) binary search wins
 MERGE_MIN_NEEDLES = 4096
 MERGE_MAX_RATIO = 16

@@ -184,9 +184,10 @@ def _host_chain(trace: Trace, t: I64, sync_rows: I64, loader: I64, launch_rows: 
 
 
 def _inside(iv: intervals.Intervals, t: I64) -> npt.NDArray[np.bool_]:
-    k = np.searchsorted(iv[0], t, side="right") - 1
+    """Per instant (sorted): whether it lies inside the set."""
     if len(iv[0]) == 0:
         return np.zeros(len(t), bool)
+    k = intervals.sorted_searchsorted(iv[0], t, "right") - 1
     return (k >= 0) & (t < iv[1][np.maximum(k, 0)])
 
 
@@ -197,7 +198,9 @@ def _device_work(trace: Trace, gpu: I64, t: I64) -> tuple[DeviceWork, I64]:
     rows = gpu[order]
     track = ev["track"][rows]
     first = np.flatnonzero(np.concatenate([[True], track[1:] != track[:-1]])) if len(rows) else np.zeros(0, np.int64)
-    stream = np.cumsum(np.isin(np.arange(len(rows)), first)) - 1
+    starts_stream = np.zeros(len(rows), bool)
+    starts_stream[first] = True
+    stream = np.cumsum(starts_stream) - 1
     s, d = ev["ts_ns"][rows], ev["dur_ns"][rows]
     prev_end = np.full(len(rows), _NONE, np.int64)
     prev_end[1:] = (s + d)[:-1]

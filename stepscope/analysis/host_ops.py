@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from stepscope.analysis import intervals
+from stepscope.analysis._groups import group_keys
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.breakdown import is_dataloader
 from stepscope.analysis.common import F64, I64, B, in_step_rows, kept_steps, rank_rows
@@ -66,8 +67,7 @@ def compute_host_ops(trace: Trace, rank: int) -> HostOpsResult:
     busy = intervals.union(ev["ts_ns"][gpu], ev["ts_ns"][gpu] + ev["dur_ns"][gpu])
     start, end = ev["ts_ns"][top].astype(np.int64), (ev["ts_ns"][top] + ev["dur_ns"][top]).astype(np.int64)
     idle_ns = (end - start - intervals.covered_in_windows(busy, start, end)).astype(np.float64)
-    ids, inv = np.unique(ev["name"][top], return_inverse=True)
-    inv = np.asarray(inv).reshape(-1)
+    (ids,), inv = group_keys(ev["name"][top])
     return HostOpsResult(rank, len(kept_steps(trace, rank)), tuple(str(s) for s in trace.strings.decode(ids)),
                          np.bincount(inv, minlength=len(ids)).astype(np.int64),
                          np.bincount(inv, weights=idle_ns, minlength=len(ids)).astype(np.float64))

@@ -133,7 +133,10 @@ def covered_in_windows(iv: Intervals, win_starts: I64, win_ends: I64) -> I64:
 
 def _covered_before(iv: Intervals, cum: I64, t: I64) -> I64:
     """Covered length in (-inf, t) for each t."""
-    k = np.searchsorted(iv[0], t, side="right")  # intervals starting before or at t
+    if len(t) >= MERGE_MIN_NEEDLES and bool(np.all(t[1:] >= t[:-1])):  # many sorted instants: merged
+        k = sorted_searchsorted(iv[0], t, "right")
+    else:
+        k = np.searchsorted(iv[0], t, side="right")  # intervals starting before or at t
     full = cum[np.maximum(k - 1, 0)]
     last = np.maximum(k - 1, 0)
     partial = np.clip(t - iv[0][last], 0, iv[1][last] - iv[0][last])

@@ -100,3 +100,16 @@ def test_union_length_by_group_far_apart_times_take_the_safe_path() -> None:
     s = np.array([0, 2**61, 2**61 + 5, 10], np.int64)  # group × span would overflow int64
     e = np.array([20, 2**61 + 10, 2**61 + 20, 15], np.int64)
     assert intervals.union_length_by_group(g, s, e, 3).tolist() == [20, 20, 0]
+
+
+@pytest.mark.parametrize("sorted_windows", [True, False])
+def test_covered_in_many_windows_matches_a_bitmap(sorted_windows: bool) -> None:
+    rng = np.random.default_rng(11)
+    span = 60_000
+    iv = _normalised(rng, 8_000, span)
+    ws = rng.integers(-50, span, 6_000)
+    ws = np.sort(ws) if sorted_windows else ws  # sorted: the merged searches; else binary ones
+    we = ws + rng.integers(0, 90, len(ws))
+    cum = np.concatenate([[0], np.cumsum(_bitmap(iv, span + 200))])
+    want = cum[np.clip(we, 0, None)] - cum[np.clip(ws, 0, None)]
+    assert np.array_equal(intervals.covered_in_windows(iv, ws, we), want)

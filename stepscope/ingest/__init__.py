@@ -26,7 +26,6 @@ from stepscope.model import store
 from stepscope.model.diagnostics import DiagnosticsBuilder
 from stepscope.model.strings import StringPool
 from stepscope.model.trace import Trace
-from stepscope.runtime.heap import heap_for_big_arrays
 from stepscope.runtime.hugepages import without_hugepage_hint
 
 log = logging.getLogger(__name__)
@@ -105,13 +104,12 @@ def _load(path: Path, source: Path, use_cache: bool, span: str | int | None, ran
         except (store.CorruptStoreError, OSError) as exc:
             reason = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
             log.warning("cache entry %s is damaged (%s); rebuilding it from %s", target, reason, source)
-    with heap_for_big_arrays():  # column passes over millions of rows: no fresh mapping per array
-        trace = _parse(run, source, ranks, workers, progress, engine, ray_address)
-        if use_cache:
-            try:
-                store.save(trace, target, files=run.files)
-            except OSError as exc:
-                log.info("could not write cache %s: %s", target, exc)
+    trace = _parse(run, source, ranks, workers, progress, engine, ray_address)
+    if use_cache:
+        try:
+            store.save(trace, target, files=run.files)
+        except OSError as exc:
+            log.info("could not write cache %s: %s", target, exc)
     return trace
 
 

@@ -5,9 +5,11 @@ mapping, returned to the kernel when freed: a reader that makes and drops arrays
 chunk page-faults all of them in again, chunk after chunk (the 1 GB allocator-snapshot read spent
 22.8 of its 60.6 CPU seconds in the kernel). Inside ``heap_for_big_arrays()`` they come from the
 heap and freed memory is kept for the next chunk (measured on a 104 MB snapshot: system time 2.2 s
--> 0.6 s, peak RSS unchanged). Building a trace and analysing it make and drop arrays of
-20-40 MB per column pass the same way (5 M events: the analyses' system time ~3 s -> ~1.2 s). On
-leaving, glibc's defaults are set back and the heap trimmed. A no-op where the C library is not glibc.
+-> 0.6 s, peak RSS unchanged). The analyses make and drop arrays of 20-40 MB per column pass the
+same way (5 M events: their system time ~3 s -> ~1.2 s), so one-shot CLI commands run inside it
+(``stepscope.cli``); ``stepscope.load`` alone does not (on the 1 GB trace it cut 0.3 s of system
+time but raised the parse's peak RSS from 450 to 491 MiB, past half the file). On leaving,
+glibc's defaults are set back and the heap trimmed. A no-op where the C library is not glibc.
 """
 
 from __future__ import annotations

@@ -47,9 +47,16 @@ def test_intersect_and_subtract_match_a_bitmap(seed: int) -> None:
     assert _is_normalised(both) and _is_normalised(rest)
 
 
+@pytest.fixture
+def merging(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The merged searches from a few thousand rows (in use they start at 2^18 needles)."""
+    monkeypatch.setattr(intervals, "MERGE_MIN_NEEDLES", 4096)
+    monkeypatch.setattr(intervals, "MERGE_MIN_HAY", 1024)
+
+
 @pytest.mark.parametrize("side", ["left", "right"])
 @pytest.mark.parametrize("seed", range(4))
-def test_sorted_searchsorted_merges_like_binary_search(side: str, seed: int) -> None:
+def test_sorted_searchsorted_merges_like_binary_search(side: str, seed: int, merging: None) -> None:
     rng = np.random.default_rng(seed)
     hay = np.sort(rng.integers(0, 3_000, int(rng.integers(5_000, 20_000))))  # many ties, both ways
     needles = np.sort(rng.integers(-10, 3_010, int(rng.integers(5_000, 20_000))))
@@ -59,7 +66,7 @@ def test_sorted_searchsorted_merges_like_binary_search(side: str, seed: int) -> 
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_large_sets_match_a_bitmap(seed: int) -> None:
+def test_large_sets_match_a_bitmap(seed: int, merging: None) -> None:
     """Thousands of intervals: the merged searches and the piece spreading, pieces of one interval of
     ``a`` meeting many of ``b`` and the other way round."""
     rng = np.random.default_rng(100 + seed)
@@ -103,7 +110,7 @@ def test_union_length_by_group_far_apart_times_take_the_safe_path() -> None:
 
 
 @pytest.mark.parametrize("sorted_windows", [True, False])
-def test_covered_in_many_windows_matches_a_bitmap(sorted_windows: bool) -> None:
+def test_covered_in_many_windows_matches_a_bitmap(sorted_windows: bool, merging: None) -> None:
     rng = np.random.default_rng(11)
     span = 60_000
     iv = _normalised(rng, 8_000, span)

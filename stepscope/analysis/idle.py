@@ -125,7 +125,7 @@ def _classify(trace: Trace, gpu: I64, gaps: intervals.Intervals, wins: Windows, 
     keep = win >= 0
     ps, pe, src, win = ps[keep], pe[keep], src[keep], win[keep]
     gap_len = (gaps[1] - gaps[0])[src]
-    nxt = np.searchsorted(starts, gaps[1][src], side="left")
+    nxt = intervals.sorted_searchsorted(starts, gaps[1][src], "left")  # both in time order
     has_next = nxt < len(gpu)
     next_row = np.where(has_next, gpu[np.minimum(nxt, len(gpu) - 1)], -1)
     kind = _kinds(trace, next_row, ps, gap_len, max_ns)

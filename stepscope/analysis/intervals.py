@@ -50,7 +50,8 @@ def intersect(a: Intervals, b: Intervals) -> Intervals:
     """Intersection of two normalised sets.
 
     Each interval of ``a`` meets the run of ``b``'s intervals that end after it starts and start
-    before it ends (two binary searches, as both sets are sorted); each meeting is one piece. Pieces
+    before it ends (two searches of sorted values in sorted values: :func:`sorted_searchsorted`);
+    each meeting is one piece, spread by ``np.repeat`` (or cut as slices for a few windows). Pieces
     within one interval of ``a`` are separated by ``b``'s gaps and pieces of two intervals by
     ``a``'s, so the result is normalised as it is made (touching is not overlap)."""
     if len(a[0]) == 0 or len(b[0]) == 0:

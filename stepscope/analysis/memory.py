@@ -179,11 +179,22 @@ def _by_op(trace: Trace, op: I64, labels: S, nbytes: I64) -> OpMemory:
     # largest allocation first; ties by name and device, so the order never depends on string ids
     o = np.lexsort((lab_ids[u_lab], name.astype(str), -np.bincount(inv, weights=nbytes.clip(min=0), minlength=g)))
     return OpMemory(name=name[o], device=lab_ids.astype(object)[u_lab][o],
-                    self_increase_bytes=np.bincount(inv, weights=nbytes, minlength=g).astype(np.int64)[o],
-                    total_increase_bytes=np.bincount(inv, weights=total_rows, minlength=g).astype(np.int64)[o],
+                    self_increase_bytes=_byte_sums(inv, nbytes, g)[o],
+                    total_increase_bytes=_byte_sums(inv, total_rows, g)[o],
                     alloc_count=np.bincount(inv[pos], minlength=g).astype(np.int64)[o],
-                    alloc_bytes=np.bincount(inv[pos], weights=nbytes[pos], minlength=g).astype(np.int64)[o],
+                    alloc_bytes=_byte_sums(inv[pos], nbytes[pos], g)[o],
                     free_count=np.bincount(inv[neg], minlength=g).astype(np.int64)[o])
+
+
+#: the largest byte sum kept (a float64 sum of int64 sizes can pass int64's range: absurd sizes)
+_SUM_LIMIT = float(np.nextafter(2.0**63, 0))
+
+
+def _byte_sums(group: I64, nbytes: npt.NDArray[np.number], groups: int) -> I64:
+    """Per group the bytes summed, held within int64 (sizes near 2^63 in a damaged trace)."""
+    sums = np.clip(np.bincount(group, weights=nbytes, minlength=groups), -_SUM_LIMIT, _SUM_LIMIT)
+    out: I64 = sums.astype(np.int64)
+    return out
 
 
 def _op_names(trace: Trace, op: npt.NDArray[np.int64]) -> npt.NDArray[np.int32]:

@@ -77,3 +77,21 @@ def test_memory_samples_without_any_event(tmp_path: Path) -> None:
     mv = compute_memory(b.load(tmp_path), 0)
     assert mv.allocations.size_bytes.tolist() == [4096]
     assert mv.allocations.op_name.tolist() == [""]
+
+
+def test_absurd_sizes_sum_within_int64_without_a_warning(tmp_path: Path) -> None:
+    """Fuzz (seed 27, cases 930 and 7,017): three allocations of 2^62 bytes under one op summed past
+    int64 as floats, and casting the sum back printed a RuntimeWarning on stderr. The sums now stop
+    at int64's largest value."""
+    import warnings
+
+    b = TraceBuilder()
+    b.op("aten::empty", ts=5, dur=20)
+    for i in range(3):
+        b.memory(10 + i, 2**62, 2**62, 2**62, addr=1 + i)
+    trace = b.load(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m = compute_memory(trace, 0)
+    (empty,) = [i for i, n in enumerate(m.by_op.name) if n == "aten::empty"]
+    assert int(m.by_op.alloc_bytes[empty]) >= 2**63 - 2**11 and int(m.by_op.alloc_count[empty]) == 3

@@ -2,9 +2,11 @@
 
 ``python bench/cluster_scale.py --ranks N --mb-per-rank M [--engine local|ray] [--whole]``
 
-1. **Make** N Kineto rank files (``bench/out/cluster_<N>x<M>mb/worker<r>.json``, reused when present)
+1. **Make** N Kineto rank files (``bench/out/cluster_<N>x<M>mb/worker<r>.json``, ``--out DIR`` for another
+   folder than ``bench/out``; reused when present)
    from a real rank trace (``param_dlrm/dlrm_8rank_v100`` rank 0: 3.3k events, 0.95 MB, one step,
-   8 NCCL kernels): the step repeated ``M / 0.95`` times (timestamps shifted by one period,
+   8 NCCL kernels): the step repeated ``M / 0.71`` times (its size in compact JSON; before
+   2026-11-27 ``M / 0.95``: ``--mb-per-rank 100`` made 76 MB files) (timestamps shifted by one period,
    ``ProfilerStep#`` renumbered, correlation / External ids and flow ids offset per copy),
    ``distributedInfo`` rewritten (rank r, world size N) and, per rank and copy, a random time shift
    of 0-50 µs (jitter). Planted: **slow ranks** (every 37th rank from 5: a 2 ms
@@ -120,14 +122,15 @@ def make_rank(src: dict[str, Any], rank: int, n: int, copies: int, path: Path) -
     tmp.replace(path)
 
 
-def make_run(n: int, mb: float) -> Path:
-    run = OUT / f"cluster_{n}x{mb:g}mb"
+def make_run(n: int, mb: float, out: Path = OUT) -> Path:
+    run = out / f"cluster_{n}x{mb:g}mb"
     done = run / "DONE"
     if done.exists():
         return run
     run.mkdir(parents=True, exist_ok=True)
     src = json.loads(gzip.decompress(SOURCE.read_bytes()))
-    copies = max(1, round(mb / 0.95))
+    step_mb = len(msgspec.json.encode([e for e in src["traceEvents"] if e.get("ph") != "M"])) / 1e6
+    copies = max(1, round(mb / step_mb))  # the step is 0.71 MB in compact JSON: M MB files
     for r in range(n):
         make_rank(src, r, n, copies, run / f"worker{r}.json")
     done.write_text(f"{n} ranks x {copies} copies\n")
@@ -223,10 +226,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--engine", choices=("local", "ray"), default="local")
     ap.add_argument("--whole", action="store_true", help="the whole-model path instead (--no-map-reduce)")
     ap.add_argument("--delete", action="store_true", help="remove the generated run afterwards")
+    ap.add_argument("--out", type=Path, default=OUT, help="where to make the run (default bench/out)")
+    ap.add_argument("--make-only", action="store_true", help="make the run's files, analyse nothing")
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
-    run = make_run(a.ranks, a.mb_per_rank)
+    run = make_run(a.ranks, a.mb_per_rank, a.out)
     made_s = time.perf_counter() - t0
+    if a.make_only:
+        print(f"{run}: made in {made_s:.0f} s")
+        return 0
     files = sorted(run.glob("worker*.json"))
     total = sum(f.stat().st_size for f in files)
     cache = tempfile.mkdtemp(prefix="stepscope-bench-cache-")

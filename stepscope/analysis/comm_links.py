@@ -45,6 +45,7 @@ from stepscope.analysis.comm import CollType, classify, collective_of
 from stepscope.analysis.common import I32, I64, rank_rows, recorded_peer
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import WORLD_SIZE_MAX, Trace
+from stepscope.model.uniq import unique_rows
 
 S = npt.NDArray[np.object_]
 B = npt.NDArray[np.bool_]
@@ -106,8 +107,7 @@ def rank_links(trace: Trace, rank: int) -> RankLinks | None:
 
 def _sum_cells(key: I64, values: list[npt.NDArray[Any]]) -> tuple[I64, list[I64]]:
     """The distinct rows of ``key`` (n, 4) and each of ``values`` summed over them."""
-    uniq, inv = np.unique(key.reshape(-1, 4), axis=0, return_inverse=True)
-    inv = inv.reshape(-1)
+    uniq, _, inv = unique_rows(key.reshape(-1, 4))  # np.unique(axis=0)'s answer, by one int64 sort
     return uniq, [np.bincount(inv, weights=v, minlength=len(uniq)).round().astype(np.int64) for v in values]
 
 

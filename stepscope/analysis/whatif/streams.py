@@ -46,6 +46,9 @@ class Streams:
         self.arrival = np.full(n, _NONE, np.int64)
         self.wait_on = dev.wait_on.copy()
         self.blockers = np.flatnonzero((dev.wait_on >= 0) | self.coll)
+        # per activity, for the scans (an epoch times a dozen activities: fewer array calls each)
+        self.launched, self.launch_pt0 = dev.launch_pt >= 0, np.maximum(dev.launch_pt, 0)
+        self.gap_dur = dev.gap_ns + self.dur
 
     def advance(self, host_t: I64, upto_pt: int) -> None:
         """Time every activity launched at or before ``upto_pt`` whose dependencies are timed."""
@@ -60,11 +63,11 @@ class Streams:
     def _advance_stream(self, s: int, host_t: I64, upto_pt: int) -> tuple[bool, bool]:
         """Time what it can of stream ``s``: (whether it moved, whether it stopped at a wait on another stream)."""
         lo, hi = int(self.next[s]), int(self.bounds[s + 1])
-        if lo >= hi:
+        if lo >= hi or self.reach[lo] > upto_pt:  # done, or its next activity not launched yet
             return False, False
         stop = lo + int(np.searchsorted(self.reach[lo:hi], upto_pt, side="right"))
         bl = self.blockers[np.searchsorted(self.blockers, lo):np.searchsorted(self.blockers, stop)]
-        stalled = False
+        stalled, plain = False, len(bl) == 0  # plain: no wait on another stream, no collective
         if len(bl):
             w = self.wait_on[bl]
             on_stream = (w >= 0) & ~gather(self.timed, w, 1).astype(bool)
@@ -73,35 +76,39 @@ class Streams:
                 first = int(np.argmax(waiting))
                 stop, stalled = int(bl[first]), bool(on_stream[first])
         if stop > lo:
-            self._scan(s, lo, stop, host_t)
+            self._scan(s, lo, stop, host_t, plain)
             self.next[s] = stop
         self._arrive(s, stop, hi, host_t, upto_pt)
         return stop > lo, stalled
 
-    def _ready(self, s: int, lo: int, hi: int, host_t: I64) -> I64:
-        """When each activity of [lo, hi) could start, its stream aside (launch, other streams)."""
+    def _ready(self, s: int, lo: int, hi: int, host_t: I64, plain: bool = False) -> I64:
+        """When each activity of [lo, hi) could start, its stream aside (launch, other streams);
+        ``plain``: none of them waits on another stream."""
         dev = self.g.device
-        lp = dev.launch_pt[lo:hi]
-        ready = np.where(lp >= 0, gather(host_t, lp, 0) + dev.latency_ns[lo:hi], _NONE)
-        if lo == int(self.bounds[s]) and lp[0] < 0:
+        lat = dev.latency_ns[lo:hi]
+        launched = self.launched[lo:hi]
+        at = host_t[self.launch_pt0[lo:hi]] if len(host_t) else np.zeros(hi - lo, np.int64)
+        ready = np.where(launched, at + lat, _NONE)
+        if lo == int(self.bounds[s]) and not launched[0]:
             ready[0] = dev.start_ns[lo]  # nothing traced launched it: it keeps its measured start
+        if plain:
+            return ready
         w = self.wait_on[lo:hi]
         return np.where(w >= 0, np.maximum(ready, gather(self.end, w, _NONE) + dev.wait_gap_ns[lo:hi]), ready)
 
-    def _scan(self, s: int, lo: int, hi: int, host_t: I64) -> None:
-        dev = self.g.device
+    def _scan(self, s: int, lo: int, hi: int, host_t: I64, plain: bool = False) -> None:
         d = self.dur[lo:hi]
-        ready = self._ready(s, lo, hi, host_t)
-        coll = self.coll[lo:hi]
-        gated = np.where(coll, np.maximum(ready, self.last_arrival[lo:hi]), ready)
-        c = np.cumsum(dev.gap_ns[lo:hi] + d)
+        ready = self._ready(s, lo, hi, host_t, plain)
+        gated = ready if plain else np.where(self.coll[lo:hi], np.maximum(ready, self.last_arrival[lo:hi]), ready)
+        c = np.cumsum(self.gap_dur[lo:hi])
         f = np.maximum.accumulate(gated + d - c)
         end = c + np.maximum(f, self.last_end[s])
         self.end[lo:hi] = end
         self.start[lo:hi] = end - d
-        if coll.any():  # a collective starts when it arrives; it ends after the last one arrived
+        if not plain and self.coll[lo:hi].any():  # a collective starts when it arrives; ends after the last arrival
+            coll = self.coll[lo:hi]
             prev = np.concatenate([[self.last_end[s]], end[:-1]])
-            arrive = np.maximum(ready, prev + dev.gap_ns[lo:hi])
+            arrive = np.maximum(ready, prev + self.g.device.gap_ns[lo:hi])
             self.start[lo:hi] = np.where(coll, arrive, self.start[lo:hi])
             self.arrival[lo:hi] = np.where(coll, arrive, self.arrival[lo:hi])
         self.timed[lo:hi] = True

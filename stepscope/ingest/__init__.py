@@ -145,14 +145,21 @@ def _parse(run: RunFiles, path: str | Path, ranks: Sequence[int] | None, workers
                            lambda f: _parse(resolve(f), f, None, workers, None, engine, ray_address))
 
 
+def rank_file_key(file: str, index: int, span: str = "") -> str:
+    """The cache key :func:`load_rank_file` files the rank under (a hash of its bytes and its captures')."""
+    return content_key([*input_files([file]), *capture_files([file])], f"rank-file|{index}|{span}")
+
+
 def load_rank_file(file: str, index: int, source: str, *, span: str = "", use_cache: bool = True,
-                   cache: Path | None = None) -> Trace:
+                   cache: Path | None = None, key: str | None = None) -> Trace:
     """One rank file of a run as a one-rank Trace, exactly as that rank is in the run's whole Trace:
     the rank its metadata or name gives, else its ``index`` in the run's files; diagnostics that are
     not the file's own name ``source`` (the run). Read in this process (a map worker's), cached under
-    ``cache`` (default :func:`cache_dir`) like any load. The map-reduce path reads ranks with it."""
+    ``cache`` (default :func:`cache_dir`) like any load. The map-reduce path reads ranks with it;
+    ``key``: its :func:`rank_file_key` as an earlier read of the same file computed it (the file is
+    not hashed again)."""
     captures = capture_files([file])
-    key = content_key([*input_files([file]), *captures], f"rank-file|{index}|{span}") if use_cache else ""
+    key = (key or rank_file_key(file, index, span)) if use_cache else ""
     target = (cache or cache_dir()) / key
     if use_cache and (target / "meta.json").exists():
         try:
@@ -174,4 +181,4 @@ def load_rank_file(file: str, index: int, source: str, *, span: str = "", use_ca
     return trace
 
 
-__all__ = ["DEFAULT_TRACE", "cache_dir", "load", "load_rank_file"]
+__all__ = ["DEFAULT_TRACE", "cache_dir", "load", "load_rank_file", "rank_file_key"]

@@ -132,8 +132,9 @@ def map_reduce(path: str | Path, *, span: str | None = None, ranks: Sequence[int
                         key=lambda i: facts[i].rank)
         match = match_records({facts[i].rank: facts[i].collectives for i in chosen})
         pytorch, compiled = any(facts[i].pytorch for i in chosen), any(facts[i].compiled for i in chosen)
-        jobs = [(tasks[i], JobFacts(match.transfer_ns[facts[i].rank], match.seen[facts[i].rank], match.method,
-                                    pytorch, compiled), batch_size, config, extra) for i in chosen]
+        jobs = [(replace(tasks[i], key=facts[i].key),  # map 2 opens map 1's cache entry without hashing again
+                 JobFacts(match.transfer_ns[facts[i].rank], match.seen[facts[i].rank], match.method, pytorch, compiled),
+                 batch_size, config, extra) for i in chosen]
         summaries = run_map(summarize_rank, jobs)
     result = _reduce(source, run, summaries, batch_size, config or AdvisorConfig(), measure)
     return replace(result, rank_files={facts[i].rank: replace(tasks[i], cache=str(cache_dir())) for i in chosen},

@@ -16,7 +16,7 @@ import json
 import pickle
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from stepscope.analysis.comm_records import CommRecords, comm_records
 from stepscope.analysis.common import I64
 from stepscope.analysis.platform import uses_compile, uses_pytorch
 from stepscope.analysis.stragglers import match_collectives, match_of_rank
-from stepscope.ingest import load_rank_file
+from stepscope.ingest import load_rank_file, rank_file_key
 from stepscope.model.diagnostics import Diagnostic
 from stepscope.model.trace import Trace
 from stepscope.report.json_out import clean, rank_object
@@ -44,6 +44,7 @@ class RankFile:
     source: str  # the run (what diagnostics that are not the file's own name)
     span: str
     cache: str
+    key: str | None = None  # its cache key, once map 1 has hashed the file (map 2 opens the entry by it)
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ class RankFacts:
     collectives: CommRecords
     pytorch: bool
     compiled: bool
+    key: str = ""  # the file's cache key (:func:`~stepscope.ingest.rank_file_key`)
 
 
 @dataclass(frozen=True)
@@ -105,16 +107,17 @@ def indented(data: bytes) -> str:
 
 
 def _load(task: RankFile) -> Trace:
-    return load_rank_file(task.file, task.index, task.source, span=task.span, cache=Path(task.cache))
+    return load_rank_file(task.file, task.index, task.source, span=task.span, cache=Path(task.cache), key=task.key)
 
 
 def scan_rank(task: RankFile) -> RankFacts:
-    """Map step 1: read the rank file (into the cache) and return its facts."""
-    trace = _load(task)
+    """Map step 1: read the rank file (into the cache) and return its facts (its cache key among them)."""
+    key = task.key or rank_file_key(task.file, task.index, task.span)
+    trace = _load(replace(task, key=key))
     rank = trace.rank_ids[0]
     with Memo().active():
         return RankFacts(rank, trace.rank_info(rank).world_size, comm_records(trace, rank),
-                         uses_pytorch(trace), uses_compile(trace))
+                         uses_pytorch(trace), uses_compile(trace), key)
 
 
 def job_memo(trace: Trace, rank: int, job: JobFacts) -> Memo:

@@ -3,6 +3,7 @@ as the whole-model path, and a driver that never holds a rank's events."""
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 from pathlib import Path
 
@@ -179,3 +180,26 @@ def test_a_packed_object_is_reindented_as_json_dumps_writes_it() -> None:
     obj = {"empty": [], "none": {}, "nested": [[], {}, [1, [2.5, [3e-07]]]], "text": 'é\u2028\n\t"<x>', "neg": -0.0,
            "big": 1.5e300, "null": None, "flag": True, "": "", "deep": {"a": {"b": [{"c": []}]}}}
     assert worker.indented(worker.pack(obj)) == json.dumps(obj, indent=2).replace("\n", "\n    ")
+
+
+def test_map_two_opens_map_ones_cache_entry_without_hashing_the_file_again(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rank file is hashed once (map 1); map 2 gets the key and reads the entry, and gives the summary
+    it gives when it hashes the file itself."""
+    from stepscope import ingest
+    from stepscope.analysis.comm_records import match_records as match
+
+    run = write_run(tmp_path)
+    hashed: list[str] = []
+    real = ingest.content_key
+    monkeypatch.setattr(ingest, "content_key", lambda files, extra: hashed.append(files[0]) or real(files, extra))
+    task = worker.RankFile(str(run / "worker1.1.pt.trace.json"), 1, str(run), "", str(tmp_path / "cache"))
+    facts = worker.scan_rank(task)
+    assert len(hashed) == 1 and facts.key == real([task.file], "rank-file|1|")
+    m = match({facts.rank: facts.collectives})
+    job = worker.JobFacts(m.transfer_ns[1], m.seen[1], m.method, facts.pytorch, facts.compiled)
+    keyed = worker.summarize_rank(dataclasses.replace(task, key=facts.key), job)
+    assert len(hashed) == 1  # not hashed again
+    plain = worker.summarize_rank(task, job)
+    assert len(hashed) == 2
+    assert worker.unpack(keyed.section) == worker.unpack(plain.section) and keyed.advice == plain.advice

@@ -187,7 +187,7 @@ def _arrivals(runs: Mapping[int, RankRun], cols: Mapping[int, int], e: JobEdges)
     for r, i in cols.items():
         run = runs[r]
         mine = np.flatnonzero(e.act[:, i] >= 0)
-        a = run.streams.arrival[e.act[mine, i]]
+        a = run.streams.arrival[0, e.act[mine, i]]
         out[mine, i] = np.where(a > _NONE, a - e.offset_ns[i], _NONE)
     return out
 

@@ -28,7 +28,7 @@ from stepscope.analysis.launch_config import compute_launch_config
 from stepscope.analysis.tensor_cores import compute_tensor_cores
 from stepscope.analysis.whatif import transforms as tf
 from stepscope.analysis.whatif.graph import step_graph
-from stepscope.analysis.whatif.replay import Durations, replay
+from stepscope.analysis.whatif.replay import Durations, replay_all
 from stepscope.model.trace import Trace
 
 #: Default DataLoader workers of the ``loader-workers`` remedy (the advisor's suggested count).
@@ -97,7 +97,8 @@ def compute_remedies(trace: Trace, rank: int) -> Remedies:
     if len(measured) == 0:
         raise NotApplicable("no steps and no device work to replay")
     base = Durations.measured(g)
-    predicted = [float(replay(g, t.change(trace, g, base)).step_ns.mean()) for t in REMEDIES.values()]
+    replays = replay_all(g, [t.change(trace, g, base) for t in REMEDIES.values()])  # in lockstep
+    predicted = [float(r.step_ns.mean()) for r in replays]
     names, share = _kernel_sets(trace, rank)
     return Remedies(rank, tuple(REMEDIES), tuple(_basis(trace, rank, n, t) for n, t in REMEDIES.items()),
                     float(measured.mean()), np.asarray(predicted, np.float64),

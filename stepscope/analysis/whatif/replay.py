@@ -11,6 +11,7 @@ breakdown builds them from the measured ones, so the unchanged graph gives back 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,7 +20,7 @@ import numpy.typing as npt
 from stepscope.analysis.breakdown import stretch_windows
 from stepscope.analysis.common import I64
 from stepscope.analysis.whatif.graph import _NONE, StepGraph
-from stepscope.analysis.whatif.streams import Streams
+from stepscope.analysis.whatif.streams import I2, Streams
 
 
 @dataclass(frozen=True)
@@ -51,50 +52,66 @@ class Replay:
         return self.end_ns - self.start_ns
 
 
+class Diverged(Exception):
+    """Variants replayed in lockstep would take different paths: a blocking call dropped in some of
+    them waits in the others for device work not timed yet (:func:`replay_all` then replays each alone)."""
+
+
 class RankRun:
     """A rank's replay, resumable: it goes from blocking call to blocking call and stops where it
-    needs a collective's last arrival that the job replay (:mod:`.job`) has not supplied yet."""
+    needs a collective's last arrival that the job replay (:mod:`.job`) has not supplied yet.
+    Several durations of the same graph (``dur`` a sequence) are replayed in lockstep, one row each."""
 
-    def __init__(self, g: StepGraph, dur: Durations, coll_transfer_ns: I64 | None = None) -> None:
-        self.g, self.dur = g, dur
+    def __init__(self, g: StepGraph, dur: Durations | Sequence[Durations], coll_transfer_ns: I64 | None = None) -> None:
+        durs = [dur] if isinstance(dur, Durations) else list(dur)
+        self.g, self.n = g, len(durs)
+        self.seg = np.stack([d.host_seg_ns for d in durs]).reshape(self.n, -1)
+        self.dropped = np.stack([d.sync_dropped for d in durs]).reshape(self.n, -1)
         t = g.host.t_ns
-        self.tp = np.full(len(t), _NONE, np.int64)
+        self.tp = np.full((self.n, len(t)), _NONE, np.int64)
         if len(t):
-            self.tp[0] = t[0]
-        self.streams = Streams(g, dur.device_ns, coll_transfer_ns)
+            self.tp[:, 0] = t[0]
+        self.streams = Streams(g, np.stack([d.device_ns for d in durs]).reshape(self.n, -1),
+                               None if coll_transfer_ns is None else coll_transfer_ns[None, :])
         self.j = self.cur = 0
         self.alone = coll_transfer_ns is None  # nothing from other ranks to wait for
         self.done = False
 
     def run(self) -> bool:
         """Advance as far as possible; True when the whole graph is timed."""
-        g, seg, tp, sy = self.g, self.dur.host_seg_ns, self.tp, self.g.syncs
+        seg, tp, sy, last = self.seg, self.tp, self.g.syncs, self.tp.shape[1] - 1
         while self.j < len(sy.row):
             a, b = int(sy.start_pt[self.j]), int(sy.end_pt[self.j])
             _advance_host(tp, seg, self.cur, a)
             self.cur = max(self.cur, a)
             self.streams.advance(tp, a)
-            back = _return_time(g, self.dur, self.streams, self.j, int(tp[a]))
+            back = _return_time(self.g, self.dropped[:, self.j], self.streams, self.j, tp[:, a])
             if back is None:
                 if self.alone and self.streams.unblock():
                     continue
                 return False
-            tp[b] = back
+            tp[:, b] = back
             if b > a + 1:  # (b - 1 of a call at point 0 lasting 0 would slice seg from the end)
-                tp[a + 1:b] = np.minimum(tp[a] + np.cumsum(seg[a:b - 1]), tp[b])
+                tp[:, a + 1:b] = np.minimum(tp[:, a, None] + np.cumsum(seg[:, a:b - 1], axis=1), tp[:, b, None])
             self.cur, self.j = b, self.j + 1
-        _advance_host(tp, seg, self.cur, len(tp) - 1)
-        self.cur = max(self.cur, len(tp) - 1)
-        self.streams.advance(tp, len(tp))
+        _advance_host(tp, seg, self.cur, last)
+        self.cur = max(self.cur, last)
+        self.streams.advance(tp, last + 1)
         while self.alone and not self.streams.timed.all() and self.streams.unblock():
-            self.streams.advance(tp, len(tp))
+            self.streams.advance(tp, last + 1)
         self.done = bool(self.streams.timed.all())
         return self.done
 
+    def results(self) -> list[Replay]:
+        """One replay per durations given, in order."""
+        st, out = self.streams, []
+        for v in range(self.n):  # per variant (a handful)
+            start, end = _windows(self.g, self.tp[v], st.start[v], st.end[v])
+            out.append(Replay(self.tp[v], st.start[v], st.end[v], start, end))
+        return out
+
     def result(self) -> Replay:
-        st = self.streams
-        start, end = _windows(self.g, self.tp, st)
-        return Replay(self.tp, st.start, st.end, start, end)
+        return self.results()[0]
 
 
 def replay(g: StepGraph, dur: Durations) -> Replay:
@@ -104,32 +121,47 @@ def replay(g: StepGraph, dur: Durations) -> Replay:
     return r.result()
 
 
-def _advance_host(tp: I64, seg: I64, cur: int, upto: int) -> None:
+def replay_all(g: StepGraph, durs: Sequence[Durations]) -> list[Replay]:
+    """:func:`replay` of each durations, the same answers: in lockstep (one pass of the epochs for all
+    of them), or one by one where they diverge."""
+    try:
+        r = RankRun(g, durs)
+        r.run()
+        return r.results()
+    except Diverged:
+        return [replay(g, d) for d in durs]
+
+
+def _advance_host(tp: I2, seg: I2, cur: int, upto: int) -> None:
     if upto > cur:
-        tp[cur + 1:upto + 1] = tp[cur] + np.cumsum(seg[cur:upto])
+        tp[:, cur + 1:upto + 1] = tp[:, cur, None] + np.cumsum(seg[:, cur:upto], axis=1)
 
 
-def _return_time(g: StepGraph, dur: Durations, streams: Streams, j: int, called: int) -> int | None:
-    """When blocking call j returns: after what it waited for (or its own cost when dropped); None
-    while what it waited for is not timed yet."""
+def _return_time(g: StepGraph, dropped: npt.NDArray[np.bool_], streams: Streams, j: int, called: I64) -> I64 | None:
+    """When blocking call j returns (per variant): after what it waited for (or its own cost where
+    dropped); None while what it waited for is not timed yet."""
     sy = g.syncs
     tail = int(sy.tail_ns[j])
-    if dur.sync_dropped[j]:
-        t = g.host.t_ns
-        return called + min(int(t[sy.end_pt[j]] - t[sy.start_pt[j]]), tail)
+    t = g.host.t_ns
+    own = called + min(int(t[sy.end_pt[j]] - t[sy.start_pt[j]]), tail)
+    if dropped.all():
+        return own
     k = int(sy.awaited[j])
     if k >= 0 and not streams.is_timed(k):
+        if dropped.any():
+            raise Diverged
         return None
-    done = int(streams.end[k]) if k >= 0 else called
-    return max(called, done) + tail
+    done = streams.end[:, k] if k >= 0 else called
+    back: I64 = np.where(dropped, own, np.maximum(called, done) + tail)
+    return back
 
 
-def _windows(g: StepGraph, tp: I64, streams: Streams) -> tuple[I64, I64]:
+def _windows(g: StepGraph, tp: I64, dev_start: I64, dev_end: I64) -> tuple[I64, I64]:
     """The step windows from replayed times, built as the step breakdown builds them."""
     st = g.steps
     if st.whole_trace:
-        if len(streams.end):
-            return np.array([streams.start.min()], np.int64), np.array([streams.end.max()], np.int64)
+        if len(dev_end):
+            return np.array([dev_start.min()], np.int64), np.array([dev_end.max()], np.int64)
         return np.array([tp.min() if len(tp) else 0], np.int64), np.array([tp.max() if len(tp) else 0], np.int64)
     n = len(st.step)
     hs, he = tp[st.host_start_pt], tp[st.host_end_pt]
@@ -138,6 +170,6 @@ def _windows(g: StepGraph, tp: I64, streams: Streams) -> tuple[I64, I64]:
     count = np.bincount(ws, minlength=n).astype(np.int64)[:n]
     dmin = np.full(n, np.iinfo(np.int64).max)
     dmax = np.full(n, np.iinfo(np.int64).min)
-    np.minimum.at(dmin, ws, streams.start[inside])
-    np.maximum.at(dmax, ws, streams.end[inside])
+    np.minimum.at(dmin, ws, dev_start[inside])
+    np.maximum.at(dmax, ws, dev_end[inside])
     return stretch_windows(hs, he, dmin, dmax, count, st.outside_end_ns)

@@ -13,10 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from stepscope.analysis.whatif import replay as replay_mod
 from stepscope.analysis.whatif import transforms as tf
 from stepscope.analysis.whatif.graph import step_graph
-from stepscope.analysis.whatif.replay import Durations, replay
+from stepscope.analysis.whatif.replay import Durations, replay, replay_all
 from stepscope.analysis.whatif.simulate import simulate
+from stepscope.analysis.whatif.streams import Streams
 from stepscope.model.trace import Trace
 from tests.builders import TraceBuilder
 
@@ -87,6 +89,43 @@ def test_changes_combine_and_do_not_simply_add(micro: Trace) -> None:
     but the device at 45 (k1 [5,35], k2 [35,45]): the step is 45, a saving of 55 — bounded by the
     device, not the sum of the two."""
     assert _steps_us(micro, tf.LoaderWorkers(2), tf.DropSyncs()) == [45]
+
+
+def test_variants_replayed_in_lockstep_are_each_ones_replay(micro: Trace) -> None:
+    """Five durations of the graph in one pass: the hand-computed steps of the tests above (workers 60,
+    sync dropped 85, graph capture 90, k1 halved 85, unchanged 100), every time equal to its own replay."""
+    g = step_graph(micro, 0)
+    base = Durations.measured(g)
+    changes = [tf.LoaderWorkers(2), tf.DropSyncs(), tf.HostOverhead(0.0), tf.ScaleDevice(tf.Select("^k1$"), 0.5)]
+    durs = [c.change(micro, g, base) for c in changes] + [base]
+    together = replay_all(g, durs)
+    assert [int(r.step_ns[0]) // US for r in together] == [60, 85, 90, 85, 100]
+    for d, r in zip(durs, together):
+        one = replay(g, d)
+        for f in ("host_t_ns", "device_start_ns", "device_end_ns", "start_ns", "end_ns"):
+            assert np.array_equal(getattr(r, f), getattr(one, f))
+
+
+def test_variants_that_would_diverge_are_replayed_one_by_one(micro: Trace, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A blocking call dropped in one variant and waiting in another for work not timed yet: the
+    lockstep refuses (Diverged) and each variant is replayed alone, with its own answer."""
+    g = step_graph(micro, 0)
+    base = Durations.measured(g)
+    streams = Streams(g, np.stack([base.device_ns, base.device_ns]))  # nothing timed yet
+    called = np.array([50 * US, 50 * US])
+    with pytest.raises(replay_mod.Diverged):
+        replay_mod._return_time(g, np.array([True, False]), streams, 0, called)
+    assert replay_mod._return_time(g, np.array([False, False]), streams, 0, called) is None
+    assert (replay_mod._return_time(g, np.array([True, True]), streams, 0, called) // US).tolist() == [55, 55]
+    lockstep = replay_mod.RankRun.run
+
+    def diverging(self: replay_mod.RankRun) -> bool:
+        if self.n > 1:
+            raise replay_mod.Diverged
+        return lockstep(self)
+    monkeypatch.setattr(replay_mod.RankRun, "run", diverging)
+    durs = [tf.DropSyncs().change(micro, g, base), base]
+    assert [int(r.step_ns[0]) // US for r in replay_all(g, durs)] == [85, 100]
 
 
 def test_the_replayed_trace_reads_as_the_prediction(micro: Trace) -> None:

@@ -17,10 +17,12 @@ into its own results (:mod:`.snapshots`) by :meth:`RunStore.snapshot`, in the sa
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +31,7 @@ from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.bundle import Bundle, rank_results
 from stepscope.analysis.timeline import timeline_window
 from stepscope.analysis.timeline_event import NoSuchEvent, event_details, search_events
+from stepscope.analysis.whatif.by_rank import simulate_by_rank
 from stepscope.analysis.whatif.options import check_ranks
 from stepscope.analysis.whatif.simulate import simulate
 from stepscope.errors import StepscopeError, UsageError
@@ -37,7 +40,7 @@ from stepscope.report.advice_json import finding_dict
 from stepscope.report.whatif_view import whatif_dict
 from stepscope.server.discover import RunEntry
 from stepscope.server.params import ApiError
-from stepscope.server.ranks import LOADED_RANKS, shift_details, shift_ids, shift_window
+from stepscope.server.ranks import LOADED_RANKS, RankModels, shift_details, shift_ids, shift_window
 from stepscope.server.results import RunResults, analyse_ranks, analyse_run, dumps
 from stepscope.server.snapshots import SnapshotResults, analyse_snapshot
 from stepscope.server.whatif import WhatIfRequest
@@ -243,7 +246,7 @@ class RunStore:
             hit = self._cached(self._whatifs, key)
             if hit is not None:
                 return hit
-            data = _whatif_bytes(res, request, self._loader)
+            data = _whatif_bytes(res, request)
             return self._keep(self._whatifs, key, data, WHATIF_CACHE)
 
     def _cached(self, lru: OrderedDict[tuple[Any, ...], bytes], key: tuple[Any, ...]) -> bytes | None:
@@ -271,20 +274,32 @@ def _rank_files(path: Path) -> int:
         return 0
 
 
-def _whatif_bytes(res: RunResults, request: WhatIfRequest, loader: Callable[[Path], Trace]) -> bytes:
+def _whatif_bytes(res: RunResults, request: WhatIfRequest) -> bytes:
     """Replay every rank of the run together (outside the bundle's memo: the replayed traces are not
-    kept). The job replay ties the ranks at their collectives, so it needs every rank's step graph at
-    once: for a map-reduce run the whole model is loaded for the replay and dropped after it."""
+    kept). The job replay ties the ranks at their collectives; a map-reduce run gives it one rank's
+    model at a time (:mod:`stepscope.analysis.whatif.by_rank`: each rank's step graph and changed
+    durations kept, its events let go), never the whole model."""
     try:
         check_ranks(tuple(request.options.get("fix_rank", ())), list(res.ranks))
-        trace = res.bundle.trace if res.bundle is not None else loader(res.entry.path)
-        doc = whatif_dict(simulate(trace, request.changes), res.entry.label)
+        if res.bundle is not None:
+            w = simulate(res.bundle.trace, request.changes)
+        else:
+            w = simulate_by_rank(res.ranks, functools.partial(_open_rank, res.models), request.changes)
+        doc = whatif_dict(w, res.entry.label)
     except StepscopeError as exc:
         raise ApiError(422, str(exc)) from None
     except NotApplicable as exc:
         raise ApiError(422, f"no what-if for this run: {exc.reason}") from None
     doc["options"] = request.options
     return dumps(doc)
+
+
+@contextlib.contextmanager
+def _open_rank(models: RankModels, rank: int) -> Iterator[Trace]:
+    """The rank's model with its memo active (not kept in the loaded ranks: a replay passes every rank)."""
+    view = models.view(rank, keep=False)
+    with view.memo.active():
+        yield view.trace
 
 
 def _diff_bytes(base: RunResults, new: RunResults) -> bytes:

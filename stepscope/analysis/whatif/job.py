@@ -13,7 +13,7 @@ measured one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from stepscope.analysis.arrivals import TIE_NS, Matched, match, trace_records
 from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.collective_records import CollectiveRecords
 from stepscope.analysis.common import I64
 from stepscope.analysis.whatif.graph import _NONE, StepGraph
 from stepscope.analysis.whatif.p2p import P2PRecords, p2p_records, pair_p2p
@@ -49,12 +50,20 @@ def job_edges(trace: Trace, graphs: Mapping[int, StepGraph]) -> JobEdges | None:
     (None for one rank, or nothing matched on two ranks)."""
     if len(trace.rank_ids) < 2:
         return None
+    return records_edges(trace_records(trace), {r: p2p_records(trace, r) for r in trace.rank_ids}, graphs)
+
+
+def records_edges(records: Sequence[CollectiveRecords], p2p: Mapping[int, P2PRecords],
+                  graphs: Mapping[int, StepGraph]) -> JobEdges | None:
+    """:func:`job_edges` from the ranks' collective records and send / receive records (a run held
+    rank by rank)."""
+    if len(records) < 2:
+        return None
     try:
-        m: Matched | None = match(tuple(sorted(trace_records(trace), key=lambda r: r.rank)))
+        m: Matched | None = match(tuple(sorted(records, key=lambda r: r.rank)))
     except NotApplicable:
         m = None
-    return with_p2p(edges_of(m, graphs) if m is not None else None,
-                    {r: p2p_records(trace, r) for r in trace.rank_ids}, graphs)
+    return with_p2p(edges_of(m, graphs) if m is not None else None, p2p, graphs)
 
 
 def edges_of(m: Matched, graphs: Mapping[int, StepGraph]) -> JobEdges | None:

@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis._memo import memoised
-from stepscope.analysis.arrivals import compute_arrivals
+from stepscope.analysis.arrivals import Arrivals, compute_arrivals
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import I64
 from stepscope.analysis.critical_path import PARTS, CriticalPath, compute_critical_path
@@ -100,26 +100,30 @@ def simulate(trace: Trace, transforms: Sequence[Transform], ranks: Sequence[int]
     with memoised():  # the measured trace's passes once (a replayed trace's are read once each, after)
         replayed, edges = replayed_job(trace, transforms, wanted)
         before = {rank: compute_critical_path(trace, rank) for rank in wanted}
-        paced = _paced_by(trace, edges, {r: rp for r, (_, rp) in replayed.items()}, wanted)
+        paced = paced_by(_arrivals(trace) if edges is not None else None, edges,
+                         {r: rp for r, (_, rp) in replayed.items()}, wanted)
     out = []
     for rank in wanted:
         g, rp = replayed[rank]
         after = compute_critical_path(replayed_trace(trace, g, rp), rank)
         measured = g.steps.measured_end_ns - g.steps.measured_start_ns
         out.append(RankWhatIf(rank, g.steps.step, measured, rp.step_ns, before[rank], after))
-    return WhatIf(tuple(t.basis() for t in transforms), _caveats(transforms, out), tuple(out), paced)
+    return WhatIf(tuple(t.basis() for t in transforms), caveats(transforms, out), tuple(out), paced)
 
 
-def _paced_by(trace: Trace, e: JobEdges | None, rps: Mapping[int, Replay], wanted: Sequence[int]
-              ) -> tuple[int | None, int | None]:
+def _arrivals(trace: Trace) -> Arrivals | None:
+    try:
+        return compute_arrivals(trace)
+    except NotApplicable:
+        return None
+
+
+def paced_by(arrivals: Arrivals | None, e: JobEdges | None, rps: Mapping[int, Replay], wanted: Sequence[int]
+             ) -> tuple[int | None, int | None]:
     """The rank the others wait for, before and after: the one waiting least at the collectives. Before,
     the arrival analysis' waits (the job verdict's reading); after, the same with the replayed collectives'
     waits in place of their measured ones (the collectives the replay ties; the others keep theirs)."""
-    if e is None:
-        return None, None
-    try:
-        arrivals = compute_arrivals(trace)
-    except NotApplicable:
+    if e is None or arrivals is None:
         return None, None
     before = {r: int(arrivals.wait_total_ns[i]) for i, r in enumerate(arrivals.ranks)}
     if not sum(before.values()):
@@ -142,7 +146,7 @@ CPU_WORKERS_CAVEAT = ("CPU-only run: the DataLoader workers would share the CPU 
                       "the prediction assumes cores to spare, and on a busy or small machine the step can even grow")
 
 
-def _caveats(transforms: Sequence[Transform], ranks: Sequence[RankWhatIf]) -> tuple[str, ...]:
+def caveats(transforms: Sequence[Transform], ranks: Sequence[RankWhatIf]) -> tuple[str, ...]:
     loader = any(isinstance(t, LoaderWorkers) for t in transforms)
     cpu_only = any(not r.before.has_device for r in ranks)
     return (CPU_WORKERS_CAVEAT,) if loader and cpu_only else ()
@@ -178,15 +182,18 @@ def replayed_job(trace: Trace, transforms: Sequence[Transform], wanted: Sequence
         except NotApplicable:
             if r in wanted:
                 raise
-    durs = {}
-    for r, g in graphs.items():
-        d = Durations.measured(g)
-        for t in transforms:
-            d = t.change(trace, g, d)
-        durs[r] = d
+    durs = {r: changed_durations(trace, g, transforms) for r, g in graphs.items()}
     edges = job_edges(trace, graphs)
     rps = replay_job(graphs, durs, edges)
     return {r: (g, rps[r]) for r, g in graphs.items()}, edges
+
+
+def changed_durations(trace: Trace, g: StepGraph, transforms: Sequence[Transform]) -> Durations:
+    """The graph's measured durations with the transformations applied, in order."""
+    d = Durations.measured(g)
+    for t in transforms:
+        d = t.change(trace, g, d)
+    return d
 
 
 def replayed_trace(trace: Trace, g: StepGraph, rp: Replay) -> Trace:

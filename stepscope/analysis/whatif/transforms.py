@@ -14,7 +14,7 @@ import numpy.typing as npt
 
 from stepscope.analysis import intervals
 from stepscope.analysis.activity import Activity, activity_of
-from stepscope.analysis.arrivals import compute_arrivals
+from stepscope.analysis.arrivals import Arrivals, compute_arrivals
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import I64, interval_set
 from stepscope.analysis.whatif.fix_rank import fix_rank_basis, fixed_durations
@@ -218,15 +218,17 @@ class FixSlowRank:
 
     rank: int
     name: str = field(default="fix-slow-rank", init=False)
+    #: the job's arrivals, where the trace is one rank of the job (a run held rank by rank: .by_rank)
+    arrivals: Arrivals | None = field(default=None, compare=False, repr=False)
 
     def basis(self) -> str:
         return fix_rank_basis(self.rank)
 
     def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
-        if g.rank != self.rank or len(trace.rank_ids) < 2:
+        if g.rank != self.rank or (self.arrivals is None and len(trace.rank_ids) < 2):
             return d
         try:
-            a = compute_arrivals(trace)
+            a = self.arrivals if self.arrivals is not None else compute_arrivals(trace)
         except NotApplicable:
             return d
         return fixed_durations(g, d, a, activity_of(trace)[g.device.row] == Activity.COMMUNICATION)

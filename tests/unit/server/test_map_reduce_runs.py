@@ -69,6 +69,21 @@ def test_runs_list_whatif_and_diff_are_byte_identical(pair: tuple[TestClient, Te
     assert lazy.get(ids[DDP]).models.loaded == ()  # what-if and diff load ranks without keeping them
 
 
+def test_a_whatif_loads_one_rank_at_a_time_never_the_whole_model(
+        pair: tuple[TestClient, TestClient, RunStore, dict[str, str]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The job replay of a map-reduce run (fix a rank: the job's arrivals first) reads its ranks one by one
+    from the cache: three passes over the ranks not held already, the whole-model loader never called."""
+    cw, cm, lazy, ids = pair
+    monkeypatch.setattr(lazy, "_loader", lambda path: pytest.fail(f"the whole model of {path} was loaded"))
+    res = lazy.get(ids[DDP])
+    before = res.models.loads
+    held = set(res.models.loaded)
+    body = {"fix_rank": [1], "workers": 3}
+    a, b = _post(cw, ids[DDP], body), _post(cm, ids[DDP], body)
+    assert a.status_code == b.status_code == 200 and a.content == b.content
+    assert res.models.loads - before == 3 * len(set(res.ranks) - held)
+
+
 def _by_track(window: dict[str, Any]) -> dict[str, Any]:
     """The window with its tracks named by (pid, tid) instead of their ids, and without event rows:
     a one-rank model numbers its tracks in another order than the whole model (string ids decide)."""

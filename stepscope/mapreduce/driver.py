@@ -76,17 +76,31 @@ class MapReduceResult:
 
     def write_json(self, write: Callable[[str], object]) -> None:
         """Write the document as ``json.dumps(document, indent=2) + "\\n"`` writes it, one rank at a
-        time (the whole text is never held)."""
-        text = json.dumps({**self.head, "ranks": _RANKS}, indent=2, allow_nan=False)
-        before, after = text.split(json.dumps(_RANKS), 1)
-        write(before)
+        time, the rest as the encoder makes it (``iterencode``: the pieces ``dumps`` joins), so the
+        whole text is never held (the head alone is tens of MB on hundreds of ranks: the matrix)."""
+        marker, placed = json.dumps(_RANKS), False
+        pieces: list[str] = []
+        for chunk in json.JSONEncoder(indent=2, allow_nan=False).iterencode({**self.head, "ranks": _RANKS}):
+            if not placed and chunk.endswith(marker):  # '"ranks": ' and the marker: the rank objects go here
+                placed = True
+                pieces.append(chunk[:-len(marker)])
+                write("".join(pieces))
+                pieces = []
+                self._write_ranks(write)
+                continue
+            pieces.append(chunk)
+            if len(pieces) >= 4096:
+                write("".join(pieces))
+                pieces = []
+        write("".join(pieces) + "\n")
+
+    def _write_ranks(self, write: Callable[[str], object]) -> None:
         if not self.sections:
             write("[]")
         for i, s in enumerate(self.sections):
             write(("[\n    " if i == 0 else ",\n    ") + indented(s))
         if self.sections:
             write("\n  ]")
-        write(after + "\n")
 
 
 _RANKS = "\u0000ranks\u0000"  # where the rank objects go in the head's text

@@ -527,18 +527,9 @@ def test_standalone_report_timeline(browser: Any, tmp_path: Path) -> None:
 def test_diff_report_carries_aligned_timelines(browser: Any, tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     """``stepscope diff BASE NEW --html``: the aligned view draws both runs at the carried step pair."""
-    from tests.unit.ingest.test_bad_input import run_main
 
-    out = tmp_path / "diff.html"
     base, new = DATA / "h100_cuda_train" / "base", DATA / "h100_cuda_train" / "fixed"
-    res = run_main(["diff", str(base), str(new), "--html", str(out)], capsys)
-    assert res.returncode == 0, res.stderr
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    tl = Tl(page, out.as_uri())
-    page.goto(out.as_uri())
-    sel = "#diff-timeline #timeline-canvas"
-    page.wait_for_selector(f"{sel}[data-fetches]", timeout=60_000)
-    data = json.loads(page.locator("#stepscope-doc").text_content() or "{}")
+    out, page, tl, sel, data = _open_diff_report(browser, tmp_path, base, new, capsys, "data-fetches")
     runs = data["runs"]
     sides = [runs[s]["info"]["ranks"][0] for s in ("base", "new")]
     snaps = [runs[s]["timeline"][str(r["rank"])] for s, r in zip(("base", "new"), sides)]
@@ -575,23 +566,33 @@ def test_diff_report_carries_aligned_timelines(browser: Any, tmp_path: Path,
     page.close()
 
 
-def test_diff_report_aligns_every_rank(browser: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """``diff --html`` of two two-rank runs carries both ranks of each: the picker shows rank 1 or both
-    stacked at the same step ordinal, and an event of NEW's rank 1 shows its details offline."""
-    import stepscope
-    from stepscope.analysis.timeline_event import event_details
+def _open_diff_report(browser: Any, tmp_path: Path, base: Path, new: Path, capsys: pytest.CaptureFixture[str],
+                      ready: str) -> tuple[Path, Any, Tl, str, dict[str, Any]]:
+    """``stepscope diff BASE NEW --html`` written and opened: the file, the page, its timeline helper,
+    the aligned canvas' selector (waited for until it has the ``ready`` attribute) and the document."""
     from tests.unit.ingest.test_bad_input import run_main
 
-    out, new_dir = tmp_path / "diff.html", tmp_path / "ddp_b"
-    shutil.copytree(DATA / "cpu_ddp_2rank", new_dir)
-    res = run_main(["diff", str(DATA / "cpu_ddp_2rank"), str(new_dir), "--html", str(out)], capsys)
+    out = tmp_path / "diff.html"
+    res = run_main(["diff", str(base), str(new), "--html", str(out)], capsys)
     assert res.returncode == 0, res.stderr
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     tl = Tl(page, out.as_uri())
     page.goto(out.as_uri())
     sel = "#diff-timeline #timeline-canvas"
-    page.wait_for_selector(f"{sel}[data-aligned]", timeout=60_000)
-    data = json.loads(page.locator("#stepscope-doc").text_content() or "{}")
+    page.wait_for_selector(f"{sel}[{ready}]", timeout=60_000)
+    return out, page, tl, sel, json.loads(page.locator("#stepscope-doc").text_content() or "{}")
+
+
+def test_diff_report_aligns_every_rank(browser: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``diff --html`` of two two-rank runs carries both ranks of each: the picker shows rank 1 or both
+    stacked at the same step ordinal, and an event of NEW's rank 1 shows its details offline."""
+    import stepscope
+    from stepscope.analysis.timeline_event import event_details
+
+    new_dir = tmp_path / "ddp_b"
+    shutil.copytree(DATA / "cpu_ddp_2rank", new_dir)
+    out, page, tl, sel, data = _open_diff_report(browser, tmp_path, DATA / "cpu_ddp_2rank", new_dir, capsys,
+                                                 "data-aligned")
     infos = [data["runs"][s]["info"]["ranks"] for s in ("base", "new")]
     assert [[r["rank"] for r in i] for i in infos] == [[0, 1], [0, 1]]
     k = int(tl.data("aligned", sel))

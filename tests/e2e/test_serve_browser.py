@@ -111,13 +111,18 @@ def browser() -> Iterator[Any]:
     yield from launch()
 
 
-@pytest.fixture
-def session(browser: Any, served: str) -> Iterator[Session]:
+def open_session(browser: Any, served: str) -> Iterator[Session]:
+    """A page on ``served``, checked clean (no console error, no outside request) when the test ends."""
     page = browser.new_page(viewport={"width": 1400, "height": 900})
     s = Session(page, served)
     yield s
     s.check_clean()
     page.close()
+
+
+@pytest.fixture
+def session(browser: Any, served: str) -> Iterator[Session]:
+    yield from open_session(browser, served)
 
 
 def test_runs_page(session: Session, ids: dict[str, str]) -> None:

@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from browser import launch, need_playwright, serve
 
-from tests.e2e.test_serve_browser import Session, api, wait_until
+from tests.e2e.test_serve_browser import Session, api, open_session, wait_until
 from tests.snapshot_builder import sawtooth, small, two_devices, write
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -47,11 +47,7 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture
 def session(browser: Any, served: str) -> Iterator[Session]:
-    page = browser.new_page(viewport={"width": 1400, "height": 900})
-    s = Session(page, served)
-    yield s
-    s.check_clean()
-    page.close()
+    yield from open_session(browser, served)
 
 
 def _ids(base: str) -> dict[str, str]:

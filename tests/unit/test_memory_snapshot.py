@@ -15,6 +15,7 @@ from stepscope.analysis.allocator import curve_window, summarize
 from stepscope.cli import cli, main
 from stepscope.errors import TraceFormatError
 from stepscope.ingest.snapshot import read_snapshot
+from tests.snapshot_builder import small  # two sites; the peak after the third alloc; one freed before it
 
 
 class Evil:
@@ -54,36 +55,13 @@ def test_what_is_not_a_snapshot_is_one_error_naming_the_file(tmp_path: Path, pay
     assert "\n" not in str(exc.value)
 
 
-def _frames(*sites: str) -> list[dict[str, Any]]:
-    return [{"filename": "/venv/site-packages/torch/x.py", "line": 1, "name": "inner"}] + \
-        [{"filename": f"/src/{s}.py", "line": i + 10, "name": s} for i, s in enumerate(sites)]
-
-
-def _handmade() -> dict[str, Any]:
-    """Two sites; the peak is after the third alloc; one allocation is freed before it."""
-    ev = [("segment_alloc", 0x1000, 4096, 0, ()),
-          ("alloc", 0x1000, 100, 10, ("a",)), ("alloc", 0x2000, 300, 20, ("b",)),
-          ("free_requested", 0x1000, 100, 25, ("a",)), ("free_completed", 0x1000, 100, 30, ("a",)),
-          ("alloc", 0x1000, 700, 40, ("a",)),  # the same address again: a new block
-          ("free_completed", 0x2000, 300, 50, ("b",)), ("alloc", 0x3000, 50, 60, ("b",))]
-    trace = [{"action": a, "addr": addr, "size": n, "time_us": 1_000_000 + t * 1000, "stream": 0,
-              "frames": _frames(*f)} for a, addr, n, t, f in ev]
-    seg = {"device": 0, "address": 0x1000, "total_size": 4096, "allocated_size": 750, "active_size": 750,
-           "requested_size": 750, "stream": 0, "segment_type": "small", "frames": [],
-           "blocks": [{"address": 0x1000, "size": 700, "requested_size": 700, "state": "active_allocated",
-                       "frames": _frames("a")},
-                      {"address": 0x3000, "size": 50, "requested_size": 50, "state": "active_allocated", "frames": []},
-                      {"address": 0x4000, "size": 3346, "requested_size": 0, "state": "inactive", "frames": []}]}
-    return {"segments": [seg], "device_traces": [trace], "allocator_settings": {"expandable_segments": False}}
-
-
 def _replay(doc: dict[str, Any]) -> tuple[int, float, dict[int, tuple[int, str]]]:
     """Peak live bytes, its time (ms after the first entry) and the blocks live then (a plain loop)."""
     live: dict[int, tuple[int, str]] = {}
     total, peak, at, t0, snap = 0, -1, 0.0, doc["device_traces"][0][0]["time_us"], {}
     for e in doc["device_traces"][0]:
-        f = e["frames"][-1]
         if e["action"] == "alloc":
+            f = e["frames"][-1]
             live[e["addr"]] = (e["size"], f"{f['filename']}:{f['line']} {f['name']}")
             total += e["size"]
         elif e["action"] == "free_completed":
@@ -97,7 +75,7 @@ def _replay(doc: dict[str, Any]) -> tuple[int, float, dict[int, tuple[int, str]]
 
 
 def test_the_summary_of_a_handmade_snapshot_equals_a_replay(tmp_path: Path) -> None:
-    doc = _handmade()
+    doc = small()
     p = tmp_path / "snap.pickle"
     p.write_bytes(pickle.dumps(doc))
     s = summarize(read_snapshot(p))
@@ -122,7 +100,7 @@ def test_a_window_of_the_curve_at_a_level_of_detail(tmp_path: Path) -> None:
     """Live bytes 100, 400, 300, 1000, 700, 750 at 10 ... 60 ms: the window 15-55 ms holds 4 points;
     in 2 buckets (15-35, 35-55 ms) the maxima are 400 (at 30 ms: the bucket's latest time) and 1000."""
     p = tmp_path / "snap.pickle"
-    p.write_bytes(pickle.dumps(_handmade()))
+    p.write_bytes(pickle.dumps(small()))
     snap = read_snapshot(p)
     w = curve_window(snap, 0, 15.0, 55.0, points=2)
     assert (w["points_in_window"], w["live_before_bytes"]) == (4, 100)

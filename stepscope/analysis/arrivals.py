@@ -118,8 +118,10 @@ def trace_records(trace: Trace) -> tuple[CollectiveRecords, ...]:
     return tuple(collective_records(trace, r) for r in trace.rank_ids)  # per rank
 
 
+@per_trace
 def compute_arrivals(trace: Trace) -> Arrivals:
-    """Arrivals at the collectives of a multi-rank trace (NotApplicable for one rank or none matched)."""
+    """Arrivals at the collectives of a multi-rank trace (NotApplicable for one rank or none matched);
+    once per trace in an active memo (the what-if's edges, its pacing rank and ``--fix-rank`` read it)."""
     if len(trace.rank_ids) < 2:
         raise NotApplicable("single-rank trace: no arrivals to compare")
     return arrivals_of(trace_records(trace))

@@ -26,7 +26,7 @@ from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.collective_records import CollectiveRecords, collective_records
 from stepscope.analysis.critical_path import CriticalPath, compute_critical_path
 from stepscope.analysis.whatif.graph import StepGraph, step_graph
-from stepscope.analysis.whatif.job import records_edges, replay_job
+from stepscope.analysis.whatif.job import matched_edges, replay_job
 from stepscope.analysis.whatif.p2p import P2PRecords, p2p_records
 from stepscope.analysis.whatif.replay import Durations
 from stepscope.analysis.whatif.simulate import (
@@ -69,10 +69,10 @@ def simulate_by_rank(rank_ids: Sequence[int], open_rank: RankOpener, transforms:
             durs[r] = changed_durations(trace, graphs[r], changes)
             if r in wanted:
                 before[r] = compute_critical_path(trace, r)
-    edges = records_edges([records[r] for r in rank_ids if r in records], sends, graphs)
-    rps = replay_job(graphs, durs, edges)
-    if edges is not None and arrivals is None:
+    if multi and arrivals is None:
         arrivals = _arrivals_of([records[r] for r in rank_ids])
+    edges = matched_edges(arrivals, sends, graphs) if multi else None
+    rps = replay_job(graphs, durs, edges)
     paced = paced_by(arrivals, edges, rps, wanted)
     out = []
     for r in wanted:

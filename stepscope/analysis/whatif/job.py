@@ -13,15 +13,14 @@ measured one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.analysis.arrivals import TIE_NS, Matched, match, trace_records
+from stepscope.analysis.arrivals import TIE_NS, Arrivals, Matched, compute_arrivals
 from stepscope.analysis.base import NotApplicable
-from stepscope.analysis.collective_records import CollectiveRecords
 from stepscope.analysis.common import I64
 from stepscope.analysis.whatif.graph import _NONE, StepGraph
 from stepscope.analysis.whatif.p2p import P2PRecords, p2p_records, pair_p2p
@@ -50,20 +49,18 @@ def job_edges(trace: Trace, graphs: Mapping[int, StepGraph]) -> JobEdges | None:
     (None for one rank, or nothing matched on two ranks)."""
     if len(trace.rank_ids) < 2:
         return None
-    return records_edges(trace_records(trace), {r: p2p_records(trace, r) for r in trace.rank_ids}, graphs)
-
-
-def records_edges(records: Sequence[CollectiveRecords], p2p: Mapping[int, P2PRecords],
-                  graphs: Mapping[int, StepGraph]) -> JobEdges | None:
-    """:func:`job_edges` from the ranks' collective records and send / receive records (a run held
-    rank by rank)."""
-    if len(records) < 2:
-        return None
     try:
-        m: Matched | None = match(tuple(sorted(records, key=lambda r: r.rank)))
+        arrivals: Arrivals | None = compute_arrivals(trace)
     except NotApplicable:
-        m = None
-    return with_p2p(edges_of(m, graphs) if m is not None else None, p2p, graphs)
+        arrivals = None
+    return matched_edges(arrivals, {r: p2p_records(trace, r) for r in trace.rank_ids}, graphs)
+
+
+def matched_edges(arrivals: Arrivals | None, p2p: Mapping[int, P2PRecords], graphs: Mapping[int, StepGraph]
+                  ) -> JobEdges | None:
+    """The edges of the collectives ``arrivals`` matched (None: none) and of the sends and receives
+    that pair up (from per-rank records, so a run held rank by rank gets them too)."""
+    return with_p2p(edges_of(arrivals.m, graphs) if arrivals is not None else None, p2p, graphs)
 
 
 def edges_of(m: Matched, graphs: Mapping[int, StepGraph]) -> JobEdges | None:

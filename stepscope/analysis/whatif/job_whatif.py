@@ -32,7 +32,7 @@ from stepscope.analysis.collective_records import CollectiveRecords, collective_
 from stepscope.analysis.common import I64
 from stepscope.analysis.whatif.fix_rank import fix_rank_basis, fixed_durations
 from stepscope.analysis.whatif.graph import StepGraph, step_graph
-from stepscope.analysis.whatif.job import JobEdges, edges_of, job_steps_ns, replay_job, with_p2p
+from stepscope.analysis.whatif.job import JobEdges, job_steps_ns, matched_edges, replay_job
 from stepscope.analysis.whatif.p2p import P2PRecords, p2p_records
 from stepscope.analysis.whatif.remedies import REMEDIES
 from stepscope.analysis.whatif.replay import Durations
@@ -129,8 +129,7 @@ def combine_job_whatif(records: Mapping[int, JobRecord]) -> JobWhatIf:
         a: Arrivals | None = arrivals_of(colls) if len(colls) > 1 else None
     except NotApplicable:
         a = None
-    e = with_p2p(edges_of(a.m, graphs) if a is not None else None,
-                 {r: rec.p2p for r, rec in records.items() if rec.p2p is not None}, graphs)
+    e = matched_edges(a, {r: rec.p2p for r, rec in records.items() if rec.p2p is not None}, graphs)
     if e is None:
         raise NotApplicable("no collective or send/receive matched across the ranks to tie their replays")
     measured = {r: Durations.measured(g) for r, g in graphs.items()}

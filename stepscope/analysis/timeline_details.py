@@ -60,10 +60,9 @@ def _nullable(values: npt.NDArray[Any], is_set: npt.NDArray[np.bool_]) -> Any:
     ``{"at": [positions], "values": [...]}`` (a kernel's arguments are unset on host events)."""
     if 2 * int(is_set.sum()) < len(is_set):
         return {"at": np.flatnonzero(is_set).tolist(), "values": values[is_set].tolist()}
-    out: list[Any] = values.tolist()
-    for i in np.flatnonzero(~is_set).tolist():  # the few unset cells
-        out[i] = None
-    return out
+    out = values.astype(object)  # Python ints, floats and texts, and None where unset
+    out[~is_set] = None
+    return out.tolist()
 
 
 def _args(trace: Trace, rows: I64) -> dict[str, Any]:

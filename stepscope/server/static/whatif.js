@@ -167,6 +167,14 @@ function shareBar(id, shares) {
   return bar;
 }
 
+/** Whose critical path the shares are: the rank that bounds the job before and after (boundText). */
+function sharesTitle(job) {
+  const b = job.bound_rank_before, a = job.bound_rank_after;
+  if (b === null || b === undefined) return "Critical path, before and after";
+  const who = b === a ? `rank ${b}` : `rank ${b} before, rank ${a} after`;
+  return `Critical path of the rank that bounds the job (${who}), before and after`;
+}
+
 function sharesBlock(job) {
   const before = job.critical_path_pct_before || {}, after = job.critical_path_pct_after || {};
   const rows = PARTS.filter(([k]) => (before[k] || 0) > 0 || (after[k] || 0) > 0).map(([k, label, color]) => {
@@ -174,7 +182,7 @@ function sharesBlock(job) {
     sw.style.background = color;
     return el("tr", {"data-part": k}, el("td", null, sw, label), el("td", {class: "num"}, fmtPct(before[k])), el("td", {class: "num"}, fmtPct(after[k])));
   });
-  return el("div", {class: "wi-shares"}, el("h3", null, "Critical path of the slowest rank, before and after"),
+  return el("div", {class: "wi-shares"}, el("h3", null, sharesTitle(job)),
     el("div", {class: "wi-barrow"}, el("span", {class: "k"}, "before"), shareBar("whatif-shares-before", before)),
     el("div", {class: "wi-barrow"}, el("span", {class: "k"}, "after"), shareBar("whatif-shares-after", after)),
     el("table", {class: "data compact", id: "whatif-shares"}, el("thead", null, el("tr", null, el("th", null, "part"),

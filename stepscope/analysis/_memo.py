@@ -6,12 +6,15 @@ active and keeps it in the :class:`~stepscope.analysis.bundle.Bundle`; work done
 same bundle (the advisor, the JSON document, timeline windows) runs inside ``bundle.memo.active()``
 and reuses what the build computed. Outside an active memo a memoised function simply computes.
 The active memo is held in a :class:`~contextvars.ContextVar`, so threads (the server's) never see
-each other's; a memo lives exactly as long as its bundle.
+each other's; a memo lives exactly as long as its bundle. The analyses of one build may run on
+several threads with the same memo (``runtime/tasks.py``): a pass asked for by two of them at once
+is computed by the first, and the second waits for its value.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from functools import wraps
@@ -27,6 +30,8 @@ class Memo:
 
     def __init__(self) -> None:
         self._store: dict[tuple[str, int, int], tuple[Trace, object]] = {}
+        self._computing: dict[tuple[str, int, int], threading.RLock] = {}  # one lock per pass being computed
+        self._lock = threading.Lock()  # guards ``_computing``
 
     def __len__(self) -> int:
         return len(self._store)
@@ -45,8 +50,14 @@ class Memo:
         hit = self._store.get(key)
         if hit is not None and hit[0] is trace:
             return cast(R, hit[1])
-        value = compute()
-        self._store[key] = (trace, value)  # the trace is kept with it, so its id is not reused meanwhile
+        with self._lock:
+            pass_lock = self._computing.setdefault(key, threading.RLock())
+        with pass_lock:  # another thread computing this pass: wait for it (passes never ask for themselves)
+            hit = self._store.get(key)
+            if hit is not None and hit[0] is trace:
+                return cast(R, hit[1])
+            value = compute()
+            self._store[key] = (trace, value)  # the trace is kept with it, so its id is not reused meanwhile
         return value
 
     def seed(self, fn: Callable[..., object], trace: Trace, value: object, rank: int = -1) -> None:

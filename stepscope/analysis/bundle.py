@@ -22,11 +22,14 @@ from stepscope.analysis.registry import (
     RankAnalysis,
 )
 from stepscope.model.trace import Trace
+from stepscope.runtime.tasks import run_calls
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
 R = TypeVar("R")
 T = TypeVar("T")
+#: a rank's analyses run side by side on threads from this size on (below, a thread costs more than it saves)
+PARALLEL_ABOVE_EVENTS = 200_000
 
 
 def _typed(key: RankAnalysis[T] | ClusterAnalysis[T], value: object) -> T | None:
@@ -144,9 +147,15 @@ def rank_results(trace: Trace, rank: int, wanted: set[str] | None = None, batch_
     """Every (wanted) per-rank analysis of one rank (``summary`` always)."""
     results: dict[str, object] = {}
     skipped: dict[str, str] = {}
-    for a in RANK_ANALYSES:
-        if wanted is None or a.name in wanted or a.name == "summary":
-            _run(a.name, functools.partial(a.compute, trace, rank), results, skipped)
+    chosen = [a for a in RANK_ANALYSES if wanted is None or a.name in wanted or a.name == "summary"]
+    calls = [functools.partial(a.compute, trace, rank) for a in chosen]
+    for a, got in zip(chosen, run_calls(calls, parallel=trace.event_count >= PARALLEL_ABOVE_EVENTS)):
+        if isinstance(got.error, NotApplicable):
+            skipped[a.name] = got.error.reason
+        elif got.error is not None:
+            raise got.error
+        else:
+            results[a.name] = got.value
     if batch_size:
         _apply_batch_size(results, batch_size)
     return RankResults(rank, results, skipped)

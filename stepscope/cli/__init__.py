@@ -10,10 +10,12 @@ import contextlib
 import importlib
 import importlib.util
 import sys
+from collections.abc import Iterator
 
 import click
 
 from stepscope.errors import StepscopeError
+from stepscope.runtime.deferred import deferred_cache_writes
 from stepscope.runtime.heap import heap_for_big_arrays
 
 #: command modules, each exposing ``command`` (a click.Command); loaded lazily by name
@@ -67,7 +69,15 @@ def _heap_mode(argv: list[str]) -> contextlib.AbstractContextManager[None]:
     memory for the next pass (:mod:`stepscope.runtime.heap`): its analyses make and drop arrays of
     tens of MB by the dozen, each otherwise a fresh mapping faulted in page by page."""
     command = next((a for a in argv if not a.startswith("-")), "")
-    return contextlib.nullcontext() if command in LONG_RUNNING else heap_for_big_arrays()
+    return contextlib.nullcontext() if command in LONG_RUNNING else _one_shot()
+
+
+@contextlib.contextmanager
+def _one_shot() -> Iterator[None]:
+    """Big arrays from the heap, and the cache entry of a trace parsed afresh written on a thread
+    while the command's analyses run (:mod:`stepscope.runtime.deferred`; waited for before exit)."""
+    with heap_for_big_arrays(), deferred_cache_writes():
+        yield
 
 
 def main(argv: list[str] | None = None) -> None:

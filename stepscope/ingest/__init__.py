@@ -26,6 +26,7 @@ from stepscope.model import store
 from stepscope.model.diagnostics import DiagnosticsBuilder
 from stepscope.model.strings import StringPool
 from stepscope.model.trace import Trace
+from stepscope.runtime.deferred import write_entry
 from stepscope.runtime.hugepages import without_hugepage_hint
 
 log = logging.getLogger(__name__)
@@ -106,10 +107,7 @@ def _load(path: Path, source: Path, use_cache: bool, span: str | int | None, ran
             log.warning("cache entry %s is damaged (%s); rebuilding it from %s", target, reason, source)
     trace = _parse(run, source, ranks, workers, progress, engine, ray_address)
     if use_cache:
-        try:
-            store.save(trace, target, files=run.files)
-        except OSError as exc:
-            log.info("could not write cache %s: %s", target, exc)
+        write_entry(functools.partial(store.save, trace, target, files=run.files), str(target))
     return trace
 
 

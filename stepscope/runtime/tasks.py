@@ -1,0 +1,47 @@
+"""Independent calls run side by side on threads, each in a copy of the caller's context.
+
+The analyses of a rank read the same model and never write it; most of their time is numpy work
+that releases the GIL (sorts, searches, gathers over million-row columns), so on a large trace two
+of them run at once on two cores. Each call runs in a copy of the caller's :mod:`contextvars`
+context, so the active analysis memo (``analysis/_memo.py``, thread-safe) is the caller's.
+Calls are independent: what one shares with another goes through the memo, which computes each
+shared pass once however many threads ask for it.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+MAX_THREADS = 4  # past this the GIL-held stretches of the analyses (Python per group) serialise them anyway
+
+
+@dataclass(frozen=True)
+class Outcome(Generic[T]):
+    """What one call gave: its value, or the exception it raised (``error``)."""
+
+    value: T | None = None
+    error: BaseException | None = None
+
+
+def _outcome(call: Callable[[], T]) -> Outcome[T]:
+    try:
+        return Outcome(call())
+    except Exception as exc:  # handed back to the caller, which decides what an exception means
+        return Outcome(error=exc)
+
+
+def run_calls(calls: Sequence[Callable[[], T]], parallel: bool) -> list[Outcome[T]]:
+    """Every call's outcome, in the order of ``calls``; on threads (one per core, at most
+    :data:`MAX_THREADS`) when ``parallel`` and there is more than one core, else one after another."""
+    threads = min(MAX_THREADS, len(os.sched_getaffinity(0)), len(calls))
+    if not parallel or threads < 2:
+        return [_outcome(c) for c in calls]
+    with ThreadPoolExecutor(threads, thread_name_prefix="stepscope-analysis") as pool:
+        futures = [pool.submit(contextvars.copy_context().run, _outcome, c) for c in calls]
+        return [f.result() for f in futures]

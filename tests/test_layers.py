@@ -37,7 +37,7 @@ LAYERS: dict[str, frozenset[str]] = {
     "runtime": frozenset(),  # threads, the fork pool, the huge-page hint: how work runs, not what it is
     "model": frozenset({"runtime", "errors"}),
     "ingest": frozenset({"model", "runtime", "errors"}),
-    "analysis": frozenset({"model", "errors"}),
+    "analysis": frozenset({"model", "runtime", "errors"}),  # runtime: a rank's analyses on threads (runtime.tasks)
     "query": frozenset({"model", "errors"}),
     "advisor": frozenset({"analysis", "model", "errors"}),
     # export writes the Kineto format back with the reader's category table (ingest.normalize)

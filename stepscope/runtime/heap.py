@@ -17,8 +17,9 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
-import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+
+from stepscope.runtime.counted import CountedSetting
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 _DEFAULT_BYTES = 128 << 10  # glibc's initial mmap and trim thresholds
@@ -32,30 +33,28 @@ def _libc() -> ctypes.CDLL | None:
         return None
 
 
-_lock = threading.Lock()
-_inside = 0  # blocks open now, over all threads: glibc's defaults come back when the last one closes
+_SETTING = CountedSetting()  # process-wide: set by the first open block, set back by the last
 
 
 @contextlib.contextmanager
 def heap_for_big_arrays() -> Iterator[None]:
     """Big arrays from the heap, freed memory kept, inside this block (nested and threaded blocks
     included: the settings are process-wide, set by the first block and set back by the last)."""
-    global _inside
     libc = _libc()
     if libc is None:
         yield
         return
-    with _lock:
-        if _inside == 0:
-            libc.mallopt(_M_MMAP_THRESHOLD, 1 << 30)
-            libc.mallopt(_M_TRIM_THRESHOLD, (1 << 31) - 1)
-        _inside += 1
-    try:
+    with _SETTING.held(lambda: _keep_freed(libc)):
         yield
-    finally:
-        with _lock:
-            _inside -= 1
-            if _inside == 0:
-                libc.mallopt(_M_MMAP_THRESHOLD, _DEFAULT_BYTES)
-                libc.mallopt(_M_TRIM_THRESHOLD, _DEFAULT_BYTES)
-                libc.malloc_trim(0)
+
+
+def _keep_freed(libc: ctypes.CDLL) -> Callable[[], None]:
+    libc.mallopt(_M_MMAP_THRESHOLD, 1 << 30)
+    libc.mallopt(_M_TRIM_THRESHOLD, (1 << 31) - 1)
+
+    def back() -> None:
+        libc.mallopt(_M_MMAP_THRESHOLD, _DEFAULT_BYTES)
+        libc.mallopt(_M_TRIM_THRESHOLD, _DEFAULT_BYTES)
+        libc.malloc_trim(0)
+
+    return back

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any, cast
 
-_lock = threading.Lock()
-_inside = 0  # blocks open now, over all threads: the hint comes back when the last one closes
-_before = True
+from stepscope.runtime.counted import CountedSetting
+
+_SETTING = CountedSetting()  # process-wide: the hint comes back when the last open block closes
 
 
 def _switch() -> Callable[[bool], bool] | None:
@@ -38,19 +37,14 @@ def _switch() -> Callable[[bool], bool] | None:
 def without_hugepage_hint() -> Iterator[None]:
     """numpy allocates without the huge-page hint inside this block (loads on several threads
     included); numpy's own setting is back once the last block has ended."""
-    global _inside, _before
     switch = _switch()
     if switch is None:
         yield
         return
-    with _lock:
-        if _inside == 0:
-            _before = switch(False)
-        _inside += 1
-    try:
+
+    def off() -> Callable[[], bool]:
+        before = switch(False)
+        return lambda: switch(before)
+
+    with _SETTING.held(off):
         yield
-    finally:
-        with _lock:
-            _inside -= 1
-            if _inside == 0:
-                switch(_before)

@@ -52,13 +52,13 @@ def test_threads_share_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not any(c[0] == "trim" for c in libc.calls)  # the other thread's block is still open
     leave.set()
     t.join(5)
-    assert [c[0] for c in libc.calls].count("trim") == 1 and heap._inside == 0
+    assert [c[0] for c in libc.calls].count("trim") == 1 and heap._SETTING.inside == 0
 
 
 def test_without_glibc_it_is_a_no_op(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(heap, "_libc", lambda: None)
     with heap.heap_for_big_arrays():
-        assert heap._inside == 0
+        assert heap._SETTING.inside == 0
 
 
 def test_cli_keeps_glibc_defaults_for_long_running_commands(monkeypatch: pytest.MonkeyPatch) -> None:

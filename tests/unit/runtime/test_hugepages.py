@@ -54,7 +54,7 @@ def test_overlapping_blocks_on_threads_restore_once_the_last_ends() -> None:
     assert hint() is False  # the other thread's block is still open
     release.set()
     t.join(5)
-    assert hint() is before and hugepages._inside == 0
+    assert hint() is before and hugepages._SETTING.inside == 0
 
 
 def test_load_runs_without_the_hint_and_restores_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

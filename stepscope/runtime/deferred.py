@@ -12,19 +12,22 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 
 log = logging.getLogger(__name__)
-_PENDING: ContextVar[list[threading.Thread] | None] = ContextVar("stepscope_cache_writes", default=None)
+#: the open block's process id and its writes; a process forked inside the block (``stepscope diff``'s
+#: side workers) inherits the value but not the block's end, so it writes before going on
+_PENDING: ContextVar[tuple[int, list[threading.Thread]] | None] = ContextVar("stepscope_cache_writes", default=None)
 
 
 @contextlib.contextmanager
 def deferred_cache_writes() -> Iterator[None]:
     """Cache entries written by ``load`` inside the block go on background threads; waited for at its end."""
     pending: list[threading.Thread] = []
-    token = _PENDING.set(pending)
+    token = _PENDING.set((os.getpid(), pending))
     try:
         yield
     finally:
@@ -34,12 +37,13 @@ def deferred_cache_writes() -> Iterator[None]:
 
 
 def write_entry(write: Callable[[], None], what: str) -> None:
-    """``write()`` now, or on a thread when inside :func:`deferred_cache_writes`; an OSError is logged
-    (a cache that cannot be written costs the next run a parse, nothing else)."""
-    pending = _PENDING.get()
-    if pending is None:
+    """``write()`` now, or on a thread when inside :func:`deferred_cache_writes` (in the process that
+    opened it); an OSError is logged (a cache that cannot be written costs the next run a parse)."""
+    block = _PENDING.get()
+    if block is None or block[0] != os.getpid():
         _logged(write, what)
         return
+    pending = block[1]
     # daemon: an interrupted command exits at once; a killed write leaves a temporary directory,
     # which the next write removes (store.remove_orphans)
     thread = threading.Thread(target=_logged, args=(write, what), name="stepscope-cache-write", daemon=True)

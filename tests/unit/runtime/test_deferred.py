@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
 import stepscope
 from stepscope.runtime.deferred import deferred_cache_writes, write_entry
+from stepscope.runtime.pool import fork_pool
 from tests.builders import TraceBuilder
 
 
@@ -58,3 +60,21 @@ def test_load_in_the_block_leaves_the_entry_written_at_its_end(tmp_path: Path,
     assert len(entries) == 1
     again = stepscope.load(path)
     assert again.event_count == trace.event_count and again.strings.strings == trace.strings.strings
+
+
+def _write_slowly(path: str) -> str:
+    def write() -> None:
+        time.sleep(0.3)  # the worker has returned its result by now, unless it writes before going on
+        Path(path).write_text("written")
+
+    write_entry(write, path)
+    return threading.current_thread().name
+
+
+def test_a_process_forked_inside_the_block_writes_before_going_on(tmp_path: Path) -> None:
+    """``stepscope diff`` loads each side in a forked worker inside the CLI's block: the worker
+    inherits the block but not its end, so a write left to a thread there would be cut off."""
+    target = tmp_path / "entry"
+    with deferred_cache_writes(), fork_pool(1, None, None) as pool:
+        pool.submit(_write_slowly, str(target)).result()
+    assert target.read_text() == "written"

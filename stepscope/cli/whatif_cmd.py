@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import click
 
+from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.whatif.options import check_ranks, transforms_of
 from stepscope.analysis.whatif.simulate import simulate
 from stepscope.cli.common import echo_json, load_trace, trace_options
+from stepscope.errors import UsageError
 from stepscope.report import whatif_view
 from stepscope.report.console import terminal_console
 
@@ -27,16 +29,22 @@ from stepscope.report.console import terminal_console
 @click.option("--overlap-comm", is_flag=True, help="Communication kernels fully hidden under compute (upper bound).")
 @click.option("--fix-rank", "fix_ranks", multiple=True, type=int, metavar="RANK",
               help="A straggler fixed: RANK arrives with the second-to-last rank at every collective it was last at.")
+@click.option("--batch", default=None, metavar="FROM:TO",
+              help="A larger batch (e.g. 32:64): ops on tensors with a dimension of FROM (their recorded shapes), "
+                   "their kernels and the DataLoader take TO/FROM x their time (an upper bound).")
 @click.option("--json", "as_json", is_flag=True, help="Print the prediction as JSON.")
 @trace_options
 def command(path: str | None, workers: int | None, host_overhead: float | None, host_in: tuple[str, ...],
             drop_syncs: str | None, pin: bool, scales: tuple[str, ...], overlap_comm: bool, fix_ranks: tuple[int, ...],
-            as_json: bool, no_cache: bool, span: str | None, ranks: tuple[int, ...]) -> None:
+            batch: str | None, as_json: bool, no_cache: bool, span: str | None, ranks: tuple[int, ...]) -> None:
     """Predict each step with the named changes applied together (the embedded sample when PATH is omitted)."""
-    changes = transforms_of(workers, drop_syncs, pin, scales, host_overhead, host_in, overlap_comm, fix_ranks)
+    changes = transforms_of(workers, drop_syncs, pin, scales, host_overhead, host_in, overlap_comm, fix_ranks, batch)
     trace = load_trace(path, no_cache, span, ranks)
     check_ranks(fix_ranks, trace.rank_ids)
-    result = simulate(trace, changes)
+    try:
+        result = simulate(trace, changes)
+    except NotApplicable as exc:
+        raise UsageError(f"no what-if for this trace: {exc.reason}", trace.source) from None
     if as_json:
         echo_json(whatif_view.whatif_dict(result, trace.source))
         return

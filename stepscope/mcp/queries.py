@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.breakdown import tb_step_windows
 from stepscope.analysis.timeline import timeline_window
 from stepscope.analysis.whatif.options import check_ranks, transforms_of
@@ -146,13 +147,16 @@ def diff(base: Loaded, new: Loaded, top: int = 10) -> dict[str, Any]:
 
 def whatif(loaded: Loaded, rank: int | None = None, workers: int | None = None, host_overhead: float | None = None,
            host_in: list[str] | None = None, drop_syncs: str | None = None, pin_copies: bool = False,
-           scale: list[str] | None = None, overlap_comm: bool = False, fix_rank: list[int] | None = None
-           ) -> dict[str, Any]:
+           scale: list[str] | None = None, overlap_comm: bool = False, fix_rank: list[int] | None = None,
+           batch: str | None = None) -> dict[str, Any]:
     """``stepscope whatif PATH ... --json``: every step replayed with the changes applied together."""
     changes = transforms_of(workers, drop_syncs, pin_copies, tuple(scale or ()), host_overhead,
-                            tuple(host_in or ()), overlap_comm, tuple(fix_rank or ()))
+                            tuple(host_in or ()), overlap_comm, tuple(fix_rank or ()), batch)
     trace = loaded.trace
     check_ranks(tuple(fix_rank or ()), trace.rank_ids)
     ranks = None if rank is None else [_rank_of(trace, rank)]
     with loaded.bundle.memo.active():
-        return whatif_dict(simulate(trace, changes, ranks), trace.source)
+        try:
+            return whatif_dict(simulate(trace, changes, ranks), trace.source)
+        except NotApplicable as exc:
+            raise UsageError(f"no what-if for this trace: {exc.reason}", trace.source) from None

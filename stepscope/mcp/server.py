@@ -120,12 +120,15 @@ class Tools:
                overlap_comm: Annotated[bool, Field(description="Communication fully hidden under "
                                                    "compute")] = False,
                fix_rank: Annotated[list[int] | None, Field(description="Stragglers fixed: each rank arrives "
-                                                           "with the others at the collectives")] = None) -> str:
+                                                           "with the others at the collectives")] = None,
+               batch: Annotated[str | None, Field(description="FROM:TO, a larger batch (e.g. 32:64): work on "
+                                                  "tensors with a dimension of FROM grows TO/FROM x (an upper "
+                                                  "bound; needs recorded shapes)")] = None) -> str:
         """Predict each step with the named changes applied together (`stepscope whatif --json`): the
         replayed step graph gives measured vs predicted ms per step, the mean and median, the saving,
         and what bounds the step before and after."""
         return self._answer(lambda: queries.whatif(self.cache.get(path), rank, workers, host_overhead, host_in,
-                                                   drop_syncs, pin_copies, scale, overlap_comm, fix_rank))
+                                                   drop_syncs, pin_copies, scale, overlap_comm, fix_rank, batch))
 
 
 def _version() -> str:

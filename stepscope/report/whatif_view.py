@@ -27,6 +27,8 @@ def whatif_dict(w: WhatIf, source: str) -> dict[str, Any]:
             "measured_mean_ms": _ms(w.mean_ns(False)), "predicted_mean_ms": _ms(w.mean_ns(True)),
             "measured_median_ms": _ms(w.median_ns(False)), "predicted_median_ms": _ms(w.median_ns(True)),
             "saved_mean_ms": _ms(w.saved_ns()),
+            "samples_per_step_factor": w.samples_factor,
+            "throughput_change_pct": round(w.throughput_change_pct(), 2),
             "bound_before": w.bound(False), "bound_after": w.bound(True),
             "bound_rank_before": w.bound_rank(False) if len(w.ranks) > 1 else None,
             "bound_rank_after": w.bound_rank(True) if len(w.ranks) > 1 else None,
@@ -63,6 +65,9 @@ def render(w: WhatIf, source: str, console: Console) -> None:
     console.print(f"mean step {job['measured_mean_ms']:,.2f} -> {job['predicted_mean_ms']:,.2f} ms "
                   f"(saves {job['saved_mean_ms']:,.2f} ms); median {job['measured_median_ms']:,.2f} -> "
                   f"{job['predicted_median_ms']:,.2f} ms")
+    if job["samples_per_step_factor"] != 1:
+        console.print(f"samples per step x{job['samples_per_step_factor']:g}: samples/s "
+                      f"{job['throughput_change_pct']:+,.1f} % (mean step)")
     before, after = job["critical_path_pct_before"], job["critical_path_pct_after"]
     parts = ", ".join(f"{k} {before[k]:.0f} -> {after[k]:.0f} %" for k in before)
     console.print(f"bound by {bound_text(job, 'before')} now; after this, bound by {bound_text(job, 'after')} "

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from stepscope.analysis.whatif.options import MAX_FACTOR, pair, regex_of, transforms_of
+from stepscope.analysis.whatif.options import MAX_FACTOR, batch_of, pair, regex_of, transforms_of
 from stepscope.analysis.whatif.transforms import Transform
 from stepscope.errors import UsageError
 from stepscope.server.params import ApiError
@@ -30,7 +30,8 @@ MAX_PATTERN_CHARS = 200
 MAX_PAIRS = 8
 MAX_WORKERS = 1024
 T = TypeVar("T")
-FIELDS = ("workers", "drop_syncs", "pin_copies", "host_overhead", "host_in", "scale", "overlap_comm", "fix_rank")
+FIELDS = ("workers", "drop_syncs", "pin_copies", "host_overhead", "host_in", "scale", "overlap_comm", "fix_rank",
+          "batch")
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,13 @@ def _ranks(value: Any) -> list[int]:
     return list(value)
 
 
+def _batch(value: Any) -> str:
+    if not isinstance(value, str) or len(value) > 64:
+        raise ApiError(400, "batch must be 'FROM:TO', the batch size now and after (e.g. '32:64')")
+    _usage(lambda: batch_of(value, "batch"))
+    return value
+
+
 def _usage(check: Callable[[], T]) -> T:
     """``check()``, its one-line usage error turned into a 400."""
     try:
@@ -122,7 +130,7 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "workers": _workers, "drop_syncs": lambda v: _pattern(v, "drop_syncs"),
     "pin_copies": lambda v: _flag(v, "pin_copies"), "host_overhead": lambda v: _factor(v, "host_overhead"),
     "host_in": lambda v: _pairs(v, "host_in"), "scale": lambda v: _pairs(v, "scale"),
-    "overlap_comm": lambda v: _flag(v, "overlap_comm"), "fix_rank": _ranks}
+    "overlap_comm": lambda v: _flag(v, "overlap_comm"), "fix_rank": _ranks, "batch": _batch}
 
 
 def parse_whatif(body: bytes) -> WhatIfRequest:
@@ -135,5 +143,5 @@ def parse_whatif(body: bytes) -> WhatIfRequest:
     changes = _usage(lambda: transforms_of(
         opts.get("workers"), opts.get("drop_syncs"), bool(opts.get("pin_copies")), tuple(opts.get("scale", ())),
         opts.get("host_overhead"), tuple(opts.get("host_in", ())), bool(opts.get("overlap_comm")),
-        tuple(opts.get("fix_rank", ()))))
+        tuple(opts.get("fix_rank", ())), opts.get("batch")))
     return WhatIfRequest(opts, tuple(changes))

@@ -293,6 +293,28 @@ def test_whatif_form_predicts_what_the_engine_does(session: Session, ids: dict[s
     session.shot("whatif_serve_workers8.png")
 
 
+def test_whatif_form_larger_batch_shows_the_samples_per_second(session: Session, ids: dict[str, str]) -> None:
+    """``batch`` in the form: the prediction ``--batch 64:128`` makes, with its samples/s change."""
+    from stepscope import load
+    from stepscope.analysis.whatif.batch import LargerBatch
+    from stepscope.analysis.whatif.simulate import simulate
+    from stepscope.report.whatif_view import whatif_dict
+
+    rid, page = ids["h100_base"], session.page
+    page.goto(f"{session.base}/#/run/{rid}/whatif")
+    page.wait_for_selector("#whatif-form", timeout=120_000)
+    page.fill("#wi-batch", "64:128")
+    page.click("#whatif-go")
+    wait_until(page, "document.getElementById('whatif-output').dataset.state === 'ready'")
+    job = whatif_dict(simulate(load(REPO / "tests" / "data" / "h100_cuda_train" / "base"), [LargerBatch(64, 2.0)]),
+                      "")["job"]
+    assert float(page.locator("#whatif-mean").get_attribute("data-value") or "nan") == job["predicted_mean_ms"]
+    shown = page.locator("#whatif-throughput")
+    assert float(shown.get_attribute("data-value") or "nan") == job["throughput_change_pct"]
+    assert f"{job['throughput_change_pct']:.1f} %" in (shown.text_content() or "")
+    assert "×2 samples a step" in (shown.text_content() or "")
+
+
 def test_whatif_bad_input_and_the_finding_link(session: Session, ids: dict[str, str]) -> None:
     rid, page = ids["h100_base"], session.page
     page.goto(f"{session.base}/#/run/{rid}/whatif")

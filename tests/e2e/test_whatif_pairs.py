@@ -17,14 +17,20 @@ import pytest
 
 from stepscope import load
 from stepscope.analysis.whatif import transforms as tf
+from stepscope.analysis.whatif.batch import LargerBatch, batch_ops
 from stepscope.analysis.whatif.graph import step_graph
 from stepscope.analysis.whatif.replay import Durations, replay
 from stepscope.analysis.whatif.simulate import simulate
 from stepscope.model.trace import Trace
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "cpu_pairs"
-PAIRS = ("workers", "no_item", "fused")
+PAIRS = ("workers", "no_item", "fused", "batch")
 REPEATS = (1, 2, 3)
+BATCH_REPEATS = (1, 2, 3, 4, 5, 6)  # the batch pair: six captures a side (its steps vary more)
+
+
+def repeats(pair: str) -> tuple[int, ...]:
+    return BATCH_REPEATS if pair == "batch" else REPEATS
 LOOP_ADAM_STREAMS, FUSED_ADAM_STREAMS = 3, 7
 
 
@@ -53,6 +59,8 @@ def change(pair: str, before: Trace) -> list[tf.Transform]:
         return [tf.LoaderWorkers(1)]
     if pair == "no_item":
         return [tf.DropSyncs(tf.Select("item"))]
+    if pair == "batch":
+        return [LargerBatch(32, 2.0)]
     return [tf.HostOverhead(fused_adam_factor(before), tf.Select(r"^Optimizer\.step"))]
 
 
@@ -71,7 +79,7 @@ class PairResult:
 
 def pair_result(pair: str) -> PairResult:
     before, predicted, after, factors = [], [], [], []
-    for rep in REPEATS:
+    for rep in repeats(pair):
         b = load(DATA / pair / "before" / str(rep))
         changes = change(pair, b)
         factors += [c.factor for c in changes if isinstance(c, tf.HostOverhead)]
@@ -83,7 +91,7 @@ def pair_result(pair: str) -> PairResult:
                       tuple(factors))
 
 
-@pytest.mark.parametrize("rel", [f"{p}/{s}/{r}" for p in PAIRS for s in ("before", "after") for r in REPEATS])
+@pytest.mark.parametrize("rel", [f"{p}/{s}/{r}" for p in PAIRS for s in ("before", "after") for r in repeats(p)])
 def test_identity_replay_of_every_capture(rel: str) -> None:
     trace = load(DATA / rel)
     (rank,) = trace.rank_ids
@@ -140,6 +148,40 @@ def test_the_fused_optimizer_prediction_is_not_passed_by_predicting_nothing() ->
     before, after = float(np.median(r.before_ns)), float(np.median(r.after_ns))
     assert (before - after) / after > 0.15
     assert abs(float(np.median(r.predicted_ns)) - after) < abs(before - after)
+
+
+def _per_step_ms(trace: Trace, rows: np.ndarray) -> float:
+    ev = trace.events
+    return float(ev["self_ns"][rows].sum()) / max(len(np.unique(ev["step"][rows])), 1) / 1e6
+
+
+def batch_parts(side: str, batch_size: int) -> tuple[float, float]:
+    """(DataLoader ms per step, batch ops' own ms per step): medians over a side's captures."""
+    loader, own = [], []
+    for k in BATCH_REPEATS:
+        trace = load(DATA / "batch" / side / str(k))
+        ev = trace.events
+        calls = loader_calls_ns(trace)
+        loader.append(float(calls.sum()) / 6 / 1e6)
+        rows = np.flatnonzero((ev["step"] >= 0) & (ev["input_dims"] >= 0))
+        own.append(_per_step_ms(trace, rows[batch_ops(trace, rows, batch_size)]))
+    return float(np.median(loader)), float(np.median(own))
+
+
+def test_a_larger_batch_is_an_upper_bound_by_the_ops_cost_per_call() -> None:
+    """Batch 32 → 64 is predicted 16-17 % above the measured median and mean (docs/whatif.md): the
+    model doubles the DataLoader and every batch op's own time. The after captures show why: the
+    DataLoader does double (its __getitem__ runs per sample), but the batch ops' own time grows
+    ~1.3x: small GEMMs run more efficiently on 64 rows than on 32, which a trace at one batch size
+    does not show. Still nearer the measured step than the before."""
+    r = pair_result("batch")
+    assert len(r.predicted_ns) == len(r.after_ns) == 36
+    assert 0 < r.error_pct("median") < 20 and 0 < r.error_pct("mean") < 20  # above: an upper bound
+    before, after = float(np.median(r.before_ns)), float(np.median(r.after_ns))
+    assert abs(float(np.median(r.predicted_ns)) - after) < abs(before - after)
+    (loader_b, own_b), (loader_a, own_a) = batch_parts("before", 32), batch_parts("after", 64)
+    assert 1.7 < loader_a / loader_b < 2.2
+    assert own_a / own_b < 1.6
 
 
 def _ms(x: np.ndarray, stat: str) -> str:

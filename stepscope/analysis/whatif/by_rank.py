@@ -36,6 +36,7 @@ from stepscope.analysis.whatif.simulate import (
     changed_durations,
     paced_by,
     replayed_trace,
+    samples_factor,
 )
 from stepscope.analysis.whatif.transforms import FixSlowRank, Transform
 from stepscope.model.trace import Trace
@@ -81,7 +82,8 @@ def simulate_by_rank(rank_ids: Sequence[int], open_rank: RankOpener, transforms:
             after = compute_critical_path(replayed_trace(trace, g, rp), r)
         measured = g.steps.measured_end_ns - g.steps.measured_start_ns
         out.append(RankWhatIf(r, g.steps.step, measured, rp.step_ns, before[r], after))
-    return WhatIf(tuple(t.basis() for t in transforms), caveats(transforms, out), tuple(out), paced)
+    return WhatIf(tuple(t.basis() for t in transforms), caveats(transforms, out), tuple(out), paced,
+                  samples_factor(transforms))
 
 
 def _fixes(transforms: Sequence[Transform]) -> bool:

@@ -10,6 +10,7 @@ import math
 import re
 
 from stepscope.analysis.whatif import transforms as tf
+from stepscope.analysis.whatif.batch import LargerBatch
 from stepscope.errors import UsageError
 
 #: the largest factor a change may apply (a duration times more overflows int64 nanoseconds)
@@ -44,11 +45,31 @@ def pair(text: str, option: str) -> tuple[str, float]:
     return regex_of(pattern, option), factor
 
 
+#: the largest batch size ``--batch`` takes (a dimension of a tensor is an int64; this is plenty)
+MAX_BATCH = 1 << 40
+
+
+def batch_of(text: str, option: str) -> LargerBatch:
+    """``FROM:TO`` (the batch size now and after, e.g. ``32:64``) → the change; a usage error otherwise."""
+    now, sep, after = text.partition(":")
+    try:
+        a, b = int(now), int(after)
+    except ValueError:
+        a = b = 0
+    if not sep or not 1 <= a <= MAX_BATCH or not 1 <= b <= MAX_BATCH or b / a > MAX_FACTOR:
+        raise UsageError(f"{option} takes FROM:TO, the batch size now and after (e.g. 32:64), each from 1 to "
+                         f"{MAX_BATCH}, TO at most {MAX_FACTOR:g} x FROM (got {text!r})")
+    return LargerBatch(a, b / a)
+
+
 def transforms_of(workers: int | None, drop_syncs: str | None, pin: bool, scales: tuple[str, ...],
                   host_overhead: float | None, host_in: tuple[str, ...], overlap_comm: bool,
-                  fix_ranks: tuple[int, ...] = ()) -> list[tf.Transform]:
-    """The transformations the options name, in a fixed order (ranks, input, host, syncs, copies, device)."""
+                  fix_ranks: tuple[int, ...] = (), batch: str | None = None) -> list[tf.Transform]:
+    """The transformations the options name, in a fixed order (ranks, batch, input, host, syncs,
+    copies, device): a larger batch first, so the remedies after it apply to the larger batch's step."""
     out: list[tf.Transform] = [tf.FixSlowRank(r) for r in dict.fromkeys(fix_ranks)]
+    if batch is not None:
+        out.append(batch_of(batch, "--batch"))
     if workers is not None:
         out.append(tf.LoaderWorkers(workers))
     if host_overhead is not None:
@@ -63,7 +84,7 @@ def transforms_of(workers: int | None, drop_syncs: str | None, pin: bool, scales
         out.append(tf.OverlapComm())
     if not out:
         raise UsageError("name at least one change: --workers, --host-overhead, --host-in, --drop-syncs, "
-                         "--pin-copies, --scale, --overlap-comm or --fix-rank (see stepscope whatif --help)")
+                         "--pin-copies, --scale, --overlap-comm, --fix-rank or --batch (see stepscope whatif --help)")
     return out
 
 

@@ -15,6 +15,7 @@ from stepscope.analysis.arrivals import Arrivals, compute_arrivals
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import I64
 from stepscope.analysis.critical_path import PARTS, CriticalPath, compute_critical_path
+from stepscope.analysis.whatif.batch import LargerBatch
 from stepscope.analysis.whatif.graph import StepGraph, step_graph
 from stepscope.analysis.whatif.job import JobEdges, collective_waits_ns, job_edges, job_steps_ns, replay_job
 from stepscope.analysis.whatif.replay import Durations, Replay
@@ -51,6 +52,12 @@ class WhatIf:
     caveats: tuple[str, ...]  # what the model assumes that this trace puts in doubt (see cpu_caveat)
     ranks: tuple[RankWhatIf, ...]
     paced_by: tuple[int | None, int | None] = (None, None)
+    samples_factor: float = 1.0  # samples per step after / before (a larger batch); 1 otherwise
+
+    def throughput_change_pct(self) -> float:
+        """How much the samples per second change, on the mean step: (F × before / after − 1) × 100."""
+        after = self.mean_ns(True)
+        return (self.samples_factor * self.mean_ns(False) / after - 1.0) * 100.0 if after > 0 else 0.0
 
     def job_steps_ns(self, predicted: bool) -> I64:
         return job_steps_ns([r.predicted_ns if predicted else r.measured_ns for r in self.ranks if len(r.step)])
@@ -108,7 +115,8 @@ def simulate(trace: Trace, transforms: Sequence[Transform], ranks: Sequence[int]
         after = compute_critical_path(replayed_trace(trace, g, rp), rank)
         measured = g.steps.measured_end_ns - g.steps.measured_start_ns
         out.append(RankWhatIf(rank, g.steps.step, measured, rp.step_ns, before[rank], after))
-    return WhatIf(tuple(t.basis() for t in transforms), caveats(transforms, out), tuple(out), paced)
+    return WhatIf(tuple(t.basis() for t in transforms), caveats(transforms, out), tuple(out), paced,
+                  samples_factor(transforms))
 
 
 def _arrivals(trace: Trace) -> Arrivals | None:
@@ -144,6 +152,11 @@ def _least(waits: Mapping[int, int], wanted: Sequence[int]) -> int | None:
 #: said when DataLoader workers are replayed on a rank whose work all runs on the CPU
 CPU_WORKERS_CAVEAT = ("CPU-only run: the DataLoader workers would share the CPU cores this training computes on; "
                       "the prediction assumes cores to spare, and on a busy or small machine the step can even grow")
+
+
+def samples_factor(transforms: Sequence[Transform]) -> float:
+    """Samples per step after the changes over before (a larger batch multiplies them)."""
+    return float(np.prod([t.factor for t in transforms if isinstance(t, LargerBatch)]))
 
 
 def caveats(transforms: Sequence[Transform], ranks: Sequence[RankWhatIf]) -> tuple[str, ...]:

@@ -17,6 +17,7 @@ from stepscope.analysis.activity import Activity, activity_of
 from stepscope.analysis.arrivals import Arrivals, compute_arrivals
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import I64, interval_set
+from stepscope.analysis.whatif.batch import LargerBatch
 from stepscope.analysis.whatif.fix_rank import fix_rank_basis, fixed_durations
 from stepscope.analysis.whatif.graph import SEG_HOST, SEG_INPUT, SEG_LAUNCH, StepGraph
 from stepscope.analysis.whatif.replay import Durations
@@ -233,4 +234,5 @@ class FixSlowRank:
             return d
         return fixed_durations(g, d, a, activity_of(trace)[g.device.row] == Activity.COMMUNICATION)
 
-Transform = LoaderWorkers | DropSyncs | ScaleDevice | PinnedCopies | HostOverhead | OverlapComm | FixSlowRank
+Transform = (LoaderWorkers | DropSyncs | ScaleDevice | PinnedCopies | HostOverhead | OverlapComm | FixSlowRank
+             | LargerBatch)

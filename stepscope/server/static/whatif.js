@@ -27,6 +27,8 @@ const FIELDS = [
   {name: "scale", label: "Scale kernels (REGEX=F)", type: "lines", attrs: {placeholder: "gemm|conv=0.5"},
     hint: "one per line: matching kernels and copies take F × their time (AMP, Tensor Cores)"},
   {name: "overlap_comm", label: "Overlap communication", type: "checkbox", hint: "communication hidden under compute (an upper bound)"},
+  {name: "batch", label: "Larger batch (FROM:TO)", type: "text", attrs: {placeholder: "e.g. 32:64"},
+    hint: "work on tensors with a batch dimension of FROM, and the DataLoader, grow TO/FROM × (an upper bound)"},
   {name: "fix_rank", label: "Fix a slow rank", type: "rank", multiRank: true, attrs: {min: 0, step: 1, placeholder: "e.g. 7"},
     hint: "rank R arrives with the second-to-last rank at every collective it was last at (the job replayed)"},
 ];
@@ -217,6 +219,10 @@ export function resultNodes(res) {
       stat("median step", `${fmtMs(job.measured_median_ms)} → ${fmtMs(job.predicted_median_ms)}`,
         {id: "whatif-median", "data-measured": job.measured_median_ms, "data-value": job.predicted_median_ms}),
       stat("saved on the mean step", `${fmtMs(job.saved_mean_ms)} (${fmtPct(saved)})`, {id: "whatif-saved", "data-value": job.saved_mean_ms}),
+      ...(isNum(job.samples_per_step_factor) && job.samples_per_step_factor !== 1
+        ? [stat(`samples/s (×${job.samples_per_step_factor} samples a step)`,
+          `${job.throughput_change_pct >= 0 ? "+" : ""}${fmtPct(job.throughput_change_pct)}`,
+          {id: "whatif-throughput", "data-value": job.throughput_change_pct})] : []),
       stat("bound by", `${job.bound_before} → ${job.bound_after}`, {id: "whatif-bound", class: "stat textual",
         "data-before": job.bound_before, "data-after": job.bound_after})),
     el("h3", null, "Changes replayed together"),

@@ -12,6 +12,7 @@ import pytest
 
 import stepscope
 from stepscope.analysis.whatif import transforms as tf
+from stepscope.analysis.whatif.batch import LargerBatch
 from stepscope.analysis.whatif.simulate import simulate
 from stepscope.report.whatif_view import whatif_dict
 from stepscope.server import store as store_module
@@ -86,6 +87,15 @@ def test_fix_rank(client: TestClient, ids: dict[str, str]) -> None:
     assert r.status_code == 422 and "no rank 5 in the trace" in r.json()["error"]
 
 
+def test_batch(client: TestClient, ids: dict[str, str], base_trace: stepscope.Trace) -> None:
+    """``batch`` is ``--batch``: the simulation, its samples/s change with it (refused on a trace
+    without shapes: tests/unit/analysis/test_whatif_batch.py)."""
+    got = post(client, ids["h100/base"], {"batch": "64:128"}).json()
+    want = _expected(base_trace, [LargerBatch(64, 2.0)], "h100/base")
+    assert got["job"] == want["job"] and got["job"]["samples_per_step_factor"] == 2.0
+    assert got["job"]["predicted_mean_ms"] > got["job"]["measured_mean_ms"]
+
+
 BAD = [
     (b"{", "not JSON"), (b"\xff\xfe", "not JSON"), (b"[1]", "JSON object"), (b'"workers"', "JSON object"),
     ({}, "name at least one change"), ({"pin_copies": False}, "name at least one change"),
@@ -104,6 +114,8 @@ BAD = [
     ({"scale": ["g=1"] * 9}, "at most 8"), ({"host_in": ["x" * 300 + "=1"]}, "is too long"),
     ({"host_in": ["=0.5"]}, "host_in takes REGEX=FACTOR"), ({"fix_rank": 7}, "fix_rank must be a list"),
     ({"fix_rank": [True]}, "fix_rank must be a list"), ({"fix_rank": [-1]}, "fix_rank must be a list"),
+    ({"batch": 32}, "batch must be 'FROM:TO'"), ({"batch": "32"}, "batch takes FROM:TO"),
+    ({"batch": "0:64"}, "batch takes FROM:TO"), ({"batch": "1:" + "9" * 70}, "batch must be 'FROM:TO'"),
 ]
 
 

@@ -148,8 +148,12 @@ def rank_results(trace: Trace, rank: int, wanted: set[str] | None = None, batch_
     results: dict[str, object] = {}
     skipped: dict[str, str] = {}
     chosen = [a for a in RANK_ANALYSES if wanted is None or a.name in wanted or a.name == "summary"]
-    calls = [functools.partial(a.compute, trace, rank) for a in chosen]
-    for a, got in zip(chosen, run_calls(calls, parallel=trace.event_count >= PARALLEL_ABOVE_EVENTS)):
+    started = sorted(chosen, key=lambda a: -a.cost)  # the longest first; results in registry order
+    outcomes = run_calls([functools.partial(a.compute, trace, rank) for a in started],
+                         parallel=trace.event_count >= PARALLEL_ABOVE_EVENTS)
+    got_of = {a.name: got for a, got in zip(started, outcomes)}
+    for a in chosen:
+        got = got_of[a.name]
         if isinstance(got.error, NotApplicable):
             skipped[a.name] = got.error.reason
         elif got.error is not None:

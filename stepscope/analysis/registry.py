@@ -69,6 +69,10 @@ class RankAnalysis(Generic[T]):
     compute: Callable[[Trace, int], T]
     result: type[T]
     json_keys: tuple[str, ...]  # the per-rank keys of the JSON document made from its result
+    #: how long it runs, relatively (0: short; 1-3: passes over every event, 3: the what-if replays),
+    #: as measured on large traces (docs/benchmarks.md): when a rank's analyses run side by side the
+    #: longest start first and the short ones fill in around them, the order results never depend on
+    cost: int = 0
 
 
 @dataclass(frozen=True)
@@ -90,19 +94,19 @@ class ClusterAnalysis(Generic[T]):
 
 SUMMARY = RankAnalysis("summary", compute_summary, Summary, ("event_counts", "gpu"))
 # the views (SPEC §4, TB parity)
-OVERVIEW = RankAnalysis("overview", compute_overview, Overview, ("overview", "gpu"))
+OVERVIEW = RankAnalysis("overview", compute_overview, Overview, ("overview", "gpu"), cost=2)
 BREAKDOWN = RankAnalysis("breakdown", compute_breakdown, StepBreakdown, ("steps",))
-OPERATORS = RankAnalysis("operators", compute_operators, OperatorView, ("operators",))
-KERNELS = RankAnalysis("kernels", compute_kernels, KernelView, ("kernels", "collective_kernels"))
-OP_CATEGORIES = RankAnalysis("categories", compute_categories, CategoryView, ("categories",))
+OPERATORS = RankAnalysis("operators", compute_operators, OperatorView, ("operators",), cost=1)
+KERNELS = RankAnalysis("kernels", compute_kernels, KernelView, ("kernels", "collective_kernels"), cost=1)
+OP_CATEGORIES = RankAnalysis("categories", compute_categories, CategoryView, ("categories",), cost=1)
 ROOFLINE = RankAnalysis("roofline", compute_roofline, RooflineView, ("roofline",))  # FLOPs, bytes, bound, MFU
 MEMORY = RankAnalysis("memory", compute_memory, MemoryView, ("memory",))
 MODULES = RankAnalysis("modules", compute_modules, ModuleTable, ("modules",))
 ANNOTATIONS = RankAnalysis("annotations", compute_annotations, AnnotationView, ("annotations",))
 # deep analyses (SPEC §4 distributed, §5)
 DISTRIBUTED = RankAnalysis("distributed", compute_distributed, DistributedResult, ("distributed",))
-IDLE = RankAnalysis("idle", compute_idle, IdleResult, ("idle",))
-CRITICAL_PATH = RankAnalysis("critical_path", compute_critical_path, CriticalPath, ("critical_path",))
+IDLE = RankAnalysis("idle", compute_idle, IdleResult, ("idle",), cost=1)
+CRITICAL_PATH = RankAnalysis("critical_path", compute_critical_path, CriticalPath, ("critical_path",), cost=2)
 SYNC = RankAnalysis("sync", compute_sync, SyncResult, ("sync",))
 MEMCPY = RankAnalysis("memcpy", compute_memcpy, MemcpyResult, ("memcpy",))
 LAUNCH = RankAnalysis("launch", compute_launch, LaunchResult, ("launch",))
@@ -111,7 +115,7 @@ FUSION = RankAnalysis("fusion", compute_fusion, FusionResult, ("fusion",))
 GRAPHS = RankAnalysis("graphs", compute_graphs, GraphResult, ("graphs",))  # CUDA / HIP graph replays
 COMPILED = RankAnalysis("compiled", compute_compiled, CompiledResult, ("compiled",))  # torch.compile kernels
 PHASES = RankAnalysis("phases", compute_phases, PhaseResult, ("phases",))  # inference prefill / decode
-REMEDIES = RankAnalysis("remedies", compute_remedies, Remedies, ("remedies",))  # what-if: each remedy replayed
+REMEDIES = RankAnalysis("remedies", compute_remedies, Remedies, ("remedies",), cost=3)  # what-if: each remedy replayed
 # the evidence the advisor's rules weigh, each shown as a view too
 DATALOADER = RankAnalysis("dataloader", compute_dataloader, DataLoaderResult, ("dataloader",))
 TENSOR_CORES = RankAnalysis("tensor_cores", compute_tensor_cores, TensorCoreResult, ("tensor_cores",))

@@ -42,6 +42,9 @@ def run_calls(calls: Sequence[Callable[[], T]], parallel: bool) -> list[Outcome[
     threads = min(MAX_THREADS, len(os.sched_getaffinity(0)), len(calls))
     if not parallel or threads < 2:
         return [_outcome(c) for c in calls]
-    with ThreadPoolExecutor(threads, thread_name_prefix="stepscope-analysis") as pool:
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="stepscope-analysis")
+    try:
         futures = [pool.submit(contextvars.copy_context().run, _outcome, c) for c in calls]
         return [f.result() for f in futures]
+    finally:  # interrupted (Ctrl-C): the calls not started yet are dropped, the running ones finish
+        pool.shutdown(wait=True, cancel_futures=True)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
+from concurrent.futures import Future
 from contextvars import ContextVar
 
 import pytest
@@ -69,3 +71,26 @@ def test_a_pass_asked_for_by_two_threads_at_once_is_computed_once(tmp_path: obje
     first.join()
     second.join()
     assert computed == [1] and values[0] is values[1] == [1]
+
+
+def test_an_interrupted_wait_drops_the_calls_not_started(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while waiting: the calls still queued never run (the running ones finish)."""
+    monkeypatch.setattr(tasks.os, "sched_getaffinity", lambda _pid: {0, 1})
+    ran: list[int] = []
+    release = threading.Event()
+
+    def slow(i: int) -> int:
+        release.wait(5)
+        ran.append(i)
+        return i
+
+    calls = [functools.partial(slow, i) for i in range(6)]  # two run at once, four wait in the queue
+
+    def interrupted(self: Future[object], timeout: float | None = None) -> object:
+        threading.Timer(0.2, release.set).start()  # the running two finish a little after the interrupt
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Future, "result", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_calls(calls, parallel=True)
+    assert sorted(ran) == [0, 1]

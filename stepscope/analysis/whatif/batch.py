@@ -85,16 +85,15 @@ class LargerBatch:
             raise NotApplicable("the trace has no input shapes (capture with record_shapes=True): "
                                 "nothing says which work grows with the batch")
         batch = batch_ops(trace, rows, self.batch_size)
+        op = ev["op"][g.device.row]  # the op that launched each device activity (its nearest CPU op)
         launched = np.zeros(len(ev), bool)
-        op_of = ev["op"][g.device.row]
-        launched[op_of[op_of >= 0]] = True
+        launched[op[op >= 0]] = True
         on_cpu = ~any_descendant(ev["parent"], launched)[rows]
         share = _innermost_share(trace, g, rows, batch, on_cpu)
         seg = d.host_seg_ns.astype(np.float64)
         k = g.host.seg_kind
         grows = np.where(k == SEG_INPUT, 1.0, np.where(k == SEG_HOST, share, 0.0))
         seg *= 1.0 + grows * (self.factor - 1.0)
-        op = ev["op"][g.device.row]
         by_batch = np.zeros(len(ev) + 1, bool)
         by_batch[rows[batch]] = True
         dev = d.device_ns.copy()

@@ -313,6 +313,8 @@ def test_whatif_form_larger_batch_shows_the_samples_per_second(session: Session,
     assert float(shown.get_attribute("data-value") or "nan") == job["throughput_change_pct"]
     assert f"{job['throughput_change_pct']:.1f} %" in (shown.text_content() or "")
     assert "×2 samples a step" in (shown.text_content() or "")
+    page.evaluate("window.scrollTo(0, 0)")
+    session.shot("whatif_serve_batch.png")
 
 
 def test_whatif_bad_input_and_the_finding_link(session: Session, ids: dict[str, str]) -> None:

@@ -293,6 +293,18 @@ def test_whatif_form_predicts_what_the_engine_does(session: Session, ids: dict[s
     session.shot("whatif_serve_workers8.png")
 
 
+def submit_whatif(session: Session, rid: str, field: str, value: str, state: str) -> Any:
+    """The run's What-if view with ``value`` in the form's ``field``, submitted; back once the
+    output reaches ``state`` (ready / error)."""
+    page = session.page
+    page.goto(f"{session.base}/#/run/{rid}/whatif")
+    page.wait_for_selector("#whatif-form", timeout=120_000)
+    page.fill(field, value)
+    page.click("#whatif-go")
+    wait_until(page, f"document.getElementById('whatif-output').dataset.state === '{state}'")
+    return page
+
+
 def test_whatif_form_larger_batch_shows_the_samples_per_second(session: Session, ids: dict[str, str]) -> None:
     """``batch`` in the form: the prediction ``--batch 64:128`` makes, with its samples/s change."""
     from stepscope import load
@@ -300,12 +312,7 @@ def test_whatif_form_larger_batch_shows_the_samples_per_second(session: Session,
     from stepscope.analysis.whatif.simulate import simulate
     from stepscope.report.whatif_view import whatif_dict
 
-    rid, page = ids["h100_base"], session.page
-    page.goto(f"{session.base}/#/run/{rid}/whatif")
-    page.wait_for_selector("#whatif-form", timeout=120_000)
-    page.fill("#wi-batch", "64:128")
-    page.click("#whatif-go")
-    wait_until(page, "document.getElementById('whatif-output').dataset.state === 'ready'")
+    page = submit_whatif(session, ids["h100_base"], "#wi-batch", "64:128", "ready")
     job = whatif_dict(simulate(load(REPO / "tests" / "data" / "h100_cuda_train" / "base"), [LargerBatch(64, 2.0)]),
                       "")["job"]
     assert float(page.locator("#whatif-mean").get_attribute("data-value") or "nan") == job["predicted_mean_ms"]
@@ -318,12 +325,8 @@ def test_whatif_form_larger_batch_shows_the_samples_per_second(session: Session,
 
 
 def test_whatif_bad_input_and_the_finding_link(session: Session, ids: dict[str, str]) -> None:
-    rid, page = ids["h100_base"], session.page
-    page.goto(f"{session.base}/#/run/{rid}/whatif")
-    page.wait_for_selector("#whatif-form", timeout=120_000)
-    page.fill("#wi-scale", "gemm")
-    page.click("#whatif-go")
-    wait_until(page, "document.getElementById('whatif-output').dataset.state === 'error'")
+    rid = ids["h100_base"]
+    page = submit_whatif(session, rid, "#wi-scale", "gemm", "error")
     assert "scale takes REGEX=FACTOR" in (page.locator("#whatif-error").text_content() or "")
     session.shot("whatif_serve_error.png", full=False)  # scrolled to the message
     # the browser logs the 400 it was answered; that one is expected

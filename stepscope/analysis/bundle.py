@@ -22,7 +22,7 @@ from stepscope.analysis.registry import (
     RankAnalysis,
 )
 from stepscope.model.trace import Trace
-from stepscope.runtime.tasks import run_calls
+from stepscope.runtime.tasks import memory_to_spare, run_calls
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
@@ -30,6 +30,9 @@ R = TypeVar("R")
 T = TypeVar("T")
 #: a rank's analyses run side by side on threads from this size on (below, a thread costs more than it saves)
 PARALLEL_ABOVE_EVENTS = 200_000
+#: what running two analyses at once adds to the peak, per event of the trace (5 M events: +~450 MiB
+#: measured, docs/benchmarks.md); with less memory available than twice that, they run one by one
+PARALLEL_BYTES_PER_EVENT = 100
 
 
 def _typed(key: RankAnalysis[T] | ClusterAnalysis[T], value: object) -> T | None:
@@ -149,8 +152,9 @@ def rank_results(trace: Trace, rank: int, wanted: set[str] | None = None, batch_
     skipped: dict[str, str] = {}
     chosen = [a for a in RANK_ANALYSES if wanted is None or a.name in wanted or a.name == "summary"]
     started = sorted(chosen, key=lambda a: -a.cost)  # the longest first; results in registry order
+    n = trace.event_count
     outcomes = run_calls([functools.partial(a.compute, trace, rank) for a in started],
-                         parallel=trace.event_count >= PARALLEL_ABOVE_EVENTS)
+                         parallel=n >= PARALLEL_ABOVE_EVENTS and memory_to_spare(2 * PARALLEL_BYTES_PER_EVENT * n))
     got_of = {a.name: got for a, got in zip(started, outcomes)}
     for a in chosen:
         got = got_of[a.name]

@@ -19,6 +19,25 @@ from typing import Generic, TypeVar
 
 T = TypeVar("T")
 MAX_THREADS = 4  # past this the GIL-held stretches of the analyses (Python per group) serialise them anyway
+MEMINFO = "/proc/meminfo"
+
+
+def memory_available_bytes() -> int | None:
+    """What the kernel says could be allocated without swapping (``MemAvailable``); None where unknown."""
+    try:
+        with open(MEMINFO, encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def memory_to_spare(extra_bytes: int) -> bool:
+    """Whether ``extra_bytes`` more would still fit in available memory (True where unknown)."""
+    free = memory_available_bytes()
+    return free is None or free > extra_bytes
 
 
 @dataclass(frozen=True)

@@ -40,3 +40,21 @@ def test_longest_started_first_results_in_registry_order(tmp_path: Path, monkeyp
     rr = bundle_mod.rank_results(_trace(tmp_path), 0)
     assert started == ["longest", "longer", "summary", "short"]
     assert list(rr.results) == ["summary", "short", "longer", "longest"]
+
+
+@pytest.mark.parametrize("spare", [True, False])
+def test_side_by_side_only_with_memory_to_spare(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spare: bool) -> None:
+    threads: set[str] = set()
+
+    def compute(trace: Trace, rank: int) -> str:
+        threads.add(threading.current_thread().name)
+        return "x"
+
+    registry = [RankAnalysis(name, compute, str, (name,)) for name in ("summary", "a", "b", "c")]
+    monkeypatch.setattr(bundle_mod, "RANK_ANALYSES", registry)
+    monkeypatch.setattr(bundle_mod, "PARALLEL_ABOVE_EVENTS", 0)
+    monkeypatch.setattr(bundle_mod, "memory_to_spare", lambda _bytes: spare)
+    monkeypatch.setattr(tasks.os, "sched_getaffinity", lambda _pid: {0, 1})
+    bundle_mod.rank_results(_trace(tmp_path), 0)
+    on_threads = all(t.startswith("stepscope-analysis") for t in threads)
+    assert on_threads == spare and (spare or threads == {threading.current_thread().name})

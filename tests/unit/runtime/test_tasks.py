@@ -7,6 +7,7 @@ import threading
 import time
 from concurrent.futures import Future
 from contextvars import ContextVar
+from pathlib import Path
 
 import pytest
 
@@ -94,3 +95,13 @@ def test_an_interrupted_wait_drops_the_calls_not_started(monkeypatch: pytest.Mon
     with pytest.raises(KeyboardInterrupt):
         run_calls(calls, parallel=True)
     assert sorted(ran) == [0, 1]
+
+
+def test_memory_available_is_read_from_meminfo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    info = tmp_path / "meminfo"
+    info.write_text("MemTotal:       24000000 kB\nMemFree:         1000 kB\nMemAvailable:    2048 kB\n")
+    monkeypatch.setattr(tasks, "MEMINFO", str(info))
+    assert tasks.memory_available_bytes() == 2048 * 1024
+    assert tasks.memory_to_spare(1024 * 1024) and not tasks.memory_to_spare(3 * 1024 * 1024)
+    monkeypatch.setattr(tasks, "MEMINFO", str(tmp_path / "absent"))
+    assert tasks.memory_available_bytes() is None and tasks.memory_to_spare(1 << 60)  # unknown: not in the way

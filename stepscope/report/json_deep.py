@@ -210,22 +210,30 @@ def cluster_section(bundle: Bundle) -> dict[str, Any] | None:
                        "excess_pct": r.excess_pct.get(rank)} for i, rank in enumerate(r.ranks)]}
 
 
+#: the document lists at most this many links and entries of the matrix, the largest: a job whose
+#: all-to-all spans the world has ranks² links (1,024 ranks: 1 M, ~1 GB as JSON objects); the
+#: typed result keeps every one, and ``links_total`` / ``entries_total`` say how many there are
+MAX_DOC_LINKS = 10_000
+
+
 def comm_matrix_section(bundle: Bundle) -> dict[str, Any] | None:
     m = bundle.cluster_result(COMM_MATRIX)
     if m is None:
         return None
     lk, e = m.links, m.entries
+    links = range(min(len(lk), MAX_DOC_LINKS))  # the table is largest first
+    entries = np.sort(np.argsort(-np.nan_to_num(e.size_mb), kind="stable")[:MAX_DOC_LINKS])  # the largest, as recorded
     return {"source": m.source, "ranks": list(m.ranks), "unplaced_kernels": m.unplaced_count,
-            "unplaced_ms": m.unplaced_time_ns / MS,
+            "unplaced_ms": m.unplaced_time_ns / MS, "links_total": len(lk), "entries_total": len(e),
             "links": [{"src": int(lk.src[i]), "dst": int(lk.dst[i]), "transport": str(lk.transport[i]),
                        "op": str(lk.op[i]), "basis": str(lk.basis[i]), "count": int(lk.count[i]),
                        "bytes": int(lk.bytes[i]), "time_ms": float(lk.time_ns[i]) / MS,
-                       "bandwidth_gbps": float(lk.bandwidth_gbps[i])} for i in range(len(lk))],
+                       "bandwidth_gbps": float(lk.bandwidth_gbps[i])} for i in links],
             "entries": [{"rank": int(e.rank[i]), "step": str(e.step[i]), "kind": str(e.kind[i]), "op": str(e.op[i]),
                          "group": str(e.group[i]), "src": int(e.src[i]), "dst": int(e.dst[i]),
                          "transport": str(e.transport[i]), "size_mb": float(e.size_mb[i]),
                          "time_ms": float(e.time_ms[i]), "bandwidth_gbps": float(e.bandwidth_gbps[i]),
-                         "op_name": str(e.op_name[i])} for i in range(len(e))]}
+                         "op_name": str(e.op_name[i])} for i in entries.tolist()]}
 
 
 def remedies_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:

@@ -55,3 +55,20 @@ def test_dlrm_all_to_all_cells_equal_the_raw_json(shared_traces: Path) -> None:
     assert raw[0][1:] == (64_448, 3_999_000)  # rank 0: 2 x 6144 float + 24 long + 384 int + 3392 int
     for i in range(len(lk)):  # per cell: bandwidth = bytes / time
         assert float(lk.bandwidth_gbps[i]) == pytest.approx(lk.bytes[i] / lk.time_ns[i])
+
+
+def test_the_document_lists_the_largest_links_and_says_how_many(shared_traces: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A world-wide all-to-all has ranks² links: the document lists the MAX_DOC_LINKS largest (here
+    5 of DLRM's 64) and the total; the typed result keeps every link."""
+    from stepscope.analysis.bundle import analyze
+    from stepscope.report import json_deep
+
+    trace = stepscope.load(shared_traces / RUN)
+    full = compute_comm_matrix(trace).links
+    monkeypatch.setattr(json_deep, "MAX_DOC_LINKS", 5)
+    sec = json_deep.comm_matrix_section(analyze(trace, names=["comm_matrix"]))
+    assert sec is not None and sec["links_total"] == len(full.src) == 64
+    assert [(x["src"], x["dst"], x["bytes"]) for x in sec["links"]] == \
+        [(int(full.src[i]), int(full.dst[i]), int(full.bytes[i])) for i in range(5)]
+    assert sorted(full.bytes.tolist(), reverse=True)[:5] == [x["bytes"] for x in sec["links"]]

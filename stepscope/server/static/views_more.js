@@ -212,6 +212,8 @@ function commMatrixCards(m) {
   const unplaced = m.unplaced_kernels ? ` ${fmtNum(m.unplaced_kernels)} kernels name no peer or group (not in a cell).` : "";
   const guessed = m.links.some((l) => l.basis === "group" || l.basis === "world")
     ? " Peer from group / world: the trace names no Src/Dst Rank; all-to-all splits taken as even." : "";
-  return [card("comm-matrix", "Communication matrix", `From the ${m.source} of ranks ${(m.ranks || []).join(", ")}.${unplaced}${guessed}`,
+  const total = isNum(m.links_total) ? m.links_total : m.links.length;
+  const listed = total > m.links.length ? ` The ${fmtNum(m.links.length)} largest of ${fmtNum(total)} links are listed.` : "";
+  return [card("comm-matrix", "Communication matrix", `From the ${m.source} of ranks ${(m.ranks || []).join(", ")}.${unplaced}${guessed}${listed}`,
     dataTable(m.links, columns, {id: "comm-matrix-table", sortKey: "bytes", filterKey: "op", limit: 200}))];
 }

@@ -48,6 +48,7 @@ from stepscope.model.trace import RankInfo, Trace
 from stepscope.report.advice_json import finding_dict, verdict_items
 from stepscope.report.json_deep import cluster_section
 from stepscope.report.json_out import document
+from stepscope.runtime.cores import usable_cores
 from stepscope.runtime.pool import fork_pool
 
 R = TypeVar("R")
@@ -218,7 +219,7 @@ def _mapper(engine: str, ray_address: str | None, workers: int | None, n_files: 
                 return [ray_get(ray, r) for r in refs]
             yield on_ray
         return
-    n = max(1, min(workers or len(os.sched_getaffinity(0)), n_files))
+    n = max(1, min(workers or usable_cores(), n_files))
     pool = fork_pool(n, None, None)
     try:
         def on_pool(fn: Callable[..., R], args: list[tuple[Any, ...]]) -> list[R]:

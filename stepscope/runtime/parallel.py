@@ -16,6 +16,8 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.runtime.cores import usable_cores
+
 K = TypeVar("K")
 A = TypeVar("A")
 B = TypeVar("B")
@@ -27,7 +29,7 @@ _pool_lock = threading.Lock()  # submissions and release never interleave (the w
 def _threads() -> ThreadPoolExecutor:
     global _pool
     if _pool is None:
-        _pool = ThreadPoolExecutor(min(8, len(os.sched_getaffinity(0))), thread_name_prefix="stepscope-col")
+        _pool = ThreadPoolExecutor(min(8, usable_cores()), thread_name_prefix="stepscope-col")
     return _pool
 
 
@@ -63,7 +65,7 @@ def release_threads() -> None:
 
 def _worth_threads(cells: int) -> bool:
     """Enough work for threads to pay off, and more than one core to run them on."""
-    return cells >= PARALLEL_ABOVE_CELLS and len(os.sched_getaffinity(0)) > 1
+    return cells >= PARALLEL_ABOVE_CELLS and usable_cores() > 1
 
 
 def map_columns(fn: Callable[[npt.NDArray[Any]], npt.NDArray[Any]], cols: Mapping[K, npt.NDArray[Any]],

@@ -11,11 +11,12 @@ shared pass once however many threads ask for it.
 from __future__ import annotations
 
 import contextvars
-import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Generic, TypeVar
+
+from stepscope.runtime.cores import usable_cores
 
 T = TypeVar("T")
 MAX_THREADS = 4  # past this the GIL-held stretches of the analyses (Python per group) serialise them anyway
@@ -58,7 +59,7 @@ def _outcome(call: Callable[[], T]) -> Outcome[T]:
 def run_calls(calls: Sequence[Callable[[], T]], parallel: bool) -> list[Outcome[T]]:
     """Every call's outcome, in the order of ``calls``; on threads (one per core, at most
     :data:`MAX_THREADS`) when ``parallel`` and there is more than one core, else one after another."""
-    threads = min(MAX_THREADS, len(os.sched_getaffinity(0)), len(calls))
+    threads = min(MAX_THREADS, usable_cores(), len(calls))
     if not parallel or threads < 2:
         return [_outcome(c) for c in calls]
     pool = ThreadPoolExecutor(threads, thread_name_prefix="stepscope-analysis")

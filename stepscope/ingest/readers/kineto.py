@@ -39,6 +39,7 @@ from stepscope.ingest.readers.sqlite_tables import SQLITE_MAGIC
 from stepscope.ingest.transfer import HandoverSlots, unpack
 from stepscope.model.diagnostics import DiagnosticsBuilder
 from stepscope.model.strings import StringPool
+from stepscope.runtime.cores import usable_cores
 from stepscope.runtime.pool import fork_pool
 
 PARALLEL_ABOVE_BYTES = 16 << 20
@@ -124,7 +125,7 @@ def _worker_count(paths: list[str], workers: int | None) -> int:
     total = sum(os.path.getsize(p) for p in paths)
     if total < PARALLEL_ABOVE_BYTES:
         return 1
-    return max(1, len(os.sched_getaffinity(0)))
+    return usable_cores()
 
 
 def sniff(path: str) -> bool:

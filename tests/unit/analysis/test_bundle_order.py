@@ -36,7 +36,7 @@ def test_longest_started_first_results_in_registry_order(tmp_path: Path, monkeyp
     registry = [analysis("summary", 0), analysis("short", 0), analysis("longer", 1), analysis("longest", 3)]
     monkeypatch.setattr(bundle_mod, "RANK_ANALYSES", registry)
     monkeypatch.setattr(bundle_mod, "PARALLEL_ABOVE_EVENTS", 0)
-    monkeypatch.setattr(tasks.os, "sched_getaffinity", lambda _pid: {0})  # one thread: the start order is exact
+    monkeypatch.setattr(tasks, "usable_cores", lambda: 1)  # one thread: the start order is exact
     rr = bundle_mod.rank_results(_trace(tmp_path), 0)
     assert started == ["longest", "longer", "summary", "short"]
     assert list(rr.results) == ["summary", "short", "longer", "longest"]
@@ -54,7 +54,7 @@ def test_side_by_side_only_with_memory_to_spare(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setattr(bundle_mod, "RANK_ANALYSES", registry)
     monkeypatch.setattr(bundle_mod, "PARALLEL_ABOVE_EVENTS", 0)
     monkeypatch.setattr(bundle_mod, "memory_to_spare", lambda _bytes: spare)
-    monkeypatch.setattr(tasks.os, "sched_getaffinity", lambda _pid: {0, 1})
+    monkeypatch.setattr(tasks, "usable_cores", lambda: 2)
     bundle_mod.rank_results(_trace(tmp_path), 0)
     on_threads = all(t.startswith("stepscope-analysis") for t in threads)
     assert on_threads == spare and (spare or threads == {threading.current_thread().name})

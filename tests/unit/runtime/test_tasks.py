@@ -19,7 +19,7 @@ _WHO: ContextVar[str] = ContextVar("who", default="nobody")
 
 
 def test_outcomes_in_call_order_with_values_and_errors(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tasks.os, "sched_getaffinity", lambda _pid: {0, 1})
+    monkeypatch.setattr(tasks, "usable_cores", lambda: 2)
     calls = [lambda: 1, lambda: int("x"), lambda: 3]
     for parallel in (False, True):
         got = run_calls(calls, parallel)
@@ -28,7 +28,7 @@ def test_outcomes_in_call_order_with_values_and_errors(monkeypatch: pytest.Monke
 
 
 def test_parallel_calls_run_on_threads_in_the_callers_context(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tasks.os, "sched_getaffinity", lambda _pid: {0, 1})
+    monkeypatch.setattr(tasks, "usable_cores", lambda: 2)
     both = threading.Barrier(2, timeout=5)  # passes only if the two calls run at the same time
 
     def call() -> tuple[str, str]:
@@ -76,7 +76,7 @@ def test_a_pass_asked_for_by_two_threads_at_once_is_computed_once(tmp_path: obje
 
 def test_an_interrupted_wait_drops_the_calls_not_started(monkeypatch: pytest.MonkeyPatch) -> None:
     """Ctrl-C while waiting: the calls still queued never run (the running ones finish)."""
-    monkeypatch.setattr(tasks.os, "sched_getaffinity", lambda _pid: {0, 1})
+    monkeypatch.setattr(tasks, "usable_cores", lambda: 2)
     ran: list[int] = []
     release = threading.Event()
 

@@ -145,16 +145,18 @@ def combine_cluster_records(records: Mapping[int, Mapping[str, object]], wanted:
     return cluster, skipped
 
 
-def rank_results(trace: Trace, rank: int, wanted: set[str] | None = None, batch_size: int | None = None
-                 ) -> RankResults:
-    """Every (wanted) per-rank analysis of one rank (``summary`` always)."""
+def rank_results(trace: Trace, rank: int, wanted: set[str] | None = None, batch_size: int | None = None,
+                 side_by_side: bool = True) -> RankResults:
+    """Every (wanted) per-rank analysis of one rank (``summary`` always); on threads when the trace is
+    large, there is memory to spare and ``side_by_side`` (a map-reduce worker, given one core, says no)."""
     results: dict[str, object] = {}
     skipped: dict[str, str] = {}
     chosen = [a for a in RANK_ANALYSES if wanted is None or a.name in wanted or a.name == "summary"]
     started = sorted(chosen, key=lambda a: -a.cost)  # the longest first; results in registry order
     n = trace.event_count
     outcomes = run_calls([functools.partial(a.compute, trace, rank) for a in started],
-                         parallel=n >= PARALLEL_ABOVE_EVENTS and memory_to_spare(2 * PARALLEL_BYTES_PER_EVENT * n))
+                         parallel=side_by_side and n >= PARALLEL_ABOVE_EVENTS
+                         and memory_to_spare(2 * PARALLEL_BYTES_PER_EVENT * n))
     got_of = {a.name: got for a, got in zip(started, outcomes)}
     for a in chosen:
         got = got_of[a.name]

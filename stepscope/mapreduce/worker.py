@@ -141,7 +141,8 @@ def summarize_rank(task: RankFile, job: JobFacts, batch_size: int | None = None,
     rank = trace.rank_ids[0]
     memo = job_memo(trace, rank, job)
     with memo.active():
-        rr = rank_results(trace, rank, None, batch_size)
+        # one core per map task (a forked worker per core, a Ray task of num_cpus=1): one analysis at a time
+        rr = rank_results(trace, rank, None, batch_size, side_by_side=False)
         bundle = Bundle(trace, {rank: rr}, batch_size=batch_size, memo=memo)
         section = pack(clean(rank_object(rr, trace)))
         advice = rank_advice(bundle, rank, config or AdvisorConfig())

@@ -58,3 +58,19 @@ def test_side_by_side_only_with_memory_to_spare(tmp_path: Path, monkeypatch: pyt
     bundle_mod.rank_results(_trace(tmp_path), 0)
     on_threads = all(t.startswith("stepscope-analysis") for t in threads)
     assert on_threads == spare and (spare or threads == {threading.current_thread().name})
+
+
+def test_a_map_worker_runs_its_analyses_one_by_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``side_by_side=False`` (a map-reduce worker, given one core): no thread, memory or not."""
+    threads: set[str] = set()
+
+    def compute(trace: Trace, rank: int) -> str:
+        threads.add(threading.current_thread().name)
+        return "x"
+
+    monkeypatch.setattr(bundle_mod, "RANK_ANALYSES", [RankAnalysis(n, compute, str, (n,)) for n in ("summary", "a")])
+    monkeypatch.setattr(bundle_mod, "PARALLEL_ABOVE_EVENTS", 0)
+    monkeypatch.setattr(bundle_mod, "memory_to_spare", lambda _bytes: True)
+    monkeypatch.setattr(tasks, "usable_cores", lambda: 2)
+    bundle_mod.rank_results(_trace(tmp_path), 0, side_by_side=False)
+    assert threads == {threading.current_thread().name}

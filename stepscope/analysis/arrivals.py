@@ -43,6 +43,7 @@ from stepscope.analysis.collective_records import CollectiveRecords, collective_
 from stepscope.analysis.common import I64, pct
 from stepscope.analysis.critical_path import PARTS
 from stepscope.model.trace import Trace
+from stepscope.model.uniq import unique_texts
 
 B2 = npt.NDArray[np.bool_]
 S = npt.NDArray[np.object_]
@@ -152,8 +153,7 @@ def match(records: tuple[CollectiveRecords, ...]) -> Matched:
     cat = {f: np.concatenate([getattr(r, f) for r in records]) for f in
            ("start_ns", "end_ns", "enqueue_ns", "coll_type", "pg", "bytes", "gap_start_ns", "first_in_step")}
     parts = np.concatenate([r.gap_parts_ns for r in records]).reshape(-1, len(CAUSES) - 1)
-    pg_names, pg = np.unique(cat["pg"].astype(str), return_inverse=True)
-    pg = pg.reshape(-1).astype(np.int64)
+    pg_names, pg = unique_texts(cat["pg"])
     ctype = cat["coll_type"].astype(np.int64)
     order = np.lexsort((cat["start_ns"], ctype, pg, col))
     grp = np.stack([col, pg, ctype])[:, order]

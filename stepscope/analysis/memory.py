@@ -21,7 +21,7 @@ from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.frames import TableResult
 from stepscope.analysis.hier import sum_to_ancestors
 from stepscope.model.trace import Trace
-from stepscope.model.uniq import unique, unique_rows
+from stepscope.model.uniq import unique, unique_rows, unique_texts
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -162,7 +162,7 @@ def _by_op(trace: Trace, op: I64, labels: S, nbytes: I64) -> OpMemory:
     ev = trace.events
     n = len(ev)
     has = op >= 0
-    lab_ids, lab_inv = np.unique(labels.astype(str), return_inverse=True)
+    lab_ids, lab_inv = unique_texts(labels)
     (u_name, u_lab), inv = group_keys(_op_names(trace, np.where(has, op, -1)), lab_inv)
     g = len(u_name)
     pos, neg = nbytes > 0, nbytes < 0
@@ -177,7 +177,7 @@ def _by_op(trace: Trace, op: I64, labels: S, nbytes: I64) -> OpMemory:
     name = trace.strings.decode(u_name.astype(np.int32))
     name[u_name < 0] = "(outside any op)"
     # largest allocation first; ties by name and device, so the order never depends on string ids
-    o = np.lexsort((lab_ids[u_lab], name.astype(str), -np.bincount(inv, weights=nbytes.clip(min=0), minlength=g)))
+    o = np.lexsort((u_lab, unique_texts(name)[1], -np.bincount(inv, weights=nbytes.clip(min=0), minlength=g)))
     return OpMemory(name=name[o], device=lab_ids.astype(object)[u_lab][o],
                     self_increase_bytes=_byte_sums(inv, nbytes, g)[o],
                     total_increase_bytes=_byte_sums(inv, total_rows, g)[o],

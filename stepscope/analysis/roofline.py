@@ -33,6 +33,7 @@ from stepscope.analysis.op_time import OpTime, op_time
 from stepscope.analysis.peaks import DevicePeak, element_type, match_device
 from stepscope.model.schema import GPU_KINDS, EventKind
 from stepscope.model.trace import DeviceInfo, Trace
+from stepscope.model.uniq import unique_texts
 
 I32 = npt.NDArray[np.int32]
 I64 = npt.NDArray[np.int64]
@@ -139,8 +140,8 @@ def element_types(trace: Trace, ot: OpTime, torch_types: S, kinds: I64, tf32_con
     TF32 tensor cores — a call one of whose kernels says ``tf32`` in its name, and, with
     ``tf32_convs`` (an NVIDIA part with TF32), every fp32 convolution (PyTorch's default
     ``torch.backends.cudnn.allow_tf32 = True``)."""
-    uniq, inv = np.unique(torch_types.astype(str), return_inverse=True)
-    out = np.array([element_type(t) or "" for t in uniq.tolist()], dtype=object)[inv.reshape(-1)]  # per type
+    uniq, inv = unique_texts(torch_types)
+    out = np.array([element_type(t) or "" for t in uniq.tolist()], dtype=object)[inv]  # per type
     says = trace.strings.mask(_is_tf32)[trace.events["name"][ot.rows]]
     tf32 = np.bincount(ot.owner, weights=says, minlength=len(ot.op)) > 0
     if tf32_convs:
@@ -154,7 +155,7 @@ def _peaks_of(peak: DevicePeak | None, etype: S) -> F64:
     out = np.full(len(etype), np.nan)
     if peak is None:
         return out
-    for t in np.unique(etype.astype(str)).tolist():  # per distinct element type
+    for t in unique_texts(etype)[0].tolist():  # per distinct element type
         p = peak.peak_tflops(t)
         out[etype == t] = np.nan if p is None else p
     return out
@@ -209,7 +210,7 @@ def _op_table(trace: Trace, ot: OpTime, c: _Costs, etype: S, peak: DevicePeak | 
               bandwidth: float) -> RooflineTable:
     ev, pool = trace.events, trace.strings
     flops, nbytes, kind, rec = c.flops, c.nbytes, c.kind, c.recorded
-    ids = np.unique(etype.astype(str), return_inverse=True)[1].reshape(-1)
+    ids = unique_texts(etype)[1]
     keys, inv = group_keys(ev["name"][ot.op], ev["input_dims"][ot.op], ev["input_types"][ot.op],
                            ev["concrete_inputs"][ot.op], kind, rec, ids)
     g = len(keys[0])

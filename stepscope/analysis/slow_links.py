@@ -33,6 +33,7 @@ from stepscope.analysis.comm_matrix import CommMatrix, combine_ascend, matrix_re
 from stepscope.analysis.distributed import bus_factor
 from stepscope.analysis.frames import TableResult
 from stepscope.model.trace import Trace
+from stepscope.model.uniq import unique_texts
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -112,7 +113,7 @@ def collective_links(a: Arrivals) -> dict[str, npt.NDArray[Any]]:
     set_of = set_of.reshape(-1)
     set_names = np.array([",".join(str(r) for r in m.ranks[row]) for row in sets], dtype=object)  # distinct sets
     members = set_names[set_of]
-    key = np.stack([np.unique(m.pg.astype(str), return_inverse=True)[1].reshape(-1), m.coll_type.astype(np.int64),
+    key = np.stack([unique_texts(m.pg)[1], m.coll_type.astype(np.int64),
                     size_class, set_of.astype(np.int64)])[:, ok]
     if key.shape[1] == 0:
         return {"bytes": np.zeros(0, np.int64)}
@@ -145,7 +146,7 @@ def matrix_links(matrix: CommMatrix) -> dict[str, npt.NDArray[Any]]:
 def _judge(kind: S, nbytes: I64, count: I64, bw: F64) -> tuple[F64, npt.NDArray[np.bool_]]:
     """Per row: the median bandwidth of its (kind, size class) and whether it is below SLOW_FRACTION of it."""
     per_op = np.maximum(nbytes // np.maximum(count, 1), 1)
-    cls = np.stack([np.unique(kind.astype(str), return_inverse=True)[1].reshape(-1),
+    cls = np.stack([unique_texts(kind)[1],
                     np.floor(np.log2(per_op)).astype(np.int64)])
     _, inv = np.unique(cls, axis=1, return_inverse=True)
     inv = inv.reshape(-1)

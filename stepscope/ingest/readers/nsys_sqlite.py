@@ -29,6 +29,7 @@ from stepscope.ingest.readers.sqlite_tables import (
 from stepscope.model.diagnostics import DiagnosticsBuilder
 from stepscope.model.schema import EventKind, MemcpyKind
 from stepscope.model.strings import StringPool
+from stepscope.model.uniq import unique_texts
 
 _VERSION_SUFFIX = re.compile(r"_v\d+$")
 #: CUPTI copyKind → (MemcpyKind, Kineto-style direction label)
@@ -237,8 +238,8 @@ def _mpi(con: sqlite3.Connection, tables: set[str], strings: dict[int, str], poo
         if len(start) == 0:
             continue
         c = _host(con, t, start, end, gtid, EventKind.COMMUNICATION, "mpi", pool)
-        uniq, inv = np.unique(label.astype(str), return_inverse=True)
-        c["name"] = pool.intern_many([_label(x, strings) for x in uniq.tolist()])[np.asarray(inv).reshape(-1)]
+        uniq, inv = unique_texts(label)
+        c["name"] = pool.intern_many([_label(x, strings) for x in uniq.tolist()])[inv]
         parts.append(c)
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts else {}
 

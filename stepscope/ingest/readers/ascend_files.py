@@ -20,6 +20,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from stepscope.errors import TraceFormatError
@@ -58,9 +59,26 @@ def read_csv(path: Path, required: tuple[str, ...] = ()) -> dict[str, Text]:
     out: dict[str, Text] = {}
     for i, name in enumerate(names):  # a few dozen columns
         if name not in out:
+            _check_width(table.column(i), name, path)
             col = table.column(i).to_numpy(zero_copy_only=False).astype(str)
             out[name] = np.char.strip(col) if len(col) else col
     return out
+
+
+#: the most a text column may take as numpy's fixed-width unicode (every row as wide as its longest
+#: cell, 4 bytes a character): a real column's longest cell is a few hundred characters
+MAX_COLUMN_BYTES = 1 << 30
+
+
+def _check_width(column: pa.ChunkedArray, name: str, path: Path) -> None:
+    """Refuse, in one line, a column whose longest cell would make the whole column gigabytes wide."""
+    if len(column) == 0:
+        return
+    longest = pc.max(pc.utf8_length(column)).as_py() or 0
+    if len(column) * longest * 4 > MAX_COLUMN_BYTES:
+        raise TraceFormatError(f"column {name!r} has a cell of {longest:,} characters: as a table of "
+                               f"{len(column):,} rows it would take {len(column) * longest * 4 / 2**30:,.1f} GiB "
+                               "(not an Ascend profiler CSV as written)", path)
 
 
 def present(col: Text) -> B:

@@ -107,6 +107,21 @@ def test_a_broken_csv_is_one_error_naming_the_file(tmp_path: Path) -> None:
     assert exc.value.path == str(csv)
 
 
+def test_a_column_as_wide_as_gigabytes_is_one_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One cell of a million characters among a thousand rows: numpy's fixed-width text would make
+    every row that wide (4 GB); refused in one line naming the file and column, never a MemoryError.
+    (The budget is lowered here so the test does not need 4 GB to fail without the check.)"""
+    from stepscope.ingest.readers import ascend_files
+
+    monkeypatch.setattr(ascend_files, "MAX_COLUMN_BYTES", 64 << 20)
+    rows = [ROWS[0].replace("MatMul1", "M" * 1_000_000)] + [ROWS[1]] * 1000
+    run = _export(tmp_path, rows)
+    csv = run / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
+    with pytest.raises(TraceFormatError, match="column 'Name' has a cell of 1,000,000 characters") as exc:
+        stepscope.load(run, use_cache=False)
+    assert exc.value.path == str(csv)
+
+
 def test_a_damaged_summary_beside_it_is_a_warning(tmp_path: Path) -> None:
     run = _export(tmp_path, communication_matrix__json="{not json", operator_memory__csv="no,columns\n1,2\n")
     t = stepscope.load(run, use_cache=False)

@@ -62,8 +62,10 @@ def render(w: WhatIf, source: str, console: Console) -> None:
         table.add_row(str(s["step"]), f"{s['measured_ms']:,.2f}", f"{s['predicted_ms']:,.2f}",
                       f"{s['measured_ms'] - s['predicted_ms']:,.2f}")
     console.print(table)
+    saved = job["saved_mean_ms"]
+    effect = f"saves {saved:,.2f} ms" if saved >= 0 else f"adds {-saved:,.2f} ms"  # a larger batch adds
     console.print(f"mean step {job['measured_mean_ms']:,.2f} -> {job['predicted_mean_ms']:,.2f} ms "
-                  f"(saves {job['saved_mean_ms']:,.2f} ms); median {job['measured_median_ms']:,.2f} -> "
+                  f"({effect}); median {job['measured_median_ms']:,.2f} -> "
                   f"{job['predicted_median_ms']:,.2f} ms")
     if job["samples_per_step_factor"] != 1:
         console.print(f"samples per step x{job['samples_per_step_factor']:g}: samples/s "

@@ -59,3 +59,19 @@ def test_workers_on_a_cpu_only_run_carry_the_cores_caveat(capsys: pytest.Capture
     assert rc == 0 and any("CPU-only run" in c for c in json.loads(out)["caveats"])
     rc, out, _ = _main(["whatif", str(BASE), "--workers", "2", "--json", "--no-cache"], capsys)
     assert rc == 0 and json.loads(out)["caveats"] == []  # a GPU run: the workers take idle host cores
+
+
+def test_a_larger_batch_in_the_terminal_adds_time_and_says_the_samples_per_second(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``--batch 64:128`` on the H100 base run (shapes recorded, batch 64): the step grows, said as
+    "adds", with the samples/s change of the JSON's ``throughput_change_pct``; ``--batch`` alone
+    without shapes, or a bad value, is one line (exit 2)."""
+    rc, out, _ = _main(["whatif", str(BASE), "--batch", "64:128", "--json", "--no-cache"], capsys)
+    job = json.loads(out)["job"]
+    assert rc == 0 and job["saved_mean_ms"] < 0 and job["samples_per_step_factor"] == 2
+    rc, out, _ = _main(["whatif", str(BASE), "--batch", "64:128", "--no-cache"], capsys)
+    text = " ".join(out.split())  # the console wraps at its width
+    assert rc == 0 and f"(adds {-job['saved_mean_ms']:,.2f} ms)" in text
+    assert f"samples/s {job['throughput_change_pct']:+,.1f} %" in text
+    rc, out, err = _main(["whatif", str(BASE), "--batch", "64", "--no-cache"], capsys)
+    assert rc == 2 and "--batch takes FROM:TO" in err and len(err.strip().splitlines()) == 1

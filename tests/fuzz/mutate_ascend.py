@@ -16,6 +16,7 @@ from pathlib import Path
 from tests.fuzz.mutate_json import byte_damage, dumps, mutate_doc
 from tests.fuzz.mutate_sqlite import mutate_sqlite
 
+csv.field_size_limit(1 << 30)  # the harness re-reads the long cells it writes (the module stops at 131,072)
 CELLS = ["", " ", "abc", "-1", "0", "-0.5", "1e308", "-1e308", "nan", "NaN", "inf", "N/A", "\"", "9" * 40,
          "18446744073709551616", "-9223372036854775809", "1,2", "\x00", "\u202e", "\ufffd", "1.7976931348623157e309"]
 
@@ -43,9 +44,15 @@ def mutate_csv(rng: random.Random, path: Path) -> str:
     if len(rows) < 2:
         _replace(path, byte_damage(rng, path.read_bytes()))
         return f"{path.name}:bytes"
-    op = rng.choice(["cells", "cells", "cells", "column", "header", "rows", "dup", "ragged"])
+    op = rng.choice(["cells", "cells", "cells", "column", "header", "rows", "dup", "ragged", "long-cell"])
     width = len(rows[0])
-    if op == "cells":
+    if op == "long-cell":  # one cell of up to 3 M characters (the header's too): fixed-width text of that width
+        col, r = rng.randrange(width), rng.randrange(len(rows))
+        n = rng.choice([10**5, 10**6, 3 * 10**6])
+        if col < len(rows[r]):
+            rows[r][col] = "M" * n
+        what = f"long-cell[{rows[0][col]!r}]={n}"
+    elif op == "cells":
         col = rng.randrange(width)
         value = rng.choice(CELLS)
         for r in rng.sample(range(1, len(rows)), min(len(rows) - 1, rng.choice([1, 2, 10, len(rows)]))):

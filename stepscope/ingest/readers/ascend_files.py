@@ -44,6 +44,8 @@ def read_csv(path: Path, required: tuple[str, ...] = ()) -> dict[str, Text]:
         if exc.errno is not None:
             raise
         raise TraceFormatError(f"not a readable CSV file ({exc})", path) from None
+    except csv.Error as exc:  # a header field past the csv module's limit (131,072 characters), a NUL ...
+        raise TraceFormatError(f"not a readable CSV header ({exc})", path) from None
     names = [h.strip() for h in header]
     missing = [c for c in required if c not in names]
     if not header or missing:

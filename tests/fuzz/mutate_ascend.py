@@ -16,7 +16,6 @@ from pathlib import Path
 from tests.fuzz.mutate_json import byte_damage, dumps, mutate_doc
 from tests.fuzz.mutate_sqlite import mutate_sqlite
 
-csv.field_size_limit(1 << 30)  # the harness re-reads the long cells it writes (the module stops at 131,072)
 CELLS = ["", " ", "abc", "-1", "0", "-0.5", "1e308", "-1e308", "nan", "NaN", "inf", "N/A", "\"", "9" * 40,
          "18446744073709551616", "-9223372036854775809", "1,2", "\x00", "\u202e", "\ufffd", "1.7976931348623157e309"]
 
@@ -40,7 +39,11 @@ def _replace(path: Path, data: bytes) -> None:
 
 def mutate_csv(rng: random.Random, path: Path) -> str:
     text = path.read_bytes().decode("utf-8", "replace")
-    rows = list(csv.reader(io.StringIO(text)))
+    limit = csv.field_size_limit(1 << 30)  # the long cells this writes may be mutated again; set back after
+    try:
+        rows = list(csv.reader(io.StringIO(text)))
+    finally:
+        csv.field_size_limit(limit)
     if len(rows) < 2:
         _replace(path, byte_damage(rng, path.read_bytes()))
         return f"{path.name}:bytes"

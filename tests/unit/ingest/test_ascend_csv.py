@@ -124,12 +124,19 @@ def test_a_column_as_wide_as_gigabytes_is_one_error(tmp_path: Path, monkeypatch:
 
 def test_a_header_field_past_the_csv_limit_is_one_error(tmp_path: Path) -> None:
     """A header cell of 200,000 characters (the csv module stops at 131,072): one line naming the
-    file, never a ``_csv.Error`` traceback (found by the fuzz harness's long-cell mutation)."""
+    file, never a ``_csv.Error`` traceback (found by the fuzz harness's long-cell mutation). The
+    limit is the csv module's process-wide setting: set to its default here, whatever ran before."""
+    import csv as csv_module
+
     run = _export(tmp_path)
     csv = run / "rank0_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
     csv.write_text(HEADER.replace("Name", "N" * 200_000) + "\n".join(ROWS) + "\n")
-    with pytest.raises(TraceFormatError, match="not a readable CSV header") as exc:
-        stepscope.load(run, use_cache=False)
+    before = csv_module.field_size_limit(131_072)
+    try:
+        with pytest.raises(TraceFormatError, match="not a readable CSV header") as exc:
+            stepscope.load(run, use_cache=False)
+    finally:
+        csv_module.field_size_limit(before)
     assert exc.value.path == str(csv)
     assert_one_line_error(run_cli("analyze", str(run), "--no-cache", cache_dir=tmp_path), csv)
 

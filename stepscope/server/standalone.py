@@ -46,6 +46,7 @@ from stepscope.analysis.bundle import Bundle
 from stepscope.analysis.timeline import timeline_window
 from stepscope.analysis.timeline_details import details_table
 from stepscope.model.trace import Trace
+from stepscope.model.uniq import unique_texts
 from stepscope.report.fmt import clip, culprits_of
 from stepscope.report.json_out import clean
 from stepscope.server.discover import RunEntry
@@ -190,12 +191,9 @@ def _interned(column: Any) -> Any:
     null]}`` (static/data.js expands it back): a window's event names repeat, and were half the file."""
     if not isinstance(column, list) or not column:
         return column
-    # distinct texts by hashing, not numpy's fixed-width unicode: one 3 M-character name made every
-    # row of a 509-row window 12 MB wide (5.7 GiB; found by the fuzz harness)
-    texts = ["" if v is None else str(v) for v in column]
-    strings = sorted(set(texts))
-    position = {s: i for i, s in enumerate(strings)}
-    return {"strings": strings, "index": [-1 if v is None else position[t] for v, t in zip(column, texts)]}
+    none = np.fromiter((v is None for v in column), bool, len(column))
+    strings, index = unique_texts(["" if v is None else v for v in column])  # by hashing (see unique_texts)
+    return {"strings": strings.tolist(), "index": np.where(none, -1, index).tolist()}
 
 
 def compact_window(window: dict[str, Any]) -> dict[str, Any]:

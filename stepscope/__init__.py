@@ -7,14 +7,15 @@ give results that display themselves (``stepscope.notebook``).
 
 from __future__ import annotations
 
+import importlib
 import typing
 
-from stepscope.collect import StepTimer, profile
 from stepscope.errors import StepscopeError, TraceFormatError
-from stepscope.ingest import load
-from stepscope.model.trace import Trace
 
 if typing.TYPE_CHECKING:
+    from stepscope.collect import StepTimer, profile
+    from stepscope.ingest import load
+    from stepscope.model.trace import Trace
     from stepscope.notebook import analyze, diff
 
 __version__ = "0.1.0"
@@ -32,11 +33,17 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    """``analyze`` and ``diff`` (stepscope.notebook) import the analyses on first use (``import stepscope`` stays
-    light)."""
-    if name in ("analyze", "diff"):
-        from stepscope import notebook
+#: the public names and the modules that define them, imported on first use: ``import stepscope``
+#: stays light, and imports no numpy, so the command line can set the C library's heap up before
+#: numpy starts its threads (``stepscope.cli``)
+_LAZY = {"StepTimer": "stepscope.collect", "profile": "stepscope.collect", "load": "stepscope.ingest",
+         "Trace": "stepscope.model.trace", "analyze": "stepscope.notebook", "diff": "stepscope.notebook"}
 
-        return getattr(notebook, name)
-    raise AttributeError(f"module 'stepscope' has no attribute {name!r}")
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'stepscope' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

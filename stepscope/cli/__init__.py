@@ -6,17 +6,21 @@ Every :class:`~stepscope.errors.StepscopeError` becomes one line on stderr, neve
 
 from __future__ import annotations
 
-import contextlib
-import importlib
-import importlib.util
-import sys
-from collections.abc import Iterator
+from stepscope.runtime.heap import threads_share_the_heap
 
-import click
+threads_share_the_heap()  # first, before numpy is imported and starts its threads (stepscope.runtime.heap)
 
-from stepscope.errors import StepscopeError
-from stepscope.runtime.deferred import deferred_cache_writes
-from stepscope.runtime.heap import heap_for_big_arrays
+import contextlib  # noqa: E402
+import importlib  # noqa: E402
+import importlib.util  # noqa: E402
+import sys  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+
+import click  # noqa: E402
+
+from stepscope.errors import StepscopeError  # noqa: E402
+from stepscope.runtime.deferred import deferred_cache_writes  # noqa: E402
+from stepscope.runtime.heap import heap_for_big_arrays  # noqa: E402
 
 #: command modules, each exposing ``command`` (a click.Command); loaded lazily by name
 COMMANDS = {
@@ -75,7 +79,8 @@ def _heap_mode(argv: list[str]) -> contextlib.AbstractContextManager[None]:
 @contextlib.contextmanager
 def _one_shot() -> Iterator[None]:
     """Big arrays from the heap, and the cache entry of a trace parsed afresh written on a thread
-    while the command's analyses run (:mod:`stepscope.runtime.deferred`; waited for before exit)."""
+    while the command's analyses run (:mod:`stepscope.runtime.deferred`; waited for before exit).
+    Its threads (the analyses, the cache write) allocate from the same heap (set at import)."""
     with heap_for_big_arrays(), deferred_cache_writes():
         yield
 

@@ -10,6 +10,11 @@ same way (5 M events: their system time ~3 s -> ~1.2 s), so one-shot CLI command
 (``stepscope.cli``); ``stepscope.load`` alone does not (on the 1 GB trace it cut 0.3 s of system
 time but raised the parse's peak RSS from 450 to 491 MiB, past half the file). On leaving,
 glibc's defaults are set back and the heap trimmed. A no-op where the C library is not glibc.
+
+The heap is glibc's main arena: a thread gets an arena of its own, whose heaps are at most 64 MiB,
+so a thread's big array is a fresh mapping whatever the threshold. A one-shot command's analyses
+run on threads (:mod:`stepscope.runtime.tasks`), so it also calls :func:`threads_share_the_heap`
+(5 M events, cold analyse: system time 5.7 -> 4.2 s, wall 13.6 -> 12.6 s, peak RSS 3.0 -> 2.6 GiB).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from collections.abc import Callable, Iterator
 
 from stepscope.runtime.counted import CountedSetting
 
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8
 _DEFAULT_BYTES = 128 << 10  # glibc's initial mmap and trim thresholds
 
 
@@ -58,3 +63,13 @@ def _keep_freed(libc: ctypes.CDLL) -> Callable[[], None]:
         libc.malloc_trim(0)
 
     return back
+
+
+def threads_share_the_heap() -> None:
+    """Every thread started from now on allocates from the main arena (glibc's ``M_ARENA_MAX`` of
+    1), so the heap mode holds for big arrays made on threads too. For the life of the process:
+    glibc fixes its arena limit the first time a thread needs an arena, so this is for one-shot
+    processes (the CLI's), called before their first thread. A no-op where the C library is not glibc."""
+    libc = _libc()
+    if libc is not None:
+        libc.mallopt(_M_ARENA_MAX, 1)

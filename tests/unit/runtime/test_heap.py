@@ -3,6 +3,8 @@ trimmed) by the last, nested and threaded blocks included."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -71,3 +73,44 @@ def test_cli_keeps_glibc_defaults_for_long_running_commands(monkeypatch: pytest.
             assert libc.calls == []
     with _heap_mode(["report", "t.json", "-o", "r.html"]):
         assert len(libc.calls) == 2  # analyze, report ...: big arrays from the heap
+
+
+#: a thread makes and drops two 40 MiB arrays at once, eight times, inside the heap mode; prints the
+#: page faults of the first time and of all eight (a thread's own arena has heaps of at most 64 MiB:
+#: the second array takes a new heap, unmapped again when it is freed)
+_THREAD_FAULTS = """
+import resource, sys, threading
+if sys.argv[1] == "cli":
+    import stepscope.cli  # what the command line does first, before numpy starts its threads
+import numpy as np
+from stepscope.runtime import heap
+from stepscope.runtime.hugepages import without_hugepage_hint
+faults = []
+def work():
+    for _ in range(8):
+        before = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+        a = np.ones(5 << 20)
+        b = a + 1
+        faults.append(resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - before)
+        del a, b
+with heap.heap_for_big_arrays(), without_hugepage_hint():
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+print(faults[0], sum(faults))
+"""
+
+
+@pytest.mark.skipif(heap._libc() is None or not hasattr(__import__("resource"), "RUSAGE_THREAD"),
+                    reason="glibc's arenas and per-thread page-fault counts (Linux) only")
+def test_the_command_lines_threads_reuse_the_heap() -> None:
+    def faults(mode: str) -> tuple[int, int]:
+        out = subprocess.run([sys.executable, "-c", _THREAD_FAULTS, mode], capture_output=True, text=True,
+                             check=True, timeout=60).stdout.split()
+        return int(out[0]), int(out[1])
+
+    first, total = faults("cli")
+    assert first > 15000  # 80 MiB of fresh 4 KiB pages, faulted in once ...
+    assert total < 1.5 * first  # ... then the freed arrays are the next ones' memory
+    first, total = faults("own arena")
+    assert total > 4 * first  # a thread's own arena maps and unmaps the second array's heap each time

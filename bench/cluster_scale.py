@@ -145,11 +145,11 @@ def _children_cpu_s() -> float:
 def ingest_rate(file: Path, env: dict[str, str]) -> tuple[float, float]:
     """Bytes per second of one rank file through ``stepscope.load`` (no cache), best of 3, and the CPU
     seconds (every process: the local engine's workers too) of the load itself in that best run."""
-    code = ("import sys,time,resource,stepscope\n"
+    code = ("import sys,time,resource\nfrom stepscope import load\n"
             "def cpu():\n"
             "  s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)\n"
             "  return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime\n"
-            "c=cpu(); t=time.perf_counter(); stepscope.load(sys.argv[1], use_cache=False)\n"
+            "c=cpu(); t=time.perf_counter(); load(sys.argv[1], use_cache=False)\n"
             "print(time.perf_counter()-t, cpu()-c)")
     runs = [tuple(map(float, subprocess.run([sys.executable, "-c", code, str(file)], env=env, check=True,
                                             capture_output=True, text=True).stdout.split())) for _ in range(3)]

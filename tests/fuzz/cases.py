@@ -18,7 +18,11 @@ from tests.fuzz.mutate_sqlite import mutate_sqlite
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared" / "traces"
-COMMANDS = ["analyze", "advise", "report", "export", "diff", "sql"]
+COMMANDS = ["analyze", "advise", "report", "export", "diff", "sql", "whatif"]
+#: the changes ``whatif`` is asked for: each transformation, some together, some on a chosen rank
+WHATIF = [["--workers", "4"], ["--drop-syncs", "item|synchronize"], ["--pin-copies"], ["--host-overhead", "0.5"],
+          ["--host-in", "^Optimizer=0.5"], ["--scale", "gemm|conv=0.5"], ["--overlap-comm"], ["--fix-rank", "1"],
+          ["--batch", "32:64"], ["--workers", "2", "--pin-copies", "--json"], ["--scale", "nccl=0", "--rank", "0"]]
 FORMATS = ["kineto", "kineto_dir", "nsys", "ascend_text", "ascend_db", "saved_doc"]
 #: relative share of the inputs each format gets (saved documents are read by ``report`` only)
 #: (the Nsight and Ascend text seeds cost ~1.3 s an input, three times a Kineto one: fewer of them)
@@ -164,6 +168,8 @@ def _argv(rng: random.Random, command: str, inp: str, base: str) -> list[str]:
     elif command == "diff":
         sides = [base, inp] if rng.random() < 0.5 else [inp, base]
         argv = ["diff", *sides, *rng.choice([[], ["--json"]])]
+    elif command == "whatif":
+        argv = ["whatif", inp, *rng.choice(WHATIF)]
     else:
         argv = ["sql", inp, rng.choice(SQL), *rng.choice([[], ["--csv"]])]
     return argv + (["--no-cache"] if rng.random() < 0.5 else [])

@@ -23,10 +23,13 @@ COMMANDS = ["analyze", "advise", "report", "export", "diff", "sql", "whatif"]
 WHATIF = [["--workers", "4"], ["--drop-syncs", "item|synchronize"], ["--pin-copies"], ["--host-overhead", "0.5"],
           ["--host-in", "^Optimizer=0.5"], ["--scale", "gemm|conv=0.5"], ["--overlap-comm"], ["--fix-rank", "1"],
           ["--batch", "32:64"], ["--workers", "2", "--pin-copies", "--json"], ["--scale", "nccl=0", "--rank", "0"]]
-FORMATS = ["kineto", "kineto_dir", "nsys", "ascend_text", "ascend_db", "saved_doc"]
+FORMATS = ["kineto", "kineto_dir", "nsys", "ascend_text", "ascend_db", "saved_doc", "snapshot"]
 #: relative share of the inputs each format gets (saved documents are read by ``report`` only)
 #: (the Nsight and Ascend text seeds cost ~1.3 s an input, three times a Kineto one: fewer of them)
-FORMAT_WEIGHTS = {"kineto": 5, "kineto_dir": 1, "nsys": 1.5, "ascend_text": 1.5, "ascend_db": 2, "saved_doc": 1}
+FORMAT_WEIGHTS = {"kineto": 5, "kineto_dir": 1, "nsys": 1.5, "ascend_text": 1.5, "ascend_db": 2, "saved_doc": 1,
+                  "snapshot": 1}
+#: the command each format that is not a trace goes to (a trace goes to any of COMMANDS)
+COMMAND_OF_FORMAT = {"saved_doc": "report", "snapshot": "memory"}
 
 #: (format, path) of the seeds: small real traces; paths under SHARED are used when that folder exists
 SEEDS = [
@@ -44,6 +47,7 @@ SEEDS = [
     ("ascend_text", "@ascend_mstt/advisor_ut_snippets"),
     ("ascend_db", "@ascend_msinsight/small_cnn_2rank_hccl_level1/db/rank0_ascend_pt"),
     ("ascend_db", "@ascend_msinsight/small_cnn_2rank_hccl_level1/db/rank1_ascend_pt"),
+    ("snapshot", "@decomfl/zo_fl_training_memory_snapshot/memory.pickle"),
 ]
 SQL = ["SELECT count(*), sum(dur_ns), min(ts_ns), max(ts_ns + dur_ns) FROM events",
        "SELECT name_str, count(*) n, sum(dur_ns) FROM ev GROUP BY 1 ORDER BY 3 DESC LIMIT 5",
@@ -138,6 +142,8 @@ def _mutate_input(rng: random.Random, seed: Seed, dst: Path) -> str:
         return mutate_sqlite(rng, src, dst)
     if seed.fmt in ("ascend_text", "ascend_db"):
         return mutate_export(rng, src, dst)
+    if seed.fmt == "snapshot":
+        return _mutate_snapshot(rng, src, dst)
     return _mutate_document(rng, src, dst)
 
 
@@ -156,7 +162,32 @@ def _mutate_document(rng: random.Random, src: Path, dst: Path) -> str:
     return "document"
 
 
+def _mutate_snapshot(rng: random.Random, src: Path, dst: Path) -> str:
+    """An allocator snapshot: read with stepscope's own restricted unpickler (never ``pickle.load``),
+    one to four values anywhere replaced or deleted, pickled again (protocol 2, 4 or 5); or the
+    file's bytes damaged."""
+    import pickle
+
+    from stepscope.ingest.snapshot import load_plain
+
+    if rng.random() < 0.35:
+        dst.write_bytes(byte_damage(rng, src.read_bytes()))
+        return "bytes"
+    doc = load_plain(src)
+    for _ in range(rng.randint(1, 4)):
+        doc = mutate_value(rng, doc)
+    data = pickle.dumps(doc, protocol=rng.choice([2, 4, 5]))
+    if rng.random() < 0.1:
+        data = byte_damage(rng, data)
+        dst.write_bytes(data)
+        return "structure+bytes"
+    dst.write_bytes(data)
+    return "structure"
+
+
 def _argv(rng: random.Random, command: str, inp: str, base: str) -> list[str]:
+    if command == "memory":  # no cache to bypass
+        return ["memory", inp, *rng.choice([[], ["--json"], ["--top", "3"]])]
     if command == "analyze":
         argv = ["analyze", inp, *rng.choice([[], ["--json"], ["--md"], ["--view", "kernels", "--top", "3"]])]
     elif command == "advise":
@@ -183,7 +214,7 @@ def make_case(run_seed: int, index: int, seeds: list[Seed], case_dir: Path,
     fmts = sorted({s.fmt for s in seeds})
     fmt = rng.choices(fmts, [FORMAT_WEIGHTS[f] for f in fmts])[0]
     seed = rng.choice([s for s in seeds if s.fmt == fmt])
-    command = "report" if fmt == "saved_doc" else rng.choice(commands or COMMANDS)
+    command = COMMAND_OF_FORMAT.get(fmt) or rng.choice(commands or COMMANDS)
     (case_dir / "in").mkdir(parents=True)
     mutation = _mutate_input(rng, seed, case_dir / "in" / seed.name)
     inp = "{case}/in/" + seed.name

@@ -46,10 +46,12 @@ class AllocatorSummary:
     largest_alloc_bytes: int
     sites: list[dict[str, Any]]  # by cumulative bytes allocated
     history: list[DeviceHistory]
+    repairs: dict[str, int]  # what the reader repaired in the history: what → entries
 
     def to_dict(self) -> dict[str, Any]:
         return {"source": self.source, "segments": self.segments, "largest_segments": self.largest_segments,
                 "actions": self.actions, "largest_alloc_bytes": self.largest_alloc_bytes, "sites": self.sites,
+                "repairs": self.repairs,
                 "history": [{"device": h.device, "peak_live_bytes": h.peak_live_bytes, "peak_ms": h.peak_ms,
                              "duration_ms": h.duration_ms, "live_at_peak": h.live_at_peak,
                              "by_category": h.by_category,
@@ -215,7 +217,7 @@ def _history(snap: AllocatorSnapshot, device: int, freed: I64, points: int, top:
     rows, live, k, alive = _replay(snap, device, freed)
     dev_rows = np.flatnonzero(t["device"] == device)
     t0 = int(t["time_us"][dev_rows].min())
-    time_ms = (t["time_us"][rows] - t0) / 1e3
+    time_ms = (t["time_us"][rows] - t0) / 1e3  # the reader keeps times in [0, 2^53): no overflow
     tm, lv = _curve(time_ms, live, points)
     return DeviceHistory(device, int(live[k]) if len(live) else 0, float(time_ms[k]) if len(live) else 0.0,
                          float((t["time_us"][dev_rows].max() - t0) / 1e3), tm, lv, _by_site(snap, alive, top),
@@ -234,4 +236,5 @@ def summarize(snap: AllocatorSnapshot, top: int = 10, points: int = 500) -> Allo
         actions={a: int(n) for a, n in zip(ACTIONS, codes.tolist()) if n},
         largest_alloc_bytes=int(t["size"][alloc_rows].max()) if len(alloc_rows) else 0,
         sites=_by_site(snap, alloc_rows, top),
-        history=[_history(snap, int(d), freed, points, top) for d in np.unique(t["device"]).tolist()])
+        history=[_history(snap, int(d), freed, points, top) for d in np.unique(t["device"]).tolist()],
+        repairs=dict(snap.repairs))

@@ -8,7 +8,7 @@ from rich.table import Table
 from stepscope.analysis.allocator import AllocatorSummary, summarize
 from stepscope.analysis.snapshot_join import JoinedPeak, join
 from stepscope.cli.common import echo_json, load_trace
-from stepscope.ingest.snapshot import read_snapshot
+from stepscope.ingest.snapshot import REPAIRS, read_snapshot
 from stepscope.report.console import terminal_console
 
 
@@ -39,6 +39,8 @@ def _render(s: AllocatorSummary) -> None:
         c.print(f"device {h.device}: live at the peak by category (MiB, from the allocations' stacks): {cats or '-'}")
         c.print(_sites(f"device {h.device}: live at the peak, by site", h.live_at_peak))
     c.print(_sites("allocated over the history, by site", s.sites))
+    for what, n in s.repairs.items():
+        c.print(f"[yellow]repaired[/]: {n:,} history entries ({REPAIRS.get(what, what)})")
 
 
 def _render_join(joined: list[JoinedPeak]) -> None:

@@ -95,11 +95,41 @@ def assemble(path: Path, obj: Any, traces: list[dict[str, Any]], st: StackIntern
     names = ("device", "action", "addr", "size", "time_us", "stack")
     trace = {k: np.concatenate([t[k] for t in traces]).astype(np.int64) if traces else np.zeros(0, np.int64)
              for k in names}
+    repairs = repair_trace(trace)
     frames, offsets, flat, sites = st.columns()
     trace["site"] = np.where(trace["stack"] >= 0, sites[np.maximum(trace["stack"], 0)] if len(sites) else -1, -1)
     settings = obj.get("allocator_settings")
     return AllocatorSnapshot(str(path), segments, blocks, trace, st.strings, frames, offsets, flat,
-                             settings if isinstance(settings, dict) else {})
+                             settings if isinstance(settings, dict) else {}, repairs)
+
+
+#: a trace entry's time (µs since the epoch) from here on is absurd (the year 2255), and past float64's exact integers
+TIME_US_LIMIT = 2**53
+#: what each of :func:`repair_trace`'s repairs means, for the reports
+REPAIRS = {"trace-time-invalid": "a time below 0 or past the year 2255, read as the time of the entry before",
+           "trace-size-negative": "a negative size, read as 0"}
+
+
+def repair_trace(trace: dict[str, Any]) -> dict[str, int]:
+    """Trace entries the allocator cannot have written, repaired in place and counted: a time below 0
+    or past :data:`TIME_US_LIMIT` reads as the entry before it (the history is in time order; the
+    first entries, as the first sound one), a negative size as 0."""
+    repairs: dict[str, int] = {}
+    t = trace["time_us"]
+    bad = (t < 0) | (t >= TIME_US_LIMIT)
+    if bad.any():
+        good = np.flatnonzero(~bad)
+        if len(good):
+            prev = np.maximum.accumulate(np.where(bad, -1, np.arange(len(t))))
+            trace["time_us"] = t[np.where(prev >= 0, prev, good[0])]
+        else:
+            trace["time_us"] = np.zeros(len(t), np.int64)
+        repairs["trace-time-invalid"] = int(bad.sum())
+    neg = trace["size"] < 0
+    if neg.any():
+        trace["size"] = np.where(neg, 0, trace["size"])
+        repairs["trace-size-negative"] = int(neg.sum())
+    return repairs
 
 
 def _bad(path: Path, what: str) -> NoReturn:

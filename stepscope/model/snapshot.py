@@ -49,6 +49,7 @@ class AllocatorSnapshot:
     stack_offsets: npt.NDArray[np.int64]
     stack_frames: npt.NDArray[np.int64]
     settings: dict[str, Any] = field(default_factory=dict)
+    repairs: dict[str, int] = field(default_factory=dict)  # what the reader repaired: what → how many entries
 
     def action_mask(self, action: str) -> npt.NDArray[np.bool_]:
         return np.asarray(self.trace["action"] == ACTIONS.index(action))

@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -15,7 +18,7 @@ from stepscope.analysis.allocator import curve_window, summarize
 from stepscope.cli import cli, main
 from stepscope.errors import TraceFormatError
 from stepscope.ingest.snapshot import read_snapshot
-from tests.snapshot_builder import small  # two sites; the peak after the third alloc; one freed before it
+from tests.snapshot_builder import small, write  # two sites; the peak after the third alloc; one freed before it
 
 
 class Evil:
@@ -170,3 +173,31 @@ def test_memory_at_the_peak_by_category(tmp_path: Path) -> None:
     assert h.by_category == {"parameters": 1000, "gradients": 1000, "optimizer_state": 2000, "other": 64, "unknown": 8}
     out = CliRunner().invoke(cli, ["memory", str(p)])
     assert out.exit_code == 0 and "optimizer state 0.0" in out.output
+
+
+def test_impossible_history_entries_are_repaired_and_counted() -> None:
+    from stepscope.ingest.snapshot import repair_trace
+
+    trace = {"time_us": np.array([-(2**63), 5, -1, 7, 2**60], np.int64), "size": np.array([-5, 3, 1, 1, 1], np.int64)}
+    assert repair_trace(trace) == {"trace-time-invalid": 3, "trace-size-negative": 1}
+    assert trace["time_us"].tolist() == [5, 5, 5, 7, 7]  # the first, as the first sound one; the others, as before
+    assert trace["size"].tolist() == [0, 3, 1, 1, 1]
+    sound = {"time_us": np.array([1, 2], np.int64), "size": np.array([4, 4], np.int64)}
+    assert repair_trace(sound) == {} and sound["time_us"].tolist() == [1, 2]
+
+
+def test_a_history_entry_with_an_impossible_time_is_said_and_keeps_the_summary(tmp_path: Path) -> None:
+    doc = small()
+    good = summarize(read_snapshot(write(tmp_path / "good.pickle", doc)))
+    doc["device_traces"][0][3]["time_us"] = -(2**63)  # would overflow the time arithmetic
+    path = write(tmp_path / "bad.pickle", doc)
+    bad = summarize(read_snapshot(path))
+    assert bad.repairs == {"trace-time-invalid": 1}
+    (b,), (g,) = bad.history, good.history
+    assert (b.peak_ms, b.duration_ms, b.peak_live_bytes) == (g.peak_ms, g.duration_ms, g.peak_live_bytes)
+    out = subprocess.run([sys.executable, "-W", "error", "-m", "stepscope", "memory", str(path)], capture_output=True,
+                         text=True, env={**os.environ, "COLUMNS": "200"}, timeout=120)
+    assert out.returncode == 0 and out.stderr == ""  # no RuntimeWarning from numpy
+    assert "repaired: 1 history entries (a time below 0" in out.stdout
+    doc_json = CliRunner().invoke(cli, ["memory", str(path), "--json"])
+    assert json.loads(doc_json.output)["repairs"] == {"trace-time-invalid": 1}

@@ -16,6 +16,7 @@ from stepscope.ingest.readers.batch import FileBatch
 from stepscope.ingest.sanitize import sanitize_events
 from stepscope.model import derive
 from stepscope.model.diagnostics import DiagnosticsBuilder
+from stepscope.model.flow_links import correlations_from_flows
 from stepscope.model.iterations import iteration_steps
 from stepscope.model.schema import (
     COUNTER_COLUMNS,
@@ -243,6 +244,10 @@ def _link(ev: Table, tracks: Table, tables: list[FileTables], pool: StringPool, 
           ranks: tuple[RankInfo, ...], source: str, device_steps: list[tuple[int, int, int, int]]) -> Trace:
     # every file's events arrive in sort order (``finish_file``) and each file's track ids follow
     # the previous file's: the trace is in :func:`derive.sort_order` as built, nothing to re-sort
+    flows = _table(FLOW_COLUMNS, [t.flows for t in tables])
+    corr = correlations_from_flows(ev, flows, diags)  # GPU activities without a correlation id
+    if corr is not None:
+        ev = ev.with_columns(corr=corr)
 
     def launches_and_steps() -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], Table]:
         launch = derive.link_launches(ev, diags)
@@ -268,6 +273,5 @@ def _link(ev: Table, tracks: Table, tables: list[FileTables], pool: StringPool, 
     ev = ev.with_columns(parent=parent, depth=depth, self_ns=self_ns, launch=launch, op=op, step=step_of,
                          graph_node=derive.link_graph_nodes(ev, launch, pool))
     counters = _table(COUNTER_COLUMNS, [t.counters for t in tables])
-    flows = _table(FLOW_COLUMNS, [t.flows for t in tables])
     return Trace(events=ev, tracks=tracks, steps=steps, memory=mem, counters=counters, flows=flows,
                  strings=pool, ranks=ranks, diagnostics=diags.freeze(), source=source)

@@ -48,9 +48,14 @@ def duration_stats(inverse: npt.NDArray[np.integer], dur_ns: I64, groups: int) -
                       np.asarray(mx, np.int64), std)
 
 
-def largest_first(total: npt.ArrayLike) -> I64:
-    """Order of groups by descending total, stable."""
-    return np.argsort(-np.asarray(total, np.float64), kind="stable").astype(np.int64)
+def largest_first(total: npt.ArrayLike, names: npt.ArrayLike | None = None) -> I64:
+    """Order of groups by descending total; equal totals by ``names`` (texts: the same order however
+    the file ordered its events, which decides the string ids), else stable."""
+    neg = -np.asarray(total, np.float64)
+    if names is None or len(neg) < 2:
+        return np.argsort(neg, kind="stable").astype(np.int64)
+    _, text_rank = np.unique(np.asarray(names, object), return_inverse=True)
+    return np.lexsort((np.asarray(text_rank).reshape(-1), neg)).astype(np.int64)
 
 
 def group_keys(*cols: npt.ArrayLike) -> tuple[list[I64], I64]:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from stepscope.analysis import intervals
+from stepscope.analysis._groups import largest_first
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import I64, pct, rank_rows
 from stepscope.analysis.named import NamedRows, named_rows
@@ -112,8 +113,9 @@ def _sequences(trace: Trace, k: I64, short_ns: int, length: int, min_count: int)
     count = np.bincount(inv)
     t = np.bincount(inv, weights=time)
     keep = np.flatnonzero(count >= min_count)
-    keep = keep[np.argsort(-t[keep], kind="stable")]
-    names = trace.strings.decode(uniq[keep]) if len(keep) else np.zeros((0, length), object)
+    texts = trace.strings.decode(uniq[keep]) if len(keep) else np.zeros((0, length), object)
+    o = largest_first(t[keep], ["\0".join(row) for row in texts.tolist()])  # per sequence, not per event
+    keep, names = keep[o], texts[o]
     return KernelSequences(names=[tuple(str(x) for x in row) for row in names],
                            count=count[keep].astype(np.int64), time_ns=t[keep].astype(np.int64),
                            example_first_row=k[starts[first[keep]]])

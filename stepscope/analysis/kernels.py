@@ -135,9 +135,10 @@ def _by_name(trace: Trace, rows: I64, bps: F64, occ: F64) -> KernelTable:
     dur = ev["dur_ns"][rows]
     st = duration_stats(inv, dur, len(ids))
     total = max(int(dur.sum()), 1)
-    o = largest_first(st.total_ns)
+    names = trace.strings.decode(ids)
+    o = largest_first(st.total_ns, names)
     return KernelTable(
-        name=trace.strings.decode(ids)[o], calls=st.calls[o], total_ns=st.total_ns[o], mean_ns=st.mean_ns[o],
+        name=names[o], calls=st.calls[o], total_ns=st.total_ns[o], mean_ns=st.mean_ns[o],
         median_ns=st.median_ns[o], min_ns=st.min_ns[o], max_ns=st.max_ns[o], std_ns=st.std_ns[o],
         tc_used=tc_kernel_mask(trace.strings)[ids][o], is_comm=_comm_by_name(trace, rows, ids)[o],
         mean_blocks_per_sm=_weighted(inv, bps, dur, len(ids))[o],

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from stepscope.advisor.config import AdvisorConfig
 from stepscope.advisor.context import RuleContext, cluster_context, context_for
 from stepscope.advisor.finding import Finding, NotRun
-from stepscope.advisor.ranking import JobReplays, group_across_ranks, rank_findings
+from stepscope.advisor.ranking import JobReplays, group_across_ranks, job_step_ns, rank_findings
 from stepscope.advisor.rules import ALL_RULES
 from stepscope.advisor.verdict import Verdict, verdict_of, verdicts_of
 from stepscope.analysis.base import NotApplicable
@@ -104,8 +104,12 @@ def combine_advice(parts: Mapping[int, RankAdvice], bundle: Bundle, cfg: Advisor
     one finding per cause across ranks, ranked. ``parts`` are the ranks' own steps."""
     found: list[Finding] = []
     skipped: dict[tuple[str, str], list[int]] = {}
+    steps = {r: p.step_ns for r, p in parts.items() if p.step_ns > 0}
     cluster_ctx = cluster_context(bundle, cfg, {r: p.step_ns for r, p in parts.items()},
                                   parts[min(parts)].platform if parts else None)
+    replays = _job_replays(cluster_ctx.optional(JOB_WHATIF))
+    if len(steps) > 1:  # a cluster finding's share is of the job's step, as a finding merged across ranks
+        cluster_ctx = replace(cluster_ctx, step_ns=job_step_ns(steps, replays))
     for rule in rules if rules is not None else ALL_RULES:
         if rule.SCOPE == "cluster":
             outcomes = [(-1, _run_one(rule, cluster_ctx, found))]
@@ -121,10 +125,9 @@ def combine_advice(parts: Mapping[int, RankAdvice], bundle: Bundle, cfg: Advisor
     not_run = tuple(NotRun(rule_id, reason, tuple(sorted({r for r in ranks if r >= 0})))
                     for (rule_id, reason), ranks in skipped.items())
     verdict = verdicts_of(bundle, tuple(p.verdict for _, p in sorted(parts.items()) if p.verdict is not None), cfg)
-    steps = {r: p.step_ns for r, p in parts.items() if p.step_ns > 0}
     cluster_rules = frozenset(r.RULE_ID for r in ALL_RULES if r.SCOPE == "cluster")
     grouped = group_across_ranks(found, steps, cfg.severity_high_pct, cfg.severity_medium_pct, cluster_rules,
-                                 _job_replays(cluster_ctx.optional(JOB_WHATIF)))
+                                 replays)
     bound = verdict[0].bound if verdict else None
     addresses = {rule.RULE_ID: tuple(rule.ADDRESSES) for rule in ALL_RULES}
     return Advice(tuple(rank_findings(grouped, bound, addresses)), not_run, verdict)

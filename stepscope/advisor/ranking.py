@@ -56,6 +56,13 @@ def group_across_ranks(findings: Sequence[Finding], step_ns: Mapping[int, int], 
     return out
 
 
+def job_step_ns(step_ns: Mapping[int, int], job_replays: JobReplays) -> int:
+    """The job's step: as the job replay measured it (every rank together, tied by the collectives),
+    else the slowest rank's."""
+    replayed = next(iter(job_replays.values()), None)
+    return int(replayed[0]) if replayed is not None else max(step_ns.values(), default=0)
+
+
 def _merge(members: list[Finding], step_ns: Mapping[int, int], high_pct: float, medium_pct: float,
            job_replays: JobReplays) -> Finding:
     best = max(members, key=lambda f: (f.est_gain_ns, -(f.rank or 0)))

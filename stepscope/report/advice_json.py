@@ -27,7 +27,7 @@ def finding_dict(f: Finding) -> dict[str, Any]:
         "ranks": list(f.ranks),
         "steps": list(f.steps),
         "est_gain_ms": round(f.est_gain_ms, 3),
-        "est_gain_pct": round(f.est_gain_pct, 2),
+        "est_gain_pct": round(f.est_gain_pct, 4),  # shown to 0.1: two roundings must not make 0.047 "0.1"
         "basis": texts.basis_text(f),
         "evidence": dict(f.evidence),
         "change": f.change.to_dict(),

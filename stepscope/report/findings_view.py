@@ -50,10 +50,7 @@ NARROW_COLUMNS = 100
 def _findings_title(count: int, shown: Sequence[Finding]) -> str:
     """The findings table's title: how many, and how the shown ones are ordered (the bound's
     findings first, when that puts a smaller gain above a larger one: advisor.ranking)."""
-    gains = [f.est_gain_ns for f in shown]
-    by_gain = all(a >= b for a, b in zip(gains, gains[1:]))
-    order = "largest estimated gain first" if by_gain else "what shortens the bound first, then by gain"
-    return f"advisor findings ({count}; {order})"
+    return f"advisor findings ({count}; {texts.findings_order_text([f.est_gain_ns for f in shown])})"
 
 
 def _findings_table(findings: Sequence[Finding], shown: Sequence[Finding], width: int) -> Table:

@@ -35,7 +35,7 @@ from stepscope.report.fmt import (
     rule_title,
     verdict_text,
 )
-from stepscope.report.texts import CAUSE_WORDS
+from stepscope.report.texts import CAUSE_WORDS, findings_order_text
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|#~])")
 MAX_STEP_ROWS = 12
@@ -92,7 +92,8 @@ def _findings(doc: Mapping[str, Any], top: int) -> list[str]:
     advice = [f"{i + 1}. {md(f.get('advice'), 400)}" for i, f in enumerate(list(first_of_rule.values())[:3])]
     what = ["**What to change**", "", *advice, ""] if advice else []
     headers = ["#", "severity", "finding", *(["rank"] if multi else []), "est. gain"]
-    return ["**Findings** (ranked by estimated gain per step)", "",
+    order = findings_order_text([float(f.get("est_gain_ms") or 0.0) for f in findings[:top]])
+    return [f"**Findings** ({order}; estimated gain per step)", "",
             *_table(headers, rows, right=(len(headers) - 1,)), *more, *what]
 
 

@@ -259,6 +259,13 @@ CAUSE_WORDS = {"late_start": "it started the step late (before the trace)", "com
 REASON_WORDS = {"kernel_count": "more kernels", "compute_ns": "more GPU compute", "step_ns": "longer steps"}
 
 
+def findings_order_text(gains: Sequence[float]) -> str:
+    """How a list of findings is ordered (advisor.ranking): by gain, except that the findings that
+    shorten what bounds the step come first — said so where that puts a smaller gain above a larger."""
+    by_gain = all(a >= b for a, b in zip(gains, gains[1:]))
+    return "largest estimated gain first" if by_gain else "what shortens the bound first, then by gain"
+
+
 def _values(f: Finding) -> dict[str, Any]:
     ev = dict(f.evidence)
     issues = [ISSUE_WORDS.get(str(i), str(i)) for i in ev.get("issues", [])]

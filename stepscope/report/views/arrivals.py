@@ -19,7 +19,7 @@ CAUSE_LABELS = {"late_start": "late start", "compute": "compute", "communication
 def render_arrivals(a: Arrivals, console: Console, top: int) -> None:
     steps = max(a.m.step_count, 1)
     t = table(f"arrivals at {a.collective_count} collectives (ms per average step)", "rank", "role", "last at",
-              "late ms", "wait ms", "waits on culprits ms", right_from=2)
+              "late ms", "waits for the last arrival ms", "of it on culprits ms", right_from=2)
     for i, rank in enumerate(a.ranks):  # per rank
         role = "culprit" if rank in a.culprits else "victim" if rank in a.victims else ""
         t.add_row(str(rank), role, f"{int(a.times_last[i])}", ms(a.late_ns[i] / steps), ms(a.wait_total_ns[i] / steps),
@@ -67,11 +67,12 @@ def render_job_whatif(j: JobWhatIf, console: Console, top: int) -> None:
     t = table(f"the job replayed with each culprit fixed (measured mean step {ms(j.measured_mean_ns)} ms)",
               "rank", "predicted mean ms", "saved ms", right_from=1)
     for i, r in enumerate(j.culprits[:top]):  # a handful of culprits
-        t.add_row(str(r), ms(float(j.predicted_mean_ns[i])), ms(j.saved_ns(r) or 0.0))
+        t.add_row(str(r), ms(float(j.predicted_mean_ns[i])), ms(j.measured_mean_ns - float(j.predicted_mean_ns[i])))
     if j.culprits:
         console.print(t)
     t = table("the job replayed with each standard remedy on every rank", "remedy", "predicted mean ms", "saved ms",
               right_from=1)
     for i, n in enumerate(j.remedy):  # a handful of remedies
-        t.add_row(n, ms(float(j.remedy_predicted_mean_ns[i])), ms(j.remedy_saved_ns(n) or 0.0))
+        after = float(j.remedy_predicted_mean_ns[i])
+        t.add_row(n, ms(after), ms(j.measured_mean_ns - after))  # signed: a change may lengthen the step
     console.print(t)

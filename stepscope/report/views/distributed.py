@@ -37,8 +37,8 @@ LABELS = {"kernel_count": "kernels", "compute_ns": "compute", "step_ns": "step t
 
 
 def render_cluster(r: ClusterResult, console: Console, top: int) -> None:
-    t = table("ranks (per average step)", "rank", "kernels", "compute ms", "step ms", "comm ms", "wait ms",
-              "transfer ms", "slow in")
+    t = table("ranks (per average step)", "rank", "kernels", "compute ms", "step ms", "comm kernels ms",
+              "wait in comm kernels ms", "transfer ms", "more work in")
     for i, rank in enumerate(r.ranks):  # per rank
         reasons = ", ".join(LABELS.get(m, m) for m in r.slow_reasons.get(rank, []))
         style = "bold red" if rank in r.slow_reasons else ""

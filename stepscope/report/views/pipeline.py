@@ -10,6 +10,9 @@ from stepscope.analysis.all_to_all import AllToAll
 from stepscope.analysis.pipeline import Pipeline
 from stepscope.report.views._deep import ms, nbytes, pct, table
 
+#: ranks named in "most routed bytes received" (the report and the web UI name as many)
+TOP_RECEIVERS = 5
+
 
 def render_pipeline(p: Pipeline, console: Console, top: int) -> None:
     pl, st = p.pipelines, p.stages
@@ -46,6 +49,6 @@ def render_all_to_all(a: AllToAll, console: Console, top: int) -> None:
                   _ratio(float(r.time_vs_median[i])), _ratio(float(r.routed_in_vs_median[i])))
     console.print(t)
     if a.top_receivers:
-        console.print(f"  most routed bytes received: ranks {', '.join(map(str, a.top_receivers[:top]))}")
+        console.print(f"  most routed bytes received: ranks {', '.join(map(str, a.top_receivers[:TOP_RECEIVERS]))}")
     else:
         console.print("  the all-to-all ops record no sizes: only the times compare")

@@ -18,6 +18,7 @@ def render_summary(s: Summary, console: Console, top: int) -> None:
     t.add_row("CPU threads / GPU streams", f"{s.thread_count} / {s.stream_count}")
     console.print(t)
     steps = f"{s.step_count} steps ({s.steps[0]}..{s.steps[-1]})" if s.steps else "no ProfilerStep spans"
-    gpu = (f"GPU busy {s.gpu_busy_ns / 1e6:.3f} ms of a {s.gpu_span_ns / 1e6:.3f} ms span"
-           f" ({100 * s.gpu_busy_ns / s.gpu_span_ns:.1f} %)" if s.gpu_span_ns else "no GPU activity")
+    gpu = (f"GPU busy {s.gpu_busy_ns / 1e6:.3f} ms between its first and last activity ({s.gpu_span_ns / 1e6:.3f} ms, "
+           f"{100 * s.gpu_busy_ns / s.gpu_span_ns:.1f} %; the steps' share is in the verdict)" if s.gpu_span_ns
+           else "no GPU activity")
     console.print(f"  {steps}; {gpu}")

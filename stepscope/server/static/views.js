@@ -85,7 +85,7 @@ export function overviewView(ctx) {
   hero.classList.add("hero");
   const parts = [hero];
   if (ov) parts.push(card("avg-step-card", "Average step", "Where the average step's wall time goes (priority: Kernel > Memcpy > Memset > Communication > Runtime > DataLoader > CPU Exec > Other).", avgBreakdown(ov)));
-  parts.push(card("findings", `Findings (${found.length})`, "Ranked by estimated time saved per step.",
+  parts.push(card("findings", `Findings (${found.length})`, "What shortens the bound first, then by estimated time saved per step.",
     found.length ? el("ol", {class: "findings"}, found.map((f) => findingCard(f, ctx.runId, rank))) : el("p", {class: "empty ok", id: "no-findings"}, "No findings: nothing stands out.")));
   parts.push(deepCard(r));
   if ((doc.diagnostics || []).length) parts.push(diagnosticsCard(doc.diagnostics));

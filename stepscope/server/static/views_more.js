@@ -68,11 +68,11 @@ export async function distributedView(ctx) {
     const slow = new Set(cluster.slow_ranks || []);
     const rows = cluster.ranks.map((r) => ({...r, slow: slow.has(r.rank) ? "slow" : ""}));
     const columns = [{key: "rank", label: "rank", num: true, fmt: (v) => String(v)}, {key: "step_ms", label: "step", num: true, fmt: fmtMs},
-      {key: "compute_ms", label: "compute", num: true, fmt: fmtMs}, {key: "comm_ms", label: "comm", num: true, fmt: fmtMs},
-      {key: "wait_ms", label: "wait", num: true, fmt: fmtMs}, {key: "transfer_ms", label: "transfer", num: true, fmt: fmtMs},
-      {key: "kernel_count", label: "kernels", num: true, fmt: (v) => fmtNum(v)}, {key: "slow", label: "straggler"}];
-    out.push(card("cluster", "Ranks", `Imbalance ${fmtPct(cluster.imbalance_pct)} (${cluster.verdict || "–"}); slow ranks: ${
-      (cluster.slow_ranks || []).join(", ") || "none"}.`, dataTable(rows, columns, {id: "cluster-table", sortKey: "rank", desc: false, filterKey: "slow", limit: 100})));
+      {key: "compute_ms", label: "compute", num: true, fmt: fmtMs}, {key: "comm_ms", label: "comm kernels", num: true, fmt: fmtMs},
+      {key: "wait_ms", label: "wait in comm kernels", num: true, fmt: fmtMs}, {key: "transfer_ms", label: "transfer", num: true, fmt: fmtMs},
+      {key: "kernel_count", label: "kernels", num: true, fmt: (v) => fmtNum(v)}, {key: "slow", label: "more work"}];
+    out.push(card("cluster", "Ranks", `Imbalance ${fmtPct(cluster.imbalance_pct)} (${cluster.verdict || "–"}); ranks with more work (kernels, compute, step): ${
+      (cluster.slow_ranks || []).join(", ") || "none"}; who arrives late at the collectives: below.`, dataTable(rows, columns, {id: "cluster-table", sortKey: "rank", desc: false, filterKey: "slow", limit: 100})));
   }
   const arr = cluster && cluster.arrivals;
   if (arr && arr.ranks) {
@@ -81,7 +81,7 @@ export async function distributedView(ctx) {
       c.times_last} of ${arr.collective_count})`).join("; ") || "none";
     const columns = [{key: "rank", label: "rank", num: true, fmt: (v) => String(v)}, {key: "role", label: "role"},
       {key: "times_last", label: "last at", num: true, fmt: (v) => fmtNum(v)}, {key: "late_ms", label: "late", num: true, fmt: fmtMs},
-      {key: "wait_ms", label: "wait", num: true, fmt: fmtMs}, {key: "wait_on_culprits_ms", label: "waits on culprits", num: true, fmt: fmtMs}];
+      {key: "wait_ms", label: "waits for the last arrival", num: true, fmt: fmtMs}, {key: "wait_on_culprits_ms", label: "of it on culprits", num: true, fmt: fmtMs}];
     out.push(card("arrivals", "Culprits and victims at the collectives", `Culprits: ${culprits}. Victims: ${
       (arr.victims || []).join(", ") || "none"}.`, dataTable(arr.ranks, columns, {id: "arrivals-table", sortKey: "late_ms", filterKey: "role", limit: 100})));
   }

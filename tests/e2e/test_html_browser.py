@@ -252,6 +252,14 @@ def test_the_straggler_finding_shows_the_documents_job_replay(tmp_path: Path, br
         shown = page.locator(f"#job-remedy-{r['remedy']}").get_attribute("data-saved")
         assert float(shown or "nan") == r["saved_ms"]
     _keep_screenshot(page, "report-whatif-dlrm-fix-rank.png", full=True)
+    # a finding of the whole job shows on every rank it was found on, as a share of the job's step
+    launch = next(f for f in doc["findings"] if f["rule"] == "launch-bound")
+    assert 0 in launch["ranks"] and launch["rank"] != 0
+    opened.go("overview", rank=0, wait="#findings li.finding[data-rule=launch-bound]")
+    gain = page.locator("#findings li.finding[data-rule=launch-bound] .gain").text_content() or ""
+    own = launch["evidence"]["per_rank_gain_ms"]["0"]
+    assert f"{_ms(launch['est_gain_ms'])} / job step ({launch['est_gain_pct']:.1f} %)" in gain, gain
+    assert "ranks 0–7" in gain and f"rank 0 alone {_ms(own)}" in gain, gain
     opened.check_clean()
 
 

@@ -9,7 +9,22 @@ function stat(label, value, attrs = {}) {
 }
 
 function rankFindings(doc, rank) {
-  return (doc.findings || []).filter((f) => f.rank === null || f.rank === undefined || f.rank === rank);
+  // the rank's own findings, the cluster's, and those of the job found on this rank among others
+  return (doc.findings || []).filter((f) => f.rank === null || f.rank === undefined || f.rank === rank ||
+    (f.ranks || []).includes(rank));
+}
+
+function gainText(f, rank) {
+  // a finding of several ranks is a share of the job's step (the same numbers as the terminal); this rank's own beside it
+  if ((f.ranks || []).length < 2) return `≈ ${fmtMs(f.est_gain_ms)} / step (${fmtPct(f.est_gain_pct)})`;
+  const own = (f.evidence && f.evidence.per_rank_gain_ms) ? f.evidence.per_rank_gain_ms[String(rank)] : undefined;
+  return `≈ ${fmtMs(f.est_gain_ms)} / job step (${fmtPct(f.est_gain_pct)}), ranks ${rankList(f.ranks)}` +
+    (isNum(own) ? `; rank ${rank} alone ${fmtMs(own)}` : "");
+}
+
+function rankList(ranks) {
+  const r = [...ranks].sort((a, b) => a - b);
+  return r.length > 2 && r[r.length - 1] - r[0] === r.length - 1 ? `${r[0]}–${r[r.length - 1]}` : r.join(", ");
 }
 
 function verdictOf(doc, rank) {
@@ -28,11 +43,10 @@ export function findingCard(f, runId, rank) {
   const sev = f.severity || "low";
   const ev = Object.entries(f.evidence || {});
   const remedy = f.evidence && typeof f.evidence.whatif_remedy === "string" ? f.evidence.whatif_remedy : null;
-  const where = Number.isInteger(f.rank) ? f.rank : rank;
+  const where = (f.ranks || []).includes(rank) || !Number.isInteger(f.rank) ? rank : f.rank;
   return el("li", {class: `finding sev-${sev}`, "data-rule": f.rule},
     el("div", {class: "fhead"}, el("span", {class: `badge ${sev}`}, sev), el("span", {class: "ftitle"}, f.title || f.rule),
-      el("span", {class: "rule"}, f.rule), el("span", {class: "gain", title: f.basis || ""},
-        `≈ ${fmtMs(f.est_gain_ms)} / step (${fmtPct(f.est_gain_pct)})`)),
+      el("span", {class: "rule"}, f.rule), el("span", {class: "gain", title: f.basis || ""}, gainText(f, rank))),
     el("div", {class: "advice"}, f.advice || ""),
     remedy && runId ? el("a", {class: "whatif-link", "data-remedy": remedy,
       href: `#/run/${encodeURIComponent(runId)}/whatif?rank=${where}&remedy=${encodeURIComponent(remedy)}`},

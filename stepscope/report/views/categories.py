@@ -58,11 +58,11 @@ def _gemm(v: CategoryView, console: Console, top: int) -> None:
     if len(g.calls) == 0:
         return
     out = table(f"rank {v.rank}: GEMMs per shape (top {min(top, len(g.calls))} of {len(g.calls)})", "op",
-                "[B×]M×N×K", "type", "calls", "time ms", "TFLOP/s", "TB/s")
+                "[B×]M×N×K", "type", "calls", "time ms", "median TFLOP/s", "median TB/s")
     out.columns[1].no_wrap = True
     for i in range(min(top, len(g.calls))):  # per shape shown
         out.add_row(str(g.name[i]).removeprefix("aten::"), _shape(g, i), DTYPES.get(str(g.dtype[i]), str(g.dtype[i])),
                     f"{g.calls[i]:,}", ms(g.time_ns[i]), f"{g.tflops_median[i]:,.1f}", f"{g.tbps_median[i]:,.2f}")
     console.print(out)
-    console.print("[dim]TFLOP/s, TB/s: median over the calls, FLOPs and bytes from the input shapes "
-                  "(JSON: categories.gemm)[/dim]")
+    console.print("[dim]median over the calls (the roofline's TFLOP/s: all the calls' FLOPs over their time), "
+                  "FLOPs and bytes from the input shapes (JSON: categories.gemm)[/dim]")

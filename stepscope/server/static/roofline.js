@@ -70,7 +70,7 @@ export function rooflineView(ctx) {
   const num = (d) => (v) => (isNum(v) ? fmtNum(v, d) : "–");
   const opCols = [{key: "name", label: "op"}, {key: "dtype", label: "type"}, {key: "kind", label: "kind"},
     {key: "calls", label: "calls", num: true, fmt: num(0)}, {key: "gflops", label: "GFLOP / call", num: true, fmt: num(3)},
-    {key: "time_ms", label: "time", num: true, fmt: (v) => fmtMs(v, 3)}, {key: "tflops", label: "TFLOP/s", num: true, fmt: num(1)},
+    {key: "time_ms", label: "time", num: true, fmt: (v) => fmtMs(v, 3)}, {key: "tflops", label: "TFLOP/s (all calls)", num: true, fmt: num(1)},
     {key: "tbps", label: "TB/s", num: true, fmt: num(3)}, {key: "intensity", label: "FLOP/B", num: true, fmt: num(1)},
     {key: "bound", label: "bound", fmt: (v) => v || "–"}, {key: "roof_pct", label: "of roof", num: true, fmt: (v) => fmtPct(v)}];
   const stepCols = [{key: "step", label: "step", num: true, fmt: (v) => (v < 0 ? "all" : String(v))},
@@ -84,8 +84,8 @@ export function rooflineView(ctx) {
     const sdpaCols = [{key: "name", label: "op"}, {key: "b", label: "B", num: true}, {key: "h_q", label: "H", num: true},
       {key: "n_q", label: "N_Q", num: true}, {key: "n_kv", label: "N_KV", num: true}, {key: "d_qk", label: "d", num: true},
       {key: "causal", label: "causal", fmt: (v) => (v ? "yes" : "no")}, {key: "calls", label: "calls", num: true},
-      {key: "gflops", label: "GFLOP", num: true, fmt: num(3)}, {key: "tflops_median", label: "TFLOP/s", num: true, fmt: num(1)},
-      {key: "tbps_median", label: "TB/s", num: true, fmt: num(3)}];
+      {key: "gflops", label: "GFLOP", num: true, fmt: num(3)}, {key: "tflops_median", label: "median TFLOP/s", num: true, fmt: num(1)},
+      {key: "tbps_median", label: "median TB/s", num: true, fmt: num(3)}];
     out.push(card("roofline-sdpa", "Attention per shape", "TraceLens's SDPA rows (FLOPs and bytes from the shapes; median over the calls).",
       dataTable(rf.sdpa, sdpaCols, {id: "roofline-sdpa-table", sortKey: "gflops"})));
   }

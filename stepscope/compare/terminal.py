@@ -16,7 +16,7 @@ from rich.text import Text
 LABELS = {"step": "Step (average)", "kernel": "Kernel", "memcpy": "Memcpy", "memset": "Memset",
           "communication": "Communication", "runtime": "Runtime", "dataloader": "DataLoader",
           "cpu_exec": "CPU Exec", "other": "Other", "computing": "Computing (MSA)",
-          "communication_not_overlapped": "Comm. not overlapped (MSA)", "free": "Free (MSA)"}
+          "communication_not_overlapped": "Comm. not overlapped (MSA)", "free": "Free (no kernel, no comm; MSA)"}
 TITLES = {"operators": "Operators", "kernels": "Kernels", "modules": "Modules",
           "memory": "Memory (allocations per op)", "runtime": "Runtime API",
           "categories": "Op categories"}
@@ -81,7 +81,8 @@ def _table(name: str, rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any]
     per = " per step" if doc_per_step else ""
     t = Table(title=f"{title}: {meta.get('metric')} ({unit}{per}), biggest changes", title_justify="left")
     t.add_column("name", no_wrap=True, overflow="ellipsis", min_width=24, ratio=1)
-    for col in ("base", "new", "diff", "ratio", "calls base→new", "status"):
+    counted = "allocations" if name == "memory" else "calls"  # the memory table counts allocations
+    for col in ("base", "new", "diff", "ratio", f"{counted} base→new", "status"):
         t.add_column(col, justify="left" if col == "status" else "right", no_wrap=True)
     for r in rows[:top]:
         t.add_row(_short(str(r["name"])), _num(r[f"base_{u}"]), _num(r[f"new_{u}"]), _signed(r[f"diff_{u}"]),

@@ -16,7 +16,7 @@ from typing import Any
 from stepscope.report.fmt import LABELS, fmt_ms, fmt_signed_ms, num
 
 CATEGORY_LABELS = {**LABELS, "step": "Step (end to end)", "computing": "Computing",
-                   "communication_not_overlapped": "Communication not overlapped", "free": "Free (idle)"}
+                   "communication_not_overlapped": "Communication not overlapped", "free": "Free (no kernel, no comm)"}
 
 
 def by_abs_diff(rows: object) -> list[Mapping[str, Any]]:

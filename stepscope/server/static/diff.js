@@ -10,7 +10,7 @@ import {alignedTimelines} from "./timeline.js";
 
 const LABELS = Object.fromEntries(BREAKDOWN.map(([k, label]) => [k, label]));
 const COLORS = Object.fromEntries(BREAKDOWN.map(([k, , c]) => [k, c]));
-Object.assign(LABELS, {step: "Step", computing: "Computing", communication_not_overlapped: "Comm. not overlapped", free: "Free (idle)"});
+Object.assign(LABELS, {step: "Step", computing: "Computing", communication_not_overlapped: "Comm. not overlapped", free: "Free (no kernel, no comm)"});
 Object.assign(COLORS, {step: "#3b5bdb", computing: "#4c78a8", communication_not_overlapped: "#e45756", free: "#bab0ac"});
 
 /** The picker shown above every diff: two selects and a Compare button. */
@@ -103,7 +103,13 @@ function perStepChart(base, next) {
   const series = [["base", "#9aa5b1", b], ["new", "#3b5bdb", n]].filter(([, , p]) => p.length).map(([label, color, p]) => ({
     label, color, x: p.map((_, i) => i + 1), y: p.map((x) => x.total_ms)}));
   return el("div", null, legend(series.map((x) => [x.label, x.label, x.color])),
-    lineChart("diff-steps-chart", series, {xFmt: (v) => `#${Math.round(v)}`, yFmt: (v) => fmtMs(v)}));
+    lineChart("diff-steps-chart", series, {xFmt: (v) => stepLabel(b, n, Math.round(v)), yFmt: (v) => fmtMs(v)}));
+}
+
+function stepLabel(b, n, k) {
+  // the k-th step of each side: named by its ProfilerStep number where both sides number it alike
+  const same = b.length === n.length && b.every((x, i) => x.step === n[i].step);
+  return same && b[k - 1] && b[k - 1].step !== undefined ? `step ${b[k - 1].step}` : `${k}th step`;
 }
 
 /** Paired horizontal bars per category: base (grey) above new (coloured). */

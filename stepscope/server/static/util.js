@@ -53,11 +53,31 @@ export function isNum(v) {
   return typeof v === "number" && Number.isFinite(v);
 }
 
+/** v to d decimals as Python's format writes it, so the page shows the digits the terminal shows: both
+ * round the double's exact value, but at an exact tie JavaScript goes away from zero and Python to the
+ * even neighbour (1361.125 → "1361.12" in both now). */
+export function fixed(v, d) {
+  const s = v.toFixed(d);
+  if (!isNum(v) || Math.abs(v) >= 1e21) return s;
+  const exact = Math.abs(v).toFixed(Math.min(d + 30, 100));
+  const dot = exact.indexOf(".");
+  if (!/^50*$/.test(exact.slice(dot + 1 + d))) return s;  // no tie: both round alike
+  const down = exact.slice(0, d > 0 ? dot + 1 + d : dot);  // toward zero
+  return Number(down[down.length - 1]) % 2 === 0 ? (v < 0 ? "-" : "") + down : s;
+}
+
+function grouped(text) {
+  const [whole, frac] = text.split(".");
+  const neg = whole.startsWith("-");
+  const digits = (neg ? whole.slice(1) : whole).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+  return (neg ? "-" : "") + digits + (frac !== undefined ? "." + frac : "");
+}
+
 export function fmtMs(v, digits) {
   if (!isNum(v)) return "–";
   const a = Math.abs(v);
   const d = digits !== undefined ? digits : a >= 100 ? 1 : a >= 10 ? 2 : 3;
-  return v.toFixed(d) + " ms";
+  return fixed(v, d) + " ms";
 }
 
 export function fmtNs(ns) {
@@ -83,12 +103,12 @@ export function fmtTimeTick(ns, stepNs) {
 }
 
 export function fmtPct(v, digits = 1) {
-  return isNum(v) ? v.toFixed(digits) + " %" : "–";
+  return isNum(v) ? fixed(v, digits) + " %" : "–";
 }
 
 export function fmtNum(v, digits = 0) {
   if (!isNum(v)) return "–";
-  return v.toLocaleString("en-US", {maximumFractionDigits: digits, minimumFractionDigits: digits});
+  return grouped(fixed(v, digits));
 }
 
 export function fmtBytes(v) {

@@ -153,3 +153,10 @@ def fill(template: str, values: Mapping[str, Any]) -> str:
     except (ValueError, IndexError, KeyError):  # a malformed template: show it rather than fail
         text = template
     return _SPACES.sub(" ", text).strip()
+
+
+def findings_order_text(gains: Sequence[float]) -> str:
+    """How a list of findings is ordered (advisor.ranking): by gain, except that the findings that
+    shorten what bounds the step come first — said so where that puts a smaller gain above a larger."""
+    by_gain = all(a >= b for a, b in zip(gains, gains[1:]))
+    return "largest estimated gain first" if by_gain else "what shortens the bound first, then by gain"

@@ -13,7 +13,7 @@ from rich.table import Table
 from stepscope.advisor.finding import Finding, NotRun
 from stepscope.advisor.verdict import Verdict
 from stepscope.report import texts
-from stepscope.report._prose import prose
+from stepscope.report._prose import findings_order_text, prose
 from stepscope.report.advice_json import verdict_dicts
 
 SEVERITY_STYLE = {"high": "bold red", "medium": "yellow", "low": "dim"}
@@ -50,7 +50,7 @@ NARROW_COLUMNS = 100
 def _findings_title(count: int, shown: Sequence[Finding]) -> str:
     """The findings table's title: how many, and how the shown ones are ordered (the bound's
     findings first, when that puts a smaller gain above a larger one: advisor.ranking)."""
-    return f"advisor findings ({count}; {texts.findings_order_text([f.est_gain_ns for f in shown])})"
+    return f"advisor findings ({count}; {findings_order_text([f.est_gain_ns for f in shown])})"
 
 
 def _findings_table(findings: Sequence[Finding], shown: Sequence[Finding], width: int) -> Table:

@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from stepscope.report._prose import findings_order_text
 from stepscope.report.diff_text import (
     CATEGORY_LABELS,
     by_abs_diff,
@@ -35,7 +36,7 @@ from stepscope.report.fmt import (
     rule_title,
     verdict_text,
 )
-from stepscope.report.texts import CAUSE_WORDS, findings_order_text
+from stepscope.report.texts import CAUSE_WORDS
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|#~])")
 MAX_STEP_ROWS = 12

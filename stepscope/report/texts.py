@@ -2,13 +2,12 @@
 
 Keyed by rule id (``RULES``: title and what was found), by remedy key (``CHANGES``: what to change,
 code-level where possible) and by gain-basis key (``BASIS``, kept in basis_texts.py: how the saving
-was estimated). Templates
-are ``str.format`` strings over the finding's evidence, its change parameters and ``gain_ms``,
-``gain_pct``, ``step_ms``, ``rank`` (the evidence's own keys win); :func:`fill` renders them so that a
-person never reads a Python value (:mod:`stepscope.report._prose`): lists read as prose, shapes as
-``1×141×512``, and a part written ``⟨…⟩`` is left out when one of its fields has no value (None,
-empty), so there is no empty placeholder like "(here  )". A missing field outside such a part
-renders as ``?`` instead of failing.
+was estimated). Templates are ``str.format`` strings over the finding's evidence, its change
+parameters and ``gain_ms``, ``gain_pct``, ``step_ms``, ``rank`` (the evidence's own keys win);
+:func:`fill` renders them so that a person never reads a Python value (:mod:`stepscope.report._prose`):
+lists read as prose, shapes as ``1×141×512``, and a part written ``⟨…⟩`` is left out when one of its
+fields has no value (None, empty), so there is no empty placeholder like "(here  )". A missing field
+outside such a part renders as ``?`` instead of failing.
 """
 
 from __future__ import annotations
@@ -257,13 +256,6 @@ CAUSE_WORDS = {"late_start": "it started the step late (before the trace)", "com
                "host": "its host (CPU ops, launches)"}
 #: the cluster analysis' work metrics, as a reason a rank is slow
 REASON_WORDS = {"kernel_count": "more kernels", "compute_ns": "more GPU compute", "step_ns": "longer steps"}
-
-
-def findings_order_text(gains: Sequence[float]) -> str:
-    """How a list of findings is ordered (advisor.ranking): by gain, except that the findings that
-    shorten what bounds the step come first — said so where that puts a smaller gain above a larger."""
-    by_gain = all(a >= b for a, b in zip(gains, gains[1:]))
-    return "largest estimated gain first" if by_gain else "what shortens the bound first, then by gain"
 
 
 def _values(f: Finding) -> dict[str, Any]:

@@ -174,8 +174,8 @@ def test_a_gain_share_reads_the_same_in_the_terminal_and_in_the_document() -> No
 
 
 def test_the_report_says_how_its_findings_are_ordered_as_the_terminal_does() -> None:
+    from stepscope.report._prose import findings_order_text
     from stepscope.report.markdown import render_markdown
-    from stepscope.report.texts import findings_order_text
 
     if DLRM not in CASES:
         pytest.skip("the DLRM run is not among the shared traces")

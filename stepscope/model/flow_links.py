@@ -23,6 +23,7 @@ from stepscope.model.uniq import unique
 
 I64 = npt.NDArray[np.int64]
 LAUNCH_KINDS = [int(EventKind.RUNTIME), int(EventKind.DRIVER)]
+ID_MASK = (1 << 44) - 1  # the bits of a correlation id that :func:`stepscope.model.derive.link_launches` keys on
 
 
 def correlations_from_flows(ev: Table, flows: Table, diags: DiagnosticsBuilder | None = None) -> I64 | None:
@@ -43,7 +44,11 @@ def correlations_from_flows(ev: Table, flows: Table, diags: DiagnosticsBuilder |
     call, work = call[ok], work[ok]
     if len(work) == 0:
         return None
-    fresh = int(corr.max(initial=-1)) + 1 + np.arange(len(call), dtype=np.int64)
+    calls, nth = np.unique(call, return_inverse=True)  # a call that launched several activities: one id
+    base = int(np.max(np.where(corr >= 0, corr & ID_MASK, -1), initial=-1)) + 1  # above every id, as linked
+    if base + len(calls) > ID_MASK:
+        return None  # ids this large are not a profiler's: no new ones among them
+    fresh = base + np.asarray(nth, np.int64).reshape(-1)
     ids = np.where(corr[call] >= 0, corr[call], fresh)
     out: I64 = np.asarray(corr, np.int64).copy()
     out[call] = np.where(corr[call] >= 0, corr[call], ids)

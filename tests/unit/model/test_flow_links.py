@@ -64,3 +64,34 @@ def test_a_trace_with_correlation_ids_is_left_as_it_is(tmp_path: Path) -> None:
     trace = b.load(tmp_path)
     assert _launcher_of(trace, "k") == "cudaLaunchKernel"
     assert not [d for d in trace.diagnostics if d.name == "launch-linked-by-flow"]
+
+
+def test_one_call_that_launched_several_activities_links_them_all(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    b.step(1, ts=0, dur=100)
+    b.add(ph="X", cat="cuda_runtime", name="cudaGraphLaunch", pid=b.pid, tid=b.tid, ts=10, dur=5, args={})
+    b.gpu("node_a", ts=20, dur=5)
+    b.gpu("node_b", ts=30, dur=5)
+    b.flow(3, ts=10, phase="s")
+    b.flow(3, ts=20, phase="f", pid=0, tid=7)
+    b.flow(3, ts=30, phase="f", pid=0, tid=7)
+    trace = b.load(tmp_path)
+    assert _launcher_of(trace, "node_a") == _launcher_of(trace, "node_b") == "cudaGraphLaunch"
+    (d,) = [d for d in trace.diagnostics if d.name == "launch-linked-by-flow"]
+    assert d.count == 2
+
+
+def test_no_new_id_above_the_bits_the_launch_link_keys_on(tmp_path: Path) -> None:
+    """A recorded id at the top of the 44 bits the launch link keys on leaves no room for new ones
+    that could not collide: the flow-only kernel stays unlinked, the recorded link stays."""
+    b = TraceBuilder()
+    b.step(1, ts=0, dur=100)
+    b.add(ph="X", cat="cuda_runtime", name="cudaLaunchKernel", pid=b.pid, tid=b.tid, ts=5, dur=2,
+          args={"correlation": (1 << 44) - 2})
+    b.gpu("recorded", ts=8, dur=2, corr=(1 << 44) - 2)
+    b.add(ph="X", cat="cuda_runtime", name="cudaMemsetAsync", pid=b.pid, tid=b.tid, ts=20, dur=2, args={})
+    b.gpu("flow_only", ts=30, dur=2)
+    b.flow(5, ts=20, phase="s")
+    b.flow(5, ts=30, phase="f", pid=0, tid=7)
+    trace = b.load(tmp_path)
+    assert _launcher_of(trace, "recorded") == "cudaLaunchKernel" and _launcher_of(trace, "flow_only") == ""

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -281,18 +282,23 @@ def link_graph_nodes(ev: Table, launch: I32, strings: StringPool) -> I32:
     return node
 
 
+def rows_by_track(ev: Table, kinds: list[int], track: npt.NDArray[Any]) -> Iterator[tuple[I64, I64]]:
+    """Per track that some of ``track`` (the instants' tracks) name: those instants' indices and the
+    rows of that track's events of ``kinds``, in time order (events in :func:`sort_order`: each
+    track's rows one contiguous, time-ordered run). Tracks without such events are skipped."""
+    for t in unique(track[track >= 0]).tolist():  # per track, vectorised within
+        lo, hi = np.searchsorted(ev["track"], [t, t + 1]).tolist()
+        rows = lo + np.flatnonzero(any_of(ev["kind"][lo:hi], kinds))
+        if len(rows):
+            yield np.flatnonzero(track == t), rows.astype(np.int64)
+
+
 def innermost_host_event(ev: Table, parent: I32, track: npt.NDArray[Any], ts: npt.NDArray[Any]) -> I32:
     """For instants (memory events), the innermost host event on their track that contains them;
     events must be in :func:`sort_order` (each track's rows one contiguous, time-ordered run)."""
     out = np.full(len(ts), -1, np.int32)
-    host_kinds = [int(k) for k in HOST_KINDS]
     ev_ts, ev_dur = ev["ts_ns"], ev["dur_ns"]
-    for t in unique(track[track >= 0]).tolist():  # per track, vectorised within
-        q = np.flatnonzero(track == t)
-        lo, hi = np.searchsorted(ev["track"], [t, t + 1]).tolist()
-        rows = lo + np.flatnonzero(any_of(ev["kind"][lo:hi], host_kinds))
-        if len(rows) == 0:
-            continue
+    for q, rows in rows_by_track(ev, [int(k) for k in HOST_KINDS], track):
         pos = np.searchsorted(ev_ts[rows], ts[q], side="right") - 1
         cand = np.where(pos >= 0, rows[np.maximum(pos, 0)], -1)
         live = np.flatnonzero(cand >= 0)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.model.derive import rows_by_track
 from stepscope.model.diagnostics import DiagnosticsBuilder
 from stepscope.model.masks import any_of
 from stepscope.model.schema import GPU_KINDS, EventKind
@@ -88,12 +89,7 @@ def event_at(ev: Table, kinds: list[int], track: npt.NDArray[np.int32], ts: I64)
     time-ordered run, the longer first at one instant)."""
     out = np.full(len(ts), -1, np.int64)
     ev_ts, ev_end = ev["ts_ns"], ev["ts_ns"] + ev["dur_ns"]
-    for t in unique(track[track >= 0]).tolist():  # per track, vectorised within
-        q = np.flatnonzero(track == t)
-        lo, hi = np.searchsorted(ev["track"], [t, t + 1]).tolist()
-        rows = lo + np.flatnonzero(any_of(ev["kind"][lo:hi], kinds))
-        if len(rows) == 0:
-            continue
+    for q, rows in rows_by_track(ev, kinds, track):
         starts = ev_ts[rows]
         pos = np.searchsorted(starts, ts[q], side="right") - 1
         pos = np.searchsorted(starts, starts[np.maximum(pos, 0)], side="left") + np.where(pos >= 0, 0, -1)

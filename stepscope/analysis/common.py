@@ -114,6 +114,14 @@ def interval_set(trace: Trace, rows: I64) -> intervals.Intervals:
     return intervals.union(ts, ts + trace.events["dur_ns"][rows])
 
 
+def tracks_by_stream(trace: Trace, track_ids: I64) -> I64:
+    """The distinct tracks of ``track_ids`` by (device, stream): the order a person reads, and the
+    same however the file ordered its events (track ids are numbered in order of appearance)."""
+    ids = np.unique(track_ids)
+    t = trace.tracks
+    return ids[np.lexsort((ids, t["stream"][ids], t["device"][ids]))].astype(np.int64)
+
+
 def window_of(wins: Windows, ts_ns: I64) -> I64:
     """Index of the window containing each time, -1 outside every window."""
     if len(wins) == 0:

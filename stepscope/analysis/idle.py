@@ -28,10 +28,18 @@ import numpy.typing as npt
 
 from stepscope.analysis import intervals
 from stepscope.analysis.base import NotApplicable
-from stepscope.analysis.common import I32, I64, Windows, interval_set, rank_rows, step_windows, window_of
+from stepscope.analysis.common import (
+    I32,
+    I64,
+    Windows,
+    interval_set,
+    rank_rows,
+    step_windows,
+    tracks_by_stream,
+    window_of,
+)
 from stepscope.model.schema import GPU_KINDS, HOST_KINDS
 from stepscope.model.trace import Trace
-from stepscope.model.uniq import unique
 
 KERNEL_WAIT_MAX_NS = 10_000
 
@@ -151,7 +159,7 @@ def _dataloader_set(trace: Trace, rank: int) -> intervals.Intervals:
 def _per_stream(trace: Trace, gpu: I64, wins: Windows, max_ns: int) -> dict[str, I64]:
     """HTA's per-stream breakdown: gaps between consecutive activities of each stream, in steps."""
     track = trace.events["track"][gpu]
-    ids = unique(track)
+    ids = tracks_by_stream(trace, track)
     out = {k: np.zeros(len(ids), np.int64) for k in (
         "stream_host_wait_ns", "stream_kernel_wait_ns", "stream_other_ns", "stream_gap_count")}
     for i, t in enumerate(ids.tolist()):  # per stream

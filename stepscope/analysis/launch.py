@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 from stepscope.analysis import intervals
 from stepscope.analysis.base import NotApplicable
-from stepscope.analysis.common import F64, I32, I64, pct, rank_rows, step_windows, window_of
+from stepscope.analysis.common import F64, I32, I64, pct, rank_rows, step_windows, tracks_by_stream, window_of
 from stepscope.model.schema import GPU_KINDS, EventKind
 from stepscope.model.trace import Trace
 from stepscope.model.uniq import unique
@@ -119,7 +119,7 @@ def queue_length(trace: Trace, gpu: I64, win_start: I64, win_end: I64) -> QueueL
     """Per stream, the number of launched-but-unfinished activities over time."""
     ev = trace.events
     track = ev["track"][gpu]
-    ids = unique(track)
+    ids = tracks_by_stream(trace, track)
     pts: list[I64] = []
     vals: list[I64] = []
     offsets, mx, mean = [0], [], []

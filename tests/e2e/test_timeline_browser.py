@@ -223,10 +223,11 @@ def test_click_shows_the_api_details_and_flows_from_it_only(tl: Tl, ids: dict[st
         == [p["row"] for p in op["parents"]]
     tl.wait(f"Number(document.getElementById('timeline-canvas').dataset.flows) >= {len(op['kernels'])}")
     tl.shot("timeline-click-op.png")
-    # a click on empty space clears the selection and its flows
+    # a click on empty space clears the selection and its flows: the time axis, above every lane (the
+    # bottom lane's left end holds an event in some views, depending on which windows have arrived)
     lay = tl.layout()
     box = page.locator("#timeline-canvas").bounding_box()
-    page.mouse.click(box["x"] + lay["gutter"] + 5, box["y"] + lay["height"] - 3)
+    page.mouse.click(box["x"] + lay["gutter"] + 5, box["y"] + 10)
     tl.wait("document.getElementById('timeline-canvas').dataset.flows === '0'")
     assert tl.data("selected") == ""
 

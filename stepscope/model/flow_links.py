@@ -50,9 +50,9 @@ def correlations_from_flows(ev: Table, flows: Table, diags: DiagnosticsBuilder |
     if base + len(calls) > ID_MASK:
         return None  # ids this large are not a profiler's: no new ones among them
     fresh = base + np.asarray(nth, np.int64).reshape(-1)
-    ids = np.where(corr[call] >= 0, corr[call], fresh)
+    ids = np.where(corr[call] >= 0, corr[call], fresh)  # the call's own id where it has one
     out: I64 = np.asarray(corr, np.int64).copy()
-    out[call] = np.where(corr[call] >= 0, corr[call], ids)
+    out[call] = ids
     out[work] = ids
     if diags is not None:
         n = len(unique(work))

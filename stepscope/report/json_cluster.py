@@ -99,13 +99,12 @@ def job_whatif_section(bundle: Bundle) -> dict[str, Any] | None:
         return None
     return {"measured_mean_ms": j.measured_mean_ns / MS,
             "fixes": [{"rank": r, "basis": j.basis(r), "predicted_mean_ms": float(j.predicted_mean_ns[i]) / MS,
-                       "saved_ms": (j.measured_mean_ns - float(j.predicted_mean_ns[i])) / MS,
+                       "saved_ms": float(j.fix_change_ns[i]) / MS,
                        "options": {"fix_rank": [r]}}
                       for i, r in enumerate(j.culprits)],
             "remedies": [{"remedy": n, "basis": REMEDIES[n].basis(),
                           "predicted_mean_ms": float(j.remedy_predicted_mean_ns[i]) / MS,
-                          # signed, as `stepscope whatif` says it: a change that lengthens the step "adds"
-                          "saved_ms": (j.measured_mean_ns - float(j.remedy_predicted_mean_ns[i])) / MS,
+                          "saved_ms": float(j.remedy_change_ns[i]) / MS,  # signed
                           "options": dict(REMEDY_OPTIONS[n])}
                          for i, n in enumerate(j.remedy)]}
 

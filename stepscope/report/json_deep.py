@@ -242,7 +242,7 @@ def remedies_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
         return None
     return {"measured_mean_ms": r.measured_mean_ns / MS,
             "remedies": [{"remedy": n, "basis": r.basis[i], "predicted_mean_ms": float(r.predicted_mean_ns[i]) / MS,
-                          "saved_ms": (r.measured_mean_ns - float(r.predicted_mean_ns[i])) / MS,  # signed
+                          "saved_ms": float(r.change_ns[i]) / MS,  # signed
                           "options": dict(REMEDY_OPTIONS.get(n, {}))}
                          for i, n in enumerate(r.name)]}
 

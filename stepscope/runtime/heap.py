@@ -13,8 +13,8 @@ glibc's defaults are set back and the heap trimmed. A no-op where the C library 
 
 The heap is glibc's main arena: a thread gets an arena of its own, whose heaps are at most 64 MiB,
 so a thread's big array is a fresh mapping whatever the threshold. A one-shot command's analyses
-run on threads (:mod:`stepscope.runtime.tasks`), so it also calls :func:`threads_share_the_heap`
-(5 M events, cold analyse: system time 5.7 -> 4.2 s, wall 13.6 -> 12.6 s, peak RSS 3.0 -> 2.6 GiB).
+run on threads (:mod:`stepscope.runtime.tasks`), so it calls :func:`threads_share_the_heap` at import
+(5 M events, cold analyse, docs/benchmarks.md: peak RSS 3.1 -> 2.5 GiB, system time 6.1 -> 3.8 s).
 """
 
 from __future__ import annotations

@@ -76,17 +76,28 @@ class JobWhatIf:
     remedy: tuple[str, ...]
     remedy_predicted_mean_ns: npt.NDArray[np.float64]
 
+    @property
+    def fix_change_ns(self) -> npt.NDArray[np.float64]:
+        """Per culprit fixed, measured − predicted job step: signed (the tables show it so)."""
+        return self.measured_mean_ns - self.predicted_mean_ns
+
+    @property
+    def remedy_change_ns(self) -> npt.NDArray[np.float64]:
+        """Per remedy on every rank, measured − predicted job step: signed (the tables show it so)."""
+        return self.measured_mean_ns - self.remedy_predicted_mean_ns
+
     def saved_ns(self, rank: int) -> float | None:
-        """What fixing the rank saves on the job's mean step (None: not a culprit)."""
+        """What fixing the rank saves on the job's mean step (None: not a culprit; never negative)."""
         if rank not in self.culprits:
             return None
-        return max(self.measured_mean_ns - float(self.predicted_mean_ns[self.culprits.index(rank)]), 0.0)
+        return max(float(self.fix_change_ns[self.culprits.index(rank)]), 0.0)
 
     def remedy_saved_ns(self, name: str) -> float | None:
-        """What the remedy, applied on every rank, saves on the job's mean step (None: not replayed)."""
+        """What the remedy, applied on every rank, saves on the job's mean step (None: not replayed;
+        never negative)."""
         if name not in self.remedy:
             return None
-        return max(self.measured_mean_ns - float(self.remedy_predicted_mean_ns[self.remedy.index(name)]), 0.0)
+        return max(float(self.remedy_change_ns[self.remedy.index(name)]), 0.0)
 
     def remedy_predicted_ns(self, name: str) -> float | None:
         return float(self.remedy_predicted_mean_ns[self.remedy.index(name)]) if name in self.remedy else None

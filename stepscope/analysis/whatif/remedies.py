@@ -80,10 +80,15 @@ class Remedies:
         has no such kernels in its steps."""
         return float(self.kernel_set_share[self.kernel_set.index(name)]) if name in self.kernel_set else None
 
+    @property
+    def change_ns(self) -> npt.NDArray[np.float64]:
+        """Per remedy, measured − predicted mean step: signed, a change may lengthen the step (the
+        tables show it so, as ``stepscope whatif`` says "adds")."""
+        return self.measured_mean_ns - self.predicted_mean_ns
+
     def saved_ns(self, name: str) -> float:
-        """What the remedy saves on the rank's mean step (never negative)."""
-        i = self.name.index(name)
-        return max(self.measured_mean_ns - float(self.predicted_mean_ns[i]), 0.0)
+        """What the remedy saves on the rank's mean step (never negative: a finding's gain)."""
+        return max(float(self.change_ns[self.name.index(name)]), 0.0)
 
     def basis_of(self, name: str) -> str:
         return self.basis[self.name.index(name)]

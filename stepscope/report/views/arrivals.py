@@ -67,12 +67,11 @@ def render_job_whatif(j: JobWhatIf, console: Console, top: int) -> None:
     t = table(f"the job replayed with each culprit fixed (measured mean step {ms(j.measured_mean_ns)} ms)",
               "rank", "predicted mean ms", "saved ms", right_from=1)
     for i, r in enumerate(j.culprits[:top]):  # a handful of culprits
-        t.add_row(str(r), ms(float(j.predicted_mean_ns[i])), ms(j.measured_mean_ns - float(j.predicted_mean_ns[i])))
+        t.add_row(str(r), ms(float(j.predicted_mean_ns[i])), ms(float(j.fix_change_ns[i])))
     if j.culprits:
         console.print(t)
     t = table("the job replayed with each standard remedy on every rank", "remedy", "predicted mean ms", "saved ms",
               right_from=1)
     for i, n in enumerate(j.remedy):  # a handful of remedies
-        after = float(j.remedy_predicted_mean_ns[i])
-        t.add_row(n, ms(after), ms(j.measured_mean_ns - after))  # signed: a change may lengthen the step
+        t.add_row(n, ms(float(j.remedy_predicted_mean_ns[i])), ms(float(j.remedy_change_ns[i])))  # signed
     console.print(t)

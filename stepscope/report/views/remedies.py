@@ -12,6 +12,5 @@ def render_remedies(r: Remedies, console: Console, top: int) -> None:
     t = table(f"rank {r.rank}: what-if, each remedy replayed (mean step {ms(r.measured_mean_ns)} ms)",
               "remedy", "predicted ms", "saves ms", "basis")
     for i, name in enumerate(r.name):  # per remedy
-        after = float(r.predicted_mean_ns[i])
-        t.add_row(name, ms(after), ms(r.measured_mean_ns - after), r.basis[i])  # signed, as `whatif` says
+        t.add_row(name, ms(float(r.predicted_mean_ns[i])), ms(float(r.change_ns[i])), r.basis[i])  # signed
     console.print(t)

@@ -109,7 +109,7 @@ function perStepChart(base, next) {
 function stepLabel(b, n, k) {
   // the k-th step of each side: named by its ProfilerStep number where both sides number it alike
   const same = b.length === n.length && b.every((x, i) => x.step === n[i].step);
-  return same && b[k - 1] && b[k - 1].step !== undefined ? `step ${b[k - 1].step}` : `${k}th step`;
+  return same && b[k - 1] && b[k - 1].step !== undefined ? `step ${b[k - 1].step}` : `#${k}`;
 }
 
 /** Paired horizontal bars per category: base (grey) above new (coloured). */

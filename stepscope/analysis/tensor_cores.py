@@ -10,7 +10,10 @@ matrix instruction (``MFMA``, Tensile ``MI32x32x8``). A GEMM in an FP8 / FP6 / F
 (``e4m3``, ``MxE2m1``, ``mxfp4``, ``fp8_gemm``) runs on Tensor Cores whatever its library, since only
 they multiply those types; a kernel that merely converts to such a type (``..._fp8_quant_kernel``)
 is not a GEMM and is not counted. Plain FP32 SIMT kernels (``volta_sgemm``, ``scudnn``,
-``simt_sgemm``, ``implicit_convolve_sgemm``) are deliberately absent.
+``simt_sgemm``, ``implicit_convolve_sgemm``) are deliberately absent, and a name that states its
+math instruction as a CUDA-core FMA is not a Tensor-Core kernel whatever its family: cuBLAS names
+its FP32 GEMMs without TF32 ``sm80_xmma_gemm_f32f32_f32f32_f32_..._ffma_...`` (``ffma`` FP32,
+``dfma`` FP64, ``hfma2`` paired FP16), which the ``xmma`` / ``sm9x_..gemm`` rows would otherwise take.
 
 :func:`compute_tensor_cores` (the ``tensor_cores`` analysis, the TB plugin's "Tensor Cores eligible"
 recommendation) weighs a rank's kernels inside its steps: those launched by a Tensor-Core eligible
@@ -62,6 +65,8 @@ TC_KERNEL_PATTERNS: tuple[tuple[str, str, str], ...] = (
 )
 
 _TC_RE = re.compile("|".join(f"(?:{p})" for _, p, _ in TC_KERNEL_PATTERNS), re.IGNORECASE)
+#: a kernel whose name gives its math instruction as a CUDA-core FMA (FP32 / FP64 / paired FP16)
+_CUDA_CORE_MATH_RE = re.compile(r"(?:^|[^a-z0-9])(?:ffma|dfma|hfma2?)(?:[^a-z0-9]|$)", re.IGNORECASE)
 
 #: Operators whose math maps onto Tensor Cores (convolutions, matrix products, attention, RNN cells).
 TC_ELIGIBLE_OPS: frozenset[str] = frozenset({
@@ -88,8 +93,8 @@ _TC_OP_RE = re.compile(
 
 
 def is_tc_kernel(name: str) -> bool:
-    """True when the kernel name marks a Tensor-Core / matrix-core kernel."""
-    return _TC_RE.search(name) is not None
+    """True when the kernel name marks a Tensor-Core / matrix-core kernel (and no CUDA-core FMA)."""
+    return _TC_RE.search(name) is not None and _CUDA_CORE_MATH_RE.search(name) is None
 
 
 def is_tc_eligible_op(name: str) -> bool:
@@ -109,6 +114,8 @@ def tc_eligible_mask(strings: StringPool) -> npt.NDArray[np.bool_]:
 
 def tc_architecture(name: str) -> str | None:
     """The first table row (architecture family) that matches a kernel name, for explanations."""
+    if not is_tc_kernel(name):
+        return None
     for arch, pat, _ in TC_KERNEL_PATTERNS:
         if re.search(pat, name, re.IGNORECASE):
             return arch

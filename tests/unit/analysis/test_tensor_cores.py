@@ -47,6 +47,12 @@ NON_TC_KERNELS = [
     # converting to FP8 is not a GEMM
     "void vllm::dynamic_scaled_fp8_quant_kernel<c10::BFloat16, c10::Float8_e4m3fn>(c10::Float8_e4m3fn*)",
     "void vllm::reshape_and_cache_flash_kernel<__hip_bfloat16, __hip_bfloat16, (vllm::Fp8KVCacheDataType)0>",
+    # cuBLAS xmma GEMMs whose math is a CUDA-core FMA: FP32 without TF32 (tests/data/h200_bounds/fp32,
+    # an H200), FP64, paired FP16
+    "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize256x64x8_stage3_warpsize2x2x1_ffma_aligna4_alignc4_execute_"
+    "kernel__5x_cublas",
+    "sm90_xmma_gemm_f64f64_f64f64_f64_nn_n_tilesize128x64x8_stage3_warpsize2x2x1_dfma_execute_kernel",
+    "sm80_xmma_gemm_f16f16_f16f16_f16_nn_n_tilesize128x128x16_hfma2_execute_kernel",
 ]
 
 

@@ -2,14 +2,22 @@
 
 * **Blocking sync calls**: runtime / driver calls that block the host until the device catches up:
   ``cuda|hip`` ``DeviceSynchronize``, ``StreamSynchronize``, ``EventSynchronize``, ``cuCtxSynchronize``,
-  and blocking copies (``cudaMemcpy``, ``cudaMemcpy2D``, ``hipMemcpy``, ``hipMemcpyWithStream``,
-  ``cuMemcpyDtoH`` ... — every memcpy call without ``Async``). Time = the call's host duration.
+  blocking copies (``cudaMemcpy``, ``cudaMemcpy2D``, ``hipMemcpy``, ``hipMemcpyWithStream``,
+  ``cuMemcpyDtoH`` ... — every memcpy call without ``Async``), and the ``Async`` calls that launched
+  a copy from the device into pageable memory: ``.cpu()`` of a tensor waits inside its
+  ``cudaMemcpyAsync`` for the data. Time = the call's host duration. (A copy *from* pageable memory
+  to the device blocks too — :func:`blocking_calls`, the what-if graph's definition — but that wait
+  is the ``pageable-memcpy`` finding's: pinning the source removes it; the host reads nothing.)
 * **Device-to-host copies** (``Memcpy DtoH``): the copy that feeds ``.item()``, ``.cpu()``,
   ``.tolist()`` or printing; time = the copy's GPU duration.
 
-Only events inside profiled steps count (the whole trace when it has no steps). Each one is traced
-back to its innermost op (e.g. ``aten::_local_scalar_dense`` for ``.item()``), its outermost op
-below the step, and its Python call site when stacks were recorded (:mod:`.callsite`).
+Only events inside profiled steps count (the whole trace when it has no steps). A sync call is a
+host call: it belongs to the step whose *host* span (ProfilerStep#N) holds its start, not to the
+step's window stretched over its device work — the ``cudaDeviceSynchronize`` the profiler itself
+issues when it stops, after the last step's host span ended, belongs to no step. A D2H copy is
+device work and belongs to the window it ran in. Each one is traced back to its innermost op (e.g.
+``aten::_local_scalar_dense`` for ``.item()``), its outermost op below the step, and its Python call
+site when stacks were recorded (:mod:`.callsite`).
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis._memo import per_trace
+from stepscope.analysis.breakdown import tb_step_windows
 from stepscope.analysis.callsite import call_sites
 from stepscope.analysis.common import I32, I64, Windows, rank_rows, step_windows, window_of
 from stepscope.model.schema import EventKind, MemcpyKind
@@ -48,11 +57,33 @@ def blocking_calls(trace: Trace, rows: I64) -> npt.NDArray[np.bool_]:
     return out
 
 
+def host_reads(trace: Trace, rows: I64) -> npt.NDArray[np.bool_]:
+    """Which of these host calls wait for the device before the host goes on: the sync calls of
+    :data:`SYNC_PATTERN` and the calls that launched a copy from the device into pageable memory."""
+    out: npt.NDArray[np.bool_] = trace.strings.mask(is_sync_call)[trace.events["name"][rows]]
+    launches = _pageable_reads_launches(trace)
+    if len(launches):
+        out |= np.isin(rows, launches)
+    return out
+
+
 @per_trace
 def _pageable_copy_launches(trace: Trace) -> I64:
     """The calls that launched a copy from or to pageable memory (one scan of the events per trace)."""
+    return _launches_of(trace, False)
+
+
+@per_trace
+def _pageable_reads_launches(trace: Trace) -> I64:
+    """The calls that launched a copy from the device into pageable memory."""
+    return _launches_of(trace, True)
+
+
+def _launches_of(trace: Trace, to_host_only: bool) -> I64:
     ev = trace.events
     copies = (ev["kind"] == EventKind.MEMCPY) & (ev["pageable"] == 1) & (ev["launch"] >= 0)
+    if to_host_only:
+        copies &= ev["copy_kind"] == MemcpyKind.D2H
     return np.unique(ev["launch"][copies]).astype(np.int64)
 
 
@@ -95,8 +126,8 @@ def compute_sync(trace: Trace, rank: int) -> SyncResult:
     ev = trace.events
     wins = step_windows(trace, rank)
     rt = rank_rows(trace, rank, (int(EventKind.RUNTIME), int(EventKind.DRIVER)))
-    sync = rt[trace.strings.mask(is_sync_call)[ev["name"][rt]]]
-    sync, sync_win = _inside(trace, sync, wins)
+    sync = rt[host_reads(trace, rt)]
+    sync, sync_win = _inside(trace, sync, _host_spans(trace, rank, wins))
     cp = rank_rows(trace, rank, (int(EventKind.MEMCPY),))
     d2h = cp[ev["copy_kind"][cp] == MemcpyKind.D2H]
     d2h, d2h_win = _inside(trace, d2h, wins)
@@ -111,6 +142,14 @@ def compute_sync(trace: Trace, rank: int) -> SyncResult:
         d2h_count=per_step(d2h_win), d2h_ns=per_step(d2h_win, ev["dur_ns"][d2h]),
         d2h_bytes=per_step(d2h_win, np.maximum(ev["bytes"][d2h], 0)),
         sync_rows=sync, d2h_rows=d2h, sites=_sites(trace, sync, d2h))
+
+
+def _host_spans(trace: Trace, rank: int, wins: Windows) -> Windows:
+    """The steps' host spans (the windows themselves where there are no steps)."""
+    if not wins.has_steps:
+        return wins
+    tb = tb_step_windows(trace, rank)
+    return Windows(wins.step, tb.host_start_ns.astype(np.int64), tb.host_end_ns.astype(np.int64))
 
 
 def _inside(trace: Trace, rows: I64, wins: Windows) -> tuple[I64, I64]:

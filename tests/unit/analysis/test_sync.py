@@ -13,8 +13,9 @@ STACK = "/venv/lib/python3.11/site-packages/torch/_tensor.py(99): item;train.py(
 
 
 def item_trace(tmp_path: Path):  # type: ignore[no-untyped-def]
-    """``loss.item()`` in step 1: aten::item > _local_scalar_dense > cudaMemcpyAsync (D2H copy of 4 B,
-    2 µs on the GPU) + cudaStreamSynchronize (12 µs). A cudaDeviceSynchronize after the step is ignored."""
+    """``loss.item()`` in step 1: aten::item > _local_scalar_dense > cudaMemcpyAsync (D2H copy of 4 B
+    to pageable memory, 2 µs on the GPU: the call blocks, 3 µs) + cudaStreamSynchronize (12 µs). A
+    cudaDeviceSynchronize after the step is ignored."""
     b = TraceBuilder()
     b.step(1, ts=0, dur=100)
     b.op("aten::item", ts=10, dur=20, **{"Call stack": STACK})
@@ -29,19 +30,38 @@ def item_trace(tmp_path: Path):  # type: ignore[no-untyped-def]
 def test_counts_and_times_per_step(tmp_path: Path) -> None:
     r = compute_sync(item_trace(tmp_path), 0)
     assert r.step.tolist() == [1]
-    assert (r.sync_count.tolist(), r.sync_ns.tolist()) == ([1], [12 * US])
+    assert (r.sync_count.tolist(), r.sync_ns.tolist()) == ([2], [15 * US])
     assert (r.d2h_count.tolist(), r.d2h_ns.tolist(), r.d2h_bytes.tolist()) == ([1], [2 * US], [4])
-    assert len(r.sync_rows) == 1 and len(r.d2h_rows) == 1
+    assert len(r.sync_rows) == 2 and len(r.d2h_rows) == 1
 
 
 def test_who_caused_them(tmp_path: Path) -> None:
     s = compute_sync(item_trace(tmp_path), 0).sites
-    assert s.what == ["cudaStreamSynchronize", "Memcpy DtoH (Device -> Pageable)"]
-    assert s.op == ["aten::_local_scalar_dense"] * 2
-    assert s.top_op == ["aten::item"] * 2
-    assert s.call_site == ["train.py(12): train_step"] * 2
-    assert s.count.tolist() == [1, 1]
-    assert s.time_ns.tolist() == [12 * US, 2 * US]
+    assert s.what == ["cudaStreamSynchronize", "cudaMemcpyAsync", "Memcpy DtoH (Device -> Pageable)"]
+    assert s.op == ["aten::_local_scalar_dense"] * 3
+    assert s.top_op == ["aten::item"] * 3
+    assert s.call_site == ["train.py(12): train_step"] * 3
+    assert s.count.tolist() == [1, 1, 1]
+    assert s.time_ns.tolist() == [12 * US, 3 * US, 2 * US]
+
+
+def test_sync_calls_belong_to_the_host_span_they_start_in(tmp_path: Path) -> None:
+    """Step 1's host span is [0, 100) µs, its kernel runs until 230 µs, so its window is [0, 230);
+    step 2's host span is [100, 200), its kernel runs at [240, 250). A sync at 150 µs is step 2's
+    (the host is in step 2), though step 1's window holds it; the profiler's own cudaDeviceSynchronize
+    at 205 µs, after the last host span, is no step's — on an H200 capture it was a 35 ms call counted
+    as "7 ms per step" of 9.8 ms steps."""
+    b = TraceBuilder()
+    b.step(1, ts=0, dur=100)
+    b.launch_kernel("k1", launch_ts=10, launch_dur=5, ts=20, dur=210)
+    b.step(2, ts=100, dur=100)
+    b.launch_kernel("k2", launch_ts=110, launch_dur=5, ts=240, dur=10)
+    b.op("cudaStreamSynchronize", ts=150, dur=40, cat="cuda_runtime")
+    b.op("cudaDeviceSynchronize", ts=205, dur=25, cat="cuda_runtime")
+    r = compute_sync(b.load(tmp_path), 0)
+    assert r.step.tolist() == [1, 2]
+    assert r.sync_count.tolist() == [0, 1]
+    assert r.sync_ns.tolist() == [0, 40 * US]
 
 
 def test_sync_call_names() -> None:

@@ -53,6 +53,22 @@ class HostOpsResult:
 
 def compute_host_ops(trace: Trace, rank: int) -> HostOpsResult:
     """The rank's top-level ops without GPU work and the GPU idle time inside them, by name."""
+    ev = trace.events
+    top = cpu_only_top_ops(trace, rank)
+    gpu = rank_rows(trace, rank, tuple(int(k) for k in GPU_KINDS))
+    busy = intervals.union(ev["ts_ns"][gpu], ev["ts_ns"][gpu] + ev["dur_ns"][gpu])
+    start, end = ev["ts_ns"][top].astype(np.int64), (ev["ts_ns"][top] + ev["dur_ns"][top]).astype(np.int64)
+    idle_ns = (end - start - intervals.covered_in_windows(busy, start, end)).astype(np.float64)
+    (ids,), inv = group_keys(ev["name"][top])
+    return HostOpsResult(rank, len(kept_steps(trace, rank)), tuple(str(s) for s in trace.strings.decode(ids)),
+                         np.bincount(inv, minlength=len(ids)).astype(np.int64),
+                         np.bincount(inv, weights=idle_ns, minlength=len(ids)).astype(np.float64))
+
+
+def cpu_only_top_ops(trace: Trace, rank: int) -> I64:
+    """The rank's top-level ops (children of ``ProfilerStep#N``, in the kept steps) that launch no GPU
+    work below them — CPU work a CUDA graph cannot capture — DataLoader ranges and ops that wait for
+    the device left out."""
     ev, st = trace.events, trace.steps
     step_rows = st["row"][st["rank"] == rank]
     if len(step_rows) == 0:
@@ -63,14 +79,8 @@ def compute_host_ops(trace: Trace, rank: int) -> HostOpsResult:
     host = in_step_rows(trace, rank, (int(EventKind.CPU_OP), int(EventKind.USER_ANNOTATION)))
     top = host[np.isin(ev["parent"][host], step_rows)]
     launches = any_descendant(ev["parent"], _launching(trace, gpu))
-    top = top[~launches[top] & ~trace.strings.mask(_skipped)[ev["name"][top]]]
-    busy = intervals.union(ev["ts_ns"][gpu], ev["ts_ns"][gpu] + ev["dur_ns"][gpu])
-    start, end = ev["ts_ns"][top].astype(np.int64), (ev["ts_ns"][top] + ev["dur_ns"][top]).astype(np.int64)
-    idle_ns = (end - start - intervals.covered_in_windows(busy, start, end)).astype(np.float64)
-    (ids,), inv = group_keys(ev["name"][top])
-    return HostOpsResult(rank, len(kept_steps(trace, rank)), tuple(str(s) for s in trace.strings.decode(ids)),
-                         np.bincount(inv, minlength=len(ids)).astype(np.int64),
-                         np.bincount(inv, weights=idle_ns, minlength=len(ids)).astype(np.float64))
+    out: I64 = top[~launches[top] & ~trace.strings.mask(_skipped)[ev["name"][top]]]
+    return out
 
 
 def _launching(trace: Trace, gpu: I64) -> B:

@@ -23,6 +23,9 @@ CHANGES_BY_PLATFORM: dict[str, dict[str, str]] = {
         "reduce-host-work": "Take the host off the critical path: move host work off the launching thread, "
                             "queue kernels and cudaMemcpyAsync copies ahead on streams, and avoid cudaMalloc / "
                             "cudaFree inside the loop (allocate once).",
+        "move-python-off-path": "Most of the host's time on the path is CPU code between CUDA calls "
+                                "({untraced_pct}% of the step): move it off the launching thread, or queue the "
+                                "next kernels before it runs.",
         "overlap-communication": "Overlap communication with kernels: post non-blocking MPI_Isend / MPI_Irecv "
                                  "(CUDA-aware MPI on device buffers) or NCCL calls on their own stream, compute "
                                  "the interior while the exchange runs, and wait (MPI_Wait, cudaStreamWaitEvent) "

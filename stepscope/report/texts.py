@@ -186,6 +186,10 @@ CHANGES: dict[str, str] = {
     "reduce-host-work": "Take the host off the critical path: less Python per step (move bookkeeping out "
                         "of the loop), torch.compile, a larger batch per launch; find the slow host ops in "
                         "the operator view (host self time).",
+    "move-python-off-path": "Most of the host's time on the step's path is Python outside every op ({untraced_pct}% "
+                            "of the step: metrics, logging, data handling in the loop): move it out of the step "
+                            "(every N steps, a step late, another thread) or onto the GPU; with_stack=True names "
+                            "the lines. Graphs and torch.compile do not remove it.",
     "fused-optimizer": "Use the multi-tensor optimizer: torch.optim.{optimizer}(..., fused=True) "
                        "(or foreach=True), and fold weight decay into the step.",
     "enable-amp": "Run the model under mixed precision: with torch.autocast('cuda', dtype=torch.{dtype}): ... "

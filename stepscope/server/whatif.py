@@ -3,7 +3,8 @@
 The body is one JSON object whose fields are ``stepscope whatif``'s options (docs/serve.md)::
 
     {"workers": 8, "drop_syncs": "item", "pin_copies": true, "host_overhead": 0.5,
-     "host_in": ["^Optimizer.step=0.5"], "scale": ["gemm|conv=0.5"], "overlap_comm": true, "fix_rank": [7]}
+     "host_in": ["^Optimizer.step=0.5"], "fused_optimizer": true, "scale": ["gemm|conv=0.5"],
+     "overlap_comm": true, "fix_rank": [7]}
 
 Each field is optional, but at least one change must be named. A field of the wrong type, an
 unknown field, a factor outside [0, 1000], a regex that does not compile or is longer than 200
@@ -30,8 +31,8 @@ MAX_PATTERN_CHARS = 200
 MAX_PAIRS = 8
 MAX_WORKERS = 1024
 T = TypeVar("T")
-FIELDS = ("workers", "drop_syncs", "pin_copies", "host_overhead", "host_in", "scale", "overlap_comm", "fix_rank",
-          "batch")
+FIELDS = ("workers", "drop_syncs", "pin_copies", "host_overhead", "host_in", "fused_optimizer", "scale", "overlap_comm",
+          "fix_rank", "batch")
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,7 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "workers": _workers, "drop_syncs": lambda v: _pattern(v, "drop_syncs"),
     "pin_copies": lambda v: _flag(v, "pin_copies"), "host_overhead": lambda v: _factor(v, "host_overhead"),
     "host_in": lambda v: _pairs(v, "host_in"), "scale": lambda v: _pairs(v, "scale"),
+    "fused_optimizer": lambda v: _flag(v, "fused_optimizer"),
     "overlap_comm": lambda v: _flag(v, "overlap_comm"), "fix_rank": _ranks, "batch": _batch}
 
 
@@ -143,5 +145,5 @@ def parse_whatif(body: bytes) -> WhatIfRequest:
     changes = _usage(lambda: transforms_of(
         opts.get("workers"), opts.get("drop_syncs"), bool(opts.get("pin_copies")), tuple(opts.get("scale", ())),
         opts.get("host_overhead"), tuple(opts.get("host_in", ())), bool(opts.get("overlap_comm")),
-        tuple(opts.get("fix_rank", ())), opts.get("batch")))
+        tuple(opts.get("fix_rank", ())), opts.get("batch"), bool(opts.get("fused_optimizer"))))
     return WhatIfRequest(opts, tuple(changes))

@@ -36,6 +36,17 @@ def test_json_is_the_simulation(capsys: pytest.CaptureFixture[str]) -> None:
     assert len(doc["changes"]) == 2 and "8 DataLoader workers" in doc["changes"][0]
 
 
+def test_fused_optimizer_is_the_transform(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--fused-optimizer`` replays :class:`tf.FusedOptimizer` (the base's per-tensor SGD) and says its basis."""
+    rc, out, _ = _main(["whatif", str(BASE), "--fused-optimizer", "--json", "--no-cache"], capsys)
+    assert rc == 0
+    doc = json.loads(out)
+    w = simulate(load(BASE), [tf.FusedOptimizer()])
+    assert doc["job"]["predicted_mean_ms"] == pytest.approx(w.mean_ns(True) / 1e6, abs=1e-3)
+    assert w.mean_ns(True) < w.mean_ns(False)
+    assert doc["changes"] == [tf.FusedOptimizer().basis()]
+
+
 @pytest.mark.parametrize("argv, message", [
     (["whatif", str(BASE)], "name at least one change"),
     (["whatif", str(BASE), "--scale", "gemm"], "--scale takes REGEX=FACTOR"),

@@ -4,15 +4,19 @@ Detects: the fusion analysis' optimizer verdict ``many-small-kernels`` (an ``Opt
 annotation launches mostly single-tensor elementwise kernels) with at least
 ``optimizer_min_kernels_per_step`` kernels per optimizer step.
 
-Gain: the optimizer kernels' GPU time per step × (1 − 1 / ``optimizer_fused_speedup``): the
-``foreach`` / ``fused`` implementations do the same math in a few multi-tensor kernels.
+Gain: the steps replayed with a fused / foreach optimizer (what-if ``fused-optimizer``): the
+optimizer step's host work (launching one kernel per op and tensor) and the kernels it launches take
+a third of their time, each counted where it reaches the step's critical path — on a host-bound step
+the host part is most of it (an H200 pair: 12-20 ms of host work per step in the per-tensor Adam,
+1.1-1.3 ms fused; the kernels 0.7 ms). Without a replay: the optimizer kernels' GPU time per step ×
+(1 − 1 / ``optimizer_fused_speedup``).
 """
 
 from __future__ import annotations
 
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
-from stepscope.advisor.rules._util import ms, per_step, top_names
+from stepscope.advisor.rules._util import ms, per_step, replayed_saving, top_names
 from stepscope.analysis.registry import FUSION
 
 RULE_ID = "small-kernel-optimizer"
@@ -31,6 +35,9 @@ def detect(ctx: RuleContext) -> list[Finding]:
                 "elementwise_pct": round(opt.elementwise_pct, 1), "optimizer_kernel_ms": ms(time_ns),
                 "optimizer": opt.name, "kernels": top_names(opt.kernels, per=n),
                 "fused_speedup": ctx.cfg.optimizer_fused_speedup}
+    change = Change("fused-optimizer", {"optimizer": evidence["optimizer"]})
+    replayed = replayed_saving(ctx, "fused-optimizer", evidence)
+    if replayed is not None:
+        return [ctx.finding(RULE_ID, replayed, "replayed", evidence, change)]
     gain = per_step(ctx, opt.time_ns) * (1.0 - 1.0 / max(ctx.cfg.optimizer_fused_speedup, 1.0))
-    return [ctx.finding(RULE_ID, gain, "fused-optimizer-speedup", evidence,
-                        Change("fused-optimizer", {"optimizer": evidence["optimizer"]}))]
+    return [ctx.finding(RULE_ID, gain, "fused-optimizer-speedup", evidence, change)]

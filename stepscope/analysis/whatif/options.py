@@ -64,7 +64,8 @@ def batch_of(text: str, option: str) -> LargerBatch:
 
 def transforms_of(workers: int | None, drop_syncs: str | None, pin: bool, scales: tuple[str, ...],
                   host_overhead: float | None, host_in: tuple[str, ...], overlap_comm: bool,
-                  fix_ranks: tuple[int, ...] = (), batch: str | None = None) -> list[tf.Transform]:
+                  fix_ranks: tuple[int, ...] = (), batch: str | None = None,
+                  fused_optimizer: bool = False) -> list[tf.Transform]:
     """The transformations the options name, in a fixed order (ranks, batch, input, host, syncs,
     copies, device): a larger batch first, so the remedies after it apply to the larger batch's step."""
     out: list[tf.Transform] = [tf.FixSlowRank(r) for r in dict.fromkeys(fix_ranks)]
@@ -75,6 +76,8 @@ def transforms_of(workers: int | None, drop_syncs: str | None, pin: bool, scales
     if host_overhead is not None:
         out.append(tf.HostOverhead(factor_of(host_overhead, "--host-overhead")))
     out += [tf.HostOverhead(f, tf.Select(p)) for p, f in (pair(s, "--host-in") for s in host_in)]
+    if fused_optimizer:
+        out.append(tf.FusedOptimizer())
     if drop_syncs is not None:
         out.append(tf.DropSyncs(tf.Select(regex_of(drop_syncs, "--drop-syncs"))))
     if pin:
@@ -83,8 +86,9 @@ def transforms_of(workers: int | None, drop_syncs: str | None, pin: bool, scales
     if overlap_comm:
         out.append(tf.OverlapComm())
     if not out:
-        raise UsageError("name at least one change: --workers, --host-overhead, --host-in, --drop-syncs, "
-                         "--pin-copies, --scale, --overlap-comm, --fix-rank or --batch (see stepscope whatif --help)")
+        raise UsageError("name at least one change: --workers, --host-overhead, --host-in, --fused-optimizer, "
+                         "--drop-syncs, --pin-copies, --scale, --overlap-comm, --fix-rank or --batch "
+                         "(see stepscope whatif --help)")
     return out
 
 

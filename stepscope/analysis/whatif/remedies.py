@@ -39,6 +39,7 @@ REMEDIES: dict[str, tf.Transform] = {
     "drop-syncs": tf.DropSyncs(),
     "pinned-copies": tf.PinnedCopies(),
     "graph-capture": tf.HostOverhead(0.0),
+    "fused-optimizer": tf.FusedOptimizer(),
 }
 #: name → the ``stepscope whatif`` options (and web UI fields) that replay the same change
 #: (:func:`stepscope.analysis.whatif.options.transforms_of`; ``drop_syncs`` "." matches every call)
@@ -47,6 +48,7 @@ REMEDY_OPTIONS: dict[str, dict[str, int | float | str | bool]] = {
     "drop-syncs": {"drop_syncs": "."},
     "pinned-copies": {"pin_copies": True},
     "graph-capture": {"host_overhead": 0.0},
+    "fused-optimizer": {"fused_optimizer": True},
 }
 
 def _channels_last_kernels(trace: Trace, rank: int) -> npt.NDArray[np.int64]:

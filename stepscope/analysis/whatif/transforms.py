@@ -17,6 +17,7 @@ from stepscope.analysis.activity import Activity, activity_of
 from stepscope.analysis.arrivals import Arrivals, compute_arrivals
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import I64, interval_set
+from stepscope.analysis.host_ops import cpu_only_top_ops
 from stepscope.analysis.whatif.batch import LargerBatch
 from stepscope.analysis.whatif.fix_rank import fix_rank_basis, fixed_durations
 from stepscope.analysis.whatif.graph import SEG_HOST, SEG_INPUT, SEG_LAUNCH, StepGraph
@@ -153,7 +154,9 @@ class HostOverhead:
     """Launch calls and host work between them take ``factor`` × their time: everywhere (CUDA/HIP
     graphs, ``torch.compile``: the host replays a captured graph instead of launching op by op), or
     only inside host ops that match (a fused optimizer: ``Optimizer.step``). DataLoader and blocking
-    calls are kept."""
+    calls are kept, and so, everywhere, is the time of the step's top-level ops that launch no device
+    work (an SVD of a CPU tensor, numpy-backed metrics under an op): a graph captures device work
+    only (:func:`~stepscope.analysis.host_ops.cpu_only_top_ops`)."""
 
     factor: float = 0.0
     select: Select = Select()
@@ -161,34 +164,88 @@ class HostOverhead:
 
     def basis(self) -> str:
         where = f" inside ops matching {self.select.pattern!r}" if self.select.pattern else ""
+        kept = "" if where else ", and so are top-level ops that launch no device work"
         return (f"launch calls and host work between them{where} take {self.factor:g} × their time; "
-                "the DataLoader and blocking calls are kept")
+                f"the DataLoader and blocking calls are kept{kept}")
 
     def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
         k = g.host.seg_kind
         share = ((k == SEG_LAUNCH) | (k == SEG_HOST)).astype(np.float64)
         if self.select.pattern is not None or self.select.rows:
             share *= _share_inside_ops(trace, g, self.select)
+        elif g.device.row.size:
+            share *= 1.0 - _share_inside_rows(trace, g, _cpu_only_ops(trace, g.rank))
         seg = d.host_seg_ns.copy()
         hit = share > 0
         seg[hit] = np.round(seg[hit] * (1.0 - share[hit] * (1.0 - self.factor))).astype(np.int64)
         return replace(d, host_seg_ns=seg)
 
 
+def _cpu_only_ops(trace: Trace, rank: int) -> I64:
+    try:
+        return cpu_only_top_ops(trace, rank)
+    except NotApplicable:
+        return np.zeros(0, np.int64)
+
+
 def _share_inside_ops(trace: Trace, g: StepGraph, select: Select) -> npt.NDArray[np.float64]:
-    """Per host segment: the share of its measured length inside host events of the rank that the
-    selection matches. A segment is only cut where the device or the step needs a point, so on a
-    CPU trace one segment holds the forward, backward and optimizer; only the matching part of it
-    is scaled. A segment an earlier transformation changed is taken as changed evenly (exact after
-    a change to all host work; approximate after one to other ops in the same segment)."""
     ev = trace.events
     rows = np.flatnonzero((ev["rank"] == g.rank) & any_of(ev["kind"], [int(k) for k in HOST_KINDS]))
-    iv = interval_set(trace, rows[select.mask(trace, rows)])
+    return _share_inside_rows(trace, g, rows[select.mask(trace, rows)])
+
+
+def _share_inside_rows(trace: Trace, g: StepGraph, rows: I64) -> npt.NDArray[np.float64]:
+    """Per host segment: the share of its measured length inside these host events. A segment is only
+    cut where the device or the step needs a point, so on a CPU trace one segment holds the forward,
+    backward and optimizer; only the matching part of it is scaled. A segment an earlier
+    transformation changed is taken as changed evenly (exact after a change to all host work;
+    approximate after one to other ops in the same segment)."""
+    iv = interval_set(trace, rows)
     t = g.host.t_ns
     covered = intervals.covered_in_windows(iv, t[:-1], t[1:]).astype(np.float64)
     share: npt.NDArray[np.float64] = np.divide(covered, t[1:] - t[:-1], out=np.zeros(len(covered)),
                                                where=t[1:] > t[:-1])
     return share
+
+
+#: the host annotation of an optimizer step (PyTorch's ``Optimizer.step#Adam.step``)
+OPTIMIZER_STEP = r"^Optimizer\.step"
+#: a fused / foreach optimizer's time against the per-tensor loop's, host and device (the advisor's
+#: ``optimizer_fused_speedup`` default, 3); docs/whatif.md gives what an H200 pair measured
+FUSED_OPTIMIZER_FACTOR = 1.0 / 3.0
+
+
+@dataclass(frozen=True)
+class FusedOptimizer:
+    """A ``foreach`` / ``fused`` optimizer: the optimizer step's host work (launching one kernel per
+    op and tensor, inside ``Optimizer.step`` annotations) and the device work launched inside it
+    take ``factor`` × their time — the same math in a few multi-tensor kernels, a few launches."""
+
+    factor: float = FUSED_OPTIMIZER_FACTOR
+    name: str = field(default="fused-optimizer", init=False)
+
+    def basis(self) -> str:
+        return (f"the optimizer step's host work and the kernels it launches take {self.factor:.3g} × their time "
+                "(a fused / foreach optimizer)")
+
+    def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
+        d = HostOverhead(self.factor, Select(OPTIMIZER_STEP)).change(trace, g, d)
+        hit = _launched_inside(trace, g, OPTIMIZER_STEP)
+        dev = d.device_ns.copy()
+        dev[hit] = np.round(dev[hit] * self.factor).astype(np.int64)
+        return replace(d, device_ns=dev)
+
+
+def _launched_inside(trace: Trace, g: StepGraph, pattern: str) -> B:
+    """Per device activity of the graph: was its launch call inside a host event matching ``pattern``."""
+    ev = trace.events
+    rows = np.flatnonzero((ev["rank"] == g.rank) & any_of(ev["kind"], [int(k) for k in HOST_KINDS]))
+    lo, hi = interval_set(trace, rows[Select(pattern).mask(trace, rows)])
+    launch = ev["launch"][g.device.row].astype(np.int64)
+    lts = ev["ts_ns"][np.maximum(launch, 0)]
+    pos = np.searchsorted(lo, lts, side="right") - 1
+    inside: B = (launch >= 0) & (pos >= 0) & (lts < hi[np.maximum(pos, 0)]) if len(lo) else np.zeros(len(lts), bool)
+    return inside
 
 
 @dataclass(frozen=True)
@@ -234,5 +291,5 @@ class FixSlowRank:
             return d
         return fixed_durations(g, d, a, activity_of(trace)[g.device.row] == Activity.COMMUNICATION)
 
-Transform = (LoaderWorkers | DropSyncs | ScaleDevice | PinnedCopies | HostOverhead | OverlapComm | FixSlowRank
-             | LargerBatch)
+Transform = (LoaderWorkers | DropSyncs | ScaleDevice | PinnedCopies | HostOverhead | FusedOptimizer | OverlapComm
+             | FixSlowRank | LargerBatch)

@@ -201,3 +201,35 @@ def test_a_sync_of_no_length_at_the_first_host_point_replays(tmp_path: Path) -> 
     rp = replay(g, Durations.measured(g))
     assert (rp.step_ns // US).tolist() == [100]
     assert (rp.device_start_ns // US).tolist() == [45]
+
+
+def test_fused_optimizer_scales_the_optimizer_host_work_and_its_kernels(tmp_path: Path) -> None:
+    """Step [0,100]: Optimizer.step#Adam.step [10,30] launches k [20,80] at [12,14] (latency 8);
+    cudaStreamSynchronize [30,85] waits for k (returns 5 after it); host [85,100]. A third of the
+    optimizer's host work: 2 of the segment [0,12] → 2/3, the launch 2 → 2/3, [14,30] 16 → 16/3, so
+    the launch starts at 10.667 and the sync is called at 16.667; k (60 → 20) runs [18.667, 38.667];
+    the sync returns at 43.667 and the step ends 15 later: 58.667. The host part alone (``--host-in``)
+    leaves k at 60 µs: the step ends at 98.667."""
+    b = TraceBuilder()
+    b.step(1, ts=0, dur=100)
+    b.op("Optimizer.step#Adam.step", ts=10, dur=20)
+    b.launch_kernel("k", launch_ts=12, launch_dur=2, ts=20, dur=60)
+    b.add(ph="X", cat=b.RUNTIME_CAT, name="cudaStreamSynchronize", pid=b.pid, tid=b.tid, ts=30, dur=55, args={})
+    trace = b.load(tmp_path)
+    fused = simulate(trace, [tf.FusedOptimizer()]).ranks[0].predicted_ns
+    host_only = simulate(trace, [tf.HostOverhead(1 / 3, tf.Select(r"^Optimizer\.step"))]).ranks[0].predicted_ns
+    assert fused.tolist() == pytest.approx([58_667], abs=2)
+    assert host_only.tolist() == pytest.approx([98_667], abs=2)
+
+
+def test_graph_capture_keeps_the_cpu_ops_that_launch_nothing(tmp_path: Path) -> None:
+    """Step [0,100]: a top-level CPU op [10,50] launches nothing (an SVD of a CPU tensor); aten::mm
+    [50,60] launches k [60,70] at [52,54] (latency 8). Host work × 0 (CUDA graphs) keeps the CPU op's
+    40: the segment [0,52] becomes 40, the launch and the rest 0, so k runs [48,58] and the step ends
+    there, 58 (removing the CPU op too would give 18: a graph captures device work only)."""
+    b = TraceBuilder()
+    b.step(1, ts=0, dur=100)
+    b.op("aten::linalg_svdvals", ts=10, dur=40)
+    b.op("aten::mm", ts=50, dur=10)
+    b.launch_kernel("k", launch_ts=52, launch_dur=2, ts=60, dur=10)
+    assert _steps_us(b.load(tmp_path), tf.HostOverhead(0.0)) == [58]

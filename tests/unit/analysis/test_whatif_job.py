@@ -29,16 +29,20 @@ X_US = 30
 NCCL = "ncclKernel_AllReduce_RING_LL_Sum_float"
 
 
-def _rank(rank: int, host_us: int, op: str = "aten::mm") -> TraceBuilder:
+def _rank(rank: int, host_us: int, op: str | None = "aten::mm") -> TraceBuilder:
+    """Host work [0, host_us] (an op that launches nothing; ``op=None``: Python no op covers), the
+    all-reduce launched at host_us, a sync until 70, host work [70, 100] (the same kind)."""
     b = TraceBuilder(rank=rank, world_size=2)
     b.step(1, ts=0, dur=100)
-    b.op(op, ts=0, dur=host_us)
+    if op is not None:
+        b.op(op, ts=0, dur=host_us)
     b.launch_kernel(NCCL, launch_ts=host_us, launch_dur=2, ts=host_us + 5, dur=65 - host_us - 5, stream=20,
                     **kargs({"Process Group Name": "0", "Collective name": "allreduce", "In msg nelems": 1024,
                              "Out msg nelems": 1024, "dtype": "Float", "Group size": 2}))
     b.add(ph="X", cat=b.RUNTIME_CAT, name="cudaStreamSynchronize", pid=b.pid, tid=b.tid, ts=host_us + 2,
           dur=70 - host_us - 2, args={})
-    b.op("aten::add", ts=70, dur=30)
+    if op is not None:
+        b.op("aten::add", ts=70, dur=30)
     return b
 
 
@@ -86,12 +90,13 @@ def test_the_jobs_bound_is_the_rank_the_others_wait_for_before_and_after(tmp_pat
 P2P = "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)"
 
 
-def _p2p_rank(rank: int, host_us: int, op: str, peers: bool = True, world: int = 2) -> TraceBuilder:
+def _p2p_rank(rank: int, host_us: int, op: str | None, peers: bool = True, world: int = 2) -> TraceBuilder:
     """``late_rank``'s schedule with a send (rank 0, to rank 1) and its receive (rank 1) in place of
     the all-reduce."""
     b = TraceBuilder(rank=rank, world_size=world)
     b.step(1, ts=0, dur=100)
-    b.op(op, ts=0, dur=host_us)
+    if op is not None:
+        b.op(op, ts=0, dur=host_us)
     kind = "send" if rank == 0 else "recv"
     args: dict[str, object] = {"Process Group Name": "1", "Collective name": kind, "In msg nelems": 1024,
                                "Out msg nelems": 1024, "dtype": "Float", "Group size": 2}
@@ -101,7 +106,8 @@ def _p2p_rank(rank: int, host_us: int, op: str, peers: bool = True, world: int =
                     **kargs(args))
     b.add(ph="X", cat=b.RUNTIME_CAT, name="cudaStreamSynchronize", pid=b.pid, tid=b.tid, ts=host_us + 2,
           dur=70 - host_us - 2, args={})
-    b.op("aten::add", ts=70, dur=30)
+    if op is not None:
+        b.op("aten::add", ts=70, dur=30)
     return b
 
 
@@ -141,12 +147,13 @@ def test_a_rank_in_no_matched_pair_replays_untied(tmp_path: Path) -> None:
 def test_the_job_replay_of_the_remedies_ties_the_pair_too(tmp_path: Path) -> None:
     """A job of sends and receives only (no group collective): the job replay of the standard remedies
     (``cluster.job_whatif``, from per-rank records) runs, tied by the pair, and says what
-    ``stepscope whatif`` says for the same change."""
+    ``stepscope whatif`` says for the same change. The host work is Python no op covers (graph
+    capture removes it; a top-level op that launches nothing would be kept)."""
     from stepscope.analysis.bundle import analyze
     from stepscope.analysis.registry import JOB_WHATIF
     from stepscope.analysis.whatif.simulate import saving_ns
 
-    trace = load_ranks([_p2p_rank(0, 10 + X_US, "aten::bmm"), _p2p_rank(1, 10, "aten::mm")], tmp_path)
+    trace = load_ranks([_p2p_rank(0, 10 + X_US, None), _p2p_rank(1, 10, None)], tmp_path)
     job = analyze(trace).cluster_result(JOB_WHATIF)
     assert job is not None and job.culprits == ()
     saved = job.remedy_saved_ns("graph-capture")
@@ -220,8 +227,10 @@ def test_the_command_fixes_a_rank_and_refuses_one_not_in_the_trace(late_rank: Tr
     assert exc.value.code == 2 and "--fix-rank: no rank 5 in the trace" in capsys.readouterr().err
 
 
-def test_a_remedy_on_every_rank_saves_what_the_job_replay_gives(late_rank: Trace) -> None:
-    """``graph-capture`` (launch calls and host work at no time) on both ranks. Alone, each rank
+def test_a_remedy_on_every_rank_saves_what_the_job_replay_gives(tmp_path: Path) -> None:
+    """``graph-capture`` (launch calls and host work at no time; the host work here is Python no op
+    covers, which it removes — a top-level op that launches nothing keeps its time) on both ranks.
+    Alone, each rank
     keeps its measured all-reduce: rank 0 launches at 0, arrives at 5, ends 5 + 20 = 25, its sync
     returns at 30, its host work is gone: 30; rank 1 arrives at 5 and keeps its measured 50: ends 55,
     step 60. The per-rank sum (the slowest step less each rank's own saving) says the job gains
@@ -233,6 +242,7 @@ def test_a_remedy_on_every_rank_saves_what_the_job_replay_gives(late_rank: Trace
     from stepscope.analysis.whatif.job_whatif import combine_job_whatif, job_record
     from stepscope.analysis.whatif.remedies import compute_remedies
 
+    late_rank = load_ranks([_rank(0, 10 + X_US, None), _rank(1, 10, None)], tmp_path)
     alone = {r: compute_remedies(late_rank, r) for r in late_rank.rank_ids}
     graphs_off = {r: int(x.predicted_mean_ns[x.name.index("graph-capture")]) // US for r, x in alone.items()}
     assert graphs_off == {0: 30, 1: 60}

@@ -1,0 +1,61 @@
+"""The verdict and the first finding on GPU programs with one planted cause each, captured on an H200
+(tests/data/h200_bounds, README.md there; the programs: tests/data/bound_cases.py).
+
+``expected.json`` there was written from how each program was built and from its fix measured as a
+capture of its own: the bound, the rules one of which must come first, the rules that must or must
+not be found, and pairs whose measured saving the finding's gain must predict within 15 % of the
+fixed program's mean step.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stepscope import load
+from stepscope.advisor.engine import Advice, run_advisor
+from stepscope.analysis.bundle import analyze
+from stepscope.analysis.whatif.remedies import compute_remedies
+from stepscope.report import texts
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "h200_bounds"
+EXPECTED: dict[str, Any] = json.loads((DATA / "expected.json").read_text())
+
+
+@cache
+def advice(case: str) -> Advice:
+    return run_advisor(analyze(load(DATA / case)))
+
+
+@cache
+def mean_step_ns(case: str) -> float:
+    return compute_remedies(load(DATA / case), 0).measured_mean_ns
+
+
+@pytest.mark.parametrize("case", EXPECTED["cases"], ids=lambda c: c["path"])
+def test_bound_and_first_finding(case: dict[str, Any]) -> None:
+    adv = advice(case["path"])
+    assert adv.verdicts[0].bound == case["bound"], texts.verdict_text(adv.verdicts[0])
+    rules = [f.rule for f in adv.findings]
+    if case["top"]:
+        assert rules and rules[0] in case["top"], rules
+    else:  # nothing worth doing first: no finding of medium or high severity
+        assert all(f.severity == "low" for f in adv.findings), [(f.rule, f.severity) for f in adv.findings]
+    assert set(case["require"]) <= set(rules), rules
+    assert not set(case["must_not"]) & set(rules), rules
+    for rule, key in case.get("changes", {}).items():
+        assert [f.change.key for f in adv.findings if f.rule == rule] == [key], rule
+
+
+@pytest.mark.parametrize("pair", EXPECTED["pairs"], ids=lambda p: f"{p['before']}->{p['after']}")
+def test_the_gain_predicts_the_measured_fix(pair: dict[str, str]) -> None:
+    """before − the rule's gain against the fixed program's measured mean step."""
+    gain_ns = sum(f.est_gain_ns for f in advice(pair["before"]).findings if f.rule == pair["rule"])
+    predicted = mean_step_ns(pair["before"]) - gain_ns
+    after = mean_step_ns(pair["after"])
+    assert gain_ns > 0
+    assert abs(predicted - after) / after <= 0.15, (predicted / 1e6, after / 1e6)

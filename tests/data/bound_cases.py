@@ -33,6 +33,9 @@ Cases:
   the host runs a PyTorch op that launches nothing.
 * ``side_copy`` — a compute-bound bf16 MLP while the next batch (128 MB, pinned) is copied on a side
   stream: the copy is hidden under the GEMMs and costs the step nothing.
+* ``compiled`` — ``launch``'s MLP under ``torch.compile`` with ``Adam(fused=True)``: still host-bound
+  on launches; the remedy left is CUDA graphs (``mode="reduce-overhead"``), not compiling again.
+* ``attention`` — bf16 causal attention forward and backward, compute-bound on Tensor-Core kernels.
 """
 
 from __future__ import annotations
@@ -229,6 +232,38 @@ def side_copy_case(dev: str) -> Callable[[], None]:
     return step
 
 
+def compiled_case(dev: str) -> Callable[[], None]:
+    """``launch``'s narrow MLP under ``torch.compile`` (default mode) with ``Adam(fused=True)``:
+    Inductor fuses the small ops into Triton kernels, but the host still launches each of them."""
+    blocks: list[nn.Module] = []
+    for _ in range(24):
+        blocks += [nn.Linear(256, 256), nn.LayerNorm(256), nn.GELU()]
+    model = torch.compile(nn.Sequential(*blocks).to(dev))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, fused=dev == "cuda")
+    x = torch.randn(64, 256, device=dev)
+
+    def step() -> None:
+        loss = model(x).square().mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    return step
+
+
+def attention_case(dev: str) -> Callable[[], None]:
+    """bf16 scaled-dot-product attention, forward and backward (batch 16, 16 heads, 2048 tokens, head
+    dim 128): compute-bound on the attention kernels, which run on Tensor Cores."""
+    q, k, v = (torch.randn(16, 16, 2048, 128, device=dev, dtype=torch.bfloat16, requires_grad=True)
+               for _ in range(3))
+
+    def step() -> None:
+        out = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        out.sum().backward()
+
+    return step
+
+
 CASES: dict[str, Callable[[str], Callable[[], None]]] = {
     "copy": copy_case,
     "fp32": lambda dev: train_case(dev, 8192, amp=False),
@@ -241,6 +276,8 @@ CASES: dict[str, Callable[[str], Callable[[], None]]] = {
     "loader8": lambda dev: loader_case(dev, 8),
     "cpu_op": cpu_op_case,
     "side_copy": side_copy_case,
+    "compiled": compiled_case,
+    "attention": attention_case,
 }
 
 

@@ -233,3 +233,24 @@ def test_graph_capture_keeps_the_cpu_ops_that_launch_nothing(tmp_path: Path) -> 
     b.op("aten::mm", ts=50, dur=10)
     b.launch_kernel("k", launch_ts=52, launch_dur=2, ts=60, dur=10)
     assert _steps_us(b.load(tmp_path), tf.HostOverhead(0.0)) == [58]
+
+
+def test_a_remedy_that_changes_nothing_is_not_replayed(micro: Trace, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The micro step has a DataLoader, a sync and launches but no copy and no optimizer: pinned
+    copies and a fused optimizer change no duration, so only the other three are replayed, and the
+    two predict the measured step (100), saving nothing."""
+    from stepscope.analysis.whatif import remedies as rem
+
+    seen: list[int] = []
+    real = rem.replay_all
+
+    def counting(g, durs):  # type: ignore[no-untyped-def]
+        seen.append(len(durs))
+        return real(g, durs)
+
+    monkeypatch.setattr(rem, "replay_all", counting)
+    r = rem.compute_remedies(micro, 0)
+    assert seen == [3]
+    for name in ("pinned-copies", "fused-optimizer"):
+        assert r.predicted_mean_ns[r.name.index(name)] == 100 * US and r.saved_ns(name) == 0
+    assert r.saved_ns("loader-workers") > 0 and r.saved_ns("graph-capture") > 0

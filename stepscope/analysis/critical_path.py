@@ -50,6 +50,7 @@ from stepscope.analysis.breakdown import tb_step_windows
 from stepscope.analysis.comm import classify
 from stepscope.analysis.common import I32, I64, interval_set, pct, rank_rows
 from stepscope.analysis.idle import is_dataloader_name
+from stepscope.analysis.modules import PREFIX as MODULE
 from stepscope.analysis.sync import blocking_calls
 from stepscope.model.masks import any_of
 from stepscope.model.schema import GPU_KINDS, HOST_KINDS, EventKind
@@ -92,6 +93,8 @@ class CriticalPath:
     whole_trace: bool
     has_device: bool
     on_path_rows: I64  # the device activities on the path (sorted event rows)
+    untraced_longest_ns: I64  # per window, the longest stretch of the host's untraced part (one block of
+    #                           loop code, against the many short gaps of a model's Python between ops)
 
     def on_path_share(self, trace: Trace, rows: I64) -> float | None:
         """The share (0-1) of these device activities' time inside the windows that is on the path:
@@ -150,16 +153,17 @@ def compute_critical_path(trace: Trace, rank: int) -> CriticalPath:
     """The critical-path attribution of every step of a rank (see the module docstring)."""
     start, end, step, whole = _windows(trace, rank)
     claims, driver, dev, on_path_rows = _rank_claims(trace, rank)
-    parts, host_parts, waits = _attribute(trace, claims, driver, start, end)
+    parts, host_parts, waits, longest = _attribute(trace, claims, driver, start, end)
     busy = intervals.covered_in_windows(interval_set(trace, dev), start, end)
-    return CriticalPath(rank, step, start, end, parts, host_parts, busy, waits, whole, len(dev) > 0, on_path_rows)
+    return CriticalPath(rank, step, start, end, parts, host_parts, busy, waits, whole, len(dev) > 0, on_path_rows,
+                        longest)
 
 
 def attribute_windows(trace: Trace, rank: int, start: I64, end: I64) -> npt.NDArray[np.int64]:
     """The critical-path parts (:data:`PARTS` columns) of arbitrary sorted, disjoint windows of a rank,
     with the claims of its steps (which device work is on the path is decided on the step windows)."""
     claims, driver, _, _ = _rank_claims(trace, rank)
-    parts, _, _ = _attribute(trace, claims, driver, start, end)
+    parts, _, _, _ = _attribute(trace, claims, driver, start, end)
     return parts
 
 
@@ -186,15 +190,15 @@ def _rank_claims(trace: Trace, rank: int) -> tuple[list[Iv], I64, I64, I64]:
 
 
 def _attribute(trace: Trace, claims: list[Iv], driver: I64, start: I64,
-               end: I64) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Parts, host parts and waits per window from the claim sets."""
+               end: I64) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], I64]:
+    """Parts, host parts, waits and the longest untraced stretch per window from the claim sets."""
     c, free = _claim(claims, start, end)
-    host_parts = _split_host(trace, driver, free, start, end)
+    host_parts, longest = _split_host(trace, driver, free, start, end)
     host = host_parts.sum(axis=1)
     parts = np.stack([c[0] + c[6], c[1] + c[4] + c[7], c[2] + c[5], c[3], host],
                      axis=1).reshape(len(start), len(PARTS))
     waits = np.stack([c[3], c[4], c[5], host], axis=1).reshape(len(start), len(WAITS))
-    return parts, host_parts, waits
+    return parts, host_parts, waits, longest
 
 
 def _windows(trace: Trace, rank: int) -> tuple[I64, I64, I32, bool]:
@@ -299,17 +303,36 @@ def _claim(claims: list[Iv], start: I64, end: I64) -> tuple[list[I64], Iv]:
     return parts, free
 
 
-def _split_host(trace: Trace, driver: I64, free: Iv, start: I64, end: I64) -> npt.NDArray[np.int64]:
-    """The unclaimed time per window split into launch calls, other host ops and untraced time."""
+def _split_host(trace: Trace, driver: I64, free: Iv, start: I64, end: I64) -> tuple[npt.NDArray[np.int64], I64]:
+    """The unclaimed time per window split into launch calls, other host ops (a module's forward
+    included) and untraced time: the loop's Python, which no op covers (a ``with_stack=True`` trace's
+    Python frames outside every module aside)."""
     ev, pool = trace.events, trace.strings
     name = ev["name"][driver]
     is_launch = pool.mask(lambda s: any(m in s for m in _LAUNCH_CALL))[name] & np.isin(
         ev["kind"][driver], [EventKind.RUNTIME, EventKind.DRIVER])
     is_step = pool.mask(lambda s: bool(STEP_NAME.match(s)))[name]
-    launch, ops = interval_set(trace, driver[is_launch]), interval_set(trace, driver[~is_step & ~is_launch])
+    # a Python frame (with_stack=True) is not an op: its time outside every op is the loop's Python,
+    # except inside a module's forward (``nn.Module: X``), which is the model's own host work
+    is_python = (ev["kind"][driver] == EventKind.PYTHON_FUNCTION) & ~pool.mask(lambda s: s.startswith(MODULE))[name]
+    launch = interval_set(trace, driver[is_launch])
+    ops = interval_set(trace, driver[~is_step & ~is_launch & ~is_python])
     got_launch = intervals.intersect(free, launch)
     rest = intervals.subtract(free, got_launch)
     got_ops = intervals.intersect(rest, ops)
     untraced = intervals.subtract(rest, got_ops)
     cols = [intervals.covered_in_windows(iv, start, end) for iv in (got_launch, got_ops, untraced)]
-    return np.stack(cols, axis=1).reshape(len(start), len(HOST_PARTS))
+    return np.stack(cols, axis=1).reshape(len(start), len(HOST_PARTS)), _longest(untraced, start, end)
+
+
+def _longest(iv: Iv, start: I64, end: I64) -> I64:
+    """Per window, the longest of the intervals inside it (clipped to it), 0 where none."""
+    out = np.zeros(len(start), np.int64)
+    lo, hi = iv
+    win = np.searchsorted(start, lo, side="right") - 1
+    ok = (win >= 0) & (len(start) > 0)
+    if ok.any():
+        w = win[ok]
+        length = np.minimum(hi[ok], end[w]) - np.maximum(lo[ok], start[w])
+        np.maximum.at(out, w, np.maximum(length, 0))
+    return out

@@ -1,7 +1,8 @@
 """Host ops that launch no GPU work while the GPU idles (msprof-analyze's "schedule" analysis; SPEC
 §6 row heavy-host-op-no-gpu).
 
-The top-level ops of a rank's steps (direct children of ``ProfilerStep#N``, inside the kept steps)
+The top-level ops of a rank's steps (children of ``ProfilerStep#N``, Python frames of a
+``with_stack=True`` trace between them left out, inside the kept steps)
 that launch no GPU activity anywhere below them — no runtime or driver call, no op a GPU activity
 links to — and, per op name, the time the GPU was idle while they ran (the op's span minus the
 union of the rank's GPU activity). DataLoader ranges are left out (the breakdown's ``dataloader``
@@ -26,6 +27,7 @@ from stepscope.analysis.hier import any_descendant
 from stepscope.model.masks import any_of
 from stepscope.model.schema import GPU_KINDS, EventKind
 from stepscope.model.trace import Trace
+from stepscope.model.tree import nearest_marked_ancestor
 
 #: ops that wait for the device (``.item()``, ``.cpu()``, copies): the sync analysis' business
 SYNC_OPS = re.compile(r"^aten::(item|_local_scalar_dense|to|_to_copy|copy_|cpu|tolist|nonzero|equal)$")
@@ -77,7 +79,9 @@ def cpu_only_top_ops(trace: Trace, rank: int) -> I64:
     if len(gpu) == 0:
         raise NotApplicable("no GPU activity")
     host = in_step_rows(trace, rank, (int(EventKind.CPU_OP), int(EventKind.USER_ANNOTATION)))
-    top = host[np.isin(ev["parent"][host], step_rows)]
+    # Python frames (with_stack=True) are transparent: an op under frames under the step is top-level
+    not_python = ev["kind"] != EventKind.PYTHON_FUNCTION
+    top = host[np.isin(nearest_marked_ancestor(ev["parent"], host, not_python), step_rows)]
     launches = any_descendant(ev["parent"], _launching(trace, gpu))
     out: I64 = top[~launches[top] & ~trace.strings.mask(_skipped)[ev["name"][top]]]
     return out

@@ -286,16 +286,18 @@ def main() -> None:
     ap.add_argument("--case", choices=sorted(CASES), required=True)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--device", default="cuda")
+    ap.add_argument("--with-stack", action="store_true", help="record Python frames too (folder <case>_stack)")
     args = ap.parse_args()
     step = CASES[args.case](args.device)
     activities = [torch.profiler.ProfilerActivity.CPU]
     if args.device == "cuda":
         activities.append(torch.profiler.ProfilerActivity.CUDA)
     sched = torch.profiler.schedule(wait=2, warmup=2, active=5, repeat=1)
-    handler = torch.profiler.tensorboard_trace_handler(str(args.out / args.case), worker_name=args.case,
+    name = f"{args.case}_stack" if args.with_stack else args.case
+    handler = torch.profiler.tensorboard_trace_handler(str(args.out / name), worker_name=name,
                                                        use_gzip=True)
     with torch.profiler.profile(activities=activities, schedule=sched, on_trace_ready=handler,
-                                record_shapes=True) as prof:
+                                record_shapes=True, with_stack=args.with_stack) as prof:
         t0 = time.perf_counter()
         for _ in range(10):
             step()

@@ -20,9 +20,11 @@ two layouts of one profile say the same (the db's host-wait 33 ms, the text's ho
 
 The change is CUDA Graphs / ``torch.compile`` when short kernels are common and launch calls
 outweigh other CPU work on the critical path, else less host work per step — and, when most of the
-host's time on the path lies outside every traced op (Python between ops: metrics, logging, data
-handling in the loop; an H200 capture spent 10 ms a step in numpy after a ``.cpu()``), moving that
-code out of the step: neither graphs nor compile remove it.
+host's time on the path lies outside every traced op and mostly in one stretch a step (a block of
+loop code: metrics, logging, data handling; an H200 capture spent 10 ms a step in numpy after a
+``.cpu()``), moving that code out of the step: neither graphs nor compile remove it. A model's own
+Python between its ops is many short gaps (and inside ``nn.Module`` frames where stacks were
+recorded): that stays ``reduce-host-work``.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import numpy.typing as npt
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
 from stepscope.advisor.rules._util import ms, replayed_saving
-from stepscope.analysis.critical_path import PARTS
+from stepscope.analysis.critical_path import HOST_PARTS, PARTS
 from stepscope.analysis.registry import CRITICAL_PATH, IDLE, LAUNCH, SOFTWARE
 
 RULE_ID = "launch-bound"
@@ -66,7 +68,9 @@ def detect(ctx: RuleContext) -> list[Finding]:
         host = cp.host_share_pct()
         evidence["host_path_pct"] = {k: round(v, 1) for k, v in host.items()}
         launches_dominate = host["launch"] >= host["host_ops"]
-        if host["untraced"] > host["launch"] + host["host_ops"]:
+        untraced_ns = float(cp.host_parts_ns[:, HOST_PARTS.index("untraced")].sum())
+        in_one_block = float(cp.untraced_longest_ns.sum()) >= 0.5 * untraced_ns
+        if host["untraced"] > host["launch"] + host["host_ops"] and in_one_block:
             untraced_pct = host["untraced"]
     compiled = ctx.result(SOFTWARE).compiled
     evidence["compiled"] = compiled

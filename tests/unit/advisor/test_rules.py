@@ -177,3 +177,50 @@ def test_launch_bound_says_python_outside_ops_when_it_holds_the_host_path(tmp_pa
     assert float(f.change.params["untraced_pct"]) > 90.0
     (g,) = [f for f in advice(True).findings if f.rule == "launch-bound"]
     assert g.change.key == "reduce-host-work"
+
+
+def test_a_models_python_between_its_ops_is_not_loop_code(tmp_path: Path) -> None:
+    """The same untraced host time as above but in 40 short gaps a step (each op [t + 240j, +10]
+    launches a 5 µs kernel, then 230 µs no op covers): a model's own Python between its ops, which
+    graphs and compile do remove — so ``reduce-host-work``, not ``move-python-off-path``, though
+    the untraced part outweighs launches and ops (the H100 BERT trace without its Python frames)."""
+    b = TraceBuilder()
+    for k, t in enumerate(range(0, 30_000, 10_000)):
+        b.step(k + 1, ts=t, dur=10_000)
+        for j in range(40):
+            b.op("aten::add", ts=t + 240 * j, dur=10)
+            b.launch_kernel("add_kernel", launch_ts=t + 240 * j + 2, launch_dur=5, ts=t + 240 * j + 9, dur=5)
+    (f,) = [f for f in run_advisor(analyze(b.load(tmp_path))).findings if f.rule == "launch-bound"]
+    host = f.evidence["host_path_pct"]
+    assert isinstance(host, dict) and host["untraced"] > host["launch"] + host["host_ops"]
+    assert f.change.key != "move-python-off-path"
+
+
+def test_a_heavy_host_op_under_python_frames_is_found(tmp_path: Path) -> None:
+    """The ``heavy-host-op-no-gpu`` scene recorded with ``with_stack=True``: Python frames wrap each
+    step's work and the metrics op, so no op is a direct child of ``ProfilerStep#N``. The frames are
+    transparent: the 3 ms op is found all the same (an H200 capture lost its CPU SVD this way), and
+    every finding, gain and change is the one the scene gets without frames."""
+    from tests.unit.advisor.scenes import gemm, steps
+
+    def advice(frames: bool) -> Advice:
+        b = TraceBuilder()
+        for t in steps(b):
+            if frames:
+                b.add(ph="X", cat="python_function", name="train.py(20): train_step", pid=b.pid, tid=b.tid,
+                      ts=t + 1, dur=9_990, args={})
+            gemm(b, t + 10, dur=4_000)
+            if frames:
+                b.add(ph="X", cat="python_function", name="train.py(30): metrics", pid=b.pid, tid=b.tid,
+                      ts=t + 4_090, dur=3_020, args={})
+            b.op("compute_metrics", ts=t + 4_100, dur=3_000)
+            gemm(b, t + 7_200, dur=2_000)
+        out = tmp_path / str(frames)
+        out.mkdir()
+        return run_advisor(analyze(b.load(out)))
+
+    with_frames, without = advice(True), advice(False)
+    (f,) = [f for f in with_frames.findings if f.rule == "heavy-host-op-no-gpu"]
+    assert f.est_gain_ms == pytest.approx(EXPECTED_GAIN_MS["heavy-host-op-no-gpu"], abs=0.01)
+    assert [(f.rule, f.est_gain_ns, f.change) for f in with_frames.findings] == \
+        [(f.rule, f.est_gain_ns, f.change) for f in without.findings]

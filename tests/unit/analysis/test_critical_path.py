@@ -40,6 +40,7 @@ def test_every_instant_is_charged_once(tmp_path: Path) -> None:
     r = compute_critical_path(b.load(tmp_path), 0)
     assert _parts(r) == {"compute": 35, "communication": 20, "copy": 0, "input": 20, "host": 25}
     assert _host(r) == {"launch": 10, "host_ops": 5, "untraced": 10}
+    assert (r.untraced_longest_ns // US).tolist() == [10]  # one stretch: [90,100]
     assert r.parts_ns.sum() == r.step_ns.sum() == 100 * US
     assert r.device_busy_pct() == pytest.approx(40.0)
     assert r.bound == "host"  # compute is the largest part but the device is starved (busy 40 %)
@@ -59,6 +60,7 @@ def test_a_burst_the_host_caught_up_with_is_off_the_path(tmp_path: Path) -> None
     r = compute_critical_path(b.load(tmp_path), 0)
     assert _parts(r) == {"compute": 38, "communication": 0, "copy": 0, "input": 0, "host": 22}
     assert _host(r) == {"launch": 2, "host_ops": 0, "untraced": 20}
+    assert (r.untraced_longest_ns // US).tolist() == [20]  # [20,40], in one stretch
     assert r.bound == "host"
 
 
@@ -128,3 +130,23 @@ def test_without_steps_the_window_is_the_breakdowns_host_time_included(tmp_path:
     assert (int(r.start_ns[0]) // US, int(r.end_ns[0]) // US) == (0, 300)
     assert int(r.parts_ns.sum()) == int(r.step_ns.sum()) == int(compute_breakdown(trace, 0).total_ns.sum())
     assert (_parts(r)["host"], _parts(r)["compute"]) == (199, 101)  # the kernel from its launch's end
+
+
+def test_python_frames_are_python_time_not_op_time(tmp_path: Path) -> None:
+    """``test_every_instant_is_charged_once``'s step recorded with ``with_stack=True``: a Python frame
+    covers [0,100] and another [70,100] (metrics after the step's work). The host split is the same
+    — frames are not ops, their time outside every op is Python ("untraced") — as without them."""
+    b = TraceBuilder()
+    b.step(1, ts=0, dur=100)
+    b.add(ph="X", cat="python_function", name="train.py(10): <module>", pid=b.pid, tid=b.tid, ts=0, dur=100,
+          args={})
+    b.op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", ts=0, dur=20)
+    b.launch_kernel("sgemm", launch_ts=20, launch_dur=5, ts=30, dur=30)
+    b.op("aten::foo", ts=25, dur=45)
+    b.launch_kernel("ncclKernel_AllReduce_RING_LL_Sum_float", launch_ts=65, launch_dur=5, ts=80, dur=10,
+                    stream=20)
+    b.add(ph="X", cat="python_function", name="train.py(40): metrics", pid=b.pid, tid=b.tid, ts=70, dur=30,
+          args={})
+    r = compute_critical_path(b.load(tmp_path), 0)
+    assert _parts(r) == {"compute": 35, "communication": 20, "copy": 0, "input": 20, "host": 25}
+    assert _host(r) == {"launch": 10, "host_ops": 5, "untraced": 10}

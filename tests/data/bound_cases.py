@@ -126,11 +126,13 @@ def sync_case(dev: str, late: bool = False) -> Callable[[], None]:
     return step
 
 
-def launch_case(dev: str, fused: bool = False) -> Callable[[], None]:
+def launch_case(dev: str, fused: bool = False, compiled: bool = False) -> Callable[[], None]:
     blocks: list[nn.Module] = []
     for _ in range(24):
         blocks += [nn.Linear(256, 256), nn.LayerNorm(256), nn.GELU()]
     model = nn.Sequential(*blocks).to(dev)
+    if compiled:  # Inductor fuses the small ops into Triton kernels; the host still launches each of them
+        model = torch.compile(model)
     opt = (torch.optim.Adam(model.parameters(), lr=1e-3, fused=True) if fused
            else torch.optim.Adam(model.parameters(), lr=1e-3, foreach=False))
     x = torch.randn(64, 256, device=dev)
@@ -232,25 +234,6 @@ def side_copy_case(dev: str) -> Callable[[], None]:
     return step
 
 
-def compiled_case(dev: str) -> Callable[[], None]:
-    """``launch``'s narrow MLP under ``torch.compile`` (default mode) with ``Adam(fused=True)``:
-    Inductor fuses the small ops into Triton kernels, but the host still launches each of them."""
-    blocks: list[nn.Module] = []
-    for _ in range(24):
-        blocks += [nn.Linear(256, 256), nn.LayerNorm(256), nn.GELU()]
-    model = torch.compile(nn.Sequential(*blocks).to(dev))
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3, fused=dev == "cuda")
-    x = torch.randn(64, 256, device=dev)
-
-    def step() -> None:
-        loss = model(x).square().mean()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-
-    return step
-
-
 def attention_case(dev: str) -> Callable[[], None]:
     """bf16 scaled-dot-product attention, forward and backward (batch 16, 16 heads, 2048 tokens, head
     dim 128): compute-bound on the attention kernels, which run on Tensor Cores."""
@@ -276,7 +259,7 @@ CASES: dict[str, Callable[[str], Callable[[], None]]] = {
     "loader8": lambda dev: loader_case(dev, 8),
     "cpu_op": cpu_op_case,
     "side_copy": side_copy_case,
-    "compiled": compiled_case,
+    "compiled": lambda dev: launch_case(dev, fused=dev == "cuda", compiled=True),
     "attention": attention_case,
 }
 

@@ -4,7 +4,7 @@
 ``expected.json`` there was written from how each program was built and from its fix measured as a
 capture of its own: the bound, the rules one of which must come first, the rules that must or must
 not be found, and pairs whose measured saving the finding's gain must predict within 15 % of the
-fixed program's mean step.
+fixed program's mean step (two capture rounds of both sides, pooled).
 """
 
 from __future__ import annotations
@@ -52,10 +52,16 @@ def test_bound_and_first_finding(case: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("pair", EXPECTED["pairs"], ids=lambda p: f"{p['before']}->{p['after']}")
-def test_the_gain_predicts_the_measured_fix(pair: dict[str, str]) -> None:
-    """before − the rule's gain against the fixed program's measured mean step."""
-    gain_ns = sum(f.est_gain_ns for f in advice(pair["before"]).findings if f.rule == pair["rule"])
-    predicted = mean_step_ns(pair["before"]) - gain_ns
-    after = mean_step_ns(pair["after"])
-    assert gain_ns > 0
-    assert abs(predicted - after) / after <= 0.15, (predicted / 1e6, after / 1e6)
+def test_the_gain_predicts_the_measured_fix(pair: dict[str, Any]) -> None:
+    """Per capture round: before − the rule's gain; pooled over the rounds (each a capture of both
+    sides, 5 steps each) against the fixed program's pooled mean step. One round alone moves by up
+    to a third on this host (``launch_fused``: 17.6 ms, then 23.4 ms), the pooled means hold."""
+    predicted, after = [], []
+    for r in pair["rounds"]:
+        before = f"{r}/{pair['before']}"
+        gain_ns = sum(f.est_gain_ns for f in advice(before).findings if f.rule == pair["rule"])
+        assert gain_ns > 0, before
+        predicted.append(mean_step_ns(before) - gain_ns)
+        after.append(mean_step_ns(f"{r}/{pair['after']}"))
+    p, a = sum(predicted) / len(predicted), sum(after) / len(after)
+    assert abs(p - a) / a <= 0.15, (p / 1e6, a / 1e6)

@@ -3,7 +3,10 @@
 * **Blocking sync calls**: runtime / driver calls that block the host until the device catches up:
   ``cuda|hip`` ``DeviceSynchronize``, ``StreamSynchronize``, ``EventSynchronize``, ``cuCtxSynchronize``,
   blocking copies (``cudaMemcpy``, ``cudaMemcpy2D``, ``hipMemcpy``, ``hipMemcpyWithStream``,
-  ``cuMemcpyDtoH`` ... — every memcpy call without ``Async``), and the ``Async`` calls that launched
+  ``cuMemcpyDtoH`` ... — every memcpy call without ``Async``), ``cudaFree`` / ``hipFree`` /
+  ``cuMemFree`` (a free waits for the device: ``torch.cuda.empty_cache()`` in the loop makes one per
+  cached block; :func:`blocking_calls` counts them, this analysis leaves them to the allocator's
+  churn), and the ``Async`` calls that launched
   a copy from the device into pageable memory: ``.cpu()`` of a tensor waits inside its
   ``cudaMemcpyAsync`` for the data. Time = the call's host duration. (A copy *from* pageable memory
   to the device blocks too — :func:`blocking_calls`, the what-if graph's definition — but that wait
@@ -37,11 +40,19 @@ from stepscope.model.trace import Trace
 
 SYNC_PATTERN = re.compile(
     r"^(cuda|hip)(Device|Stream|Event)Synchronize|^cu(Ctx|Stream|Event)Synchronize"
-    r"|^(cuda|hip)Memcpy(?!.*Async)|^cuMemcpy(?!.*Async)")
+    r"|^(cuda|hip)Memcpy(?!.*Async)|^cuMemcpy(?!.*Async)"
+    r"|^(cuda|hip)Free$|^cuMemFree(_v2)?$")
 
 
 def is_sync_call(name: str) -> bool:
     return bool(SYNC_PATTERN.search(name))
+
+
+_FREE = re.compile(r"^(cuda|hip)Free$|^cuMemFree(_v2)?$")
+
+
+def _is_free(name: str) -> bool:
+    return bool(_FREE.match(name))
 
 
 def blocking_calls(trace: Trace, rows: I64) -> npt.NDArray[np.bool_]:
@@ -60,7 +71,9 @@ def blocking_calls(trace: Trace, rows: I64) -> npt.NDArray[np.bool_]:
 def host_reads(trace: Trace, rows: I64) -> npt.NDArray[np.bool_]:
     """Which of these host calls wait for the device before the host goes on: the sync calls of
     :data:`SYNC_PATTERN` and the calls that launched a copy from the device into pageable memory."""
-    out: npt.NDArray[np.bool_] = trace.strings.mask(is_sync_call)[trace.events["name"][rows]]
+    names = trace.events["name"][rows]
+    # a free waits for the device too, but it is the allocator's churn (allocator-fragmentation's), not a read
+    out: npt.NDArray[np.bool_] = trace.strings.mask(is_sync_call)[names] & ~trace.strings.mask(_is_free)[names]
     launches = _pageable_reads_launches(trace)
     if len(launches):
         out |= np.isin(rows, launches)

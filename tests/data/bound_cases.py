@@ -15,6 +15,9 @@ Cases:
   layers on a batch of 8192, ~3.3 TFLOP a step on CUDA cores. Compute-bound, no Tensor Cores.
 * ``bf16``   — the same MLP under bf16 autocast on a batch of 16384: compute-bound on Tensor Cores;
   the host launches ~40 kernels a step and runs far ahead.
+* ``empty_cache`` — ``bf16`` with ``torch.cuda.empty_cache()`` after every step: each step gives
+  the caching allocator's blocks back (``cudaFree``, which waits for the device) and allocates them
+  again (``cudaMalloc``) while the GPU waits.
 * ``sync``   — a training step followed by host metrics that need the step's outputs: ``.cpu()``
   of the logits, then ~8 ms of numpy on them. The copy blocks the host until the GPU is done, and
   the GPU then idles while the host computes and until it launches the next step. Removing the
@@ -70,7 +73,7 @@ def mlp(width: int, depth: int) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
-def train_case(dev: str, batch: int, amp: bool) -> Callable[[], None]:
+def train_case(dev: str, batch: int, amp: bool, empty_cache: bool = False) -> Callable[[], None]:
     torch.backends.cuda.matmul.allow_tf32 = False
     model = mlp(4096, 4).to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=1e-4)
@@ -83,6 +86,8 @@ def train_case(dev: str, batch: int, amp: bool) -> Callable[[], None]:
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
+        if empty_cache:  # "to save memory": the allocator frees its blocks, the next step allocates again
+            torch.cuda.empty_cache()
 
     return step
 
@@ -251,6 +256,7 @@ CASES: dict[str, Callable[[str], Callable[[], None]]] = {
     "copy": copy_case,
     "fp32": lambda dev: train_case(dev, 8192, amp=False),
     "bf16": lambda dev: train_case(dev, 16384, amp=True),
+    "empty_cache": lambda dev: train_case(dev, 16384, amp=True, empty_cache=True),
     "sync": sync_case,
     "sync_late": lambda dev: sync_case(dev, late=True),
     "launch": launch_case,

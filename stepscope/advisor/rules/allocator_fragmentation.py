@@ -10,14 +10,19 @@ calls):
   ``alloc_calls_min_pct`` of the step (``cudaFree`` also synchronises the device; ``empty_cache`` each
   step causes it).
 
-Gain: the allocator calls' host time per step (fragmentation itself costs memory, not time).
+Gain: the steps replayed with the allocator keeping its blocks (what-if ``keep-allocations``: its
+calls take no time and ``cudaFree`` no longer waits for the device), so only the calls' time on the
+critical path counts — ``cudaFree`` mostly waits for kernels that run anyway (an H200 step with
+``empty_cache()``: 7.3 ms a step in the calls, 0.9 ms lost against the same step without it).
+Without a replay: the allocator calls' host time per step. Fragmentation itself costs memory, not
+time.
 """
 
 from __future__ import annotations
 
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
-from stepscope.advisor.rules._util import GIB, ms, per_step, top_names
+from stepscope.advisor.rules._util import GIB, ms, per_step, replayed_saving, top_names
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.caching_allocator import NO_GPU_MEMORY
 from stepscope.analysis.registry import CACHING_ALLOCATOR
@@ -47,5 +52,8 @@ def detect(ctx: RuleContext) -> list[Finding]:
     if not (frag or churn):
         return []
     evidence["signals"] = [s for s, on in (("fragmentation", frag), ("allocator-churn", churn)) if on]
-    return [ctx.finding(RULE_ID, churn_ns if churn else 0.0, "allocator-call-time", evidence,
-                        Change("allocator-config", {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}))]
+    change = Change("allocator-config", {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})
+    replayed = replayed_saving(ctx, "keep-allocations", evidence) if churn else None
+    if replayed is not None:
+        return [ctx.finding(RULE_ID, replayed, "replayed", evidence, change)]
+    return [ctx.finding(RULE_ID, churn_ns if churn else 0.0, "allocator-call-time", evidence, change)]

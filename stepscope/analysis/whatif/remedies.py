@@ -40,15 +40,17 @@ REMEDIES: dict[str, tf.Transform] = {
     "pinned-copies": tf.PinnedCopies(),
     "graph-capture": tf.HostOverhead(0.0),
     "fused-optimizer": tf.FusedOptimizer(),
+    "keep-allocations": tf.KeepAllocations(),
 }
 #: name → the ``stepscope whatif`` options (and web UI fields) that replay the same change
 #: (:func:`stepscope.analysis.whatif.options.transforms_of`; ``drop_syncs`` "." matches every call)
-REMEDY_OPTIONS: dict[str, dict[str, int | float | str | bool]] = {
+REMEDY_OPTIONS: dict[str, dict[str, int | float | str | bool | list[str]]] = {
     "loader-workers": {"workers": DEFAULT_WORKERS},
     "drop-syncs": {"drop_syncs": "."},
     "pinned-copies": {"pin_copies": True},
     "graph-capture": {"host_overhead": 0.0},
     "fused-optimizer": {"fused_optimizer": True},
+    "keep-allocations": {"host_in": [f"{tf.ALLOCATOR_CALLS}=0"], "drop_syncs": tf.ALLOCATOR_CALLS},
 }
 
 def _channels_last_kernels(trace: Trace, rank: int) -> npt.NDArray[np.int64]:

@@ -208,6 +208,26 @@ def _share_inside_rows(trace: Trace, g: StepGraph, rows: I64) -> npt.NDArray[np.
     return share
 
 
+#: the caching allocator's calls to the driver (``cudaFree`` waits for the device: see ``sync.SYNC_PATTERN``)
+ALLOCATOR_CALLS = r"^(cuda|hip)(Malloc|Free)$|^cuMem(Alloc|Free)(_v2)?$"
+
+
+@dataclass(frozen=True)
+class KeepAllocations:
+    """The caching allocator keeps its blocks (no ``torch.cuda.empty_cache()`` in the loop): its
+    ``cudaMalloc`` / ``cudaFree`` calls take no time and no longer wait for the device — the same as
+    ``--host-in ALLOCATOR_CALLS=0 --drop-syncs ALLOCATOR_CALLS``."""
+
+    name: str = field(default="keep-allocations", init=False)
+
+    def basis(self) -> str:
+        return "the allocator's cudaMalloc / cudaFree calls take no time and no longer wait for the device"
+
+    def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
+        select = Select(ALLOCATOR_CALLS)
+        return DropSyncs(select).change(trace, g, HostOverhead(0.0, select).change(trace, g, d))
+
+
 #: the host annotation of an optimizer step (PyTorch's ``Optimizer.step#Adam.step``)
 OPTIMIZER_STEP = r"^Optimizer\.step"
 #: a fused / foreach optimizer's time against the per-tensor loop's, host and device (the advisor's
@@ -291,5 +311,5 @@ class FixSlowRank:
             return d
         return fixed_durations(g, d, a, activity_of(trace)[g.device.row] == Activity.COMMUNICATION)
 
-Transform = (LoaderWorkers | DropSyncs | ScaleDevice | PinnedCopies | HostOverhead | FusedOptimizer | OverlapComm
-             | FixSlowRank | LargerBatch)
+Transform = (LoaderWorkers | DropSyncs | ScaleDevice | PinnedCopies | HostOverhead | FusedOptimizer
+             | KeepAllocations | OverlapComm | FixSlowRank | LargerBatch)

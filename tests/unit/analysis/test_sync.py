@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from stepscope.analysis.callsite import user_frame
 from stepscope.analysis.sync import compute_sync, is_sync_call
 from tests.builders import TraceBuilder
@@ -66,9 +68,11 @@ def test_sync_calls_belong_to_the_host_span_they_start_in(tmp_path: Path) -> Non
 
 def test_sync_call_names() -> None:
     for name in ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "hipDeviceSynchronize",
-                 "cudaMemcpy", "cudaMemcpy2D", "hipMemcpyWithStream", "cuMemcpyDtoH_v2", "cuCtxSynchronize"):
+                 "cudaMemcpy", "cudaMemcpy2D", "hipMemcpyWithStream", "cuMemcpyDtoH_v2", "cuCtxSynchronize",
+                 "cudaFree", "hipFree", "cuMemFree_v2"):
         assert is_sync_call(name), name
-    for name in ("cudaMemcpyAsync", "cudaLaunchKernel", "cudaStreamWaitEvent", "cudaEventRecord", "hipMemcpyAsync"):
+    for name in ("cudaMemcpyAsync", "cudaLaunchKernel", "cudaStreamWaitEvent", "cudaEventRecord", "hipMemcpyAsync",
+                 "cudaFreeAsync", "cudaMalloc"):
         assert not is_sync_call(name), name
 
 
@@ -76,3 +80,19 @@ def test_user_frame_skips_library_frames() -> None:
     assert user_frame(STACK) == "train.py(12): train_step"
     assert user_frame("/x/site-packages/torch/a.py(1): f") == "/x/site-packages/torch/a.py(1): f"
     assert user_frame("") == ""
+
+
+def test_a_free_blocks_but_is_the_allocators_not_a_read(tmp_path: Path) -> None:
+    """``cudaFree`` waits for the device (``torch.cuda.empty_cache()`` in the loop): a blocking call
+    for the critical path and the what-if, but not a sync of this analysis — the allocator's churn is
+    ``allocator-fragmentation``'s finding, one cause, one finding."""
+    from stepscope.analysis.sync import blocking_calls
+
+    b = TraceBuilder()
+    b.step(1, ts=0, dur=100)
+    b.launch_kernel("k1", launch_ts=10, launch_dur=2, ts=15, dur=60)
+    b.add(ph="X", cat=b.RUNTIME_CAT, name="cudaFree", pid=b.pid, tid=b.tid, ts=20, dur=60, args={})
+    trace = b.load(tmp_path)
+    rows = np.flatnonzero(trace.strings.mask(lambda s: s == "cudaFree")[trace.events["name"]])
+    assert blocking_calls(trace, rows).tolist() == [True]
+    assert compute_sync(trace, 0).sync_count.tolist() == [0]

@@ -254,3 +254,18 @@ def test_a_remedy_that_changes_nothing_is_not_replayed(micro: Trace, monkeypatch
     for name in ("pinned-copies", "fused-optimizer"):
         assert r.predicted_mean_ns[r.name.index(name)] == 100 * US and r.saved_ns(name) == 0
     assert r.saved_ns("loader-workers") > 0 and r.saved_ns("graph-capture") > 0
+
+
+def test_keep_allocations_drops_the_frees_wait_and_the_mallocs_time(tmp_path: Path) -> None:
+    """Step [0,100]: k1 launched at [10,12] runs [15,75]; cudaFree [20,80] waits for it (returns 5
+    after it: its own cost); cudaMalloc [80,90]; k2 launched at [90,92] runs [95,100]. With the
+    allocator keeping its blocks the free costs its own 5 and the malloc nothing: k2 is launched at
+    [25,27], queued behind k1, runs [75,80]; the host is done at 35: the step ends with k2, at 80."""
+    b = TraceBuilder()
+    b.step(1, ts=0, dur=100)
+    b.launch_kernel("k1", launch_ts=10, launch_dur=2, ts=15, dur=60)
+    b.add(ph="X", cat=b.RUNTIME_CAT, name="cudaFree", pid=b.pid, tid=b.tid, ts=20, dur=60, args={})
+    b.add(ph="X", cat=b.RUNTIME_CAT, name="cudaMalloc", pid=b.pid, tid=b.tid, ts=80, dur=10, args={})
+    b.launch_kernel("k2", launch_ts=90, launch_dur=2, ts=95, dur=5)
+    trace = b.load(tmp_path)
+    assert _steps_us(trace, tf.KeepAllocations()) == [80]

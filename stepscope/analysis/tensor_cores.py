@@ -171,10 +171,13 @@ def compute_tensor_cores(trace: Trace, rank: int) -> TensorCoreResult:
 
 
 def _input_types(trace: Trace, ops: npt.NDArray[np.int64]) -> tuple[str, ...]:
-    """Distinct ``Input type`` texts of the ops (when shapes were recorded), most common first."""
+    """Distinct ``Input type`` texts of the ops (when shapes were recorded), most common first (ties
+    in text order: the same whatever the file's order of events)."""
     ids = trace.events["input_types"][unique(ops)]
     ids = ids[ids >= 0]
     if len(ids) == 0:
         return ()
     uniq, cnt = np.unique(ids, return_counts=True)
-    return tuple(trace.strings[int(u)] for u in uniq[np.argsort(-cnt, kind="stable")][:3].tolist())
+    texts = [trace.strings[int(u)] for u in uniq.tolist()]  # a few distinct texts
+    order = sorted(range(len(texts)), key=lambda i: (-int(cnt[i]), texts[i]))  # ties by text, not file order
+    return tuple(texts[i] for i in order[:3])

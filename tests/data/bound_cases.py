@@ -18,6 +18,8 @@ Cases:
 * ``empty_cache`` — ``bf16`` with ``torch.cuda.empty_cache()`` after every step: each step gives
   the caching allocator's blocks back (``cudaFree``, which waits for the device) and allocates them
   again (``cudaMalloc``) while the GPU waits.
+* ``item`` — ``bf16`` reading ``loss.item()`` every step (logging): the host waits for the step's
+  kernels, then the GPU waits while the host launches the next step.
 * ``sync``   — a training step followed by host metrics that need the step's outputs: ``.cpu()``
   of the logits, then ~8 ms of numpy on them. The copy blocks the host until the GPU is done, and
   the GPU then idles while the host computes and until it launches the next step. Removing the
@@ -73,12 +75,13 @@ def mlp(width: int, depth: int) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
-def train_case(dev: str, batch: int, amp: bool, empty_cache: bool = False) -> Callable[[], None]:
+def train_case(dev: str, batch: int, amp: bool, empty_cache: bool = False, item: bool = False) -> Callable[[], None]:
     torch.backends.cuda.matmul.allow_tf32 = False
     model = mlp(4096, 4).to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=1e-4)
     x = torch.randn(batch, 4096, device=dev)
     target = torch.randn(batch, 4096, device=dev)
+    logged: list[float] = []
 
     def step() -> None:
         with torch.autocast(dev, dtype=torch.bfloat16, enabled=amp):
@@ -88,6 +91,8 @@ def train_case(dev: str, batch: int, amp: bool, empty_cache: bool = False) -> Ca
         opt.step()
         if empty_cache:  # "to save memory": the allocator frees its blocks, the next step allocates again
             torch.cuda.empty_cache()
+        if item:  # logging the loss every step: the host waits for the step's kernels
+            logged.append(loss.item())
 
     return step
 
@@ -257,6 +262,7 @@ CASES: dict[str, Callable[[str], Callable[[], None]]] = {
     "fp32": lambda dev: train_case(dev, 8192, amp=False),
     "bf16": lambda dev: train_case(dev, 16384, amp=True),
     "empty_cache": lambda dev: train_case(dev, 16384, amp=True, empty_cache=True),
+    "item": lambda dev: train_case(dev, 16384, amp=True, item=True),
     "sync": sync_case,
     "sync_late": lambda dev: sync_case(dev, late=True),
     "launch": launch_case,

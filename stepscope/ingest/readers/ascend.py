@@ -82,6 +82,8 @@ def _link_by_flows(ev: Cols, flows: Cols, pool: StringPool) -> None:
     fid, ph, trk, ts = flows["flow_id"][sel], flows["phase"][sel], flows["track"][sel], flows["ts_ns"][sel]
     order = np.lexsort((ev["ts_ns"], ev["track"]))
     e_trk, e_ts = ev["track"][order], ev["ts_ns"][order]
+    if "ext_id" not in ev:  # no op or task carried args: the column was never made (fuzzing, issue 21)
+        ev["ext_id"] = np.full(len(ev["ts_ns"]), -1, np.int64)
     for phase in (ord("s"), ord("f")):
         m = ph == phase
         rows = _exact(e_trk, e_ts, trk[m], ts[m])

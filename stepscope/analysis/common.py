@@ -114,6 +114,20 @@ def interval_set(trace: Trace, rows: I64) -> intervals.Intervals:
     return intervals.union(ts, ts + trace.events["dur_ns"][rows])
 
 
+def launched_inside(trace: Trace, rows: I64, host_rows: I64) -> B:
+    """Per device row: was it launched by a call that starts inside one of these host events (an
+    ``Optimizer.step`` annotation, say)? Rows without a launch call: False."""
+    ev = trace.events
+    lo, hi = interval_set(trace, host_rows)
+    launch = ev["launch"][rows].astype(np.int64)
+    if len(lo) == 0:
+        return np.zeros(len(rows), bool)
+    lts = ev["ts_ns"][np.maximum(launch, 0)]
+    pos = np.searchsorted(lo, lts, side="right") - 1
+    inside: B = (launch >= 0) & (pos >= 0) & (lts < hi[np.maximum(pos, 0)])
+    return inside
+
+
 def tracks_by_stream(trace: Trace, track_ids: I64) -> I64:
     """The distinct tracks of ``track_ids`` by (device, stream): the order a person reads, and the
     same however the file ordered its events (track ids are numbered in order of appearance)."""

@@ -330,7 +330,7 @@ def _longest(iv: Iv, start: I64, end: I64) -> I64:
     out = np.zeros(len(start), np.int64)
     lo, hi = iv
     win = np.searchsorted(start, lo, side="right") - 1
-    ok = (win >= 0) & (len(start) > 0)
+    ok = win >= 0
     if ok.any():
         w = win[ok]
         length = np.minimum(hi[ok], end[w]) - np.maximum(lo[ok], start[w])

@@ -19,10 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stepscope.analysis import intervals
 from stepscope.analysis._groups import largest_first
 from stepscope.analysis.base import NotApplicable
-from stepscope.analysis.common import I64, pct, rank_rows
+from stepscope.analysis.common import I64, launched_inside, pct, rank_rows
 from stepscope.analysis.named import NamedRows, named_rows
 from stepscope.model.schema import HOST_KINDS, EventKind
 from stepscope.model.trace import Trace
@@ -138,13 +137,7 @@ def _optimizer(trace: Trace, rank: int, k: I64, min_kernels: int) -> OptimizerKe
     ev, pool = trace.events, trace.strings
     host = rank_rows(trace, rank, tuple(int(x) for x in HOST_KINDS))
     opt = host[pool.mask(_is_optimizer_step)[ev["name"][host]]]
-    launch = ev["launch"][k]
-    k = k[launch >= 0]
-    span = intervals.union(ev["ts_ns"][opt], ev["ts_ns"][opt] + ev["dur_ns"][opt])
-    lts = ev["ts_ns"][ev["launch"][k]]
-    pos = np.searchsorted(span[0], lts, side="right") - 1
-    inside = (pos >= 0) & (lts < span[1][np.maximum(pos, 0)]) if len(span[0]) else np.zeros(len(k), bool)
-    rows = k[inside]
+    rows = k[launched_inside(trace, k, opt)]
     foreach = pool.mask(lambda s: bool(FOREACH.search(s)))[ev["name"][rows]]
     elementwise = pool.mask(lambda s: bool(ELEMENTWISE.search(s)))[ev["name"][rows]] & ~foreach
     steps = len(unique(ev["ts_ns"][opt]))

@@ -20,6 +20,7 @@ import numpy as np
 
 from stepscope.analysis import intervals
 from stepscope.analysis._groups import group_keys
+from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.breakdown import is_dataloader
 from stepscope.analysis.common import F64, I64, B, in_step_rows, kept_steps, rank_rows
@@ -67,6 +68,7 @@ def compute_host_ops(trace: Trace, rank: int) -> HostOpsResult:
                          np.bincount(inv, weights=idle_ns, minlength=len(ids)).astype(np.float64))
 
 
+@per_rank
 def cpu_only_top_ops(trace: Trace, rank: int) -> I64:
     """The rank's top-level ops (children of ``ProfilerStep#N``, in the kept steps) that launch no GPU
     work below them — CPU work a CUDA graph cannot capture — DataLoader ranges and ops that wait for

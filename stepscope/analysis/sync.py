@@ -33,6 +33,7 @@ import numpy.typing as npt
 
 from stepscope.analysis._memo import per_trace
 from stepscope.analysis.breakdown import tb_step_windows
+from stepscope.analysis.caching_allocator import ALLOC_CALL
 from stepscope.analysis.callsite import call_sites
 from stepscope.analysis.common import I32, I64, Windows, rank_rows, step_windows, window_of
 from stepscope.model.schema import EventKind, MemcpyKind
@@ -46,13 +47,6 @@ SYNC_PATTERN = re.compile(
 
 def is_sync_call(name: str) -> bool:
     return bool(SYNC_PATTERN.search(name))
-
-
-_FREE = re.compile(r"^(cuda|hip)Free$|^cuMemFree(_v2)?$")
-
-
-def _is_free(name: str) -> bool:
-    return bool(_FREE.match(name))
 
 
 def blocking_calls(trace: Trace, rows: I64) -> npt.NDArray[np.bool_]:
@@ -73,7 +67,8 @@ def host_reads(trace: Trace, rows: I64) -> npt.NDArray[np.bool_]:
     :data:`SYNC_PATTERN` and the calls that launched a copy from the device into pageable memory."""
     names = trace.events["name"][rows]
     # a free waits for the device too, but it is the allocator's churn (allocator-fragmentation's), not a read
-    out: npt.NDArray[np.bool_] = trace.strings.mask(is_sync_call)[names] & ~trace.strings.mask(_is_free)[names]
+    out: npt.NDArray[np.bool_] = (trace.strings.mask(is_sync_call)[names]
+                                  & ~trace.strings.mask(lambda s: ALLOC_CALL.match(s) is not None)[names])
     launches = _pageable_reads_launches(trace)
     if len(launches):
         out |= np.isin(rows, launches)

@@ -124,9 +124,7 @@ def job_record(trace: Trace, rank: int) -> JobRecord:
 
 
 def _changed(d: Durations, base: Durations) -> Durations | None:
-    same = (np.array_equal(d.host_seg_ns, base.host_seg_ns) and np.array_equal(d.device_ns, base.device_ns)
-            and np.array_equal(d.sync_dropped, base.sync_dropped))
-    return None if same else d
+    return None if d.same_as(base) else d
 
 
 def combine_job_whatif(records: Mapping[int, JobRecord]) -> JobWhatIf:

@@ -109,7 +109,7 @@ def compute_remedies(trace: Trace, rank: int) -> Remedies:
     durations = [t.change(trace, g, base) for t in REMEDIES.values()]
     # a remedy that changes nothing here (no DataLoader, no sync, no optimizer) saves nothing: only
     # the others are replayed (in lockstep)
-    changed = [i for i, d in enumerate(durations) if not _same(d, base)]
+    changed = [i for i, d in enumerate(durations) if not d.same_as(base)]
     predicted = [float(measured.mean())] * len(durations)
     for i, r in zip(changed, replay_all(g, [durations[i] for i in changed]) if changed else []):
         predicted[i] = float(r.step_ns.mean())
@@ -117,11 +117,6 @@ def compute_remedies(trace: Trace, rank: int) -> Remedies:
     return Remedies(rank, tuple(REMEDIES), tuple(_basis(trace, rank, n, t) for n, t in REMEDIES.items()),
                     float(measured.mean()), np.asarray(predicted, np.float64),
                     names, np.asarray(share, np.float64))
-
-
-def _same(d: Durations, base: Durations) -> bool:
-    return (np.array_equal(d.host_seg_ns, base.host_seg_ns) and np.array_equal(d.device_ns, base.device_ns)
-            and np.array_equal(d.sync_dropped, base.sync_dropped))
 
 
 def _basis(trace: Trace, rank: int, name: str, change: tf.Transform) -> str:

@@ -16,7 +16,8 @@ from stepscope.analysis import intervals
 from stepscope.analysis.activity import Activity, activity_of
 from stepscope.analysis.arrivals import Arrivals, compute_arrivals
 from stepscope.analysis.base import NotApplicable
-from stepscope.analysis.common import I64, interval_set
+from stepscope.analysis.caching_allocator import ALLOC_CALL
+from stepscope.analysis.common import I64, interval_set, launched_inside
 from stepscope.analysis.host_ops import cpu_only_top_ops
 from stepscope.analysis.whatif.batch import LargerBatch
 from stepscope.analysis.whatif.fix_rank import fix_rank_basis, fixed_durations
@@ -208,8 +209,9 @@ def _share_inside_rows(trace: Trace, g: StepGraph, rows: I64) -> npt.NDArray[np.
     return share
 
 
-#: the caching allocator's calls to the driver (``cudaFree`` waits for the device: see ``sync.SYNC_PATTERN``)
-ALLOCATOR_CALLS = r"^(cuda|hip)(Malloc|Free)$|^cuMem(Alloc|Free)(_v2)?$"
+#: the caching allocator's calls to the driver, as the caching_allocator analysis (and so
+#: allocator-fragmentation's churn) counts them; ``cudaFree`` waits for the device (``sync.SYNC_PATTERN``)
+ALLOCATOR_CALLS = ALLOC_CALL.pattern
 
 
 @dataclass(frozen=True)
@@ -250,22 +252,12 @@ class FusedOptimizer:
 
     def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
         d = HostOverhead(self.factor, Select(OPTIMIZER_STEP)).change(trace, g, d)
-        hit = _launched_inside(trace, g, OPTIMIZER_STEP)
+        ev = trace.events
+        host = np.flatnonzero((ev["rank"] == g.rank) & any_of(ev["kind"], [int(k) for k in HOST_KINDS]))
+        hit = launched_inside(trace, g.device.row, host[Select(OPTIMIZER_STEP).mask(trace, host)])
         dev = d.device_ns.copy()
         dev[hit] = np.round(dev[hit] * self.factor).astype(np.int64)
         return replace(d, device_ns=dev)
-
-
-def _launched_inside(trace: Trace, g: StepGraph, pattern: str) -> B:
-    """Per device activity of the graph: was its launch call inside a host event matching ``pattern``."""
-    ev = trace.events
-    rows = np.flatnonzero((ev["rank"] == g.rank) & any_of(ev["kind"], [int(k) for k in HOST_KINDS]))
-    lo, hi = interval_set(trace, rows[Select(pattern).mask(trace, rows)])
-    launch = ev["launch"][g.device.row].astype(np.int64)
-    lts = ev["ts_ns"][np.maximum(launch, 0)]
-    pos = np.searchsorted(lo, lts, side="right") - 1
-    inside: B = (launch >= 0) & (pos >= 0) & (lts < hi[np.maximum(pos, 0)]) if len(lo) else np.zeros(len(lts), bool)
-    return inside
 
 
 @dataclass(frozen=True)

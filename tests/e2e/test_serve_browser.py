@@ -269,6 +269,10 @@ def test_whatif_form_predicts_what_the_engine_does(session: Session, ids: dict[s
         row = page.locator(f"#remedy-{r['remedy']}")
         assert float(row.get_attribute("data-predicted") or "nan") == pytest.approx(r["predicted_mean_ms"])
         assert row.locator("td").nth(1).text_content() == r["basis"]
+        # the chart's label is the step's change: "−" only where the remedy shortens it (it read
+        # "−0.000" for a remedy that changes nothing, and would have read "−-0.03" for one that adds)
+        label = page.locator(f"text.change[data-remedy='{r['remedy']}']").text_content() or ""
+        assert label.startswith("−") == (r["saved_ms"] > 0) and label.startswith("+") == (r["saved_ms"] < 0)
     page.fill("#wi-workers", "8")
     with page.expect_response(lambda r: r.url.endswith("/whatif")) as answer:
         page.click("#whatif-go")

@@ -82,6 +82,11 @@ function fillForm(form, options) {
   }
 }
 
+/** The change of the mean step a saving makes: −X shorter, +X longer (saved_ms is signed), 0 as is. */
+function stepChange(savedMs) {
+  return savedMs > 0 ? `−${fmtMs(savedMs)}` : savedMs < 0 ? `+${fmtMs(-savedMs)}` : fmtMs(0);
+}
+
 /** Measured (grey) and predicted (blue) mean step per remedy, the saving written at the end. */
 function pairedBars(id, measured, remedies) {
   const W = 960, rowH = 34, nameW = 150, span = W - nameW - 130;
@@ -95,7 +100,8 @@ function pairedBars(id, measured, remedies) {
         fill: color, "data-remedy": r.remedy, "data-side": side, "data-value": v});
       root.appendChild(tip(bar, [r.remedy, `${side}: ${fmtMs(v)}`]));
     });
-    root.appendChild(svg("text", {class: "axis neg", x: nameW + span + 10, y: y + 19}, `−${fmtMs(r.saved_ms)}`));
+    root.appendChild(svg("text", {class: r.saved_ms > 0 ? "axis neg change" : "axis change", "data-remedy": r.remedy,
+      x: nameW + span + 10, y: y + 19}, stepChange(r.saved_ms)));
   });
   return root;
 }

@@ -253,6 +253,27 @@ def _sizes(trace: Trace, rows: I64, anc: I32, comm_op: I32) -> tuple[I64, I64, I
     return in_b, out_b, gsize, pg
 
 
+@per_trace
+def host_collective_mask(trace: Trace) -> npt.NDArray[np.bool_]:
+    """Per event row: a host-side collective — a collective op on a host thread (``gloo:all_reduce``
+    running on the CPU, a ``c10d`` op) or a communication event. While one runs, the host is inside
+    communication: the critical path charges that time to communication, not to host work."""
+    ev = trace.events
+    host = any_of(ev["kind"], [EventKind.CPU_OP, EventKind.USER_ANNOTATION, EventKind.COMMUNICATION])
+    mask: npt.NDArray[np.bool_] = host & ((classify(trace).coll_type > 0) | (ev["kind"] == EventKind.COMMUNICATION))
+    return mask
+
+
+def inside_host_collective(trace: Trace, rows: I64) -> npt.NDArray[np.bool_]:
+    """Per host row: whether a host-side collective on its own thread encloses it — a call the
+    communication library makes (gloo's stream synchronisations and copies around its CPU all-reduce),
+    not one of the user's step."""
+    ev = trace.events
+    anc = _ancestors(ev["parent"], ev["parent"][rows])
+    inside: npt.NDArray[np.bool_] = _first(anc, host_collective_mask(trace)) >= 0
+    return inside
+
+
 def comm_rows(trace: Trace, rank: int) -> I64:
     """Rows of the communication GPU activities of one rank."""
     c = classify(trace)

@@ -12,7 +12,9 @@ activity that ends the gap decides its category:
   stream), or nothing follows, or the launch is unknown.
 
 Gaps are cut at step boundaries and each piece belongs to the step it lies in. Host-wait pieces are
-also intersected with the rank's DataLoader events (``host_wait_in_dataloader_ns``).
+also intersected with the rank's DataLoader events (``host_wait_in_dataloader_ns``) and, outside
+them, with its host-side collectives (``host_wait_in_comm_ns``: a GPU job's gloo all-reduce runs on
+the CPU, and the device waits for the host to finish communicating, not for its launches).
 
 Differs from HTA on purpose: HTA's default threshold is 30 ns, which makes kernel-wait almost
 never happen; ours defaults to 10 µs, the scale of launch gaps between queued kernels.
@@ -28,6 +30,7 @@ import numpy.typing as npt
 
 from stepscope.analysis import intervals
 from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.comm import host_collective_mask
 from stepscope.analysis.common import (
     I32,
     I64,
@@ -69,6 +72,7 @@ class IdleResult:
     kernel_wait_ns: I64
     other_ns: I64
     host_wait_in_dataloader_ns: I64
+    host_wait_in_comm_ns: I64
     gap_start_ns: I64
     gap_end_ns: I64
     gap_kind: npt.NDArray[np.int8]  # IdleKind
@@ -112,14 +116,15 @@ def compute_idle(trace: Trace, rank: int, kernel_wait_max_ns: int = KERNEL_WAIT_
            for k in IdleKind]
     loader = _dataloader_set(trace, rank)
     hw = g.kind == IdleKind.HOST_WAIT
-    in_dl = intervals.covered_in_windows(loader, g.start[hw], g.end[hw]) if len(loader[0]) else np.zeros(
-        int(hw.sum()), np.int64)
-    dl = np.bincount(g.win[hw], weights=in_dl, minlength=len(wins))
+    dl = np.bincount(g.win[hw], weights=_covered(loader, g.start[hw], g.end[hw]), minlength=len(wins))
+    comm = intervals.subtract(_host_comm_set(trace, rank), loader)
+    in_comm = np.bincount(g.win[hw], weights=_covered(comm, g.start[hw], g.end[hw]), minlength=len(wins))
     streams = _per_stream(trace, gpu, wins, kernel_wait_max_ns)
     return IdleResult(
         rank=rank, kernel_wait_max_ns=kernel_wait_max_ns, step=wins.step, step_ns=wins.dur_ns,
         host_wait_ns=per[0].astype(np.int64), kernel_wait_ns=per[1].astype(np.int64),
         other_ns=per[2].astype(np.int64), host_wait_in_dataloader_ns=dl.astype(np.int64),
+        host_wait_in_comm_ns=in_comm.astype(np.int64),
         gap_start_ns=g.start, gap_end_ns=g.end, gap_kind=g.kind, gap_step=wins.step[g.win].astype(np.int32),
         gap_next_row=g.next_row, **streams)
 
@@ -148,6 +153,16 @@ def _kinds(trace: Trace, next_row: I64, piece_start: I64, gap_len: I64, max_ns: 
     kernel = ~host & (launch >= 0) & (gap_len < max_ns)
     return np.where(host, IdleKind.HOST_WAIT, np.where(kernel, IdleKind.KERNEL_WAIT, IdleKind.OTHER)).astype(
         np.int8)
+
+
+def _covered(iv: intervals.Intervals, start: I64, end: I64) -> I64:
+    """Per piece [start, end): its time inside the set."""
+    return intervals.covered_in_windows(iv, start, end) if len(iv[0]) else np.zeros(len(start), np.int64)
+
+
+def _host_comm_set(trace: Trace, rank: int) -> intervals.Intervals:
+    host = rank_rows(trace, rank, tuple(int(k) for k in HOST_KINDS))
+    return interval_set(trace, host[host_collective_mask(trace)[host]])
 
 
 def _dataloader_set(trace: Trace, rank: int) -> intervals.Intervals:

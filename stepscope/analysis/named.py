@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.analysis._groups import group_keys
+from stepscope.analysis._groups import group_keys, largest_first
 from stepscope.model.trace import Trace
 
 I64 = npt.NDArray[np.int64]
@@ -39,14 +39,14 @@ class NamedRows:
         return int(self.dur_ns.sum())
 
     def top(self, k: int = 5) -> list[NameTotal]:
-        """The ``k`` names with the largest summed duration among the rows, ties in string-id order:
-        (name, count, total ns)."""
+        """The ``k`` names with the largest summed duration among the rows, ties by name (the same
+        order however the file ordered its events): (name, count, total ns)."""
         if len(self.name) == 0:
             return []
         (uniq,), inv = group_keys(self.name)
         tot = np.bincount(inv, weights=self.dur_ns, minlength=len(uniq))
         cnt = np.bincount(inv, minlength=len(uniq))
-        order = np.argsort(-tot, kind="stable")[:k]
+        order = largest_first(tot, [self.names[int(i)] for i in uniq.tolist()])[:k]
         return [(self.names[int(uniq[i])], int(cnt[i]), float(tot[i])) for i in order.tolist()]
 
     def subset(self, mask: B) -> NamedRows:

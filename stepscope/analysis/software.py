@@ -2,8 +2,9 @@
 
 From the rank's metadata: the CUDA runtime and driver versions (Kineto's ``cuda_runtime_version`` /
 ``cuda_driver_version``, 12040 → 12.4); from the trace's names: the 2021 Kineto schema (categories
-``Operator`` / ``Runtime`` / ``Kernel``: PyTorch ≤ 1.9), whether PyTorch ran at all, and whether
-``torch.compile`` did (compiled regions, Inductor's Triton kernels).
+``Operator`` / ``Runtime`` / ``Kernel``: PyTorch ≤ 1.9), whether PyTorch ran at all, whether
+``torch.compile`` did (compiled regions, Inductor's Triton kernels), and the communication backend
+(``distributedInfo.backend``, else the prefix of its collective ops: ``gloo:all_reduce``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from stepscope.model.trace import Trace
 
 #: the categories of the 2021 Kineto schema (PyTorch <= 1.9), all present in such a trace
 LEGACY_CATEGORIES = ("Operator", "Runtime", "Kernel")
+#: collective ops named by their backend (``nccl:all_reduce``, ``gloo:broadcast``)
+BACKEND_PREFIXES = ("nccl:", "gloo:", "hccl:", "rccl:")
 
 
 def cuda_version(code: Any) -> tuple[int, int] | None:
@@ -41,6 +44,7 @@ class SoftwareResult:
     legacy_schema: bool  # the 2021 Kineto schema (PyTorch <= 1.9)
     pytorch: bool  # any PyTorch op, step, module or DataLoader range in the trace
     compiled: bool  # torch.compile at work (compiled regions or Inductor's Triton kernels)
+    comm_backend: str | None = None  # "nccl", "gloo", "hccl" ...: the process group's, as recorded
 
     @property
     def has_versions(self) -> bool:
@@ -54,4 +58,21 @@ def compute_software(trace: Trace, rank: int) -> SoftwareResult:
         rank=rank, cuda_runtime=cuda_version(meta.get("cuda_runtime_version")),
         cuda_driver=cuda_version(meta.get("cuda_driver_version")),
         legacy_schema=all(trace.strings.find(c) >= 0 for c in LEGACY_CATEGORIES),
-        pytorch=uses_pytorch(trace), compiled=uses_compile(trace))
+        pytorch=uses_pytorch(trace), compiled=uses_compile(trace), comm_backend=_backend(trace, rank))
+
+
+def _backend(trace: Trace, rank: int) -> str | None:
+    recorded = trace.rank_info(rank).backend
+    if isinstance(recorded, str) and recorded:
+        return recorded.lower()
+    backend_named = trace.strings.mask(_names_backend)  # without distributedInfo: the collectives' names
+    if not backend_named.any():
+        return None
+    ev = trace.events
+    names = ev["name"][ev["rank"] == rank]
+    named = names[backend_named[names]]
+    return trace.strings[int(named[0])].split(":", 1)[0].lower() if len(named) else None
+
+
+def _names_backend(name: str) -> bool:
+    return name.startswith(BACKEND_PREFIXES)

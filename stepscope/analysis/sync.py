@@ -14,7 +14,9 @@
 * **Device-to-host copies** (``Memcpy DtoH``): the copy that feeds ``.item()``, ``.cpu()``,
   ``.tolist()`` or printing; time = the copy's GPU duration.
 
-Only events inside profiled steps count (the whole trace when it has no steps). A sync call is a
+Calls a host-side collective makes (gloo's own stream synchronisations around its CPU all-reduce)
+are the collective's, not the step's. Only events inside profiled steps count (the whole trace when
+it has no steps). A sync call is a
 host call: it belongs to the step whose *host* span (ProfilerStep#N) holds its start, not to the
 step's window stretched over its device work — the ``cudaDeviceSynchronize`` the profiler itself
 issues when it stops, after the last step's host span ended, belongs to no step. A D2H copy is
@@ -35,6 +37,7 @@ from stepscope.analysis._memo import per_trace
 from stepscope.analysis.breakdown import tb_step_windows
 from stepscope.analysis.caching_allocator import ALLOC_CALL
 from stepscope.analysis.callsite import call_sites
+from stepscope.analysis.comm import inside_host_collective
 from stepscope.analysis.common import I32, I64, Windows, rank_rows, step_windows, window_of
 from stepscope.model.schema import EventKind, MemcpyKind
 from stepscope.model.trace import Trace
@@ -134,10 +137,12 @@ def compute_sync(trace: Trace, rank: int) -> SyncResult:
     ev = trace.events
     wins = step_windows(trace, rank)
     rt = rank_rows(trace, rank, (int(EventKind.RUNTIME), int(EventKind.DRIVER)))
-    sync = rt[host_reads(trace, rt)]
+    sync = rt[host_reads(trace, rt) & ~inside_host_collective(trace, rt)]
     sync, sync_win = _inside(trace, sync, _host_spans(trace, rank, wins))
     cp = rank_rows(trace, rank, (int(EventKind.MEMCPY),))
     d2h = cp[ev["copy_kind"][cp] == MemcpyKind.D2H]
+    launch = ev["launch"][d2h].astype(np.int64)
+    d2h = d2h[(launch < 0) | ~inside_host_collective(trace, np.maximum(launch, 0))]
     d2h, d2h_win = _inside(trace, d2h, wins)
     nw = len(wins)
 

@@ -25,6 +25,8 @@ BASIS: dict[str, str] = {
                      "of their time on the step's critical path (replayed with them at no time)⟩",
     "hideable-comm": "exposed communication that is transfer (not waiting), capped by the computation "
                      "it could hide behind",
+    "host-side-comm": "the host's time inside collectives on the step's critical path per step (no device work "
+                      "beside it): an upper bound, since the collectives on the device still take part of it",
     "excess-over-median": "the slow rank's excess time per step over the median rank",
     "culprit-lateness": "what-if the slow rank is fixed: it arrives with the second-to-last rank at every "
                         "collective it is last at, so each of them, and the job's step, ends earlier by its "

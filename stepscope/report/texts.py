@@ -93,7 +93,7 @@ RULES: dict[str, RuleText] = {
     "comm-not-overlapped": RuleText(
         "Communication is not hidden behind computation",
         "{exposed_comm_ms:.1f} ms per step ({exposed_comm_pct:.1f}%) of communication runs with no computation "
-        "beside it (overlap ratio {overlap_ratio_pct:.0f}%).",
+        "beside it⟨ (overlap ratio {overlap_ratio_pct:.0f}%)⟩⟨, on the host in {backend} collectives⟩.",
         ("https://pytorch.org/docs/stable/notes/ddp.html",
          "https://pytorch.org/docs/stable/fsdp.html")),
     "straggler-rank": RuleText(
@@ -126,8 +126,7 @@ RULES: dict[str, RuleText] = {
     "heavy-host-op-no-gpu": RuleText(
         "Host work without GPU work inside the step",
         "Ops that launch no GPU work keep the GPU idle {gpu_idle_in_ops_ms:.2f} ms per step "
-        "({gpu_idle_in_ops_pct:.1f}%); the largest: {op}.",
-        ()),
+        "({gpu_idle_in_ops_pct:.1f}%); the largest: {op}.", ()),
     "cudnn-benchmark-off": RuleText(
         "Convolutions use cuDNN's fallback algorithms",
         "{fallback_conv_kernel_pct:.0f}% of kernel time is in cuDNN's generic algorithm-0 kernels "
@@ -141,8 +140,7 @@ RULES: dict[str, RuleText] = {
     "variable-input-shapes": RuleText(
         "Input shapes change from step to step",
         "{varying_calls_pct:.0f}% of the ops that run every step see shapes that differ between steps, "
-        "e.g. {example_op} with {example_shapes}.",
-        ()),
+        "e.g. {example_op} with {example_shapes}.", ()),
     "outdated-software": RuleText(
         "Old software stack",
         "The trace shows {issues_text}{versions_text}.",
@@ -208,6 +206,8 @@ CHANGES: dict[str, str] = {
     "overlap-communication": "Overlap collectives with backward compute: DDP(bucket_cap_mb=...) tuned (default "
                              "{bucket_cap_mb}), no find_unused_parameters unless needed, gradient accumulation "
                              "with no_sync(); FSDP backward/forward prefetch.",
+    "use-nccl": "Run the CUDA tensors' collectives on NCCL: dist.init_process_group('cuda:nccl,cpu:{backend}') "
+                "(or 'nccl'); {backend} reduces them on the CPU, copying each to the host and back.",
     "fix-slow-rank": "Shorten what rank {rank} does before the collectives it is late at ({cause_word}): compare it "
                      "with an early rank (stepscope diff), then balance its work, data or placement (a hot host, "
                      "a slower input pipeline).",

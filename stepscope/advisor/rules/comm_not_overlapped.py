@@ -8,6 +8,13 @@ Gain: the exposed communication that is *transfer* (not waiting for a late rank:
 analysis splits each collective into wait and transfer), capped by the computation time it could
 hide behind — what overlapping gradient all-reduce with the backward pass (DDP buckets, FSDP
 prefetch) can give back. Waiting time belongs to ``straggler-rank``.
+
+A GPU rank whose collectives run on the host (gloo all-reduces CUDA tensors on the CPU: a copy to
+the host, the reduction over TCP, a copy back) has no communication kernel to overlap; its exposed
+communication is the host's time inside those collectives on the step's critical path (the verdict's
+communication part), at least ``comm_exposed_min_pct`` of the step. The gain is that time (an upper
+bound: the collectives on the device still take a fraction of it), and the change, with gloo, is
+NCCL for the CUDA tensors.
 """
 
 from __future__ import annotations
@@ -17,7 +24,8 @@ import numpy as np
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
 from stepscope.advisor.rules._util import ms
-from stepscope.analysis.registry import DISTRIBUTED
+from stepscope.analysis.critical_path import WAITS
+from stepscope.analysis.registry import CRITICAL_PATH, DISTRIBUTED, SOFTWARE
 
 RULE_ID = "comm-not-overlapped"
 SCOPE = "rank"
@@ -25,9 +33,9 @@ ADDRESSES: tuple[str, ...] = ("communication",)  # the bounds its change shorten
 
 
 def detect(ctx: RuleContext) -> list[Finding]:
-    d = ctx.result(DISTRIBUTED)
-    if len(d.step) == 0 or d.comm_kernel_count == 0:
-        return []
+    d = ctx.optional(DISTRIBUTED)
+    if d is None or len(d.step) == 0 or d.comm_kernel_count == 0:
+        return _host_side(ctx)
     exposed = float(np.mean(d.communication_ns))
     if ctx.pct_of_step(exposed) < ctx.cfg.comm_exposed_min_pct:
         return []
@@ -44,3 +52,19 @@ def detect(ctx: RuleContext) -> list[Finding]:
                 "wait_method": d.wait_method}
     return [ctx.finding(RULE_ID, gain, "hideable-comm", evidence,
                         Change("overlap-communication", {"bucket_cap_mb": 25}))]
+
+
+def _host_side(ctx: RuleContext) -> list[Finding]:
+    """A GPU rank whose collectives run on the host (see the module docstring)."""
+    cp = ctx.optional(CRITICAL_PATH)
+    if cp is None or not cp.has_device or not len(cp.step):
+        return []
+    exposed = float(np.mean(cp.waits_ns[:, WAITS.index("communication")]))
+    if ctx.pct_of_step(exposed) < ctx.cfg.comm_exposed_min_pct:
+        return []
+    backend = ctx.result(SOFTWARE).comm_backend
+    evidence = {"exposed_comm_ms": ms(exposed), "exposed_comm_pct": round(ctx.pct_of_step(exposed), 2),
+                "host_side": True, "backend": backend or "unknown"}
+    change = (Change("use-nccl", {"backend": backend}) if backend == "gloo"
+              else Change("overlap-communication", {"bucket_cap_mb": 25}))
+    return [ctx.finding(RULE_ID, exposed, "host-side-comm", evidence, change)]

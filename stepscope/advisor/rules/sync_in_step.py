@@ -31,7 +31,8 @@ def detect(ctx: RuleContext) -> list[Finding]:
     idle = ctx.optional(IDLE)
     gain = sync_ns
     if idle is not None and len(idle.step):
-        gain = min(gain, float(idle.host_wait_ns.mean() - idle.host_wait_in_dataloader_ns.mean()))
+        host_wait = idle.host_wait_ns - idle.host_wait_in_dataloader_ns - idle.host_wait_in_comm_ns
+        gain = min(gain, float(host_wait.mean()))
     s = res.sites
     sites = [{"call": s.what[i], "op": s.op[i], "top_op": s.top_op[i], "call_site": s.call_site[i],
               "count": int(s.count[i]), "ms": ms(s.time_ns[i])} for i in range(min(5, len(s.what)))]

@@ -3,8 +3,9 @@
 Three kinds of node, all from the trace alone:
 
 * **Host points**: every instant at which something the device or the step depends on starts or
-  ends on the threads that drive the device — runtime and driver calls, DataLoader calls, the
-  ``ProfilerStep`` markers. The host is one chain through them (the threads of a PyTorch step hand
+  ends on the threads that drive the device — runtime and driver calls, DataLoader calls,
+  host-side collectives (gloo on the CPU), the ``ProfilerStep`` markers. The host is one chain
+  through them (the threads of a PyTorch step hand
   work to one another; they do not launch concurrently): each *segment* between two points keeps
   its measured length unless a transformation changes it, and is labelled with what the host does
   in it (:data:`SEG_KINDS`).
@@ -34,6 +35,7 @@ from stepscope.analysis import intervals
 from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.breakdown import launched_in_steps, tb_step_windows
+from stepscope.analysis.comm import host_collective_mask
 from stepscope.analysis.common import I64, interval_set, rank_rows
 from stepscope.analysis.idle import is_dataloader_name
 from stepscope.analysis.platform import no_host_timeline
@@ -44,12 +46,13 @@ from stepscope.model.trace import Trace
 from stepscope.model.uniq import unique
 
 #: What the host does in a segment, by precedence: blocked in a sync call, inside the DataLoader,
-#: inside a launch call, anything else (ops, Python, untraced time).
-SEG_KINDS = ("sync", "input", "launch", "host")
+#: inside a host-side collective (gloo on the CPU), inside a launch call, anything else (ops,
+#: Python, untraced time).
+SEG_KINDS = ("sync", "input", "launch", "host", "comm")
 #: an activity that starts at most this long after the previous one on its stream ended, launched
 #: before that end, was queued behind it
 QUEUED_GAP_NS = 50_000
-SEG_SYNC, SEG_INPUT, SEG_LAUNCH, SEG_HOST = range(4)
+SEG_SYNC, SEG_INPUT, SEG_LAUNCH, SEG_HOST, SEG_COMM = range(5)
 _LAUNCH_CALL = ("Launch", "MemcpyAsync", "MemsetAsync")
 _NONE = np.iinfo(np.int64).min // 4  # "no constraint" that survives additions
 
@@ -138,13 +141,14 @@ def step_graph(trace: Trace, rank: int) -> StepGraph:
     sync_rows = rt[blocking_calls(trace, rt)]
     launch_rows = rt[pool.mask(lambda s: any(m in s for m in _LAUNCH_CALL))[ev["name"][rt]]]
     loader = driver[pool.mask(is_dataloader_name)[ev["name"][driver]]]
+    comm = driver[host_collective_mask(trace)[driver]]
     wins = tb_step_windows(trace, rank)
     whole = not (len(wins.step) and int(wins.step[0]) >= 0)
     hs = wins.host_start_ns if not whole else np.zeros(0, np.int64)
     he = wins.host_end_ns if not whole else np.zeros(0, np.int64)
     gpu, pc, inside = launched_in_steps(trace, rank, hs, he)
-    t = _points(trace, rt, loader, hs, he)
-    host = _host_chain(trace, t, sync_rows, loader, launch_rows)
+    t = _points(trace, np.concatenate([rt, comm]), loader, hs, he)
+    host = _host_chain(trace, t, sync_rows, loader, launch_rows, comm)
     device, order = _device_work(trace, gpu, t)
     syncs = _syncs(trace, sync_rows, t, device)
     work_step = np.where(inside, pc, -1)[order]
@@ -170,12 +174,12 @@ def _points(trace: Trace, rt: I64, loader: I64, hs: I64, he: I64) -> I64:
     return unique(np.concatenate([ts, end, hs, he]))
 
 
-def _host_chain(trace: Trace, t: I64, sync_rows: I64, loader: I64, launch_rows: I64) -> HostChain:
+def _host_chain(trace: Trace, t: I64, sync_rows: I64, loader: I64, launch_rows: I64, comm: I64) -> HostChain:
     """Label each segment between consecutive points by :data:`SEG_KINDS` precedence."""
     n = max(len(t) - 1, 0)
     mid = t[:-1] + (t[1:] - t[:-1]) // 2 if n else np.zeros(0, np.int64)
     kind = np.full(n, SEG_HOST, np.int8)
-    for k, rows in ((SEG_LAUNCH, launch_rows), (SEG_INPUT, loader), (SEG_SYNC, sync_rows)):
+    for k, rows in ((SEG_LAUNCH, launch_rows), (SEG_COMM, comm), (SEG_INPUT, loader), (SEG_SYNC, sync_rows)):
         kind[_inside(interval_set(trace, rows), mid)] = k  # later kinds take precedence
     calls = interval_set(trace, loader)
     call = np.searchsorted(calls[0], mid, side="right") - 1

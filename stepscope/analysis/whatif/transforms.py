@@ -17,11 +17,12 @@ from stepscope.analysis.activity import Activity, activity_of
 from stepscope.analysis.arrivals import Arrivals, compute_arrivals
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.caching_allocator import ALLOC_CALL
+from stepscope.analysis.comm import inside_host_collective
 from stepscope.analysis.common import I64, interval_set, launched_inside
 from stepscope.analysis.host_ops import cpu_only_top_ops
 from stepscope.analysis.whatif.batch import LargerBatch
 from stepscope.analysis.whatif.fix_rank import fix_rank_basis, fixed_durations
-from stepscope.analysis.whatif.graph import SEG_HOST, SEG_INPUT, SEG_LAUNCH, StepGraph
+from stepscope.analysis.whatif.graph import SEG_COMM, SEG_HOST, SEG_INPUT, SEG_LAUNCH, StepGraph
 from stepscope.analysis.whatif.replay import Durations
 from stepscope.model.masks import any_of
 from stepscope.model.schema import HOST_KINDS, EventKind
@@ -93,7 +94,8 @@ def _step_of_points(g: StepGraph, t: I64) -> npt.NDArray[np.float64]:
 @dataclass(frozen=True)
 class DropSyncs:
     """Blocking calls (sync calls, synchronous copies) whose name or launching op matches no longer
-    block: the host goes on after the call's own cost (``.item()`` removed or made asynchronous)."""
+    block: the host goes on after the call's own cost (``.item()`` removed or made asynchronous).
+    A collective's own calls (gloo's stream syncs) are the library's: they keep blocking."""
 
     select: Select = Select()
     name: str = field(default="drop-syncs", init=False)
@@ -103,7 +105,7 @@ class DropSyncs:
         return f"blocking calls{what} cost only their own call: the host no longer waits for the device"
 
     def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
-        hit = self.select.mask(trace, g.syncs.row)
+        hit = self.select.mask(trace, g.syncs.row) & ~inside_host_collective(trace, g.syncs.row)
         return replace(d, sync_dropped=d.sync_dropped | hit)
 
 
@@ -262,20 +264,25 @@ class FusedOptimizer:
 
 @dataclass(frozen=True)
 class OverlapComm:
-    """Communication kernels hidden under compute (the upper bound of overlapping them): they
-    take ``factor`` × their time on their streams."""
+    """Communication hidden under compute (the upper bound of overlapping it): communication kernels
+    take ``factor`` × their time on their streams, and so does the host's time inside host-side
+    collectives (gloo's all-reduce on the CPU)."""
 
     factor: float = 0.0
     name: str = field(default="overlap-comm", init=False)
 
     def basis(self) -> str:
-        return f"communication kernels take {self.factor:g} × their time (fully overlapped with compute)"
+        return (f"communication kernels and the host's time in collectives take {self.factor:g} × their time "
+                "(fully overlapped with compute)")
 
     def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
         comm = activity_of(trace)[g.device.row] == Activity.COMMUNICATION
         dev = d.device_ns.copy()
         dev[comm] = np.round(dev[comm] * self.factor).astype(np.int64)
-        return replace(d, device_ns=dev)
+        seg = d.host_seg_ns.copy()
+        host = g.host.seg_kind == SEG_COMM
+        seg[host] = np.round(seg[host] * self.factor).astype(np.int64)
+        return replace(d, device_ns=dev, host_seg_ns=seg)
 
 
 

@@ -31,6 +31,21 @@ def test_underfilled_kernels_weighted_by_time(tmp_path: Path) -> None:
     assert r.underfilled_in_step(min_dur_ns=31_000).count == 0
 
 
+def test_a_grid_sized_to_the_machine_is_not_under_filled(tmp_path: Path) -> None:
+    """80 SMs: 60 blocks (three quarters: a persistent kernel's one block per usable SM) is sized to
+    the machine; 59 blocks is under-filled, 20 µs x (1 - 59/80) = 5.25 µs of SM time idle."""
+    b = TraceBuilder()
+    b.step(1, ts=0, dur=100)
+    b.launch_kernel("persistent", 0, 1, 10, 30, grid=[60, 1, 1], block=[384, 1, 1])
+    b.launch_kernel("small", 1, 1, 40, 20, grid=[59, 1, 1], block=[128, 1, 1])
+    r = compute_launch_config(b.load(tmp_path), 0)
+    assert r.kernels.name == ["small"]
+    u = r.underfilled_in_step()
+    assert (u.count, u.time_ns) == (1, 20_000.0)
+    assert u.idle_sm_ns == pytest.approx(5_250.0)
+    assert r.sm_fill_pct == pytest.approx(100 * (30 * 60 / 80 + 20 * 59 / 80) / 50)
+
+
 def test_without_sm_count_it_is_not_applicable(tmp_path: Path) -> None:
     b = TraceBuilder(device=None)
     b.launch_kernel("small", 0, 1, 10, 30, grid=[40, 1, 1])

@@ -56,6 +56,8 @@ class AdvisorConfig:
     underfill_min_pct: float = 5.0
     underfill_min_kernel_us: float = 10.0
     underfill_recoverable: float = 0.5
+    # unfused-elementwise: what fusing the runs saves, % of the step (after the critical-path share)
+    elementwise_fusion_min_pct: float = 2.0
     # comm-not-overlapped
     comm_exposed_min_pct: float = 10.0
     # straggler-rank / load-imbalance; the job verdict "imbalance" needs the claimed culprits' lateness

@@ -10,6 +10,9 @@
   ``elementwise`` ones. Verdict ``many-small-kernels`` when an optimizer step launches at least
   ``min_optimizer_kernels`` kernels and most are single-tensor elementwise; ``foreach-or-fused``
   when most are multi-tensor; ``mixed`` otherwise; ``none`` without optimizer annotations.
+* **Elementwise runs**: chains of unfused elementwise kernels on one stream, queued back to back on
+  tensors of one size, and what fusing each into one pass would save
+  (:mod:`stepscope.analysis.elementwise_runs`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import numpy as np
 from stepscope.analysis._groups import largest_first
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import I64, launched_inside, pct, rank_rows
+from stepscope.analysis.elementwise_runs import ElementwiseRuns, compute_elementwise_runs
 from stepscope.analysis.named import NamedRows, named_rows
 from stepscope.model.schema import HOST_KINDS, EventKind
 from stepscope.model.trace import Trace
@@ -74,6 +78,7 @@ class FusionResult:
     kernel_count: int
     sequences: KernelSequences
     optimizer: OptimizerKernels
+    elementwise: ElementwiseRuns
 
 
 def compute_fusion(trace: Trace, rank: int, short_ns: int = SHORT_NS, length: int = 3, min_count: int = 3,
@@ -88,7 +93,8 @@ def compute_fusion(trace: Trace, rank: int, short_ns: int = SHORT_NS, length: in
         rank=rank, short_ns=short_ns, short_kernel_count=int(short.sum()),
         short_kernel_time_ns=int(ev["dur_ns"][k][short].sum()), kernel_count=len(k),
         sequences=_sequences(trace, k, short_ns, length, min_count),
-        optimizer=_optimizer(trace, rank, k, min_optimizer_kernels))
+        optimizer=_optimizer(trace, rank, k, min_optimizer_kernels),
+        elementwise=compute_elementwise_runs(trace, rank))
 
 
 def _sequences(trace: Trace, k: I64, short_ns: int, length: int, min_count: int) -> KernelSequences:

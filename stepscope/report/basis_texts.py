@@ -23,6 +23,9 @@ BASIS: dict[str, str] = {
                              "{on_path_pct}% of their time on the step's critical path⟩",
     "idle-sm-share": "half of the SM time left idle by under-filled kernels per step⟨, x the {on_path_pct}% "
                      "of their time on the step's critical path (replayed with them at no time)⟩",
+    "fused-one-pass": "the runs' kernel time beyond each run's longest kernel per step (fused, a run makes one "
+                      "pass over its data)⟨, x the {on_path_pct}% of their time on the step's critical path "
+                      "(replayed with them at no time)⟩",
     "hideable-comm": "exposed communication that is transfer (not waiting), capped by the computation "
                      "it could hide behind",
     "host-side-comm": "the host's time inside collectives on the step's critical path per step (no device work "

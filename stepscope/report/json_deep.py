@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis.critical_path import HOST_PARTS, PARTS
+from stepscope.analysis.elementwise_runs import ElementwiseRuns
 from stepscope.analysis.memcpy import CopySet
 from stepscope.analysis.named import NamedRows
 from stepscope.analysis.registry import (
@@ -189,7 +190,15 @@ def fusion_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
             "optimizer": {"verdict": o.verdict, "steps": o.step_count, "kernels_per_step": o.kernels_per_step,
                           "elementwise_pct": o.elementwise_pct, "foreach_count": o.foreach_count,
                           "time_ms": o.time_ns / MS, "name": o.name,
-                          "kernels": named_list(o.kernels, o.step_count)}}
+                          "kernels": named_list(o.kernels, o.step_count)},
+            "elementwise_runs": _elementwise_runs(r.elementwise)}
+
+
+def _elementwise_runs(e: ElementwiseRuns) -> dict[str, Any]:
+    steps = max(e.step_count, 1)
+    return {"runs_per_step": e.run_count / steps, "time_ms": e.per_step_ns(e.time_ns) / MS,
+            "fused_ms": e.per_step_ns(e.fused_ns) / MS, "saved_ms": e.per_step_ns(e.saved_ns) / MS,
+            "example_ops": list(e.example_ops), "kernels": named_list(e.kernels, steps)}
 
 
 def cluster_section(bundle: Bundle) -> dict[str, Any] | None:

@@ -33,6 +33,7 @@ from stepscope.advisor.rules import (
     straggler_rank,
     sync_in_step,
     under_filled_grid,
+    unfused_elementwise,
     variable_input_shapes,
     zero_grad_not_none,
 )
@@ -47,6 +48,7 @@ ALL_RULES: tuple[ModuleType, ...] = (
     no_tensor_cores,
     gemm_dims_not_multiple_of_8,
     channels_last,
+    unfused_elementwise,
     under_filled_grid,
     comm_not_overlapped,
     straggler_rank,

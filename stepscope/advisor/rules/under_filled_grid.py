@@ -1,7 +1,8 @@
 """``under-filled-grid``: heavy kernels launch fewer blocks than the GPU has SMs (SPEC §6; Visual Profiler).
 
 Detects: kernels inside steps of at least ``underfill_min_kernel_us`` whose grid has fewer blocks
-than SMs (launch configuration analysis, ``underfilled_in_step``) take at least
+than three quarters of the SMs (launch configuration analysis, ``underfilled_in_step``; a larger
+grid is sized to the machine: Hopper's persistent GEMMs) take at least
 ``underfill_min_pct`` of kernel time. Such a kernel leaves ``1 − blocks / SMs`` of the GPU idle for
 its whole run.
 

@@ -24,6 +24,7 @@ from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.convolutions import compute_convolutions
 from stepscope.analysis.critical_path import compute_critical_path
 from stepscope.analysis.dataloader import compute_dataloader
+from stepscope.analysis.elementwise_runs import compute_elementwise_runs
 from stepscope.analysis.launch_config import compute_launch_config
 from stepscope.analysis.tensor_cores import compute_tensor_cores
 from stepscope.analysis.whatif import transforms as tf
@@ -64,6 +65,7 @@ KERNEL_SETS: dict[str, Callable[[Trace, int], npt.NDArray[np.int64]]] = {
     "fill-sms": lambda trace, rank: compute_launch_config(trace, rank).underfilled.rows,
     "cudnn-benchmark": lambda trace, rank: compute_convolutions(trace, rank).fallback.rows,
     "channels-last": _channels_last_kernels,
+    "fuse-elementwise": lambda trace, rank: compute_elementwise_runs(trace, rank).kernels.rows,
 }
 
 

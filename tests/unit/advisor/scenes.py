@@ -216,6 +216,20 @@ def launch_blocking(b: TraceBuilder, on: bool) -> None:
                                 grid=[160, 1, 1], block=[256, 1, 1])
 
 
+def unfused(b: TraceBuilder, on: bool) -> None:
+    """A 5 ms GEMM, then mul → add → relu on one 4096² tensor (1, 1.5, 0.5 ms) queued behind it; off: the
+    three ops on tensors of three sizes (nothing to fuse into one pass)."""
+    for t in steps(b):
+        gemm(b, t + 10, dur=5_000)
+        end = t + 5_030
+        for j, (op, dur) in enumerate((("aten::mul", 1_000), ("aten::add", 1_500), ("aten::relu", 500))):
+            side = 4096 if on else 1024 * (j + 1)
+            b.op(op, ts=t + 100 + 40 * j, dur=30, **{"Input Dims": [[side, side]]})
+            b.launch_kernel("vectorized_elementwise_kernel", launch_ts=t + 105 + 40 * j, launch_dur=10,
+                            ts=end + 2, dur=dur)
+            end += 2 + dur
+
+
 SCENES: dict[str, Scene] = {
     "dataloader-bound": dataloader,
     "pageable-memcpy": pageable,
@@ -226,6 +240,7 @@ SCENES: dict[str, Scene] = {
     "gemm-dims-not-multiple-of-8": gemm_dims,
     "channels-last": channels_last,
     "under-filled-grid": under_filled,
+    "unfused-elementwise": unfused,
     "comm-not-overlapped": comm,
     "allocator-fragmentation": fragmentation,
     "memory-near-capacity": capacity,

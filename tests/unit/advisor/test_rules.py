@@ -27,6 +27,7 @@ EXPECTED_GAIN_MS = {
     "gemm-dims-not-multiple-of-8": 3.0,  # 6 ms misaligned half GEMM x 0.5
     "under-filled-grid": 3.5,  # 8 ms x (1 - 10/80) idle SMs x 0.5
     "comm-not-overlapped": 3.0,  # 3 ms all-reduce after the 5 ms of compute
+    "unfused-elementwise": 1.5,  # a 1 + 1.5 + 0.5 ms run fused into one 1.5 ms pass
     "heavy-host-op-no-gpu": 3.0,  # 3 ms host op, GPU idle throughout
     "cudnn-benchmark-off": 1.2,  # 8 ms wgrad_alg0 x 0.15
     # replayed: the 0.8 ms copy (asynchronous) ends before the host launches the GEMM, so halving it

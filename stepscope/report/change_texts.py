@@ -1,0 +1,86 @@
+"""What each advisor change says, by change key (a finding's ``Change.key``); ``texts.change_text`` fills
+them with the change's parameters and the finding's evidence. Platform dialects:
+:mod:`stepscope.report.platform_texts`."""
+
+from __future__ import annotations
+
+CHANGES: dict[str, str] = {
+    "set-num-workers": "Load batches in background workers: DataLoader(..., num_workers={num_workers}, "
+                       "pin_memory=True, persistent_workers=True) — size num_workers to the free CPU cores; "
+                       "move heavy preprocessing to the GPU (e.g. DALI) or pre-decode the data set.",
+    "speed-up-input-pipeline": "Workers do not keep up: raise num_workers (up to the free cores), "
+                               "prefetch_factor={prefetch_factor}, persistent_workers=True; make each sample "
+                               "cheaper (pre-decoded binary shards, fewer small files, GPU-side augmentation).",
+    "pin-memory": "Copy from pinned memory: DataLoader(..., pin_memory=True), or tensor.pin_memory() for "
+                  "buffers you reuse, then .to(device, non_blocking=True).",
+    "remove-step-sync": "Remove per-step host syncs⟨ (here {call}⟨ under {op}⟩⟨ from {call_site}⟩)⟩: no .item() / "
+                        ".cpu() / .tolist() / "
+                        "print of GPU tensors each step — accumulate on the GPU and read every N steps; use "
+                        "CUDA events instead of torch.cuda.synchronize().",
+    "cuda-graphs-or-compile": "Launch less: capture the step with CUDA Graphs (torch.cuda.graphs / "
+                              "torch.compile(mode='reduce-overhead')), fuse small ops (torch.compile), or give "
+                              "each launch more work (a larger batch).",
+    "graph-capture-compiled": "The model already runs under torch.compile, so fusing is done: capture it in CUDA "
+                              "Graphs (torch.compile(mode='reduce-overhead') or torch.cuda.graphs) so the host stops "
+                              "launching each of its small kernels, or make the kernels larger (a larger batch, "
+                              "max-autotune).",
+    "reduce-host-work": "Take the host off the critical path: less Python per step (move bookkeeping out "
+                        "of the loop), torch.compile, a larger batch per launch; find the slow host ops in "
+                        "the operator view (host self time).",
+    "move-python-off-path": "Most of the host's time on the step's path is Python outside every op ({untraced_pct}% "
+                            "of the step: metrics, logging, data handling in the loop): move it out of the step "
+                            "(every N steps, a step late, another thread) or onto the GPU; with_stack=True names "
+                            "the lines. Graphs and torch.compile do not remove it.",
+    "fused-optimizer": "Use the multi-tensor optimizer: torch.optim.{optimizer}(..., fused=True) "
+                       "(or foreach=True), and fold weight decay into the step.",
+    "enable-amp": "Run the model under mixed precision: with torch.autocast('cuda', dtype=torch.{dtype}): ... "
+                  "(fp16 needs torch.cuda.amp.GradScaler; on Ampere+ bf16 does not). "
+                  "One-line alternative on Ampere+: torch.backends.cuda.matmul.allow_tf32 = True; "
+                  "torch.backends.cudnn.allow_tf32 = True.",
+    "pad-shapes-for-tensor-cores": "The ops already take half inputs, yet no Tensor-Core kernel runs: pad "
+                                   "the GEMM/conv dimensions (hidden size, vocabulary, channels, batch) to "
+                                   "multiples of {multiple}.",
+    "pad-gemm-dims": "Pad the GEMM dimensions (hidden size, vocabulary, heads x head_dim, batch x seq) to "
+                     "multiples of {multiple}, e.g. round the vocabulary up and mask the padding.",
+    "compile-elementwise": "Fuse them: model = torch.compile(model) (or @torch.compile on the function the chain "
+                           "is in); Inductor turns each chain into one kernel that reads and writes the data once.",
+    "fix-graph-breaks": "These ops run eagerly outside the compiled regions: find the graph breaks "
+                        "(TORCH_LOGS=graph_breaks, torch._dynamo.explain) and remove them so the chains compile too.",
+    "channels-last": "Use NHWC: model = model.to(memory_format=torch.channels_last) and the same for the "
+                     "input batch, together with AMP.",
+    "fill-the-gpu": "Give these kernels more parallel work: a larger batch, fused ops (torch.compile), or a "
+                    "split-K / stream-K kernel variant, so that all⟨ {sm_count}⟩ SMs have blocks.",
+    "overlap-communication": "Overlap collectives with backward compute: DDP(bucket_cap_mb=...) tuned (default "
+                             "{bucket_cap_mb}), no find_unused_parameters unless needed, gradient accumulation "
+                             "with no_sync(); FSDP backward/forward prefetch.",
+    "use-nccl": "Run the CUDA tensors' collectives on NCCL: dist.init_process_group('cuda:nccl,cpu:{backend}') "
+                "(or 'nccl'); {backend} reduces them on the CPU, copying each to the host and back.",
+    "fix-slow-rank": "Shorten what rank {rank} does before the collectives it is late at ({cause_word}): compare it "
+                     "with an early rank (stepscope diff), then balance its work, data or placement (a hot host, "
+                     "a slower input pipeline).",
+    "balance-work": "Balance the work across ranks: even sharding of embedding tables / data, equal "
+                    "sequence lengths per rank (bucketing), pipeline stages of equal cost.",
+    "shrink-pipeline-bubble": "Shrink the pipeline bubble of the {stages} stages: more micro-batches per step (the "
+                              "GPipe / 1F1B bubble is (stages - 1) / (micro-batches + stages - 1) of the step), an "
+                              "interleaved 1F1B schedule (virtual stages: ScheduleInterleaved1F1B, Megatron "
+                              "--num-layers-per-virtual-pipeline-stage) or a zero-bubble schedule.",
+    "allocator-config": "Set PYTORCH_CUDA_ALLOC_CONF={PYTORCH_CUDA_ALLOC_CONF} (or max_split_size_mb:<MB>); "
+                        "do not call torch.cuda.empty_cache() in the loop; preallocate buffers you reuse.",
+    "reduce-memory": "Make room: activation checkpointing, ZeRO / FSDP sharding, a smaller micro-batch with "
+                     "gradient accumulation; parallelise TP (within a node) -> PP -> DP.",
+    "move-host-work": "Move {op} out of the step, onto the GPU, or into a background thread / the "
+                      "DataLoader workers.",
+    "cudnn-benchmark": "Set torch.backends.cudnn.benchmark = True (with static input shapes) so cuDNN "
+                       "times the algorithms once per shape and keeps the fastest.",
+    "static-shapes-for-benchmark": "Keep shapes static so the benchmark cache hits: fixed image sizes, "
+                                   "drop_last=True, sequence-length buckets; or turn cudnn.benchmark off for "
+                                   "truly dynamic shapes.",
+    "bucket-by-length": "Batch by length (bucketing / sorting by sequence length) or pad to a few fixed "
+                        "sizes, so the same shapes repeat.",
+    "upgrade-software": "Upgrade the stack: CUDA >= {min_cuda_runtime} with a matching driver, a current "
+                        "PyTorch and cuDNN.",
+    "zero-grad-set-to-none": "Call optimizer.zero_grad(set_to_none=True) (the default since PyTorch 2.0).",
+    "batch-small-copies": "Batch the {count_per_step} small copies per step into one tensor (torch.cat / a "
+                          "preallocated pinned buffer), or keep the values on the GPU.",
+    "unset-launch-blocking": "Unset {env} (a debugging switch): launches become asynchronous again.",
+}

@@ -74,7 +74,7 @@ def _shapes(trace: Trace, keys: list[I64]) -> list[AttentionShape | None]:
         try:
             dims, types = json.loads(pool[d]) if d >= 0 else [], json.loads(pool[t]) if t >= 0 else []
             concrete = json.loads(pool[c]) if c >= 0 else None
-        except ValueError:
+        except (ValueError, RecursionError):
             out.append(None)
             continue
         out.append(attention_shape(pool[nm], dims, types, concrete))

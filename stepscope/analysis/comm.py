@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis._memo import per_trace
+from stepscope.analysis.dims import MAX_NUMEL, numel, tensor_dims
 from stepscope.model.masks import any_of
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
@@ -123,23 +124,15 @@ def dtype_bytes(text: str) -> int:
         try:
             first = json.loads(t)
             t = str(first[0]) if first else ""
-        except (ValueError, IndexError, TypeError):
+        except (ValueError, IndexError, TypeError, RecursionError):
             return -1
     return DTYPE_BYTES.get(t.lower(), -1)
 
 
 def dims_nelems(text: str) -> int:
     """Elements in an ``Input Dims`` JSON text: the sum over tensors of the product of dims; -1 if none."""
-    try:
-        dims = json.loads(text)
-    except ValueError:
-        return -1
-    if not isinstance(dims, list):
-        return -1
-    total = 0
-    for d in dims:
-        if isinstance(d, list) and d and all(isinstance(x, int) for x in d):
-            total += int(np.prod(d))
+    dims = tensor_dims(text)
+    total = min(sum(max(numel(d), 0) for d in dims), MAX_NUMEL) if dims is not None else 0
     return total if total > 0 else -1
 
 

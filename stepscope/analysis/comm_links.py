@@ -190,7 +190,7 @@ def _members(trace: Trace, rank: int, rows: I64, op: I32) -> tuple[I64, I64, I64
 def _parse_ranks(text: str) -> list[int]:
     try:
         got = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return []
     ok = isinstance(got, list) and all(isinstance(x, int) for x in got)
     return [int(x) for x in got] if ok else []

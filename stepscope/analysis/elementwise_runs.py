@@ -30,7 +30,6 @@ compiler also fuses what this does not see (reductions, epilogues).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,6 +38,7 @@ from stepscope.analysis._memo import per_rank, per_trace
 from stepscope.analysis.categories import row_categories
 from stepscope.analysis.category_rules import Category
 from stepscope.analysis.common import I64, in_step_rows, kept_steps, launched_inside, rank_rows
+from stepscope.analysis.dims import numel, tensor_dims
 from stepscope.analysis.named import NamedRows, named_rows
 from stepscope.model.schema import HOST_KINDS, EventKind
 from stepscope.model.trace import Trace
@@ -68,13 +68,8 @@ class ElementwiseRuns:
 
 def largest_numel(text: str) -> int:
     """Elements of the largest tensor in an ``Input Dims`` JSON text; -1 when it names none."""
-    try:
-        dims = json.loads(text)
-    except ValueError:
-        return -1
-    sizes = [int(np.prod(d)) for d in dims if isinstance(d, list) and d and all(isinstance(x, int) for x in d)] \
-        if isinstance(dims, list) else []
-    return max(sizes) if sizes else -1
+    dims = tensor_dims(text)
+    return max((numel(d) for d in dims), default=-1) if dims is not None else -1
 
 
 @per_trace
@@ -102,6 +97,9 @@ def compute_elementwise_runs(trace: Trace, rank: int) -> ElementwiseRuns:
     """The runs of unfused elementwise kernels of a rank (see the module docstring)."""
     ev, pool = trace.events, trace.strings
     k = in_step_rows(trace, rank, (int(EventKind.KERNEL),))
+    steps = len(kept_steps(trace, rank))
+    if not (row_categories(trace)[k] == Category.ELEMENTWISE).any():
+        return ElementwiseRuns(steps, 0, 0, 0, named_rows(trace, k[:0]), ())
     k = k[np.lexsort((ev["ts_ns"][k], ev["track"][k]))]  # by stream, then time
     ew = (row_categories(trace)[k] == Category.ELEMENTWISE) & ~pool.mask(_is_compiled)[ev["name"][k]]
     ew &= ~launched_inside(trace, k, _optimizer_steps(trace, rank))
@@ -117,7 +115,6 @@ def compute_elementwise_runs(trace: Trace, rank: int) -> ElementwiseRuns:
     in_run = length[run] >= 2
     rows, rid = k[in_run], run[in_run]
     dur = ev["dur_ns"][rows]
-    steps = len(kept_steps(trace, rank))
     if len(rows) == 0:
         return ElementwiseRuns(steps, 0, 0, 0, named_rows(trace, rows), ())
     ids, local = np.unique(rid, return_inverse=True)

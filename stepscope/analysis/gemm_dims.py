@@ -46,7 +46,7 @@ def gemm_nk(op: str, dims_text: str) -> tuple[int, int] | None:
         if op == "aten::linear":
             return (int(b[0]), int(a[-1])) if len(b) == 2 else None
         return (int(b[-1]), int(a[-1]))
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         return None
 
 
@@ -54,7 +54,7 @@ def compact_json(text: str) -> str:
     """``Input Dims`` text as one short line (``[[1,141,512],[30522,512]]``); unchanged when not JSON."""
     try:
         return json.dumps(json.loads(text), separators=(",", ":"))
-    except ValueError:
+    except (ValueError, RecursionError):
         return text
 
 

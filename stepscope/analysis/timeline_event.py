@@ -77,7 +77,7 @@ def _json_text(trace: Trace, sid: int) -> Any:
     text = trace.strings[sid]
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return text
 
 

@@ -88,7 +88,8 @@ def wild_args(rng: random.Random, doc: Any) -> Any:
         args = e.get("args")
         if not isinstance(args, dict):
             args = e["args"] = {}
-        args[key] = copy.deepcopy(rng.choice([*WILD, [[1, 2], [3]], [[-1, 2 ** 63]], "[[1,2]]", [None]]))
+        args[key] = copy.deepcopy(rng.choice([*WILD, [[1, 2], [3]], [[-1, 2 ** 63]], [[2 ** 70, 4]], [[10 ** 10] * 3],
+                                              "[[1,2]]", [None]]))
     return doc
 
 

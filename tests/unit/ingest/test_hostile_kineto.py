@@ -236,3 +236,26 @@ def test_a_deflate_block_isal_rejects_is_salvaged_not_a_crash(tmp_path: Path,
     assert exc.value.code in (0, None, 2) and "Traceback" not in err
     if exc.value.code == 2:
         assert len(err.strip().splitlines()) == 1 and err.startswith("stepscope: error:")
+
+
+@pytest.mark.parametrize("dims", [[[2**70, 4]], [[10**10, 10**10, 10**10]], [[-1, 4]], [[True, 2]]])
+def test_input_dims_past_int64_are_no_crash(tmp_path: Path, dims: list[list[int]]) -> None:
+    """A collective whose ``Input Dims`` held 2^70 crashed the communication sizes (OverflowError
+    mapping the element count into int64); the analyses and the advisor now run to the end, the
+    sizes read as unknown or capped (analysis/dims.py)."""
+    from stepscope.advisor.engine import run_advisor
+    from stepscope.analysis.bundle import analyze
+    from stepscope.analysis.comm import classify
+
+    b = TraceBuilder()
+    b.step(1, ts=0, dur=1000)
+    for i, (op, kernel) in enumerate((("nccl:all_reduce", "ncclKernel_AllReduce_RING_LL_Sum_float"),
+                                      ("aten::mul", "vectorized_elementwise_kernel"),
+                                      ("aten::add", "vectorized_elementwise_kernel"))):
+        b.op(op, 10 + 50 * i, 20, **{"Input Dims": dims})
+        b.launch_kernel(kernel, 12 + 50 * i, 5, 300 + 60 * i, 50)
+    trace = stepscope.load(b.write(tmp_path / "t.json"), use_cache=False)
+    sizes = classify(trace).in_bytes
+    assert (sizes >= -1).all() and (sizes < 2**63).all()
+    advice = run_advisor(analyze(trace))
+    assert not [n for n in advice.not_run if n.reason.startswith("internal error")]

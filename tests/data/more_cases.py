@@ -19,6 +19,10 @@
 * ``elementwise_compiled``, ``bf16_compiled`` — the fix an engineer names for unfused elementwise
   kernels: ``elementwise``'s chain under ``torch.compile``, and ``bound_cases``' ``bf16`` MLP step
   (model, loss and optimizer) under ``torch.compile`` — the measured "after" of a fusion finding.
+* ``cheap``, ``cheap_compiled`` — 16 cheap elementwise kernels (``x * 0.999 + 0.001`` eight times)
+  over 256 MB, eager and compiled: a fused pass with little arithmetic per element.
+* ``conv_fp32_cl`` — ``conv_fp32`` in channels-last (model and batch), still FP32: the
+  ``channels-last`` finding's change alone.
 
     python tests/data/more_cases.py --case decode --out DIR
 """
@@ -60,7 +64,7 @@ def tf32_case(dev: str) -> Step:
     return step
 
 
-def conv_case(dev: str) -> Step:
+def conv_case(dev: str, channels_last: bool = False) -> Step:
     torch.backends.cudnn.benchmark = True
     layers: list[nn.Module] = [nn.Conv2d(3, 128, 3, padding=1), nn.ReLU()]
     for _ in range(6):
@@ -69,6 +73,9 @@ def conv_case(dev: str) -> Step:
     opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
     x = torch.randn(64, 3, 112, 112, device=dev)
     y = torch.randint(0, 10, (64,), device=dev)
+    if channels_last:  # the channels-last finding's change, without AMP: only the layout differs
+        model = model.to(memory_format=torch.channels_last)
+        x = x.contiguous(memory_format=torch.channels_last)
 
     def step() -> None:
         loss = nn.functional.cross_entropy(model(x), y)
@@ -91,6 +98,25 @@ def decode_case(dev: str) -> Step:
                     h = torch.tanh(nn.functional.linear(h, w))
             token.copy_(h)
 
+    return step
+
+
+def cheap_chain(x: torch.Tensor) -> torch.Tensor:
+    for _ in range(8):
+        x = x * 0.999 + 0.001
+    return x
+
+
+def cheap_case(dev: str, compiled: bool = False) -> Step:
+    """16 cheap elementwise kernels (multiply, add) over 256 MB: fused, one pass with little arithmetic."""
+    x0 = torch.randn(64 << 20, device=dev)
+    chain = torch.compile(cheap_chain) if compiled else cheap_chain
+
+    def step() -> None:
+        x0.copy_(chain(x0))
+
+    for _ in range(3 if compiled else 0):
+        step()
     return step
 
 
@@ -157,6 +183,9 @@ CASES: dict[str, Callable[[str], Step]] = {
     "host_numpy": host_numpy_case,
     "elementwise_compiled": elementwise_compiled_case,
     "bf16_compiled": bf16_compiled_case,
+    "conv_fp32_cl": lambda dev: conv_case(dev, channels_last=True),
+    "cheap": cheap_case,
+    "cheap_compiled": lambda dev: cheap_case(dev, compiled=True),
 }
 
 

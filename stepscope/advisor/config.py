@@ -43,7 +43,8 @@ class AdvisorConfig:
     # no-tensor-cores
     tc_eligible_min_pct: float = 30.0
     tc_max_used_pct: float = 10.0
-    amp_speedup: float = 2.0
+    amp_speedup: float = 0.0  # 0: the device's half-precision Tensor-Core peak over its FP32 / TF32 one (2 where
+    #                           the device is unknown, analysis.peaks.amp_speedup); > 0: this speed-up
     # gemm-dims-not-multiple-of-8
     gemm_align: int = 8
     gemm_align_ampere: int = 64
@@ -56,6 +57,8 @@ class AdvisorConfig:
     underfill_min_pct: float = 5.0
     underfill_min_kernel_us: float = 10.0
     underfill_recoverable: float = 0.5
+    # tf32-not-bf16: TF32 Tensor-Core kernel time, % of all kernel time
+    tf32_min_pct: float = 10.0
     # unfused-elementwise: what fusing the runs saves, % of the step (after the critical-path share)
     elementwise_fusion_min_pct: float = 2.0
     # comm-not-overlapped

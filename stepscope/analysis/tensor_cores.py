@@ -34,6 +34,7 @@ from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import ancestor_with, kept_steps, pct, step_kernels
 from stepscope.analysis.named import NamedRows, named_rows
+from stepscope.analysis.peaks import DevicePeak, match_device
 from stepscope.model.strings import StringPool
 from stepscope.model.trace import Trace
 from stepscope.model.uniq import unique
@@ -136,6 +137,8 @@ class TensorCoreResult:
     non_tc_kernels: NamedRows  # eligible kernels that did not
     non_tc_ops: NamedRows  # their eligible ops, each weighted by its kernels' time
     input_types: tuple[str, ...]  # the three most common ``Input type`` texts of those ops
+    tf32_kernels: NamedRows  # eligible Tensor-Core kernels on FP32 tensors: TF32 math
+    peak: DevicePeak | None  # the device's row of the peak table (None: unknown device)
 
     @property
     def eligible_pct(self) -> float:
@@ -162,12 +165,34 @@ def compute_tensor_cores(trace: Trace, rank: int) -> TensorCoreResult:
     tc = tc_kernel_mask(trace.strings)[ev["name"][k]]
     non_tc = eligible & ~tc
     ops = elig_op[non_tc]
+    tf32 = eligible & tc & _fp32_math(trace, k, elig_op)
     return TensorCoreResult(
         rank=rank, step_count=len(kept_steps(trace, rank)), device=dev.name if dev is not None else None,
         compute_major=dev.compute_major if dev is not None else None, kernel_ns=float(dur.sum()),
         eligible_ns=float(dur[eligible].sum()), tc_eligible_ns=float(dur[eligible & tc].sum()),
         non_tc_kernels=named_rows(trace, k[non_tc]), non_tc_ops=named_rows(trace, ops, ev["dur_ns"][k[non_tc]]),
-        input_types=_input_types(trace, ops))
+        input_types=_input_types(trace, ops), tf32_kernels=named_rows(trace, k[tf32]),
+        peak=match_device(dev.name, dev.total_memory_bytes) if dev is not None else None)
+
+
+def _fp32_math(trace: Trace, k: npt.NDArray[np.int64], op: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+    """Per kernel: its eligible op takes FP32 tensors only (its recorded ``Input type``) — on Tensor
+    Cores that is TF32 math; without recorded types, the kernel's name says ``tf32``."""
+    ev, pool = trace.events, trace.strings
+    types = np.where(op >= 0, ev["input_types"][np.maximum(op, 0)], -1)
+    by_types = pool.mask(_fp32_only)[types]
+    by_name = pool.mask(_names_tf32)[ev["name"][k]]
+    out: npt.NDArray[np.bool_] = np.where(types >= 0, by_types, by_name)
+    return out
+
+
+def _fp32_only(types: str) -> bool:
+    """An ``Input type`` text with FP32 tensors and no other floating type (``["float", "float", ""]``)."""
+    return '"float"' in types and not any(t in types for t in ("Half", "BFloat16", "Float8", "double"))
+
+
+def _names_tf32(name: str) -> bool:
+    return "tf32" in name.lower()
 
 
 def _input_types(trace: Trace, ops: npt.NDArray[np.int64]) -> tuple[str, ...]:

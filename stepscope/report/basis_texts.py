@@ -9,7 +9,8 @@ BASIS: dict[str, str] = {
     "exposed-input-time": "time per step spent only in the DataLoader (GPU idle, no other work) — what "
                           "background workers can hide; an upper bound, since workers share the host CPU",
     "amp-speedup": "eligible non-Tensor-Core kernel time per step ({eligible_non_tc_ms:.1f} ms) x "
-                   "(1 - 1/{amp_speedup}): a conservative speed-up on those kernels with mixed precision"
+                   "(1 - 1/{amp_speedup}): the device's half-precision Tensor-Core peak over its FP32 peak (2 "
+                   "where the device is unknown)"
                    "⟨, x the {on_path_pct}% of their time on the step's critical path (replayed with them at "
                    "no time)⟩",
     "pinned-bandwidth": "half of the pageable copies' GPU time (pinned copies reach about twice the bandwidth)",
@@ -23,6 +24,10 @@ BASIS: dict[str, str] = {
                              "{on_path_pct}% of their time on the step's critical path⟩",
     "idle-sm-share": "half of the SM time left idle by under-filled kernels per step⟨, x the {on_path_pct}% "
                      "of their time on the step's critical path (replayed with them at no time)⟩",
+    "bf16-over-tf32": "TF32 kernel time per step ({tf32_ms:.2f} ms) x (1 - 1/{bf16_over_tf32}), the device's bf16 "
+                      "over TF32 Tensor-Core peak⟨, x the {on_path_pct}% of their time on the step's critical "
+                      "path (replayed with them at no time)⟩: a lower bound (bf16 kernels also reach more of "
+                      "their peak, and bf16 activations halve the traffic of the ops around them)",
     "fused-one-pass": "the runs' kernel time beyond each run's longest kernel per step (fused, a run makes one "
                       "pass over its data)⟨, x the {on_path_pct}% of their time on the step's critical path "
                       "(replayed with them at no time)⟩",

@@ -91,6 +91,11 @@ RULES: dict[str, RuleText] = {
         "{underfilled_kernel_pct:.1f}% of kernel time runs with fewer blocks than the⟨ {sm_count}⟩ SMs"
         "⟨ (mean {mean_blocks} blocks)⟩: {idle_sm_ms:.2f} ms of SM time idle per step.",
         ("https://docs.nvidia.com/cuda/cuda-c-best-practices-guide/#occupancy",)),
+    "tf32-not-bf16": RuleText(
+        "GEMMs and convolutions run in TF32 on FP32 tensors",
+        "{tf32_kernel_pct:.0f}% of kernel time ({tf32_ms:.2f} ms a step) is Tensor-Core GEMM / convolution "
+        "on FP32 tensors (TF32); bf16 Tensor Cores have {bf16_over_tf32}x TF32's peak here.",
+        ("https://pytorch.org/docs/stable/amp.html",)),
     "unfused-elementwise": RuleText(
         "Chains of elementwise kernels run unfused",
         "{runs_per_step} run(s) a step of {kernels_per_run} elementwise kernels each, queued back to back on "

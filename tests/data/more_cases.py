@@ -22,7 +22,9 @@
 * ``cheap``, ``cheap_compiled`` — 16 cheap elementwise kernels (``x * 0.999 + 0.001`` eight times)
   over 256 MB, eager and compiled: a fused pass with little arithmetic per element.
 * ``conv_fp32_cl`` — ``conv_fp32`` in channels-last (model and batch), still FP32: the
-  ``channels-last`` finding's change alone.
+  ``channels-last`` finding's change alone; ``conv_bf16_cl`` the same under bf16 autocast.
+* ``bf16_8k`` — ``tf32``'s MLP step (batch 8192) under bf16 autocast: the change from TF32 to bf16
+  Tensor Cores alone.
 
     python tests/data/more_cases.py --case decode --out DIR
 """
@@ -64,7 +66,7 @@ def tf32_case(dev: str) -> Step:
     return step
 
 
-def conv_case(dev: str, channels_last: bool = False) -> Step:
+def conv_case(dev: str, channels_last: bool = False, amp: bool = False) -> Step:
     torch.backends.cudnn.benchmark = True
     layers: list[nn.Module] = [nn.Conv2d(3, 128, 3, padding=1), nn.ReLU()]
     for _ in range(6):
@@ -78,7 +80,8 @@ def conv_case(dev: str, channels_last: bool = False) -> Step:
         x = x.contiguous(memory_format=torch.channels_last)
 
     def step() -> None:
-        loss = nn.functional.cross_entropy(model(x), y)
+        with torch.autocast(dev, dtype=torch.bfloat16, enabled=amp):
+            loss = nn.functional.cross_entropy(model(x), y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -184,6 +187,8 @@ CASES: dict[str, Callable[[str], Step]] = {
     "elementwise_compiled": elementwise_compiled_case,
     "bf16_compiled": bf16_compiled_case,
     "conv_fp32_cl": lambda dev: conv_case(dev, channels_last=True),
+    "conv_bf16_cl": lambda dev: conv_case(dev, channels_last=True, amp=True),
+    "bf16_8k": lambda dev: train_case(dev, 8192, amp=True),
     "cheap": cheap_case,
     "cheap_compiled": lambda dev: cheap_case(dev, compiled=True),
 }

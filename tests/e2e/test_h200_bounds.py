@@ -76,3 +76,23 @@ def test_fusing_the_elementwise_chain_saves_what_was_predicted() -> None:
     gain_ns = sum(f.est_gain_ns for f in advice("r7/elementwise").findings if f.rule == "unfused-elementwise")
     saved_ns = mean_step_ns("r7/elementwise") - mean_step_ns("r7/elementwise_compiled")
     assert abs(gain_ns - saved_ns) / saved_ns <= 0.15, (gain_ns / 1e6, saved_ns / 1e6)
+
+
+@pytest.mark.parametrize(("rule", "before", "after", "within"), [
+    # FP32 on CUDA cores → bf16 autocast: the H200's peak ratio (14.8) predicts the step
+    ("no-tensor-cores", ["fp32"], ["r10/bf16_8k", "r11/bf16_8k"], 0.15),
+    # TF32 → bf16: the peak ratio (2) is a lower bound of the saving (bf16 GEMMs ran 2.6x faster)
+    ("tf32-not-bf16", ["r10/tf32", "r11/tf32"], ["r10/bf16_8k", "r11/bf16_8k"], 0.20),
+    ("tf32-not-bf16", ["r10/conv_fp32_cl"], ["r10/conv_bf16_cl"], 0.25),
+])
+def test_mixed_precision_gains_against_the_bf16_programs(rule: str, before: list[str], after: list[str],
+                                                         within: float) -> None:
+    """The same programs under ``torch.autocast(bfloat16)`` (``more_cases.py``: ``bf16_8k``,
+    ``conv_bf16_cl``): the predicted step (pooled before − the rule's gain) is never below the measured
+    one — the gain does not overclaim — and within ``within`` of it (docs/rules/tf32-not-bf16.md says
+    why TF32 → bf16 is a lower bound)."""
+    predicted = [mean_step_ns(b) - sum(f.est_gain_ns for f in advice(b).findings if f.rule == rule) for b in before]
+    measured = [mean_step_ns(a) for a in after]
+    p, m = sum(predicted) / len(predicted), sum(measured) / len(measured)
+    assert p >= m * 0.99, (p / 1e6, m / 1e6)
+    assert (p - m) / m <= within, (p / 1e6, m / 1e6)

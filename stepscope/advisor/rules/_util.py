@@ -9,9 +9,13 @@ from typing import Any
 
 from stepscope.advisor.context import RuleContext
 from stepscope.analysis.named import NamedRows
+from stepscope.analysis.peaks import DevicePeak, amp_speedup
 from stepscope.analysis.registry import REMEDIES
 
 GIB = float(1 << 30)
+
+#: mixed precision's speed-up where the device (or its peaks) is unknown: conservative
+UNKNOWN_DEVICE_AMP_SPEEDUP = 2.0
 
 
 def step_divisor(ctx: RuleContext) -> int:
@@ -45,6 +49,14 @@ def replayed_saving(ctx: RuleContext, remedy: str, evidence: dict[str, Any]) -> 
     evidence.update(whatif_remedy=remedy, whatif_basis=r.basis[i], whatif_measured_ms=ms(r.measured_mean_ns),
                     whatif_predicted_ms=ms(float(r.predicted_mean_ns[i])))
     return r.saved_ns(remedy)
+
+
+def amp_speedup_for(ctx: RuleContext, peak: DevicePeak | None, from_dtype: str) -> float:
+    """The speed-up mixed precision brings to ``from_dtype`` math: the config's ``amp_speedup`` when
+    set (> 0), else the device's peak ratio (:func:`stepscope.analysis.peaks.amp_speedup`), else 2."""
+    if ctx.cfg.amp_speedup > 0:
+        return ctx.cfg.amp_speedup
+    return amp_speedup(peak, from_dtype) or UNKNOWN_DEVICE_AMP_SPEEDUP
 
 
 def on_path_share(ctx: RuleContext, kernel_set: str, evidence: dict[str, Any]) -> float:

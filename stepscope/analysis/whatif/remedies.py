@@ -66,6 +66,7 @@ KERNEL_SETS: dict[str, Callable[[Trace, int], npt.NDArray[np.int64]]] = {
     "cudnn-benchmark": lambda trace, rank: compute_convolutions(trace, rank).fallback.rows,
     "channels-last": _channels_last_kernels,
     "fuse-elementwise": lambda trace, rank: compute_elementwise_runs(trace, rank).kernels.rows,
+    "tf32": lambda trace, rank: compute_tensor_cores(trace, rank).tf32_kernels.rows,
 }
 
 

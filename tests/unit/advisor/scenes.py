@@ -81,6 +81,15 @@ def tensor_cores(b: TraceBuilder, on: bool) -> None:
         gemm(b, t + 20, dur=8_000, name=kernel, op="aten::cudnn_convolution")
 
 
+def tf32(b: TraceBuilder, on: bool) -> None:
+    """An A100: an 8 ms GEMM on FP32 tensors on Tensor Cores (TF32); off: the same GEMM in bf16."""
+    b.meta["deviceProperties"] = [{**V100, "name": "NVIDIA A100-SXM4-80GB", "computeMajor": 8, "numSms": 108}]
+    kind, types = ("f32f32_tf32f32_f32", "float") if on else ("bf16bf16_bf16f32_f32", "c10::BFloat16")
+    name = f"sm80_xmma_gemm_{kind}_nn_n_tilesize128x128x32_stage3_warpsize2x2x1_tensor16x8x8_kernel"
+    for t in steps(b):
+        gemm(b, t + 10, dur=8_000, name=name, **{"Input type": [types, types]})
+
+
 def gemm_dims(b: TraceBuilder, on: bool) -> None:
     dims = [[64, 1001], [1001, 30]] if on else [[64, 1024], [1024, 32]]
     for t in steps(b):
@@ -237,6 +246,7 @@ SCENES: dict[str, Scene] = {
     "launch-bound": launch_bound,
     "small-kernel-optimizer": optimizer,
     "no-tensor-cores": tensor_cores,
+    "tf32-not-bf16": tf32,
     "gemm-dims-not-multiple-of-8": gemm_dims,
     "channels-last": channels_last,
     "under-filled-grid": under_filled,

@@ -23,7 +23,8 @@ def advise_scene(tmp_path: Path, rule: str, on: bool) -> Advice:
 #: gains computed by hand from the scenes (ms per 10 ms step)
 EXPECTED_GAIN_MS = {
     "dataloader-bound": 4.0,  # 4 ms of DataLoader with the GPU idle
-    "no-tensor-cores": 4.0,  # 8 ms FP32 conv kernel x (1 - 1/2)
+    "no-tensor-cores": 8.0 * (1 - 15.7 / 125.0),  # 8 ms FP32 conv kernel x (1 - V100's FP32 / FP16 Tensor-Core peak)
+    "tf32-not-bf16": 4.0,  # 8 ms TF32 GEMM x (1 - A100's TF32 / BF16 Tensor-Core peak: 156 / 312)
     "gemm-dims-not-multiple-of-8": 3.0,  # 6 ms misaligned half GEMM x 0.5
     "under-filled-grid": 3.5,  # 8 ms x (1 - 10/80) idle SMs x 0.5
     "comm-not-overlapped": 3.0,  # 3 ms all-reduce after the 5 ms of compute

@@ -75,6 +75,18 @@ def mlp(width: int, depth: int) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
+def autocast_step(dev: str, amp: bool, model: nn.Module, opt: torch.optim.Optimizer,
+                  loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], x: torch.Tensor,
+                  target: torch.Tensor) -> torch.Tensor:
+    """One training step (forward under bf16 autocast when ``amp``, backward, optimizer); the loss."""
+    with torch.autocast(dev, dtype=torch.bfloat16, enabled=amp):
+        loss = loss_fn(model(x), target)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    return loss
+
+
 def train_case(dev: str, batch: int, amp: bool, empty_cache: bool = False, item: bool = False) -> Callable[[], None]:
     torch.backends.cuda.matmul.allow_tf32 = False
     model = mlp(4096, 4).to(dev)
@@ -84,11 +96,7 @@ def train_case(dev: str, batch: int, amp: bool, empty_cache: bool = False, item:
     logged: list[float] = []
 
     def step() -> None:
-        with torch.autocast(dev, dtype=torch.bfloat16, enabled=amp):
-            loss = nn.functional.mse_loss(model(x), target)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+        loss = autocast_step(dev, amp, model, opt, nn.functional.mse_loss, x, target)
         if empty_cache:  # "to save memory": the allocator frees its blocks, the next step allocates again
             torch.cuda.empty_cache()
         if item:  # logging the loss every step: the host waits for the step's kernels

@@ -43,7 +43,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bound_cases import mlp, train_case
+from bound_cases import autocast_step, mlp, train_case
 
 Step = Callable[[], None]
 
@@ -80,11 +80,7 @@ def conv_case(dev: str, channels_last: bool = False, amp: bool = False) -> Step:
         x = x.contiguous(memory_format=torch.channels_last)
 
     def step() -> None:
-        with torch.autocast(dev, dtype=torch.bfloat16, enabled=amp):
-            loss = nn.functional.cross_entropy(model(x), y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+        autocast_step(dev, amp, model, opt, nn.functional.cross_entropy, x, y)
 
     return step
 

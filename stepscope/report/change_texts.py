@@ -42,9 +42,9 @@ CHANGES: dict[str, str] = {
                                    "multiples of {multiple}.",
     "pad-gemm-dims": "Pad the GEMM dimensions (hidden size, vocabulary, heads x head_dim, batch x seq) to "
                      "multiples of {multiple}, e.g. round the vocabulary up and mask the padding.",
-    "bf16-autocast": "Run the model under with torch.autocast('cuda', dtype=torch.bfloat16): (no GradScaler needed "
-                     "with bf16); these GEMMs and convolutions then run on bf16 Tensor Cores, ~{speedup}x TF32's "
-                     "throughput, and the activations between them move half the bytes.",
+    "bf16-autocast": "Run the forward pass and the loss inside with torch.autocast('cuda', dtype=torch.bfloat16) "
+                     "(bf16 needs no GradScaler): these GEMMs and convolutions then run on bf16 Tensor Cores, "
+                     "~{speedup}x TF32's throughput, and the activations between them move half the bytes.",
     "compile-elementwise": "Fuse them: model = torch.compile(model) (or @torch.compile on the function the chain "
                            "is in); Inductor turns each chain into one kernel that reads and writes the data once.",
     "fix-graph-breaks": "These ops run eagerly outside the compiled regions: find the graph breaks "

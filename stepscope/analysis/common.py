@@ -12,7 +12,7 @@ import numpy.typing as npt
 from stepscope.analysis import intervals
 from stepscope.analysis._memo import per_rank, shared
 from stepscope.analysis.breakdown import tb_step_windows
-from stepscope.model.schema import EventKind
+from stepscope.model.schema import HOST_KINDS, EventKind
 from stepscope.model.trace import Trace
 from stepscope.model.tree import nearest_marked_ancestor
 
@@ -112,6 +112,17 @@ def interval_set(trace: Trace, rows: I64) -> intervals.Intervals:
     """Normalised union of the given events' [ts, ts + dur) intervals."""
     ts = trace.events["ts_ns"][rows]
     return intervals.union(ts, ts + trace.events["dur_ns"][rows])
+
+
+def is_optimizer_step(name: str) -> bool:
+    """An ``Optimizer.step#<Class>.step`` annotation (PyTorch's, around every optimizer step)."""
+    return name.startswith("Optimizer.step#")
+
+
+def optimizer_steps(trace: Trace, rank: int) -> I64:
+    """The rank's ``Optimizer.step`` annotations (host rows)."""
+    host = rank_rows(trace, rank, tuple(int(k) for k in HOST_KINDS))
+    return host[trace.strings.mask(is_optimizer_step)[trace.events["name"][host]]]
 
 
 def launched_inside(trace: Trace, rows: I64, host_rows: I64) -> B:

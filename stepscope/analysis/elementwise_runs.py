@@ -37,10 +37,10 @@ import numpy as np
 from stepscope.analysis._memo import per_rank, per_trace
 from stepscope.analysis.categories import row_categories
 from stepscope.analysis.category_rules import Category
-from stepscope.analysis.common import I64, in_step_rows, kept_steps, launched_inside, rank_rows
+from stepscope.analysis.common import I64, in_step_rows, kept_steps, launched_inside, optimizer_steps
 from stepscope.analysis.dims import numel, tensor_dims
 from stepscope.analysis.named import NamedRows, named_rows
-from stepscope.model.schema import HOST_KINDS, EventKind
+from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
 
 #: a kernel starting at most this long after the previous one on its stream ended was queued behind it
@@ -79,15 +79,6 @@ def _numel_of_strings(trace: Trace) -> I64:
     return out
 
 
-def _optimizer_steps(trace: Trace, rank: int) -> I64:
-    host = rank_rows(trace, rank, tuple(int(x) for x in HOST_KINDS))
-    return host[trace.strings.mask(_is_optimizer_step)[trace.events["name"][host]]]
-
-
-def _is_optimizer_step(name: str) -> bool:
-    return name.startswith("Optimizer.step#")
-
-
 def _is_compiled(name: str) -> bool:
     return name.startswith("triton_")
 
@@ -102,7 +93,7 @@ def compute_elementwise_runs(trace: Trace, rank: int) -> ElementwiseRuns:
         return ElementwiseRuns(steps, 0, 0, 0, named_rows(trace, k[:0]), ())
     k = k[np.lexsort((ev["ts_ns"][k], ev["track"][k]))]  # by stream, then time
     ew = (row_categories(trace)[k] == Category.ELEMENTWISE) & ~pool.mask(_is_compiled)[ev["name"][k]]
-    ew &= ~launched_inside(trace, k, _optimizer_steps(trace, rank))
+    ew &= ~launched_inside(trace, k, optimizer_steps(trace, rank))
     op = ev["op"][k]
     numel = np.where(op >= 0, _numel_of_strings(trace)[ev["input_dims"][np.maximum(op, 0)]], -1)
     op_name = np.where(op >= 0, ev["name"][np.maximum(op, 0)], -1)

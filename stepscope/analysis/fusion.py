@@ -24,15 +24,14 @@ import numpy as np
 
 from stepscope.analysis._groups import largest_first
 from stepscope.analysis.base import NotApplicable
-from stepscope.analysis.common import I64, launched_inside, pct, rank_rows
+from stepscope.analysis.common import I64, is_optimizer_step, launched_inside, optimizer_steps, pct, rank_rows
 from stepscope.analysis.elementwise_runs import ElementwiseRuns, compute_elementwise_runs
 from stepscope.analysis.named import NamedRows, named_rows
-from stepscope.model.schema import HOST_KINDS, EventKind
+from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
 from stepscope.model.uniq import unique, unique_rows
 
 SHORT_NS = 10_000
-OPTIMIZER = re.compile(r"^Optimizer\.step#")
 FOREACH = re.compile(r"multi_tensor_apply|foreach|fused", re.IGNORECASE)
 ELEMENTWISE = re.compile(r"elementwise|pointwise|unrolled|vectorized|CatArray|reduce_kernel", re.IGNORECASE)
 
@@ -126,14 +125,10 @@ def _sequences(trace: Trace, k: I64, short_ns: int, length: int, min_count: int)
                            example_first_row=k[starts[first[keep]]])
 
 
-def _is_optimizer_step(name: str) -> bool:
-    return OPTIMIZER.match(name) is not None
-
-
 def optimizer_name(trace: Trace) -> str:
     """``SGD`` from the trace's first ``Optimizer.step#SGD.step`` name (string-pool order); "optimizer"
     when there is none."""
-    ids = np.flatnonzero(trace.strings.mask(_is_optimizer_step)[:-1])
+    ids = np.flatnonzero(trace.strings.mask(is_optimizer_step)[:-1])
     if len(ids) == 0:
         return "optimizer"
     return trace.strings[int(ids[0])].split("#", 1)[1].split(".", 1)[0]
@@ -141,8 +136,7 @@ def optimizer_name(trace: Trace) -> str:
 
 def _optimizer(trace: Trace, rank: int, k: I64, min_kernels: int) -> OptimizerKernels:
     ev, pool = trace.events, trace.strings
-    host = rank_rows(trace, rank, tuple(int(x) for x in HOST_KINDS))
-    opt = host[pool.mask(_is_optimizer_step)[ev["name"][host]]]
+    opt = optimizer_steps(trace, rank)
     rows = k[launched_inside(trace, k, opt)]
     foreach = pool.mask(lambda s: bool(FOREACH.search(s)))[ev["name"][rows]]
     elementwise = pool.mask(lambda s: bool(ELEMENTWISE.search(s)))[ev["name"][rows]] & ~foreach

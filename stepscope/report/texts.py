@@ -62,7 +62,7 @@ RULES: dict[str, RuleText] = {
     "launch-bound": RuleText(
         "The GPU waits for the host to launch work",
         "The GPU sits idle waiting for the host {host_wait_ms:.1f} ms per step ({host_wait_pct:.1f}%, median "
-        "over steps, DataLoader time excluded); {short_kernel_pct}% of kernels run shorter than their launch.",
+        "over steps, DataLoader time excluded)⟨; {short_kernel_pct}% of kernels run shorter than their launch⟩.",
         ("https://pytorch.org/docs/stable/notes/cuda.html#cuda-graphs",
          "https://pytorch.org/docs/stable/torch.compiler.html")),
     "small-kernel-optimizer": RuleText(
@@ -155,7 +155,7 @@ RULES: dict[str, RuleText] = {
         "e.g. {example_op} with {example_shapes}.", ()),
     "outdated-software": RuleText(
         "Old software stack",
-        "The trace shows {issues_text}{versions_text}.",
+        "The trace shows {issues_text}⟨{versions_text}⟩.",
         ("https://pytorch.org/get-started/locally/",)),
     "zero-grad-not-none": RuleText(
         "Gradients are zeroed with kernels every step",

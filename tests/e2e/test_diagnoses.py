@@ -244,3 +244,13 @@ def test_ascend_text_and_db_agree_as_closely_as_the_profilers_own_summaries(shar
         text_ms, db_ms = _profiler_step_ms("text", a.rank), _profiler_step_ms("db", a.rank)
         theirs = abs(text_ms - db_ms) / text_ms
         assert ours <= theirs + 0.005, (ours, theirs)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: str(c["path"]))
+def test_no_finding_reads_a_placeholder(case: dict[str, object], shared_traces: Path) -> None:
+    """Every finding's text on every shared trace is prose: no ``?`` where a value was missing (the
+    2021-schema traces' outdated-software read "... or older)?."; the Ascend text export's launch-bound
+    "?% of kernels run shorter than their launch": it has no launch links)."""
+    for f in advice_of(str(case["path"])).findings:
+        text = " ".join((texts.title_text(f), texts.found_text(f), texts.change_text(f), texts.basis_text(f)))
+        assert "?" not in text, (f.rule, text)

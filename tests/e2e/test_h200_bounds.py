@@ -49,6 +49,9 @@ def test_bound_and_first_finding(case: dict[str, Any]) -> None:
     assert not set(case["must_not"]) & set(rules), rules
     for rule, key in case.get("changes", {}).items():
         assert [f.change.key for f in adv.findings if f.rule == rule] == [key], rule
+    for f in adv.findings:  # prose: no "?" where a value was missing
+        text = " ".join((texts.title_text(f), texts.found_text(f), texts.change_text(f), texts.basis_text(f)))
+        assert "?" not in text, (f.rule, text)
 
 
 @pytest.mark.parametrize("pair", EXPECTED["pairs"], ids=lambda p: f"{p['before']}->{p['after']}")

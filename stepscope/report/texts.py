@@ -93,8 +93,8 @@ RULES: dict[str, RuleText] = {
         ("https://docs.nvidia.com/cuda/cuda-c-best-practices-guide/#occupancy",)),
     "tf32-not-bf16": RuleText(
         "GEMMs and convolutions run in TF32 on FP32 tensors",
-        "{tf32_kernel_pct:.0f}% of kernel time ({tf32_ms:.2f} ms a step) is Tensor-Core GEMM / convolution "
-        "on FP32 tensors (TF32); bf16 Tensor Cores have {bf16_over_tf32}x TF32's peak here.",
+        "Tensor-Core GEMMs / convolutions on FP32 tensors (TF32) take {tf32_ms:.2f} ms a step; bf16 Tensor "
+        "Cores have {bf16_over_tf32}x TF32's peak here.",
         ("https://pytorch.org/docs/stable/amp.html",)),
     "unfused-elementwise": RuleText(
         "Chains of elementwise kernels run unfused",

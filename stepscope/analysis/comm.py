@@ -32,6 +32,7 @@ from enum import IntEnum
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.analysis import intervals
 from stepscope.analysis._memo import per_trace
 from stepscope.analysis.dims import MAX_NUMEL, numel, tensor_dims
 from stepscope.model.masks import any_of
@@ -262,9 +263,24 @@ def inside_host_collective(trace: Trace, rows: I64) -> npt.NDArray[np.bool_]:
     communication library makes (gloo's stream synchronisations and copies around its CPU all-reduce),
     not one of the user's step."""
     ev = trace.events
-    anc = _ancestors(ev["parent"], ev["parent"][rows])
-    inside: npt.NDArray[np.bool_] = _first(anc, host_collective_mask(trace)) >= 0
+    coll = host_collective_mask(trace)
+    inside: npt.NDArray[np.bool_] = np.zeros(len(rows), bool)
+    lo, hi = _collective_spans(trace)
+    if len(lo) == 0:
+        return inside  # no collective on any host thread: nothing to walk up
+    ts = ev["ts_ns"][rows]
+    pos = np.searchsorted(lo, ts, side="right") - 1
+    maybe = np.flatnonzero((pos >= 0) & (ts <= hi[np.maximum(pos, 0)]))  # starts while one runs somewhere
+    inside[maybe] = _first(_ancestors(ev["parent"], ev["parent"][rows[maybe]]), coll) >= 0
     return inside
+
+
+@per_trace
+def _collective_spans(trace: Trace) -> tuple[I64, I64]:
+    """The union of the host-side collectives' spans over every thread (sorted, disjoint)."""
+    rows = np.flatnonzero(host_collective_mask(trace))
+    lo, hi = intervals.union(trace.events["ts_ns"][rows], trace.events["ts_ns"][rows] + trace.events["dur_ns"][rows])
+    return lo, hi
 
 
 def comm_rows(trace: Trace, rank: int) -> I64:

@@ -313,7 +313,7 @@ def _split_host(trace: Trace, driver: I64, free: Iv, start: I64, end: I64) -> tu
     is_step = pool.mask(lambda s: bool(STEP_NAME.match(s)))[name]
     # a Python frame (with_stack=True) is not an op: its time outside every op is the loop's Python,
     # except inside a module's forward (``nn.Module: X``), which is the model's own host work
-    is_python = (ev["kind"][driver] == EventKind.PYTHON_FUNCTION) & ~pool.mask(lambda s: s.startswith(MODULE))[name]
+    is_python = (ev["kind"][driver] == EventKind.PYTHON_FUNCTION) & ~pool.mask(_is_module)[name]
     launch = interval_set(trace, driver[is_launch])
     ops = interval_set(trace, driver[~is_step & ~is_launch & ~is_python])
     got_launch = intervals.intersect(free, launch)
@@ -322,6 +322,10 @@ def _split_host(trace: Trace, driver: I64, free: Iv, start: I64, end: I64) -> tu
     untraced = intervals.subtract(rest, got_ops)
     cols = [intervals.covered_in_windows(iv, start, end) for iv in (got_launch, got_ops, untraced)]
     return np.stack(cols, axis=1).reshape(len(start), len(HOST_PARTS)), _longest(untraced, start, end)
+
+
+def _is_module(name: str) -> bool:
+    return name.startswith(MODULE)
 
 
 def _longest(iv: Iv, start: I64, end: I64) -> I64:

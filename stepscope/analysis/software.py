@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from stepscope.analysis.common import rank_rows
 from stepscope.analysis.platform import uses_compile, uses_pytorch
 from stepscope.model.trace import Trace
 
@@ -68,8 +69,7 @@ def _backend(trace: Trace, rank: int) -> str | None:
     backend_named = trace.strings.mask(_names_backend)  # without distributedInfo: the collectives' names
     if not backend_named.any():
         return None
-    ev = trace.events
-    names = ev["name"][ev["rank"] == rank]
+    names = trace.events["name"][rank_rows(trace, rank)]
     named = names[backend_named[names]]
     return trace.strings[int(named[0])].split(":", 1)[0].lower() if len(named) else None
 

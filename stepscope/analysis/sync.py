@@ -65,13 +65,16 @@ def blocking_calls(trace: Trace, rows: I64) -> npt.NDArray[np.bool_]:
     return out
 
 
+def _is_alloc_call(name: str) -> bool:
+    return ALLOC_CALL.match(name) is not None
+
+
 def host_reads(trace: Trace, rows: I64) -> npt.NDArray[np.bool_]:
     """Which of these host calls wait for the device before the host goes on: the sync calls of
     :data:`SYNC_PATTERN` and the calls that launched a copy from the device into pageable memory."""
     names = trace.events["name"][rows]
     # a free waits for the device too, but it is the allocator's churn (allocator-fragmentation's), not a read
-    out: npt.NDArray[np.bool_] = (trace.strings.mask(is_sync_call)[names]
-                                  & ~trace.strings.mask(lambda s: ALLOC_CALL.match(s) is not None)[names])
+    out: npt.NDArray[np.bool_] = trace.strings.mask(is_sync_call)[names] & ~trace.strings.mask(_is_alloc_call)[names]
     launches = _pageable_reads_launches(trace)
     if len(launches):
         out |= np.isin(rows, launches)

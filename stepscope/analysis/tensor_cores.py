@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.analysis._groups import largest_first
 from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import ancestor_with, kept_steps, pct, step_kernels
@@ -204,5 +205,4 @@ def _input_types(trace: Trace, ops: npt.NDArray[np.int64]) -> tuple[str, ...]:
         return ()
     uniq, cnt = np.unique(ids, return_counts=True)
     texts = [trace.strings[int(u)] for u in uniq.tolist()]  # a few distinct texts
-    order = sorted(range(len(texts)), key=lambda i: (-int(cnt[i]), texts[i]))  # ties by text, not file order
-    return tuple(texts[i] for i in order[:3])
+    return tuple(texts[int(i)] for i in largest_first(cnt, texts)[:3])

@@ -18,13 +18,12 @@ from stepscope.analysis.arrivals import Arrivals, compute_arrivals
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.caching_allocator import ALLOC_CALL
 from stepscope.analysis.comm import inside_host_collective
-from stepscope.analysis.common import I64, interval_set, launched_inside
+from stepscope.analysis.common import I64, interval_set, launched_inside, rank_rows
 from stepscope.analysis.host_ops import cpu_only_top_ops
 from stepscope.analysis.whatif.batch import LargerBatch
 from stepscope.analysis.whatif.fix_rank import fix_rank_basis, fixed_durations
 from stepscope.analysis.whatif.graph import SEG_COMM, SEG_HOST, SEG_INPUT, SEG_LAUNCH, StepGraph
 from stepscope.analysis.whatif.replay import Durations
-from stepscope.model.masks import any_of
 from stepscope.model.schema import HOST_KINDS, EventKind
 from stepscope.model.trace import Trace
 
@@ -192,8 +191,7 @@ def _cpu_only_ops(trace: Trace, rank: int) -> I64:
 
 
 def _share_inside_ops(trace: Trace, g: StepGraph, select: Select) -> npt.NDArray[np.float64]:
-    ev = trace.events
-    rows = np.flatnonzero((ev["rank"] == g.rank) & any_of(ev["kind"], [int(k) for k in HOST_KINDS]))
+    rows = rank_rows(trace, g.rank, tuple(int(k) for k in HOST_KINDS))
     return _share_inside_rows(trace, g, rows[select.mask(trace, rows)])
 
 
@@ -254,8 +252,7 @@ class FusedOptimizer:
 
     def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
         d = HostOverhead(self.factor, Select(OPTIMIZER_STEP)).change(trace, g, d)
-        ev = trace.events
-        host = np.flatnonzero((ev["rank"] == g.rank) & any_of(ev["kind"], [int(k) for k in HOST_KINDS]))
+        host = rank_rows(trace, g.rank, tuple(int(k) for k in HOST_KINDS))
         hit = launched_inside(trace, g.device.row, host[Select(OPTIMIZER_STEP).mask(trace, host)])
         dev = d.device_ns.copy()
         dev[hit] = np.round(dev[hit] * self.factor).astype(np.int64)

@@ -217,7 +217,9 @@ def _device_work(trace: Trace, gpu: I64, t: I64) -> tuple[DeviceWork, I64]:
     # from pageable memory is launched by a call that blocks until after the copy: its start, right
     # at the previous end, says it waited for the stream, not for its launch)
     behind = (call_ts < prev_end) & (s - prev_end <= QUEUED_GAP_NS)
-    queued = has & (prev_end > _NONE) & ((call_end < prev_end) | behind)
+    # launched before the trace began (the device ran behind the host): queued as far as anyone knows,
+    # so its measured gap is kept
+    queued = (prev_end > _NONE) & (~has | (call_end < prev_end) | behind)
     latency = np.where(has, s - call_ts, 0)
     gap = np.where(prev_end > _NONE, s - prev_end, 0)
     gap = np.where(queued, np.maximum(gap, 0), np.minimum(gap, 0))

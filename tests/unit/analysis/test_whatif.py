@@ -269,3 +269,21 @@ def test_keep_allocations_drops_the_frees_wait_and_the_mallocs_time(tmp_path: Pa
     b.launch_kernel("k2", launch_ts=90, launch_dur=2, ts=95, dur=5)
     trace = b.load(tmp_path)
     assert _steps_us(trace, tf.KeepAllocations()) == [80]
+
+
+def test_work_launched_before_the_trace_keeps_its_gaps(tmp_path: Path) -> None:
+    """The device ran behind the host: k0 [0,20] and k1 [25,45] were launched before the trace began
+    (no launch call: a GPU-bound step whose host ran ahead during the profiler's warm-up); k2,
+    launched at [30,32], queued behind k1 and started 5 after it, at 50. The identity replay gives
+    back 0, 25, 50 and the measured step, 55 (from the end of the earlier work at 45, as the step
+    breakdown draws it). k1's 5 µs gap was dropped (0, 20, 45); on an H200 trace whose first step's
+    work was all launched before the window, the drift moved that step's start 9.7 ms."""
+    b = TraceBuilder()
+    b.step(1, ts=0, dur=100)
+    b.gpu("k0", 0, 20)
+    b.gpu("k1", 25, 20)
+    b.launch_kernel("k2", launch_ts=30, launch_dur=2, ts=50, dur=10)
+    g = step_graph(b.load(tmp_path), 0)
+    rp = replay(g, Durations.measured(g))
+    assert (rp.device_start_ns // US).tolist() == [0, 25, 50]
+    assert (rp.step_ns // US).tolist() == [55]

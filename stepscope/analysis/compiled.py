@@ -26,6 +26,7 @@ import numpy as np
 
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import I64, pct, rank_rows, step_windows
+from stepscope.analysis.compilation import Compilation, compute_compilation
 from stepscope.analysis.named import NamedRows, named_rows
 from stepscope.model.schema import GPU_KINDS, HOST_KINDS, EventKind
 from stepscope.model.trace import Trace
@@ -118,6 +119,7 @@ class CompiledResult:
     graphs: CompiledGraphs
     device_ns: int  # all device time of the rank
     window_ns: int  # all step windows (the whole trace's span without steps)
+    compilation: Compilation  # the host's time compiling inside the steps (:mod:`.compilation`)
 
     @property
     def triton_pct(self) -> float:
@@ -146,7 +148,7 @@ def compute_compiled(trace: Trace, rank: int) -> CompiledResult:
     return CompiledResult(rank=rank, triton=triton, triton_kinds=tuple(k for k, _ in decoded),
                           triton_ops=tuple(o for _, o in decoded), triton_launch_op=int(same.sum()),
                           graphs=_graphs(trace, gpu, ranges, window), device_ns=int(ev["dur_ns"][gpu].sum()),
-                          window_ns=window)
+                          window_ns=window, compilation=compute_compilation(trace, rank))
 
 
 def _graphs(trace: Trace, gpu: I64, ranges: I64, window_ns: int) -> CompiledGraphs:

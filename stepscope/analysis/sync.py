@@ -39,6 +39,7 @@ from stepscope.analysis.caching_allocator import ALLOC_CALL
 from stepscope.analysis.callsite import call_sites
 from stepscope.analysis.comm import inside_host_collective
 from stepscope.analysis.common import I32, I64, Windows, rank_rows, step_windows, window_of
+from stepscope.analysis.compilation import inside_compilation
 from stepscope.model.schema import EventKind, MemcpyKind
 from stepscope.model.trace import Trace
 
@@ -135,17 +136,24 @@ class SyncResult:
         return float(np.mean(arr)) if len(arr) else 0.0
 
 
+def not_the_steps(trace: Trace, rows: I64) -> npt.NDArray[np.bool_]:
+    """Per host row: a call a host-side collective or a compilation makes (gloo's stream syncs,
+    autotuning's device syncs): the library's or the compiler's, not the user's step's."""
+    out: npt.NDArray[np.bool_] = inside_host_collective(trace, rows) | inside_compilation(trace, rows)
+    return out
+
+
 def compute_sync(trace: Trace, rank: int) -> SyncResult:
     """Blocking sync calls and D2H copies of a rank inside its steps, with who caused them."""
     ev = trace.events
     wins = step_windows(trace, rank)
     rt = rank_rows(trace, rank, (int(EventKind.RUNTIME), int(EventKind.DRIVER)))
-    sync = rt[host_reads(trace, rt) & ~inside_host_collective(trace, rt)]
+    sync = rt[host_reads(trace, rt) & ~not_the_steps(trace, rt)]
     sync, sync_win = _inside(trace, sync, _host_spans(trace, rank, wins))
     cp = rank_rows(trace, rank, (int(EventKind.MEMCPY),))
     d2h = cp[ev["copy_kind"][cp] == MemcpyKind.D2H]
     launch = ev["launch"][d2h].astype(np.int64)
-    d2h = d2h[(launch < 0) | ~inside_host_collective(trace, np.maximum(launch, 0))]
+    d2h = d2h[(launch < 0) | ~not_the_steps(trace, np.maximum(launch, 0))]
     d2h, d2h_win = _inside(trace, d2h, wins)
     nw = len(wins)
 

@@ -125,13 +125,15 @@ class Tools:
                                                   "tensors with a dimension of FROM grows TO/FROM x (an upper "
                                                   "bound; needs recorded shapes)")] = None,
                fused_optimizer: Annotated[bool, Field(description="A fused / foreach optimizer: the optimizer "
-                                                      "step's host work and kernels take 1/3")] = False) -> str:
+                                                      "step's host work and kernels take 1/3")] = False,
+               no_compile: Annotated[bool, Field(description="No torch.compile compilation inside the steps "
+                                                 "(no recompiles)")] = False) -> str:
         """Predict each step with the named changes applied together (`stepscope whatif --json`): the
         replayed step graph gives measured vs predicted ms per step, the mean and median, the saving,
         and what bounds the step before and after."""
         return self._answer(lambda: queries.whatif(self.cache.get(path), rank, workers, host_overhead, host_in,
                                                    drop_syncs, pin_copies, scale, overlap_comm, fix_rank, batch,
-                                                   fused_optimizer))
+                                                   fused_optimizer, no_compile))
 
 
 def _version() -> str:

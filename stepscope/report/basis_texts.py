@@ -43,6 +43,7 @@ BASIS: dict[str, str] = {
                         "lose to uneven arrivals (last - mean arrival, per step)",
     "critical-bubble": "the busiest pipeline stage's idle time per step (step - its compute - its other device "
                        "work): on the critical path, since the step cannot be shorter than that stage's work",
+    "compile-time": "host time per step inside torch.compile's compilation ranges",
     "allocator-call-time": "host time in cudaMalloc/cudaFree per step",
     "headroom-only": "no time estimate: the finding is about memory headroom",
     "gpu-idle-in-host-ops": "GPU idle time inside the ops per step",

@@ -78,6 +78,11 @@ CHANGES: dict[str, str] = {
     "static-shapes-for-benchmark": "Keep shapes static so the benchmark cache hits: fixed image sizes, "
                                    "drop_last=True, sequence-length buckets; or turn cudnn.benchmark off for "
                                    "truly dynamic shapes.",
+    "avoid-recompiles": "Stop recompiling: TORCH_LOGS=recompiles names the guard that fails; for a size that "
+                        "varies, torch._dynamo.mark_dynamic(x, dim) (or torch.compile(dynamic=True)), else pad to "
+                        "a few fixed sizes; keep the Python values the graph reads (ints, flags) constant.",
+    "profile-after-warmup": "The profile caught the first compile: run warm-up steps before recording "
+                            "(torch.profiler.schedule(wait=1, warmup=2, active=N)) so it shows the compiled step.",
     "bucket-by-length": "Batch by length (bucketing / sorting by sequence length) or pad to a few fixed "
                         "sizes, so the same shapes repeat.",
     "upgrade-software": "Upgrade the stack: CUDA >= {min_cuda_runtime} with a matching driver, a current "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from stepscope.analysis.common import pct
 from stepscope.analysis.phases import PHASES as PHASE_NAMES
 from stepscope.analysis.registry import COMPILED, GRAPHS, PHASES
 
@@ -49,6 +50,9 @@ def compiled_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
         "triton_kernels": len(r.triton), "triton_ms": r.triton.total_ns / MS, "triton_pct": r.triton_pct,
         "triton_with_launch_op": r.triton_launch_op, "device_ms": r.device_ns / MS,
         "in_graphs_pct": r.in_graphs_pct,
+        "compile_ms": r.compilation.total_ns / max(len(r.compilation.step_ns), 1) / MS,
+        "compile_pct": pct(r.compilation.total_ns, int(r.compilation.step_ns.sum())),
+        "steps_compiling": r.compilation.steps_with_compile, "max_recompile": r.compilation.max_recompile,
         "graphs": [{"name": g.name[i], "calls": int(g.calls[i]), "kernels": int(g.kernels[i]),
                     "triton_kernels": int(g.triton_kernels[i]), "ms": int(g.device_ns[i]) / MS,
                     "step_share_pct": g.step_share_pct[i]} for i in range(min(TOP, len(g.name)))],

@@ -149,6 +149,12 @@ RULES: dict[str, RuleText] = {
         "{searching_calls} convolution calls launch up to {max_kernels_per_call} kernels each (an algorithm "
         "search) in steps {steps_with_search}: {search_ms:.2f} ms per step.",
         ("https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#enable-cudnn-auto-tuner",)),
+    "compile-in-step": RuleText(
+        "torch.compile compiles inside the steps",
+        "{compile_pct:.0f}% of the step ({compile_ms:.1f} ms) is compiling, in {steps_compiling} of the {steps} "
+        "profiled steps⟨ (a graph recompiled {recompile} times runs in them)⟩.",
+        ("https://pytorch.org/docs/stable/torch.compiler_troubleshooting.html",
+         "https://pytorch.org/docs/stable/torch.compiler_dynamic_shapes.html")),
     "variable-input-shapes": RuleText(
         "Input shapes change from step to step",
         "{varying_calls_pct:.0f}% of the ops that run every step see shapes that differ between steps, "

@@ -42,6 +42,7 @@ REMEDIES: dict[str, tf.Transform] = {
     "graph-capture": tf.HostOverhead(0.0),
     "fused-optimizer": tf.FusedOptimizer(),
     "keep-allocations": tf.KeepAllocations(),
+    "no-compile": tf.NoCompile(),
 }
 #: name → the ``stepscope whatif`` options (and web UI fields) that replay the same change
 #: (:func:`stepscope.analysis.whatif.options.transforms_of`; ``drop_syncs`` "." matches every call)
@@ -52,6 +53,7 @@ REMEDY_OPTIONS: dict[str, dict[str, int | float | str | bool | list[str]]] = {
     "graph-capture": {"host_overhead": 0.0},
     "fused-optimizer": {"fused_optimizer": True},
     "keep-allocations": {"host_in": [f"{tf.ALLOCATOR_CALLS}=0"], "drop_syncs": tf.ALLOCATOR_CALLS},
+    "no-compile": {"no_compile": True},
 }
 
 def _channels_last_kernels(trace: Trace, rank: int) -> npt.NDArray[np.int64]:

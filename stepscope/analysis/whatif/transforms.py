@@ -17,9 +17,10 @@ from stepscope.analysis.activity import Activity, activity_of
 from stepscope.analysis.arrivals import Arrivals, compute_arrivals
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.caching_allocator import ALLOC_CALL
-from stepscope.analysis.comm import inside_host_collective
 from stepscope.analysis.common import I64, interval_set, launched_inside, rank_rows
+from stepscope.analysis.compilation import compile_rows, inside_compilation
 from stepscope.analysis.host_ops import cpu_only_top_ops
+from stepscope.analysis.sync import not_the_steps
 from stepscope.analysis.whatif.batch import LargerBatch
 from stepscope.analysis.whatif.fix_rank import fix_rank_basis, fixed_durations
 from stepscope.analysis.whatif.graph import SEG_COMM, SEG_HOST, SEG_INPUT, SEG_LAUNCH, StepGraph
@@ -94,7 +95,8 @@ def _step_of_points(g: StepGraph, t: I64) -> npt.NDArray[np.float64]:
 class DropSyncs:
     """Blocking calls (sync calls, synchronous copies) whose name or launching op matches no longer
     block: the host goes on after the call's own cost (``.item()`` removed or made asynchronous).
-    A collective's own calls (gloo's stream syncs) are the library's: they keep blocking."""
+    A collective's own calls (gloo's stream syncs) and the compiler's (autotuning) are not the
+    step's: they keep blocking."""
 
     select: Select = Select()
     name: str = field(default="drop-syncs", init=False)
@@ -104,7 +106,7 @@ class DropSyncs:
         return f"blocking calls{what} cost only their own call: the host no longer waits for the device"
 
     def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
-        hit = self.select.mask(trace, g.syncs.row) & ~inside_host_collective(trace, g.syncs.row)
+        hit = self.select.mask(trace, g.syncs.row) & ~not_the_steps(trace, g.syncs.row)
         return replace(d, sync_dropped=d.sync_dropped | hit)
 
 
@@ -157,8 +159,8 @@ class HostOverhead:
     graphs, ``torch.compile``: the host replays a captured graph instead of launching op by op), or
     only inside host ops that match (a fused optimizer: ``Optimizer.step``). DataLoader and blocking
     calls are kept, and so, everywhere, is the time of the step's top-level ops that launch no device
-    work (an SVD of a CPU tensor, numpy-backed metrics under an op): a graph captures device work
-    only (:func:`~stepscope.analysis.host_ops.cpu_only_top_ops`)."""
+    work (an SVD of a CPU tensor, numpy-backed metrics under an op) and of ``torch.compile`` compiling:
+    a graph captures device work only (:func:`~stepscope.analysis.host_ops.cpu_only_top_ops`)."""
 
     factor: float = 0.0
     select: Select = Select()
@@ -166,7 +168,7 @@ class HostOverhead:
 
     def basis(self) -> str:
         where = f" inside ops matching {self.select.pattern!r}" if self.select.pattern else ""
-        kept = "" if where else ", and so are top-level ops that launch no device work"
+        kept = "" if where else ", and so are top-level ops that launch no device work and compiling"
         return (f"launch calls and host work between them{where} take {self.factor:g} × their time; "
                 f"the DataLoader and blocking calls are kept{kept}")
 
@@ -176,11 +178,43 @@ class HostOverhead:
         if self.select.pattern is not None or self.select.rows:
             share *= _share_inside_ops(trace, g, self.select)
         elif g.device.row.size:
-            share *= 1.0 - _share_inside_rows(trace, g, _cpu_only_ops(trace, g.rank))
+            kept = np.union1d(_cpu_only_ops(trace, g.rank), _rank_compile_rows(trace, g.rank))
+            share *= 1.0 - _share_inside_rows(trace, g, kept)
         seg = d.host_seg_ns.copy()
         hit = share > 0
         seg[hit] = np.round(seg[hit] * (1.0 - share[hit] * (1.0 - self.factor))).astype(np.int64)
         return replace(d, host_seg_ns=seg)
+
+
+def _rank_compile_rows(trace: Trace, rank: int) -> I64:
+    return np.intersect1d(compile_rows(trace), rank_rows(trace, rank, tuple(int(k) for k in HOST_KINDS)),
+                          assume_unique=True)
+
+
+@dataclass(frozen=True)
+class NoCompile:
+    """``torch.compile`` compiling before the steps, not in them (no recompiles: the batch size marked
+    dynamic, or fixed sizes): the host's time inside compilation ranges takes no time, and what the
+    compiler launched and waited for (autotuning's benchmark runs and their syncs) goes with it."""
+
+    name: str = field(default="no-compile", init=False)
+
+    def basis(self) -> str:
+        return ("the host's time inside torch.compile's compilation ranges takes no time; the kernels and "
+                "syncs of its autotuning go with it")
+
+    def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
+        rows = _rank_compile_rows(trace, g.rank)
+        if len(rows) == 0:
+            return d
+        k = g.host.seg_kind
+        share = ((k == SEG_LAUNCH) | (k == SEG_HOST)) * _share_inside_rows(trace, g, rows)
+        seg = d.host_seg_ns.copy()
+        seg = np.round(seg * (1.0 - share)).astype(np.int64)
+        dev = d.device_ns.copy()
+        dev[launched_inside(trace, g.device.row, rows)] = 0
+        dropped = d.sync_dropped | inside_compilation(trace, g.syncs.row)
+        return replace(d, host_seg_ns=seg, device_ns=dev, sync_dropped=dropped)
 
 
 def _cpu_only_ops(trace: Trace, rank: int) -> I64:
@@ -307,5 +341,6 @@ class FixSlowRank:
             return d
         return fixed_durations(g, d, a, activity_of(trace)[g.device.row] == Activity.COMMUNICATION)
 
+
 Transform = (LoaderWorkers | DropSyncs | ScaleDevice | PinnedCopies | HostOverhead | FusedOptimizer
-             | KeepAllocations | OverlapComm | FixSlowRank | LargerBatch)
+             | KeepAllocations | NoCompile | OverlapComm | FixSlowRank | LargerBatch)

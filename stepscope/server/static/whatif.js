@@ -26,6 +26,8 @@ const FIELDS = [
     hint: "one per line: host work inside matching ops × F (a fused optimizer)"},
   {name: "fused_optimizer", label: "Fused optimizer", type: "checkbox",
     hint: "the optimizer step's host work and its kernels take 1/3 of their time (foreach / fused=True)"},
+  {name: "no_compile", label: "No compiling in steps", type: "checkbox",
+    hint: "torch.compile compiles once, before the steps: no recompiles (the host's compile time removed)"},
   {name: "scale", label: "Scale kernels (REGEX=F)", type: "lines", attrs: {placeholder: "gemm|conv=0.5"},
     hint: "one per line: matching kernels and copies take F × their time (AMP, Tensor Cores)"},
   {name: "overlap_comm", label: "Overlap communication", type: "checkbox", hint: "communication hidden under compute (an upper bound)"},

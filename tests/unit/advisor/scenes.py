@@ -239,6 +239,15 @@ def unfused(b: TraceBuilder, on: bool) -> None:
             end += 2 + dur
 
 
+def compiling(b: TraceBuilder, on: bool) -> None:
+    """A compiled step; on: its frame recompiles in every step, 3 ms before its GEMM is launched."""
+    for t in steps(b):
+        b.op(f"Torch-Compiled Region: 0/{1 if on else 0}", ts=t + 10, dur=9_900)
+        if on:
+            b.op("entire_frame_compile", ts=t + 20, dur=3_000)
+        gemm(b, t + 3_100, dur=6_000)
+
+
 SCENES: dict[str, Scene] = {
     "dataloader-bound": dataloader,
     "pageable-memcpy": pageable,
@@ -258,6 +267,7 @@ SCENES: dict[str, Scene] = {
     "cudnn-benchmark-off": benchmark_off,
     "conv-algo-search": algo_search,
     "variable-input-shapes": shapes,
+    "compile-in-step": compiling,
     "outdated-software": outdated,
     "zero-grad-not-none": zero_grad,
     "small-memcpy": small_copies,

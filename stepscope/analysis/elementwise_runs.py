@@ -20,7 +20,8 @@ A **run** is a maximal sequence of kernels on one stream, inside the rank's kept
   is, far more often than a chain, the same update of the next tensor (gradient accumulation into
   ``q.grad``, ``k.grad``, ``v.grad``): independent passes that fusing would not shorten;
 * are not launched inside ``Optimizer.step`` (a per-tensor optimizer's kernels are the
-  ``small-kernel-optimizer`` finding's, with a fused optimizer as the change).
+  ``small-kernel-optimizer`` finding's, with a fused optimizer as the change), nor by SDPA's math
+  backend (a fused attention removes them: ``attention-math-fallback``'s).
 
 A run of ``n`` ≥ 2 kernels takes Σ durations; fused it is taken to cost its longest kernel (one pass
 over the largest data of the run). ``saved_ns`` = Σ − longest over all runs: an estimate — a fused
@@ -35,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from stepscope.analysis._memo import per_rank, per_trace
+from stepscope.analysis.attention_fallback import math_attention
 from stepscope.analysis.categories import row_categories
 from stepscope.analysis.category_rules import Category
 from stepscope.analysis.common import I64, in_step_rows, kept_steps, launched_inside, optimizer_steps
@@ -94,6 +96,7 @@ def compute_elementwise_runs(trace: Trace, rank: int) -> ElementwiseRuns:
     k = k[np.lexsort((ev["ts_ns"][k], ev["track"][k]))]  # by stream, then time
     ew = (row_categories(trace)[k] == Category.ELEMENTWISE) & ~pool.mask(_is_compiled)[ev["name"][k]]
     ew &= ~launched_inside(trace, k, optimizer_steps(trace, rank))
+    ew &= ~np.isin(k, math_attention(trace, rank).rows)  # a fused attention removes them
     op = ev["op"][k]
     numel = np.where(op >= 0, _numel_of_strings(trace)[ev["input_dims"][np.maximum(op, 0)]], -1)
     op_name = np.where(op >= 0, ev["name"][np.maximum(op, 0)], -1)

@@ -89,6 +89,23 @@ def cpu_only_top_ops(trace: Trace, rank: int) -> I64:
     return out
 
 
+def top_level_ops_of(trace: Trace, rank: int, rows: I64) -> I64:
+    """The distinct top-level ops (children of ``ProfilerStep#N``, Python frames transparent) that
+    enclose these host rows (launch calls, say); rows outside every step's ops are left out."""
+    ev, st = trace.events, trace.steps
+    step_rows = st["row"][st["rank"] == rank]
+    rows = rows[rows >= 0].astype(np.int64)
+    if len(step_rows) == 0 or len(rows) == 0:
+        return np.zeros(0, np.int64)
+    host = in_step_rows(trace, rank, (int(EventKind.CPU_OP), int(EventKind.USER_ANNOTATION)))
+    not_python = ev["kind"] != EventKind.PYTHON_FUNCTION
+    top = host[np.isin(nearest_marked_ancestor(ev["parent"], host, not_python), step_rows)]
+    marked = np.zeros(len(ev), bool)
+    marked[top] = True
+    owner = nearest_marked_ancestor(ev["parent"], rows, marked)
+    return np.unique(owner[owner >= 0])
+
+
 def _launching(trace: Trace, gpu: I64) -> B:
     """Host rows that launch GPU work: runtime/driver calls, and every op a GPU activity links to."""
     ev = trace.events

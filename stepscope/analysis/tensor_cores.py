@@ -32,6 +32,7 @@ import numpy.typing as npt
 
 from stepscope.analysis._groups import largest_first
 from stepscope.analysis._memo import per_rank
+from stepscope.analysis.attention_fallback import MathAttention, math_attention
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import ancestor_with, kept_steps, pct, step_kernels
 from stepscope.analysis.named import NamedRows, named_rows
@@ -140,6 +141,7 @@ class TensorCoreResult:
     input_types: tuple[str, ...]  # the three most common ``Input type`` texts of those ops
     tf32_kernels: NamedRows  # eligible Tensor-Core kernels on FP32 tensors: TF32 math
     peak: DevicePeak | None  # the device's row of the peak table (None: unknown device)
+    math_attention: MathAttention  # attention on SDPA's math backend (:mod:`.attention_fallback`): not counted above
 
     @property
     def eligible_pct(self) -> float:
@@ -164,6 +166,8 @@ def compute_tensor_cores(trace: Trace, rank: int) -> TensorCoreResult:
     eligible = elig_op >= 0
     dur = ev["dur_ns"][k].astype(np.float64)
     tc = tc_kernel_mask(trace.strings)[ev["name"][k]]
+    fallback = math_attention(trace, rank)
+    eligible &= ~np.isin(k, fallback.rows)  # SDPA's math backend computes in FP32 whatever the inputs' type
     non_tc = eligible & ~tc
     ops = elig_op[non_tc]
     tf32 = eligible & tc & _fp32_math(trace, k, elig_op)
@@ -173,7 +177,7 @@ def compute_tensor_cores(trace: Trace, rank: int) -> TensorCoreResult:
         eligible_ns=float(dur[eligible].sum()), tc_eligible_ns=float(dur[eligible & tc].sum()),
         non_tc_kernels=named_rows(trace, k[non_tc]), non_tc_ops=named_rows(trace, ops, ev["dur_ns"][k[non_tc]]),
         input_types=_input_types(trace, ops), tf32_kernels=named_rows(trace, k[tf32]),
-        peak=match_device(dev.name, dev.total_memory_bytes) if dev is not None else None)
+        peak=match_device(dev.name, dev.total_memory_bytes) if dev is not None else None, math_attention=fallback)
 
 
 def _fp32_math(trace: Trace, k: npt.NDArray[np.int64], op: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:

@@ -25,6 +25,8 @@ from stepscope.report.console import terminal_console
               help="A fused / foreach optimizer: the optimizer step's host work and kernels take 1/3 of their time.")
 @click.option("--no-compile", is_flag=True,
               help="No torch.compile compilation inside the steps (compiled once, before them): no recompiles.")
+@click.option("--batch-copies", is_flag=True,
+              help="The small host-device copies made as one: the ops issuing them take no host time.")
 @click.option("--drop-syncs", default=None, metavar="REGEX",
               help="Blocking calls whose name or op matches REGEX no longer block ('.': all; 'item': .item()).")
 @click.option("--pin-copies", "pin", is_flag=True, help="Pageable copies pinned: half their time, non-blocking.")
@@ -39,12 +41,12 @@ from stepscope.report.console import terminal_console
 @click.option("--json", "as_json", is_flag=True, help="Print the prediction as JSON.")
 @trace_options
 def command(path: str | None, workers: int | None, host_overhead: float | None, host_in: tuple[str, ...],
-            fused_optimizer: bool, no_compile: bool, drop_syncs: str | None, pin: bool, scales: tuple[str, ...],
-            overlap_comm: bool, fix_ranks: tuple[int, ...], batch: str | None, as_json: bool, no_cache: bool,
-            span: str | None, ranks: tuple[int, ...]) -> None:
+            fused_optimizer: bool, no_compile: bool, batch_copies: bool, drop_syncs: str | None, pin: bool,
+            scales: tuple[str, ...], overlap_comm: bool, fix_ranks: tuple[int, ...], batch: str | None,
+            as_json: bool, no_cache: bool, span: str | None, ranks: tuple[int, ...]) -> None:
     """Predict each step with the named changes applied together (the embedded sample when PATH is omitted)."""
     changes = transforms_of(workers, drop_syncs, pin, scales, host_overhead, host_in, overlap_comm, fix_ranks, batch,
-                            fused_optimizer, no_compile)
+                            fused_optimizer, no_compile, batch_copies)
     trace = load_trace(path, no_cache, span, ranks)
     check_ranks(fix_ranks, trace.rank_ids)
     try:

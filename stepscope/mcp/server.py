@@ -127,13 +127,15 @@ class Tools:
                fused_optimizer: Annotated[bool, Field(description="A fused / foreach optimizer: the optimizer "
                                                       "step's host work and kernels take 1/3")] = False,
                no_compile: Annotated[bool, Field(description="No torch.compile compilation inside the steps "
-                                                 "(no recompiles)")] = False) -> str:
+                                                 "(no recompiles)")] = False,
+               batch_copies: Annotated[bool, Field(description="The small host-device copies made as one "
+                                                   "(their ops take no host time)")] = False) -> str:
         """Predict each step with the named changes applied together (`stepscope whatif --json`): the
         replayed step graph gives measured vs predicted ms per step, the mean and median, the saving,
         and what bounds the step before and after."""
         return self._answer(lambda: queries.whatif(self.cache.get(path), rank, workers, host_overhead, host_in,
                                                    drop_syncs, pin_copies, scale, overlap_comm, fix_rank, batch,
-                                                   fused_optimizer, no_compile))
+                                                   fused_optimizer, no_compile, batch_copies))
 
 
 def _version() -> str:

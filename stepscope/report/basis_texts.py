@@ -43,6 +43,11 @@ BASIS: dict[str, str] = {
                         "lose to uneven arrivals (last - mean arrival, per step)",
     "critical-bubble": "the busiest pipeline stage's idle time per step (step - its compute - its other device "
                        "work): on the critical path, since the step cannot be shorter than that stage's work",
+    "fused-attention-peak": "the math backend's kernel time per step less what a fused kernel needs at least (the "
+                            "attention's FLOPs at the device's dense peak, {fused_min_ms:.2f} ms)⟨, x the "
+                            "{on_path_pct}% of their time on the step's critical path⟩: an upper bound",
+    "math-attention-time": "the math backend's kernel time per step⟨, x the {on_path_pct}% of their time on the "
+                           "step's critical path⟩ (the device or the shapes unknown: an upper bound)",
     "compile-time": "host time per step inside torch.compile's compilation ranges",
     "allocator-call-time": "host time in cudaMalloc/cudaFree per step",
     "headroom-only": "no time estimate: the finding is about memory headroom",

@@ -78,6 +78,10 @@ CHANGES: dict[str, str] = {
     "static-shapes-for-benchmark": "Keep shapes static so the benchmark cache hits: fixed image sizes, "
                                    "drop_last=True, sequence-length buckets; or turn cudnn.benchmark off for "
                                    "truly dynamic shapes.",
+    "use-fused-attention": "Let SDPA pick a fused kernel: drop sdpa_kernel(SDPBackend.MATH) / enable_math_sdp-only "
+                           "settings; pass is_causal=True rather than a materialised causal mask; give it "
+                           "bf16 / fp16 q, k, v with a contiguous last dimension and a supported head size; "
+                           "torch.backends.cuda.can_use_flash_attention(params, debug=True) says why it falls back.",
     "avoid-recompiles": "Stop recompiling: TORCH_LOGS=recompiles names the guard that fails; for a size that "
                         "varies, torch._dynamo.mark_dynamic(x, dim) (or torch.compile(dynamic=True)), else pad to "
                         "a few fixed sizes; keep the Python values the graph reads (ints, flags) constant.",

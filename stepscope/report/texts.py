@@ -149,6 +149,14 @@ RULES: dict[str, RuleText] = {
         "{searching_calls} convolution calls launch up to {max_kernels_per_call} kernels each (an algorithm "
         "search) in steps {steps_with_search}: {search_ms:.2f} ms per step.",
         ("https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#enable-cudnn-auto-tuner",)),
+    "attention-math-fallback": RuleText(
+        "Attention runs on SDPA's unfused math backend",
+        "{math_ms:.1f} ms a step of attention runs on scaled_dot_product_attention's math backend "
+        "({kernels_per_step:g} kernels a step): the score matrix goes through memory, softmax and masking "
+        "run as separate kernels⟨ and its {dtype} inputs are computed in FP32⟩⟨; a fused kernel needs at least "
+        "{fused_min_ms:.2f} ms for its {tflop_per_step:g} TFLOP at the device's peak⟩.",
+        ("https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html",
+         "https://pytorch.org/docs/stable/backends.html#torch.backends.cuda.can_use_flash_attention")),
     "compile-in-step": RuleText(
         "torch.compile compiles inside the steps",
         "{compile_pct:.0f}% of the step ({compile_ms:.1f} ms) is compiling, in {steps_compiling} of the {steps} "

@@ -13,6 +13,7 @@ from types import ModuleType
 
 from stepscope.advisor.rules import (
     allocator_fragmentation,
+    attention_math_fallback,
     channels_last,
     comm_not_overlapped,
     compile_in_step,
@@ -52,6 +53,7 @@ ALL_RULES: tuple[ModuleType, ...] = (
     gemm_dims_not_multiple_of_8,
     channels_last,
     unfused_elementwise,
+    attention_math_fallback,
     under_filled_grid,
     comm_not_overlapped,
     straggler_rank,

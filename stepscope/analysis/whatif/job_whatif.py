@@ -53,15 +53,40 @@ def graph_nbytes(g: StepGraph) -> int:
 
 
 @dataclass(frozen=True)
+class DurationsDelta:
+    """A remedy's durations on a rank as the entries that differ from the measured ones: a remedy
+    changes a few of a rank's segments and activities, and each full copy cost a map-reduce summary
+    ~10 KB a remedy on a DLRM rank."""
+
+    host_idx: I64
+    host_ns: I64
+    device_idx: I64
+    device_ns: I64
+    dropped_idx: I64
+
+    @staticmethod
+    def between(d: Durations, base: Durations) -> DurationsDelta:
+        h = np.flatnonzero(d.host_seg_ns != base.host_seg_ns)
+        k = np.flatnonzero(d.device_ns != base.device_ns)
+        return DurationsDelta(h, d.host_seg_ns[h], k, d.device_ns[k], np.flatnonzero(d.sync_dropped))
+
+    def applied_to(self, base: Durations) -> Durations:
+        host, dev, dropped = base.host_seg_ns.copy(), base.device_ns.copy(), base.sync_dropped.copy()
+        host[self.host_idx], dev[self.device_idx], dropped[self.dropped_idx] = self.host_ns, self.device_ns, True
+        return Durations(host, dev, dropped)
+
+
+@dataclass(frozen=True)
 class JobRecord:
     """One rank's input of the job replay: its step graph, which of its device activities are
     communication, its collective records, and per remedy of :data:`~.remedies.REMEDIES` (in that
-    order) its durations with the remedy applied (None: the remedy changes nothing on the rank)."""
+    order) what the remedy changes of its durations: the entries that differ, or all of them where
+    most do (graph capture changes every host segment); None: nothing on the rank."""
 
     graph: StepGraph
     comm: B
     coll: CollectiveRecords
-    remedies: tuple[Durations | None, ...] = ()
+    remedies: tuple[DurationsDelta | Durations | None, ...] = ()
     p2p: P2PRecords | None = None  # its sends and receives that name their peer (:mod:`.p2p`)
 
 
@@ -123,8 +148,12 @@ def job_record(trace: Trace, rank: int) -> JobRecord:
     return JobRecord(g, activity_of(trace)[g.device.row] == Activity.COMMUNICATION, coll, remedies, p2p)
 
 
-def _changed(d: Durations, base: Durations) -> Durations | None:
-    return None if d.same_as(base) else d
+def _changed(d: Durations, base: Durations) -> DurationsDelta | Durations | None:
+    if d.same_as(base):
+        return None
+    delta = DurationsDelta.between(d, base)
+    sparse = 2 * (len(delta.host_idx) + len(delta.device_idx)) < len(d.host_seg_ns) + len(d.device_ns)
+    return delta if sparse else d
 
 
 def combine_job_whatif(records: Mapping[int, JobRecord]) -> JobWhatIf:
@@ -152,9 +181,15 @@ def combine_job_whatif(records: Mapping[int, JobRecord]) -> JobWhatIf:
         if all(d is None for d in changed.values()):
             remedies.append(job_measured)
             continue
-        remedies.append(_job_mean(graphs, {r: changed.get(r) or measured[r] for r in graphs}, e))
+        remedies.append(_job_mean(graphs, {r: _applied(changed.get(r), measured[r]) for r in graphs}, e))
     return JobWhatIf(tuple(culprits), job_measured, np.asarray(fixes, np.float64),
                      tuple(REMEDIES), np.asarray(remedies, np.float64))
+
+
+def _applied(change: DurationsDelta | Durations | None, base: Durations) -> Durations:
+    if change is None:
+        return base
+    return change.applied_to(base) if isinstance(change, DurationsDelta) else change
 
 
 def _job_mean(graphs: Mapping[int, StepGraph], durs: Mapping[int, Durations], e: JobEdges) -> float:

@@ -65,7 +65,8 @@ def batch_of(text: str, option: str) -> LargerBatch:
 def transforms_of(workers: int | None, drop_syncs: str | None, pin: bool, scales: tuple[str, ...],
                   host_overhead: float | None, host_in: tuple[str, ...], overlap_comm: bool,
                   fix_ranks: tuple[int, ...] = (), batch: str | None = None,
-                  fused_optimizer: bool = False, no_compile: bool = False) -> list[tf.Transform]:
+                  fused_optimizer: bool = False, no_compile: bool = False,
+                  batch_copies: bool = False) -> list[tf.Transform]:
     """The transformations the options name, in a fixed order (ranks, batch, input, host, syncs,
     copies, device): a larger batch first, so the remedies after it apply to the larger batch's step."""
     out: list[tf.Transform] = [tf.FixSlowRank(r) for r in dict.fromkeys(fix_ranks)]
@@ -80,6 +81,8 @@ def transforms_of(workers: int | None, drop_syncs: str | None, pin: bool, scales
         out.append(tf.FusedOptimizer())
     if no_compile:
         out.append(tf.NoCompile())
+    if batch_copies:
+        out.append(tf.BatchSmallCopies())
     if drop_syncs is not None:
         out.append(tf.DropSyncs(tf.Select(regex_of(drop_syncs, "--drop-syncs"))))
     if pin:
@@ -89,8 +92,8 @@ def transforms_of(workers: int | None, drop_syncs: str | None, pin: bool, scales
         out.append(tf.OverlapComm())
     if not out:
         raise UsageError("name at least one change: --workers, --host-overhead, --host-in, --fused-optimizer, "
-                         "--no-compile, --drop-syncs, --pin-copies, --scale, --overlap-comm, --fix-rank or --batch "
-                         "(see stepscope whatif --help)")
+                         "--no-compile, --batch-copies, --drop-syncs, --pin-copies, --scale, --overlap-comm, "
+                         "--fix-rank or --batch (see stepscope whatif --help)")
     return out
 
 

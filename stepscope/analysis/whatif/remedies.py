@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis._memo import per_rank
+from stepscope.analysis.attention_fallback import math_attention
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.convolutions import compute_convolutions
 from stepscope.analysis.critical_path import compute_critical_path
@@ -43,6 +44,7 @@ REMEDIES: dict[str, tf.Transform] = {
     "fused-optimizer": tf.FusedOptimizer(),
     "keep-allocations": tf.KeepAllocations(),
     "no-compile": tf.NoCompile(),
+    "batch-copies": tf.BatchSmallCopies(),
 }
 #: name → the ``stepscope whatif`` options (and web UI fields) that replay the same change
 #: (:func:`stepscope.analysis.whatif.options.transforms_of`; ``drop_syncs`` "." matches every call)
@@ -54,6 +56,7 @@ REMEDY_OPTIONS: dict[str, dict[str, int | float | str | bool | list[str]]] = {
     "fused-optimizer": {"fused_optimizer": True},
     "keep-allocations": {"host_in": [f"{tf.ALLOCATOR_CALLS}=0"], "drop_syncs": tf.ALLOCATOR_CALLS},
     "no-compile": {"no_compile": True},
+    "batch-copies": {"batch_copies": True},
 }
 
 def _channels_last_kernels(trace: Trace, rank: int) -> npt.NDArray[np.int64]:
@@ -69,6 +72,7 @@ KERNEL_SETS: dict[str, Callable[[Trace, int], npt.NDArray[np.int64]]] = {
     "channels-last": _channels_last_kernels,
     "fuse-elementwise": lambda trace, rank: compute_elementwise_runs(trace, rank).kernels.rows,
     "tf32": lambda trace, rank: compute_tensor_cores(trace, rank).tf32_kernels.rows,
+    "fused-attention": lambda trace, rank: math_attention(trace, rank).rows,
 }
 
 

@@ -19,7 +19,8 @@ from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.caching_allocator import ALLOC_CALL
 from stepscope.analysis.common import I64, interval_set, launched_inside, rank_rows
 from stepscope.analysis.compilation import compile_rows, inside_compilation
-from stepscope.analysis.host_ops import cpu_only_top_ops
+from stepscope.analysis.host_ops import cpu_only_top_ops, top_level_ops_of
+from stepscope.analysis.memcpy import compute_memcpy
 from stepscope.analysis.sync import not_the_steps
 from stepscope.analysis.whatif.batch import LargerBatch
 from stepscope.analysis.whatif.fix_rank import fix_rank_basis, fixed_durations
@@ -217,6 +218,40 @@ class NoCompile:
         return replace(d, host_seg_ns=seg, device_ns=dev, sync_dropped=dropped)
 
 
+@dataclass(frozen=True)
+class BatchSmallCopies:
+    """The step's small host↔device copies (the memcpy analysis' ``small_copies``, under 64 KiB)
+    made as one: the top-level ops that issue them (``torch.tensor(v, device="cuda")``'s ``aten::to``,
+    a per-value ``.to(device)``) take no host time, the copies no device time, and the blocking calls
+    inside those ops (a pageable copy's wait for the stream) no longer block."""
+
+    name: str = field(default="batch-copies", init=False)
+
+    def basis(self) -> str:
+        return ("the top-level ops that issue the small host-device copies take no host time, the copies no "
+                "device time, and the waits inside those ops no longer block (the values built on the host, "
+                "copied once)")
+
+    def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
+        try:
+            small = compute_memcpy(trace, g.rank).small_copies.names.rows
+        except NotApplicable:  # no copies on the rank
+            return d
+        copies = np.isin(g.device.row, small)
+        if not copies.any():
+            return d
+        ops = top_level_ops_of(trace, g.rank, trace.events["launch"][g.device.row[copies]])
+        if len(ops):  # (an empty Select is every event)
+            d = HostOverhead(0.0, Select(rows=tuple(int(r) for r in ops))).change(trace, g, d)
+        dev = d.device_ns.copy()
+        dev[copies] = 0
+        lo, hi = interval_set(trace, ops)
+        ts = trace.events["ts_ns"][g.syncs.row]
+        k = np.searchsorted(lo, ts, side="right") - 1
+        inside = (k >= 0) & (ts < hi[np.maximum(k, 0)]) if len(lo) else np.zeros(len(ts), bool)
+        return replace(d, device_ns=dev, sync_dropped=d.sync_dropped | inside)
+
+
 def _cpu_only_ops(trace: Trace, rank: int) -> I64:
     try:
         return cpu_only_top_ops(trace, rank)
@@ -343,4 +378,4 @@ class FixSlowRank:
 
 
 Transform = (LoaderWorkers | DropSyncs | ScaleDevice | PinnedCopies | HostOverhead | FusedOptimizer
-             | KeepAllocations | NoCompile | OverlapComm | FixSlowRank | LargerBatch)
+             | KeepAllocations | NoCompile | BatchSmallCopies | OverlapComm | FixSlowRank | LargerBatch)

@@ -205,9 +205,12 @@ def zero_grad(b: TraceBuilder, on: bool) -> None:
 
 
 def small_copies(b: TraceBuilder, on: bool) -> None:
+    """60 (off: 2) values a step sent to the device one by one: each ``aten::to`` holds the host 45 µs
+    around its 1 KiB copy (30 µs on the device), before the step's GEMM is launched."""
     for t in steps(b):
         for j in range(60 if on else 2):
-            b.launch_kernel("Memcpy HtoD (Pinned -> Device)", launch_ts=t + 10 + j * 50, launch_dur=5,
+            b.op("aten::to", ts=t + 10 + j * 50, dur=45)
+            b.launch_kernel("Memcpy HtoD (Pinned -> Device)", launch_ts=t + 15 + j * 50, launch_dur=30,
                             ts=t + 20 + j * 50, dur=30, runtime="cudaMemcpyAsync", cat="gpu_memcpy", bytes=1024)
         gemm(b, t + 3_100, dur=6_000)
 
@@ -239,6 +242,25 @@ def unfused(b: TraceBuilder, on: bool) -> None:
             end += 2 + dur
 
 
+def attention(b: TraceBuilder, on: bool) -> None:
+    """fp16 attention (1 head, 1,024 tokens, head dim 64, not causal: 0.94 GFLOP forward and
+    backward); on: SDPA's math backend, an FP32 ``aten::bmm`` of 3 ms inside it and its
+    ``BmmBackward0`` (the same sequence number) launching 3 ms more; off: the flash kernels."""
+    q = [1, 1, 1024, 64]
+    shapes = {"Input Dims": [q, q, q, [], [], [], [], []], "Input type": ["c10::Half"] * 3 + [""] * 5,
+              "Concrete Inputs": ["", "", "", "", "0.", "False", "", ""]}
+    for i, t in enumerate(steps(b)):
+        b.op("aten::scaled_dot_product_attention", ts=t + 10, dur=100, **shapes)
+        if on:
+            b.op("aten::_scaled_dot_product_attention_math", ts=t + 20, dur=80)
+            gemm(b, t + 30, dur=3_000, op="aten::bmm", **{"Sequence number": 100 + i})
+        else:
+            gemm(b, t + 30, dur=3_000, name="flash_fwd_kernel", op="aten::_scaled_dot_product_flash_attention")
+        b.op("BmmBackward0" if on else "FlashBackward", ts=t + 3_100, dur=50, **{"Sequence number": 100 + i})
+        b.launch_kernel("volta_sgemm_128x64_nt" if on else "flash_bwd_kernel", launch_ts=t + 3_110, launch_dur=10,
+                        ts=t + 3_120, dur=3_000)
+
+
 def compiling(b: TraceBuilder, on: bool) -> None:
     """A compiled step; on: its frame recompiles in every step, 3 ms before its GEMM is launched."""
     for t in steps(b):
@@ -268,6 +290,7 @@ SCENES: dict[str, Scene] = {
     "conv-algo-search": algo_search,
     "variable-input-shapes": shapes,
     "compile-in-step": compiling,
+    "attention-math-fallback": attention,
     "outdated-software": outdated,
     "zero-grad-not-none": zero_grad,
     "small-memcpy": small_copies,

@@ -31,11 +31,14 @@ EXPECTED_GAIN_MS = {
     "unfused-elementwise": 1.5,  # a 1 + 1.5 + 0.5 ms run fused into one 1.5 ms pass
     "heavy-host-op-no-gpu": 3.0,  # 3 ms host op, GPU idle throughout
     "compile-in-step": 3.0,  # replayed: the 3 ms compile before the GEMM's launch leaves the host's step
+    # 6 ms of math-backend kernels less the 0.94 GFLOP at the V100's 125 TFLOP/s fp16 peak, x the 50 %
+    # of their time on the critical path (the forward GEMM runs under the host's next launches)
+    "attention-math-fallback": (6.0 - 939_524_096 / 125e12 * 1e3) * 0.5,
     "cudnn-benchmark-off": 1.2,  # 8 ms wgrad_alg0 x 0.15
     # replayed: the 0.8 ms copy (asynchronous) ends before the host launches the GEMM, so halving it
     # moves nothing on the critical path: no gain (the old rule of thumb said 0.4 ms)
     "pageable-memcpy": 0.0,
-    "small-memcpy": 0.9,  # 60 copies x 30 µs x 0.5
+    "small-memcpy": 2.7,  # replayed: the 60 aten::to of 45 µs that issue the copies leave the host's step
     "conv-algo-search": 5.2,  # 14 kernels x 0.4 ms x (1 - 1/14)
     "cuda-launch-blocking": 8.15,  # 10 launches x (820 - 5) µs
     "zero-grad-not-none": 0.4,  # 10 fill kernels x 40 µs
@@ -227,3 +230,13 @@ def test_a_heavy_host_op_under_python_frames_is_found(tmp_path: Path) -> None:
     assert f.est_gain_ms == pytest.approx(EXPECTED_GAIN_MS["heavy-host-op-no-gpu"], abs=0.01)
     assert [(f.rule, f.est_gain_ns, f.change) for f in with_frames.findings] == \
         [(f.rule, f.est_gain_ns, f.change) for f in without.findings]
+
+
+def test_math_attention_kernels_are_not_a_precision_choice(tmp_path: Path) -> None:
+    """SDPA's math backend runs its fp16 attention as FP32 GEMMs (here ``volta_sgemm`` under
+    ``aten::bmm`` and under its ``BmmBackward0``): ``no-tensor-cores`` would tell a program already
+    in half precision to enable AMP (an H200 capture, ``r12/attention_math``, had it first)."""
+    advice = advise_scene(tmp_path, "attention-math-fallback", True)
+    assert "no-tensor-cores" not in rules_of(advice)
+    f = next(f for f in advice.findings if f.rule == "attention-math-fallback")
+    assert f.evidence["kernels_per_step"] == 2 and f.evidence["dtype"] == "fp16"

@@ -84,6 +84,8 @@ class AdvisorConfig:
     cudnn_benchmark_gain: float = 0.15
     conv_search_min_kernels: int = 12
     conv_search_over_median: float = 3.0
+    # copy-bound: copies on the step's critical path, % of the step
+    copy_bound_min_pct: float = 25.0
     # attention-math-fallback: what fused attention saves, % of the step (after the critical-path share)
     attention_fallback_min_pct: float = 2.0
     # compile-in-step: compile time, % of the step

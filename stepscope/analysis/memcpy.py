@@ -57,6 +57,17 @@ class CopySet:
 
 
 @dataclass(frozen=True)
+class HostDeviceTotals:
+    """The H2D / D2H copies of known size inside the steps, summed: what ``copy-bound`` weighs."""
+
+    bytes_total: float
+    dur_ns: float
+    pinned_bytes: float  # from pinned memory
+    ordered_bytes: float  # copied on a stream that also runs the rank's kernels
+    all_copies_ns: float  # every copy inside the steps, device-to-device ones included
+
+
+@dataclass(frozen=True)
 class MemcpyResult:
     """Every copy of one rank (arrays aligned with ``rows``) and the grouped view."""
 
@@ -74,6 +85,16 @@ class MemcpyResult:
     step_count: int  # steps the per-step numbers average over (0 without steps)
     pageable_copies: CopySet  # H2D / D2H copies from pageable memory, inside the steps
     small_copies: CopySet  # H2D / D2H copies of a known size under small_bytes, inside the steps
+    compute_stream: npt.NDArray[np.bool_]  # per copy: its stream also runs the rank's kernels (ordered with them)
+
+    @property
+    def host_device(self) -> HostDeviceTotals:
+        in_steps = self.step >= 0
+        host = in_steps & any_of(self.direction, [int(MemcpyKind.H2D), int(MemcpyKind.D2H)]) & (self.bytes > 0)
+        b = self.bytes.astype(np.float64)
+        return HostDeviceTotals(float(b[host].sum()), float(self.dur_ns[host].sum()),
+                                float(b[host & (self.pageable == 0)].sum()),
+                                float(b[host & self.compute_stream].sum()), float(self.dur_ns[in_steps].sum()))
 
     @property
     def small_count(self) -> int:
@@ -107,7 +128,8 @@ def compute_memcpy(trace: Trace, rank: int, small_bytes: int = SMALL_BYTES) -> M
     host = any_of(direction, [int(MemcpyKind.H2D), int(MemcpyKind.D2H)]) & (step >= 0 if n_steps else True)
     return MemcpyResult(rank, small_bytes, rows, step, direction, pageable, is_sync, nbytes, dur, bw, groups,
                         n_steps, _copy_set(host & (pageable == 1), names, nbytes, bw),
-                        _copy_set(host & (nbytes >= 0) & (nbytes < small_bytes), names, nbytes, bw))
+                        _copy_set(host & (nbytes >= 0) & (nbytes < small_bytes), names, nbytes, bw),
+                        np.isin(ev["track"][rows], ev["track"][rank_rows(trace, rank, (int(EventKind.KERNEL),))]))
 
 
 def _copy_set(sel: npt.NDArray[np.bool_], names: NamedRows, nbytes: I64, bw: F64) -> CopySet:

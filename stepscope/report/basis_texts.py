@@ -43,6 +43,8 @@ BASIS: dict[str, str] = {
                         "lose to uneven arrivals (last - mean arrival, per step)",
     "critical-bubble": "the busiest pipeline stage's idle time per step (step - its compute - its other device "
                        "work): on the critical path, since the step cannot be shorter than that stage's work",
+    "overlap-bound": "per step the smaller of the copies' and the compute's time on the critical path: the most "
+                     "overlapping them (a side stream) can save; fewer bytes save more",
     "fused-attention-peak": "the math backend's kernel time per step less what a fused kernel needs at least (the "
                             "attention's FLOPs at the device's dense peak, {fused_min_ms:.2f} ms)⟨, x the "
                             "{on_path_pct}% of their time on the step's critical path⟩: an upper bound",

@@ -78,6 +78,10 @@ CHANGES: dict[str, str] = {
     "static-shapes-for-benchmark": "Keep shapes static so the benchmark cache hits: fixed image sizes, "
                                    "drop_last=True, sequence-length buckets; or turn cudnn.benchmark off for "
                                    "truly dynamic shapes.",
+    "overlap-or-avoid-copies": "Move fewer bytes first: keep the tensors on the device between steps, copy once "
+                               "instead of every step, or copy in a smaller dtype; then overlap what remains: "
+                               "pinned memory, .to(device, non_blocking=True) on a side stream "
+                               "(torch.cuda.Stream + wait_stream) one step ahead of its use.",
     "use-fused-attention": "Let SDPA pick a fused kernel: drop sdpa_kernel(SDPBackend.MATH) / enable_math_sdp-only "
                            "settings; pass is_causal=True rather than a materialised causal mask; give it "
                            "bf16 / fp16 q, k, v with a contiguous last dimension and a supported head size; "

@@ -149,6 +149,13 @@ RULES: dict[str, RuleText] = {
         "{searching_calls} convolution calls launch up to {max_kernels_per_call} kernels each (an algorithm "
         "search) in steps {steps_with_search}: {search_ms:.2f} ms per step.",
         ("https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#enable-cudnn-auto-tuner",)),
+    "copy-bound": RuleText(
+        "Host-device copies hold the step",
+        "Copies are on the step's critical path {copy_on_path_ms:.2f} ms a step ({copy_on_path_pct:.0f}%), moving "
+        "{gb_per_step:g} GB⟨ at {gb_per_s:g} GB/s⟩⟨ ({pinned_pct:g}% from pinned memory)⟩; the compute they could run "
+        "under takes {compute_on_path_ms:.2f} ms.",
+        ("https://developer.nvidia.com/blog/how-overlap-data-transfers-cuda-cc/",
+         "https://pytorch.org/docs/stable/notes/cuda.html#cuda-streams")),
     "attention-math-fallback": RuleText(
         "Attention runs on SDPA's unfused math backend",
         "{math_ms:.1f} ms a step of attention runs on scaled_dot_product_attention's math backend "

@@ -18,6 +18,7 @@ from stepscope.advisor.rules import (
     comm_not_overlapped,
     compile_in_step,
     conv_algo_search,
+    copy_bound,
     cuda_launch_blocking,
     cudnn_benchmark_off,
     dataloader_bound,
@@ -45,6 +46,7 @@ from stepscope.advisor.rules import (
 ALL_RULES: tuple[ModuleType, ...] = (
     dataloader_bound,
     pageable_memcpy,
+    copy_bound,
     sync_in_step,
     launch_bound,
     small_kernel_optimizer,

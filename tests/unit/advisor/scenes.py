@@ -242,6 +242,18 @@ def unfused(b: TraceBuilder, on: bool) -> None:
             end += 2 + dur
 
 
+def copy_bound(b: TraceBuilder, on: bool) -> None:
+    """A pinned 64 MB host-to-device copy of 6 ms (off: 0.2 ms) on the compute stream, then a 3 ms
+    GEMM queued behind it."""
+    for t in steps(b):
+        b.op("aten::copy_", ts=t + 10, dur=20)
+        b.launch_kernel("Memcpy HtoD (Pinned -> Device)", launch_ts=t + 12, launch_dur=5, ts=t + 20,
+                        dur=6_000 if on else 200, runtime="cudaMemcpyAsync", cat="gpu_memcpy", bytes=64 << 20)
+        b.op("aten::mm", ts=t + 100, dur=30)
+        b.launch_kernel("volta_sgemm_128x64_nn", launch_ts=t + 105, launch_dur=10, ts=t + (6_020 if on else 220),
+                        dur=3_000, grid=[160, 1, 1], block=[256, 1, 1])
+
+
 def attention(b: TraceBuilder, on: bool) -> None:
     """fp16 attention (1 head, 1,024 tokens, head dim 64, not causal: 0.94 GFLOP forward and
     backward); on: SDPA's math backend, an FP32 ``aten::bmm`` of 3 ms inside it and its
@@ -290,6 +302,7 @@ SCENES: dict[str, Scene] = {
     "conv-algo-search": algo_search,
     "variable-input-shapes": shapes,
     "compile-in-step": compiling,
+    "copy-bound": copy_bound,
     "attention-math-fallback": attention,
     "outdated-software": outdated,
     "zero-grad-not-none": zero_grad,

@@ -30,6 +30,7 @@ EXPECTED_GAIN_MS = {
     "comm-not-overlapped": 3.0,  # 3 ms all-reduce after the 5 ms of compute
     "unfused-elementwise": 1.5,  # a 1 + 1.5 + 0.5 ms run fused into one 1.5 ms pass
     "heavy-host-op-no-gpu": 3.0,  # 3 ms host op, GPU idle throughout
+    "copy-bound": 3.0,  # the 3 ms GEMM the 6 ms copy could run under, both on the path
     "compile-in-step": 3.0,  # replayed: the 3 ms compile before the GEMM's launch leaves the host's step
     # 6 ms of math-backend kernels less the 0.94 GFLOP at the V100's 125 TFLOP/s fp16 peak, x the 50 %
     # of their time on the critical path (the forward GEMM runs under the host's next launches)

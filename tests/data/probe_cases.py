@@ -25,6 +25,19 @@
   to the math backend: the score matrix materialised, softmax and masking as separate kernels.
   Compute-bound; the flash kernels (the ``attention`` case, captured beside it) are the change.
 
+
+A fourth round (``r14``):
+
+* ``graph_break`` — a 16-module MLP at batch 64 under ``torch.compile`` with a graph break every
+  four modules: four small compiled graphs a step, host-bound by their launches. Launch-bound; not
+  compilation (compiled before the profile).
+* ``graphed``, ``graphed_eager`` — inference of a 24-layer MLP at batch 32 replayed from a CUDA
+  graph (``torch.cuda.graph``), and the same model run eagerly: the eager one is launch-bound, the
+  graphed one keeps the GPU busy — no launch finding there.
+* ``cpu_adam`` — a bf16 MLP trained on the GPU with its Adam step on CPU copies of the parameters
+  (gradients copied to the host, ``Adam`` on the CPU, parameters copied back: an offloaded
+  optimizer): host-bound by the CPU optimizer step, which launches no GPU work.
+
     python tests/data/probe_cases.py --case nonzero --out DIR
 """
 
@@ -177,6 +190,81 @@ def attention_math_case(dev: str) -> Step:
     return step
 
 
+def graph_break_case(dev: str) -> Step:
+    model = mlp(1024, 8).to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-4)
+
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        for i, layer in enumerate(model):
+            x = layer(x)
+            if i % 4 == 3:
+                torch._dynamo.graph_break()
+        return x
+
+    fwd = torch.compile(forward)
+    x = torch.randn(64, 1024, device=dev)
+    for _ in range(3):  # compiled before the profile
+        fwd(x).square().mean().backward()
+
+    def step() -> None:
+        loss = fwd(x).square().mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    return step
+
+
+def graphed_case(dev: str, eager: bool = False) -> Step:
+    model = mlp(1024, 24).to(dev).eval()
+    x = torch.randn(32, 1024, device=dev)
+    if eager:
+        def eager_step() -> None:
+            with torch.no_grad():
+                out = [model(x).sum() for _ in range(20)]
+            out[-1].item()
+
+        return eager_step
+    with torch.no_grad():
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                model(x)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            y = model(x).sum()
+
+    def step() -> None:
+        for _ in range(20):
+            graph.replay()
+        y.item()
+
+    return step
+
+
+def cpu_adam_case(dev: str) -> Step:
+    model = mlp(2048, 4).to(dev)
+    host = [p.detach().cpu().clone().requires_grad_(True) for p in model.parameters()]
+    opt = torch.optim.Adam(host, lr=1e-4)
+    x = torch.randn(4096, 2048, device=dev)
+
+    def step() -> None:
+        with torch.autocast(dev, dtype=torch.bfloat16):
+            loss = model(x).square().mean()
+        model.zero_grad(set_to_none=True)
+        loss.backward()
+        for p, h in zip(model.parameters(), host):
+            h.grad = p.grad.cpu()  # device -> host, the host waits
+        opt.step()  # Adam on the CPU
+        with torch.no_grad():
+            for p, h in zip(model.parameters(), host):
+                p.copy_(h)  # host -> device
+
+    return step
+
+
 CASES: dict[str, Callable[[str], Step]] = {
     "nonzero": nonzero_case,
     "recompile": recompile_case,
@@ -190,6 +278,10 @@ CASES: dict[str, Callable[[str], Step]] = {
     "recompile_fixed": lambda dev: recompile_case(dev, fixed=True),
     "offload_side": lambda dev: offload_case(dev, side=True),
     "small_h2d_fixed": lambda dev: small_h2d_case(dev, fixed=True),
+    "graph_break": graph_break_case,
+    "graphed": graphed_case,
+    "graphed_eager": lambda dev: graphed_case(dev, eager=True),
+    "cpu_adam": cpu_adam_case,
 }
 
 

@@ -25,7 +25,6 @@ from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.breakdown import is_dataloader
 from stepscope.analysis.common import F64, I64, B, in_step_rows, kept_steps, rank_rows
 from stepscope.analysis.hier import any_descendant
-from stepscope.model.masks import any_of
 from stepscope.model.schema import GPU_KINDS, EventKind
 from stepscope.model.trace import Trace
 from stepscope.model.tree import nearest_marked_ancestor
@@ -107,12 +106,15 @@ def top_level_ops_of(trace: Trace, rank: int, rows: I64) -> I64:
 
 
 def _launching(trace: Trace, gpu: I64) -> B:
-    """Host rows that launch GPU work: runtime/driver calls, and every op a GPU activity links to."""
+    """Host rows that launch GPU work: the calls GPU activities link to as their launch, and every op
+    they link to — not every runtime call: ``cudaStreamIsCapturing``, ``cudaGetDevice`` launch
+    nothing (a CPU Adam step asks whether a graph is being captured: an H200 capture's 24 ms CPU
+    optimizer step read as launching GPU work)."""
     ev = trace.events
-    op = ev["op"][gpu]
-    if not (op >= 0).any() and not (ev["launch"][gpu] >= 0).any():
+    op, launch = ev["op"][gpu], ev["launch"][gpu]
+    if not (op >= 0).any() and not (launch >= 0).any():
         raise NotApplicable("GPU activity is not linked to the host ops that launched it")
-    marked = any_of(ev["kind"], [int(EventKind.RUNTIME), int(EventKind.DRIVER)])
+    marked = np.zeros(len(ev), bool)
+    marked[launch[launch >= 0]] = True
     marked[op[op >= 0]] = True
-    out: B = marked
-    return out
+    return marked

@@ -259,3 +259,18 @@ def test_launch_bound_names_graphs_when_the_ops_around_short_kernels_hold_the_ho
     host = f.evidence["host_path_pct"]
     assert isinstance(host, dict) and host["host_ops"] > host["launch"]
     assert f.change.key == "cuda-graphs-or-compile"
+
+
+def test_a_cpu_op_asking_the_runtime_a_question_launches_nothing(tmp_path: Path) -> None:
+    """The ``heavy-host-op-no-gpu`` scene with ``cudaStreamIsCapturing`` and ``cudaGetDevice`` inside
+    the 3 ms CPU op (a CPU ``Adam`` step checks whether a graph is being captured): runtime calls
+    that launch no device work do not make the op a launching one — an H200 capture's 24 ms CPU
+    optimizer step (``r14/cpu_adam``) had no finding, and graph capture's replay removed it."""
+    b = TraceBuilder()
+    SCENES["heavy-host-op-no-gpu"](b, True)
+    for t in range(0, 30_000, 10_000):
+        b.op("cudaStreamIsCapturing", ts=t + 4_200, dur=1, cat=b.RUNTIME_CAT)
+        b.op("cudaGetDevice", ts=t + 4_300, dur=1, cat=b.RUNTIME_CAT)
+    advice = run_advisor(analyze(b.load(tmp_path)))
+    (f,) = [f for f in advice.findings if f.rule == "heavy-host-op-no-gpu"]
+    assert f.est_gain_ms == pytest.approx(EXPECTED_GAIN_MS["heavy-host-op-no-gpu"], abs=0.01)

@@ -14,7 +14,9 @@ activity that ends the gap decides its category:
 Gaps are cut at step boundaries and each piece belongs to the step it lies in. Host-wait pieces are
 also intersected with the rank's DataLoader events (``host_wait_in_dataloader_ns``) and, outside
 them, with its host-side collectives (``host_wait_in_comm_ns``: a GPU job's gloo all-reduce runs on
-the CPU, and the device waits for the host to finish communicating, not for its launches).
+the CPU, and the device waits for the host to finish communicating, not for its launches) and,
+outside both, with ``torch.compile``'s compilation ranges (``host_wait_in_compile_ns``: the device
+waits for the compiler, :mod:`.compilation`).
 
 Differs from HTA on purpose: HTA's default threshold is 30 ns, which makes kernel-wait almost
 never happen; ours defaults to 10 µs, the scale of launch gaps between queued kernels.
@@ -41,6 +43,7 @@ from stepscope.analysis.common import (
     tracks_by_stream,
     window_of,
 )
+from stepscope.analysis.compilation import compile_rows
 from stepscope.model.schema import GPU_KINDS, HOST_KINDS
 from stepscope.model.trace import Trace
 
@@ -73,6 +76,7 @@ class IdleResult:
     other_ns: I64
     host_wait_in_dataloader_ns: I64
     host_wait_in_comm_ns: I64
+    host_wait_in_compile_ns: I64
     gap_start_ns: I64
     gap_end_ns: I64
     gap_kind: npt.NDArray[np.int8]  # IdleKind
@@ -119,12 +123,14 @@ def compute_idle(trace: Trace, rank: int, kernel_wait_max_ns: int = KERNEL_WAIT_
     dl = np.bincount(g.win[hw], weights=_covered(loader, g.start[hw], g.end[hw]), minlength=len(wins))
     comm = intervals.subtract(_host_comm_set(trace, rank), loader)
     in_comm = np.bincount(g.win[hw], weights=_covered(comm, g.start[hw], g.end[hw]), minlength=len(wins))
+    comp = intervals.subtract(intervals.subtract(_compile_set(trace, rank), loader), comm)
+    in_comp = np.bincount(g.win[hw], weights=_covered(comp, g.start[hw], g.end[hw]), minlength=len(wins))
     streams = _per_stream(trace, gpu, wins, kernel_wait_max_ns)
     return IdleResult(
         rank=rank, kernel_wait_max_ns=kernel_wait_max_ns, step=wins.step, step_ns=wins.dur_ns,
         host_wait_ns=per[0].astype(np.int64), kernel_wait_ns=per[1].astype(np.int64),
         other_ns=per[2].astype(np.int64), host_wait_in_dataloader_ns=dl.astype(np.int64),
-        host_wait_in_comm_ns=in_comm.astype(np.int64),
+        host_wait_in_comm_ns=in_comm.astype(np.int64), host_wait_in_compile_ns=in_comp.astype(np.int64),
         gap_start_ns=g.start, gap_end_ns=g.end, gap_kind=g.kind, gap_step=wins.step[g.win].astype(np.int32),
         gap_next_row=g.next_row, **streams)
 
@@ -163,6 +169,11 @@ def _covered(iv: intervals.Intervals, start: I64, end: I64) -> I64:
 def _host_comm_set(trace: Trace, rank: int) -> intervals.Intervals:
     host = rank_rows(trace, rank, tuple(int(k) for k in HOST_KINDS))
     return interval_set(trace, host[host_collective_mask(trace)[host]])
+
+
+def _compile_set(trace: Trace, rank: int) -> intervals.Intervals:
+    host = rank_rows(trace, rank, tuple(int(k) for k in HOST_KINDS))
+    return interval_set(trace, np.intersect1d(compile_rows(trace), host, assume_unique=True))
 
 
 def _dataloader_set(trace: Trace, rank: int) -> intervals.Intervals:

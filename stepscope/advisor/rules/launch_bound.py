@@ -3,7 +3,8 @@
 Detects: GPU idle time classified *host-wait* (idle analysis: the next kernel's launch call began
 after the gap began) outside DataLoader periods and host-side collectives is at least
 ``host_wait_min_pct`` of the step. The DataLoader part belongs to ``dataloader-bound``, the host's
-time in collectives (gloo on the CPU) to ``comm-not-overlapped``. The launch analysis says whether kernels are
+time in collectives (gloo on the CPU) to ``comm-not-overlapped``, its time compiling to
+``compile-in-step``. The launch analysis says whether kernels are
 *short* (shorter than their launch call): then launches themselves are the limit (CUDA Graphs,
 ``torch.compile``); otherwise Python / CPU work between launches is.
 
@@ -102,5 +103,6 @@ def _host_wait_per_step(ctx: RuleContext) -> tuple[npt.NDArray[np.float64], str]
         if cp is not None and cp.has_device and len(cp.step):
             return cp.parts_ns[:, PARTS.index("host")].astype(np.float64), "host-on-path"
     idle = ctx.result(IDLE)
-    waits = idle.host_wait_ns - idle.host_wait_in_dataloader_ns - idle.host_wait_in_comm_ns
+    waits = (idle.host_wait_ns - idle.host_wait_in_dataloader_ns - idle.host_wait_in_comm_ns
+             - idle.host_wait_in_compile_ns)
     return waits.astype(np.float64), "host-wait-idle"

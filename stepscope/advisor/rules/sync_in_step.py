@@ -31,7 +31,8 @@ def detect(ctx: RuleContext) -> list[Finding]:
     idle = ctx.optional(IDLE)
     gain = sync_ns
     if idle is not None and len(idle.step):
-        host_wait = idle.host_wait_ns - idle.host_wait_in_dataloader_ns - idle.host_wait_in_comm_ns
+        host_wait = (idle.host_wait_ns - idle.host_wait_in_dataloader_ns - idle.host_wait_in_comm_ns
+                     - idle.host_wait_in_compile_ns)
         gain = min(gain, float(host_wait.mean()))
     s = res.sites
     sites = [{"call": s.what[i], "op": s.op[i], "top_op": s.top_op[i], "call_site": s.call_site[i],

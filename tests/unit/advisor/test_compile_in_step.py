@@ -78,3 +78,14 @@ def test_one_compiling_step_is_the_profiles_warm_up(tmp_path: Path) -> None:
     adv = run_advisor(analyze(compiling_steps(tmp_path, steps=1, recompile=0)))
     f = next(f for f in adv.findings if f.rule == "compile-in-step")
     assert f.change.key == "profile-after-warmup" and f.evidence["recompile"] is None
+
+
+def test_the_device_waiting_for_the_compiler_is_not_waiting_for_launches(tmp_path: Path) -> None:
+    """Host-wait gaps per step: [0,25) ends with ``bench`` (launched at 20), 15 of it inside the
+    compile range 10-60; [30,72) ends with ``k`` (launched at 62), 30 inside it; step 2 the same (its
+    first gap starts at the step boundary). 45 µs a step is the compiler's: ``launch-bound`` leaves
+    it out (an H200 recompiling step read "the GPU waits for the host 1,793.7 ms per step")."""
+    from stepscope.analysis.idle import compute_idle
+
+    trace = compiling_steps(tmp_path)
+    assert (compute_idle(trace, 0).host_wait_in_compile_ns // 1000).tolist() == [45, 45]

@@ -38,6 +38,15 @@ A fourth round (``r14``):
   (gradients copied to the host, ``Adam`` on the CPU, parameters copied back: an offloaded
   optimizer): host-bound by the CPU optimizer step, which launches no GPU work.
 
+
+A fifth round (``r15``):
+
+* ``ddp_nccl`` — a bf16 MLP under DDP with NCCL on one rank (world size 1: the all-reduce kernels
+  run and reduce nothing across ranks). Compute-bound; communication is no first finding.
+* ``pin_loader`` — ``bound_cases``' DataLoader with 8 workers and ``pin_memory=True``, batches copied
+  with ``non_blocking=True`` before a bf16 MLP step long enough for the workers to keep up:
+  compute-bound, nothing about the input pipeline or pageable copies.
+
     python tests/data/probe_cases.py --case nonzero --out DIR
 """
 
@@ -265,6 +274,51 @@ def cpu_adam_case(dev: str) -> Step:
     return step
 
 
+def ddp_nccl_case(dev: str) -> Step:
+    import os
+
+    import torch.distributed as dist
+
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29544")
+    dist.init_process_group("nccl", rank=0, world_size=1)
+    model = nn.parallel.DistributedDataParallel(mlp(4096, 4).to(dev))
+    opt = torch.optim.SGD(model.parameters(), lr=1e-4)
+    x = torch.randn(8192, 4096, device=dev)
+
+    def step() -> None:
+        with torch.autocast(dev, dtype=torch.bfloat16):
+            loss = model(x).square().mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    return step
+
+
+def pin_loader_case(dev: str) -> Step:
+    from bound_cases import Augmented
+
+    loader = torch.utils.data.DataLoader(Augmented(4096), batch_size=16, num_workers=8, pin_memory=True,
+                                         persistent_workers=True)
+    model = mlp(4096, 4).to(dev)
+    head = nn.Linear(3 * 64 * 64, 4096).to(dev)
+    opt = torch.optim.SGD([*model.parameters(), *head.parameters()], lr=1e-4)
+    batches = iter(loader)
+    big = torch.randn(8192, 4096, device=dev)
+
+    def step() -> None:
+        img, _ = next(batches)
+        img = img.to(dev, non_blocking=True)
+        with torch.autocast(dev, dtype=torch.bfloat16):
+            loss = model(big + head(img.flatten(1)).mean(0)).square().mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    return step
+
+
 CASES: dict[str, Callable[[str], Step]] = {
     "nonzero": nonzero_case,
     "recompile": recompile_case,
@@ -282,6 +336,8 @@ CASES: dict[str, Callable[[str], Step]] = {
     "graphed": graphed_case,
     "graphed_eager": lambda dev: graphed_case(dev, eager=True),
     "cpu_adam": cpu_adam_case,
+    "ddp_nccl": ddp_nccl_case,
+    "pin_loader": pin_loader_case,
 }
 
 

@@ -75,7 +75,7 @@ def mlp(width: int, depth: int) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
-def autocast_step(dev: str, amp: bool, model: nn.Module, opt: torch.optim.Optimizer,
+def autocast_step(dev: str, amp: bool, model: Callable[[torch.Tensor], torch.Tensor], opt: torch.optim.Optimizer,
                   loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], x: torch.Tensor,
                   target: torch.Tensor) -> torch.Tensor:
     """One training step (forward under bf16 autocast when ``amp``, backward, optimizer); the loss."""

@@ -227,19 +227,32 @@ def gloo_rank(rank: int, out: str, dev: str) -> None:
     dist.destroy_process_group()
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--case", choices=[*sorted(CASES), "gloo_ddp"], required=True)
+def parse_case(cases: dict[str, Callable[[str], Step]], doc: str, extra: tuple[str, ...] = ()) -> argparse.Namespace:
+    """``--case NAME --out DIR [--device cuda]``, the command line of these capture programs."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--case", choices=[*sorted(cases), *extra], required=True)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--device", default="cuda")
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def run_case(cases: dict[str, Callable[[str], Step]], args: argparse.Namespace) -> None:
+    ms = profile_steps(cases[args.case](args.device), args.out / args.case, args.case, args.device)
+    print(f"{args.case}: 10 steps in {ms:.1f} ms")
+
+
+def run_cli(cases: dict[str, Callable[[str], Step]], doc: str) -> None:
+    run_case(cases, parse_case(cases, doc))
+
+
+def main() -> None:
+    args = parse_case(CASES, __doc__ or "", ("gloo_ddp",))
     if args.case == "gloo_ddp":
         os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
         os.environ.setdefault("MASTER_PORT", "29533")
         torch.multiprocessing.spawn(gloo_rank, args=(str(args.out / "gloo_ddp"), args.device), nprocs=2)
         return
-    ms = profile_steps(CASES[args.case](args.device), args.out / args.case, args.case, args.device)
-    print(f"{args.case}: 10 steps in {ms:.1f} ms")
+    run_case(CASES, args)
 
 
 if __name__ == "__main__":

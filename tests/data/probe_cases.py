@@ -52,7 +52,6 @@ A fifth round (``r15``):
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -61,8 +60,8 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bound_cases import attention_case, mlp
-from more_cases import profile_steps
+from bound_cases import attention_case, autocast_step, mlp
+from more_cases import run_cli
 
 Step = Callable[[], None]
 
@@ -287,11 +286,7 @@ def ddp_nccl_case(dev: str) -> Step:
     x = torch.randn(8192, 4096, device=dev)
 
     def step() -> None:
-        with torch.autocast(dev, dtype=torch.bfloat16):
-            loss = model(x).square().mean()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+        autocast_step(dev, True, model, opt, square_mean, x, x)
 
     return step
 
@@ -310,11 +305,7 @@ def pin_loader_case(dev: str) -> Step:
     def step() -> None:
         img, _ = next(batches)
         img = img.to(dev, non_blocking=True)
-        with torch.autocast(dev, dtype=torch.bfloat16):
-            loss = model(big + head(img.flatten(1)).mean(0)).square().mean()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+        autocast_step(dev, True, lambda t: model(big + head(t.flatten(1)).mean(0)), opt, square_mean, img, img)
 
     return step
 
@@ -341,14 +332,12 @@ CASES: dict[str, Callable[[str], Step]] = {
 }
 
 
+def square_mean(out: torch.Tensor, _: torch.Tensor) -> torch.Tensor:
+    return out.square().mean()
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--case", choices=sorted(CASES), required=True)
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--device", default="cuda")
-    args = ap.parse_args()
-    ms = profile_steps(CASES[args.case](args.device), args.out / args.case, args.case, args.device)
-    print(f"{args.case}: 10 steps in {ms:.1f} ms")
+    run_cli(CASES, __doc__ or "")
 
 
 if __name__ == "__main__":

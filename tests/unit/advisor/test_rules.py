@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from stepscope.advisor.engine import Advice, run_advisor
+from stepscope.advisor.finding import Finding
 from stepscope.advisor.rules import ALL_RULES
 from stepscope.analysis.bundle import analyze
 from stepscope.report.advice_json import finding_dict
@@ -186,18 +187,28 @@ def test_launch_bound_says_python_outside_ops_when_it_holds_the_host_path(tmp_pa
     assert g.change.key == "reduce-host-work"
 
 
+def _launch_bound_of_ops(tmp_path: Path, op: str, calls: int, every_us: int, op_us: int, launch_at_us: int,
+                         launch_us: int) -> Finding:
+    """Three 10 ms steps of ``calls`` ops, one every ``every_us``, each launching a 5 µs kernel that
+    starts 5 µs after its launch call ends; the launch-bound finding."""
+    b = TraceBuilder()
+    for k, t in enumerate(range(0, 30_000, 10_000)):
+        b.step(k + 1, ts=t, dur=10_000)
+        for j in range(calls):
+            start = t + every_us * j
+            b.op(op, ts=start, dur=op_us)
+            b.launch_kernel(f"{op}_kernel", launch_ts=start + launch_at_us, launch_dur=launch_us,
+                            ts=start + launch_at_us + launch_us + 2, dur=5)
+    (f,) = [f for f in run_advisor(analyze(b.load(tmp_path))).findings if f.rule == "launch-bound"]
+    return f
+
+
 def test_a_models_python_between_its_ops_is_not_loop_code(tmp_path: Path) -> None:
     """The same untraced host time as above but in 40 short gaps a step (each op [t + 240j, +10]
     launches a 5 µs kernel, then 230 µs no op covers): a model's own Python between its ops, which
     graphs and compile do remove — so ``reduce-host-work``, not ``move-python-off-path``, though
     the untraced part outweighs launches and ops (the H100 BERT trace without its Python frames)."""
-    b = TraceBuilder()
-    for k, t in enumerate(range(0, 30_000, 10_000)):
-        b.step(k + 1, ts=t, dur=10_000)
-        for j in range(40):
-            b.op("aten::add", ts=t + 240 * j, dur=10)
-            b.launch_kernel("add_kernel", launch_ts=t + 240 * j + 2, launch_dur=5, ts=t + 240 * j + 9, dur=5)
-    (f,) = [f for f in run_advisor(analyze(b.load(tmp_path))).findings if f.rule == "launch-bound"]
+    f = _launch_bound_of_ops(tmp_path, "aten::add", calls=40, every_us=240, op_us=10, launch_at_us=2, launch_us=5)
     host = f.evidence["host_path_pct"]
     assert isinstance(host, dict) and host["untraced"] > host["launch"] + host["host_ops"]
     assert f.change.key != "move-python-off-path"
@@ -249,13 +260,7 @@ def test_launch_bound_names_graphs_when_the_ops_around_short_kernels_hold_the_ho
     captures both (an H200 batch-32 MLP, ``r14/graphed_eager`` → ``graphed``: 33.5 → 10.6 ms a step),
     so the change is graphs / compile, not "less host work" (which it was while launch calls had to
     outweigh the ops)."""
-    b = TraceBuilder()
-    for k, t in enumerate(range(0, 30_000, 10_000)):
-        b.step(k + 1, ts=t, dur=10_000)
-        for j in range(160):
-            b.op("aten::linear", ts=t + 60 * j, dur=40)
-            b.launch_kernel("gemv_kernel", launch_ts=t + 60 * j + 16, launch_dur=8, ts=t + 60 * j + 30, dur=5)
-    (f,) = [f for f in run_advisor(analyze(b.load(tmp_path))).findings if f.rule == "launch-bound"]
+    f = _launch_bound_of_ops(tmp_path, "aten::linear", calls=160, every_us=60, op_us=40, launch_at_us=16, launch_us=8)
     host = f.evidence["host_path_pct"]
     assert isinstance(host, dict) and host["host_ops"] > host["launch"]
     assert f.change.key == "cuda-graphs-or-compile"

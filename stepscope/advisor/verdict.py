@@ -55,6 +55,7 @@ class Verdict:
     set_by: str = ""  # job: "waited-for" (the rank the others wait for at the collectives) or "slowest"
     job_step_ns: int | None = None  # job set by the waited-for rank: the job's step (its slowest rank's), not
     #  that rank's own window, which ``step_ns`` and the shares are of
+    compiling_pct: float = 0.0  # the host's time compiling (torch.compile) on the path, % of the step
 
     def to_dict(self) -> dict[str, Any]:
         return {"rank": self.rank, "bound": self.bound, "avg_step_ms": self.step_ns / 1e6,
@@ -63,7 +64,8 @@ class Verdict:
                 "shares_pct": {k: round(v, 2) for k, v in self.shares_pct.items()},
                 "ranks": list(self.ranks), "excess_pct": self.excess_pct, "causes": list(self.causes),
                 "host_timeline": self.host_timeline, "set_by": self.set_by,
-                "job_step_ms": None if self.job_step_ns is None else self.job_step_ns / 1e6}
+                "job_step_ms": None if self.job_step_ns is None else self.job_step_ns / 1e6,
+                "compiling_pct": round(self.compiling_pct, 2)}
 
 
 def rank_critical_path(bundle: Bundle, rank: int) -> CriticalPath | None:
@@ -78,7 +80,8 @@ def verdict_of(bundle: Bundle, rank: int) -> Verdict | None:
         return None
     return Verdict(rank, cp.bound, round(cp.avg_step_ns), cp.share_pct(), cp.step_count, cp.whole_trace,
                    cp.device_busy_pct() if cp.has_device else None, cp.has_device,
-                   platform=platform_of(bundle.trace, rank), host_timeline=no_host_timeline(bundle.trace, rank) is None)
+                   platform=platform_of(bundle.trace, rank), host_timeline=no_host_timeline(bundle.trace, rank) is None,
+                   compiling_pct=cp.host_share_pct()["compile"])
 
 
 def job_verdict(bundle: Bundle, per_rank: tuple[Verdict, ...], cfg: AdvisorConfig | None = None) -> Verdict | None:

@@ -33,7 +33,9 @@ host            anything else: host ops, launch calls, Python between ops, untra
 
 The parts of a step sum exactly to the step (the TensorBoard plugin's step windows, the same
 windows as the step breakdown; the whole trace as one window when it has no step markers). Host
-time is split further into launch calls, other host ops and untraced time, for the advisor.
+time is split further into launch calls, other host ops and untraced time, for the advisor — and
+``torch.compile`` compiling (:mod:`.compilation`), which claims its time first: the launches and ops
+inside a compilation are the compiler's.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from stepscope.analysis.activity import Activity, activity_of
 from stepscope.analysis.breakdown import tb_step_windows
 from stepscope.analysis.comm import host_collective_mask
 from stepscope.analysis.common import I32, I64, interval_set, pct, rank_rows
+from stepscope.analysis.compilation import compile_rows
 from stepscope.analysis.idle import is_dataloader_name
 from stepscope.analysis.modules import PREFIX as MODULE
 from stepscope.analysis.sync import blocking_calls
@@ -66,7 +69,7 @@ WAITS = ("input", "communication", "copy", "host")
 #: part, what it waits for bounds the step (the first thing to fix), not the compute.
 DEVICE_STARVED_BELOW_PCT = 200.0 / 3.0
 #: The host part split: inside launch calls, inside other host ops, no traced host activity.
-HOST_PARTS = ("launch", "host_ops", "untraced")
+HOST_PARTS = ("launch", "host_ops", "untraced", "compile")
 Iv = intervals.Intervals
 B = npt.NDArray[np.bool_]
 _LAUNCH_CALL = ("Launch", "MemcpyAsync", "MemsetAsync")  # GraphLaunch contains Launch
@@ -316,11 +319,14 @@ def _split_host(trace: Trace, driver: I64, free: Iv, start: I64, end: I64) -> tu
     is_python = (ev["kind"][driver] == EventKind.PYTHON_FUNCTION) & ~pool.mask(_is_module)[name]
     launch = interval_set(trace, driver[is_launch])
     ops = interval_set(trace, driver[~is_step & ~is_launch & ~is_python])
+    # torch.compile compiling claims first: the launches and ops inside it are the compiler's
+    got_compile = intervals.intersect(free, interval_set(trace, np.intersect1d(compile_rows(trace), driver)))
+    free = intervals.subtract(free, got_compile)
     got_launch = intervals.intersect(free, launch)
     rest = intervals.subtract(free, got_launch)
     got_ops = intervals.intersect(rest, ops)
     untraced = intervals.subtract(rest, got_ops)
-    cols = [intervals.covered_in_windows(iv, start, end) for iv in (got_launch, got_ops, untraced)]
+    cols = [intervals.covered_in_windows(iv, start, end) for iv in (got_launch, got_ops, untraced, got_compile)]
     return np.stack(cols, axis=1).reshape(len(start), len(HOST_PARTS)), _longest(untraced, start, end)
 
 

@@ -200,6 +200,7 @@ VERDICT_STAGES: dict[str, str] = {
     "input": "the input pipeline",
     "host": "the host (CPU work, launches)",
     "host-cpu-only": "the CPU (the model's ops run on it)",
+    "host-compiling": "torch.compile compiling on the host",
     "compute": "{device} compute",
     "communication": "communication",
     "copy": "memory copies",
@@ -343,6 +344,8 @@ def verdict_text(v: Verdict) -> str:
     busy = (f"; {device} busy with kernels or copies {v.device_busy_pct:.0f}%"
             if v.device_busy_pct is not None else "")
     stage = _stage(v.bound, device, v.host_timeline, v.has_device)
+    if v.bound == "host" and v.compiling_pct > share / 2:  # most of the host's path is the compiler's
+        stage = VERDICT_STAGES["host-compiling"]
     head = f"{who}: bound by {stage} ({share:.0f}% of the {v.step_ns / 1e6:.1f} ms {window}{busy})"
     others = sorted(((s, p) for s, p in v.shares_pct.items() if s != v.bound), key=lambda sp: -sp[1])
     rest = ", ".join(f"{_stage(s, device, v.host_timeline, v.has_device)} {p:.0f}%" for s, p in others if p >= 0.5)

@@ -89,3 +89,20 @@ def test_the_device_waiting_for_the_compiler_is_not_waiting_for_launches(tmp_pat
 
     trace = compiling_steps(tmp_path)
     assert (compute_idle(trace, 0).host_wait_in_compile_ns // 1000).tolist() == [45, 45]
+
+
+def test_the_verdict_says_the_host_is_compiling(tmp_path: Path) -> None:
+    """The critical path's host part splits off the compile ranges first, the launches inside them
+    included: 47 of the range's 50 µs a step (the device's parts claim before the host's: part of the
+    autotuning kernel's time is compute), and the verdict names it — a 1.6 s H200 step 99 %
+    compiling read "bound by the host (CPU work, launches)". Without the split the 47 µs were the
+    host's ops and untraced time."""
+    from stepscope.analysis.critical_path import HOST_PARTS, compute_critical_path
+    from stepscope.report import texts
+
+    trace = compiling_steps(tmp_path)
+    cp = compute_critical_path(trace, 0)
+    assert (cp.host_parts_ns[:, HOST_PARTS.index("compile")] // 1000).tolist() == [47, 47]
+    v = run_advisor(analyze(trace)).verdicts[0]
+    assert v.bound == "host" and v.compiling_pct == 47.0
+    assert texts.verdict_text(v).startswith("rank 0: bound by torch.compile compiling on the host (")

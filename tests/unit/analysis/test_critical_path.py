@@ -39,7 +39,7 @@ def test_every_instant_is_charged_once(tmp_path: Path) -> None:
                     stream=20)
     r = compute_critical_path(b.load(tmp_path), 0)
     assert _parts(r) == {"compute": 35, "communication": 20, "copy": 0, "input": 20, "host": 25}
-    assert _host(r) == {"launch": 10, "host_ops": 5, "untraced": 10}
+    assert _host(r) == {"launch": 10, "host_ops": 5, "untraced": 10, "compile": 0}
     assert (r.untraced_longest_ns // US).tolist() == [10]  # one stretch: [90,100]
     assert r.parts_ns.sum() == r.step_ns.sum() == 100 * US
     assert r.device_busy_pct() == pytest.approx(40.0)
@@ -59,7 +59,7 @@ def test_a_burst_the_host_caught_up_with_is_off_the_path(tmp_path: Path) -> None
     b.launch_kernel("k3", launch_ts=40, launch_dur=1, ts=50, dur=10)
     r = compute_critical_path(b.load(tmp_path), 0)
     assert _parts(r) == {"compute": 38, "communication": 0, "copy": 0, "input": 0, "host": 22}
-    assert _host(r) == {"launch": 2, "host_ops": 0, "untraced": 20}
+    assert _host(r) == {"launch": 2, "host_ops": 0, "untraced": 20, "compile": 0}
     assert (r.untraced_longest_ns // US).tolist() == [20]  # [20,40], in one stretch
     assert r.bound == "host"
 
@@ -149,4 +149,4 @@ def test_python_frames_are_python_time_not_op_time(tmp_path: Path) -> None:
           args={})
     r = compute_critical_path(b.load(tmp_path), 0)
     assert _parts(r) == {"compute": 35, "communication": 20, "copy": 0, "input": 20, "host": 25}
-    assert _host(r) == {"launch": 10, "host_ops": 5, "untraced": 10}
+    assert _host(r) == {"launch": 10, "host_ops": 5, "untraced": 10, "compile": 0}

@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.analysis import intervals
 from stepscope.analysis._memo import per_rank
 from stepscope.analysis.attention_costs import attention_shape
 from stepscope.analysis.common import I64, in_step_rows, interval_set, launched_inside, rank_rows
@@ -85,17 +86,12 @@ def _ids(trace: Trace, names: tuple[str, ...]) -> I64:
     return np.asarray([i for i in (trace.strings.find(n) for n in names) if i >= 0], np.int64)
 
 
-def _inside(spans: Intervals, ts: I64) -> npt.NDArray[np.bool_]:
-    k = np.searchsorted(spans[0], ts, side="right") - 1
-    return (k >= 0) & (ts < spans[1][np.maximum(k, 0)])
-
-
 def _backward_of(trace: Trace, host: I64, gpu: I64, spans: Intervals) -> npt.NDArray[np.bool_]:
     """Per device row: launched under a backward op of an op inside a math call."""
     ev = trace.events
     seq = ev["seq"][host]
     numbered = seq >= 0
-    inside = _inside(spans, ev["ts_ns"][host])
+    inside = intervals.contains(spans, ev["ts_ns"][host])
     forward_seqs = np.unique(seq[numbered & inside])
     backward = host[numbered & ~inside & np.isin(seq, forward_seqs)]
     if len(backward) == 0:

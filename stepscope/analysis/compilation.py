@@ -25,8 +25,9 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis import intervals
-from stepscope.analysis._memo import per_trace
+from stepscope.analysis._memo import per_rank, per_trace
 from stepscope.analysis.common import I64, interval_set, rank_rows, step_windows
+from stepscope.model.masks import any_of
 from stepscope.model.schema import HOST_KINDS
 from stepscope.model.trace import Trace
 
@@ -47,19 +48,20 @@ def is_compile_range(name: str) -> bool:
 def compile_rows(trace: Trace) -> I64:
     """Every host row of the trace that is a compilation range."""
     ev = trace.events
-    host = np.flatnonzero(np.isin(ev["kind"], np.asarray([int(k) for k in HOST_KINDS], ev["kind"].dtype)))
+    host = np.flatnonzero(any_of(ev["kind"], [int(k) for k in HOST_KINDS]))
     return host[trace.strings.mask(is_compile_range)[ev["name"][host]]].astype(np.int64)
+
+
+@per_rank
+def rank_compile_rows(trace: Trace, rank: int) -> I64:
+    """The rank's compilation ranges (host rows)."""
+    return np.intersect1d(compile_rows(trace), rank_rows(trace, rank, tuple(int(k) for k in HOST_KINDS)),
+                          assume_unique=True)
 
 
 def inside_compilation(trace: Trace, rows: I64) -> npt.NDArray[np.bool_]:
     """Per row: whether it starts while a compilation runs (the compiler's call, not the step's)."""
-    lo, hi = _compile_spans(trace)
-    ts = trace.events["ts_ns"][rows]
-    if len(lo) == 0:
-        return np.zeros(len(rows), bool)
-    k = np.searchsorted(lo, ts, side="right") - 1
-    inside: npt.NDArray[np.bool_] = (k >= 0) & (ts < hi[np.maximum(k, 0)])
-    return inside
+    return intervals.contains(_compile_spans(trace), trace.events["ts_ns"][rows])
 
 
 @per_trace
@@ -93,9 +95,8 @@ def compute_compilation(trace: Trace, rank: int) -> Compilation:
     """The compilation ranges' union, per step window (the module docstring)."""
     wins = step_windows(trace, rank)
     host = rank_rows(trace, rank, tuple(int(k) for k in HOST_KINDS))
-    mine = np.intersect1d(compile_rows(trace), host, assume_unique=True)
-    lo, hi = interval_set(trace, mine)
-    covered = intervals.covered_in_windows((lo, hi), wins.start_ns, wins.end_ns).astype(np.int64)
+    spans = interval_set(trace, rank_compile_rows(trace, rank))
+    covered = intervals.covered_in_windows(spans, wins.start_ns, wins.end_ns).astype(np.int64)
     first, last = (int(wins.start_ns.min()), int(wins.end_ns.max())) if len(wins) else (0, -1)
     return Compilation(wins.dur_ns.astype(np.int64), covered, _max_recompile(trace, host, first, last))
 

@@ -43,7 +43,7 @@ from stepscope.analysis.common import (
     tracks_by_stream,
     window_of,
 )
-from stepscope.analysis.compilation import compile_rows
+from stepscope.analysis.compilation import rank_compile_rows
 from stepscope.model.schema import GPU_KINDS, HOST_KINDS
 from stepscope.model.trace import Trace
 
@@ -123,7 +123,7 @@ def compute_idle(trace: Trace, rank: int, kernel_wait_max_ns: int = KERNEL_WAIT_
     dl = np.bincount(g.win[hw], weights=_covered(loader, g.start[hw], g.end[hw]), minlength=len(wins))
     comm = intervals.subtract(_host_comm_set(trace, rank), loader)
     in_comm = np.bincount(g.win[hw], weights=_covered(comm, g.start[hw], g.end[hw]), minlength=len(wins))
-    comp = intervals.subtract(intervals.subtract(_compile_set(trace, rank), loader), comm)
+    comp = intervals.subtract(intervals.subtract(interval_set(trace, rank_compile_rows(trace, rank)), loader), comm)
     in_comp = np.bincount(g.win[hw], weights=_covered(comp, g.start[hw], g.end[hw]), minlength=len(wins))
     streams = _per_stream(trace, gpu, wins, kernel_wait_max_ns)
     return IdleResult(
@@ -169,11 +169,6 @@ def _covered(iv: intervals.Intervals, start: I64, end: I64) -> I64:
 def _host_comm_set(trace: Trace, rank: int) -> intervals.Intervals:
     host = rank_rows(trace, rank, tuple(int(k) for k in HOST_KINDS))
     return interval_set(trace, host[host_collective_mask(trace)[host]])
-
-
-def _compile_set(trace: Trace, rank: int) -> intervals.Intervals:
-    host = rank_rows(trace, rank, tuple(int(k) for k in HOST_KINDS))
-    return interval_set(trace, np.intersect1d(compile_rows(trace), host, assume_unique=True))
 
 
 def _dataloader_set(trace: Trace, rank: int) -> intervals.Intervals:

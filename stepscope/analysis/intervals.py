@@ -41,6 +41,15 @@ def union(starts: npt.ArrayLike, ends: npt.ArrayLike) -> Intervals:
     return s[first], run_end[last]
 
 
+def contains(iv: Intervals, t: I64) -> npt.NDArray[np.bool_]:
+    """Per instant (any order): whether it lies inside the normalised set (its start included)."""
+    if len(iv[0]) == 0:
+        return np.zeros(len(t), bool)
+    k = np.searchsorted(iv[0], t, side="right") - 1
+    inside: npt.NDArray[np.bool_] = (k >= 0) & (t < iv[1][np.maximum(k, 0)])
+    return inside
+
+
 def total(iv: Intervals) -> int:
     """Summed length of a normalised set, ns."""
     return int((iv[1] - iv[0]).sum())

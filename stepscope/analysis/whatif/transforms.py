@@ -18,7 +18,7 @@ from stepscope.analysis.arrivals import Arrivals, compute_arrivals
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.caching_allocator import ALLOC_CALL
 from stepscope.analysis.common import I64, interval_set, launched_inside, rank_rows
-from stepscope.analysis.compilation import compile_rows, inside_compilation
+from stepscope.analysis.compilation import inside_compilation, rank_compile_rows
 from stepscope.analysis.host_ops import cpu_only_top_ops, top_level_ops_of
 from stepscope.analysis.memcpy import compute_memcpy
 from stepscope.analysis.sync import not_the_steps
@@ -179,17 +179,12 @@ class HostOverhead:
         if self.select.pattern is not None or self.select.rows:
             share *= _share_inside_ops(trace, g, self.select)
         elif g.device.row.size:
-            kept = np.union1d(_cpu_only_ops(trace, g.rank), _rank_compile_rows(trace, g.rank))
+            kept = np.union1d(_cpu_only_ops(trace, g.rank), rank_compile_rows(trace, g.rank))
             share *= 1.0 - _share_inside_rows(trace, g, kept)
         seg = d.host_seg_ns.copy()
         hit = share > 0
         seg[hit] = np.round(seg[hit] * (1.0 - share[hit] * (1.0 - self.factor))).astype(np.int64)
         return replace(d, host_seg_ns=seg)
-
-
-def _rank_compile_rows(trace: Trace, rank: int) -> I64:
-    return np.intersect1d(compile_rows(trace), rank_rows(trace, rank, tuple(int(k) for k in HOST_KINDS)),
-                          assume_unique=True)
 
 
 @dataclass(frozen=True)
@@ -205,7 +200,7 @@ class NoCompile:
                 "syncs of its autotuning go with it")
 
     def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
-        rows = _rank_compile_rows(trace, g.rank)
+        rows = rank_compile_rows(trace, g.rank)
         if len(rows) == 0:
             return d
         k = g.host.seg_kind
@@ -245,10 +240,7 @@ class BatchSmallCopies:
             d = HostOverhead(0.0, Select(rows=tuple(int(r) for r in ops))).change(trace, g, d)
         dev = d.device_ns.copy()
         dev[copies] = 0
-        lo, hi = interval_set(trace, ops)
-        ts = trace.events["ts_ns"][g.syncs.row]
-        k = np.searchsorted(lo, ts, side="right") - 1
-        inside = (k >= 0) & (ts < hi[np.maximum(k, 0)]) if len(lo) else np.zeros(len(ts), bool)
+        inside = intervals.contains(interval_set(trace, ops), trace.events["ts_ns"][g.syncs.row])
         return replace(d, device_ns=dev, sync_dropped=d.sync_dropped | inside)
 
 

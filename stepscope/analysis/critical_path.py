@@ -320,7 +320,9 @@ def _split_host(trace: Trace, driver: I64, free: Iv, start: I64, end: I64) -> tu
     launch = interval_set(trace, driver[is_launch])
     ops = interval_set(trace, driver[~is_step & ~is_launch & ~is_python])
     # torch.compile compiling claims first: the launches and ops inside it are the compiler's
-    got_compile = intervals.intersect(free, interval_set(trace, np.intersect1d(compile_rows(trace), driver)))
+    comp = compile_rows(trace)  # none on most traces: no set operation with the driver rows then
+    got_compile = intervals.intersect(free, interval_set(trace, np.intersect1d(comp, driver))) if len(comp) \
+        else intervals.EMPTY
     free = intervals.subtract(free, got_compile)
     got_launch = intervals.intersect(free, launch)
     rest = intervals.subtract(free, got_launch)

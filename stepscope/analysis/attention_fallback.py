@@ -68,7 +68,8 @@ def _math_attention(trace: Trace, rank: int, peak: DevicePeak | None) -> MathAtt
     ev = trace.events
     host = rank_rows(trace, rank, tuple(int(k) for k in HOST_KINDS))
     calls = host[np.isin(ev["name"][host], _ids(trace, MATH_OPS))]
-    calls = calls[np.isin(calls, in_step_rows(trace, rank, tuple(int(k) for k in HOST_KINDS)))]
+    if len(calls):
+        calls = calls[np.isin(calls, in_step_rows(trace, rank, tuple(int(k) for k in HOST_KINDS)))]
     if len(calls) == 0:
         return MathAttention(np.zeros(0, np.int64), 0, 0, "", math.nan, math.nan)
     gpu = in_step_rows(trace, rank, tuple(int(k) for k in GPU_KINDS if k != EventKind.COMMUNICATION))

@@ -24,6 +24,7 @@ from stepscope.analysis.named import NamedRows, named_rows
 from stepscope.model.masks import any_of
 from stepscope.model.schema import EventKind, MemcpyKind
 from stepscope.model.trace import Trace
+from stepscope.model.uniq import unique
 
 SMALL_BYTES = 64 * 1024
 ASYNC_PATTERN = re.compile(r"Async", re.IGNORECASE)
@@ -126,10 +127,11 @@ def compute_memcpy(trace: Trace, rank: int, small_bytes: int = SMALL_BYTES) -> M
     n_steps = len(kept_steps(trace, rank))
     names = named_rows(trace, rows)
     host = any_of(direction, [int(MemcpyKind.H2D), int(MemcpyKind.D2H)]) & (step >= 0 if n_steps else True)
+    kernel_streams = unique(ev["track"][rank_rows(trace, rank, (int(EventKind.KERNEL),))])
     return MemcpyResult(rank, small_bytes, rows, step, direction, pageable, is_sync, nbytes, dur, bw, groups,
                         n_steps, _copy_set(host & (pageable == 1), names, nbytes, bw),
                         _copy_set(host & (nbytes >= 0) & (nbytes < small_bytes), names, nbytes, bw),
-                        np.isin(ev["track"][rows], ev["track"][rank_rows(trace, rank, (int(EventKind.KERNEL),))]))
+                        np.isin(ev["track"][rows], kernel_streams))
 
 
 def _copy_set(sel: npt.NDArray[np.bool_], names: NamedRows, nbytes: I64, bw: F64) -> CopySet:

@@ -31,6 +31,7 @@ class AdvisorConfig:
     pageable_min_pct: float = 0.5
     # sync-in-step
     sync_min_pct: float = 1.0
+    bulk_readback_min_pct: float = 50.0  # the copies' device time, % of the blocked time: the host needs the data
     # launch-bound
     host_wait_min_pct: float = 10.0
     short_kernel_min_share_pct: float = 30.0

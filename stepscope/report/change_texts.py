@@ -17,6 +17,12 @@ CHANGES: dict[str, str] = {
                         ".cpu() / .tolist() / "
                         "print of GPU tensors each step — accumulate on the GPU and read every N steps; use "
                         "CUDA events instead of torch.cuda.synchronize().",
+    "overlap-device-to-host": "The host waits for the data itself ({mb_per_step} MB per step read back at "
+                              "{gb_per_s} GB/s), so the read-back cannot simply go: copy it asynchronously into "
+                              "pinned buffers (.to('cpu', non_blocking=True) into a pin_memory() tensor, with a "
+                              "CUDA event per piece) and consume each piece as soon as its event completes while the "
+                              "next one copies (an offloaded optimizer stepping tensor by tensor); or read back fewer "
+                              "bytes (keep the consumer on the GPU, copy bf16 instead of fp32).",
     "cuda-graphs-or-compile": "Launch less: capture the step with CUDA Graphs (torch.cuda.graphs / "
                               "torch.compile(mode='reduce-overhead')), fuse small ops (torch.compile), or give "
                               "each launch more work (a larger batch).",

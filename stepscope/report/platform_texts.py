@@ -15,6 +15,10 @@ CHANGES_BY_PLATFORM: dict[str, dict[str, str]] = {
         "remove-step-sync": "Replace blocking cudaMemcpy / cudaDeviceSynchronize calls with cudaMemcpyAsync on "
                             "non-default streams and cudaEvent waits, so copies overlap kernels and the host "
                             "keeps queuing work; synchronise once where the result is really needed.",
+        "overlap-device-to-host": "The host waits for the data itself ({mb_per_step} MB per step read back at "
+                                  "{gb_per_s} GB/s): copy it with cudaMemcpyAsync into pinned buffers (cudaMallocHost) "
+                                  "in pieces, a cudaEvent after each, and process each piece on the host as its "
+                                  "event completes while the next one copies; or read back fewer bytes.",
         "cuda-graphs-or-compile": "Launch less: capture the repeated launch sequence once in a CUDA Graph "
                                   "(cudaStreamBeginCapture ... cudaGraphLaunch), fuse small kernels, or give each "
                                   "launch more work.",
@@ -54,6 +58,11 @@ CHANGES_BY_PLATFORM: dict[str, dict[str, str]] = {
                             "NPU tensors each step; use torch.npu events instead of torch.npu.synchronize().",
         "pin-memory": "Copy from pinned memory: DataLoader(..., pin_memory=True), then .to('npu', "
                       "non_blocking=True).",
+        "overlap-device-to-host": "The host waits for the data itself ({mb_per_step} MB per step read back at "
+                                  "{gb_per_s} GB/s): copy it asynchronously into pinned buffers (.to('cpu', "
+                                  "non_blocking=True) into a pin_memory() tensor, with a torch.npu event per piece) "
+                                  "and consume each piece as its event completes while the next one copies; or read "
+                                  "back fewer bytes.",
     },
 }
 #: Words replaced in every text shown for an Ascend NPU.

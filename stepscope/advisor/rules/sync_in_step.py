@@ -5,6 +5,12 @@ blocking ``cudaMemcpy``) and D2H copies inside steps (sync analysis) whose host 
 ``sync_min_pct`` of the average step. The usual causes are ``.item()``, ``.cpu()``, ``.tolist()``,
 printing or logging a tensor every step; the sync analysis names the op and the Python call site.
 
+What the host waits for decides the change: for queued kernels (the usual case) the sync itself is
+what to remove; for the device-to-host copies themselves (their device time at least
+``bulk_readback_min_pct`` of the blocked time: an offloaded optimizer, gradients or activations read
+back in bulk) the host needs the data, so the change is to copy asynchronously and consume it piece
+by piece while the rest copies (change ``overlap-device-to-host``).
+
 Gain: the steps replayed with the blocking calls no longer blocking (what-if ``drop-syncs``): the
 host queues the next kernels instead of waiting, and what that gives back is what the step loses.
 Without a replay: the host time blocked per step, capped by the GPU host-wait idle of the step.
@@ -40,10 +46,24 @@ def detect(ctx: RuleContext) -> list[Finding]:
     evidence = {"sync_ms": ms(sync_ns), "sync_pct": round(ctx.pct_of_step(sync_ns), 2),
                 "sync_calls_per_step": round(res.avg_ns("sync_count"), 1),
                 "d2h_copies_per_step": round(res.avg_ns("d2h_count"), 1), "sites": sites}
-    top = sites[0] if sites else {}
-    change = Change("remove-step-sync", {"call": top.get("call", ""), "op": top.get("op", ""),
-                                         "call_site": top.get("call_site", "")})
+    change = _change(ctx, sync_ns, sites, evidence)
     replayed = replayed_saving(ctx, "drop-syncs", evidence)
     if replayed is None:
         return [ctx.finding(RULE_ID, max(gain, 0.0), "blocked-host-time", evidence, change)]
     return [ctx.finding(RULE_ID, replayed, "replayed", evidence, change)]
+
+
+def _change(ctx: RuleContext, sync_ns: float, sites: list[dict[str, object]],
+            evidence: dict[str, object]) -> Change:
+    """``remove-step-sync`` when the host waits for queued work; ``overlap-device-to-host`` when it
+    waits mostly for the device-to-host copies themselves (the data is what the host needs)."""
+    res = ctx.result(SYNC)
+    d2h_ns, d2h_bytes = res.avg_ns("d2h_ns"), res.avg_ns("d2h_bytes")
+    on_copies_pct = 100.0 * d2h_ns / sync_ns if sync_ns > 0 else 0.0
+    evidence.update(d2h_copy_ms=ms(d2h_ns), wait_on_copies_pct=round(min(on_copies_pct, 100.0), 1))
+    if on_copies_pct >= ctx.cfg.bulk_readback_min_pct and d2h_bytes > 0:
+        return Change("overlap-device-to-host", {"mb_per_step": round(d2h_bytes / 1e6, 1),
+                                                 "gb_per_s": round(d2h_bytes / d2h_ns, 2)})
+    top = sites[0] if sites else {}
+    return Change("remove-step-sync", {"call": top.get("call", ""), "op": top.get("op", ""),
+                                       "call_site": top.get("call_site", "")})

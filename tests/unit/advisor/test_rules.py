@@ -12,7 +12,7 @@ from stepscope.advisor.rules import ALL_RULES
 from stepscope.analysis.bundle import analyze
 from stepscope.report.advice_json import finding_dict
 from tests.builders import TraceBuilder, load_ranks
-from tests.unit.advisor.scenes import SCENES, rank_builder
+from tests.unit.advisor.scenes import SCENES, gemm, rank_builder, steps
 
 
 def advise_scene(tmp_path: Path, rule: str, on: bool) -> Advice:
@@ -88,6 +88,31 @@ def test_channels_last_only_when_convolutions_run_on_tensor_cores(tmp_path: Path
         b.launch_kernel("void cudnn::ops::nchwToNhwcKernel<float>", launch_ts=t + 15, launch_dur=5, ts=t + 30,
                         dur=700, grid=[432, 1, 1], block=[256, 1, 1])
     assert "channels-last" not in rules_of(run_advisor(analyze(b.load(tmp_path))))
+
+
+def test_a_sync_waiting_for_queued_kernels_is_to_be_removed(tmp_path: Path) -> None:
+    """``.item()`` behind a 3 ms GEMM: the host waits for the kernel, not for a copy."""
+    (f,) = [f for f in advise_scene(tmp_path, "sync-in-step", True).findings if f.rule == "sync-in-step"]
+    assert f.change.key == "remove-step-sync" and f.evidence["wait_on_copies_pct"] == 0.0
+
+
+def test_a_bulk_read_back_is_to_be_overlapped_not_removed(tmp_path: Path) -> None:
+    """An offloaded optimizer: after a 1 ms GEMM, ``aten::to`` reads 32 MiB back (a 4 ms pageable copy
+    the host waits 4.9 ms for: 82 % of the wait is the copy itself), then 3 ms of CPU Adam. The host
+    needs the data: the change is to copy asynchronously and consume it piece by piece."""
+    b = TraceBuilder()
+    for t in steps(b):
+        gemm(b, t + 10, dur=1_000)
+        b.op("aten::to", ts=t + 100, dur=4_950)
+        b.launch_kernel("Memcpy DtoH (Device -> Pageable)", launch_ts=t + 110, launch_dur=4_900, ts=t + 1_010,
+                        dur=4_000, runtime="cudaMemcpyAsync", cat="gpu_memcpy", bytes=32 << 20)
+        b.op("Optimizer.step#Adam.step", ts=t + 5_100, dur=3_000, cat="user_annotation")
+    (f,) = [f for f in run_advisor(analyze(b.load(tmp_path))).findings if f.rule == "sync-in-step"]
+    assert f.evidence["sync_ms"] == pytest.approx(4.9) and f.evidence["d2h_copy_ms"] == pytest.approx(4.0)
+    assert f.evidence["wait_on_copies_pct"] == pytest.approx(81.6)
+    assert f.change.key == "overlap-device-to-host"
+    assert f.change.params == {"mb_per_step": 33.6, "gb_per_s": 8.39}  # 33,554,432 bytes in 4 ms
+    assert "pinned buffers" in finding_dict(f)["advice"] and ".item()" not in finding_dict(f)["advice"]
 
 
 def test_straggler_and_imbalance(tmp_path: Path) -> None:

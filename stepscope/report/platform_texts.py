@@ -1,11 +1,12 @@
-"""Advice as said for the program at hand: remedies for a CUDA / MPI program without PyTorch, for
-ROCm and for Ascend, the device's noun (GPU, NPU), NPU words on Ascend and whole-trace wording for a
-trace without step markers. Part of the one place for prose (:mod:`stepscope.report.texts`)."""
+"""Advice as said for the program at hand: remedies for a CUDA / MPI program without PyTorch, for a
+PyTorch program without a device (CPU only), for ROCm and for Ascend, the device's noun (GPU, NPU),
+NPU words on Ascend and whole-trace wording for a trace without step markers. Part of the one place
+for prose (:mod:`stepscope.report.texts`)."""
 
 from __future__ import annotations
 
-#: Remedies worded for a platform: ``native`` (a CUDA / MPI program without PyTorch), ``rocm``,
-#: ``ascend``. A key missing here falls back to :data:`CHANGES`.
+#: Remedies worded for a platform: ``native`` (a CUDA / MPI program without PyTorch), ``cpu`` (no
+#: device), ``rocm``, ``ascend``. A key missing here falls back to :data:`CHANGES`.
 CHANGES_BY_PLATFORM: dict[str, dict[str, str]] = {
     "native": {
         "set-num-workers": "Overlap input reading with device work: read the next batch on a separate host "
@@ -40,6 +41,16 @@ CHANGES_BY_PLATFORM: dict[str, dict[str, str]] = {
                         "kernel, fused kernels), or a grid of at least one block per SM⟨ ({sm_count} SMs)⟩.",
         "reduce-memory": "Make room: free device buffers you no longer need, reuse allocations instead of "
                          "cudaMalloc per iteration, and split the problem into chunks that fit.",
+    },
+    "cpu": {  # no device: the model's ops run on the CPU, beside the loading workers
+        "set-num-workers": "Load batches in background workers: DataLoader(..., num_workers={num_workers}, "
+                           "persistent_workers=True) — size num_workers to the cores the model's ops leave free "
+                           "(they share the CPU: torch.set_num_threads); pre-decode the data set or make each "
+                           "sample cheaper.",
+        "speed-up-input-pipeline": "Workers do not keep up: raise num_workers (up to the cores the model's ops "
+                                   "leave free), prefetch_factor={prefetch_factor}, persistent_workers=True; make "
+                                   "each sample cheaper (pre-decoded binary shards, fewer small files, cheaper "
+                                   "augmentation).",
     },
     "rocm": {
         "cuda-graphs-or-compile": "Launch less: capture the step with HIP graphs (torch.cuda.graphs, which are HIP "

@@ -289,6 +289,8 @@ def links(rule: str, platform: str = "") -> tuple[str, ...]:
     out = (DOCS.format(rule=rule), *rt.links) if rt is not None else (DOCS.format(rule=rule),)
     if platform_key(platform) == "native":
         out = tuple(link for link in out if "pytorch.org" not in link)
+    elif platform_key(platform) == "cpu":  # no device: no vendor's GPU pages
+        out = tuple(link for link in out if "nvidia.com" not in link and "amd.com" not in link)
     return out
 
 

@@ -130,7 +130,8 @@ def combine_advice(parts: Mapping[int, RankAdvice], bundle: Bundle, cfg: Advisor
                                  replays)
     bound = verdict[0].bound if verdict else None
     addresses = {rule.RULE_ID: tuple(rule.ADDRESSES) for rule in ALL_RULES}
-    return Advice(tuple(rank_findings(grouped, bound, addresses)), not_run, verdict)
+    causes = dict(zip(verdict[0].ranks, verdict[0].causes)) if bound == "imbalance" else {}
+    return Advice(tuple(rank_findings(grouped, bound, addresses, causes)), not_run, verdict)
 
 
 def _job_replays(job: JobWhatIf | None) -> JobReplays:

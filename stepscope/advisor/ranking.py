@@ -13,7 +13,8 @@
   collectives, so a rank that gets faster waits longer for the others): the job's mean step
   measured − predicted, with both in the evidence (``whatif_job_measured_ms``, ``..._predicted_ms``).
 * **The bound first.** Findings whose change shortens what the verdict says bounds the step (each
-  rule's ``ADDRESSES``) come first, largest gain first; then the others by gain. The verdict and
+  rule's ``ADDRESSES``; for a job bound by imbalance, also what shortens a culprit's cause on that
+  culprit) come first, largest gain first; then the others by gain. The verdict and
   the first finding tell one story; a larger saving elsewhere is still listed, and said. Each
   finding carries ``addresses_bound``; when none does, the verdict's text says so (report.texts).
 """
@@ -83,12 +84,24 @@ def _merge(members: list[Finding], step_ns: Mapping[int, int], high_pct: float, 
 
 
 def rank_findings(findings: Sequence[Finding], bound: str | None = None,
-                  addresses: Mapping[str, tuple[str, ...]] | None = None) -> list[Finding]:
-    """Findings addressing ``bound`` first, then the rest; each part by gain, severity, rule, rank."""
+                  addresses: Mapping[str, tuple[str, ...]] | None = None,
+                  culprit_causes: Mapping[int, str] | None = None) -> list[Finding]:
+    """Findings addressing ``bound`` first, then the rest; each part by gain, severity, rule, rank.
+
+    A job bound by imbalance is also shortened by what shortens a culprit's cause on that culprit
+    (``culprit_causes``: its input pipeline, say): such a finding addresses the bound too."""
     addr = addresses or {}
+    causes = culprit_causes or {}
+
+    def addresses_bound(f: Finding) -> bool:
+        rule = addr.get(f.rule, ())
+        if bound is not None and bound in rule:
+            return True
+        on = set(f.ranks) | ({f.rank} if f.rank is not None else set())
+        return bound == "imbalance" and any(causes[r] in rule for r in on & causes.keys())
 
     def key(f: Finding) -> tuple[int, int, int, str, int]:
-        first = 0 if bound is not None and bound in addr.get(f.rule, ()) else 1
+        first = 0 if addresses_bound(f) else 1
         return (first, -f.est_gain_ns, f.severity.order, f.rule, -1 if f.rank is None else f.rank)
 
     return [replace(f, addresses_bound=key(f)[0] == 0) for f in sorted(findings, key=key)]

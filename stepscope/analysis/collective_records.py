@@ -2,8 +2,9 @@
 analysis (:mod:`stepscope.analysis.arrivals`).
 
 Per communication kernel of the rank (the one classification, :mod:`.activity` / :mod:`.comm`;
-point-to-point send / recv excluded: they wait for one peer, not for the group), in device start
-order: its device start and end, the host time its launch call was made (``enqueue_ns``, -1 when the
+point-to-point send / recv excluded: they wait for one peer, not for the group) — or, on a rank
+without one, per collective its host runs (gloo or MPI on the CPU: :func:`host_collective_rows`) —
+in start order: its device start and end, the host time its launch call was made (``enqueue_ns``, -1 when the
 kernel has no linked launch), its stream, collective type, process group and size, and what the rank
 did before it: the *gap* from the end of its previous communication kernel (or from the start of
 the step window that holds it, whichever is later) to its start, attributed by the rank's
@@ -17,6 +18,7 @@ whole trace.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,7 +26,7 @@ import numpy.typing as npt
 
 from stepscope.analysis._memo import per_rank
 from stepscope.analysis.activity import is_comm_row
-from stepscope.analysis.comm import CollType, classify, collective_of
+from stepscope.analysis.comm import CollType, classify, collective_of, host_collective_mask, inside_host_collective
 from stepscope.analysis.common import I64, rank_rows
 from stepscope.analysis.critical_path import PARTS, attribute_windows, compute_critical_path
 from stepscope.model.schema import EventKind
@@ -66,10 +68,30 @@ class CollectiveRecords:
     first_in_step: npt.NDArray[np.bool_]  # the gap starts at its step window's start
     step_start_ns: I64
     step_end_ns: I64
-    row: I64  # the kernels' event rows (what the job replay ties across ranks)
+    row: I64  # the kernels' event rows (what the job replay ties across ranks; host rows for host collectives)
 
     def __len__(self) -> int:
         return len(self.start_ns)
+
+
+#: ops in which a communication backend runs a collective on a host thread (gloo's worker threads,
+#: MPI); the ``c10d`` op that queued it returns at once and is not the collective's time
+BACKEND_OP = re.compile(r"^(gloo|mpi|ucc|x?ccl|oneccl):", re.IGNORECASE)
+
+
+def host_collective_rows(trace: Trace, rank: int) -> I64:
+    """A rank's collectives run by the host, one row each (point-to-point excluded): the backend's
+    own ops (``gloo:all_reduce`` on a worker thread: it starts when the rank's work reaches it and
+    ends when every rank's data has arrived) where the rank has them, else the outermost host-side
+    collectives."""
+    rows = rank_rows(trace, rank, (int(EventKind.CPU_OP), int(EventKind.USER_ANNOTATION),
+                                   int(EventKind.COMMUNICATION)))
+    ctype = classify(trace).coll_type
+    rows = rows[host_collective_mask(trace)[rows] & (ctype[rows] > 0) & ~np.isin(ctype[rows], P2P_TYPES)]
+    backend = trace.strings.mask(lambda s: bool(BACKEND_OP.match(s)))[trace.events["name"][rows]]
+    if backend.any():
+        return rows[backend]
+    return rows[~inside_host_collective(trace, rows)]
 
 
 @per_rank
@@ -79,6 +101,8 @@ def collective_records(trace: Trace, rank: int) -> CollectiveRecords:
     cls = classify(trace)
     rows = rank_rows(trace, rank, (int(EventKind.KERNEL),))
     rows = rows[is_comm_row(trace)[rows] & ~np.isin(cls.coll_type[rows], P2P_TYPES)]
+    if len(rows) == 0:  # no communication kernel: the collectives the host runs (gloo, MPI on the CPU)
+        rows = host_collective_rows(trace, rank)
     rows = rows[np.lexsort((rows, ev["ts_ns"][rows]))]
     start = ev["ts_ns"][rows].astype(np.int64)
     end = start + ev["dur_ns"][rows]

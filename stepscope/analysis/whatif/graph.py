@@ -35,6 +35,7 @@ from stepscope.analysis import intervals
 from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.breakdown import launched_in_steps, tb_step_windows
+from stepscope.analysis.collective_records import host_collective_rows
 from stepscope.analysis.comm import host_collective_mask
 from stepscope.analysis.common import I64, interval_set, rank_rows
 from stepscope.analysis.idle import is_dataloader_name
@@ -120,12 +121,24 @@ class StepNodes:
 
 
 @dataclass(frozen=True)
+class HostCollectives:
+    """The collectives the host runs (gloo, MPI on the CPU), in time order: their rows and the host
+    points of their start and end. Alone, a rank's replay keeps their measured lengths; the job
+    replay (:mod:`.job`) ends each at its last participant's arrival plus its transfer."""
+
+    row: I64
+    start_pt: I64
+    end_pt: I64
+
+
+@dataclass(frozen=True)
 class StepGraph:
     rank: int
     host: HostChain
     syncs: Syncs
     device: DeviceWork
     steps: StepNodes
+    host_colls: HostCollectives
 
 
 @per_rank
@@ -155,7 +168,17 @@ def step_graph(trace: Trace, rank: int) -> StepGraph:
     g_end = ev["ts_ns"][gpu] + ev["dur_ns"][gpu]
     steps = StepNodes(wins.step, np.searchsorted(t, hs), np.searchsorted(t, he), work_step,
                       g_end[~inside], wins.start_ns, wins.end_ns, whole)
-    return StepGraph(rank, host, syncs, device, steps)
+    return StepGraph(rank, host, syncs, device, steps, _host_collectives(trace, rank, driver, t))
+
+
+def _host_collectives(trace: Trace, rank: int, driver: I64, t: I64) -> HostCollectives:
+    """The rank's host-run collectives on its driver threads (the arrival analysis' own records)."""
+    ev = trace.events
+    rows = host_collective_rows(trace, rank)
+    rows = rows[np.isin(rows, driver)]
+    rows = rows[np.argsort(ev["ts_ns"][rows], kind="stable")]
+    return HostCollectives(rows, np.searchsorted(t, ev["ts_ns"][rows]),
+                           np.searchsorted(t, ev["ts_ns"][rows] + ev["dur_ns"][rows]))
 
 
 def _driver_rows(trace: Trace, rank: int) -> I64:

@@ -38,6 +38,7 @@ class JobEdges:
     ranks: tuple[int, ...]
     present: npt.NDArray[np.bool_]
     act: I2
+    hact: I2  # the participant's host-run collective instead (index into its graph's HostCollectives), -1 absent
     transfer_ns: I2
     arrival_ns: I2  # measured, aligned: the arrival of a participant that is not replayed
     offset_ns: I64  # per rank: its clock − the aligned clock
@@ -73,22 +74,29 @@ def edges_of(m: Matched, graphs: Mapping[int, StepGraph]) -> JobEdges | None:
     if len(keep) == 0:
         return None
     act = np.full((len(keep), len(m.ranks)), -1, np.int64)
+    hact = np.full((len(keep), len(m.ranks)), -1, np.int64)
     for i, r in enumerate(m.ranks.tolist()):  # per rank
         g = graphs.get(int(r))
         if g is not None:
             act[:, i] = np.where(m.present[keep, i], activity_index(g, m.row[keep, i]), -1)
+            hact[:, i] = np.where(m.present[keep, i], _row_index(g.host_colls.row, m.row[keep, i]), -1)
     transfer = np.where(m.present[keep], m.end_ns[keep] - np.maximum(m.arrival_ns[keep], last[keep, None]), -1)
-    return JobEdges(tuple(int(r) for r in m.ranks), m.present[keep], act, transfer, arr[keep], m.clock_offset_ns,
-                    np.zeros(len(keep), bool))
+    return JobEdges(tuple(int(r) for r in m.ranks), m.present[keep], act, hact, transfer, arr[keep],
+                    m.clock_offset_ns, np.zeros(len(keep), bool))
 
 
 def activity_index(g: StepGraph, rows: I64) -> I64:
     """Per event row, its index in the graph's device work (-1: not there)."""
-    if len(g.device.row) == 0:
+    return _row_index(g.device.row, rows)
+
+
+def _row_index(table: I64, rows: I64) -> I64:
+    """Per event row, its index in ``table`` (-1: not there)."""
+    if len(table) == 0:
         return np.full(len(rows), -1, np.int64)
-    by_row = np.argsort(g.device.row)
-    pos = np.minimum(np.searchsorted(g.device.row[by_row], rows), len(by_row) - 1)
-    out: I64 = np.where(g.device.row[by_row[pos]] == rows, by_row[pos], -1).astype(np.int64)
+    by_row = np.argsort(table)
+    pos = np.minimum(np.searchsorted(table[by_row], rows), len(by_row) - 1)
+    out: I64 = np.where(table[by_row[pos]] == rows, by_row[pos], -1).astype(np.int64)
     return out
 
 
@@ -119,7 +127,8 @@ def with_p2p(e: JobEdges | None, records: Mapping[int, P2PRecords], graphs: Mapp
     if len(ok) == 0:
         return e
     transfer = np.where(present, end - np.maximum(arr, last[:, None]), -1)[ok]
-    p2p = JobEdges(tuple(ranks), present[ok], act[ok], transfer, arr[ok], offset, np.ones(len(ok), bool))
+    p2p = JobEdges(tuple(ranks), present[ok], act[ok], np.full_like(act[ok], -1), transfer, arr[ok], offset,
+                   np.ones(len(ok), bool))
     return p2p if e is None else _stack(_widen(e, ranks, offset), p2p)
 
 
@@ -135,12 +144,12 @@ def _widen(e: JobEdges, ranks: list[int], offset: I64) -> JobEdges:
 
     present = np.zeros((n, len(ranks)), bool)
     present[:, cols] = e.present
-    return JobEdges(tuple(ranks), present, grow(e.act, -1), grow(e.transfer_ns, -1), grow(e.arrival_ns, _NONE),
-                    offset, e.p2p)
+    return JobEdges(tuple(ranks), present, grow(e.act, -1), grow(e.hact, -1), grow(e.transfer_ns, -1),
+                    grow(e.arrival_ns, _NONE), offset, e.p2p)
 
 
 def _stack(a: JobEdges, b: JobEdges) -> JobEdges:
-    return JobEdges(a.ranks, np.vstack([a.present, b.present]), np.vstack([a.act, b.act]),
+    return JobEdges(a.ranks, np.vstack([a.present, b.present]), np.vstack([a.act, b.act]), np.vstack([a.hact, b.hact]),
                     np.vstack([a.transfer_ns, b.transfer_ns]), np.vstack([a.arrival_ns, b.arrival_ns]), a.offset_ns,
                     np.concatenate([a.p2p, b.p2p]))
 
@@ -150,7 +159,7 @@ def replay_job(graphs: Mapping[int, StepGraph], durs: Mapping[int, Durations], e
     """Replay every rank with these durations, tied by the collectives (alone when ``e`` is None)."""
     if e is None:
         return {r: replay(g, durs[r]) for r, g in graphs.items()}
-    runs = {r: RankRun(g, durs[r], _transfers(g, durs[r], e, r)) for r, g in graphs.items()}
+    runs = {r: RankRun(g, durs[r], _transfers(g, durs[r], e, r), _host_transfers(g, e, r)) for r, g in graphs.items()}
     cols = {r: e.ranks.index(r) for r in runs if r in e.ranks}  # a rank in no matched edge runs untied
     known = np.zeros(len(e.act), bool)
     while True:  # each turn publishes a collective's last arrival or breaks a cycle: it ends
@@ -187,6 +196,16 @@ def _transfers(g: StepGraph, dur: Durations, e: JobEdges, rank: int) -> I64:
     return out
 
 
+def _host_transfers(g: StepGraph, e: JobEdges, rank: int) -> I64:
+    """Per host-run collective of the rank: its measured transfer where the job ties it, else _NONE."""
+    out = np.full(len(g.host_colls.row), _NONE, np.int64)
+    if rank in e.ranks:
+        i = e.ranks.index(rank)
+        mine = e.hact[:, i] >= 0
+        out[e.hact[mine, i]] = e.transfer_ns[mine, i]
+    return out
+
+
 def _arrivals(runs: Mapping[int, RankRun], cols: Mapping[int, int], e: JobEdges) -> I2:
     """Collectives × ranks: replayed arrivals (aligned), measured ones for ranks not replayed."""
     out = np.where(e.act >= 0, _NONE, e.arrival_ns)
@@ -195,6 +214,9 @@ def _arrivals(runs: Mapping[int, RankRun], cols: Mapping[int, int], e: JobEdges)
         mine = np.flatnonzero(e.act[:, i] >= 0)
         a = run.streams.arrival[0, e.act[mine, i]]
         out[mine, i] = np.where(a > _NONE, a - e.offset_ns[i], _NONE)
+        for c in np.flatnonzero(e.hact[:, i] >= 0).tolist():  # per host-run collective of the rank
+            h = run.host_arrival(int(e.hact[c, i]))
+            out[c, i] = h - e.offset_ns[i] if h > _NONE else _NONE
     return out
 
 
@@ -203,6 +225,8 @@ def _publish(runs: Mapping[int, RankRun], cols: Mapping[int, int], e: JobEdges, 
         run = runs[r]
         for c in which[e.act[which, i] >= 0].tolist():  # per collective resolved this turn
             run.streams.resolve(int(e.act[c, i]), int(last[c] + e.offset_ns[i]))
+        for c in which[e.hact[which, i] >= 0].tolist():
+            run.resolve_host(int(e.hact[c, i]), int(last[c] + e.offset_ns[i]))
 
 
 def collective_waits_ns(e: JobEdges, rps: Mapping[int, Replay] | None = None) -> I64:
@@ -211,9 +235,10 @@ def collective_waits_ns(e: JobEdges, rps: Mapping[int, Replay] | None = None) ->
     arr = e.arrival_ns.copy()
     for i, r in enumerate(e.ranks):  # per rank
         rp = (rps or {}).get(r)
-        mine = e.act[:, i] >= 0
+        mine, host = e.act[:, i] >= 0, e.hact[:, i] >= 0
         if rp is not None:
             arr[mine, i] = rp.device_start_ns[e.act[mine, i]] - e.offset_ns[i]
+            arr[host, i] = rp.host_coll_start_ns[e.hact[host, i]] - e.offset_ns[i]
     present = e.present & ~e.p2p[:, None]  # the group collectives only
     last = np.where(present, arr, _NONE).max(axis=1)
     waits: I64 = np.where(present, last[:, None] - arr, 0).sum(axis=0).astype(np.int64)

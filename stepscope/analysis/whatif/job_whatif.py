@@ -47,7 +47,7 @@ JOB_RECORD_MAX_BYTES = 128 << 10
 
 def graph_nbytes(g: StepGraph) -> int:
     """The bytes of the graph's arrays."""
-    parts = (g.host, g.syncs, g.device, g.steps)
+    parts = (g.host, g.syncs, g.device, g.steps, g.host_colls)
     return sum(int(getattr(p, f.name).nbytes) for p in parts for f in fields(p)
                if isinstance(getattr(p, f.name), np.ndarray))
 

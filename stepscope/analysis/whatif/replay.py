@@ -51,6 +51,7 @@ class Replay:
     device_end_ns: I64
     start_ns: I64
     end_ns: I64
+    host_coll_start_ns: I64  # per host-run collective of the graph: when the rank arrived at it
 
     @property
     def step_ns(self) -> I64:
@@ -65,9 +66,14 @@ class Diverged(Exception):
 class RankRun:
     """A rank's replay, resumable: it goes from blocking call to blocking call and stops where it
     needs a collective's last arrival that the job replay (:mod:`.job`) has not supplied yet.
-    Several durations of the same graph (``dur`` a sequence) are replayed in lockstep, one row each."""
+    Several durations of the same graph (``dur`` a sequence) are replayed in lockstep, one row each.
 
-    def __init__(self, g: StepGraph, dur: Durations | Sequence[Durations], coll_transfer_ns: I64 | None = None) -> None:
+    A collective the host runs (gloo on the CPU) that the job replay ties (``host_coll_transfer_ns``
+    given for it) is a stop like a blocking call: the host returns from it at ``max(its arrival, the
+    last arrival) + transfer``; a blocking call inside it is part of it."""
+
+    def __init__(self, g: StepGraph, dur: Durations | Sequence[Durations], coll_transfer_ns: I64 | None = None,
+                 host_coll_transfer_ns: I64 | None = None) -> None:
         durs = [dur] if isinstance(dur, Durations) else list(dur)
         self.g, self.n = g, len(durs)
         self.seg = np.stack([d.host_seg_ns for d in durs]).reshape(self.n, -1)
@@ -78,19 +84,25 @@ class RankRun:
             self.tp[:, 0] = t[0]
         self.streams = Streams(g, np.stack([d.device_ns for d in durs]).reshape(self.n, -1),
                                None if coll_transfer_ns is None else coll_transfer_ns[None, :])
-        self.j = self.cur = 0
-        self.alone = coll_transfer_ns is None  # nothing from other ranks to wait for
+        nh = len(g.host_colls.row)
+        self.hc_transfer = (np.full(nh, _NONE, np.int64) if host_coll_transfer_ns is None
+                            else host_coll_transfer_ns.astype(np.int64))
+        self.hc_last = np.full((self.n, nh), _NONE, np.int64)  # per tied host collective: the last arrival
+        self.stops = _stops(g, self.hc_transfer > _NONE)
+        self.k = self.cur = 0
+        self.alone = coll_transfer_ns is None and host_coll_transfer_ns is None  # nothing from other ranks
         self.done = False
 
     def run(self) -> bool:
         """Advance as far as possible; True when the whole graph is timed."""
-        seg, tp, sy, last = self.seg, self.tp, self.g.syncs, self.tp.shape[1] - 1
-        while self.j < len(sy.row):
-            a, b = int(sy.start_pt[self.j]), int(sy.end_pt[self.j])
+        seg, tp, st, last = self.seg, self.tp, self.stops, self.tp.shape[1] - 1
+        while self.k < len(st.idx):
+            a, b, j = int(st.start_pt[self.k]), int(st.end_pt[self.k]), int(st.idx[self.k])
             _advance_host(tp, seg, self.cur, a)
             self.cur = max(self.cur, a)
             self.streams.advance(tp, a)
-            back = _return_time(self.g, self.dropped[:, self.j], self.streams, self.j, tp[:, a])
+            back = (self._coll_return(j, tp[:, a]) if st.coll[self.k]
+                    else _return_time(self.g, self.dropped[:, j], self.streams, j, tp[:, a]))
             if back is None:
                 if self.alone and self.streams.unblock():
                     continue
@@ -98,7 +110,7 @@ class RankRun:
             tp[:, b] = back
             if b > a + 1:  # (b - 1 of a call at point 0 lasting 0 would slice seg from the end)
                 tp[:, a + 1:b] = np.minimum(tp[:, a, None] + np.cumsum(seg[:, a:b - 1], axis=1), tp[:, b, None])
-            self.cur, self.j = b, self.j + 1
+            self.cur, self.k = b, self.k + 1
         _advance_host(tp, seg, self.cur, last)
         self.cur = max(self.cur, last)
         self.streams.advance(tp, last + 1)
@@ -107,12 +119,29 @@ class RankRun:
         self.done = bool(self.streams.timed.all())
         return self.done
 
+    def _coll_return(self, j: int, called: I64) -> I64 | None:
+        """When the host leaves tied host collective j: after the last arrival (None: not known yet)."""
+        last = self.hc_last[:, j]
+        if (last <= _NONE).any():
+            return None
+        back: I64 = np.maximum(called, last) + self.hc_transfer[j]
+        return back
+
+    def host_arrival(self, j: int) -> int:
+        """When the rank arrived at host collective j (the first variant), _NONE while not replayed."""
+        return int(self.tp[0, self.g.host_colls.start_pt[j]])
+
+    def resolve_host(self, j: int, last_arrival_ns: int) -> None:
+        """The job's last arrival at host collective j (this rank's clock) is known."""
+        self.hc_last[:, j] = last_arrival_ns
+
     def results(self) -> list[Replay]:
         """One replay per durations given, in order."""
         st, out = self.streams, []
         for v in range(self.n):  # per variant (a handful)
             start, end = _windows(self.g, self.tp[v], st.start[v], st.end[v])
-            out.append(Replay(self.tp[v], st.start[v], st.end[v], start, end))
+            out.append(Replay(self.tp[v], st.start[v], st.end[v], start, end,
+                              self.tp[v][self.g.host_colls.start_pt]))
         return out
 
     def result(self) -> Replay:
@@ -135,6 +164,34 @@ def replay_all(g: StepGraph, durs: Sequence[Durations]) -> list[Replay]:
         return r.results()
     except Diverged:
         return [replay(g, d) for d in durs]
+
+
+@dataclass(frozen=True)
+class Stops:
+    """Where the host's replay waits, in time order, none inside another: blocking calls and tied
+    host collectives (``coll``); ``idx`` indexes :class:`~.graph.Syncs` or :class:`~.graph.HostCollectives`."""
+
+    start_pt: I64
+    end_pt: I64
+    idx: I64
+    coll: npt.NDArray[np.bool_]
+
+
+def _stops(g: StepGraph, tied: npt.NDArray[np.bool_]) -> Stops:
+    """The blocking calls, and the tied host collectives with the calls inside them left out (a
+    call a collective makes, or one made while it runs, returns before it ends)."""
+    sy, hc = g.syncs, g.host_colls
+    if not tied.any():
+        return Stops(sy.start_pt, sy.end_pt, np.arange(len(sy.row), dtype=np.int64), np.zeros(len(sy.row), bool))
+    k = np.flatnonzero(tied)
+    a = np.concatenate([hc.start_pt[k], sy.start_pt])
+    b = np.concatenate([hc.end_pt[k], sy.end_pt])
+    coll = np.concatenate([np.ones(len(k), bool), np.zeros(len(sy.row), bool)])
+    idx = np.concatenate([k, np.arange(len(sy.row))]).astype(np.int64)
+    order = np.lexsort((~coll, a))  # by start; a collective before a call that starts with it
+    a, b, coll, idx = a[order], b[order], coll[order], idx[order]
+    keep = a >= np.concatenate([[np.iinfo(np.int64).min], np.maximum.accumulate(b)[:-1]])
+    return Stops(a[keep], b[keep], idx[keep], coll[keep])
 
 
 def _advance_host(tp: I2, seg: I2, cur: int, upto: int) -> None:

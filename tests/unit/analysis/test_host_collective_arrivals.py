@@ -1,0 +1,97 @@
+"""Collectives the host runs (gloo on the CPU): matched across ranks like communication kernels, so
+a CPU job's late rank is found, and the job replay ties the ranks at them.
+
+Two ranks, 3 steps of 10 ms. Each step: the DataLoader (rank 0: 5 ms, rank 1: 1 ms), then the
+model's ops (2 ms), then ``c10d::allreduce_`` queues the all-reduce (20 µs on the main thread) and
+``gloo:all_reduce`` runs it on a worker thread from there until 500 µs after the later rank arrived
+(rank 0 at t+7,100, rank 1 at t+3,100: rank 1 waits 4 ms), then ``Optimizer.step`` (1 ms) once it
+is done."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from stepscope.advisor.engine import run_advisor
+from stepscope.analysis.arrivals import compute_arrivals
+from stepscope.analysis.bundle import analyze
+from stepscope.analysis.collective_records import collective_records
+from stepscope.analysis.whatif.graph import step_graph
+from stepscope.analysis.whatif.job import job_edges, replay_job
+from stepscope.analysis.whatif.replay import Durations
+from stepscope.model.trace import Trace
+from tests.builders import TraceBuilder, load_ranks
+
+STEP = 10_000
+LOADER = {0: 5_000, 1: 1_000}
+
+
+def cpu_rank(rank: int) -> TraceBuilder:
+    b = TraceBuilder(rank=rank, world_size=2)
+    for i in range(3):
+        t = i * STEP
+        b.step(i + 1, t, STEP - 100)
+        b.op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", ts=t + 50, dur=LOADER[rank],
+             cat="user_annotation")
+        arrive = t + 100 + LOADER[rank] + 2_000
+        b.op("aten::addmm", ts=t + 100 + LOADER[rank], dur=2_000)
+        b.op("c10d::allreduce_", ts=arrive - 10, dur=20)
+        b.op("gloo:all_reduce", ts=arrive, dur=t + 7_600 - arrive, tid=2)
+        b.op("Optimizer.step#SGD.step", ts=t + 7_650, dur=1_000, cat="user_annotation")
+    return b
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory: pytest.TempPathFactory) -> Trace:
+    return load_ranks([cpu_rank(0), cpu_rank(1)], tmp_path_factory.mktemp("cpu_job"))
+
+
+def test_the_backend_ops_are_the_records(job: Trace) -> None:
+    """One record per all-reduce: gloo's own op (its span is the collective), not the c10d op that queued it."""
+    for r in (0, 1):
+        rec = collective_records(job, r)
+        assert len(rec) == 3
+        starts = [i * STEP + 100 + LOADER[r] + 2_000 for i in range(3)]
+        np.testing.assert_array_equal(rec.start_ns, np.array(starts) * 1_000)
+        np.testing.assert_array_equal(rec.end_ns, (np.arange(3) * STEP + 7_600) * 1_000)
+
+
+def test_rank_0_is_late_for_its_input_pipeline(job: Trace) -> None:
+    a = compute_arrivals(job)
+    assert a.culprits == (0,) and a.culprit_cause[0] == "input"
+    assert a.late_ns[a.ranks.index(0)] == 3 * 4_000_000  # 4 ms at each of 3 all-reduces
+    assert a.victims == (1,)
+
+
+def test_the_job_replay_ties_the_host_collectives(job: Trace) -> None:
+    graphs = {r: step_graph(job, r) for r in (0, 1)}
+    e = job_edges(job, graphs)
+    assert e is not None and (e.hact >= 0).all() and (e.act < 0).all()
+    measured = {r: Durations.measured(g) for r, g in graphs.items()}
+    rps = replay_job(graphs, measured, e)
+    for r, g in graphs.items():  # identity: every step comes back
+        np.testing.assert_array_equal(rps[r].step_ns, g.steps.measured_end_ns - g.steps.measured_start_ns)
+    # rank 0's DataLoader 4 ms shorter: it arrives with rank 1, so both ranks' all-reduces end 4 ms
+    # earlier in each step (the 500 µs transfer after the last arrival is kept) and every step of
+    # both ranks is 4 ms shorter — rank 1's too, whose own work did not change: the k-th all-reduce
+    # ends 4 k ms earlier
+    d0 = graphs[0]
+    seg = measured[0].host_seg_ns.copy()
+    loader = d0.host.seg_input_call >= 0
+    seg[loader] = seg[loader] * 1_000 // 5_000
+    faster = {0: Durations(seg, measured[0].device_ns, measured[0].sync_dropped), 1: measured[1]}
+    after = replay_job(graphs, faster, e)
+    for r, g in graphs.items():
+        hc = g.host_colls
+        ends = after[r].host_t_ns[hc.end_pt] - rps[r].host_t_ns[hc.end_pt]
+        np.testing.assert_array_equal(ends, np.array([-4, -8, -12]) * 1_000_000)
+        np.testing.assert_array_equal(after[r].step_ns, rps[r].step_ns - 4_000_000)
+
+
+def test_the_job_verdict_and_first_finding(job: Trace) -> None:
+    advice = run_advisor(analyze(job))
+    v = advice.verdicts[0]
+    assert v.rank is None and v.bound == "imbalance" and v.ranks == (0,) and v.causes == ("input",)
+    first = advice.findings[0]
+    assert first.rule == "dataloader-bound" and first.addresses_bound  # what makes rank 0 late
+    assert "straggler-rank" in [f.rule for f in advice.findings]

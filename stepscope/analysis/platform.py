@@ -10,16 +10,25 @@ from stepscope.model.trace import Trace
 #: Names only PyTorch's profiler or its ops produce.
 _PYTORCH_MARKS = ("aten::", "ProfilerStep#", "autograd::", "torch::", "c10d::", "nn.Module:", "Optimizer.",
                   "enumerate(DataLoader)", "record_param_comms")
+#: Namespaces of PyTorch's own device kernels, anywhere in a kernel's name ("void at::native::
+#: vectorized_elementwise_kernel<...>"): a PyTorch program captured by Nsight Systems without NVTX
+#: ranges shows no op, yet its elementwise, reduction and indexing kernels name ATen.
+_ATEN_KERNELS = ("at::native::", "at::cuda::", "at_cuda_detail::")
 
 
 @per_trace
 def uses_pytorch(trace: Trace) -> bool:
-    """Whether any event of the trace is a PyTorch op, step, module or DataLoader range, or a reader
-    knows the run was PyTorch's (``framework`` metadata: an Ascend ``*_ascend_pt`` export's summaries)."""
+    """Whether any event of the trace is a PyTorch op, step, module or DataLoader range or an ATen
+    kernel, or a reader knows the run was PyTorch's (``framework`` metadata: an Ascend
+    ``*_ascend_pt`` export's summaries)."""
     if any(r.metadata.get("framework") == "pytorch" for r in trace.ranks):
         return True
     pool = trace.strings
-    return bool(pool.mask(lambda s: s.startswith(_PYTORCH_MARKS))[trace.events["name"]].any())
+    return bool(pool.mask(_names_pytorch)[trace.events["name"]].any())
+
+
+def _names_pytorch(name: str) -> bool:
+    return name.startswith(_PYTORCH_MARKS) or any(m in name[:512] for m in _ATEN_KERNELS)
 
 
 def no_host_timeline(trace: Trace, rank: int) -> str | None:

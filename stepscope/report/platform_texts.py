@@ -53,6 +53,21 @@ CHANGES_BY_PLATFORM: dict[str, dict[str, str]] = {
                                    "augmentation).",
     },
     "rocm": {
+        "set-num-workers": "Load batches in background workers: DataLoader(..., num_workers={num_workers}, "
+                           "pin_memory=True, persistent_workers=True) — size num_workers to the free CPU cores; "
+                           "move heavy preprocessing onto the GPU (torchvision.transforms.v2 on GPU tensors) or "
+                           "pre-decode the data set.",
+        "enable-amp": "Run the model under mixed precision: with torch.autocast('cuda', dtype=torch.{dtype}): ... "
+                      "('cuda' is the HIP device on ROCm; fp16 needs torch.amp.GradScaler, bf16 does not), so the "
+                      "GEMMs and convolutions run on the Matrix Cores.",
+        "use-nccl": "Run the GPU tensors' collectives on RCCL (the 'nccl' backend on ROCm): "
+                    "dist.init_process_group('cuda:nccl,cpu:{backend}') (or 'nccl'); {backend} reduces them on the "
+                    "CPU, copying each to the host and back.",
+        "upgrade-software": "Upgrade the stack: a current ROCm release with a matching amdgpu driver, and the "
+                            "PyTorch build for it (with its MIOpen and hipBLASLt).",
+        "cudnn-benchmark": "Set torch.backends.cudnn.benchmark = True (on ROCm it turns on MIOpen's find mode) "
+                           "with static input shapes, so each shape's convolution algorithms are timed once and "
+                           "the fastest kept.",
         "cuda-graphs-or-compile": "Launch less: capture the step with HIP graphs (torch.cuda.graphs, which are HIP "
                                   "graphs on ROCm, or torch.compile(mode='reduce-overhead')), fuse small ops "
                                   "(torch.compile), or give each launch more work (a larger batch).",
@@ -76,6 +91,14 @@ CHANGES_BY_PLATFORM: dict[str, dict[str, str]] = {
                                   "back fewer bytes.",
     },
 }
+#: Words replaced in every text shown for an AMD GPU (ROCm): its own names for NVIDIA's parts and
+#: libraries; PyTorch's APIs keep their names (``torch.cuda``, ``torch.backends.cudnn`` drive HIP and MIOpen).
+_ROCM_WORDS = (("Tensor-Core", "Matrix-Core"), ("Tensor Cores", "Matrix Cores"), ("Tensor Core", "Matrix Core"),
+               ("cuDNN", "MIOpen"), ("cuBLAS", "hipBLASLt"), ("CUDA Graphs", "HIP graphs"),
+               ("CUDA events", "torch.cuda events (HIP events)"), ("CUDA event", "torch.cuda event (HIP event)"),
+               ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF"),
+               ("CUDA_LAUNCH_BLOCKING", "HIP_LAUNCH_BLOCKING"), ("CUDA tensors", "GPU tensors"),
+               (" SMs", " CUs"), ("SMs ", "CUs "), ("SM ", "CU "))
 #: Words replaced in every text shown for an Ascend NPU.
 _NPU_WORDS = (("GPU", "NPU"), ("CUDA Graphs", "graph mode"), ("CUDA events", "NPU events"),
               ("torch.cuda.synchronize()", "torch.npu.synchronize()"), ("CUDA", "CANN"),
@@ -99,13 +122,14 @@ _WHOLE_TRACE_WORDS = (("median over steps, ", ""), ("per step", "over the whole 
 
 
 def dialect(text: str, platform: str, whole_trace: bool = False) -> str:
-    """A text as said for the platform (NPU words on Ascend), and for a trace without step markers."""
+    """A text as said for the platform (NPU words on Ascend, AMD's on ROCm), and for a trace without step
+    markers."""
     if whole_trace:
         for old, new in _WHOLE_TRACE_WORDS:
             text = text.replace(old, new)
-    if platform.split("+")[0] == "ascend":
-        for old, new in _NPU_WORDS:
-            text = text.replace(old, new)
+    words = {"ascend": _NPU_WORDS, "rocm": _ROCM_WORDS}.get(platform.split("+")[0], ())
+    for old, new in words:
+        text = text.replace(old, new)
     return text
 
 

@@ -291,6 +291,8 @@ def links(rule: str, platform: str = "") -> tuple[str, ...]:
         out = tuple(link for link in out if "pytorch.org" not in link)
     elif platform_key(platform) == "cpu":  # no device: no vendor's GPU pages
         out = tuple(link for link in out if "nvidia.com" not in link and "amd.com" not in link)
+    elif platform_key(platform) == "rocm":  # an AMD GPU: not NVIDIA's pages
+        out = tuple(link for link in out if "nvidia.com" not in link)
     return out
 
 

@@ -97,9 +97,10 @@ def job_verdict(bundle: Bundle, per_rank: tuple[Verdict, ...], cfg: AdvisorConfi
         culprits = claimed_culprits(arrivals, cfg.straggler_min_pct, cfg.straggler_min_times_last)
         late = sum(int(arrivals.late_ns[arrivals.ranks.index(r)]) for r in culprits) / max(arrivals.m.step_count, 1)
         share = round(100.0 * late / arrivals.m.job_step_ns, 1)
-        if culprits and share >= cfg.imbalance_min_pct:
+        if culprits and share >= cfg.imbalance_min_pct:  # the job's step, as every job figure has it
             return replace(slowest, rank=None, bound="imbalance", ranks=tuple(culprits), excess_pct=share,
-                           causes=tuple(arrivals.culprit_cause[r] for r in culprits))
+                           causes=tuple(arrivals.culprit_cause[r] for r in culprits),
+                           step_ns=int(arrivals.m.job_step_ns))
     setter = _waited_for(arrivals, per_rank)
     if setter is not None:  # the job's step is set by the rank the others wait for, whatever its window
         job_ns = arrivals.m.job_step_ns if arrivals is not None and arrivals.m.job_step_ns > 0 else slowest.step_ns

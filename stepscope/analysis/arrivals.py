@@ -71,7 +71,7 @@ class Matched:
     gap_parts_ns: npt.NDArray[np.int64]  # (collective, rank, part)
     first_in_step: B2
     clock_offset_ns: I64
-    job_step_ns: float  # the longest rank's average step window
+    job_step_ns: float  # the job's mean step: at each step, the slowest rank's window (job_steps_ns)
     step_count: int
     row: npt.NDArray[np.int64]  # each participant's kernel (event row of its trace), -1 absent
 
@@ -188,7 +188,7 @@ def match(records: tuple[CollectiveRecords, ...]) -> Matched:
     return Matched(ranks, keys[1, sel].astype(np.int8), pg_names.astype(object)[keys[0, sel]], size[sel],
                    present[sel], arrival[sel], enq[sel], (mats["end_ns"] - shift)[sel],
                    (mats["gap_start_ns"] - shift)[sel], gap[sel], fis[sel], offset,
-                   max((float(s.mean()) for s in steps if len(s)), default=0.0), max(len(s) for s in steps),
+                   _mean(job_steps_ns(steps)), max(len(s) for s in steps),
                    mats["row"][sel])
 
 
@@ -245,3 +245,19 @@ def _judge(m: Matched) -> Arrivals:
                     wait.astype(np.int64),
                     cause_ns, late, times, wait.sum(axis=0).astype(np.int64), caused, rank_cause[:n_r],
                     culprits, tuple(int(r) for r in m.ranks[is_victim]), causes)
+
+
+def job_steps_ns(rank_steps: list[I64]) -> I64:
+    """The job's step at each step index: the slowest rank's window (ranks without steps left out).
+    A synchronous job runs at its slowest rank's pace at each step; its mean is *the* job step
+    (the verdict's, the arrivals', the job replay's)."""
+    rows = [x for x in rank_steps if len(x)]
+    if not rows:
+        return np.zeros(0, np.int64)
+    n = min(len(x) for x in rows)
+    out: I64 = np.max(np.stack([x[:n] for x in rows]), axis=0)
+    return out
+
+
+def _mean(x: I64) -> float:
+    return float(x.mean()) if len(x) else 0.0

@@ -17,6 +17,7 @@ from stepscope import load
 from stepscope.advisor.engine import Advice, run_advisor
 from stepscope.analysis.arrivals import compute_arrivals
 from stepscope.analysis.bundle import analyze
+from stepscope.analysis.registry import BREAKDOWN
 from stepscope.analysis.whatif.graph import step_graph
 from stepscope.analysis.whatif.job import job_edges, replay_job
 from stepscope.analysis.whatif.replay import Durations
@@ -67,3 +68,21 @@ def test_identity_job_replay_through_the_gloo_collectives() -> None:
     rps = replay_job(graphs, {r: Durations.measured(g) for r, g in graphs.items()}, e)
     for r, g in graphs.items():
         np.testing.assert_array_equal(rps[r].step_ns, g.steps.measured_end_ns - g.steps.measured_start_ns)
+
+
+def test_one_job_step_everywhere() -> None:
+    """The job's step is one number — at each step the slower rank's window, averaged — in the
+    verdict, the straggler's evidence and every job replay's measured step (3 steps here, in which
+    rank 1's window is the longer one in some and rank 0's in others: the mean of the per-step
+    maxima is not the larger rank's mean)."""
+    trace = load(RUN)
+    windows = [analyze(trace).rank(r).require(BREAKDOWN).total_ns for r in trace.rank_ids]
+    job_ms = float(np.max(np.stack(windows), axis=0).mean()) / 1e6
+    assert job_ms > max(float(w.mean()) for w in windows) / 1e6 + 0.1
+    adv = advice()
+    assert adv.verdicts[0].step_ns / 1e6 == pytest.approx(job_ms, abs=1e-3)
+    straggler = next(f for f in adv.findings if f.rule == "straggler-rank")
+    loader = next(f for f in adv.findings if f.rule == "dataloader-bound")
+    assert straggler.evidence["job_step_ms"] == pytest.approx(job_ms, abs=1e-3)
+    assert straggler.evidence["whatif_measured_ms"] == pytest.approx(job_ms, abs=1e-3)
+    assert loader.evidence["whatif_job_measured_ms"] == pytest.approx(job_ms, abs=1e-3)

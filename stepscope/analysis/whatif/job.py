@@ -243,13 +243,3 @@ def collective_waits_ns(e: JobEdges, rps: Mapping[int, Replay] | None = None) ->
     last = np.where(present, arr, _NONE).max(axis=1)
     waits: I64 = np.where(present, last[:, None] - arr, 0).sum(axis=0).astype(np.int64)
     return waits
-
-
-def job_steps_ns(rank_steps: list[I64]) -> I64:
-    """The job's step at each step index: the slowest rank's window (ranks without steps left out)."""
-    rows = [x for x in rank_steps if len(x)]
-    if not rows:
-        return np.zeros(0, np.int64)
-    n = min(len(x) for x in rows)
-    out: I64 = np.max(np.stack([x[:n] for x in rows]), axis=0)
-    return out

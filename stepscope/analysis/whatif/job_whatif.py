@@ -26,13 +26,13 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis.activity import Activity, activity_of
-from stepscope.analysis.arrivals import Arrivals, arrivals_of
+from stepscope.analysis.arrivals import Arrivals, arrivals_of, job_steps_ns
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.collective_records import CollectiveRecords, collective_records
 from stepscope.analysis.common import I64
 from stepscope.analysis.whatif.fix_rank import fix_rank_basis, fixed_durations
 from stepscope.analysis.whatif.graph import StepGraph, step_graph
-from stepscope.analysis.whatif.job import JobEdges, job_steps_ns, matched_edges, replay_job
+from stepscope.analysis.whatif.job import JobEdges, matched_edges, replay_job
 from stepscope.analysis.whatif.p2p import P2PRecords, p2p_records
 from stepscope.analysis.whatif.remedies import REMEDIES
 from stepscope.analysis.whatif.replay import Durations

@@ -11,13 +11,13 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis._memo import memoised
-from stepscope.analysis.arrivals import Arrivals, compute_arrivals
+from stepscope.analysis.arrivals import Arrivals, compute_arrivals, job_steps_ns
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import I64
 from stepscope.analysis.critical_path import PARTS, CriticalPath, compute_critical_path
 from stepscope.analysis.whatif.batch import LargerBatch
 from stepscope.analysis.whatif.graph import StepGraph, step_graph
-from stepscope.analysis.whatif.job import JobEdges, collective_waits_ns, job_edges, job_steps_ns, replay_job
+from stepscope.analysis.whatif.job import JobEdges, collective_waits_ns, job_edges, replay_job
 from stepscope.analysis.whatif.replay import Durations, Replay
 from stepscope.analysis.whatif.transforms import LoaderWorkers, Transform
 from stepscope.model.masks import any_of

@@ -55,7 +55,8 @@ def _findings_title(count: int, shown: Sequence[Finding]) -> str:
 
 def _findings_table(findings: Sequence[Finding], shown: Sequence[Finding], width: int) -> Table:
     """The ranked table; narrow terminals lose the rule id, single-rank runs the rank column."""
-    cols = ["#", "severity", "finding", "rule", "rank", "est. gain", "% step"]
+    share = "% window" if all(f.whole_trace for f in findings) else "% step"  # no step markers: the whole trace
+    cols = ["#", "severity", "finding", "rule", "rank", "est. gain", share]
     if width < NARROW_COLUMNS:
         cols.remove("rule")
     if len({f.rank for f in findings}) <= 1 and not any(f.ranks for f in findings):
@@ -68,7 +69,7 @@ def _findings_table(findings: Sequence[Finding], shown: Sequence[Finding], width
         style = SEVERITY_STYLE[f.severity.value]
         cells = {"#": str(i), "severity": f"[{style}]{f.severity.value}[/{style}]", "finding": texts.title_text(f),
                  "rule": f.rule, "rank": _rank(f.rank), "est. gain": f"{f.est_gain_ms:.2f} ms",
-                 "% step": f"{f.est_gain_pct:.1f}"}
+                 share: f"{f.est_gain_pct:.1f}"}
         t.add_row(*(cells[c] for c in cols))
     return t
 

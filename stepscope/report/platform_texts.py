@@ -117,8 +117,15 @@ def device_noun(platform: str) -> str:
     return {"ascend": "NPU", "cpu": "CPU"}.get(base, "GPU")
 
 
-_WHOLE_TRACE_WORDS = (("median over steps, ", ""), ("per step", "over the whole trace"),
-                      ("of the step", "of the window"), ("each step", "the run"), ("inside the step", "in the run"))
+_WHOLE_TRACE_WORDS = (("median over steps, ", ""), ("median over steps of ", ""), ("per step", "over the whole trace"),
+                      ("every step replayed with the change", "the whole trace replayed with the change"),
+                      ("the mean step goes from", "the window goes from"), ("the step's critical path",
+                      "the window's critical path"), ("the step's path", "the window's path"),
+                      ("ms a step", "ms over the whole trace"), ("kernels a step", "kernels over the whole trace"),
+                      ("run(s) a step", "run(s) over the whole trace"), ("hold the step", "hold the run"),
+                      ("stalls the step", "stalls the run"), ("the step waits", "the run waits"),
+                      ("of the step", "of the window"), ("each step", "the run"), ("every step", "throughout"),
+                      ("inside the step", "in the run"))
 
 
 def dialect(text: str, platform: str, whole_trace: bool = False) -> str:

@@ -64,7 +64,10 @@ def _comm_not_compute(adv: Advice, case: dict[str, object]) -> None:
 
 
 def _no_per_step(adv: Advice, case: dict[str, object]) -> None:
-    assert "per step" not in all_words(adv), f"{case['path']}: 'per step' without step markers"
+    text = all_words(adv)
+    assert "per step" not in text, f"{case['path']}: 'per step' without step markers"
+    said = re.findall(r"[^ ]+ [^ ]+ \bsteps?\b [^ ]+", text)  # "the mean step goes", "every step replayed"
+    assert not [s for s in said if "no step markers" not in s], f"{case['path']}: step wording {said}"
 
 
 def _no_pytorch_api(adv: Advice, case: dict[str, object]) -> None:

@@ -35,3 +35,21 @@ def test_eighty_columns_keep_every_title_whole() -> None:
 def test_wide_terminals_show_the_rule_id() -> None:
     table, _ = _table_text(160)
     assert "dataloader-bound" in table and "rank" not in table.splitlines()[2]  # one rank: no rank column
+
+
+def test_a_trace_without_steps_gets_shares_of_the_window(tmp_path: Path) -> None:
+    """No ProfilerStep: the gains are shares of the whole trace, and the column says so."""
+    from tests.builders import TraceBuilder
+
+    b = TraceBuilder()
+    for j in range(40):  # 40 short kernels, each waiting for its slow launch: launch-bound
+        b.launch_kernel("vectorized_elementwise_kernel", launch_ts=10 + j * 150, launch_dur=10, ts=100 + j * 150,
+                        dur=4)
+    advice = run_advisor(analyze(b.load(tmp_path)))
+    assert advice.findings and all(f.whole_trace for f in advice.findings)
+    console = Console(record=True, width=120)
+    findings_view.render_findings(advice.findings, console)
+    header = console.export_text().splitlines()[2]
+    assert "% window" in header and "% step" not in header
+    table, _ = _table_text(160)
+    assert "% step" in table.splitlines()[2]

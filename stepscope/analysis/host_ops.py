@@ -2,13 +2,13 @@
 §6 row heavy-host-op-no-gpu).
 
 The top-level ops of a rank's steps (children of ``ProfilerStep#N``, Python frames of a
-``with_stack=True`` trace between them left out, inside the kept steps)
-that launch no GPU activity anywhere below them — no runtime or driver call, no op a GPU activity
-links to — and, per op name, the time the GPU was idle while they ran (the op's span minus the
-union of the rank's GPU activity). DataLoader ranges are left out (the breakdown's ``dataloader``
-category) and so are ops that wait for the device (``aten::item``, ``aten::to``, copies: the sync
-analysis'). Typical: metrics computed with numpy or on CPU tensors, checkpoint or log writing,
-Python-side preprocessing inside the loop.
+``with_stack=True`` trace between them left out, inside the kept steps; in a trace without step
+markers, the ops under no other op) that launch no GPU activity anywhere below them — no runtime or
+driver call, no op a GPU activity links to — and, per op name, the time the GPU was idle while they
+ran (the op's span minus the union of the rank's GPU activity). DataLoader ranges are left out (the
+breakdown's ``dataloader`` category) and so are ops that wait for the device (``aten::item``,
+``aten::to``, copies: the sync analysis'). Typical: metrics computed with numpy or on CPU tensors,
+checkpoint or log writing, Python-side preprocessing inside the loop.
 """
 
 from __future__ import annotations
@@ -69,20 +69,14 @@ def compute_host_ops(trace: Trace, rank: int) -> HostOpsResult:
 
 @per_rank
 def cpu_only_top_ops(trace: Trace, rank: int) -> I64:
-    """The rank's top-level ops (children of ``ProfilerStep#N``, in the kept steps) that launch no GPU
-    work below them — CPU work a CUDA graph cannot capture — DataLoader ranges and ops that wait for
-    the device left out."""
-    ev, st = trace.events, trace.steps
-    step_rows = st["row"][st["rank"] == rank]
-    if len(step_rows) == 0:
-        raise NotApplicable("no ProfilerStep annotations: top-level ops of a step are unknown")
+    """The rank's top-level ops (children of ``ProfilerStep#N`` in the kept steps; without step
+    markers, the ops under no other op) that launch no GPU work below them — CPU work a CUDA graph
+    cannot capture — DataLoader ranges and ops that wait for the device left out."""
+    ev = trace.events
     gpu = rank_rows(trace, rank, tuple(int(k) for k in GPU_KINDS))
     if len(gpu) == 0:
         raise NotApplicable("no GPU activity")
-    host = in_step_rows(trace, rank, (int(EventKind.CPU_OP), int(EventKind.USER_ANNOTATION)))
-    # Python frames (with_stack=True) are transparent: an op under frames under the step is top-level
-    not_python = ev["kind"] != EventKind.PYTHON_FUNCTION
-    top = host[np.isin(nearest_marked_ancestor(ev["parent"], host, not_python), step_rows)]
+    top = _top_ops(trace, rank)
     launches = any_descendant(ev["parent"], _launching(trace, gpu))
     out: I64 = top[~launches[top] & ~trace.strings.mask(_skipped)[ev["name"][top]]]
     return out
@@ -91,18 +85,28 @@ def cpu_only_top_ops(trace: Trace, rank: int) -> I64:
 def top_level_ops_of(trace: Trace, rank: int, rows: I64) -> I64:
     """The distinct top-level ops (children of ``ProfilerStep#N``, Python frames transparent) that
     enclose these host rows (launch calls, say); rows outside every step's ops are left out."""
-    ev, st = trace.events, trace.steps
-    step_rows = st["row"][st["rank"] == rank]
+    ev = trace.events
     rows = rows[rows >= 0].astype(np.int64)
-    if len(step_rows) == 0 or len(rows) == 0:
+    if len(rows) == 0:
         return np.zeros(0, np.int64)
-    host = in_step_rows(trace, rank, (int(EventKind.CPU_OP), int(EventKind.USER_ANNOTATION)))
-    not_python = ev["kind"] != EventKind.PYTHON_FUNCTION
-    top = host[np.isin(nearest_marked_ancestor(ev["parent"], host, not_python), step_rows)]
+    top = _top_ops(trace, rank)
     marked = np.zeros(len(ev), bool)
     marked[top] = True
     owner = nearest_marked_ancestor(ev["parent"], rows, marked)
     return np.unique(owner[owner >= 0])
+
+
+@per_rank
+def _top_ops(trace: Trace, rank: int) -> I64:
+    """The rank's top-level ops: children of ``ProfilerStep#N`` in the kept steps, or, in a trace
+    without step markers (the whole trace one window), the ops under no other op. Python frames
+    (``with_stack=True``) are transparent: an op under frames under the step is top-level."""
+    ev, st = trace.events, trace.steps
+    step_rows = st["row"][st["rank"] == rank]
+    host = in_step_rows(trace, rank, (int(EventKind.CPU_OP), int(EventKind.USER_ANNOTATION)))
+    above = nearest_marked_ancestor(ev["parent"], host, ev["kind"] != EventKind.PYTHON_FUNCTION)
+    top: I64 = host[np.isin(above, step_rows)] if len(step_rows) else host[above < 0]
+    return top
 
 
 def _launching(trace: Trace, gpu: I64) -> B:

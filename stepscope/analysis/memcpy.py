@@ -90,7 +90,7 @@ class MemcpyResult:
 
     @property
     def host_device(self) -> HostDeviceTotals:
-        in_steps = self.step >= 0
+        in_steps = self.step >= 0 if self.step_count else np.ones(len(self.step), bool)  # no steps: the whole trace
         host = in_steps & any_of(self.direction, [int(MemcpyKind.H2D), int(MemcpyKind.D2H)]) & (self.bytes > 0)
         b = self.bytes.astype(np.float64)
         return HostDeviceTotals(float(b[host].sum()), float(self.dur_ns[host].sum()),

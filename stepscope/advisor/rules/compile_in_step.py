@@ -31,14 +31,15 @@ NEEDS_HOST_TIMELINE = True  # reads host ranges: not run on a summary-only trace
 
 def detect(ctx: RuleContext) -> list[Finding]:
     comp = ctx.result(COMPILED).compilation
-    if comp.total_ns == 0 or not ctx.steps:
+    if comp.total_ns == 0:  # the steps, or the whole trace as one window
         return []
     compile_ns = per_step(ctx, float(comp.total_ns))
     if ctx.pct_of_step(compile_ns) < ctx.cfg.compile_min_pct:
         return []
     evidence: dict[str, object] = {
         "compile_ms": ms(compile_ns), "compile_pct": round(ctx.pct_of_step(compile_ns), 1),
-        "steps_compiling": comp.steps_with_compile, "steps": len(comp.step_ns),
+        "steps_compiling": comp.steps_with_compile if ctx.steps else None,  # none without step markers
+        "steps": len(comp.step_ns) if ctx.steps else None,
         "recompile": comp.max_recompile if comp.max_recompile > 0 else None}
     change = Change("avoid-recompiles" if comp.recompiling else "profile-after-warmup", {})
     replayed = replayed_saving(ctx, "no-compile", evidence)

@@ -43,7 +43,7 @@ def detect(ctx: RuleContext) -> list[Finding]:
     copy_ns = cp.parts_ns[:, PARTS.index("copy")].astype(np.float64) * host_share
     compute_ns = cp.parts_ns[:, PARTS.index("compute")].astype(np.float64)
     copy_step = per_step(ctx, float(copy_ns.sum()))
-    if not ctx.steps or ctx.pct_of_step(copy_step) < ctx.cfg.copy_bound_min_pct:
+    if ctx.pct_of_step(copy_step) < ctx.cfg.copy_bound_min_pct:  # the steps, or the whole trace as one window
         return []
     ordered = hd.ordered_bytes / nbytes if nbytes > 0 else 1.0
     gain = per_step(ctx, float(np.minimum(copy_ns, compute_ns).sum())) * ordered

@@ -1,6 +1,7 @@
 """``heavy-host-op-no-gpu``: host ops inside the step launch no GPU work while the GPU idles (SPEC §6).
 
-Detects: top-level ops of a step (direct children of ``ProfilerStep#N``; DataLoader excluded — that
+Detects: top-level ops of a step (direct children of ``ProfilerStep#N``, or of nothing in a trace
+without step markers; DataLoader excluded — that
 is ``dataloader-bound`` — and so are ops that wait for the device such as ``aten::item``, which are
 ``sync-in-step``'s) that launch no GPU activity anywhere below them, and during which the GPU is
 idle for at least ``host_op_min_pct`` of the step, summed per op name. Typical: metrics computed with

@@ -160,6 +160,8 @@ def step_graph(trace: Trace, rank: int) -> StepGraph:
     hs = wins.host_start_ns if not whole else np.zeros(0, np.int64)
     he = wins.host_end_ns if not whole else np.zeros(0, np.int64)
     gpu, pc, inside = launched_in_steps(trace, rank, hs, he)
+    if whole:  # the one window's host ends, as the step breakdown draws it (its device ends are the activities')
+        hs, he = _whole_window_host_ends(trace, rank, int(wins.start_ns[0]) if len(wins.start_ns) else 0)
     t = _points(trace, np.concatenate([rt, comm]), loader, hs, he)
     host = _host_chain(trace, t, sync_rows, loader, launch_rows, comm)
     device, order = _device_work(trace, gpu, t)
@@ -179,6 +181,18 @@ def _host_collectives(trace: Trace, rank: int, driver: I64, t: I64) -> HostColle
     rows = rows[np.argsort(ev["ts_ns"][rows], kind="stable")]
     return HostCollectives(rows, np.searchsorted(t, ev["ts_ns"][rows]),
                            np.searchsorted(t, ev["ts_ns"][rows] + ev["dur_ns"][rows]))
+
+
+def _whole_window_host_ends(trace: Trace, rank: int, window_start_ns: int) -> tuple[I64, I64]:
+    """A rank without step markers: the first host op's start (unless the window starts later, at a
+    device activity queued behind work before the trace) and the last host op's end — with the
+    device activities, what bounds the window (:func:`~stepscope.analysis.breakdown.tb_step_windows`)."""
+    ev = trace.events
+    host = rank_rows(trace, rank, (int(EventKind.CPU_OP), int(EventKind.USER_ANNOTATION)))
+    if len(host) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    lo, hi = int(ev["ts_ns"][host].min()), int((ev["ts_ns"][host] + ev["dur_ns"][host]).max())
+    return np.array([lo] if window_start_ns <= lo else [], np.int64), np.array([hi], np.int64)
 
 
 def _driver_rows(trace: Trace, rank: int) -> I64:

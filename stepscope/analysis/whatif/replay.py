@@ -221,10 +221,12 @@ def _return_time(g: StepGraph, dropped: npt.NDArray[np.bool_], streams: Streams,
 def _windows(g: StepGraph, tp: I64, dev_start: I64, dev_end: I64) -> tuple[I64, I64]:
     """The step windows from replayed times, built as the step breakdown builds them."""
     st = g.steps
-    if st.whole_trace:
-        if len(dev_end):
-            return np.array([dev_start.min()], np.int64), np.array([dev_end.max()], np.int64)
-        return np.array([tp.min() if len(tp) else 0], np.int64), np.array([tp.max() if len(tp) else 0], np.int64)
+    if st.whole_trace:  # from the first host op or device activity to the last one's end
+        lo = [*tp[st.host_start_pt].tolist(), *([int(dev_start.min())] if len(dev_start) else [])]
+        hi = [*tp[st.host_end_pt].tolist(), *([int(dev_end.max())] if len(dev_end) else [])]
+        if not lo or not hi:
+            return np.array([tp.min() if len(tp) else 0], np.int64), np.array([tp.max() if len(tp) else 0], np.int64)
+        return np.array([min(lo)], np.int64), np.array([max(hi)], np.int64)
     n = len(st.step)
     hs, he = tp[st.host_start_pt], tp[st.host_end_pt]
     inside = st.work_step >= 0

@@ -82,10 +82,17 @@ def test_host_ops(tmp_path: Path) -> None:
     (i,) = [j for j, name in enumerate(r.names) if name == "compute_metrics"]
     assert r.calls[i] == 3 and r.gpu_idle_ns[i] == pytest.approx(9_000_000.0)  # 3 ms per step, GPU idle
     assert r.by_idle()[0] == i
+    # without step markers the whole trace is one window: the top-level ops are those under no other op
     b = TraceBuilder()
-    b.launch_kernel("k", launch_ts=0, launch_dur=1, ts=5, dur=10)
-    with pytest.raises(NotApplicable, match="no ProfilerStep annotations"):
-        compute_host_ops(b.load(tmp_path, "nosteps.json"), 0)
+    b.op("aten::mm", ts=0, dur=20)
+    b.launch_kernel("k", launch_ts=5, launch_dur=1, ts=10, dur=1_000)
+    b.op("compute_metrics", ts=1_100, dur=3_000)
+    b.op("aten::sort", ts=1_200, dur=500)  # inside compute_metrics: not top-level
+    b.op("aten::add", ts=4_200, dur=20)
+    b.launch_kernel("k", launch_ts=4_205, launch_dur=1, ts=4_210, dur=1_000)
+    r = compute_host_ops(b.load(tmp_path, "nosteps.json"), 0)
+    assert r.step_count == 0 and r.names == ("compute_metrics",)
+    assert r.calls.tolist() == [1] and r.gpu_idle_ns.tolist() == [3_000_000.0]
 
 
 def test_zero_grad(tmp_path: Path) -> None:

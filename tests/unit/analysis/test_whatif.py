@@ -180,12 +180,21 @@ def test_device_work_without_host_points_keeps_its_measured_times(tmp_path: Path
     launched it: it keeps its measured start and length, 30."""
     b = TraceBuilder()
     rt, _k = b.launch_kernel("k1", launch_ts=10, launch_dur=2, ts=20, dur=30)
-    rt["cat"] = b.OP_CAT
-    g = step_graph(b.load(tmp_path), 0)
+    b.events.remove(rt)  # no host event at all
+    g = step_graph(b.load(tmp_path, "bare.json"), 0)
     assert len(g.host.t_ns) == 0
     rp = replay(g, Durations.measured(g))
     assert (rp.device_start_ns // US).tolist() == [20]
     assert (rp.step_ns // US).tolist() == [30]
+    # the launch call read as an op: a host op, not a launch; the window runs from it (10) to the
+    # kernel's end (50), as the step breakdown draws it, and the kernel keeps its measured start
+    rt["cat"] = b.OP_CAT
+    b.events.append(rt)
+    g = step_graph(b.load(tmp_path, "as_op.json"), 0)
+    assert (g.device.launch_pt == -1).all()
+    rp = replay(g, Durations.measured(g))
+    assert (rp.device_start_ns // US).tolist() == [20]
+    assert (rp.step_ns // US).tolist() == [40] == ((g.steps.measured_end_ns - g.steps.measured_start_ns) // US).tolist()
 
 
 def test_a_sync_of_no_length_at_the_first_host_point_replays(tmp_path: Path) -> None:

@@ -14,8 +14,10 @@ A **run** is a maximal sequence of kernels on one stream, inside the rank's kept
   ended: queued back to back, so the device, not the host, sets their pace);
 * work on tensors of the same size: the largest input of each one's launching op (its recorded
   ``Input Dims``) has as many elements as the previous one's. That is what ties a chain together
-  without tensor ids; a kernel with no recorded shapes starts no run and joins none — an
-  independent op of another size (the next layer's weight cast) is not fusable with the chain;
+  without tensor ids; an independent op of another size (the next layer's weight cast) is not
+  fusable with the chain. In a trace recorded without shapes the launch configuration stands in:
+  equal grids (threads launched) of elementwise kernels mean equal sizes; a kernel with neither
+  starts no run and joins none;
 * come from a different op than the kernel before: the same op again on a tensor of the same size
   is, far more often than a chain, the same update of the next tensor (gradient accumulation into
   ``q.grad``, ``k.grad``, ``v.grad``): independent passes that fusing would not shorten;
@@ -81,6 +83,22 @@ def _numel_of_strings(trace: Trace) -> I64:
     return out
 
 
+def _size_keys(trace: Trace, k: I64, op: I64) -> I64:
+    """Per kernel, what says how many elements it works on: the largest input of its launching op
+    (``Input Dims``, > 0), else — a trace recorded without shapes — its launch configuration, the
+    threads of its grid (< 0: never equal to an element count; an elementwise kernel's grid is its
+    elements over a fixed number per thread, so two of one kernel template on equal sizes launch
+    equal grids); 0 when neither is known."""
+    ev = trace.events
+    numel = np.where(op >= 0, _numel_of_strings(trace)[ev["input_dims"][np.maximum(op, 0)]], -1)
+    threads = np.ones(len(k), np.int64)
+    for c in ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"):
+        threads *= np.maximum(ev[c][k].astype(np.int64), 1)
+    launched = (ev["grid_x"][k] > 0) & (ev["block_x"][k] > 0)
+    out: I64 = np.where(numel > 0, numel, np.where(launched, -threads, 0))
+    return out
+
+
 def _is_compiled(name: str) -> bool:
     return name.startswith("triton_")
 
@@ -98,12 +116,12 @@ def compute_elementwise_runs(trace: Trace, rank: int) -> ElementwiseRuns:
     ew &= ~launched_inside(trace, k, optimizer_steps(trace, rank))
     ew &= ~np.isin(k, math_attention(trace, rank).rows)  # a fused attention removes them
     op = ev["op"][k]
-    numel = np.where(op >= 0, _numel_of_strings(trace)[ev["input_dims"][np.maximum(op, 0)]], -1)
+    size = _size_keys(trace, k, op)
     op_name = np.where(op >= 0, ev["name"][np.maximum(op, 0)], -1)
     ts, end, track = ev["ts_ns"][k], ev["ts_ns"][k] + ev["dur_ns"][k], ev["track"][k]
     joins = np.zeros(len(k), bool)
     joins[1:] = (ew[1:] & ew[:-1] & (track[1:] == track[:-1]) & (ts[1:] - end[:-1] <= QUEUED_GAP_NS)
-                 & (numel[1:] > 0) & (numel[1:] == numel[:-1]) & (op_name[1:] != op_name[:-1]))
+                 & (size[1:] != 0) & (size[1:] == size[:-1]) & (op_name[1:] != op_name[:-1]))
     run = np.cumsum(~joins) - 1  # a run id per kernel; a kernel that joins nothing is a run of one
     length = np.bincount(run)
     in_run = length[run] >= 2

@@ -3,7 +3,8 @@
 Detects: Tensor-Core kernels launched by Tensor-Core eligible ops whose inputs are FP32 only (the
 op's recorded ``Input type``; without it, the kernel's name says ``tf32``) — TF32 math, PyTorch's
 default for convolutions and ``set_float32_matmul_precision("high")``'s for matmuls — take at least
-``tf32_min_pct`` of kernel time, on an NVIDIA device of compute capability ≥ 8.0. The model runs in
+``tf32_min_pct`` of kernel time, on an NVIDIA device of compute capability ≥ 8.0 (or of unknown
+capability, a trace without its ``deviceProperties``: TF32 kernels exist from Ampere on). The model runs in
 FP32: mixed precision (bf16) has twice TF32's Tensor-Core throughput on every such part.
 
 Gain: the TF32 kernels' time per step × (1 − 1 / speed-up), the speed-up being the device's dense
@@ -31,7 +32,10 @@ NEEDS_HOST_TIMELINE = True  # reads the launching ops' input types
 
 def detect(ctx: RuleContext) -> list[Finding]:
     tc = ctx.optional(TENSOR_CORES)
-    if ctx.platform != "cuda" or tc is None or tc.compute_major is None or tc.compute_major < 8 or tc.kernel_ns <= 0:
+    # TF32 Tensor-Core kernels exist from Ampere on: a device of unknown capability (a trace without
+    # its deviceProperties) that runs them is one
+    pre_ampere = tc is not None and tc.compute_major is not None and tc.compute_major < 8
+    if ctx.platform != "cuda" or tc is None or pre_ampere or tc.kernel_ns <= 0:
         return []
     tf32_ns = float(tc.tf32_kernels.total_ns)
     share_pct = 100.0 * tf32_ns / tc.kernel_ns

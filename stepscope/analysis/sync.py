@@ -19,7 +19,8 @@ are the collective's, not the step's. Only events inside profiled steps count (t
 it has no steps). A sync call is a
 host call: it belongs to the step whose *host* span (ProfilerStep#N) holds its start, not to the
 step's window stretched over its device work — the ``cudaDeviceSynchronize`` the profiler itself
-issues when it stops, after the last step's host span ended, belongs to no step. A D2H copy is
+issues when it stops, after the last step's host span ended (in a trace without steps, after the
+last host op and launch), belongs to no step. A D2H copy is
 device work and belongs to the window it ran in. Each one is traced back to its innermost op (e.g.
 ``aten::_local_scalar_dense`` for ``.item()``), its outermost op below the step, and its Python call
 site when stacks were recorded (:mod:`.callsite`).
@@ -40,7 +41,7 @@ from stepscope.analysis.callsite import call_sites
 from stepscope.analysis.comm import inside_host_collective
 from stepscope.analysis.common import I32, I64, Windows, rank_rows, step_windows, window_of
 from stepscope.analysis.compilation import inside_compilation
-from stepscope.model.schema import EventKind, MemcpyKind
+from stepscope.model.schema import GPU_KINDS, EventKind, MemcpyKind
 from stepscope.model.trace import Trace
 
 SYNC_PATTERN = re.compile(
@@ -169,9 +170,10 @@ def compute_sync(trace: Trace, rank: int) -> SyncResult:
 
 
 def _host_spans(trace: Trace, rank: int, wins: Windows) -> Windows:
-    """The steps' host spans (the windows themselves where there are no steps)."""
+    """The steps' host spans; without steps, the window up to the end of the rank's last host op or
+    launch call (the profiler's own ``cudaDeviceSynchronize`` when it stops comes after them)."""
     if not wins.has_steps:
-        return wins
+        return Windows(wins.step, wins.start_ns, np.minimum(wins.end_ns, _last_host_work_end(trace, rank)))
     tb = tb_step_windows(trace, rank)
     return Windows(wins.step, tb.host_start_ns.astype(np.int64), tb.host_end_ns.astype(np.int64))
 
@@ -208,3 +210,14 @@ def _sites(trace: Trace, sync: I64, d2h: I64) -> SyncSites:
 
 def _name_or(name: I32, rows: I32) -> I64:
     return np.where(rows >= 0, name[np.maximum(rows, 0)], -1).astype(np.int64)
+
+
+def _last_host_work_end(trace: Trace, rank: int) -> int:
+    """The end of the rank's last host op or call that launched device work (max int64: none)."""
+    ev = trace.events
+    ops = rank_rows(trace, rank, (int(EventKind.CPU_OP), int(EventKind.USER_ANNOTATION)))
+    launch = ev["launch"][rank_rows(trace, rank, tuple(int(k) for k in GPU_KINDS))]
+    rows = np.concatenate([ops, launch[launch >= 0].astype(np.int64)])
+    if len(rows) == 0:
+        return int(np.iinfo(np.int64).max)
+    return int((ev["ts_ns"][rows] + ev["dur_ns"][rows]).max())

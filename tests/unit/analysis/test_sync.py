@@ -66,6 +66,23 @@ def test_sync_calls_belong_to_the_host_span_they_start_in(tmp_path: Path) -> Non
     assert r.sync_ns.tolist() == [0, 40 * US]
 
 
+def test_without_steps_the_profilers_own_sync_is_no_one_s(tmp_path: Path) -> None:
+    """No step markers, the whole trace one window: a torch.cuda.synchronize() between two launches
+    (at 50 µs) is the program's; the profiler's cudaDeviceSynchronize when it stops (at 200 µs,
+    after the last op and launch, waiting for the last kernel) is not — it read as a sync-in-step
+    finding on traces of a `with profile():` block."""
+    b = TraceBuilder()
+    b.op("aten::mm", ts=0, dur=20)
+    b.launch_kernel("k1", launch_ts=5, launch_dur=5, ts=10, dur=100)
+    b.op("cudaDeviceSynchronize", ts=50, dur=60, cat="cuda_runtime")
+    b.op("aten::mm", ts=120, dur=20)
+    b.launch_kernel("k2", launch_ts=125, launch_dur=5, ts=130, dur=150)
+    b.op("cudaDeviceSynchronize", ts=200, dur=80, cat="cuda_runtime")
+    r = compute_sync(b.load(tmp_path), 0)
+    assert r.step.tolist() == [-1]  # the whole trace
+    assert (r.sync_count.tolist(), r.sync_ns.tolist()) == ([1], [60 * US])
+
+
 def test_sync_call_names() -> None:
     for name in ("cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "hipDeviceSynchronize",
                  "cudaMemcpy", "cudaMemcpy2D", "hipMemcpyWithStream", "cuMemcpyDtoH_v2", "cuCtxSynchronize",

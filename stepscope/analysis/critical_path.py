@@ -145,9 +145,12 @@ class CriticalPath:
         device's compute yields to the largest thing the device waited for (see the docs)."""
         shares = self.share_pct()
         top = max(PARTS, key=lambda p: shares[p])
-        if top != "compute" or self.device_busy_pct() >= DEVICE_STARVED_BELOW_PCT:
+        busy = self.device_busy_pct()
+        if top != "compute" or busy >= DEVICE_STARVED_BELOW_PCT:
             return top
         waits = self.wait_share_pct()
+        if sum(waits.values()) < (100.0 - busy) / 2:  # it idled for work the trace does not show, not the host
+            return top
         return max(WAITS, key=lambda w: waits[w])
 
 

@@ -76,6 +76,22 @@ def test_queued_work_keeps_the_path_on_the_device(tmp_path: Path) -> None:
     assert r.bound == "compute"
 
 
+def test_a_device_busy_with_work_before_the_window_is_not_starved(tmp_path: Path) -> None:
+    """One step captured out of a GPU-bound loop (a schedule with ``active=1``): the host launches
+    k1..k3 by 9 µs, but they start at 70 (the device still runs the warm-up steps' work, which the
+    trace does not hold) and end at 100. The device shows busy 30 % of the window, yet nothing waited
+    for the host: compute holds the step (the queue [1,70] is the device's, then the kernels), not
+    the host's 1 µs — it read "bound by the host (0 %)" on the H200 captures cut to one step."""
+    b = TraceBuilder()
+    b.step(1, ts=0, dur=10)
+    for i, name in enumerate(("k1", "k2", "k3")):
+        b.launch_kernel(name, launch_ts=3 * i, launch_dur=1, ts=70 + 10 * i, dur=10)
+    r = compute_critical_path(b.load(tmp_path), 0)
+    assert _parts(r) == {"compute": 99, "communication": 0, "copy": 0, "input": 0, "host": 1}
+    assert r.device_busy_pct() == pytest.approx(30.0)
+    assert r.bound == "compute"
+
+
 def test_a_synchronous_copy_is_copy_time(tmp_path: Path) -> None:
     """The host sits in cudaMemcpy [0,30] while the H2D copy runs [10,30], then launches k [30,31] →
     [32,40]. The copy ended while the host was blocked on it: on the path (copy 20), and the host's

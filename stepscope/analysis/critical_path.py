@@ -27,7 +27,9 @@ communication   the host is inside a host-side collective (gloo on CPU, c10d wai
 copy            the host is blocked in a synchronous copy call
 compute         device work was launched and has not started yet: the device has a queue, so the
                 host is ahead and the device is what everything waits for (busy with earlier work,
-                or with work from before the window); communication when that work is communication
+                or with work from before the window); communication when that work is communication,
+                copy when it is a host-device copy — by what the device runs meanwhile, else by what
+                waits, kernels and copies both waiting split as the window's device time is
 host            anything else: host ops, launch calls, Python between ops, untraced host time
 ==============  ==========================================================================
 
@@ -56,7 +58,7 @@ from stepscope.analysis.idle import is_dataloader_name
 from stepscope.analysis.modules import PREFIX as MODULE
 from stepscope.analysis.sync import blocking_calls
 from stepscope.model.masks import any_of
-from stepscope.model.schema import GPU_KINDS, HOST_KINDS, EventKind
+from stepscope.model.schema import GPU_KINDS, HOST_KINDS, EventKind, MemcpyKind
 from stepscope.model.steps import STEP_NAME
 from stepscope.model.trace import Trace
 
@@ -184,13 +186,30 @@ def _rank_claims(trace: Trace, rank: int) -> tuple[list[Iv], I64, I64, I64]:
     on_path = _on_path(trace, dev, blocking, start, end)
     act = activity_of(trace)[dev]
     is_comm = act == Activity.COMMUNICATION
+    is_copy = (act == Activity.MEMCPY) | (act == Activity.MEMSET)
+    is_compute = act == Activity.COMPUTE
+    # a copy between the host and the device waits as a copy; one within the device is device work
+    host_copy = is_copy & any_of(trace.events["copy_kind"][dev], [int(MemcpyKind.H2D), int(MemcpyKind.D2H)])
+    computing, copying = interval_set(trace, dev[~is_comm & ~host_copy]), interval_set(trace, dev[host_copy])
+    kernels_wait, copies_wait = _pending(trace, dev[~is_comm & ~host_copy]), _pending(trace, dev[host_copy])
+    pending = intervals.union(np.concatenate([kernels_wait[0], copies_wait[0]]),
+                              np.concatenate([kernels_wait[1], copies_wait[1]]))
     claims: list[Iv] = [
-        interval_set(trace, dev[on_path & (act == Activity.COMPUTE)]),
+        interval_set(trace, dev[on_path & is_compute]),
         interval_set(trace, dev[on_path & is_comm]),
-        interval_set(trace, dev[on_path & ((act == Activity.MEMCPY) | (act == Activity.MEMSET))]),
+        interval_set(trace, dev[on_path & is_copy]),
         *_host_claims(trace, rank, driver),
-        _pending(trace, dev[~is_comm]),
+        # work queued, not started: the device is busy with what it runs then (off the path); else
+        # the kind of what waits; kernels and copies both waiting (behind work the trace does not
+        # hold, before the window), split as the window's own device time is
+        intervals.intersect(pending, computing),
+        intervals.intersect(pending, copying),
+        intervals.subtract(kernels_wait, copies_wait),
+        intervals.subtract(copies_wait, kernels_wait),
+        pending,
         _pending(trace, dev[is_comm]),
+        computing,  # not claims: the window's compute and copy time, for that split
+        copying,
     ]
     return claims, driver, dev, np.sort(dev[on_path]).astype(np.int64)
 
@@ -198,11 +217,13 @@ def _rank_claims(trace: Trace, rank: int) -> tuple[list[Iv], I64, I64, I64]:
 def _attribute(trace: Trace, claims: list[Iv], driver: I64, start: I64,
                end: I64) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], I64]:
     """Parts, host parts, waits and the longest untraced stretch per window from the claim sets."""
-    c, free = _claim(claims, start, end)
+    c, free = _claim(claims[:-2], start, end)
     host_parts, longest = _split_host(trace, driver, free, start, end)
     host = host_parts.sum(axis=1)
-    parts = np.stack([c[0] + c[6], c[1] + c[4] + c[7], c[2] + c[5], c[3], host],
-                     axis=1).reshape(len(start), len(PARTS))
+    computing, copying = (intervals.covered_in_windows(iv, start, end).astype(np.float64) for iv in claims[-2:])
+    both_copy = np.round(c[10] * copying / np.maximum(computing + copying, 1.0)).astype(np.int64)
+    parts = np.stack([c[0] + c[6] + c[8] + c[10] - both_copy, c[1] + c[4] + c[11],
+                      c[2] + c[5] + c[7] + c[9] + both_copy, c[3], host], axis=1).reshape(len(start), len(PARTS))
     waits = np.stack([c[3], c[4], c[5], host], axis=1).reshape(len(start), len(WAITS))
     return parts, host_parts, waits, longest
 

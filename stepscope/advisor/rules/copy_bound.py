@@ -13,8 +13,8 @@ other), for the share of the copied bytes issued on a stream that also runs kern
 them: copies already on a stream of their own are overlapped as far as their data allows). Beyond
 that only fewer bytes help, which the finding says with the bytes moved. Measured on an H200
 (``tests/data/h200_bounds/r13``: 512 MB each way a step, pinned, on the compute stream, around 2.2 ms
-of GEMMs): gain 2.2 ms, the step 21.59 → 19.38 ms predicted, 20.16 ms measured with the copies on a
-side stream (``offload_side``, where the finding's gain is 0: −3.9 %).
+of GEMMs): gain 2.15 ms, the step 21.59 → 19.44 ms predicted, 20.16 ms measured with the copies on a
+side stream (``offload_side``, where the finding's gain is 0: −3.6 %).
 """
 
 from __future__ import annotations

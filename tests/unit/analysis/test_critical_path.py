@@ -92,6 +92,18 @@ def test_a_device_busy_with_work_before_the_window_is_not_starved(tmp_path: Path
     assert r.bound == "compute"
 
 
+def test_a_copy_queued_behind_unseen_work_waits_as_a_copy(tmp_path: Path) -> None:
+    """A 64 MB pinned host-to-device copy launched at 1 (the call returns at 2) starts at 60, behind
+    work the trace does not hold, and runs to 90: its wait [2,60] is the copy's, not compute's."""
+    b = TraceBuilder()
+    b.step(1, ts=0, dur=10)
+    b.launch_kernel("Memcpy HtoD (Pinned -> Device)", launch_ts=1, launch_dur=1, ts=60, dur=30,
+                    runtime="cudaMemcpyAsync", cat="gpu_memcpy", bytes=64 << 20)
+    r = compute_critical_path(b.load(tmp_path), 0)
+    assert _parts(r) == {"compute": 0, "communication": 0, "copy": 88, "input": 0, "host": 2}
+    assert r.bound == "copy"
+
+
 def test_a_synchronous_copy_is_copy_time(tmp_path: Path) -> None:
     """The host sits in cudaMemcpy [0,30] while the H2D copy runs [10,30], then launches k [30,31] →
     [32,40]. The copy ended while the host was blocked on it: on the path (copy 20), and the host's

@@ -88,7 +88,7 @@ class Arrivals:
     spread_ns: I64  # (C,) the last arrival − the mean arrival: what unequal work costs this collective
     wait_ns: npt.NDArray[np.int64]  # (C, R)
     cause_ns: npt.NDArray[np.int64]  # (C, len(CAUSES)) the lateness split by cause
-    late_ns: I64  # (R,) the lateness it caused, summed over the collectives it was last at
+    late_ns: I64  # (R,) the lateness it caused at the collectives it was last at (the union of their intervals)
     times_last: I64
     wait_total_ns: I64
     wait_on_culprits_ns: I64
@@ -208,6 +208,29 @@ def _clock_offsets(end_ns: npt.NDArray[np.int64], present: B2) -> I64:
     return np.round(off).astype(np.int64)
 
 
+def _new_lateness(lid: I64, second_t: I64, last_t: I64, named: npt.NDArray[np.bool_]) -> I64:
+    """Per collective, the part of its lateness interval (second-to-last → last arrival) that no
+    earlier collective its last rank was last at already covers: collectives that wait together
+    (gloo's asynchronous all-reduces, one per DDP bucket, each waiting for the same late rank) are
+    one wait, not one each — the others' time lost to the rank is the union of these intervals."""
+    out = np.zeros(len(lid), np.int64)
+    if len(lid) == 0:
+        return out
+    order = np.lexsort((second_t, lid))
+    lo, hi, who = second_t[order], last_t[order], lid[order]
+    first = np.flatnonzero(np.concatenate([[True], who[1:] != who[:-1]]))
+    before = np.concatenate([[_MIN], hi[:-1]])
+    before[first] = _MIN  # nothing earlier for a rank's first interval
+    covered = np.empty_like(before)
+    for a, b in zip(first.tolist(), [*first[1:].tolist(), len(order)]):  # per last rank: a handful
+        covered[a:b] = np.maximum.accumulate(before[a:b])
+    out[order] = np.maximum(hi - np.maximum(lo, covered), 0)
+    return np.where(named, out, 0)
+
+
+_MIN = np.iinfo(np.int64).min
+
+
 def _judge(m: Matched) -> Arrivals:
     """Lateness, waits, causes, culprits and victims of matched collectives."""
     n_c, n_r = m.present.shape
@@ -223,10 +246,12 @@ def _judge(m: Matched) -> Arrivals:
     excess = m.gap_parts_ns[rows, last_i] - m.gap_parts_ns[rows, second_i]
     terms = np.clip(np.column_stack([offset, excess]), 0, None).astype(np.float64)
     total = terms.sum(axis=1, keepdims=True)
-    cause = np.where(named[:, None] & (total > 0), terms * lateness[:, None] / np.maximum(total, 1), 0.0)
-    cause_ns = np.round(cause).astype(np.int64)
     lid = np.where(named, last_i, n_r)  # n_r: nobody
-    late = np.bincount(lid, weights=np.where(named, lateness, 0), minlength=n_r + 1)[:n_r].astype(np.int64)
+    new = _new_lateness(lid, second_t, last_t, named)
+    # each collective's causes, for the part of its lateness no earlier one of the rank's covered
+    cause = np.where(named[:, None] & (total > 0), terms * new[:, None] / np.maximum(total, 1), 0.0)
+    cause_ns = np.round(cause).astype(np.int64)
+    late = np.bincount(lid, weights=np.where(named, new, 0), minlength=n_r + 1)[:n_r].astype(np.int64)
     times = np.bincount(lid, minlength=n_r + 1)[:n_r].astype(np.int64)
     rank_cause = np.zeros((n_r + 1, len(CAUSES)), np.int64)
     np.add.at(rank_cause, lid, cause_ns)

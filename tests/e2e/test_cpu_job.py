@@ -86,3 +86,35 @@ def test_one_job_step_everywhere() -> None:
     assert straggler.evidence["job_step_ms"] == pytest.approx(job_ms, abs=1e-3)
     assert straggler.evidence["whatif_measured_ms"] == pytest.approx(job_ms, abs=1e-3)
     assert loader.evidence["whatif_job_measured_ms"] == pytest.approx(job_ms, abs=1e-3)
+
+
+SKEW = Path(__file__).resolve().parents[1] / "data" / "cpu_jobs" / "skew"
+
+
+def _spans(run: Path, rank: int) -> np.ndarray:
+    (path,) = run.glob(f"worker{rank}.*.pt.trace.json.gz")
+    events = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+    return np.array(sorted((e["ts"], e["ts"] + e["dur"]) for e in events if e.get("name") == "gloo:all_reduce"))
+
+
+def test_a_rank_with_more_work_is_the_jobs_straggler() -> None:
+    """tests/data/cpu_jobs/skew (capture.py there): rank 1 does ~15 ms more CPU work a step before
+    its backward. Its two all-reduces a step (one per DDP bucket) wait for it together: the time rank
+    0 loses is the union of the lateness intervals, read by hand from the gloo spans — not their sum,
+    which read "the others wait for it 118 % of the step"."""
+    s0, s1 = _spans(SKEW, 0), _spans(SKEW, 1)
+    assert len(s0) == len(s1) == 8 and (s1[:, 0] > s0[:, 0]).all()  # rank 1 last at every one
+    lo, hi = s0[:, 0], s1[:, 0]
+    union_us = float(hi[0] - lo[0])
+    for i in range(1, len(lo)):  # in start order: each adds what the earlier ones do not cover
+        union_us += max(0.0, hi[i] - max(lo[i], hi[:i].max()))
+    a = compute_arrivals(load(SKEW))
+    assert a.culprits == (1,) and a.culprit_cause[1] == "host"
+    assert a.late_ns[a.ranks.index(1)] / 1e3 == pytest.approx(union_us, rel=0.02)
+    assert a.late_ns[a.ranks.index(1)] / 1e3 < 0.8 * float((hi - lo).sum())  # the sum counted twice
+    adv = run_advisor(analyze(load(SKEW)))
+    v = adv.verdicts[0]
+    assert v.bound == "imbalance" and v.ranks == (1,) and v.causes == ("host",)
+    assert v.excess_pct is not None and 0 < v.excess_pct < 100
+    assert adv.findings[0].rule in ("straggler-rank", "load-imbalance") and adv.findings[0].rank == 1
+    assert "dataloader-bound" not in [f.rule for f in adv.findings]

@@ -215,3 +215,17 @@ def test_a_culprit_nobody_needs_earlier_saves_nothing(tmp_path: Path) -> None:
     f = next(f for f in advice.findings if f.rule == "straggler-rank")
     assert f.rank == 3 and f.evidence["late_ms"] == 5.0
     assert f.est_gain_ns == 0 and f.basis == "replayed" and f.evidence["whatif_predicted_ms"] == 20.0
+
+
+def test_collectives_waiting_together_are_one_wait() -> None:
+    """Rank 1 is last at three collectives whose lateness intervals (second-to-last → last arrival)
+    are [0,10], [5,12] and [20,25] µs: the first two wait together (asynchronous all-reduces of one
+    step), so rank 1 cost the others 10 + 2 + 5 = 17 µs, not 22; rank 0's interval [30,31] is its own."""
+    from stepscope.analysis.arrivals import _new_lateness
+
+    lid = np.array([1, 1, 1, 0])
+    second = np.array([0, 5, 20, 30]) * 1000
+    last = np.array([10, 12, 25, 31]) * 1000
+    named = np.array([True, True, True, True])
+    assert (_new_lateness(lid, second, last, named) // 1000).tolist() == [10, 2, 5, 1]
+    assert _new_lateness(lid, second, last, ~named).tolist() == [0, 0, 0, 0]

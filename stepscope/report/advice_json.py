@@ -34,6 +34,7 @@ def finding_dict(f: Finding) -> dict[str, Any]:
         "title": texts.title_text(f),
         "advice": texts.advice_text(f),
         "addresses_bound": f.addresses_bound,
+        "whole_trace": f.whole_trace,  # no step markers: the gain is a share of the one window, not of a step
     }
 
 

@@ -16,7 +16,7 @@ function rankFindings(doc, rank) {
 
 function gainText(f, rank) {
   // a finding of several ranks is a share of the job's step (the same numbers as the terminal); this rank's own beside it
-  if ((f.ranks || []).length < 2) return `≈ ${fmtMs(f.est_gain_ms)} / step (${fmtPct(f.est_gain_pct)})`;
+  if ((f.ranks || []).length < 2) return `≈ ${fmtMs(f.est_gain_ms)} / ${f.whole_trace ? "window" : "step"} (${fmtPct(f.est_gain_pct)})`;
   const own = (f.evidence && f.evidence.per_rank_gain_ms) ? f.evidence.per_rank_gain_ms[String(rank)] : undefined;
   return `≈ ${fmtMs(f.est_gain_ms)} / job step (${fmtPct(f.est_gain_pct)}), ranks ${rankList(f.ranks)}` +
     (isNum(own) ? `; rank ${rank} alone ${fmtMs(own)}` : "");

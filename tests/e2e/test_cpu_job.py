@@ -60,11 +60,15 @@ def test_the_job_is_bound_by_rank_0_and_its_data_loader_comes_first() -> None:
     assert straggler.basis == "replayed" and straggler.est_gain_ns > 0  # the job replay ties the ranks
 
 
-def test_identity_job_replay_through_the_gloo_collectives() -> None:
-    trace = load(RUN)
+@pytest.mark.parametrize(("run", "tied"),
+                         [("cpu_ddp_2rank", 6), ("cpu_jobs/skew", 16), ("h200_bounds/r6/gloo_ddp", 30)])
+def test_identity_job_replay_through_the_gloo_collectives(run: str, tied: int) -> None:
+    """Every rank replayed unchanged, tied at its gloo collectives (CPU jobs, and CUDA tensors
+    reduced by gloo on an H200): every step comes back to the ns."""
+    trace = load(RUN.parent / run)
     graphs = {r: step_graph(trace, r) for r in trace.rank_ids}
     e = job_edges(trace, graphs)
-    assert e is not None and (e.hact >= 0).sum() == 6
+    assert e is not None and (e.hact >= 0).sum() == tied
     rps = replay_job(graphs, {r: Durations.measured(g) for r, g in graphs.items()}, e)
     for r, g in graphs.items():
         np.testing.assert_array_equal(rps[r].step_ns, g.steps.measured_end_ns - g.steps.measured_start_ns)

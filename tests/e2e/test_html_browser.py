@@ -426,3 +426,24 @@ def test_exposed_communication_and_matrix_cards(tmp_path: Path, browser: Any) ->
     assert "1 kernels name no peer" in sub and "Peer from group / world" in sub
     _keep_screenshot(opened.page, "matrix-distributed.png", full=True)
     opened.check_clean()
+
+
+def test_every_rank_of_a_job_opens_on_the_jobs_verdict_and_findings(tmp_path: Path, browser: Any) -> None:
+    """tests/data/cpu_jobs/skew: rank 1 is the job's straggler. Rank 0's overview showed only rank
+    0's verdict ("bound by communication") and "No findings: nothing stands out" — the job's answer
+    was on another page. Every rank now opens on the job's verdict and the job's findings (as the
+    terminal prints them), its own verdict beneath; the straggler's gain is of the job's step."""
+    skew = Path(__file__).resolve().parents[1] / "data" / "cpu_jobs" / "skew"
+    path = tmp_path / "skew.html"
+    doc = _write_trace_report(skew, path)
+    job, own = doc["verdicts"][0], next(v for v in doc["verdicts"] if v["rank"] == 0)
+    assert job["rank"] is None and job["bound"] == "imbalance"
+    opened = open_page(browser, path)
+    page = opened.page
+    opened.go("overview", rank=0, wait="#findings li.finding[data-rule=straggler-rank]")
+    assert page.locator("#verdict").text_content() == job["text"]
+    assert page.locator("#rank-verdict").text_content() == own["text"]
+    assert page.locator("li.finding").count() == len(doc["findings"])
+    gain = page.locator("li.finding[data-rule=straggler-rank] .gain").text_content() or ""
+    assert "/ job step" in gain and gain.endswith(", rank 1"), gain
+    opened.check_clean()

@@ -8,15 +8,25 @@ function stat(label, value, attrs = {}) {
   return el("div", {class: "stat", ...attrs}, el("div", {class: "v"}, value), el("div", {class: "k"}, label));
 }
 
+function jobVerdict(doc) {
+  // a multi-rank run's first verdict is the job's (rank null): what bounds the whole job
+  return (doc.verdicts || []).find((v) => v.rank === null || v.rank === undefined) || null;
+}
+
 function rankFindings(doc, rank) {
-  // the rank's own findings, the cluster's, and those of the job found on this rank among others
+  // a multi-rank run: the job's findings, all in the advisor's order, as the terminal prints them (a
+  // straggler on another rank is every rank's story); one rank: its own and the cluster's
+  if (jobVerdict(doc)) return doc.findings || [];
   return (doc.findings || []).filter((f) => f.rank === null || f.rank === undefined || f.rank === rank ||
     (f.ranks || []).includes(rank));
 }
 
 function gainText(f, rank) {
   // a finding of several ranks is a share of the job's step (the same numbers as the terminal); this rank's own beside it
-  if ((f.ranks || []).length < 2) return `≈ ${fmtMs(f.est_gain_ms)} / ${f.whole_trace ? "window" : "step"} (${fmtPct(f.est_gain_pct)})`;
+  const elsewhere = Number.isInteger(f.rank) && f.rank !== rank ? `, rank ${f.rank}` : "";
+  const ev = f.evidence || {};
+  const per = f.whole_trace ? "window" : isNum(ev.job_step_ms) ? "job step" : "step";  // a job finding: the job's step
+  if ((f.ranks || []).length < 2) return `≈ ${fmtMs(f.est_gain_ms)} / ${per} (${fmtPct(f.est_gain_pct)})${elsewhere}`;
   const own = (f.evidence && f.evidence.per_rank_gain_ms) ? f.evidence.per_rank_gain_ms[String(rank)] : undefined;
   return `≈ ${fmtMs(f.est_gain_ms)} / job step (${fmtPct(f.est_gain_pct)}), ranks ${rankList(f.ranks)}` +
     (isNum(own) ? `; rank ${rank} alone ${fmtMs(own)}` : "");
@@ -82,12 +92,14 @@ export function overviewView(ctx) {
   const r = doc.ranks[0];
   const ov = r.overview;
   const v = verdictOf(doc, rank);
+  const job = jobVerdict(doc);
   const found = rankFindings(doc, rank);
   const dev = r.device;
   const where = [dev ? dev.name : "CPU only", r.event_counts ? `${fmtNum(Object.values(r.event_counts).reduce((s, x) => s + x, 0))} events` : null,
     rankText(rank, (doc.cluster && doc.cluster.rank_count) || ctx.run?.ranks?.length || 1)].filter(Boolean).join(" · ");
   const hero = card("overview", "Overview", where,
-    v ? el("div", {class: "verdict", id: "verdict"}, v.text) : null,
+    job || v ? el("div", {class: "verdict", id: "verdict"}, (job || v).text) : null,
+    job && v ? el("div", {class: "verdict rank-verdict", id: "rank-verdict"}, v.text) : null,
     ov ? el("div", {class: "stats"},
       stat("average step", fmtMs(ov.avg_step_ms), {id: "avg-step", "data-value": ov.avg_step_ms}),
       stat("steps", fmtNum(ov.step_count)),

@@ -112,7 +112,7 @@ RULES: dict[str, RuleText] = {
         "One rank arrives late at the collectives and the others wait for it",
         "Rank {slow_rank} arrives last at {times_last} of {collectives} collectives, {late_ms:.2f} ms per step after "
         "the next rank ({in_trace_late_ms:.2f} ms of it explained in the trace); what delays it: {cause_text}. "
-        "⟨Ranks {victims_text} wait for it.⟩",
+        "⟨{victims_text} for it.⟩",
         ("https://hta.readthedocs.io/en/latest/source/features/temporal_breakdown.html",)),
     "load-imbalance": RuleText(
         "Ranks do unequal work",
@@ -216,6 +216,12 @@ ISSUE_WORDS = {"cuda-runtime-old": "an old CUDA runtime", "driver-older-than-run
 CAUSE_WORDS = {"late_start": "it started the step late (before the trace)", "compute": "its own GPU compute",
                "communication": "other communication", "copy": "copies", "input": "the input pipeline",
                "host": "its host (CPU ops, launches)"}
+#: the same where the program has no device (CPU-only: its model's ops are its host work)
+CPU_CAUSE_WORDS = {**CAUSE_WORDS, "host": "its CPU work (the model's ops)"}
+
+
+def cause_words(platform: str) -> dict[str, str]:
+    return CPU_CAUSE_WORDS if platform.split("+")[0] == "cpu" else CAUSE_WORDS
 #: the cluster analysis' work metrics, as a reason a rank is slow
 REASON_WORDS = {"kernel_count": "more kernels", "compute_ns": "more GPU compute", "step_ns": "longer steps"}
 
@@ -227,14 +233,15 @@ def _values(f: Finding) -> dict[str, Any]:
                 if ev.get(k) not in (None, "None", "")]
     reasons = [REASON_WORDS.get(str(r), str(r)) for r in ev.get("reasons", [])]
     causes = ev.get("cause_ms", {})
-    cause_text = ", ".join(f"{CAUSE_WORDS.get(str(c), str(c))} {float(v):.2f} ms"
+    words = cause_words(f.platform)
+    cause_text = ", ".join(f"{words.get(str(c), str(c))} {float(v):.2f} ms"
                            for c, v in sorted(causes.items(), key=lambda cv: -float(cv[1]))
                            if float(v) >= 0.005) if isinstance(
         causes, dict) else ""
     derived = {"issues_text": " and ".join(issues) or "an old stack", "reasons_text": reasons,
                "cause_text": cause_text or "nothing in the trace",
-               "victims_text": _rank_list([int(v) for v in ev.get("victims", [])]) or None,
-               "cause_word": CAUSE_WORDS.get(str(f.change.params.get("cause", "")), "its own work"),
+               "victims_text": _victims([int(v) for v in ev.get("victims", [])]),
+               "cause_word": words.get(str(f.change.params.get("cause", "")), "its own work"),
                "versions_text": f" ({', '.join(versions)})" if versions else ""}
     general = {"gain_ms": f.est_gain_ms, "gain_pct": f.est_gain_pct, "step_ms": f.step_ns / 1e6, "rank": f.rank}
     return {**general, **ev, **dict(f.change.params), **derived}
@@ -269,6 +276,13 @@ def basis_text(f: Finding) -> str:
     elif f.ranks and f.rule not in CLUSTER_RULES:
         text += "; for the job: how much the slowest rank's step shrinks when every rank saves its own gain"
     return dialect(text, f.platform, f.whole_trace)
+
+
+def _victims(ranks: Sequence[int]) -> str | None:
+    """"Rank 0 waits" / "Ranks 0, 2 wait"; None without victims."""
+    if not ranks:
+        return None
+    return f"Rank {ranks[0]} waits" if len(ranks) == 1 else f"Ranks {_rank_list(ranks)} wait"
 
 
 def _rank_list(ranks: Sequence[int]) -> str:
@@ -339,7 +353,7 @@ def verdict_text(v: Verdict) -> str:
     who = "job" if v.rank is None else f"rank {v.rank}"
     if v.bound == "imbalance":
         ranks = ", ".join(str(r) for r in v.ranks)
-        causes = "; ".join(CAUSE_WORDS.get(c, c) for c in dict.fromkeys(v.causes)) or "their own work"
+        causes = "; ".join(cause_words(v.platform).get(c, c) for c in dict.fromkeys(v.causes)) or "their own work"
         return (f"{who}: bound by imbalance between ranks — rank{'s' if len(v.ranks) > 1 else ''} {ranks} "
                 f"arrive{'' if len(v.ranks) > 1 else 's'} late at the collectives ({causes}); the others wait "
                 f"for {'them' if len(v.ranks) > 1 else 'it'} {v.excess_pct or 0:.0f}% of the "

@@ -21,6 +21,7 @@ from stepscope.analysis.registry import BREAKDOWN
 from stepscope.analysis.whatif.graph import step_graph
 from stepscope.analysis.whatif.job import job_edges, replay_job
 from stepscope.analysis.whatif.replay import Durations
+from stepscope.report import texts
 
 RUN = Path(__file__).resolve().parents[1] / "data" / "cpu_ddp_2rank"
 
@@ -122,3 +123,7 @@ def test_a_rank_with_more_work_is_the_jobs_straggler() -> None:
     assert v.excess_pct is not None and 0 < v.excess_pct < 100
     assert adv.findings[0].rule in ("straggler-rank", "load-imbalance") and adv.findings[0].rank == 1
     assert "dataloader-bound" not in [f.rule for f in adv.findings]
+    # said for a CPU job: its model's ops are its host work, and one rank waits
+    assert "(its CPU work (the model's ops))" in texts.verdict_text(v)
+    straggler = next(f for f in adv.findings if f.rule == "straggler-rank")
+    assert "Rank 0 waits for it." in texts.found_text(straggler)

@@ -101,7 +101,8 @@ def collective_records(trace: Trace, rank: int) -> CollectiveRecords:
     cls = classify(trace)
     rows = rank_rows(trace, rank, (int(EventKind.KERNEL),))
     rows = rows[is_comm_row(trace)[rows] & ~np.isin(cls.coll_type[rows], P2P_TYPES)]
-    if len(rows) == 0:  # no communication kernel: the collectives the host runs (gloo, MPI on the CPU)
+    on_host = len(rows) == 0
+    if on_host:  # no communication kernel: the collectives the host runs (gloo, MPI on the CPU)
         rows = host_collective_rows(trace, rank)
     rows = rows[np.lexsort((rows, ev["ts_ns"][rows]))]
     start = ev["ts_ns"][rows].astype(np.int64)
@@ -119,6 +120,8 @@ def collective_records(trace: Trace, rank: int) -> CollectiveRecords:
     parts = attribute_windows(trace, rank, gap_start, start) if len(rows) else np.zeros((0, len(PARTS)), np.int64)
     ids, inv = np.unique(cls.pg_name[rows], return_inverse=True)
     pg_of = np.array([trace.strings[int(i)] for i in ids] + [""], dtype=object)[inv.reshape(-1)]  # per group
+    if on_host:  # matched only with other ranks' host-run collectives, never with a kernel's
+        pg_of = np.array([f"host:{p}" for p in pg_of.tolist()], dtype=object)
     size = np.maximum(cls.in_bytes[rows], cls.out_bytes[rows]).astype(np.int64)
     return CollectiveRecords(rank, start, end, enqueue, ev["track"][rows].astype(np.int64),
                              cls.coll_type[rows].astype(np.int8), np.asarray(pg_of, dtype=object), size,

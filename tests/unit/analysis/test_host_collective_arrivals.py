@@ -9,6 +9,8 @@ is done."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -95,3 +97,22 @@ def test_the_job_verdict_and_first_finding(job: Trace) -> None:
     first = advice.findings[0]
     assert first.rule == "dataloader-bound" and first.addresses_bound  # what makes rank 0 late
     assert "straggler-rank" in [f.rule for f in advice.findings]
+
+
+def test_a_host_run_collective_is_never_matched_with_a_kernel(tmp_path: Path) -> None:
+    """Rank 0 all-reduces with NCCL kernels, rank 1 (its kernels missing from the capture) shows only
+    gloo ops: the n-th of each is not the same collective, so nothing is matched across them."""
+    from stepscope.analysis.base import NotApplicable
+
+    nccl = TraceBuilder(rank=0, world_size=2)
+    gloo = TraceBuilder(rank=1, world_size=2)
+    for i in range(3):
+        t = i * STEP
+        for b in (nccl, gloo):
+            b.step(i + 1, t, STEP - 100)
+        nccl.op("nccl:all_reduce", ts=t + 100, dur=30)
+        nccl.launch_kernel("ncclKernel_AllReduce_RING_LL_Sum_float", launch_ts=t + 105, launch_dur=5, ts=t + 200,
+                           dur=1_000, stream=20)
+        gloo.op("gloo:all_reduce", ts=t + 150, dur=1_050, tid=2)
+    with pytest.raises(NotApplicable, match="no collective matched"):
+        compute_arrivals(load_ranks([nccl, gloo], tmp_path))

@@ -3,7 +3,8 @@
 The arrival analysis (:mod:`stepscope.analysis.arrivals`) names, per collective, the rank that
 arrived last and its *lateness* (its arrival − the second-to-last one's). The fix: at every
 collective ``rank`` arrived last at, it arrives with the second-to-last rank. Before each such
-collective its host work (ops and launch calls: not DataLoader waits or blocking calls) from its
+collective its host work (ops, launch calls and its DataLoader: not blocking calls, which wait for
+the device) from its
 previous collective (or its step's start) to the collective's launch call takes that collective's
 lateness less, and so does its device work (not communication) from the same start to its arrival;
 whichever bounded its arrival, it arrives that much earlier. What the *job* gains is what the job
@@ -24,7 +25,7 @@ import numpy.typing as npt
 
 from stepscope.analysis.arrivals import Arrivals
 from stepscope.analysis.common import I64
-from stepscope.analysis.whatif.graph import SEG_HOST, SEG_LAUNCH, StepGraph
+from stepscope.analysis.whatif.graph import SEG_HOST, SEG_INPUT, SEG_LAUNCH, StepGraph
 from stepscope.analysis.whatif.replay import Durations
 
 B = npt.NDArray[np.bool_]
@@ -42,7 +43,7 @@ def fixed_durations(g: StepGraph, d: Durations, a: Arrivals, comm: B) -> Duratio
     if late is None:
         return d
     gap0, launch, arrive, cut = late
-    host = (g.host.seg_kind == SEG_HOST) | (g.host.seg_kind == SEG_LAUNCH)
+    host = (g.host.seg_kind == SEG_HOST) | (g.host.seg_kind == SEG_LAUNCH) | (g.host.seg_kind == SEG_INPUT)
     seg = _cut_in_windows(g.host.t_ns[:-1], g.host.t_ns[1:], d.host_seg_ns, host, gap0, launch, cut)
     dev = _cut_in_windows(g.device.start_ns, g.device.end_ns, d.device_ns, ~comm, gap0, arrive, cut)
     return replace(d, host_seg_ns=seg, device_ns=dev)

@@ -188,7 +188,7 @@ def match(records: tuple[CollectiveRecords, ...]) -> Matched:
     return Matched(ranks, keys[1, sel].astype(np.int8), pg_names.astype(object)[keys[0, sel]], size[sel],
                    present[sel], arrival[sel], enq[sel], (mats["end_ns"] - shift)[sel],
                    (mats["gap_start_ns"] - shift)[sel], gap[sel], fis[sel], offset,
-                   _mean(job_steps_ns(steps)), max(len(s) for s in steps),
+                   job_mean_step_ns(steps), max(len(s) for s in steps),
                    mats["row"][sel])
 
 
@@ -284,5 +284,7 @@ def job_steps_ns(rank_steps: list[I64]) -> I64:
     return out
 
 
-def _mean(x: I64) -> float:
-    return float(x.mean()) if len(x) else 0.0
+def job_mean_step_ns(rank_steps: list[I64]) -> float:
+    """The job's mean step (of :func:`job_steps_ns`; 0 without steps)."""
+    steps = job_steps_ns(rank_steps)
+    return float(steps.mean()) if len(steps) else 0.0

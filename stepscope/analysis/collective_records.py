@@ -84,10 +84,10 @@ def host_collective_rows(trace: Trace, rank: int) -> I64:
     own ops (``gloo:all_reduce`` on a worker thread: it starts when the rank's work reaches it and
     ends when every rank's data has arrived) where the rank has them, else the outermost host-side
     collectives."""
-    rows = rank_rows(trace, rank, (int(EventKind.CPU_OP), int(EventKind.USER_ANNOTATION),
-                                   int(EventKind.COMMUNICATION)))
+    sl = trace.rank_slice(rank)  # a rank's rows are contiguous: its host-side collectives among them
+    rows: I64 = (sl.start + np.flatnonzero(host_collective_mask(trace)[sl])).astype(np.int64)
     ctype = classify(trace).coll_type
-    rows = rows[host_collective_mask(trace)[rows] & (ctype[rows] > 0) & ~np.isin(ctype[rows], P2P_TYPES)]
+    rows = rows[(ctype[rows] > 0) & ~np.isin(ctype[rows], P2P_TYPES)]
     backend = trace.strings.mask(lambda s: bool(BACKEND_OP.match(s)))[trace.events["name"][rows]]
     if backend.any():
         return rows[backend]

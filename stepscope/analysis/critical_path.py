@@ -188,29 +188,25 @@ def _rank_claims(trace: Trace, rank: int) -> tuple[list[Iv], I64, I64, I64]:
     is_comm = act == Activity.COMMUNICATION
     is_copy = (act == Activity.MEMCPY) | (act == Activity.MEMSET)
     is_compute = act == Activity.COMPUTE
-    mix = _device_mix(trace, dev, is_comm, is_copy)
+    host_copy = is_copy & any_of(trace.events["copy_kind"][dev], [int(MemcpyKind.H2D), int(MemcpyKind.D2H)])
+    mix = _device_mix(trace, dev, is_comm, host_copy)
     claims: list[Iv] = [
         interval_set(trace, dev[on_path & is_compute]),
         interval_set(trace, dev[on_path & is_comm]),
         interval_set(trace, dev[on_path & is_copy]),
         *_host_claims(trace, rank, driver),
-        *_queued_claims(trace, dev, is_comm, is_copy, mix),
+        *_queued_claims(trace, dev, is_comm, host_copy, mix),
         _pending(trace, dev[is_comm]),
         *mix,
     ]
     return claims, driver, dev, np.sort(dev[on_path]).astype(np.int64)
 
 
-def _host_copies(trace: Trace, dev: I64, is_copy: B) -> B:
-    """A copy between the host and the device waits as a copy; one within the device is device work."""
-    return is_copy & any_of(trace.events["copy_kind"][dev], [int(MemcpyKind.H2D), int(MemcpyKind.D2H)])
-
-
-def _queued_claims(trace: Trace, dev: I64, is_comm: B, is_copy: B, mix: list[Iv]) -> list[Iv]:
+def _queued_claims(trace: Trace, dev: I64, is_comm: B, host_copy: B, mix: list[Iv]) -> list[Iv]:
     """Work queued, not started, in claim order: the device busy with what it runs then (off the
-    path), else the kind of what waits; kernels and copies both waiting (behind work the trace does
-    not hold, before the window) last, split as the window's own device time is (:func:`_attribute`)."""
-    host_copy = _host_copies(trace, dev, is_copy)
+    path), else the kind of what waits (a host-device copy waits as a copy; one within the device is
+    device work); kernels and copies both waiting (behind work the trace does not hold, before the
+    window) last, split as the window's own device time is (:func:`_attribute`)."""
     kernels_wait = _pending(trace, dev[~is_comm & ~host_copy])
     if not host_copy.any():  # nothing but device work waits
         return [_EMPTY, _EMPTY, kernels_wait, _EMPTY, _EMPTY]
@@ -222,9 +218,8 @@ def _queued_claims(trace: Trace, dev: I64, is_comm: B, is_copy: B, mix: list[Iv]
             intervals.subtract(kernels_wait, copies_wait), intervals.subtract(copies_wait, kernels_wait), pending]
 
 
-def _device_mix(trace: Trace, dev: I64, is_comm: B, is_copy: B) -> list[Iv]:
+def _device_mix(trace: Trace, dev: I64, is_comm: B, host_copy: B) -> list[Iv]:
     """The device's work and host-device copies (not claims: what splits a wait both of them share)."""
-    host_copy = _host_copies(trace, dev, is_copy)
     if not host_copy.any():
         return [_EMPTY, _EMPTY]
     return [interval_set(trace, dev[~is_comm & ~host_copy]), interval_set(trace, dev[host_copy])]

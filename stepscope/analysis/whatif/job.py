@@ -214,9 +214,9 @@ def _arrivals(runs: Mapping[int, RankRun], cols: Mapping[int, int], e: JobEdges)
         mine = np.flatnonzero(e.act[:, i] >= 0)
         a = run.streams.arrival[0, e.act[mine, i]]
         out[mine, i] = np.where(a > _NONE, a - e.offset_ns[i], _NONE)
-        for c in np.flatnonzero(e.hact[:, i] >= 0).tolist():  # per host-run collective of the rank
-            h = run.host_arrival(int(e.hact[c, i]))
-            out[c, i] = h - e.offset_ns[i] if h > _NONE else _NONE
+        host = np.flatnonzero(e.hact[:, i] >= 0)  # its host-run collectives
+        h = run.host_arrivals(e.hact[host, i])
+        out[host, i] = np.where(h > _NONE, h - e.offset_ns[i], _NONE)
     return out
 
 
@@ -225,8 +225,8 @@ def _publish(runs: Mapping[int, RankRun], cols: Mapping[int, int], e: JobEdges, 
         run = runs[r]
         for c in which[e.act[which, i] >= 0].tolist():  # per collective resolved this turn
             run.streams.resolve(int(e.act[c, i]), int(last[c] + e.offset_ns[i]))
-        for c in which[e.hact[which, i] >= 0].tolist():
-            run.resolve_host(int(e.hact[c, i]), int(last[c] + e.offset_ns[i]))
+        host = which[e.hact[which, i] >= 0]
+        run.resolve_hosts(e.hact[host, i], last[host] + e.offset_ns[i])
 
 
 def collective_waits_ns(e: JobEdges, rps: Mapping[int, Replay] | None = None) -> I64:

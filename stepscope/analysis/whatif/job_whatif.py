@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis.activity import Activity, activity_of
-from stepscope.analysis.arrivals import Arrivals, arrivals_of, job_steps_ns
+from stepscope.analysis.arrivals import Arrivals, arrivals_of, job_mean_step_ns
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.collective_records import CollectiveRecords, collective_records
 from stepscope.analysis.common import I64
@@ -171,7 +171,7 @@ def combine_job_whatif(records: Mapping[int, JobRecord]) -> JobWhatIf:
     if e is None:
         raise NotApplicable("no collective or send/receive matched across the ranks to tie their replays")
     measured = {r: Durations.measured(g) for r, g in graphs.items()}
-    job_measured = _mean(job_steps_ns([g.steps.measured_end_ns - g.steps.measured_start_ns for g in graphs.values()]))
+    job_measured = job_mean_step_ns([g.steps.measured_end_ns - g.steps.measured_start_ns for g in graphs.values()])
     culprits = a.culprits if a is not None else ()
     fixes = [_job_mean(graphs, {**measured, c: fixed_durations(graphs[c], measured[c], a, records[c].comm)}, e)
              for c in culprits if a is not None]  # a handful of culprits
@@ -194,8 +194,5 @@ def _applied(change: DurationsDelta | Durations | None, base: Durations) -> Dura
 
 def _job_mean(graphs: Mapping[int, StepGraph], durs: Mapping[int, Durations], e: JobEdges) -> float:
     rps = replay_job(graphs, durs, e)
-    return _mean(job_steps_ns([rp.step_ns for rp in rps.values()]))
+    return job_mean_step_ns([rp.step_ns for rp in rps.values()])
 
-
-def _mean(x: I64) -> float:
-    return float(x.mean()) if len(x) else 0.0

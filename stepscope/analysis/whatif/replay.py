@@ -127,12 +127,13 @@ class RankRun:
         back: I64 = np.maximum(called, last) + self.hc_transfer[j]
         return back
 
-    def host_arrival(self, j: int) -> int:
-        """When the rank arrived at host collective j (the first variant), _NONE while not replayed."""
-        return int(self.tp[0, self.g.host_colls.start_pt[j]])
+    def host_arrivals(self, j: I64) -> I64:
+        """When the rank arrived at host collectives ``j`` (the first variant), _NONE where not replayed yet."""
+        out: I64 = self.tp[0, self.g.host_colls.start_pt[j]]
+        return out
 
-    def resolve_host(self, j: int, last_arrival_ns: int) -> None:
-        """The job's last arrival at host collective j (this rank's clock) is known."""
+    def resolve_hosts(self, j: I64, last_arrival_ns: I64) -> None:
+        """The job's last arrivals at host collectives ``j`` (this rank's clock) are known."""
         self.hc_last[:, j] = last_arrival_ns
 
     def results(self) -> list[Replay]:

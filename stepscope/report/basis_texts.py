@@ -11,8 +11,7 @@ BASIS: dict[str, str] = {
     "amp-speedup": "eligible non-Tensor-Core kernel time per step ({eligible_non_tc_ms:.1f} ms) x "
                    "(1 - 1/{amp_speedup}): the device's half-precision Tensor-Core peak over its FP32 peak (2 "
                    "where the device is unknown)"
-                   "⟨, x the {on_path_pct}% of their time on the step's critical path (replayed with them at "
-                   "no time)⟩",
+                   "⟨, x the {on_path_pct}% of their time on the step's critical path⟩",
     "pinned-bandwidth": "half of the pageable copies' GPU time (pinned copies reach about twice the bandwidth)",
     "blocked-host-time": "host time blocked in syncs per step, capped by the GPU's host-wait idle time",
     "host-wait-idle": "median over steps of the GPU idle time waiting for the host, outside the DataLoader",
@@ -23,14 +22,13 @@ BASIS: dict[str, str] = {
     "layout-transform-time": "layout-transform kernel time per step + 10% of the Tensor-Core conv time⟨, x the "
                              "{on_path_pct}% of their time on the step's critical path⟩",
     "idle-sm-share": "half of the SM time left idle by under-filled kernels per step⟨, x the {on_path_pct}% "
-                     "of their time on the step's critical path (replayed with them at no time)⟩",
+                     "of their time on the step's critical path⟩",
     "bf16-over-tf32": "TF32 kernel time per step ({tf32_ms:.2f} ms) x (1 - 1/{bf16_over_tf32}), the device's bf16 "
                       "over TF32 Tensor-Core peak⟨, x the {on_path_pct}% of their time on the step's critical "
-                      "path (replayed with them at no time)⟩: a lower bound (bf16 kernels also reach more of "
+                      "path⟩: a lower bound (bf16 kernels also reach more of "
                       "their peak, and bf16 activations halve the traffic of the ops around them)",
     "fused-one-pass": "the runs' kernel time beyond each run's longest kernel per step (fused, a run makes one "
-                      "pass over its data)⟨, x the {on_path_pct}% of their time on the step's critical path "
-                      "(replayed with them at no time)⟩",
+                      "pass over its data)⟨, x the {on_path_pct}% of their time on the step's critical path⟩",
     "hideable-comm": "exposed communication that is transfer (not waiting), capped by the computation "
                      "it could hide behind",
     "host-side-comm": "the host's time inside collectives on the step's critical path per step (no device work "

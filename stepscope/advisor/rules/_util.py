@@ -60,8 +60,8 @@ def amp_speedup_for(ctx: RuleContext, peak: DevicePeak | None, from_dtype: str) 
 
 
 def on_path_share(ctx: RuleContext, kernel_set: str, evidence: dict[str, Any]) -> float:
-    """The share (0-1) of a compute remedy's kernels' time that reaches the step (the steps replayed
-    with those kernels at no time, :mod:`stepscope.analysis.whatif.remedies`), added to the evidence
+    """The share (0-1) of a compute remedy's kernels' time that reaches the step (the critical
+    path's first-order share of :mod:`stepscope.analysis.whatif.remedies`' kernel set), added to the evidence
     as ``on_path_pct``; 1.0 when the replay did not run (the rule's estimate is then unweighed)."""
     r = ctx.optional(REMEDIES)
     share = r.on_path_share(kernel_set) if r is not None and ctx.rank is not None else None

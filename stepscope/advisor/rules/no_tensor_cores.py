@@ -13,8 +13,10 @@ Gain: eligible non-TC kernel time per step × (1 − 1 / speed-up) — the GEMM/
 precision would save on those kernels, the speed-up being the device's dense half-precision
 Tensor-Core peak over its FP32 peak (:func:`stepscope.analysis.peaks.amp_speedup`: 8 on V100, 16 on
 A100, 14.8 on H100 / H200; ``amp_speedup``, a conservative 2, where the device is unknown) — × the
-share of those kernels' time on the step's critical path (the steps replayed with them at no time,
-``remedies``' ``tensor-cores`` kernel set): a device that waits for the host gains nothing. On an
+share of those kernels' time on the step's critical path (``remedies``' ``tensor-cores`` kernel set): a
+device that waits for the host gains nothing. The share is first order: where the host runs close
+behind the device, faster kernels hand the path to the host sooner than the share says (the what-if
+replay of the trace as recorded shows it; see docs/advisor.md, known gaps). On an
 H200 (``tests/data/h200_bounds/fp32`` → ``r10/bf16_8k``, the same MLP step under bf16 autocast) the
 step went from 60.0 to 5.15 ms; the flat 2 predicted 30.6 ms, the peak ratio 6.4 ms.
 

@@ -9,7 +9,7 @@ without shapes no run is tied together.
 
 Gain: Σ over runs of (run time − its longest kernel) per step — a fused run makes one pass over the
 data, the cost of its longest kernel — × the share of the runs' kernel time on the step's critical
-path (the steps replayed with them at no time, ``remedies``' ``fuse-elementwise`` kernel set): a
+path (to first order, ``remedies``' ``fuse-elementwise`` kernel set; see ``no-tensor-cores``): a
 device that waits for the host gains nothing from faster kernels. Measured on an H200
 (``tests/data/h200_bounds/r7``): a chain of 32 elementwise kernels over 256 MB, 3.96 ms predicted
 against 3.63 ms saved by ``torch.compile``; a bf16 MLP step, 0.49 ms against 0.75 ms (Inductor also

@@ -56,7 +56,7 @@ from stepscope.analysis.common import I32, I64, interval_set, pct, rank_rows
 from stepscope.analysis.compilation import compile_rows
 from stepscope.analysis.idle import is_dataloader_name
 from stepscope.analysis.modules import PREFIX as MODULE
-from stepscope.analysis.sync import blocking_calls
+from stepscope.analysis.sync import blocking_calls, driver_rows
 from stepscope.model.masks import any_of
 from stepscope.model.schema import GPU_KINDS, HOST_KINDS, EventKind, MemcpyKind
 from stepscope.model.steps import STEP_NAME
@@ -181,7 +181,7 @@ def _rank_claims(trace: Trace, rank: int) -> tuple[list[Iv], I64, I64, I64]:
     and the device rows on the path (sorted)."""
     start, end, _, _ = _windows(trace, rank)
     dev = rank_rows(trace, rank, tuple(int(k) for k in GPU_KINDS))
-    driver = _driver_rows(trace, rank)
+    driver = driver_rows(trace, rank)
     blocking = _blocking_set(trace, driver)
     on_path = _on_path(trace, dev, blocking, start, end)
     act = activity_of(trace)[dev]
@@ -257,17 +257,6 @@ def _windows(trace: Trace, rank: int) -> tuple[I64, I64, I32, bool]:
     lo = int(ev["ts_ns"][timed].min())
     hi = int((ev["ts_ns"][timed] + ev["dur_ns"][timed]).max())
     return np.array([lo], np.int64), np.array([max(hi, lo)], np.int64), np.array([-1], np.int32), True
-
-
-def _driver_rows(trace: Trace, rank: int) -> I64:
-    """Host rows of the threads that drive the device (launch its work); every host thread if none do."""
-    ev = trace.events
-    host = rank_rows(trace, rank, tuple(int(k) for k in HOST_KINDS))
-    launch = ev["launch"][rank_rows(trace, rank, tuple(int(k) for k in GPU_KINDS))]
-    threads = np.unique(ev["track"][launch[launch >= 0]])
-    if len(threads) == 0:
-        return host
-    return host[np.isin(ev["track"][host], threads)]
 
 
 def _blocking_set(trace: Trace, driver: I64) -> Iv:

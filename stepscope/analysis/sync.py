@@ -2,6 +2,7 @@
 
 * **Blocking sync calls**: runtime / driver calls that block the host until the device catches up:
   ``cuda|hip`` ``DeviceSynchronize``, ``StreamSynchronize``, ``EventSynchronize``, ``cuCtxSynchronize``,
+  Ascend's ``aclrtSynchronizeDevice|Stream|Event`` (``...WithTimeout``: ``.item()`` on an NPU) and ``aclrtMemcpy``,
   blocking copies (``cudaMemcpy``, ``cudaMemcpy2D``, ``hipMemcpy``, ``hipMemcpyWithStream``,
   ``cuMemcpyDtoH`` ... — every memcpy call without ``Async``), ``cudaFree`` / ``hipFree`` /
   ``cuMemFree`` (a free waits for the device: ``torch.cuda.empty_cache()`` in the loop makes one per
@@ -34,20 +35,22 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.analysis._memo import per_trace
+from stepscope.analysis._memo import per_rank, per_trace
 from stepscope.analysis.breakdown import tb_step_windows
 from stepscope.analysis.caching_allocator import ALLOC_CALL
 from stepscope.analysis.callsite import call_sites
 from stepscope.analysis.comm import inside_host_collective
 from stepscope.analysis.common import I32, I64, Windows, rank_rows, step_windows, window_of
 from stepscope.analysis.compilation import inside_compilation
-from stepscope.model.schema import GPU_KINDS, EventKind, MemcpyKind
+from stepscope.model.masks import any_of
+from stepscope.model.schema import GPU_KINDS, HOST_KINDS, EventKind, MemcpyKind
 from stepscope.model.trace import Trace
 
 SYNC_PATTERN = re.compile(
     r"^(cuda|hip)(Device|Stream|Event)Synchronize|^cu(Ctx|Stream|Event)Synchronize"
     r"|^(cuda|hip)Memcpy(?!.*Async)|^cuMemcpy(?!.*Async)"
-    r"|^(cuda|hip)Free$|^cuMemFree(_v2)?$")
+    r"|^(cuda|hip)Free$|^cuMemFree(_v2)?$"
+    r"|(^|@)aclrtSynchronize(Device|Stream|Event)(WithTimeout)?$|(^|@)aclrtMemcpy(2d)?$")  # Ascend CANN
 
 
 def is_sync_call(name: str) -> bool:
@@ -65,6 +68,25 @@ def blocking_calls(trace: Trace, rows: I64) -> npt.NDArray[np.bool_]:
     if len(launches):
         out |= np.isin(rows, launches)
     return out
+
+
+@per_rank
+def driver_rows(trace: Trace, rank: int) -> I64:
+    """Host rows of the threads that drive the device — that launch its work, or that block waiting
+    for it (a sync call outside a host-side collective) — every host thread if none do. On a GPU
+    the main thread does both; torch_npu launches from a task-queue thread while the main thread
+    runs the ops and blocks in ``aclrtSynchronizeStream``: one chain, the threads hand work to
+    one another (the critical path and the what-if graph read the same rows)."""
+    ev = trace.events
+    host = rank_rows(trace, rank, tuple(int(k) for k in HOST_KINDS))
+    launch = ev["launch"][rank_rows(trace, rank, tuple(int(k) for k in GPU_KINDS))]
+    threads = np.unique(ev["track"][launch[launch >= 0]])
+    if len(threads) == 0:
+        return host
+    rt = host[any_of(ev["kind"][host], [EventKind.RUNTIME, EventKind.DRIVER])]
+    waits = rt[trace.strings.mask(is_sync_call)[ev["name"][rt]] & ~np.isin(ev["track"][rt], threads)]
+    waits = waits[~inside_host_collective(trace, waits)]
+    return host[np.isin(ev["track"][host], np.union1d(threads, ev["track"][waits]))]
 
 
 def _is_alloc_call(name: str) -> bool:

@@ -40,9 +40,9 @@ from stepscope.analysis.comm import host_collective_mask
 from stepscope.analysis.common import I64, interval_set, rank_rows
 from stepscope.analysis.idle import is_dataloader_name
 from stepscope.analysis.platform import no_host_timeline
-from stepscope.analysis.sync import blocking_calls
+from stepscope.analysis.sync import blocking_calls, driver_rows
 from stepscope.model.masks import any_of
-from stepscope.model.schema import GPU_KINDS, HOST_KINDS, EventKind
+from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
 from stepscope.model.uniq import unique
 
@@ -148,7 +148,7 @@ def step_graph(trace: Trace, rank: int) -> StepGraph:
     if missing:
         raise NotApplicable(f"the what-if replay needs the host chain: {missing}")
     ev = trace.events
-    driver = _driver_rows(trace, rank)
+    driver = driver_rows(trace, rank)
     rt = driver[any_of(ev["kind"][driver], [EventKind.RUNTIME, EventKind.DRIVER])]
     pool = trace.strings
     sync_rows = rt[blocking_calls(trace, rt)]
@@ -173,6 +173,12 @@ def step_graph(trace: Trace, rank: int) -> StepGraph:
     return StepGraph(rank, host, syncs, device, steps, _host_collectives(trace, rank, driver, t))
 
 
+def unlinked_device(g: StepGraph) -> bool:
+    """The rank has device work and none of it is linked to a traced launch call (Ascend's
+    trace_view layout): the replay keeps the device's measured times."""
+    return bool(len(g.device.row)) and not bool((g.device.launch_pt >= 0).any())
+
+
 def _host_collectives(trace: Trace, rank: int, driver: I64, t: I64) -> HostCollectives:
     """The rank's host-run collectives on its driver threads (the arrival analysis' own records)."""
     ev = trace.events
@@ -193,15 +199,6 @@ def _whole_window_host_ends(trace: Trace, rank: int, window_start_ns: int) -> tu
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     lo, hi = int(ev["ts_ns"][host].min()), int((ev["ts_ns"][host] + ev["dur_ns"][host]).max())
     return np.array([lo] if window_start_ns <= lo else [], np.int64), np.array([hi], np.int64)
-
-
-def _driver_rows(trace: Trace, rank: int) -> I64:
-    """Host rows of the threads that launch device work (every host thread when none does)."""
-    ev = trace.events
-    host = rank_rows(trace, rank, tuple(int(k) for k in HOST_KINDS))
-    launch = ev["launch"][rank_rows(trace, rank, tuple(int(k) for k in GPU_KINDS))]
-    threads = np.unique(ev["track"][launch[launch >= 0]])
-    return host if len(threads) == 0 else host[np.isin(ev["track"][host], threads)]
 
 
 def _points(trace: Trace, rt: I64, loader: I64, hs: I64, he: I64) -> I64:
@@ -321,10 +318,12 @@ def _syncs(trace: Trace, sync_rows: I64, t: I64, device: DeviceWork) -> Syncs:
 def _awaited(trace: Trace, device: DeviceWork, a: I64, b: I64) -> I64:
     """Per call [a, b]: the latest-ending activity launched at or before a that ended by b (the call
     waits for the device work launched before it; work that ended after it returned was not waited
-    for). When the host is made faster, a call that found that work done may have to wait for it."""
+    for). When the host is made faster, a call that found that work done may have to wait for it.
+    An activity no traced call launched (a layout without launch links: Ascend's trace_view) was
+    launched by its start at the latest: one already running when the call began is waited for."""
     ev = trace.events
     launch = ev["launch"][device.row].astype(np.int64)
-    launched_at = np.where(launch >= 0, ev["ts_ns"][np.maximum(launch, 0)], np.iinfo(np.int64).max)
+    launched_at = np.where(launch >= 0, ev["ts_ns"][np.maximum(launch, 0)], device.start_ns)
     by_end = np.argsort(device.end_ns, kind="stable")
     end_sorted = device.end_ns[by_end]
     pos = np.searchsorted(end_sorted, b, side="right") - 1

@@ -16,7 +16,7 @@ from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import I64
 from stepscope.analysis.critical_path import PARTS, CriticalPath, compute_critical_path
 from stepscope.analysis.whatif.batch import LargerBatch
-from stepscope.analysis.whatif.graph import StepGraph, step_graph
+from stepscope.analysis.whatif.graph import StepGraph, step_graph, unlinked_device
 from stepscope.analysis.whatif.job import JobEdges, collective_waits_ns, job_edges, replay_job
 from stepscope.analysis.whatif.replay import Durations, Replay
 from stepscope.analysis.whatif.transforms import LoaderWorkers, Transform
@@ -115,7 +115,8 @@ def simulate(trace: Trace, transforms: Sequence[Transform], ranks: Sequence[int]
         after = compute_critical_path(replayed_trace(trace, g, rp), rank)
         measured = g.steps.measured_end_ns - g.steps.measured_start_ns
         out.append(RankWhatIf(rank, g.steps.step, measured, rp.step_ns, before[rank], after))
-    return WhatIf(tuple(t.basis() for t in transforms), caveats(transforms, out), tuple(out), paced,
+    unlinked = any(unlinked_device(g) for g, _ in replayed.values())
+    return WhatIf(tuple(t.basis() for t in transforms), caveats(transforms, out, unlinked), tuple(out), paced,
                   samples_factor(transforms))
 
 
@@ -159,10 +160,17 @@ def samples_factor(transforms: Sequence[Transform]) -> float:
     return float(np.prod([t.factor for t in transforms if isinstance(t, LargerBatch)]))
 
 
-def caveats(transforms: Sequence[Transform], ranks: Sequence[RankWhatIf]) -> tuple[str, ...]:
+#: said when a rank's device work is linked to no launch call (Ascend's trace_view layout)
+UNLINKED_CAVEAT = ("no device work in this trace is linked to the call that launched it: the device keeps its "
+                   "measured times, so a change on the host moves the host alone (a lower bound for host-side "
+                   "changes; a layout with launch links, such as the profiler's database, replays both)")
+
+
+def caveats(transforms: Sequence[Transform], ranks: Sequence[RankWhatIf], unlinked: bool = False) -> tuple[str, ...]:
     loader = any(isinstance(t, LoaderWorkers) for t in transforms)
     cpu_only = any(not r.before.has_device for r in ranks)
-    return (CPU_WORKERS_CAVEAT,) if loader and cpu_only else ()
+    out = (CPU_WORKERS_CAVEAT,) if loader and cpu_only else ()
+    return (*out, UNLINKED_CAVEAT) if unlinked and transforms else out
 
 
 def saving_ns(trace: Trace, transforms: Sequence[Transform], ranks: Sequence[int] | None = None) -> float:

@@ -80,7 +80,8 @@ CHANGES_BY_PLATFORM: dict[str, dict[str, str]] = {
         "cuda-graphs-or-compile": "Launch less: run the step in graph mode (torch_npu's torchair / "
                                   "torch.compile with the NPU backend), fuse small ops, or give each launch more "
                                   "work (a larger batch).",
-        "remove-step-sync": "Remove per-step host syncs⟨ (here {call}⟨ under {op}⟩⟨ from {call_site}⟩)⟩: no .item() / .cpu() / .tolist() of "
+        "remove-step-sync": "Remove per-step host syncs⟨ (here {call}⟨ under {op}⟩⟨ from {call_site}⟩)⟩: no .item() / "
+                            ".cpu() / .tolist() of "
                             "NPU tensors each step; use torch.npu events instead of torch.npu.synchronize().",
         "pin-memory": "Copy from pinned memory: DataLoader(..., pin_memory=True), then .to('npu', "
                       "non_blocking=True).",

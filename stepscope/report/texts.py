@@ -199,7 +199,7 @@ RULES: dict[str, RuleText] = {
 VERDICT_STAGES: dict[str, str] = {
     "input": "the input pipeline",
     "host": "the host (CPU work, launches)",
-    "host-cpu-only": "the CPU (the model's ops run on it)",
+    "host-cpu-only": "the model's CPU work",
     "host-compiling": "torch.compile compiling on the host",
     "compute": "{device} compute",
     "communication": "communication",

@@ -161,7 +161,9 @@ class HostOverhead:
     only inside host ops that match (a fused optimizer: ``Optimizer.step``). DataLoader and blocking
     calls are kept, and so, everywhere, is the time of the step's top-level ops that launch no device
     work (an SVD of a CPU tensor, numpy-backed metrics under an op) and of ``torch.compile`` compiling:
-    a graph captures device work only (:func:`~stepscope.analysis.host_ops.cpu_only_top_ops`)."""
+    a graph captures device work only (:func:`~stepscope.analysis.host_ops.cpu_only_top_ops`). On a
+    rank that launches nothing (a CPU-only program) everywhere changes nothing: its host work is the
+    model's own ops."""
 
     factor: float = 0.0
     select: Select = Select()
@@ -178,7 +180,9 @@ class HostOverhead:
         share = ((k == SEG_LAUNCH) | (k == SEG_HOST)).astype(np.float64)
         if self.select.pattern is not None or self.select.rows:
             share *= _share_inside_ops(trace, g, self.select)
-        elif g.device.row.size:
+        elif not g.device.row.size:  # nothing launched: the host's work is the model's own ops, no graph holds it
+            return d
+        else:
             kept = np.union1d(_cpu_only_ops(trace, g.rank), rank_compile_rows(trace, g.rank))
             share *= 1.0 - _share_inside_rows(trace, g, kept)
         seg = d.host_seg_ns.copy()

@@ -150,6 +150,6 @@ def test_a_cpu_only_rank_is_bound_by_the_cpu_not_by_launches() -> None:
     shares = {"host": 69.0, "input": 31.0}
     cpu = Verdict(0, "host", 19_200_000, shares, 6, has_device=False, platform="cpu")
     gpu = Verdict(0, "host", 19_200_000, shares, 6, device_busy_pct=20.0, has_device=True)
-    assert texts.verdict_text(cpu) == "rank 0: bound by the CPU (the model's ops run on it) (69% of the 19.2 ms " \
+    assert texts.verdict_text(cpu) == "rank 0: bound by the model's CPU work (69% of the 19.2 ms " \
                                       "step) — the input pipeline 31%"
     assert texts.verdict_text(gpu).startswith("rank 0: bound by the host (CPU work, launches) (69%")

@@ -273,6 +273,8 @@ def basis_text(f: Finding) -> str:
         before, after = float(ev["whatif_job_measured_ms"]), float(ev["whatif_job_predicted_ms"])
         text += (f"; for the job: every rank replayed with the change, tied at their collectives, the job's mean "
                  f"step goes from {before:.2f} to {after:.2f} ms")
+        if after >= before:  # the slow ranks' path does not go through the change: the gain is 0, said so
+            text += " — no saving for the job"
     elif f.ranks and f.rule not in CLUSTER_RULES:
         text += "; for the job: how much the slowest rank's step shrinks when every rank saves its own gain"
     return dialect(text, f.platform, f.whole_trace)

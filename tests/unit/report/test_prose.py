@@ -153,3 +153,15 @@ def test_a_cpu_only_rank_is_bound_by_the_cpu_not_by_launches() -> None:
     assert texts.verdict_text(cpu) == "rank 0: bound by the model's CPU work (69% of the 19.2 ms " \
                                       "step) — the input pipeline 31%"
     assert texts.verdict_text(gpu).startswith("rank 0: bound by the host (CPU work, launches) (69%")
+
+
+def test_a_job_replay_that_saves_nothing_says_so() -> None:
+    """DLRM's dataloader-bound on ranks that wait anyway: the job replay reads 18.71 -> 18.74 ms and
+    the gain is 0; the basis says there is no saving instead of leaving a longer step unexplained."""
+    f = Finding("dataloader-bound", Severity.LOW, 6, (), 0, 18_710_000, "replayed",
+                {"whatif_basis": "4 DataLoader workers", "whatif_measured_ms": 13.09, "whatif_predicted_ms": 11.79,
+                 "whatif_job_measured_ms": 18.71, "whatif_job_predicted_ms": 18.74},
+                Change("set-num-workers", {"num_workers": 4}), ranks=(0, 6))
+    assert texts.basis_text(f).endswith("from 18.71 to 18.74 ms — no saving for the job")
+    g = replace(f, evidence={**f.evidence, "whatif_job_predicted_ms": 17.5})
+    assert texts.basis_text(g).endswith("from 18.71 to 17.50 ms")

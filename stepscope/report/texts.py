@@ -247,14 +247,30 @@ def _values(f: Finding) -> dict[str, Any]:
     return {**general, **ev, **dict(f.change.params), **derived}
 
 
+#: a rule's finding read on another basis than its usual one: its title, then what was measured instead
+TITLE_BY_BASIS: dict[tuple[str, str], str] = {
+    ("launch-bound", "host-on-path"): "The host's work holds up the step",
+}
+
+
 def title_text(f: Finding) -> str:
     rt = RULES.get(f.rule)
-    return dialect(rt.title if rt is not None else f.rule, f.platform, f.whole_trace)
+    title = TITLE_BY_BASIS.get((f.rule, f.basis), rt.title if rt is not None else f.rule)
+    return dialect(title, f.platform, f.whole_trace)
+
+
+FOUND_BY_BASIS: dict[tuple[str, str], str] = {
+    ("launch-bound", "host-on-path"):
+        "The host's own work is on the step's critical path {host_wait_ms:.1f} ms per step ({host_wait_pct:.1f}%, "
+        "median over steps, DataLoader time excluded): the trace links no device work to its launch, so the "
+        "GPU's idle time cannot be split by what it waited for.",
+}
 
 
 def found_text(f: Finding) -> str:
     rt = RULES.get(f.rule)
-    text = fill(rt.found, _values(f)) if rt is not None else ""
+    tpl = FOUND_BY_BASIS.get((f.rule, f.basis), rt.found if rt is not None else None)
+    text = fill(tpl, _values(f)) if tpl is not None else ""
     if f.ranks:
         text = f"{text} (on ranks {_rank_list(f.ranks)}; the figures are rank {f.rank}'s)"
     return dialect(text, f.platform, f.whole_trace)

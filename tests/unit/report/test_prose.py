@@ -165,3 +165,16 @@ def test_a_job_replay_that_saves_nothing_says_so() -> None:
     assert texts.basis_text(f).endswith("from 18.71 to 18.74 ms — no saving for the job")
     g = replace(f, evidence={**f.evidence, "whatif_job_predicted_ms": 17.5})
     assert texts.basis_text(g).endswith("from 18.71 to 17.50 ms")
+
+
+def test_launch_bound_on_the_host_path_does_not_claim_the_device_waited() -> None:
+    """Without launch links (Ascend's trace_view) launch-bound is read as the host's time on the
+    critical path: it must not say the NPU sat idle waiting for the host (its idle-time table says 0)."""
+    ev = {"host_wait_ms": 43.5, "host_wait_pct": 28.3}
+    f = Finding("launch-bound", Severity.HIGH, 1, (), 40_000_000, 154_000_000, "host-on-path", ev,
+                Change("reduce-host-work", {}), platform="ascend")
+    assert texts.title_text(f) == "The host's work holds up the step"
+    assert texts.found_text(f).startswith("The host's own work is on the step's critical path 43.5 ms per step")
+    assert "idle waiting" not in texts.found_text(f)
+    g = replace(f, basis="host-wait-idle")
+    assert texts.found_text(g).startswith("The NPU sits idle waiting for the host 43.5 ms per step")

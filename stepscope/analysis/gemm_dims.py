@@ -2,11 +2,13 @@
 Tensor-Core GEMMs want aligned (SPEC §6 row gemm-dims-not-multiple-of-8).
 
 Inside the rank's steps (the whole trace without steps), every ``aten::mm`` / ``addmm`` / ``bmm`` /
-``baddbmm`` / ``matmul`` / ``linear`` call with recorded ``Input Dims``: its N and K (parsed once per
-distinct shape text: the second operand's last dimension and the first's last; ``addmm`` /
-``baddbmm`` skip the bias, ``linear`` reads the weight ``[N, K]``), whether its inputs are half
-precision (``Half`` / ``BFloat16`` in ``Input type``), and the time of the kernels it launched (the
-kernels whose nearest GEMM ancestor op is that call).
+``baddbmm`` / ``matmul`` / ``linear`` call with recorded ``Input Dims``, each GEMM counted once: a call
+with such a GEMM call beneath it (``aten::linear`` calling ``aten::addmm``) is the same GEMM and is
+left out, so each GEMM is counted at the innermost op, the one that launches its kernels. Per call:
+its N and K (parsed once per distinct shape text: the second operand's last dimension and the first's
+last; ``addmm`` / ``baddbmm`` skip the bias, ``linear`` reads the weight ``[N, K]``), whether its
+inputs are half precision (``Half`` / ``BFloat16`` in ``Input type``), and the time of the kernels it
+launched (the kernels whose nearest counted GEMM call is that call).
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis.base import NotApplicable
-from stepscope.analysis.common import I64, B, ancestor_with, in_step_rows, kept_steps, step_kernels
+from stepscope.analysis.common import I64, B, in_step_rows, kept_steps, step_kernels
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
+from stepscope.model.tree import nearest_marked_ancestor
 
 GEMM_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear")
 HALF = ("Half", "BFloat16")
@@ -110,13 +113,11 @@ class GemmDimsResult:
 def compute_gemm_dims(trace: Trace, rank: int) -> GemmDimsResult:
     """The rank's GEMM calls with recorded shapes: N, K, half precision, kernel time."""
     ev, pool = trace.events, trace.strings
-    is_gemm = pool.mask(is_gemm_op)
-    ops = in_step_rows(trace, rank, (int(EventKind.CPU_OP),))
-    ops = ops[is_gemm[ev["name"][ops]] & (ev["input_dims"][ops] >= 0)]
-    if len(ops) == 0:
-        raise NotApplicable("no GEMM ops with recorded input shapes (record_shapes=True)")
+    ops, counted = _innermost_gemm_calls(trace, rank)
     k = step_kernels(trace, rank)
-    owner = ancestor_with(trace, ev["op"][k].astype(np.int64), is_gemm)
+    launcher = ev["op"][k].astype(np.int64)
+    owner = np.full(len(k), -1, np.int64)
+    owner[launcher >= 0] = nearest_marked_ancestor(ev["parent"], launcher[launcher >= 0], counted, include_self=True)
     pos = np.minimum(np.searchsorted(ops, owner), len(ops) - 1)
     mine = ops[pos] == owner
     kernel_ns = np.bincount(pos[mine], weights=ev["dur_ns"][k][mine], minlength=len(ops)).astype(np.int64)
@@ -131,6 +132,22 @@ def compute_gemm_dims(trace: Trace, rank: int) -> GemmDimsResult:
         ops=tuple(str(s) for s in pool.decode(op_names)), dims=np.asarray(dims, np.int64).reshape(-1),
         dims_texts=tuple(compact_json(str(s)) for s in pool.decode(dims_ids)), known=known, n=n, k=kk,
         half=pool.mask(_is_half)[ev["input_types"][ops]], call_kernel_ns=kernel_ns)
+
+
+def _innermost_gemm_calls(trace: Trace, rank: int) -> tuple[I64, B]:
+    """The rank's GEMM calls with recorded shapes inside the steps, each GEMM once: a call with another
+    such call beneath it (``linear`` over its ``addmm``, ``matmul`` over its ``mm``) is left out. Also,
+    per event row, whether it is one of them."""
+    ev = trace.events
+    ops = in_step_rows(trace, rank, (int(EventKind.CPU_OP),))
+    ops = ops[trace.strings.mask(is_gemm_op)[ev["name"][ops]] & (ev["input_dims"][ops] >= 0)]
+    if len(ops) == 0:
+        raise NotApplicable("no GEMM ops with recorded input shapes (record_shapes=True)")
+    counted = np.zeros(len(ev), bool)
+    counted[ops] = True
+    outer = nearest_marked_ancestor(ev["parent"], ops, counted)  # the GEMM call each one sits under
+    counted[outer[outer >= 0]] = False
+    return ops[counted[ops]], counted
 
 
 def _nk(trace: Trace, names: npt.NDArray[np.int32], dims: npt.NDArray[np.int32]) -> tuple[B, I64, I64]:

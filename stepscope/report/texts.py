@@ -78,7 +78,7 @@ RULES: dict[str, RuleText] = {
          "https://pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-later-devices")),
     "gemm-dims-not-multiple-of-8": RuleText(
         "Half-precision GEMMs with unaligned dimensions",
-        "{misaligned_calls} fp16/bf16 GEMM calls have N or K not a multiple of {align} "
+        "fp16/bf16 GEMM calls with N or K not a multiple of {align}: {misaligned_calls} "
         "({misaligned_kernel_pct:.1f}% of kernel time), e.g. {example_shapes}.",
         ("https://docs.nvidia.com/deeplearning/performance/dl-performance-matrix-multiplication/",)),
     "channels-last": RuleText(

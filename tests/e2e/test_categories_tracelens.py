@@ -19,6 +19,7 @@ import stepscope
 from stepscope.analysis.categories import compute_categories
 from stepscope.analysis.categories_tracelens import LABELS, launcher_labels
 from stepscope.analysis.common import rank_rows
+from stepscope.analysis.gemm_dims import compute_gemm_dims
 from stepscope.model.schema import GPU_KINDS
 from stepscope.model.trace import Trace
 
@@ -131,3 +132,13 @@ def test_gemm_rows_equal_tracelens(shared_traces: Path, case: str) -> None:
         assert int(g.calls[i]) == int(row["name_count"]), key
         for gold_col, (col, scale) in GEMM_COLUMNS.items():
             assert float(cols[col][i]) * scale == pytest.approx(float(row[gold_col]), rel=REL), (key, gold_col)
+
+
+@pytest.mark.parametrize("case", [*CASES, *LATER_VERSION])
+def test_gemm_dims_counts_each_gemm_once(shared_traces: Path, case: str) -> None:
+    """The GEMM-dimensions analysis counts the GEMM calls TraceLens's ``GEMM.csv`` counts (bert: 26,
+    not 52 with each ``aten::linear`` counted beside the ``aten::addmm`` under it)."""
+    folder = CASES.get(case) or LATER_VERSION[case][0]
+    r = compute_gemm_dims(_load(shared_traces, case), 0)
+    assert r.step_count == 1 and "aten::linear" not in r.ops
+    assert len(r.op) == sum(int(row["name_count"]) for row in gemm_gold(shared_traces, case, folder))

@@ -6,9 +6,11 @@ their kernels take at least ``gemm_misaligned_min_pct`` of kernel time. Tensor-C
 aligned leading dimensions (8 half values); otherwise cuBLAS falls back to slower kernels. A100 and
 newer prefer multiples of 64 (``gemm_align_ampere``) for full tiles.
 
-The gemm_dims analysis gives each call's N, K (parsed once per distinct ``Input Dims`` text),
-whether its inputs are half precision, and the time of the kernels it launched (those whose nearest
-GEMM ancestor op is that call); the rule checks N and K against ``gemm_align``.
+The gemm_dims analysis gives each GEMM call once (at the innermost GEMM op, the one that launches
+the kernels: an ``aten::linear`` and the ``aten::addmm`` under it are one call), its N, K (parsed
+once per distinct ``Input Dims`` text), whether its inputs are half precision, and the time of the
+kernels it launched (those whose nearest counted GEMM call is that call); the rule checks N and K
+against ``gemm_align``.
 
 Gain: those kernels' time per step × ``gemm_misaligned_recoverable``.
 """

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from stepscope.advisor.engine import run_advisor
 from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.bundle import analyze
 from stepscope.analysis.caching_allocator import compute_caching_allocator
 from stepscope.analysis.convolutions import compute_convolutions
 from stepscope.analysis.dataloader import compute_dataloader
@@ -19,7 +21,7 @@ from stepscope.analysis.tensor_cores import compute_tensor_cores
 from stepscope.analysis.zero_grad import compute_zero_grad
 from stepscope.model.trace import Trace
 from tests.builders import V100, TraceBuilder
-from tests.unit.advisor.scenes import GIB, SCENES
+from tests.unit.advisor.scenes import GIB, SCENES, gemm, steps
 
 
 def scene(tmp_path: Path, rule: str, on: bool = True) -> Trace:
@@ -75,6 +77,29 @@ def test_gemm_dims(tmp_path: Path) -> None:
     assert gemm_nk("aten::mm", "[[[1], [2]], [[3]]]") is None and gemm_nk("aten::mm", "not json") is None
     with pytest.raises(NotApplicable, match="record_shapes=True"):
         compute_gemm_dims(scene(tmp_path, "launch-bound"), 0)
+
+
+def test_gemm_dims_count_each_gemm_once(tmp_path: Path) -> None:
+    """Per step, ``aten::linear`` calls ``aten::addmm`` (6 ms kernel, fp16, N = 30 misaligned) and
+    ``aten::matmul`` calls ``aten::mm`` (2 ms kernel, fp16, aligned): two GEMMs, each counted once at
+    the op that launches its kernel; the outer ops add no call and no second example shape."""
+    b = TraceBuilder()
+    half = {"Input type": ["c10::Half", "c10::Half", "c10::Half"]}
+    for t in steps(b):
+        b.op("aten::linear", ts=t + 10, dur=100, **{"Input Dims": [[64, 1001], [30, 1001], [30]]}, **half)
+        gemm(b, t + 20, dur=6_000, name="volta_h884gemm_64x64_nn", op="aten::addmm",
+             **{"Input Dims": [[30], [64, 1001], [1001, 30], [], []]}, **half)
+        b.op("aten::matmul", ts=t + 200, dur=100, **{"Input Dims": [[64, 1024], [1024, 32]]}, **half)
+        gemm(b, t + 210, dur=2_000, name="volta_h884gemm_64x64_nn", **{"Input Dims": [[64, 1024], [1024, 32]]},
+             **half)
+    r = compute_gemm_dims(b.load(tmp_path), 0)
+    assert len(r.op) == 6 and r.ops == ("aten::addmm", "aten::mm")  # 2 GEMMs x 3 steps, was 12 with the outer ops
+    assert [(s.op, s.calls, s.kernel_ns) for s in r.shapes()] == [("aten::addmm", 3, 18_000_000),
+                                                                  ("aten::mm", 3, 6_000_000)]
+    advice = run_advisor(analyze(b.load(tmp_path, "again.json")))
+    (f,) = [f for f in advice.findings if f.rule == "gemm-dims-not-multiple-of-8"]
+    assert f.evidence["misaligned_calls"] == 3 and f.evidence["example_shapes"] == ["[[30],[64,1001],[1001,30],[],[]]"]
+    assert f.evidence["misaligned_kernel_pct"] == pytest.approx(75.0)  # 18 of 24 ms
 
 
 def test_host_ops(tmp_path: Path) -> None:

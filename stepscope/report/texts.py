@@ -88,7 +88,8 @@ RULES: dict[str, RuleText] = {
         ("https://pytorch.org/tutorials/intermediate/memory_format_tutorial.html",)),
     "under-filled-grid": RuleText(
         "Kernels launch fewer blocks than the GPU has SMs",
-        "{underfilled_kernel_pct:.1f}% of kernel time runs with fewer blocks than the⟨ {sm_count}⟩ SMs"
+        "{underfilled_kernel_pct:.1f}% of kernel time runs in kernels⟨ of at least {min_kernel_us} µs⟩ with fewer "
+        "blocks than the⟨ {sm_count}⟩ SMs"
         "⟨ (mean {mean_blocks} blocks)⟩: {idle_sm_ms:.2f} ms of SM time idle per step.",
         ("https://docs.nvidia.com/cuda/cuda-c-best-practices-guide/#occupancy",)),
     "tf32-not-bf16": RuleText(

@@ -4,7 +4,9 @@ Detects: kernels inside steps of at least ``underfill_min_kernel_us`` whose grid
 than three quarters of the SMs (launch configuration analysis, ``underfilled_in_step``; a larger
 grid is sized to the machine: Hopper's persistent GEMMs) take at least
 ``underfill_min_pct`` of kernel time. Such a kernel leaves ``1 − blocks / SMs`` of the GPU idle for
-its whole run.
+its whole run. The finding's sentence names the ``underfill_min_kernel_us`` floor (evidence
+``min_kernel_us``): the launch-configuration view's share counts every under-filled kernel, however
+short, so it is larger.
 
 Gain: Σ duration × (1 − blocks / SMs) over those kernels per step × ``underfill_recoverable`` (a
 larger batch, fusion or a split-K / stream-K kernel fills part, not all, of the idle SMs).
@@ -29,7 +31,8 @@ def detect(ctx: RuleContext) -> list[Finding]:
     if u.count == 0 or pct < ctx.cfg.underfill_min_pct:
         return []
     n = max(len(ctx.steps), 1)
-    evidence = {"sm_count": res.sm_count, "underfilled_kernel_pct": round(pct, 2),
+    evidence = {"sm_count": res.sm_count, "min_kernel_us": ctx.cfg.underfill_min_kernel_us,
+                "underfilled_kernel_pct": round(pct, 2),
                 "underfilled_ms": ms(per_step(ctx, u.time_ns)),
                 "idle_sm_ms": ms(per_step(ctx, u.idle_sm_ns)), "sm_fill_pct": round(res.sm_fill_pct, 1),
                 "mean_blocks": round(u.mean_blocks, 1), "kernels": top_names(u.names, per=n)}

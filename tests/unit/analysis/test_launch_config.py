@@ -6,8 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from stepscope.advisor.config import AdvisorConfig
+from stepscope.advisor.engine import run_advisor
 from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.bundle import analyze
 from stepscope.analysis.launch_config import compute_launch_config
+from stepscope.report import texts
 from tests.builders import TraceBuilder
 
 
@@ -51,3 +55,27 @@ def test_without_sm_count_it_is_not_applicable(tmp_path: Path) -> None:
     b.launch_kernel("small", 0, 1, 10, 30, grid=[40, 1, 1])
     with pytest.raises(NotApplicable):
         compute_launch_config(b.load(tmp_path), 0)
+
+
+def test_the_finding_says_which_kernels_its_share_counts(tmp_path: Path) -> None:
+    """80 SMs, one 10 ms step: a 6 ms kernel of 160 blocks, a 2 ms one of 10 blocks and 100 of 8 µs
+    with 4 blocks. The view counts every under-filled kernel: 2.8 / 8.8 ms = 31.8 % of kernel time;
+    the finding only those of at least ``underfill_min_kernel_us`` (10 µs): 2 / 8.8 = 22.7 % — and
+    says so. With the floor at 5 µs it counts them all: the view's 31.8 %."""
+    b = TraceBuilder()
+    b.step(1, ts=0, dur=10_000)
+    b.launch_kernel("filled", 10, 5, 30, 6_000, grid=[160, 1, 1], block=[256, 1, 1])
+    b.launch_kernel("under", 20, 5, 6_040, 2_000, grid=[10, 1, 1], block=[256, 1, 1])
+    for i in range(100):
+        b.launch_kernel("tiny", 100 + 10 * i, 5, 8_050 + 8 * i, 8, grid=[4, 1, 1], block=[128, 1, 1])
+    bundle = analyze(b.load(tmp_path))
+    assert compute_launch_config(bundle.trace, 0).underfilled_time_pct == pytest.approx(100 * 2.8 / 8.8)
+    found = {}
+    for floor in (10.0, 5.0):
+        (f,) = [f for f in run_advisor(bundle, AdvisorConfig().replace(underfill_min_kernel_us=floor)).findings
+                if f.rule == "under-filled-grid"]
+        assert f.evidence["min_kernel_us"] == floor
+        found[floor] = texts.found_text(f)
+    assert found[10.0].startswith("22.7% of kernel time runs in kernels of at least 10 µs with fewer blocks than "
+                                  "the 80 SMs (mean 10 blocks)")
+    assert found[5.0].startswith("31.8% of kernel time runs in kernels of at least 5 µs")

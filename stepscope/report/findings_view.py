@@ -55,7 +55,7 @@ def _findings_title(count: int, shown: Sequence[Finding]) -> str:
 
 def _findings_table(findings: Sequence[Finding], shown: Sequence[Finding], width: int) -> Table:
     """The ranked table; narrow terminals lose the rule id, single-rank runs the rank column."""
-    share = "% window" if all(f.whole_trace for f in findings) else "% step"  # no step markers: the whole trace
+    share = "% " + texts.gain_share((f.rule, f.ranks, f.whole_trace) for f in findings)  # window, job step, step
     cols = ["#", "severity", "finding", "rule", "rank", "est. gain", share]
     if width < NARROW_COLUMNS:
         cols.remove("rule")

@@ -36,10 +36,13 @@ from stepscope.report.fmt import (
     rule_title,
     verdict_text,
 )
-from stepscope.report.texts import CAUSE_WORDS
+from stepscope.report.texts import CAUSE_WORDS, gain_share
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|#~])")
 MAX_STEP_ROWS = 12
+#: how the findings' gains are counted (texts.gain_share), as the terminal's "% window" / "% job step"
+SHARE_WORDS = {"window": "over the window — the whole trace, no step markers", "job step": "per job step",
+               "step": "per step"}
 
 
 def md(text: object, width: int = 80) -> str:
@@ -92,9 +95,10 @@ def _findings(doc: Mapping[str, Any], top: int) -> list[str]:
             first_of_rule.setdefault(str(f.get("rule")), f)
     advice = [f"{i + 1}. {md(f.get('advice'), 400)}" for i, f in enumerate(list(first_of_rule.values())[:3])]
     what = ["**What to change**", "", *advice, ""] if advice else []
-    headers = ["#", "severity", "finding", *(["rank"] if multi else []), "est. gain"]
+    share = gain_share((str(f.get("rule")), f.get("ranks") or (), bool(f.get("whole_trace"))) for f in findings)
+    headers = ["#", "severity", "finding", *(["rank"] if multi else []), f"est. gain (% {share})"]
     order = findings_order_text([float(f.get("est_gain_ms") or 0.0) for f in findings[:top]])
-    return [f"**Findings** ({order}; estimated gain per step)", "",
+    return [f"**Findings** ({order}; estimated gain {SHARE_WORDS[share]})", "",
             *_table(headers, rows, right=(len(headers) - 1,)), *more, *what]
 
 

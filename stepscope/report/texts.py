@@ -12,7 +12,7 @@ outside such a part renders as ``?`` instead of failing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +29,16 @@ from stepscope.report.platform_texts import CHANGES_BY_PLATFORM, device_noun, di
 DOCS = "docs/rules/{rule}.md"
 #: rules whose gain is already the job's (SCOPE "cluster"; tests/unit/report checks the list)
 CLUSTER_RULES = frozenset({"straggler-rank", "load-imbalance", "pipeline-bubble"})
+
+
+def gain_share(findings: Iterable[tuple[str, Sequence[int], bool]]) -> str:
+    """What the findings' gain percentages are shares of, from each one's (rule, ranks, whole_trace):
+    the one window of a trace without step markers; the job's step in a multi-rank run, where every
+    finding is grouped across the ranks or is a cluster rule's (advisor.ranking); else the step."""
+    items = list(findings)
+    if items and all(whole for _, _, whole in items):
+        return "window"
+    return "job step" if any(ranks or rule in CLUSTER_RULES for rule, ranks, _ in items) else "step"
 
 
 @dataclass(frozen=True)

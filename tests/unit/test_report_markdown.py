@@ -56,3 +56,19 @@ def test_diff_summary_with_gate_and_biggest_changes() -> None:
     passed = render_markdown(diff_doc(gate_passed=True))
     assert "✅ passed" in passed
     assert "Gate" not in render_markdown(diff_doc(gate_passed=None))
+
+
+def test_the_findings_say_what_their_gain_is_a_share_of() -> None:
+    """As the terminal's column: the step; the window of a trace without step markers; the job's
+    step when the findings are grouped across ranks."""
+    assert "estimated gain per step)" in render_markdown(analysis_doc())
+    whole = analysis_doc()
+    for f in whole["findings"]:
+        f["whole_trace"] = True
+    text = render_markdown(whole)
+    assert "estimated gain over the window — the whole trace, no step markers)" in text
+    assert "| est. gain (% window) |" in text and "per step" not in text.split("**What to change**")[0]
+    job = analysis_doc(ranks=2)
+    job["findings"][0]["ranks"] = [0, 1]
+    text = render_markdown(job)
+    assert "estimated gain per job step)" in text and "| est. gain (% job step) |" in text

@@ -53,3 +53,18 @@ def test_a_trace_without_steps_gets_shares_of_the_window(tmp_path: Path) -> None
     assert "% window" in header and "% step" not in header
     table, _ = _table_text(160)
     assert "% step" in table.splitlines()[2]
+
+
+def test_a_multi_rank_run_gets_shares_of_the_job_step(tmp_path: Path) -> None:
+    """Four ranks: every finding is grouped across the ranks (or is a cluster rule's), its gain a share
+    of the job's step (advisor.ranking), not of the rank's whose number stands beside it."""
+    from tests.builders import load_ranks
+    from tests.unit.advisor.scenes import rank_builder
+
+    advice = run_advisor(analyze(load_ranks([rank_builder(r, 6_000 if r == 3 else 2_000) for r in range(4)],
+                                            tmp_path)))
+    assert advice.findings and all(f.ranks or f.rule in texts.CLUSTER_RULES for f in advice.findings)
+    console = Console(record=True, width=160)
+    findings_view.render_findings(advice.findings, console)
+    header = console.export_text().splitlines()[2]
+    assert "% job step" in header and "rank" in header

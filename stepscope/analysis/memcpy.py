@@ -53,7 +53,8 @@ class CopySet:
     time_ns: int
     bytes_total: int  # Σ of the known, non-zero sizes
     mean_bytes: int  # mean size (unknown sizes count as -1, as recorded); 0 without copies
-    median_bandwidth_gbps: float | None  # None when no copy has a known bandwidth
+    bandwidth_gbps: float | None  # Σ bytes / Σ time over the copies of known size (the groups' GB/s)
+    median_bandwidth_gbps: float | None  # the median copy's; None when no copy has a known bandwidth
     names: NamedRows
 
 
@@ -136,8 +137,10 @@ def compute_memcpy(trace: Trace, rank: int, small_bytes: int = SMALL_BYTES) -> M
 
 def _copy_set(sel: npt.NDArray[np.bool_], names: NamedRows, nbytes: I64, bw: F64) -> CopySet:
     b, rate = nbytes[sel], bw[sel]
+    known_ns = int(names.dur_ns[sel & (nbytes >= 0)].sum())
     return CopySet(count=int(sel.sum()), time_ns=int(names.dur_ns[sel].sum()), bytes_total=int(b[b > 0].sum()),
                    mean_bytes=int(b.mean()) if len(b) else 0,
+                   bandwidth_gbps=float(b[b > 0].sum()) / known_ns if known_ns > 0 else None,
                    median_bandwidth_gbps=float(np.nanmedian(rate)) if np.isfinite(rate).any() else None,
                    names=names.subset(sel))
 

@@ -133,7 +133,8 @@ def sync_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
 
 def _copy_set(c: CopySet, n: int) -> dict[str, Any]:
     return {"copies_per_step": c.count / n, "ms": c.time_ns / MS / n, "bytes_per_step": c.bytes_total // n,
-            "mean_bytes": c.mean_bytes, "median_bandwidth_gbps": c.median_bandwidth_gbps,
+            "mean_bytes": c.mean_bytes, "bandwidth_gbps": c.bandwidth_gbps,
+            "median_bandwidth_gbps": c.median_bandwidth_gbps,
             "names": named_list(c.names, n)}
 
 

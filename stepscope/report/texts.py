@@ -60,7 +60,8 @@ RULES: dict[str, RuleText] = {
     "pageable-memcpy": RuleText(
         "Copies from pageable host memory",
         "{pageable_copies_per_step} host<->device copies per step use pageable memory "
-        "({pageable_ms:.2f} ms, {pageable_pct:.1f}% of the step): staged, slower and never overlapped.",
+        "({pageable_ms:.2f} ms, {pageable_pct:.1f}% of the step⟨, {bandwidth_gbps:.2f} GB/s: their bytes over their "
+        "time⟩): staged, slower and never overlapped.",
         ("https://pytorch.org/docs/stable/data.html#memory-pinning",
          "https://developer.nvidia.com/blog/how-optimize-data-transfers-cuda-cc/")),
     "sync-in-step": RuleText(

@@ -6,8 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from stepscope.advisor.engine import run_advisor
 from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.bundle import analyze
 from stepscope.analysis.memcpy import compute_memcpy
+from stepscope.report import texts
 from tests.builders import TraceBuilder
 
 MIB = 1 << 20
@@ -52,3 +55,24 @@ def test_no_copies_is_not_applicable(tmp_path: Path) -> None:
     b.step(1, ts=0, dur=10)
     with pytest.raises(NotApplicable):
         compute_memcpy(b.load(tmp_path), 0)
+
+
+def test_pageable_bandwidth_is_bytes_over_time_as_the_table(tmp_path: Path) -> None:
+    """Two pageable H2D copies in one 200 µs step: 1 MiB in 100 µs (10.49 GB/s) and 256 B in 1 µs
+    (0.26 GB/s). The table's GB/s is Σ bytes / Σ time = 1,048,832 B / 101 µs = 10.38 GB/s; the median
+    copy's, 5.37 GB/s, is halfway between two sizes and neither. The finding cites the table's."""
+    b = TraceBuilder()
+    b.step(1, ts=0, dur=200)
+    b.launch_kernel("Memcpy HtoD (Pageable -> Device)", 1, 2, 10, 100, runtime="cudaMemcpyAsync",
+                    cat="gpu_memcpy", bytes=MIB)
+    b.launch_kernel("Memcpy HtoD (Pageable -> Device)", 120, 2, 130, 1, runtime="cudaMemcpyAsync",
+                    cat="gpu_memcpy", bytes=256)
+    bundle = analyze(b.load(tmp_path))
+    r = compute_memcpy(bundle.trace, 0)
+    want = (MIB + 256) / 101_000
+    assert r.groups.bandwidth_gbps.tolist() == pytest.approx([want])
+    assert r.pageable_copies.bandwidth_gbps == pytest.approx(want)
+    assert r.pageable_copies.median_bandwidth_gbps == pytest.approx((MIB / 100_000 + 0.256) / 2)
+    (f,) = [f for f in run_advisor(bundle).findings if f.rule == "pageable-memcpy"]
+    assert f.evidence["bandwidth_gbps"] == 10.38 and "median_bandwidth_gbps" not in f.evidence
+    assert "50.5% of the step, 10.38 GB/s: their bytes over their time)" in texts.found_text(f)

@@ -11,7 +11,9 @@
   exceeds the median of the ranks by more than ``threshold_pct`` *and* by more than ``robust_z``
   scaled median absolute deviations. Detectors are pluggable (:data:`Detector`).
 * ``imbalance_pct`` = (max − mean) / mean of the per-rank GPU compute time per step (step time for
-  CPU-only traces): how much longer the busiest rank works than the average one.
+  CPU-only traces; ``imbalance_of`` says which): how much longer the busiest rank works than the
+  average one. It is no verdict on the job: ranks that wait for a late one at the collectives have
+  equal steps (cluster.arrivals says who is late, and why).
 """
 
 from __future__ import annotations
@@ -102,8 +104,9 @@ class ClusterResult:
     slow_reasons: dict[int, list[str]]
     excess_pct: dict[int, dict[str, float]]  # slow rank → metric → % above the median
     imbalance_pct: float
+    imbalance_of: str  # what imbalance_pct compares: "compute" (GPU compute time) | "step" (no rank has any)
     wait_method: str
-    verdict: str  # "balanced" | "imbalanced" | "single rank"
+    verdict: str  # "balanced" | "imbalanced": whether the detector flags ranks with more work (slow_ranks)
 
     @property
     def rank_count(self) -> int:
@@ -147,6 +150,7 @@ def combine_cluster(records: Mapping[int, ClusterRecord], detector: Detector | N
         ranks=ranks, kernel_count=m["kernel_count"], compute_ns=m["compute_ns"], step_ns=m["step_ns"],
         comm_ns=m["comm_ns"], wait_ns=m["wait_ns"], transfer_ns=m["transfer_ns"],
         slow_ranks=sorted(slow), slow_reasons=slow, excess_pct=excess, imbalance_pct=imbalance,
+        imbalance_of="compute" if m["compute_ns"].max() > 0 else "step",
         wait_method=records[ranks[0]].wait_method, verdict="imbalanced" if slow else "balanced")
 
 

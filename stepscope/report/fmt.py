@@ -141,6 +141,18 @@ def verdict_text(doc: Mapping[str, Any]) -> str:
             f"({share:.0f} % of the step).")
 
 
+#: what the cluster's ``imbalance_pct`` compares across ranks (``imbalance_of``)
+IMBALANCE_OF = {"compute": "compute time (kernels)", "step": "step time"}
+
+
+def imbalance_text(pct_text: str, of: object) -> str:
+    """The load-imbalance figure worded as what it measures, never as a verdict on the job (ranks
+    waiting for a late one have equal steps): ``load imbalance of step time across ranks 0.6 % (the
+    busiest rank over the mean)``."""
+    return (f"load imbalance of {IMBALANCE_OF.get(str(of), IMBALANCE_OF['compute'])} across ranks {pct_text} "
+            "(the busiest rank over the mean)")
+
+
 def culprits_of(cluster: Mapping[str, Any] | None) -> set[int]:
     """The culprit ranks of the document's ``cluster.arrivals`` (ranks late at the collectives)."""
     arr = (cluster or {}).get("arrivals")

@@ -32,6 +32,7 @@ from stepscope.report.fmt import (
     fmt_ms,
     fmt_pct,
     fmt_signed_ms,
+    imbalance_text,
     num,
     rule_title,
     verdict_text,
@@ -112,7 +113,8 @@ def _ranks(doc: Mapping[str, Any], ranks: Sequence[Mapping[str, Any]]) -> list[s
         rows.append([md(r.get("rank")) + (" (culprit)" if r.get("rank") in slow else ""),
                      fmt_ms(ov.get("avg_step_ms")), fmt_pct(ov.get("gpu_utilization_pct")),
                      fmt_ms(dist.get("communication_ms")), fmt_ms(dist.get("overlap_ms"))])
-    head = f"**Ranks** — load imbalance {fmt_pct((cluster or {}).get('imbalance_pct'))}"
+    head = "**Ranks** — " + imbalance_text(fmt_pct((cluster or {}).get("imbalance_pct")), (cluster or {}).get(
+        "imbalance_of"))
     return [head, "", *_table(["rank", "avg step", "GPU util", "comm exposed", "comm overlapped"], rows,
                               right=(1, 2, 3, 4)), "",
             *_arrivals(cluster), *_pipeline_and_all_to_all(cluster), *_exposed(cluster)]

@@ -263,6 +263,25 @@ def test_the_straggler_finding_shows_the_documents_job_replay(tmp_path: Path, br
     opened.check_clean()
 
 
+def test_a_job_bound_by_imbalance_is_never_called_balanced(tmp_path: Path, browser: Any) -> None:
+    """tests/data/cpu_jobs/skew: the job is bound by imbalance between ranks (rank 1 late at every
+    all-reduce) while their steps are 0.6 % apart; the Ranks card words that figure as what it
+    measures, not "(balanced)"."""
+    import re
+
+    path = tmp_path / "skew.html"
+    doc = _write_trace_report(Path(__file__).resolve().parents[1] / "data" / "cpu_jobs" / "skew", path)
+    assert doc["verdicts"][0]["bound"] == "imbalance" and doc["cluster"]["imbalance_of"] == "step"
+    opened = open_page(browser, path)
+    opened.go("distributed", wait="#cluster p.sub")
+    text = opened.page.locator("#cluster p.sub").text_content() or ""
+    pct = doc["cluster"]["imbalance_pct"]
+    assert text.startswith(f"Load imbalance of step time across ranks {pct:.1f} % (the busiest rank over the mean); "
+                           "ranks with more work (kernels, compute, step): none"), text
+    assert not re.search(r"\bbalanced\b", opened.page.locator("main#view").text_content() or "", re.IGNORECASE)
+    opened.check_clean()
+
+
 def test_diff_report(tmp_path: Path, browser: Any) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
     from report_docs import EVIL, diff_doc

@@ -9,6 +9,7 @@ from stepscope.analysis.comm_matrix import CommMatrix
 from stepscope.analysis.distributed import DistributedResult
 from stepscope.analysis.exposed_comm import ExposedComm
 from stepscope.analysis.stragglers import ClusterResult
+from stepscope.report.fmt import imbalance_text
 from stepscope.report.views._deep import gbps, ms, nbytes, pct, step_label, table
 
 
@@ -45,15 +46,14 @@ def render_cluster(r: ClusterResult, console: Console, top: int) -> None:
         t.add_row(str(rank), f"{r.kernel_count[i]:,.0f}", ms(r.compute_ns[i]), ms(r.step_ns[i]), ms(r.comm_ns[i]),
                   ms(r.wait_ns[i]), ms(r.transfer_ns[i]), reasons, style=style)
     console.print(t)
+    more = "none"
     if r.slow_ranks:
-        detail = "; ".join(
+        more = "[bold red]" + ", ".join(map(str, r.slow_ranks)) + "[/bold red] (" + "; ".join(
             f"rank {rank}: " + ", ".join(f"{LABELS.get(k, k)} +{v:.0f} %" for k, v in r.excess_pct[rank].items()
                                          if v > 0)
-            for rank in r.slow_ranks)
-        console.print(f"  [bold red]imbalanced[/bold red]: slow ranks {r.slow_ranks} ({detail} vs the median); "
-                      f"load imbalance {pct(r.imbalance_pct)}")
-    else:
-        console.print(f"  [green]balanced[/green]: load imbalance {pct(r.imbalance_pct)}")
+            for rank in r.slow_ranks) + " vs the median)"
+    console.print(f"  ranks with more work (kernels, compute, step time): {more}; "
+                  f"{imbalance_text(pct(r.imbalance_pct), r.imbalance_of)}")
 
 
 def render_comm_matrix(m: CommMatrix, console: Console, top: int) -> None:

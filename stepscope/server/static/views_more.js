@@ -71,7 +71,9 @@ export async function distributedView(ctx) {
       {key: "compute_ms", label: "compute", num: true, fmt: fmtMs}, {key: "comm_ms", label: "comm kernels", num: true, fmt: fmtMs},
       {key: "wait_ms", label: "wait in comm kernels", num: true, fmt: fmtMs}, {key: "transfer_ms", label: "transfer", num: true, fmt: fmtMs},
       {key: "kernel_count", label: "kernels", num: true, fmt: (v) => fmtNum(v)}, {key: "slow", label: "more work"}];
-    out.push(card("cluster", "Ranks", `Imbalance ${fmtPct(cluster.imbalance_pct)} (${cluster.verdict || "–"}); ranks with more work (kernels, compute, step): ${
+    // the imbalance figure as what it measures, never "balanced": ranks that wait for a late one have equal steps
+    const of = cluster.imbalance_of === "step" ? "step time" : "compute time (kernels)";
+    out.push(card("cluster", "Ranks", `Load imbalance of ${of} across ranks ${fmtPct(cluster.imbalance_pct)} (the busiest rank over the mean); ranks with more work (kernels, compute, step): ${
       (cluster.slow_ranks || []).join(", ") || "none"}; who arrives late at the collectives: below.`, dataTable(rows, columns, {id: "cluster-table", sortKey: "rank", desc: false, filterKey: "slow", limit: 100})));
   }
   const arr = cluster && cluster.arrivals;

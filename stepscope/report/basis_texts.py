@@ -60,3 +60,15 @@ BASIS: dict[str, str] = {
     "copy-latency": "half of the small copies' GPU time per step",
     "launch-excess": "blocking launch calls' host time beyond 5 µs each, per step",
 }
+
+
+#: a rule's finding read on another basis than its usual one: its title, then what was measured instead
+TITLE_BY_BASIS: dict[tuple[str, str], str] = {
+    ("launch-bound", "host-on-path"): "The host's work holds up the step",
+}
+FOUND_BY_BASIS: dict[tuple[str, str], str] = {
+    ("launch-bound", "host-on-path"):
+        "The host's own work is on the step's critical path {host_wait_ms:.1f} ms per step ({host_wait_pct:.1f}%, "
+        "median over steps, DataLoader time excluded): the trace links no device work to its launch, so the "
+        "GPU's idle time cannot be split by what it waited for.",
+}

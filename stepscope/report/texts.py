@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from stepscope.advisor.finding import Finding
     from stepscope.advisor.verdict import Verdict
 
-from stepscope.report.basis_texts import BASIS
+from stepscope.report.basis_texts import BASIS, FOUND_BY_BASIS, TITLE_BY_BASIS
 from stepscope.report.change_texts import CHANGES
 from stepscope.report.platform_texts import CHANGES_BY_PLATFORM, device_noun, dialect, platform_key
 
@@ -259,24 +259,10 @@ def _values(f: Finding) -> dict[str, Any]:
     return {**general, **ev, **dict(f.change.params), **derived}
 
 
-#: a rule's finding read on another basis than its usual one: its title, then what was measured instead
-TITLE_BY_BASIS: dict[tuple[str, str], str] = {
-    ("launch-bound", "host-on-path"): "The host's work holds up the step",
-}
-
-
 def title_text(f: Finding) -> str:
     rt = RULES.get(f.rule)
     title = TITLE_BY_BASIS.get((f.rule, f.basis), rt.title if rt is not None else f.rule)
     return dialect(title, f.platform, f.whole_trace)
-
-
-FOUND_BY_BASIS: dict[tuple[str, str], str] = {
-    ("launch-bound", "host-on-path"):
-        "The host's own work is on the step's critical path {host_wait_ms:.1f} ms per step ({host_wait_pct:.1f}%, "
-        "median over steps, DataLoader time excluded): the trace links no device work to its launch, so the "
-        "GPU's idle time cannot be split by what it waited for.",
-}
 
 
 def found_text(f: Finding) -> str:

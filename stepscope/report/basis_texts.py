@@ -1,5 +1,6 @@
 """How each finding's estimated gain was estimated, in words, by basis key (the advisor's ``Finding.basis``);
-``texts.basis_text`` fills them with the finding's evidence."""
+``texts.basis_text`` fills them with the finding's evidence. A rule read on another basis than its
+usual one (launch-bound without launch links) gets its title and found sentence here too."""
 
 from __future__ import annotations
 

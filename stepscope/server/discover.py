@@ -19,10 +19,17 @@ per-rank files, an Ascend export). Rules, applied from the served root down (bou
 Nothing outside the root is ever listed: symlinks whose target resolves outside it are skipped, and
 hidden entries (``.name``) are ignored. The id is a hash of the path relative to the root, so it
 reveals nothing and cannot be turned back into a path by the client.
+
+Each run also says when it was recorded (:func:`recorded_at`; the compare page's default BASE is the
+older of two runs, NEW the newer): the timestamp ``tensorboard_trace_handler`` writes into every
+file name (``<worker>.<ts>.pt.trace.json``: Unix ns in recent PyTorch, ms in older), the earliest of
+the run's files, else the earliest modification time of its trace files (a copy without ``-p``
+changes it; a name does not change).
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import os
 import pickletools
@@ -35,6 +42,9 @@ import xxhash
 from stepscope.errors import NoTraceFoundError, UsageError
 from stepscope.ingest.capture import CAPTURE_DIR
 from stepscope.ingest.layout import PFTRACE_SUFFIXES, TB_NAME, TRACE_SUFFIXES, ascend_files
+
+#: how a run's recording time was found (:func:`recorded_at`)
+FROM_NAME, FROM_MTIME = "file name", "file time"
 
 #: how deep below the root runs are looked for, and how many entries are looked at in all
 MAX_DEPTH = 6
@@ -59,6 +69,8 @@ class RunEntry:
     label: str
     path: Path
     kind: str  # "file" | "directory" | "snapshot" (an allocator snapshot pickle: server/snapshots.py)
+    recorded_ns: int = 0  # when it was recorded, Unix ns (0: unknown), and from what: :func:`recorded_at`
+    recorded_from: str = ""
 
 
 def run_id(root: Path, path: Path) -> str:
@@ -112,6 +124,47 @@ def is_snapshot(p: Path) -> bool:
     except (ValueError, EOFError):  # the head ends mid-opcode (a large file), or is no pickle
         pass
     return seen_dict and first in _KEYS
+
+
+def _unix_ns(stamp: int) -> int:
+    """A file name's Unix timestamp in ns, whatever its unit (s, ms, µs or ns: told by its size)."""
+    for scale in (1, 1_000, 1_000_000, 1_000_000_000):
+        if stamp * scale >= 10**17:  # after 1973 in ns
+            return stamp * scale
+    return 0
+
+
+def _run_files(path: Path) -> list[Path]:
+    """The files a run's recording time is read from: the file, a directory's own trace files (or its
+    Ascend export's files)."""
+    if path.is_file():
+        return [path]
+    try:
+        files = sorted(p for p in path.iterdir() if p.name.endswith(TRACE_SUFFIXES) and not p.name.startswith("."))
+    except OSError:
+        return []
+    return files or ascend_files(path)
+
+
+def recorded_at(path: Path) -> tuple[int, str]:
+    """When the run at ``path`` was recorded, Unix ns, and from what (:data:`FROM_NAME`: the earliest
+    ``tensorboard_trace_handler`` timestamp in its file names, when each of them has one;
+    :data:`FROM_MTIME`: the earliest modification time of its files); ``(0, "")`` when neither is known."""
+    files = _run_files(path)
+    stamps = [TB_NAME.match(f.name) for f in files]
+    if files and all(stamps):
+        ns = min(_unix_ns(int(m.group("ts"))) for m in stamps if m)
+        if ns:
+            return ns, FROM_NAME
+    times = []
+    for f in files or [path]:
+        with contextlib.suppress(OSError):
+            times.append(f.stat().st_mtime_ns)
+    return (min(times), FROM_MTIME) if times else (0, "")
+
+
+def _entry(root: Path, path: Path, label: str, kind: str) -> RunEntry:
+    return RunEntry(run_id(root, path), label, path, kind, *recorded_at(path))
 
 
 def _is_trace_file(root: Path, p: Path) -> bool:
@@ -181,7 +234,7 @@ def discover_runs(root: str | Path) -> list[RunEntry]:
         kind = "snapshot" if base.name.endswith(".pickle") else "file"
         if kind == "snapshot" and not is_snapshot(base):
             raise NoTraceFoundError("not an allocator snapshot pickle (torch.cuda.memory._dump_snapshot)", given)
-        return [RunEntry(run_id(base.parent, base), base.name, base, kind)]
+        return [_entry(base.parent, base, base.name, kind)]
     walk = _Walk(base)
     walk.visit(base, 0)
     if not walk.runs:
@@ -190,5 +243,5 @@ def discover_runs(root: str | Path) -> list[RunEntry]:
     out = []
     for path, kind in walk.runs:
         label = path.relative_to(base).as_posix() if path != base else base.name
-        out.append(RunEntry(run_id(base, path), label, path, kind))
+        out.append(_entry(base, path, label, kind))
     return sorted(out, key=lambda r: r.label)

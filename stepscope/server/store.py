@@ -129,11 +129,13 @@ class RunStore:
         return found
 
     def listing(self) -> list[dict[str, Any]]:
-        """The runs list: id, label, kind, state, and headline numbers once analysed."""
+        """The runs list: id, label, kind, state, when it was recorded (``recorded_ns``, Unix ns, 0 unknown;
+        ``recorded_from``: discover.recorded_at), and headline numbers once analysed."""
         out = []
         for e in self._entries.values():
             slot = self._slots[e.id]
-            item: dict[str, Any] = {"id": e.id, "label": e.label, "kind": e.kind, "state": slot.state}
+            item: dict[str, Any] = {"id": e.id, "label": e.label, "kind": e.kind, "state": slot.state,
+                                    "recorded_ns": e.recorded_ns, "recorded_from": e.recorded_from}
             if slot.state == "ready":
                 item.update(slot.value.summary)
             elif slot.error is not None:

@@ -253,6 +253,33 @@ def test_diff_page(session: Session, ids: dict[str, str]) -> None:
     session.shot("serve-diff.png")
 
 
+@pytest.fixture(scope="module")
+def served_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Two runs named as the demo names them: ``after`` sorts before ``before``, but was recorded later
+    (the H100 fixed run's tensorboard_trace_handler name is the later one)."""
+    _need_browser()
+    root = tmp_path_factory.mktemp("pair")
+    shutil.copytree(REPO / "tests" / "data" / "h100_cuda_train" / "fixed", root / "after")
+    shutil.copytree(REPO / "tests" / "data" / "h100_cuda_train" / "base", root / "before")
+    yield from serve(root, tmp_path_factory.mktemp("cache_pair"), REPO)
+
+
+def test_compare_defaults_to_the_older_run_as_base(browser: Any, served_pair: str) -> None:
+    """One click on Compare reads BASE = before (recorded first), NEW = after: it used to pick them by
+    name (after → before) and report the fix as a +45.9 % slowdown."""
+    for session in open_session(browser, served_pair):
+        page = session.page
+        ids = {r["label"]: r["id"] for r in api(served_pair, "/api/v1/runs")["runs"]}
+        page.goto(f"{served_pair}/#/diff")
+        page.wait_for_selector("#diff-base option", state="attached")
+        assert page.locator("#diff-base").input_value() == ids["before"]
+        assert page.locator("#diff-new").input_value() == ids["after"]
+        page.click("#diff-go")
+        head = page.wait_for_selector("#diff-headline", timeout=120_000)
+        assert float(head.get_attribute("data-base") or "nan") > float(head.get_attribute("data-new") or "nan")
+        session.shot("serve-diff-default-pair.png")
+
+
 def test_whatif_form_predicts_what_the_engine_does(session: Session, ids: dict[str, str]) -> None:
     """The What-if view of the H100 base run: the remedies panel shows the document's numbers; the
     form with ``workers=8`` posts to the what-if route and shows the prediction ``simulate`` makes."""

@@ -16,7 +16,7 @@ import {timelineView} from "./timeline.js";
 import {graphsView} from "./device.js";
 import {whatifView} from "./whatif.js";
 import {rooflineView} from "./roofline.js";
-import {diffPicker, diffView} from "./diff.js";
+import {diffPicker, diffView, defaultPair} from "./diff.js";
 import {snapshotView} from "./snapshot.js";
 
 const VIEWS = [
@@ -180,8 +180,9 @@ async function diffPage(r, my) {
   header({page: "diff"}, null, null);
   document.title = standalone ? reportTitle() : "compare · stepscope";
   if (standalone) return show(await diffView(r.base, r.next), my);
-  const base = r.base || (runs[0] && runs[0].id);
-  const next = r.next || (runs[1] && runs[1].id) || base;
+  const [older, newer] = defaultPair(runs);  // BASE recorded before NEW: the newest run and the one before it
+  const base = r.base || older;
+  const next = r.next || newer || base;
   const pick = diffPicker(runs, base, next, (b, n) => { location.hash = `#/diff?base=${encodeURIComponent(b)}&new=${encodeURIComponent(n)}`; });
   if (!r.base || !r.next) return show([pick, el("section", {class: "card"}, empty("Choose BASE and NEW, then Compare."))], my);
   show([pick, loading("comparing… (both runs are analysed once, then the diff is cached)")], my);

@@ -13,13 +13,39 @@ const COLORS = Object.fromEntries(BREAKDOWN.map(([k, , c]) => [k, c]));
 Object.assign(LABELS, {step: "Step", computing: "Computing", communication_not_overlapped: "Comm. not overlapped", free: "Free (no kernel, no comm)"});
 Object.assign(COLORS, {step: "#3b5bdb", computing: "#4c78a8", communication_not_overlapped: "#e45756", free: "#bab0ac"});
 
-/** The picker shown above every diff: two selects and a Compare button. */
+/** The runs a diff can take (traces that did not fail), oldest first: by when each was recorded
+ *  (`recorded_ns`: the run's file names or file times, server/discover.py), then by label. */
+export function comparable(runs) {
+  return runs.filter((r) => r.state !== "error" && r.kind !== "snapshot")
+    .map((r, i) => [r, i]).sort(([p, i], [q, j]) => (p.recorded_ns || 0) - (q.recorded_ns || 0) || i - j).map(([r]) => r);
+}
+
+/** The default pair: NEW the newest run, BASE the one recorded before it ([base id, new id]). */
+export function defaultPair(runs) {
+  const list = comparable(runs);
+  if (!list.length) return [null, null];
+  const next = list[list.length - 1];
+  return [(list[list.length - 2] || next).id, next.id];
+}
+
+/** "2026-11-28 02:59:02" (local time) of a Unix ns timestamp; "" when unknown. */
+function when(ns) {
+  if (!isNum(ns) || ns <= 0) return "";
+  const d = new Date(ns / 1e6), p = (v) => String(v).padStart(2, "0");
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+}
+
+/** The picker shown above every diff: two selects (oldest run first, each with when it was recorded)
+ *  and a Compare button. */
 export function diffPicker(runs, base, next, go) {
-  const ready = runs.filter((r) => r.state !== "error");
-  const options = (sel) => ready.map((r) => el("option", {value: r.id, selected: r.id === sel}, r.label));
+  const ready = comparable(runs);
+  const options = (sel) => ready.map((r) => el("option", {value: r.id, selected: r.id === sel, "data-recorded": r.recorded_ns || 0,
+    title: r.recorded_from ? `recorded ${when(r.recorded_ns)} (from its ${r.recorded_from})` : null},
+  when(r.recorded_ns) ? `${r.label} · ${when(r.recorded_ns)}` : r.label));
   const b = el("select", {id: "diff-base", "aria-label": "base run"}, options(base));
   const n = el("select", {id: "diff-new", "aria-label": "new run"}, options(next));
-  return card("diff-pick", "Compare two runs", "BASE is before, NEW is after; each side's lowest rank, per average step.",
+  return card("diff-pick", "Compare two runs", "BASE is before, NEW is after (by default the newest run, and the one recorded "
+    + "before it); each side's lowest rank, per average step.",
     el("div", {class: "pickrow"}, el("label", null, "base ", b), el("span", {class: "arrow"}, "→"), el("label", null, "new ", n),
       el("button", {type: "button", id: "diff-go", class: "primary", on: {click: () => go(b.value, n.value)}}, "Compare")));
 }

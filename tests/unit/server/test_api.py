@@ -159,3 +159,12 @@ def test_responses_are_json(client: TestClient, ids: dict[str, str]) -> None:
         r = client.get(path)
         assert r.headers["content-type"].startswith("application/json")
         json.loads(r.text)
+
+
+def test_runs_list_says_when_each_run_was_recorded(client: TestClient, ids: dict[str, str]) -> None:
+    """h100/base and h100/fixed: their tensorboard_trace_handler names date them (base first)."""
+    runs = {r["label"]: r for r in client.get("/api/v1/runs").json()["runs"]}
+    base, fixed = runs["h100/base"], runs["h100/fixed"]
+    assert base["recorded_from"] == fixed["recorded_from"] == "file name"
+    assert 0 < base["recorded_ns"] < fixed["recorded_ns"]
+    assert runs[DEFAULT_TRACE.name]["recorded_from"] in ("file name", "file time")

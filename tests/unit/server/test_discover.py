@@ -114,3 +114,24 @@ def test_capture_traces_belong_to_their_run(tmp_path: Path) -> None:
     (tmp_path / "lone" / "capture_traces").mkdir(parents=True)
     shutil.copy(DEFAULT_TRACE, tmp_path / "lone" / "capture_traces" / "t.json.gz")
     assert [r.label for r in discover_runs(tmp_path)] == ["lone/capture_traces", "vllm"]
+
+
+def test_each_run_says_when_it_was_recorded(tmp_path: Path) -> None:
+    """The compare page's default BASE is the older run: ``before`` and ``after`` (the demo's runs) sort
+    ``after`` first by name, but their ``tensorboard_trace_handler`` names say ``before`` was recorded
+    first (ns in recent PyTorch, ms in older); a file named otherwise is dated by its modification time."""
+    for label, name in (("after", "demo.1795834747104430741.pt.trace.json.gz"),
+                        ("before", "demo.1795834742691802185.pt.trace.json.gz"),
+                        ("old", "worker0.1623143089861.pt.trace.json.gz")):
+        (tmp_path / label).mkdir()
+        shutil.copy(DEFAULT_TRACE, tmp_path / label / name)
+    loose = tmp_path / "loose.json.gz"
+    shutil.copy(DEFAULT_TRACE, loose)
+    os.utime(loose, ns=(1_700_000_000_123_456_789, 1_700_000_000_123_456_789))
+    runs = {r.label: r for r in discover_runs(tmp_path)}
+    assert [r.label for r in sorted(runs.values(), key=lambda r: r.recorded_ns)] == ["old", "loose.json.gz", "before",
+                                                                                       "after"]
+    assert (runs["before"].recorded_ns, runs["before"].recorded_from) == (1795834742691802185, "file name")
+    assert runs["old"].recorded_ns == 1623143089861 * 10**6
+    assert (runs["loose.json.gz"].recorded_ns, runs["loose.json.gz"].recorded_from) == (1_700_000_000_123_456_789,
+                                                                                        "file time")

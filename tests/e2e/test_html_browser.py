@@ -326,6 +326,10 @@ def test_diff_report_of_two_real_runs(tmp_path: Path, browser: Any, capsys: pyte
     lines = page.locator("#diff-steps-chart polyline")
     assert [lines.nth(i).get_attribute("data-points") for i in range(2)] == [
         str(len(doc["base"]["per_step"])), str(len(doc["new"]["per_step"]))]
+    ticks = page.locator("#diff-steps-chart text.xtick").all_text_contents()  # one per step, none twice
+    assert len(ticks) == len(set(ticks)) == max(len(doc["base"]["per_step"]), len(doc["new"]["per_step"]))
+    summary = page.locator("#diff-summary").inner_text()
+    assert summary.count("Average step") == 1 and doc["narrative"][0].startswith("Average step"), summary
     opened.check_clean()
 
 

@@ -87,4 +87,6 @@ def test_demo_shows_input_bound_then_faster(tmp_path: Path) -> None:
     assert result["after"]["ips"] > result["before"]["ips"] * 1.15
     assert result["after"]["reader_cost_s"] < result["before"]["reader_cost_s"]
     assert "dataloader per step" in proc.stderr  # the diff engine's comparison of the two traces
+    # its mean step is said once (the narrative's "Average step 110.0 → 64.0 ms" repeated it, rounded otherwise)
+    assert "mean step" in proc.stderr and "Average step" not in proc.stderr and "Biggest changes" in proc.stderr
     assert wall < 120

@@ -280,6 +280,30 @@ def test_compare_defaults_to_the_older_run_as_base(browser: Any, served_pair: st
         session.shot("serve-diff-default-pair.png")
 
 
+def test_compare_says_its_headline_once_and_ticks_each_step(browser: Any, served_pair: str) -> None:
+    """The headline is said once (the narrative repeated it, rounded otherwise), and the "Each step"
+    chart has one x tick per step under its points (it wrote "step 11, step 11, step 12, …" between
+    them) and y ticks of one precision (it wrote "100.0 ms", "75.00 ms", "0.000 ms")."""
+    for session in open_session(browser, served_pair):
+        page = session.page
+        ids = {r["label"]: r["id"] for r in api(served_pair, "/api/v1/runs")["runs"]}
+        page.goto(f"{served_pair}/#/diff?base={ids['before']}&new={ids['after']}")
+        page.wait_for_selector("#diff-headline", timeout=120_000)
+        text = page.locator("#diff-summary").inner_text()
+        assert text.count("Average step") == 1, text
+        chart = page.locator("#diff-steps-chart")
+        doc = api(served_pair, f"/api/v1/diff?base={ids['before']}&new={ids['after']}")
+        steps = [s["step"] for s in doc["base"]["per_step"]]
+        assert chart.locator("text.xtick").all_text_contents() == [f"step {s}" for s in steps]
+        tick_x = [float(t.get_attribute("x") or "nan") for t in chart.locator("text.xtick").all()]
+        points = (chart.locator("polyline").first.get_attribute("points") or "").split()
+        assert [round(float(p.split(",")[0]), 1) for p in points] == [round(x, 1) for x in tick_x]
+        ys = chart.locator("text.ytick").all_text_contents()
+        decimals = {len(y.split(" ")[0].partition(".")[2]) for y in ys}
+        assert len(ys) >= 3 and len(decimals) == 1, ys
+        session.shot("serve-diff-each-step.png")
+
+
 def test_whatif_form_predicts_what_the_engine_does(session: Session, ids: dict[str, str]) -> None:
     """The What-if view of the H100 base run: the remedies panel shows the document's numbers; the
     form with ``workers=8`` posts to the what-if route and shows the prediction ``simulate`` makes."""

@@ -67,26 +67,56 @@ export function stackedColumns(id, columns, keys, opts = {}) {
   return root;
 }
 
+/** Decimals that write every multiple of `step` exactly (at most 6): 25 → 0, 2.5 → 1, 0.375 → 3. */
+export function stepDecimals(step) {
+  for (let d = 0; d < 6; d++) {
+    const scaled = step * Math.pow(10, d);
+    if (Math.abs(scaled - Math.round(scaled)) < 1e-6 * Math.max(1, scaled)) return d;
+  }
+  return 6;
+}
+
+/** Round tick values (1, 2 or 5 × 10^k apart, about `n` of them) from lo to hi, and their spacing. */
+export function niceTicks(lo, hi, n = 6) {
+  const span = hi - lo;
+  if (!(span > 0)) return {values: [lo], step: 1};
+  const p = Math.pow(10, Math.floor(Math.log10(span / n)));
+  const step = [1, 2, 5, 10].map((m) => m * p).find((s) => span / s <= n) || 10 * p;
+  const values = [];
+  for (let k = Math.ceil(lo / step - 1e-9); k * step <= hi + step * 1e-9; k++) values.push(k * step);
+  return {values, step};
+}
+
 /**
  * Line chart. series: [{label, color, x: [...], y: [...]}], all sharing the x unit.
- * opts: {xFmt, yFmt, height}. A vertical crosshair shows every series' value under the mouse.
+ * opts: {xFmt, yFmt (the tooltip's numbers, and the ticks' unless yUnit), yUnit (ticks written
+ * "<v><yUnit>", all with the decimals of the tick spacing), xTicks (the x ticks' values; default 5
+ * even divisions), xDomain ([lo, hi]: charts that share a time axis), height}.
+ * Tick labels are text.xtick / text.ytick. A vertical crosshair shows every series' value under the mouse.
  */
 export function lineChart(id, series, opts = {}) {
   const H = opts.height || 260, left = 72, right = 40, top = 12, bottom = 32;
   const plotW = W - left - right, plotH = H - top - bottom;
   const xs = series.flatMap((s) => s.x), ys = series.flatMap((s) => s.y.filter(isNum));
-  const x0 = Math.min(...xs), x1 = Math.max(...xs);
-  const ymax = niceMax(Math.max(...ys, 0));
+  const [x0, x1] = opts.xDomain || [Math.min(...xs), Math.max(...xs)];
+  // with a unit, round ticks (0, 50, 100, 150 ms) all written with one precision; else 4 divisions of a round top
+  const nice = opts.yUnit !== undefined ? niceTicks(0, Math.max(...ys, 0) || 1, 5) : null;
+  const yTicks = nice ? (nice.values[nice.values.length - 1] >= Math.max(...ys, 0) ? nice.values : [...nice.values,
+    nice.values.length * nice.step]) : ticks(niceMax(Math.max(...ys, 0)));
+  const ymax = yTicks[yTicks.length - 1];
   const sx = (v) => left + ((v - x0) / Math.max(x1 - x0, 1e-9)) * plotW;
   const sy = (v) => top + plotH - (v / ymax) * plotH;
   const root = svg("svg", {class: "chart", id, viewBox: `0 0 ${W} ${H}`, role: "img"});
-  for (const t of ticks(ymax)) {
+  const yd = stepDecimals(yTicks[1] - yTicks[0]);
+  const yTick = nice ? (v) => v.toFixed(yd) + opts.yUnit : opts.yFmt || String;
+  for (const t of yTicks) {
     root.appendChild(svg("line", {class: "grid", x1: left, x2: W - right, y1: sy(t), y2: sy(t)}));
-    root.appendChild(svg("text", {x: left - 8, y: sy(t) + 4, "text-anchor": "end"}, opts.yFmt ? opts.yFmt(t) : t));
+    root.appendChild(svg("text", {class: "ytick", x: left - 8, y: sy(t) + 4, "text-anchor": "end"}, yTick(t)));
   }
-  for (const t of ticks(x1 - x0, 5)) {
-    root.appendChild(svg("text", {x: sx(x0 + t), y: H - 10, "text-anchor": "middle"},
-      opts.xFmt ? opts.xFmt(x0 + t) : (x0 + t).toFixed(0)));
+  const xTicks = opts.xTicks || ticks(x1 - x0, 5).map((t) => x0 + t);
+  for (const t of xTicks) {
+    root.appendChild(svg("text", {class: "xtick", x: sx(t), y: H - 10, "text-anchor": "middle"},
+      opts.xFmt ? opts.xFmt(t) : t.toFixed(0)));
   }
   for (const s of series) {
     const pts = s.x.map((x, i) => `${sx(x).toFixed(1)},${sy(s.y[i]).toFixed(1)}`).join(" ");

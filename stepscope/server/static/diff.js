@@ -57,7 +57,8 @@ export async function diffView(base, next) {
   const headline = step ? el("div", {class: "verdict", id: "diff-headline", "data-base": step.base_ms, "data-new": step.new_ms},
     `Average step ${fmtMs(step.base_ms)} → ${fmtMs(step.new_ms)} `, el("span", {class: step.diff_ms > 0 ? "pos" : "neg"},
       `(${fmtSigned(step.diff_ms)}, ${isNum(pct) ? (pct > 0 ? "+" : "") + pct.toFixed(1) + " %" : "–"})`)) : null;
-  const story = (doc.narrative || []).map((s) => el("li", null, s));
+  // the narrative opens with the average step (compare/narrative.py word): the headline says it already
+  const story = (doc.narrative || []).filter((s, i) => !(headline && i === 0 && /^Average step /.test(s))).map((s) => el("li", null, s));
   const out = [card("diff-summary", `${sideName(doc.base, "base")} → ${sideName(doc.new, "new")}`, null, headline, gateLine(doc.gate),
     story.length ? el("ul", {class: "story"}, story) : null, overallChart(doc.overall || []))];
   if (doc.findings) out.push(findingsCard(doc.findings));
@@ -128,8 +129,12 @@ function perStepChart(base, next) {
   if (b.length + n.length < 2) return null;
   const series = [["base", "#9aa5b1", b], ["new", "#3b5bdb", n]].filter(([, , p]) => p.length).map(([label, color, p]) => ({
     label, color, x: p.map((_, i) => i + 1), y: p.map((x) => x.total_ms)}));
+  // one tick per step (every k-th when they would crowd: at most one per 60 px), under its points
+  const count = Math.max(b.length, n.length), every = Math.ceil(count / 14);
+  const xTicks = [...Array(count).keys()].map((i) => i + 1).filter((k) => (k - 1) % every === 0);
   return el("div", null, legend(series.map((x) => [x.label, x.label, x.color])),
-    lineChart("diff-steps-chart", series, {xFmt: (v) => stepLabel(b, n, Math.round(v)), yFmt: (v) => fmtMs(v)}));
+    lineChart("diff-steps-chart", series, {xFmt: (v) => stepLabel(b, n, Math.round(v)), yFmt: (v) => fmtMs(v), yUnit: " ms",
+      xTicks, xDomain: [1, Math.max(count, 2)]}));
 }
 
 function stepLabel(b, n, k) {

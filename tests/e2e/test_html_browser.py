@@ -200,25 +200,41 @@ def test_memory_and_timeline_come_from_the_file(opened: Opened) -> None:
     opened.check_clean()
 
 
-def test_whatif_shows_the_remedies_and_says_a_replay_needs_the_trace(tmp_path: Path, browser: Any) -> None:
+def test_whatif_shows_the_carried_replays_and_says_once_a_new_one_needs_the_trace(tmp_path: Path,
+                                                                                  browser: Any) -> None:
+    """The H100 report's What-if view: each remedy's button shows the prediction the report carries
+    (every "replay" button said "A new replay needs the trace…"), the finding's link shows its remedy's,
+    and the form, which would need the trace, is disabled under one sentence saying so."""
     path = tmp_path / "h100.html"
     doc = _write_trace_report(H100_BASE, path)
     opened = open_page(browser, path)
+    page = opened.page
     sec = doc["ranks"][0]["remedies"]
     replayed = [f for f in doc["findings"] if "whatif_remedy" in f["evidence"]]
-    assert replayed and opened.page.locator("a.whatif-link").count() == len(replayed)
-    opened.page.locator("a.whatif-link").first.click()
-    opened.page.wait_for_selector("#remedies-table")
+    assert replayed and page.locator("a.whatif-link").count() == len(replayed)
+    page.locator("a.whatif-link").first.click()
+    page.wait_for_selector("#remedies-table")
     for r in sec["remedies"]:
-        row = opened.page.locator(f"#remedy-{r['remedy']}")
+        row = page.locator(f"#remedy-{r['remedy']}")
         assert float(row.get_attribute("data-predicted") or "nan") == pytest.approx(r["predicted_mean_ms"], rel=1e-9)
-    top = replayed[0]["evidence"]["whatif_remedy"]
-    assert opened.page.locator(f"#remedy-{top}").get_attribute("class") == "remedy on"
-    assert opened.page.locator("#whatif-standalone").is_visible()
-    opened.page.click("#whatif-go")
-    err = opened.page.wait_for_selector("#whatif-error")
-    assert "needs the trace" in (err.text_content() or "")
-    _keep_screenshot(opened.page, "report-whatif-h100.png")
+    top = next(r for r in sec["remedies"] if r["remedy"] == replayed[0]["evidence"]["whatif_remedy"])
+    assert page.locator(f"#remedy-{top['remedy']}").get_attribute("class") == "remedy on"
+    assert page.locator("#whatif-output").get_attribute("data-state") == "document"
+    assert float(page.locator("#whatif-mean").get_attribute("data-value") or "nan") == top["predicted_mean_ms"]
+    assert page.locator("#whatif-go").is_disabled() and page.locator("#wi-workers").is_disabled()
+    note = page.locator("#whatif-standalone").text_content() or ""
+    assert page.locator("#whatif-standalone").is_visible() and "`stepscope serve`" in note
+    for r in sec["remedies"]:
+        page.click(f"#remedy-{r['remedy']} button.replay")
+        mean = page.locator("#whatif-mean")
+        assert float(mean.get_attribute("data-value") or "nan") == r["predicted_mean_ms"]
+        assert float(mean.get_attribute("data-measured") or "nan") == sec["measured_mean_ms"]
+        assert float(page.locator("#whatif-saved").get_attribute("data-value") or "nan") == r["saved_ms"]
+        assert page.locator("#whatif-changes").text_content() == r["basis"]
+        assert page.locator(f"#remedy-{r['remedy']}").get_attribute("class") == "remedy on"
+        assert page.locator("#whatif-error").count() == 0
+    assert "needs the trace" not in page.locator("main").inner_text().replace(note, "")
+    _keep_screenshot(page, "report-whatif-h100.png", full=True)
     opened.check_clean()
 
 
@@ -251,6 +267,12 @@ def test_the_straggler_finding_shows_the_documents_job_replay(tmp_path: Path, br
     for r in jw["remedies"]:
         shown = page.locator(f"#job-remedy-{r['remedy']}").get_attribute("data-saved")
         assert float(shown or "nan") == r["saved_ms"]
+    last = jw["remedies"][-1]  # its button shows the job's replay the report carries
+    page.click(f"#job-remedy-{last['remedy']} button.replay")
+    assert float(page.locator("#whatif-mean").get_attribute("data-value") or "nan") == last["predicted_mean_ms"]
+    assert float(page.locator("#whatif-mean").get_attribute("data-measured") or "nan") == jw["measured_mean_ms"]
+    page.click("#job-fix-7 button.replay")
+    assert float(page.locator("#whatif-mean").get_attribute("data-value") or "nan") == fix["predicted_mean_ms"]
     _keep_screenshot(page, "report-whatif-dlrm-fix-rank.png", full=True)
     # a finding of the whole job shows on every rank it was found on, as a share of the job's step
     launch = next(f for f in doc["findings"] if f["rule"] == "launch-bound")

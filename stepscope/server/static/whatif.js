@@ -121,8 +121,7 @@ function remediesCard(ctx, onReplay) {
     "data-remedy": x.remedy, "data-predicted": x.predicted_mean_ms, "data-saved": x.saved_ms},
   el("td", {class: "txt"}, x.remedy), el("td", {class: "wrap"}, x.basis), el("td", {class: "num"}, fmtMs(x.predicted_mean_ms)),
   el("td", {class: "num"}, fmtMs(x.saved_ms)), el("td", {class: "num"}, fmtPct(m > 0 ? (100 * x.saved_ms) / m : null)),
-  el("td", null, el("button", {type: "button", class: "replay", "data-remedy": x.remedy, title: "put its options in the form below and predict",
-    on: {click: () => onReplay(x.options)}}, "replay"))));
+  el("td", null, replayButton({"data-remedy": x.remedy}, () => onReplay(x, m, `rank ${ctx.rank}'s steps replayed with ${x.remedy}`, false)))));
   const table = el("table", {class: "data", id: "remedies-table"}, el("thead", null, el("tr", null,
     ["remedy", "basis", "predicted mean", "saved / step", "saved", ""].map((h, i) => el("th", {class: i >= 2 && i <= 4 ? "num" : null}, h)))),
   el("tbody", null, rows));
@@ -144,8 +143,7 @@ function jobCard(ctx, onReplay) {
     "data-saved": x.saved_ms}, el("td", {class: "txt"}, x.name), el("td", {class: "wrap"}, x.basis),
   el("td", {class: "num"}, fmtMs(x.predicted_mean_ms)), el("td", {class: "num"}, fmtMs(x.saved_ms)),
   el("td", {class: "num"}, fmtPct(m > 0 ? (100 * x.saved_ms) / m : null)),
-  el("td", null, el("button", {type: "button", class: "replay", title: "put its options in the form below and predict",
-    on: {click: () => onReplay(x.options)}}, "replay"))));
+  el("td", null, replayButton({"data-job": x.id}, () => onReplay(x, m, `the job with ${x.name}`, true)))));
   const table = el("table", {class: "data", id: "job-whatif-table"}, el("thead", null, el("tr", null,
     ["change", "basis", "job's predicted mean", "saved / step", "saved", ""].map((h, i) => el("th", {class: i >= 2 && i <= 4 ? "num" : null}, h)))),
   el("tbody", null, body));
@@ -154,18 +152,51 @@ function jobCard(ctx, onReplay) {
     + "the advisor's gains for the job.", el("div", {class: "tablewrap"}, table));
 }
 
-/** A standalone report's answer for a fixed rank: the numbers `cluster.job_whatif` carries. */
-function documentNodes(fix, measured) {
-  const saved = measured > 0 ? (100 * fix.saved_ms) / measured : null;
+/** A replay's options as `stepscope whatif` flags: {workers: 4, fix_rank: [7]} → "--workers 4 --fix-rank 7". */
+export function whatifFlags(options) {
+  const out = [];
+  for (const [k, v] of Object.entries(options || {})) {
+    const flag = `--${k.replace(/_/g, "-")}`;
+    if (v === true) out.push(flag);
+    else if (Array.isArray(v)) v.forEach((x) => out.push(`${flag} ${quoted(x)}`));
+    else if (v !== false && v !== null && v !== undefined) out.push(`${flag} ${quoted(v)}`);
+  }
+  return out.join(" ");
+}
+
+function quoted(v) {
+  const text = String(v);
+  return /^[\w.:=+-]+$/.test(text) ? text : `'${text.replace(/'/g, "'\\''")}'`;
+}
+
+/** A standalone report's answer for a replay it carries (a rank's remedy, or the job with a rank fixed or
+ *  a remedy on every rank): the numbers the document holds (ranks[].remedies, cluster.job_whatif). */
+function documentNodes(row, measured, what, job) {
+  const saved = measured > 0 ? (100 * row.saved_ms) / measured : null;
   return [
-    el("p", {class: "note", id: "whatif-from-document"}, `Replayed when this report was written (cluster.job_whatif): `
-      + `the job with rank ${fix.rank} fixed. Step by step, with the new bound: \`stepscope whatif TRACE --fix-rank ${fix.rank}\`.`),
+    el("p", {class: "note", id: "whatif-from-document"}, `Replayed when this report was written `
+      + `(${job ? "cluster.job_whatif" : "ranks[].remedies"}): ${what}. Step by step, with the new bound: `
+      + `\`stepscope whatif TRACE ${whatifFlags(row.options)}\`, or the trace in \`stepscope serve\`.`),
     el("div", {class: "stats wi-stats"},
-      stat("job's mean step", `${fmtMs(measured)} → ${fmtMs(fix.predicted_mean_ms)}`,
-        {id: "whatif-mean", "data-measured": measured, "data-value": fix.predicted_mean_ms}),
-      stat("saved on the mean step", `${fmtMs(fix.saved_ms)} (${fmtPct(saved)})`, {id: "whatif-saved", "data-value": fix.saved_ms})),
-    el("h3", null, "Change replayed"), el("ul", {class: "story", id: "whatif-changes"}, el("li", null, fix.basis)),
+      stat(job ? "job's mean step" : "mean step", `${fmtMs(measured)} → ${fmtMs(row.predicted_mean_ms)}`,
+        {id: "whatif-mean", "data-measured": measured, "data-value": row.predicted_mean_ms}),
+      stat("saved on the mean step", `${fmtMs(row.saved_ms)} (${fmtPct(saved)})`, {id: "whatif-saved", "data-value": row.saved_ms})),
+    el("h3", null, "Change replayed"), el("ul", {class: "story", id: "whatif-changes"}, el("li", null, row.basis)),
   ];
+}
+
+/** A row's button: served, it replays the row's options (filled into the form); in a standalone report
+ *  it shows the prediction the report carries for the row. */
+function replayButton(attrs, onClick) {
+  const mark = (e) => {  // the row shown (or replayed) is highlighted, as the finding's link highlights it
+    const row = e.target.closest("tr"), table = e.target.closest("section")?.parentNode;
+    table?.querySelectorAll("tr.remedy.on").forEach((tr) => tr.classList.remove("on"));
+    row?.classList.add("on");
+    onClick();
+  };
+  return el("button", {type: "button", class: "replay", ...attrs, on: {click: mark},
+    title: standalone ? "show the prediction this report carries (replayed when it was written)" : "put its options in the form below and predict"},
+  standalone ? "show" : "replay");
 }
 
 function shareBar(id, shares) {
@@ -276,22 +307,37 @@ export function whatifView(ctx) {
   const form = el("form", {id: "whatif-form", class: "wi-form", novalidate: true, on: {submit: (e) => { e.preventDefault(); predict(ctx, form, output, go); }}},
     el("div", {class: "wi-grid"}, fieldsOf(multiRank).map(field)),
     el("div", {class: "wi-actions"}, go, el("button", {type: "button", id: "whatif-clear", on: {click: () => form.reset()}}, "Clear")));
-  const replay = (options) => { fillForm(form, options); predict(ctx, form, output, go); };
+  // served: a row's button replays its options; standalone: it shows what the report carries for it
+  const replay = (row, measured, what, job) => {
+    fillForm(form, row.options);
+    if (!standalone) return predict(ctx, form, output, go);
+    clear(output).append(...documentNodes(row, measured, what, job));
+    output.dataset.state = "document";
+    output.closest("section")?.scrollIntoView({block: "start"});
+  };
   const formCard = card("whatif", "Try a change", "Replays every step of the run with the changes applied together "
     + "(stepscope whatif). Combined fixes do not simply add.", form);
   const resultCard = card("whatif-result", "Prediction", (ctx.run?.ranks?.length || 1) > 1
     ? "Every rank is replayed; the job's step is the slowest rank's at each step." : null, output);
   const remedy = ctx.remedy === FIX_RANK && multiRank ? fixOf(ctx)
     : (ctx.doc.ranks[0].remedies?.remedies || []).find((x) => x.remedy === ctx.remedy);
-  if (standalone) {
-    formCard.append(el("p", {class: "note", id: "whatif-standalone"}, "This is a standalone report: the remedies above were "
-      + "replayed when it was written; a new combination needs the trace (`stepscope whatif TRACE …` or `stepscope serve`)."));
-    if (remedy) fillForm(form, remedy.options);
-    if (remedy && ctx.remedy === FIX_RANK && isNum(remedy.predicted_mean_ms)) {
-      clear(output).append(...documentNodes(remedy, ctx.doc.cluster.job_whatif.measured_mean_ms));
+  if (standalone) {  // a new replay needs the trace: the form only shows a carried replay's options
+    form.classList.add("offline");
+    form.querySelectorAll("input, textarea, button").forEach((n) => { n.disabled = true; });
+    go.title = "a new replay needs the trace: open it with `stepscope serve`";
+    formCard.append(el("p", {class: "note", id: "whatif-standalone"}, "This report carries the replays above (their "
+      + "“show” buttons show each prediction); a new combination needs the trace: open it with `stepscope serve`, "
+      + "or run `stepscope whatif TRACE …`."));
+    const fixed = ctx.remedy === FIX_RANK;
+    const measured = fixed ? ctx.doc.cluster?.job_whatif?.measured_mean_ms : ctx.doc.ranks[0].remedies?.measured_mean_ms;
+    if (remedy && isNum(remedy.predicted_mean_ms)) {
+      fillForm(form, remedy.options);
+      clear(output).append(...documentNodes(remedy, measured, fixed ? `the job with rank ${remedy.rank} fixed`
+        : `rank ${ctx.rank}'s steps replayed with ${remedy.remedy}`, fixed));
       output.dataset.state = "document";
-    }
-  } else if (remedy) replay(remedy.options);
+    } else if (remedy) fillForm(form, remedy.options);
+    if (output.dataset.state === "empty") clear(output).append(empty("Press “show” on a replay above to see its prediction."));
+  } else if (remedy) replay(remedy);
   return [remediesCard(ctx, replay), jobCard(ctx, replay), formCard, resultCard].filter(Boolean);
 }
 

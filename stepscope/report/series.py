@@ -23,7 +23,8 @@ from stepscope.model.uniq import unique, unique_rows
 
 @dataclass(frozen=True)
 class MemoryCurve:
-    """One device's memory over time (ms from the rank's first memory event, MiB)."""
+    """One device's memory over time (ms from the rank's first memory event, on every device: the
+    rank's curves share one time axis; MiB)."""
 
     device: str
     ts_ms: tuple[float, ...]
@@ -63,17 +64,18 @@ def memory_from_trace(trace: Trace, rank: int, max_points: int = 2000) -> list[M
     rows = np.flatnonzero(mem["rank"] == rank)
     if len(rows) == 0:
         return out
+    origin = int(mem["ts_ns"][rows].min())  # one origin for every device, so their peaks line up
     keys = unique_rows(np.stack([mem["device_type"][rows], mem["device"][rows]], axis=1))[0]
     for dtype, dev in sorted(keys.tolist(), key=lambda k: (k[0] != 1, k[1])):
         r = rows[(mem["device_type"][rows] == dtype) & (mem["device"][rows] == dev)]
         r = r[np.argsort(mem["ts_ns"][r], kind="stable")]
-        curve = _curve(mem, r, max_points, device_label(int(dtype), int(dev)))
+        curve = _curve(mem, r, max_points, device_label(int(dtype), int(dev)), origin)
         if curve is not None:
             out.append(curve)
     return out
 
 
-def _curve(mem: Any, r: npt.NDArray[np.intp], max_points: int, label: str) -> MemoryCurve | None:
+def _curve(mem: Any, r: npt.NDArray[np.intp], max_points: int, label: str, origin: int) -> MemoryCurve | None:
     ts = mem["ts_ns"][r]
     alloc = mem["total_allocated"][r].astype(np.float64)
     if (alloc < 0).any():
@@ -82,7 +84,7 @@ def _curve(mem: Any, r: npt.NDArray[np.intp], max_points: int, label: str) -> Me
     has_reserved = bool((reserved >= 0).all()) and len(r) > 0
     if len(r) < 2:
         return None
-    x = (ts - ts[0]).astype(np.float64) / 1e6
+    x = (ts - origin).astype(np.float64) / 1e6
     keep = downsample_minmax(x, alloc, max_points)
     if has_reserved:
         keep = np.union1d(keep, downsample_minmax(x, reserved, max_points))

@@ -107,3 +107,17 @@ def test_downsample_keeps_peaks() -> None:
     y[54_321] = 5.0
     keep = downsample_minmax(x, y, 2000)
     assert len(keep) <= 2000 and 54_321 in keep and np.all(np.diff(keep) > 0)
+
+
+def test_memory_curves_of_a_rank_share_one_time_axis(tmp_path: Path) -> None:
+    """The CPU's first memory event 50 µs before the GPU's: each curve was timed from its own first
+    event, so the two charts' peaks did not line up (nw0: 0.0–962.9 ms against 0.1–1049.2 ms)."""
+    b = TraceBuilder()
+    b.step(1, ts=0, dur=200)
+    for i in range(5):
+        b.memory(ts=10 + i * 10, nbytes=1 << 20, total_allocated=(i + 1) << 20, total_reserved=-1, addr=i,
+                 device_type=0)
+        b.memory(ts=60 + i * 10, nbytes=1 << 20, total_allocated=(i + 1) << 20, total_reserved=8 << 20, addr=100 + i)
+    gpu, cpu = memory_from_trace(b.load(tmp_path), 0)
+    assert (gpu.device, cpu.device) == ("GPU0", "CPU")
+    assert cpu.ts_ms[0] == 0.0 and gpu.ts_ms[0] == 0.05 and gpu.ts_ms[-1] == 0.09

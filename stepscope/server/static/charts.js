@@ -89,7 +89,7 @@ export function niceTicks(lo, hi, n = 6) {
 
 /**
  * Line chart. series: [{label, color, x: [...], y: [...]}], all sharing the x unit.
- * opts: {xFmt, yFmt (the tooltip's numbers, and the ticks' unless yUnit), yUnit (ticks written
+ * opts: {xFmt (the tooltip's x, and the ticks' unless xTickFmt), xTickFmt, yFmt (the tooltip's numbers, and the ticks' unless yUnit), yUnit (ticks written
  * "<v><yUnit>", all with the decimals of the tick spacing), xTicks (the x ticks' values; default 5
  * even divisions), xDomain ([lo, hi]: charts that share a time axis), height}.
  * Tick labels are text.xtick / text.ytick. A vertical crosshair shows every series' value under the mouse.
@@ -116,7 +116,7 @@ export function lineChart(id, series, opts = {}) {
   const xTicks = opts.xTicks || ticks(x1 - x0, 5).map((t) => x0 + t);
   for (const t of xTicks) {
     root.appendChild(svg("text", {class: "xtick", x: sx(t), y: H - 10, "text-anchor": "middle"},
-      opts.xFmt ? opts.xFmt(t) : t.toFixed(0)));
+      (opts.xTickFmt || opts.xFmt || ((v) => v.toFixed(0)))(t)));
   }
   for (const s of series) {
     const pts = s.x.map((x, i) => `${sx(x).toFixed(1)},${sy(s.y[i]).toFixed(1)}`).join(" ");

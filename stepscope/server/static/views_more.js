@@ -2,7 +2,7 @@
 // the whole document) views.
 
 import {el, clear, card, empty, fmtMs, fmtPct, fmtNum, fmtBytes, isNum} from "./util.js";
-import {stackedColumns, lineChart, legend} from "./charts.js";
+import {stackedColumns, lineChart, legend, niceTicks, stepDecimals} from "./charts.js";
 import {dataTable} from "./tables.js";
 import {memoryCurves, runDocument} from "./data.js";
 
@@ -15,14 +15,19 @@ export async function memoryView(ctx) {
   const data = await memoryCurves(ctx.runId, ctx.rank);
   const out = [];
   const curves = (data.curves || []).filter((c) => c.ts_ms && c.ts_ms.length > 1);
+  // one time axis for every device (ms from the rank's first memory event), so their peaks line up
+  const lo = Math.min(0, ...curves.map((c) => c.ts_ms[0])), hi = Math.max(...curves.map((c) => c.ts_ms[c.ts_ms.length - 1]));
+  const axis = niceTicks(lo, hi, 6), xd = stepDecimals(axis.step);
   const charts = curves.map((c, i) => {
     const series = [{label: "allocated", color: MEM_COLORS[(2 * i) % MEM_COLORS.length], x: c.ts_ms, y: c.allocated_mb}];
     if (c.reserved_mb && c.reserved_mb.some((v) => v > 0)) series.push({label: "reserved", color: MEM_COLORS[(2 * i + 1) % MEM_COLORS.length], x: c.ts_ms, y: c.reserved_mb});
     const keys = series.map((s) => [s.label, s.label, s.color]);
     return el("div", {class: "memcurve"}, el("h3", null, c.device), legend(keys),
-      lineChart(`memory-chart-${i}`, series, {xFmt: (v) => `${v.toFixed(1)} ms`, yFmt: (v) => `${Number(v.toPrecision(4))} MiB`}));
+      lineChart(`memory-chart-${i}`, series, {xFmt: (v) => `${v.toFixed(1)} ms`, xTickFmt: (v) => `${v.toFixed(xd)} ms`, yFmt: (v) => `${Number(v.toPrecision(4))} MiB`,
+        xDomain: [lo, hi], xTicks: axis.values}));
   });
-  out.push(card("memory", "Memory over time", "Allocated (and reserved, when recorded) per device; peaks are kept when downsampled.",
+  out.push(card("memory", "Memory over time", "Allocated (and reserved, when recorded) per device, on one time axis (ms from the "
+    + "rank's first memory event); peaks are kept when downsampled.",
     charts.length ? charts : empty("too few memory events to draw a curve")));
   const devs = mem.devices || [];
   out.push(card("memory-devices", "Peaks", null, el("div", {class: "stats"}, devs.flatMap((d) => [

@@ -199,7 +199,53 @@ def test_memory_and_timeline_come_from_the_file(opened: Opened) -> None:
     snap = data["timeline"]["0"]
     assert snap["step"] is not None and opened.page.locator("#timeline-step").input_value() == str(snap["step"])
     opened.page.wait_for_selector("#timeline-canvas[data-mode='events']", timeout=10_000)
-    assert "step" in (opened.page.locator("#timeline-snapshot").text_content() or "")
+    note = opened.page.locator("#timeline-snapshot").text_content() or ""
+    assert f"step {snap['step']}'s events" in note and "for this for" not in note and ".;" not in note, note
+    assert note.endswith("(open the trace with `stepscope serve` for the rest)."), note
+    assert opened.page.locator("#timeline h2").text_content() == "Timeline — rank 0"
+    opened.check_clean()
+
+
+def _lane_colours(page: Any, labels: list[str]) -> set[tuple[int, int, int]]:
+    """The colours drawn along the top of the first row of the timeline lanes labelled ``labels`` (the
+    canvas read once: Chromium warns about repeated readbacks)."""
+    return {tuple(c) for c in page.evaluate("""(labels) => {
+      const c = document.getElementById('timeline-canvas'), L = JSON.parse(c.dataset.layout);
+      const r = c.width / L.width, x0 = Math.round(L.gutter * r), out = [];
+      const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      for (const lane of L.lanes.filter((l) => labels.includes(l.label))) {
+        const y = Math.round((lane.y + 3) * r);
+        for (let x = x0; x < c.width; x++) { const i = 4 * (y * c.width + x); out.push([px[i], px[i + 1], px[i + 2]]); }
+      }
+      return out;
+    }""", labels)}
+
+
+def test_skew_timeline_names_its_rank_and_draws_gloo_as_communication(tmp_path: Path, browser: Any) -> None:
+    """tests/data/cpu_jobs/skew (2 ranks, gloo on the CPU): the title said "Timeline — run" (resnet's
+    "Timeline — rank 0"), the note "…with its details.; search … (open the trace with `stepscope
+    serve` for this for the rest)", and gloo:all_reduce was drawn in the annotation colour though the
+    step breakdown counts it as communication."""
+    skew = Path(__file__).resolve().parents[1] / "data" / "cpu_jobs" / "skew"
+    path = tmp_path / "skew.html"
+    _write_trace_report(skew, path)
+    opened = open_page(browser, path)
+    page = opened.page
+    opened.go("timeline", rank=1, wait="#timeline-canvas[data-mode='events']")
+    assert page.locator("#timeline h2").text_content() == "Timeline — rank 1"
+    note = page.locator("#timeline-snapshot").text_content() or ""
+    assert note == "This report carries every event of this rank, with its details: search finds any of them.", note
+    page.click("#timeline-all-ranks")
+    assert page.locator("#timeline h2").text_content() == "Timeline — all 2 ranks"
+    page.click("#timeline-all-ranks")
+    page.wait_for_selector("#timeline-canvas[data-mode='events']")
+    layout = json.loads(page.locator("#timeline-canvas").get_attribute("data-layout") or "{}")
+    gloo = [lane["label"] for lane in layout["lanes"] if "gloo" in lane["label"]]
+    assert gloo, layout["lanes"]
+    communication, annotation = (0x72, 0xB7, 0xB2), (0xC9, 0xB8, 0xA6)
+    colours = _lane_colours(page, gloo)
+    assert communication in colours and annotation not in colours, colours
+    _keep_screenshot(page, "skew-timeline.png")
     opened.check_clean()
 
 

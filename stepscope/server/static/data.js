@@ -27,7 +27,9 @@ const embedded = node ? JSON.parse(node.textContent) : null;
 export const standalone = embedded !== null;
 /** The one run id of a standalone report. */
 export const REPORT_ID = "report";
-export const SERVE_HINT = "open the trace with `stepscope serve` for this";
+/** What to do for what a standalone report does not carry: "… (open the trace with `stepscope serve` for the rest)". */
+export const SERVE_HINT = "open the trace with `stepscope serve`";
+export const SNAPSHOT_HINT = "open the snapshot with `stepscope serve`";
 
 export function embeddedKind() {
   return standalone ? embedded.kind : null;
@@ -95,7 +97,7 @@ export async function timelineWindow(id, rank, startNs, endNs, maxItems) {
     return api(`/api/v1/runs/${id}/timeline${query({rank, start_ns: startNs, end_ns: endNs, max_items: maxItems})}`, true);
   }
   const windows = (timelineSnapshot(rank, id).windows || []).map(expanded);
-  if (!windows.length) throw new Error(`this report carries no timeline for rank ${rank}: ${SERVE_HINT}`);
+  if (!windows.length) throw new Error(`this report carries no timeline for rank ${rank}: ${SERVE_HINT} to see it`);
   const a = Number(startNs), b = Number(endNs), mid = (a + b) / 2, span = b - a;
   const fits = windows.filter((w) => w.start_ns <= mid && w.end_ns >= mid && w.end_ns - w.start_ns >= span / 4);
   const pick = (list, better) => list.reduce((p, q) => (better(q, p) ? q : p));
@@ -109,7 +111,7 @@ export async function eventDetails(id, rank, row) {
   if (!standalone) return api(`/api/v1/runs/${id}/event${query({rank, row})}`, true);  // the server keeps them (LRU)
   const snap = timelineSnapshot(rank, id);
   const det = snap.details ? detailsOf(snap.details, snap.windows.map(expanded).filter((w) => w.events).map((w) => w.events), Number(row)) : null;
-  if (!det) throw new Error(`this report carries no details of event ${row} on rank ${rank}: ${SERVE_HINT}`);
+  if (!det) throw new Error(`this report carries no details of event ${row} on rank ${rank}: ${SERVE_HINT} for them`);
   return det;
 }
 
@@ -182,7 +184,7 @@ export function carriesSnapshot() {
 
 function carriedSnapshot(what) {
   if (!standalone) return null;
-  if (!embedded.snapshot) throw new Error(`${what}: ${SERVE_HINT}`);
+  if (!embedded.snapshot) throw new Error(`this report carries no ${what}: ${SNAPSHOT_HINT}`);
   return embedded.snapshot;
 }
 

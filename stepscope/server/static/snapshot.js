@@ -13,7 +13,7 @@
 
 import {el, clear, card, empty, fmtMs, fmtNum, fmtBytes} from "./util.js";
 import {lineChart, legend} from "./charts.js";
-import {snapshotSummary, snapshotCurve, snapshotAllocations, standalone, SERVE_HINT} from "./data.js";
+import {snapshotSummary, snapshotCurve, snapshotAllocations, standalone, SNAPSHOT_HINT} from "./data.js";
 
 const POINTS = 800;
 const PAGE = 25;
@@ -95,7 +95,7 @@ function curveCard(runId, h) {
   const done = load(full);
   return {node: card("snap-history", `Live bytes over time, device ${h.device}`,
     "Allocated minus freed bytes replayed from the allocator's history. Scroll over the curve to zoom: "
-      + (standalone ? `this report carries the whole curve and finer windows around the peak (${SERVE_HINT} for every window).`
+      + (standalone ? `this report carries the whole curve and finer windows around the peak (${SNAPSHOT_HINT} for every window).`
         : "each zoom asks the server for a finer window."),
     legend([["live", "live bytes", "#4c78a8"]]), bar, holder, info), done};
 }
@@ -123,7 +123,7 @@ function allocationsCard(runId, h) {
     prev.disabled = offset === 0;
     next.disabled = offset + PAGE >= Math.min(total, p.carried ?? total);
     carried.textContent = p.carried !== undefined && p.carried < total
-      ? `This report carries the largest ${fmtNum(p.carried)} of them (${SERVE_HINT} for the rest).` : "";
+      ? `This report carries the largest ${fmtNum(p.carried)} of them (${SNAPSHOT_HINT} for the rest).` : "";
   }
   const head = el("tr", null, ["#", "size", "allocated at", "category", "site"].map((t) => el("th", null, t)));
   const done = page(0);

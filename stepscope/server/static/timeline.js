@@ -27,7 +27,7 @@ export async function timelineView(ctx) {
   const snap = timelineSnapshot(ctx.rank);
   if (!mine || (snap && !snap.windows.length)) {
     return [card("timeline", "Timeline", null, snap ? el("p", {class: "empty", id: "timeline-snapshot"},
-      `This report carries no timeline for rank ${ctx.rank} (${SERVE_HINT}).`) : el("p", {class: "empty"}, "no events on this rank"))];
+      `This report carries no timeline for rank ${ctx.rank} (${SERVE_HINT} to see it).`) : el("p", {class: "empty"}, "no events on this rank"))];
   }
   const carried = ranks.filter((r) => !standalone || timelineSnapshot(r.rank).windows.length);
   const host = el("div", {class: "tlhost"});
@@ -39,20 +39,26 @@ export async function timelineView(ctx) {
       start_ns: r.start_ns, end_ns: r.end_ns, steps: r.steps})), list.length > 1 ? "since the run's first event" : null);
     ui.stepsOf(list.findIndex((r) => r.rank === ctx.rank));
   };
+  // the title names what is drawn: the rank, or every rank on one axis
+  const heading = () => `Timeline — ${allRanks && carried.length > 1 ? `all ${carried.length} ranks` : `rank ${ctx.rank}`}`;
+  let section = null;
   const toggle = carried.length > 1 ? el("label", {class: "tlcheck"}, el("input", {type: "checkbox", id: "timeline-all-ranks", checked: allRanks,
-    on: {change: (e) => { allRanks = e.target.checked; build(); }}}), ` all ${carried.length} ranks on one axis`) : null;
+    on: {change: (e) => { allRanks = e.target.checked; build(); section.querySelector("h2").textContent = heading(); }}}),
+  ` all ${carried.length} ranks on one axis`) : null;
   build();
   if (snap && snap.step !== null && snap.step !== undefined) {
     ui.stepSel.value = String(snap.step);
     requestAnimationFrame(() => ui.toStep(snap.step));
   }
   const all = snap && snap.windows[0].mode === "events";
-  const note = snap ? el("p", {class: "note", id: "timeline-snapshot"}, (all ? "This report carries every event of this rank, with its details."
-    : `This report carries ${snap.step !== null && snap.step !== undefined ? `step ${snap.step}'s events exactly, with their details, and ` : ""}`
-      + `the whole rank aggregated; other windows show the nearest of these`) + `; search finds events in what it carries (${SERVE_HINT} for the rest).`) : null;
-  return [card("timeline", `Timeline — ${ranks.length > 1 ? "run" : `rank ${ctx.rank}`}`,
-    "CPU threads and GPU streams; aggregated when zoomed out, exact events when zoomed in.",
-    note, ui.bar(toggle), legend(LEGEND), host, ui.panel.node)];
+  const stepText = snap && snap.step !== null && snap.step !== undefined ? `step ${snap.step}'s events exactly, with their details, and ` : "";
+  const note = snap ? el("p", {class: "note", id: "timeline-snapshot"}, all
+    ? "This report carries every event of this rank, with its details: search finds any of them."
+    : `This report carries ${stepText}the whole rank aggregated; other windows show the nearest of these, and search finds `
+      + `events in what it carries (${SERVE_HINT} for the rest).`) : null;
+  section = card("timeline", heading(), "CPU threads and GPU streams; aggregated when zoomed out, exact events when zoomed in.",
+    note, ui.bar(toggle), legend(LEGEND), host, ui.panel.node);
+  return [section];
 }
 
 /** Two runs' timelines, one above the other, aligned at the start of their k-th steps (step to step).
@@ -65,7 +71,7 @@ export async function alignedTimelines(base, next, labels, ranks = [null, null])
   const lb = usable(ib, base), ln = usable(inew, next);
   const side = (list, r) => list.find((x) => x.rank === r) || list[0];  // the diff's compared rank
   const rb = side(lb, ranks[0]), rn = side(ln, ranks[1]);
-  if (standalone && (!rb || !rn)) return card(id, title, null, el("p", {class: "empty", id: "aligned-missing"}, `This report carries no timelines (${SERVE_HINT} on both runs).`));
+  if (standalone && (!rb || !rn)) return card(id, title, null, el("p", {class: "empty", id: "aligned-missing"}, `This report carries no timelines (open both traces with \`stepscope serve\` to see them).`));
   if (!rb || !rn) return card(id, title, null, el("p", {class: "empty"}, "one of the runs has no steps to align"));
   // the choices: the compared pair, each other rank that both runs have, every common rank stacked
   const common = lb.filter((r) => ln.some((x) => x.rank === r.rank) && !(r.rank === rb.rank && r.rank === rn.rank));
@@ -104,7 +110,7 @@ export async function alignedTimelines(base, next, labels, ranks = [null, null])
   return card(id, title, `BASE above NEW, each side's compared rank${rankSel ? " (or another rank, or every rank stacked)" : ""}; `
     + "step N of each starts at 0, so the two steps' work can be compared "
     + "at the same scale (a shorter NEW step ends earlier). Pick the step pair to align."
-    + (standalone ? ` This report carries one step pair's events exactly, the rest aggregated (${SERVE_HINT} for every step).` : ""),
+    + (standalone ? ` This report carries one step pair's events exactly, the rest aggregated (open both traces with \`stepscope serve\` for every step).` : ""),
   el("div", {class: "tlbar"}, el("label", null, "align at ", stepSel), rankSel ? el("label", null, " ranks ", rankSel) : null),
   ui.bar(null, false), legend(LEGEND), host, ui.panel.node);
 }

@@ -14,10 +14,14 @@ export const GUTTER = 210;
 const AXIS = 24, HEAD_H = 20, STEPS_H = 18, ROW = 15, MAX_ROWS = 10, GAP = 6, GPU_H = 26, ANNOT_H = 5, FOLD_H = 9;
 const MIN_SPAN = 2000, FETCH_DELAY = 140, MAX_ITEMS = 4000;
 const COMM = /nccl|rccl|hccl|gloo|allreduce|all_reduce|allgather|reduce_scatter|alltoall/i;
+// a host op of a communication backend (gloo:all_reduce on its worker thread): the step breakdown counts
+// it as communication (analysis/breakdown.py COMM_OPS), so it is drawn as communication
+const COMM_OP = /^(nccl:|gloo:|c10d::|hccl:|rccl:)/;
 
 export function eventColor(kind, name) {
   if (name && /DataLoader/.test(name)) return kindColor("dataloader");
   if (kind === "kernel" && name && COMM.test(name)) return kindColor("communication");
+  if ((kind === "cpu_op" || kind === "user_annotation") && name && COMM_OP.test(name)) return kindColor("communication");
   return kindColor(kind);
 }
 
@@ -188,7 +192,8 @@ export class TimelineCanvas {
       const x = this.x(t);
       if (x < GUTTER) continue;
       g.beginPath(); g.moveTo(x + 0.5, AXIS - 4); g.lineTo(x + 0.5, h); g.stroke();
-      g.fillText(fmtTimeTick(t, tick), x + 3, AXIS - 8);
+      const label = fmtTimeTick(t, tick), w = g.measureText(label).width;
+      g.fillText(label, x + 3 + w <= this.width - 2 ? x + 3 : x - 3 - w, AXIS - 8);  // the last one left of its tick, not clipped
     }
     g.fillText(this.hooks.axisLabel || "time since first event", 8, AXIS - 8);
   }

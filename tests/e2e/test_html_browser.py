@@ -540,4 +540,7 @@ def test_every_rank_of_a_job_opens_on_the_jobs_verdict_and_findings(tmp_path: Pa
     assert page.locator("li.finding").count() == len(doc["findings"])
     gain = page.locator("li.finding[data-rule=straggler-rank] .gain").text_content() or ""
     assert "/ job step" in gain and gain.endswith(", rank 1"), gain
+    # "communication" (the critical path's bound) overflowed its Deep-analyses card
+    assert page.locator("#deep .stat.textual .v").text_content() == "communication"
+    assert page.evaluate("[...document.querySelectorAll('#deep .stat')].every((s) => s.scrollWidth <= s.clientWidth)")
     opened.check_clean()

@@ -544,3 +544,36 @@ def test_every_rank_of_a_job_opens_on_the_jobs_verdict_and_findings(tmp_path: Pa
     assert page.locator("#deep .stat.textual .v").text_content() == "communication"
     assert page.evaluate("[...document.querySelectorAll('#deep .stat')].every((s) => s.scrollWidth <= s.clientWidth)")
     opened.check_clean()
+
+
+def test_distributed_view_of_a_cpu_job_shows_its_host_collectives(tmp_path: Path, browser: Any) -> None:
+    """tests/data/cpu_jobs/skew: gloo all-reduces on the CPU, no communication kernel. The view said "no
+    communication kernels on this rank" and 0.000 ms of compute / comm / wait while the job is bound by
+    rank 1's CPU work; "Victims: 0." read as "none". It now shows each rank's step as the Overview splits
+    it, leaves the kernel columns out, names the victim's rank and the units, and lists the collectives."""
+    skew = Path(__file__).resolve().parents[1] / "data" / "cpu_jobs" / "skew"
+    path = tmp_path / "skew.html"
+    doc = _write_trace_report(skew, path)
+    arr = doc["cluster"]["arrivals"]
+    opened = open_page(browser, path)
+    page = opened.page
+    opened.go("distributed", wait="#rank-host-chart rect.seg")
+    text = page.locator("main").inner_text()
+    assert "no communication kernels" not in text and "collectives run on the host (gloo on the CPU)" in text
+    cpu = {r["rank"]: r["overview"]["breakdown_ms"]["cpu_exec"] for r in doc["ranks"]}
+    shown = page.eval_on_selector_all("#rank-host-chart rect.seg[data-cat=cpu_exec]",
+                                      "els => els.map(e => [e.dataset.col, parseFloat(e.dataset.value)])")
+    assert {int(c): v for c, v in shown} == cpu and cpu[1] > 3 * cpu[0]
+    assert page.locator("#rank-host-table tbody tr").count() == 2
+    heads = page.locator("#cluster-table th").all_text_contents()
+    assert not any(h.startswith(("compute", "comm kernels", "wait in comm")) for h in heads), heads
+    assert "of step time" in page.locator("#cluster p.sub").inner_text()
+    sub = page.locator("#arrivals p.sub").inner_text()
+    assert arr["victims"] == [0] and "): rank 0." in sub and "Victims: 0." not in sub, sub
+    assert "ms per average step" in sub and "last at 8 of 8 collectives" in sub, sub
+    assert page.locator("#arrival-collectives-table tbody tr").count() == len(arr["collectives"])
+    first = page.locator("#arrival-collectives-table tbody tr").first.locator("td").all_text_contents()
+    latest = max(arr["collectives"], key=lambda c: c["lateness_ms"])
+    assert first[:2] == [str(latest["index"]), latest["type"]] and first[5] == _ms(latest["lateness_ms"])
+    _keep_screenshot(page, "skew-distributed.png", full=True)
+    opened.check_clean()

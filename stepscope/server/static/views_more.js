@@ -1,7 +1,7 @@
 // Memory (curves from /memory, tables from the §12 document) and distributed (per-rank bars from
 // the whole document) views.
 
-import {el, clear, card, empty, fmtMs, fmtPct, fmtNum, fmtBytes, isNum} from "./util.js";
+import {el, clear, card, empty, fmtMs, fmtPct, fmtNum, fmtBytes, isNum, BREAKDOWN} from "./util.js";
 import {stackedColumns, lineChart, legend, niceTicks, stepDecimals} from "./charts.js";
 import {dataTable} from "./tables.js";
 import {memoryCurves, runDocument} from "./data.js";
@@ -55,43 +55,73 @@ export function allocationSummary(mem) {
 const SPLIT = [["computation", "Computation", "#4c78a8"], ["overlap", "Overlap", "#9ecae9"],
   ["communication", "Communication (not overlapped)", "#e45756"], ["other", "Other (idle, copies)", "#bab0ac"]];
 
+// what delays a culprit (analysis/arrivals.py CAUSES; report/texts.py CAUSE_WORDS)
+const CAUSES = {late_start: "started the step late", compute: "GPU compute", communication: "other communication",
+  copy: "copies", input: "input pipeline", host: "host: CPU ops, launches"};
+
+function causeText(cause, cpuOnly) {
+  return cause === "host" && cpuOnly ? "CPU work: the model's ops" : CAUSES[cause] || String(cause).replace(/_/g, " ");
+}
+
+function ranksText(list) {
+  return list.length ? `rank${list.length > 1 ? "s" : ""} ${list.join(", ")}` : "none";
+}
+
+/** Collectives the ranks run on the host (gloo or MPI on the CPU): no communication kernel, and the
+ *  matched collectives' group reads "host:…" (analysis/collective_records.py), or the step breakdown
+ *  counts communication on a rank with no kernel of it. */
+function hostCollectives(ranks, arr) {
+  if (ranks.some((r) => r.distributed)) return false;
+  return (arr?.collectives || []).some((c) => String(c.group || "").startsWith("host:"))
+    || ranks.some((r) => (r.overview?.breakdown_ms?.communication || 0) > 0);
+}
+
 export async function distributedView(ctx) {
   const full = await runDocument(ctx.runId);
   const ranks = full.ranks || [];
   const withDist = ranks.filter((r) => r.distributed);
+  const cluster = full.cluster;
+  const arr = cluster && cluster.arrivals;
+  const onHost = ranks.length > 1 && hostCollectives(ranks, arr);
+  const cpuOnly = ranks.every((r) => !r.device);
   const out = [];
   if (withDist.length) {
     const cols = withDist.map((r) => ({label: String(r.rank), values: {computation: r.distributed.computation_ms,
       overlap: r.distributed.overlap_ms, communication: r.distributed.communication_ms, other: r.distributed.other_ms}}));
     out.push(card("distributed", "Per-rank split of the average step", "Computation, communication overlapped with it, communication alone, and the rest.",
       legend(SPLIT), stackedColumns("rank-chart", cols, SPLIT, {colName: "rank", xTitle: "rank"})));
+  } else if (onHost) {
+    // no communication kernel: the collectives run on the host (gloo on the CPU); each rank's step as the Overview splits it
+    const keys = BREAKDOWN.filter(([k]) => ranks.some((r) => (r.overview?.breakdown_ms?.[k] || 0) > 0));
+    const cols = ranks.filter((r) => r.overview).map((r) => ({label: String(r.rank), values: r.overview.breakdown_ms}));
+    const rows = ranks.filter((r) => r.overview).map((r) => ({rank: r.rank, step_ms: r.overview.avg_step_ms, ...r.overview.breakdown_ms}));
+    const columns = [{key: "rank", label: "rank", num: true, fmt: (v) => String(v)}, {key: "step_ms", label: "step", num: true, fmt: fmtMs},
+      ...keys.map(([k, label]) => ({key: k, label: k === "communication" ? "communication (in collectives)" : label, num: true, fmt: fmtMs}))];
+    out.push(card("distributed", "Per-rank split of the average step — collectives on the host",
+      `No communication kernel: this job's collectives run on the host${cpuOnly ? " (gloo on the CPU)" : ""}, so its communication is `
+      + "the time a rank spends inside them, waiting for the others included. Each rank's average step split as its Overview "
+      + "splits it (ms per step).", legend(keys), stackedColumns("rank-host-chart", cols, keys, {colName: "rank", xTitle: "rank"}),
+      dataTable(rows, columns, {id: "rank-host-table", sortKey: "rank", desc: false, limit: 100})));
   } else {
     out.push(card("distributed", "Distributed", null, empty(ranks[0]?.skipped?.distributed || "no communication kernels in this run")));
   }
-  const cluster = full.cluster;
   if (cluster && cluster.ranks) {
     const slow = new Set(cluster.slow_ranks || []);
     const rows = cluster.ranks.map((r) => ({...r, slow: slow.has(r.rank) ? "slow" : ""}));
+    const kernels = cluster.ranks.some((r) => (r.kernel_count || 0) > 0);
     const columns = [{key: "rank", label: "rank", num: true, fmt: (v) => String(v)}, {key: "step_ms", label: "step", num: true, fmt: fmtMs},
-      {key: "compute_ms", label: "compute", num: true, fmt: fmtMs}, {key: "comm_ms", label: "comm kernels", num: true, fmt: fmtMs},
-      {key: "wait_ms", label: "wait in comm kernels", num: true, fmt: fmtMs}, {key: "transfer_ms", label: "transfer", num: true, fmt: fmtMs},
-      {key: "kernel_count", label: "kernels", num: true, fmt: (v) => fmtNum(v)}, {key: "slow", label: "more work"}];
+      ...(kernels ? [{key: "compute_ms", label: "compute", num: true, fmt: fmtMs}, {key: "comm_ms", label: "comm kernels", num: true, fmt: fmtMs},
+        {key: "wait_ms", label: "wait in comm kernels", num: true, fmt: fmtMs}, {key: "transfer_ms", label: "transfer", num: true, fmt: fmtMs},
+        {key: "kernel_count", label: "kernels", num: true, fmt: (v) => fmtNum(v)}] : []), {key: "slow", label: "more work"}];
     // the imbalance figure as what it measures, never "balanced": ranks that wait for a late one have equal steps
     const of = cluster.imbalance_of === "step" ? "step time" : "compute time (kernels)";
-    out.push(card("cluster", "Ranks", `Load imbalance of ${of} across ranks ${fmtPct(cluster.imbalance_pct)} (the busiest rank over the mean); ranks with more work (kernels, compute, step): ${
-      (cluster.slow_ranks || []).join(", ") || "none"}; who arrives late at the collectives: below.`, dataTable(rows, columns, {id: "cluster-table", sortKey: "rank", desc: false, filterKey: "slow", limit: 100})));
+    const head = `Per average step. Load imbalance of ${of} across ranks ${fmtPct(cluster.imbalance_pct)} (the busiest rank over the mean); `
+      + `ranks with more work (kernels, compute, step): ${(cluster.slow_ranks || []).join(", ") || "none"}; who arrives late at the collectives: below.`;
+    const sub = kernels ? head : `${head} No rank runs kernels, so the kernel columns (compute, communication kernels, their wait and `
+      + `transfer) are left out; step times even out when the early ranks wait in the collectives.`;
+    out.push(card("cluster", "Ranks", sub, dataTable(rows, columns, {id: "cluster-table", sortKey: "rank", desc: false, filterKey: "slow", limit: 100})));
   }
-  const arr = cluster && cluster.arrivals;
-  if (arr && arr.ranks) {
-    // culprits (late at the collectives) and victims (waiting for them), per average step: cluster.arrivals
-    const culprits = (arr.culprits || []).map((c) => `rank ${c.rank} (${c.cause.replace("_", " ")}, ${fmtMs(c.late_ms)} late per step, last at ${
-      c.times_last} of ${arr.collective_count})`).join("; ") || "none";
-    const columns = [{key: "rank", label: "rank", num: true, fmt: (v) => String(v)}, {key: "role", label: "role"},
-      {key: "times_last", label: "last at", num: true, fmt: (v) => fmtNum(v)}, {key: "late_ms", label: "late", num: true, fmt: fmtMs},
-      {key: "wait_ms", label: "waits for the last arrival", num: true, fmt: fmtMs}, {key: "wait_on_culprits_ms", label: "of it on culprits", num: true, fmt: fmtMs}];
-    out.push(card("arrivals", "Culprits and victims at the collectives", `Culprits: ${culprits}. Victims: ${
-      (arr.victims || []).join(", ") || "none"}.`, dataTable(arr.ranks, columns, {id: "arrivals-table", sortKey: "late_ms", filterKey: "role", limit: 100})));
-  }
+  if (arr && arr.ranks) out.push(...arrivalsCards(arr, onHost, cpuOnly));
   const links = cluster && cluster.slow_links;
   if (links && links.links && links.links.length) {
     const columns = [{key: "link", label: "link"}, {key: "kind", label: "kind"}, {key: "bytes", label: "bytes", num: true, fmt: fmtBytes},
@@ -113,6 +143,43 @@ export async function distributedView(ctx) {
     out.push(card("collectives", `Collectives — rank ${ctx.rank}`, `Overlap ratio ${fmtPct(mine.distributed.overlap_ratio_pct)}; wait ${
       fmtMs(mine.distributed.wait_ms)}, transfer ${fmtMs(mine.distributed.transfer_ms)} per step.`,
       dataTable(coll, columns, {id: "collectives-table", sortKey: "time_ms", filterKey: "type"})));
+  }
+  return out;
+}
+
+/** Culprits (late at the collectives) and victims (waiting for them), per average step, and the latest
+ *  collectives with each rank's arrival: cluster.arrivals (kernels, or the collectives the host runs). */
+function arrivalsCards(arr, onHost, cpuOnly) {
+  const n = arr.collective_count;
+  const culprits = (arr.culprits || []).map((c) => `rank ${c.rank} (${causeText(c.cause, cpuOnly)}; ${fmtMs(c.late_ms)} late per step, `
+    + `last at ${fmtNum(c.times_last)} of ${fmtNum(n)} collectives)`).join("; ") || "none";
+  const victims = ranksText(arr.victims || []);
+  const columns = [{key: "rank", label: "rank", num: true, fmt: (v) => String(v)}, {key: "role", label: "role"},
+    {key: "times_last", label: `last at (of ${fmtNum(n)} collectives)`, num: true, fmt: (v) => fmtNum(v)},
+    {key: "late_ms", label: "late, per step", num: true, fmt: fmtMs},
+    {key: "wait_ms", label: "waits for the last arrival, per step", num: true, fmt: fmtMs},
+    {key: "wait_on_culprits_ms", label: "of it on culprits, per step", num: true, fmt: fmtMs}];
+  const where = onHost ? `, run on the host${cpuOnly ? " (gloo on the CPU)" : ""}` : "";
+  const out = [card("arrivals", "Culprits and victims at the collectives", `${fmtNum(n)} collectives matched across ranks${where}; `
+    + `times are ms per average step (${fmtNum(arr.step_count)} steps). Culprits: ${culprits}. Victims (wait for the culprits at least `
+    + `half their lateness): ${victims}.`, dataTable(arr.ranks, columns, {id: "arrivals-table", sortKey: "late_ms", filterKey: "role", limit: 100}))];
+  const coll = arr.collectives || [];
+  if (coll.length) {
+    const order = arr.ranks.map((r) => r.rank);
+    const at = (list) => (list || []).map((v, i) => `${order[i]}: ${isNum(v) ? v.toFixed(2) : "–"}`).join(", ");
+    const rows = coll.map((c) => {
+      const causes = Object.entries(c.cause_ms || {}).filter(([, v]) => v > 0).sort((p, q) => q[1] - p[1]);
+      return {index: c.index, type: c.type, group: c.group || "–", bytes: c.bytes, last_rank: c.last_rank ?? "tie",
+        lateness_ms: c.lateness_ms, arrival: at(c.arrival_ms), wait: at(c.wait_ms), cause: causes.length ? causeText(causes[0][0], cpuOnly) : "–"};
+    });
+    const cols = [{key: "index", label: "#", num: true, fmt: (v) => String(v)}, {key: "type", label: "type"}, {key: "group", label: "group"},
+      {key: "bytes", label: "bytes", num: true, fmt: (v) => (isNum(v) && v >= 0 ? fmtBytes(v) : "?")},
+      {key: "last_rank", label: "last rank"}, {key: "lateness_ms", label: "lateness", num: true, fmt: fmtMs},
+      {key: "cause", label: "mostly"}, {key: "arrival", label: "arrival per rank (ms)"}, {key: "wait", label: "wait per rank (ms)"}];
+    out.push(card("arrival-collectives", "Collectives, the latest last arrival first", `Each collective matched across ranks${where}: who arrived `
+      + "last and how late (ms after the second-to-last arrival), what delayed it, and per rank its arrival (ms from the first "
+      + "matched arrival of the trace, clocks aligned on the collectives' ends) and its wait for the last one (ms).",
+    dataTable(rows, cols, {id: "arrival-collectives-table", sortKey: "lateness_ms", filterKey: "type", limit: 100})));
   }
   return out;
 }

@@ -195,6 +195,7 @@ def test_memory_and_timeline_come_from_the_file(opened: Opened) -> None:
     # one time axis for GPU and CPU (0.0–962.9 ms against 0.1–1049.2 ms before), so the peaks line up
     axes = [opened.page.locator(f"#memory-chart-{i} text.xtick").all_text_contents() for i in range(len(curves))]
     assert axes[0][0] == "0 ms" and all(a == axes[0] for a in axes), axes
+    _one_precision(opened.page, len(curves))
     opened.go("timeline", wait="#timeline-canvas[data-fetches]")
     snap = data["timeline"]["0"]
     assert snap["step"] is not None and opened.page.locator("#timeline-step").input_value() == str(snap["step"])
@@ -204,6 +205,13 @@ def test_memory_and_timeline_come_from_the_file(opened: Opened) -> None:
     assert note.endswith("(open the trace with `stepscope serve` for the rest)."), note
     assert opened.page.locator("#timeline h2").text_content() == "Timeline — rank 0"
     opened.check_clean()
+
+
+def _one_precision(page: Any, charts: int) -> None:
+    """The memory charts' y ticks are written with one precision (skew's read "0.625 MiB", "1.875 MiB", "2.5 MiB")."""
+    for i in range(charts):
+        ys = page.locator(f"#memory-chart-{i} text.ytick").all_text_contents()
+        assert len({len(y.split(" ")[0].partition(".")[2]) for y in ys}) == 1 and ys[0].startswith("0"), ys
 
 
 def _lane_colours(page: Any, labels: list[str]) -> set[tuple[int, int, int]]:
@@ -246,6 +254,8 @@ def test_skew_timeline_names_its_rank_and_draws_gloo_as_communication(tmp_path: 
     colours = _lane_colours(page, gloo)
     assert communication in colours and annotation not in colours, colours
     _keep_screenshot(page, "skew-timeline.png")
+    opened.go("memory", wait="#memory-chart-0 polyline")
+    _one_precision(page, 1)
     opened.check_clean()
 
 

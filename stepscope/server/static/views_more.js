@@ -23,7 +23,7 @@ export async function memoryView(ctx) {
     if (c.reserved_mb && c.reserved_mb.some((v) => v > 0)) series.push({label: "reserved", color: MEM_COLORS[(2 * i + 1) % MEM_COLORS.length], x: c.ts_ms, y: c.reserved_mb});
     const keys = series.map((s) => [s.label, s.label, s.color]);
     return el("div", {class: "memcurve"}, el("h3", null, c.device), legend(keys),
-      lineChart(`memory-chart-${i}`, series, {xFmt: (v) => `${v.toFixed(1)} ms`, xTickFmt: (v) => `${v.toFixed(xd)} ms`, yFmt: (v) => `${Number(v.toPrecision(4))} MiB`,
+      lineChart(`memory-chart-${i}`, series, {xFmt: (v) => `${v.toFixed(1)} ms`, xTickFmt: (v) => `${v.toFixed(xd)} ms`, yFmt: (v) => `${Number(v.toPrecision(4))} MiB`, yUnit: " MiB",
         xDomain: [lo, hi], xTicks: axis.values}));
   });
   out.push(card("memory", "Memory over time", "Allocated (and reserved, when recorded) per device, on one time axis (ms from the "

@@ -357,7 +357,8 @@ def test_a_job_bound_by_imbalance_is_never_called_balanced(tmp_path: Path, brows
     opened.go("distributed", wait="#cluster p.sub")
     text = opened.page.locator("#cluster p.sub").text_content() or ""
     pct = doc["cluster"]["imbalance_pct"]
-    assert text.startswith(f"Load imbalance of step time across ranks {pct:.1f} % (the busiest rank over the mean); "
+    assert text.startswith(f"Per average step. Load imbalance of step time across ranks {pct:.1f} % (the busiest rank "
+                           "over the mean); "
                            "ranks with more work (kernels, compute, step): none"), text
     assert not re.search(r"\bbalanced\b", opened.page.locator("main#view").text_content() or "", re.IGNORECASE)
     opened.check_clean()

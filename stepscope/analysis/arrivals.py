@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.analysis import intervals
 from stepscope.analysis._memo import per_trace
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.collective_records import CollectiveRecords, collective_records
@@ -213,22 +214,7 @@ def _new_lateness(lid: I64, second_t: I64, last_t: I64, named: npt.NDArray[np.bo
     earlier collective its last rank was last at already covers: collectives that wait together
     (gloo's asynchronous all-reduces, one per DDP bucket, each waiting for the same late rank) are
     one wait, not one each — the others' time lost to the rank is the union of these intervals."""
-    out = np.zeros(len(lid), np.int64)
-    if len(lid) == 0:
-        return out
-    order = np.lexsort((second_t, lid))
-    lo, hi, who = second_t[order], last_t[order], lid[order]
-    first = np.flatnonzero(np.concatenate([[True], who[1:] != who[:-1]]))
-    before = np.concatenate([[_MIN], hi[:-1]])
-    before[first] = _MIN  # nothing earlier for a rank's first interval
-    covered = np.empty_like(before)
-    for a, b in zip(first.tolist(), [*first[1:].tolist(), len(order)]):  # per last rank: a handful
-        covered[a:b] = np.maximum.accumulate(before[a:b])
-    out[order] = np.maximum(hi - np.maximum(lo, covered), 0)
-    return np.where(named, out, 0)
-
-
-_MIN = np.iinfo(np.int64).min
+    return np.where(named, intervals.uncovered_by_group(lid, second_t, last_t), 0)
 
 
 def _judge(m: Matched) -> Arrivals:

@@ -192,19 +192,30 @@ def split_at(iv: Intervals, cuts: npt.ArrayLike) -> tuple[I64, I64, I64]:
 
 
 def union_length_by_group(group: npt.ArrayLike, starts: npt.ArrayLike, ends: npt.ArrayLike, groups: int) -> I64:
-    """Per group (``group`` = 0..groups-1 per interval), the length of the union of its intervals.
+    """Per group (``group`` = 0..groups-1 per interval), the length of the union of its intervals:
+    the sum of :func:`uncovered_by_group`."""
+    g = np.asarray(group, np.int64)
+    new = uncovered_by_group(g, starts, ends)
+    return np.rint(np.bincount(g, weights=new, minlength=groups)).astype(np.int64)
+
+
+def uncovered_by_group(group: npt.ArrayLike, starts: npt.ArrayLike, ends: npt.ArrayLike) -> I64:
+    """Per interval (in the order given), the part of it that no interval of its group starting
+    earlier (at the same start: given earlier) already covers; summed over a group, the length of
+    the group's union, so overlapping intervals count once (e.g. collectives that wait together).
 
     A segmented running maximum of the ends: times are offset by ``group × span`` (``span`` longer
     than all the times cover), so one ``maximum.accumulate`` never carries an end across groups;
     where that would overflow int64, times are replaced by their rank among all times first."""
     g = np.asarray(group, np.int64)
     s, e = np.asarray(starts, np.int64), np.asarray(ends, np.int64)
+    out = np.zeros(len(g), np.int64)
     if len(g) == 0:
-        return np.zeros(groups, np.int64)
+        return out
     t0 = min(int(s.min()), int(e.min()))
     span = max(int(s.max()), int(e.max())) - t0 + 2
-    if span * (int(g.max()) + 1) >= 1 << 62:
-        return _union_length_by_rank(g, s, e, groups)
+    if span * (int(g.max() - min(int(g.min()), 0)) + 1) >= 1 << 62:
+        return _uncovered_by_rank(g, s, e)
     base = g * span - t0  # group g's times lie in [g·span, (g+1)·span - 1)
     order = np.argsort(s + base, kind="stable")  # by group, then start: lexsort((s, g)) in one key
     g, s, e, base = g[order], s[order], e[order], base[order]
@@ -212,19 +223,21 @@ def union_length_by_group(group: npt.ArrayLike, starts: npt.ArrayLike, ends: npt
     prev = np.full(len(g), np.iinfo(np.int64).min)
     same = g[1:] == g[:-1]
     prev[1:] = np.where(same, run[:-1] - base[1:], prev[1:])
-    covered = np.maximum(e - np.maximum(s, prev), 0)
-    return np.rint(np.bincount(g, weights=covered, minlength=groups)).astype(np.int64)
+    out[order] = np.maximum(e - np.maximum(s, prev), 0)
+    return out
 
 
-def _union_length_by_rank(g: I64, s: I64, e: I64, groups: int) -> I64:
+def _uncovered_by_rank(g: I64, s: I64, e: I64) -> I64:
     order = np.lexsort((s, g))
     g, s, e = g[order], s[order], e[order]
     times = unique(np.concatenate([s, e]))
     span = len(times) + 1
-    run = np.maximum.accumulate(np.searchsorted(times, e) + g * span)
+    gi = g - g.min()  # ≥ 0: the segment offsets must grow with the group
+    run = np.maximum.accumulate(np.searchsorted(times, e) + gi * span)
     prev = np.full(len(g), np.iinfo(np.int64).min)
     same = np.zeros(len(g), bool)
     same[1:] = g[1:] == g[:-1]
-    prev[1:] = np.where(same[1:], times[np.minimum(run[:-1] - g[:-1] * span, len(times) - 1)], prev[1:])
-    covered = np.maximum(e - np.maximum(s, prev), 0)
-    return np.rint(np.bincount(g, weights=covered, minlength=groups)).astype(np.int64)
+    prev[1:] = np.where(same[1:], times[np.minimum(run[:-1] - gi[:-1] * span, len(times) - 1)], prev[1:])
+    out = np.zeros(len(g), np.int64)
+    out[order] = np.maximum(e - np.maximum(s, prev), 0)
+    return out

@@ -99,7 +99,8 @@ def test_union_length_by_group_matches_a_bitmap(seed: int) -> None:
     e = s + rng.integers(-5, 300, 3_000)  # some empty and inverted intervals: they cover nothing
     want = _union_lengths_by_bitmap(g, s, e, groups, n)
     assert intervals.union_length_by_group(g, s, e, groups).tolist() == want
-    assert intervals._union_length_by_rank(g, s, e, groups).tolist() == want  # the overflow-safe path
+    safe = np.bincount(g, weights=intervals._uncovered_by_rank(g, s, e), minlength=groups)  # overflow-safe path
+    assert safe.astype(np.int64).tolist() == want
 
 
 def test_union_length_by_group_far_apart_times_take_the_safe_path() -> None:
@@ -107,6 +108,16 @@ def test_union_length_by_group_far_apart_times_take_the_safe_path() -> None:
     s = np.array([0, 2**61, 2**61 + 5, 10], np.int64)  # group × span would overflow int64
     e = np.array([20, 2**61 + 10, 2**61 + 20, 15], np.int64)
     assert intervals.union_length_by_group(g, s, e, 3).tolist() == [20, 20, 0]
+
+
+def test_uncovered_by_group_is_each_intervals_new_part_in_input_order() -> None:
+    """Group 0: [10, 30) first, [0, 20) starts earlier so it comes first (20 new), then [10, 30) adds
+    10; [25, 26) is inside. Group 1: [5, 8) alone. Group 0's union is 30 = 20 + 10 + 0."""
+    g = np.array([0, 1, 0, 0], np.int64)
+    s = np.array([10, 5, 0, 25], np.int64)
+    e = np.array([30, 8, 20, 26], np.int64)
+    assert intervals.uncovered_by_group(g, s, e).tolist() == [10, 3, 20, 0]
+    assert intervals._uncovered_by_rank(g, s, e).tolist() == [10, 3, 20, 0]
 
 
 @pytest.mark.parametrize("sorted_windows", [True, False])

@@ -10,7 +10,9 @@ here is a function of those records only, vectorised over collectives × ranks.
   rank's clock offset is the median over its collectives of (its end − the collective's median
   end); every time is shifted by it (no-op on one host, microseconds there).
 * **Arrival** of a rank at a collective: the device start of its kernel (``enqueue_ns``: the host
-  time of its launch, where linked). **Wait** = the last arrival − the rank's arrival.
+  time of its launch, where linked). **Wait** = the last arrival − the rank's arrival; a rank's
+  total (``wait_total_ns``) is the union of these intervals, like a culprit's lateness: collectives
+  that wait together (gloo's asynchronous all-reduces) count once.
 * **Lateness** of a collective = the last arrival − the second-to-last arrival: the time everyone
   else waited for the last rank alone, i.e. what the collective would start earlier by had that rank
   arrived with the others (not − the median arrival, which also counts the other ranks'
@@ -25,7 +27,8 @@ here is a function of those records only, vectorised over collectives × ranks.
   collectives' lateness and ≥ :data:`CULPRIT_MIN_STEP_PCT` % of the job's time; their cause is their
   largest summed cause. **Victims**: the other ranks that waited for the culprits for at least half
   of the culprits' lateness. ``wait_on_culprits_ns`` is a rank's wait at collectives a culprit was
-  last at, each capped by that collective's lateness (the part the culprit alone caused); the rest of
+  last at, each capped by that collective's lateness (the part the culprit alone caused; the union of
+  those intervals, so with two ranks it is the culprit's lateness); the rest of
   its wait is the spread of the others' arrivals (an early rank waits long without anyone being late).
 """
 
@@ -91,7 +94,7 @@ class Arrivals:
     cause_ns: npt.NDArray[np.int64]  # (C, len(CAUSES)) the lateness split by cause
     late_ns: I64  # (R,) the lateness it caused at the collectives it was last at (the union of their intervals)
     times_last: I64
-    wait_total_ns: I64
+    wait_total_ns: I64  # (R,) the union of its wait intervals
     wait_on_culprits_ns: I64
     rank_cause_ns: npt.NDArray[np.int64]  # (R, len(CAUSES))
     culprits: tuple[int, ...]
@@ -246,7 +249,7 @@ def _judge(m: Matched) -> Arrivals:
     is_culprit = ((late > 0) & (late >= all_late * CULPRIT_MIN_SHARE_PCT / 100)
                   & (late >= job * CULPRIT_MIN_STEP_PCT / 100))
     by_culprit = named & is_culprit[np.minimum(lid, n_r - 1)] & (lid < n_r)
-    caused = np.where(by_culprit[:, None], np.minimum(wait, lateness[:, None]), 0).sum(axis=0).astype(np.int64)
+    wait_total, caused = _waits(m, second_t, last_t, by_culprit)
     culprit_late = float(late[is_culprit].sum())
     is_victim = ~is_culprit & (caused > 0) & (caused >= culprit_late / 2)
     culprits = tuple(int(r) for r in m.ranks[is_culprit])
@@ -254,8 +257,21 @@ def _judge(m: Matched) -> Arrivals:
     spread = np.round(wait.sum(axis=1) / m.present.sum(axis=1)).astype(np.int64)  # last − mean arrival
     return Arrivals(m, np.where(named, m.ranks[last_i], -1), lateness.astype(np.int64), spread,
                     wait.astype(np.int64),
-                    cause_ns, late, times, wait.sum(axis=0).astype(np.int64), caused, rank_cause[:n_r],
+                    cause_ns, late, times, wait_total, caused, rank_cause[:n_r],
                     culprits, tuple(int(r) for r in m.ranks[is_victim]), causes)
+
+
+def _waits(m: Matched, second_t: I64, last_t: I64, by_culprit: B2) -> tuple[I64, I64]:
+    """Per rank, its wait: the union of its wait intervals (its arrival → the last arrival), so
+    collectives that wait together (gloo's asynchronous all-reduces) count once, as the lateness does;
+    and the part on the culprits: the union over the collectives a culprit was last at of the
+    intervals capped by the lateness (the second-to-last → the last arrival, where it came earlier)."""
+    c, r = np.nonzero(m.present)
+    total = intervals.union_length_by_group(r, m.arrival_ns[c, r], last_t[c], len(m.ranks))
+    k = by_culprit[c]
+    c, r = c[k], r[k]
+    on = intervals.union_length_by_group(r, np.maximum(m.arrival_ns[c, r], second_t[c]), last_t[c], len(m.ranks))
+    return total, on
 
 
 def job_steps_ns(rank_steps: list[I64]) -> I64:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.analysis import intervals
 from stepscope.analysis.arrivals import TIE_NS, Arrivals, Matched, compute_arrivals
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import I64
@@ -230,7 +231,8 @@ def _publish(runs: Mapping[int, RankRun], cols: Mapping[int, int], e: JobEdges, 
 
 
 def collective_waits_ns(e: JobEdges, rps: Mapping[int, Replay] | None = None) -> I64:
-    """Per rank of ``e.ranks``: its waits at the group collectives summed (the last arrival − its own),
+    """Per rank of ``e.ranks``: its wait at the group collectives (the last arrival − its own; the union
+    of these intervals, as the arrivals' ``wait_total_ns``: collectives that wait together count once),
     measured, or replayed where ``rps`` holds the rank's replay (a collective starts at its arrival)."""
     arr = e.arrival_ns.copy()
     for i, r in enumerate(e.ranks):  # per rank
@@ -241,5 +243,5 @@ def collective_waits_ns(e: JobEdges, rps: Mapping[int, Replay] | None = None) ->
             arr[host, i] = rp.host_coll_start_ns[e.hact[host, i]] - e.offset_ns[i]
     present = e.present & ~e.p2p[:, None]  # the group collectives only
     last = np.where(present, arr, _NONE).max(axis=1)
-    waits: I64 = np.where(present, last[:, None] - arr, 0).sum(axis=0).astype(np.int64)
-    return waits
+    c, k = np.nonzero(present)
+    return intervals.union_length_by_group(k, arr[c, k], last[c], len(e.ranks))

@@ -116,3 +116,38 @@ def test_a_host_run_collective_is_never_matched_with_a_kernel(tmp_path: Path) ->
         gloo.op("gloo:all_reduce", ts=t + 150, dur=1_050, tid=2)
     with pytest.raises(NotApplicable, match="no collective matched"):
         compute_arrivals(load_ranks([nccl, gloo], tmp_path))
+
+
+#: two asynchronous all-reduces a step (one per DDP bucket, each on its own gloo worker thread): when
+#: the rank queues them, µs after its step start (rank 1 does 6 ms more work before them)
+BUCKETS = {0: (2_000, 2_500), 2: (4_000, 4_500), 1: (8_000, 8_500)}
+
+
+def bucket_rank(rank: int, world: int) -> TraceBuilder:
+    b = TraceBuilder(rank=rank, world_size=world)
+    for i in range(2):
+        t = i * STEP
+        b.step(i + 1, t, STEP - 100)
+        b.op("aten::addmm", ts=t + 100, dur=BUCKETS[rank][0] - 200)
+        for k, arrive in enumerate(BUCKETS[rank]):  # each runs until 500 µs after rank 1 queued it
+            b.op("c10d::allreduce_", ts=t + arrive - 10, dur=20)
+            b.op("gloo:all_reduce", ts=t + arrive, dur=t + BUCKETS[1][k] + 500 - (t + arrive), tid=2 + k)
+    return b
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_a_wait_on_collectives_waiting_together_is_their_union(world: int, tmp_path: Path) -> None:
+    """Rank 1 is last at both all-reduces of each step. Rank 0 waits [2000, 8000] and [2500, 8500] µs
+    into the step: 6.5 ms of its 10 ms step (their union), not 12 ms (their sum, longer than the
+    step). Its wait on the culprit is capped by the lateness (the second-to-last → the last arrival):
+    with 2 ranks the same intervals, 6.5 ms, = rank 1's lateness; with rank 2 arriving at 4000 / 4500
+    µs, [4000, 8000] ∪ [4500, 8500] = 4.5 ms, = rank 1's lateness, and rank 2 waits those 4.5 ms."""
+    a = compute_arrivals(load_ranks([bucket_rank(r, world) for r in range(world)], tmp_path))
+    assert a.collective_count == 4 and a.last_rank.tolist() == [1] * 4 and a.culprits == (1,)
+    late = {2: 6_500, 3: 4_500}[world] * 2 * 1_000  # 2 steps
+    assert a.wait_ns[:, 0].tolist() == [6_000_000] * 4  # each collective's own wait is unchanged
+    wait = dict(zip(a.ranks, a.wait_total_ns.tolist()))
+    on = dict(zip(a.ranks, a.wait_on_culprits_ns.tolist()))
+    assert a.late_ns[1] == late and wait[0] == 2 * 6_500_000 and on[0] == late and wait[1] == on[1] == 0
+    if world == 3:
+        assert wait[2] == on[2] == late and a.victims == (0, 2)

@@ -10,8 +10,9 @@ A job's verdict comes first: ``imbalance`` when the arrival analysis (:mod:`step
 finds culprits — ranks late at the collectives for reasons inside the trace (``straggler_min_pct``)
 — whose lateness, the time the others wait for them alone, is at least ``imbalance_min_pct`` % of
 the job's step; otherwise the bound of the rank the others wait for at the collectives (the one that
-waits least: it arrives last), or without collectives the slowest rank's. Wording lives in
-:mod:`stepscope.report.texts`.
+waits least: it arrives last), or without collectives the slowest rank's. Its step is the job's step
+in every case (the one the straggler finding and the job replay state); its shares are those of the
+rank it is built from, of that rank's own window. Wording lives in :mod:`stepscope.report.texts`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from stepscope.analysis.arrivals import Arrivals
 from stepscope.analysis.bundle import Bundle
 from stepscope.analysis.critical_path import CriticalPath
 from stepscope.analysis.platform import no_host_timeline, platform_of
-from stepscope.analysis.registry import ARRIVALS, CRITICAL_PATH
+from stepscope.analysis.registry import ARRIVALS, CRITICAL_PATH, JOB_WHATIF
 
 #: Every bound a verdict can name.
 BOUNDS = ("input", "host", "compute", "communication", "copy", "imbalance")
@@ -53,12 +54,25 @@ class Verdict:
     platform: str = "cuda"  # what the device is called in words (analysis.platform)
     host_timeline: bool = True  # False: a summary-only trace, whose "host" share is device idle time of unknown cause
     set_by: str = ""  # job: "waited-for" (the rank the others wait for at the collectives) or "slowest"
-    job_step_ns: int | None = None  # job set by the waited-for rank: the job's step (its slowest rank's), not
-    #  that rank's own window, which ``step_ns`` and the shares are of
     compiling_pct: float = 0.0  # the host's time compiling (torch.compile) on the path, % of the step
+    shares_rank: int | None = None  # job: the rank whose verdict it is built from: the shares, device busy and
+    #  compiling % are of that rank's own window, ``shares_step_ns``; ``step_ns`` is the job's step
+    shares_step_ns: int | None = None
+
+    @property
+    def job_step_ns(self) -> int | None:
+        """The job's step (the job's verdict only): at each step the slowest rank's window, averaged."""
+        return self.step_ns if self.rank is None else None
+
+    @property
+    def window_ns(self) -> int:
+        """The mean window the shares are of: the rank's step, or for the job ``shares_rank``'s own."""
+        return self.step_ns if self.shares_step_ns is None else self.shares_step_ns
 
     def to_dict(self) -> dict[str, Any]:
         return {"rank": self.rank, "bound": self.bound, "avg_step_ms": self.step_ns / 1e6,
+                "shares_rank": self.rank if self.rank is not None else self.shares_rank,
+                "shares_step_ms": self.window_ns / 1e6,
                 "step_count": self.step_count, "whole_trace": self.whole_trace,
                 "device_busy_pct": None if self.device_busy_pct is None else round(self.device_busy_pct, 2),
                 "shares_pct": {k: round(v, 2) for k, v in self.shares_pct.items()},
@@ -85,7 +99,9 @@ def verdict_of(bundle: Bundle, rank: int) -> Verdict | None:
 
 
 def job_verdict(bundle: Bundle, per_rank: tuple[Verdict, ...], cfg: AdvisorConfig | None = None) -> Verdict | None:
-    """The whole job's verdict (multi-rank runs only): imbalance, else the slowest rank's bound."""
+    """The whole job's verdict (multi-rank runs only): imbalance, else the bound of the rank the others
+    wait for, else the slowest rank's. Its ``step_ns`` is the job's step (:func:`job_step_of`) in every
+    case; the shares stay those of the rank it is built from (``shares_rank``, ``shares_step_ns``)."""
     if len(per_rank) < 2:
         return None
     cfg = cfg or AdvisorConfig()
@@ -93,21 +109,37 @@ def job_verdict(bundle: Bundle, per_rank: tuple[Verdict, ...], cfg: AdvisorConfi
     median = statistics.median(v.step_ns for v in per_rank)
     excess = round(100.0 * (slowest.step_ns - median) / median, 1) if median > 0 else 0.0
     arrivals = bundle.cluster_result(ARRIVALS)
+    job_ns = job_step_of(bundle, slowest)
     if arrivals is not None and arrivals.m.job_step_ns > 0:
         culprits = claimed_culprits(arrivals, cfg.straggler_min_pct, cfg.straggler_min_times_last)
         late = sum(int(arrivals.late_ns[arrivals.ranks.index(r)]) for r in culprits) / max(arrivals.m.step_count, 1)
         share = round(100.0 * late / arrivals.m.job_step_ns, 1)
-        if culprits and share >= cfg.imbalance_min_pct:  # the job's step, as every job figure has it
-            return replace(slowest, rank=None, bound="imbalance", ranks=tuple(culprits), excess_pct=share,
-                           causes=tuple(arrivals.culprit_cause[r] for r in culprits),
-                           step_ns=int(arrivals.m.job_step_ns))
+        if culprits and share >= cfg.imbalance_min_pct:
+            return _as_job(slowest, job_ns, bound="imbalance", ranks=tuple(culprits), excess_pct=share,
+                           causes=tuple(arrivals.culprit_cause[r] for r in culprits))
     setter = _waited_for(arrivals, per_rank)
-    if setter is not None:  # the job's step is set by the rank the others wait for, whatever its window
-        job_ns = arrivals.m.job_step_ns if arrivals is not None and arrivals.m.job_step_ns > 0 else slowest.step_ns
-        return replace(setter, rank=None, ranks=(setter.rank,) if setter.rank is not None else (), set_by="waited-for",
-                       job_step_ns=int(job_ns))
-    return replace(slowest, rank=None, ranks=(slowest.rank,) if slowest.rank is not None else (), excess_pct=excess,
+    if setter is not None:  # the job's bound is that of the rank the others wait for, whatever its window
+        return _as_job(setter, job_ns, ranks=(setter.rank,) if setter.rank is not None else (), set_by="waited-for")
+    return _as_job(slowest, job_ns, ranks=(slowest.rank,) if slowest.rank is not None else (), excess_pct=excess,
                    set_by="slowest")
+
+
+def _as_job(v: Verdict, job_ns: int, **changes: Any) -> Verdict:
+    """Rank ``v``'s verdict as the job's: the job's step, ``v``'s shares of its own window."""
+    return replace(v, rank=None, step_ns=job_ns, shares_rank=v.rank, shares_step_ns=v.step_ns, **changes)
+
+
+def job_step_of(bundle: Bundle, slowest: Verdict) -> int:
+    """The job's step: the arrival analysis' (``arrivals.job_mean_step_ns``: at each step the slowest
+    rank's window, averaged — the straggler finding's and the job replay's measured step), else the
+    job replay's measured step, else (no collective or transfer matched) the slowest rank's window."""
+    arrivals = bundle.cluster_result(ARRIVALS)
+    if arrivals is not None and arrivals.m.job_step_ns > 0:
+        return round(arrivals.m.job_step_ns)
+    replayed = bundle.cluster_result(JOB_WHATIF)
+    if replayed is not None and replayed.measured_mean_ns > 0:
+        return round(replayed.measured_mean_ns)
+    return slowest.step_ns
 
 
 def _waited_for(arrivals: Arrivals | None, per_rank: tuple[Verdict, ...]) -> Verdict | None:

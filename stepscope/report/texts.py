@@ -383,11 +383,17 @@ def verdict_text(v: Verdict) -> str:
     head = f"{who}: bound by {stage} ({share:.0f}% of the {v.step_ns / 1e6:.1f} ms {window}{busy})"
     others = sorted(((s, p) for s, p in v.shares_pct.items() if s != v.bound), key=lambda sp: -sp[1])
     rest = ", ".join(f"{_stage(s, device, v.host_timeline, v.has_device)} {p:.0f}%" for s, p in others if p >= 0.5)
-    if v.rank is None and v.ranks and v.set_by == "waited-for" and v.job_step_ns:
-        head = (f"{who}: bound by {stage} (the {v.job_step_ns / 1e6:.1f} ms step), set by rank {v.ranks[0]}, the "
-                f"rank the others wait for at the collectives ({share:.0f}% of its own {v.step_ns / 1e6:.1f} ms "
-                f"{window}{busy})")
-    elif v.rank is None and v.ranks:
-        head += (f", set by rank {v.ranks[0]}, the rank the others wait for at the collectives"
-                 if v.set_by == "waited-for" else f", set by its slowest rank ({v.ranks[0]})")
+    if v.rank is None and v.ranks:
+        head = _job_head(v, stage, f"{share:.0f}%", window, busy)
     return f"{head} — {rest}" if rest else head
+
+
+def _job_head(v: Verdict, stage: str, share: str, window: str, busy: str) -> str:
+    """The job's verdict set by one rank: the job's step first; the shares are of that rank's own
+    window, said apart where it is not the job's step (the waited-for rank's is shorter)."""
+    by = (f"set by rank {v.ranks[0]}, the rank the others wait for at the collectives" if v.set_by == "waited-for"
+          else f"set by its slowest rank ({v.ranks[0]})")
+    if v.set_by != "waited-for" and v.window_ns == v.step_ns:
+        return f"job: bound by {stage} ({share} of the {v.step_ns / 1e6:.1f} ms {window}{busy}), {by}"
+    return (f"job: bound by {stage} (the {v.step_ns / 1e6:.1f} ms {window}), {by} ({share} of its own "
+            f"{v.window_ns / 1e6:.1f} ms {window}{busy})")

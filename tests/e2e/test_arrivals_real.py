@@ -140,3 +140,23 @@ def test_dlrm_job_verdict_says_the_jobs_step_the_findings_speak_of() -> None:
     assert round(job.job_step_ns / 1e6, 3) == straggler.evidence["job_step_ms"] == 18.711
     text = verdict_text(job)
     assert "(the 18.7 ms step), set by rank 7" in text and "of its own 12.5 ms step" in text
+    # the JSON verdict's step is the job's too (it said rank 7's 12.509 ms): the arrivals' and the job
+    # replay's; rank 7's own window, which the shares are of, is a field of its own
+    doc = to_json(bundle(DLRM))
+    v = doc["verdicts"][0]
+    assert v["avg_step_ms"] == v["job_step_ms"] == doc["cluster"]["arrivals"]["job_step_ms"] == pytest.approx(18.711)
+    assert v["avg_step_ms"] == pytest.approx(doc["cluster"]["job_whatif"]["measured_mean_ms"], abs=1e-6)
+    assert (v["shares_rank"], round(v["shares_step_ms"], 3)) == (7, 12.509)
+    assert v["shares_pct"] == next(r for r in doc["verdicts"] if r["rank"] == 7)["shares_pct"]
+
+
+def test_ascend_job_verdict_says_the_jobs_step() -> None:
+    """Set by rank 1 (the rank the others wait for): its own window is 153.888 ms, the job's step 155.986."""
+    b = bundle(ASCEND)
+    doc = to_json(b)
+    v = doc["verdicts"][0]
+    assert v["set_by"] == "waited-for" and v["ranks"] == [1]
+    assert v["avg_step_ms"] == v["job_step_ms"] == pytest.approx(155.986, abs=1e-3)
+    assert v["avg_step_ms"] == pytest.approx(doc["cluster"]["job_whatif"]["measured_mean_ms"], abs=1e-6)
+    assert (v["shares_rank"], round(v["shares_step_ms"], 3)) == (1, 153.888)
+    assert "(the 156.0 ms step), set by rank 1" in v["text"] and "of its own 153.9 ms step" in v["text"]

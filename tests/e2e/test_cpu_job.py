@@ -127,6 +127,7 @@ def test_a_rank_with_more_work_is_the_jobs_straggler() -> None:
     v = adv.verdicts[0]
     assert v.bound == "imbalance" and v.ranks == (1,) and v.causes == ("host",)
     assert v.excess_pct is not None and 0 < v.excess_pct < 100
+    assert v.to_dict()["job_step_ms"] == v.to_dict()["avg_step_ms"] == pytest.approx(a.m.job_step_ns / 1e6, abs=1e-6)
     assert adv.findings[0].rule in ("straggler-rank", "load-imbalance") and adv.findings[0].rank == 1
     assert "dataloader-bound" not in [f.rule for f in adv.findings]
     # said for a CPU job: its model's ops are its host work, and one rank waits

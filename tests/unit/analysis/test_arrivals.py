@@ -204,8 +204,15 @@ def test_the_job_verdict_is_the_waited_for_rank_not_the_longest_window(tmp_path:
     job = advice.verdicts[0]
     assert job.rank is None and job.ranks == (2,) and job.set_by == "waited-for"
     rank2 = next(v for v in advice.verdicts if v.rank == 2)
-    assert (job.bound, job.step_ns) == (rank2.bound, rank2.step_ns) == (job.bound, 17_000 * US)
-    assert "set by rank 2, the rank the others wait for" in texts.verdict_text(job)
+    assert job.bound == rank2.bound and rank2.step_ns == 17_000 * US
+    # its step is the job's (ranks 0 and 1's 20 ms windows: the job's one step, as the arrivals and the
+    # job replay state it), its shares rank 2's of its own 17 ms window, said apart
+    assert job.step_ns == job.job_step_ns == round(a.m.job_step_ns) == 20_000 * US
+    assert (job.shares_rank, job.shares_step_ns, job.shares_pct) == (2, 17_000 * US, rank2.shares_pct)
+    d = job.to_dict()
+    assert (d["avg_step_ms"], d["job_step_ms"], d["shares_rank"], d["shares_step_ms"]) == (20.0, 20.0, 2, 17.0)
+    assert "(the 20.0 ms step), set by rank 2, the rank the others wait for" in texts.verdict_text(job)
+    assert "of its own 17.0 ms step" in texts.verdict_text(job)
 
 
 def test_a_culprit_nobody_needs_earlier_saves_nothing(tmp_path: Path) -> None:

@@ -94,6 +94,11 @@ def test_the_job_verdict_and_first_finding(job: Trace) -> None:
     advice = run_advisor(analyze(job))
     v = advice.verdicts[0]
     assert v.rank is None and v.bound == "imbalance" and v.ranks == (0,) and v.causes == ("input",)
+    # its step is the job's (both ranks' windows are the 9.9 ms step markers), said in the JSON as the
+    # job's step too (job_step_ms was null for an imbalance verdict)
+    d = v.to_dict()
+    assert v.step_ns == v.job_step_ns == round(compute_arrivals(job).m.job_step_ns) == 9_900_000
+    assert d["avg_step_ms"] == d["job_step_ms"] == d["shares_step_ms"] == 9.9
     first = advice.findings[0]
     assert first.rule == "dataloader-bound" and first.addresses_bound  # what makes rank 0 late
     assert "straggler-rank" in [f.rule for f in advice.findings]

@@ -65,7 +65,8 @@ def test_the_waited_for_rank_sets_the_jobs_step_in_the_reduce_step(tmp_path: Pat
     doc = map_reduce(tmp_path / "run", use_cache=False).document
     assert doc == _whole(trace)
     job = doc["verdicts"][0]
-    assert (job["ranks"], job["set_by"], job["avg_step_ms"]) == ([2], "waited-for", 17.0)
+    assert (job["ranks"], job["set_by"], job["avg_step_ms"], job["job_step_ms"]) == ([2], "waited-for", 20.0, 20.0)
+    assert (job["shares_rank"], job["shares_step_ms"]) == (2, 17.0)  # rank 2's own window, its shares'
 
 
 def test_pipeline_bubbles_from_each_ranks_pickled_record_and_the_map_reduce_document(tmp_path: Path) -> None:

@@ -132,7 +132,10 @@ def _summary(entry: RunEntry, doc: dict[str, Any], ranks: Sequence[int]) -> dict
     ov = first.get("overview") or {}
     dev = first.get("device") or {}
     verdicts = doc.get("verdicts") or []
-    return {"ranks": list(ranks), "device": dev.get("name"), "avg_step_ms": ov.get("avg_step_ms"),
+    job = verdicts[0] if verdicts and verdicts[0].get("rank") is None else None
+    # a multi-rank run: the job's step, the number its verdict states (not the first rank's window)
+    step = job.get("avg_step_ms") if job is not None else ov.get("avg_step_ms")
+    return {"ranks": list(ranks), "device": dev.get("name"), "avg_step_ms": step,
             "step_count": ov.get("step_count"), "findings": len(doc.get("findings") or []),
             "verdict": verdicts[0].get("text") if verdicts else None, "bound": verdicts[0].get("bound") if verdicts
             else None}

@@ -548,6 +548,11 @@ def test_every_rank_of_a_job_opens_on_the_jobs_verdict_and_findings(tmp_path: Pa
     opened.go("overview", rank=0, wait="#findings li.finding[data-rule=straggler-rank]")
     assert page.locator("#verdict").text_content() == job["text"]
     assert page.locator("#rank-verdict").text_content() == own["text"]
+    # the job's step beside the rank's own window: the job verdict's, the arrivals' one number
+    shown = float(page.locator("#job-step").get_attribute("data-value") or "nan")
+    assert shown == job["avg_step_ms"] == job["job_step_ms"] == pytest.approx(doc["cluster"]["arrivals"]["job_step_ms"])
+    assert float(page.locator("#avg-step").get_attribute("data-value") or "nan") == pytest.approx(own["avg_step_ms"])
+    assert "rank 0 average step" in (page.locator("#avg-step").text_content() or "")
     assert page.locator("li.finding").count() == len(doc["findings"])
     gain = page.locator("li.finding[data-rule=straggler-rank] .gain").text_content() or ""
     assert "/ job step" in gain and gain.endswith(", rank 1"), gain

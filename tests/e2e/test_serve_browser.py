@@ -130,6 +130,12 @@ def test_runs_page(session: Session, ids: dict[str, str]) -> None:
     session.page.wait_for_selector("#runs a.runcard")
     assert session.page.locator("#runs a.runcard").count() == len(ids)
     wait_until(session.page, "document.querySelectorAll('#runs .state-ready').length >= 1", 120)
+    # a multi-rank run's card: the job's step, the one its verdict states (not rank 0's window)
+    rid = ids["cpu_ddp_2rank"]
+    job = api(session.base, f"/api/v1/runs/{rid}/findings")["verdicts"][0]
+    session.page.goto(session.base + "/")
+    card = session.page.wait_for_selector(f"#runs a.runcard.state-ready[data-run='{rid}']", timeout=120_000)
+    assert job["rank"] is None and f"{job['avg_step_ms']:.2f} ms / step" in (card.text_content() or "")
     session.shot("serve-runs.png")
 
 

@@ -48,9 +48,11 @@ function summary() {
   const doc = embedded.doc;
   const first = (doc.ranks || [])[0] || {};
   const verdict = (doc.verdicts || [])[0];
+  // a multi-rank run: the job's step, the number its verdict (rank null) states, not the first rank's window
+  const job = verdict && (verdict.rank === null || verdict.rank === undefined) ? verdict : null;
   return {id: REPORT_ID, label: embedded.title || doc.source || "report", kind: "report", state: "ready",
     ranks: (doc.ranks || []).map((r) => r.rank), device: first.device ? first.device.name : null,
-    avg_step_ms: first.overview ? first.overview.avg_step_ms : null, findings: (doc.findings || []).length,
+    avg_step_ms: job ? job.avg_step_ms : first.overview ? first.overview.avg_step_ms : null, findings: (doc.findings || []).length,
     verdict: verdict ? verdict.text : null};
 }
 

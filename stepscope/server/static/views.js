@@ -101,7 +101,9 @@ export function overviewView(ctx) {
     job || v ? el("div", {class: "verdict", id: "verdict"}, (job || v).text) : null,
     job && v ? el("div", {class: "verdict rank-verdict", id: "rank-verdict"}, v.text) : null,
     ov ? el("div", {class: "stats"},
-      stat("average step", fmtMs(ov.avg_step_ms), {id: "avg-step", "data-value": ov.avg_step_ms}),
+      // a job: its step (the job verdict's, the arrivals' and the job replay's one number), then the rank's own window
+      job ? stat("job step", fmtMs(job.avg_step_ms), {id: "job-step", "data-value": job.avg_step_ms}) : null,
+      stat(job ? `rank ${r.rank} average step` : "average step", fmtMs(ov.avg_step_ms), {id: "avg-step", "data-value": ov.avg_step_ms}),
       stat("steps", fmtNum(ov.step_count)),
       stat("GPU utilization", fmtPct(ov.gpu_utilization_pct)),
       stat("est. SM efficiency", fmtPct(ov.sm_efficiency_pct)),

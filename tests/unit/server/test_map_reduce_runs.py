@@ -69,6 +69,17 @@ def test_runs_list_whatif_and_diff_are_byte_identical(pair: tuple[TestClient, Te
     assert lazy.get(ids[DDP]).models.loaded == ()  # what-if and diff load ranks without keeping them
 
 
+def test_the_run_card_shows_the_jobs_step(pair: tuple[TestClient, TestClient, RunStore, dict[str, str]]) -> None:
+    """A multi-rank run's card: the job's step (its verdict's, the arrivals'), not rank 0's own window."""
+    for c in pair[:2]:
+        doc = c.get(f"/api/v1/runs/{pair[3][DDP]}").json()
+        card = next(r for r in c.get("/api/v1/runs").json()["runs"] if r["label"] == DDP)
+        job = doc["verdicts"][0]
+        assert job["rank"] is None and card["avg_step_ms"] == job["avg_step_ms"] == job["job_step_ms"]
+        assert card["avg_step_ms"] == pytest.approx(doc["cluster"]["arrivals"]["job_step_ms"], abs=1e-6)
+        assert abs(card["avg_step_ms"] - doc["ranks"][0]["overview"]["avg_step_ms"]) > 0.1
+
+
 def test_a_whatif_loads_one_rank_at_a_time_never_the_whole_model(
         pair: tuple[TestClient, TestClient, RunStore, dict[str, str]], monkeypatch: pytest.MonkeyPatch) -> None:
     """The job replay of a map-reduce run (fix a rank: the job's arrivals first) reads its ranks one by one
@@ -150,6 +161,9 @@ def test_eight_ranks_keep_the_last_two_loaded() -> None:
     assert (res.doc, res.rank_doc(5), res.findings, res.info, res.memory) == \
         (whole.doc, whole.rank_doc(5), whole.findings, whole.info, whole.memory)
     assert res.summary == whole.summary
+    # the run card's step is the job's, the number the job verdict states (it showed rank 0's 14.5 ms)
+    job = json.loads(res.findings)["verdicts"][0]
+    assert job["rank"] is None and res.summary["avg_step_ms"] == job["avg_step_ms"] == pytest.approx(18.711)
     assert isinstance(res.models, LazyRanks) and res.ranks == tuple(range(8))
     for i, rank in enumerate((0, 1, 2, 3, 3, 2)):
         first, last = res.extents[rank]

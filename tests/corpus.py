@@ -203,6 +203,11 @@ def _specs() -> list[Spec]:
     add("empty_object.json", const(b"{}"), "error")
     add("events_not_a_list.json", const(b'{"traceEvents": 5}'), "error")
     add("cut_in_header.json", lambda src: src.raw[: src.raw.index(b'"traceEvents"') - 10], "error")
+    # --- valid JSON without a single event: nothing to analyse, refused (not a page of zero tables) ---
+    add("no_events.json", const(b'{"traceEvents": []}'), "error")
+    add("list_of_numbers.json", const(b"[1, 2, 3]"), "error")
+    add("metadata_only.json", const(b'{"traceEvents": [{"ph": "M", "name": "process_name", "pid": 1, '
+                                    b'"args": {"name": "python"}}], "schemaVersion": 1}'), "error")
 
     # --- truncated (a job killed mid-write), plain and gzip ---
     for frac in TRUNCATION_POINTS:

@@ -17,6 +17,7 @@ import xxhash
 from stepscope.errors import UsageError
 from stepscope.ingest.build import build_trace, rank_of
 from stepscope.ingest.capture import attach_captures, capture_files
+from stepscope.ingest.empty import refuse_empty
 from stepscope.ingest.engines import check_engine, read_files
 from stepscope.ingest.layout import RunFiles, resolve
 from stepscope.ingest.readers.ascend import add_side_meta
@@ -105,7 +106,8 @@ def _load(path: Path, source: Path, use_cache: bool, span: str | int | None, ran
         except (store.CorruptStoreError, OSError) as exc:
             reason = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
             log.warning("cache entry %s is damaged (%s); rebuilding it from %s", target, reason, source)
-    trace = _parse(run, source, ranks, workers, progress, engine, ray_address)
+    trace = refuse_empty(_parse(run, source, ranks, workers, progress, engine, ray_address), source, len(run.files),
+                         ranks)
     if use_cache:
         write_entry(functools.partial(store.save, trace, target, files=run.files), str(target))
     return trace

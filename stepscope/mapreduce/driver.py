@@ -28,6 +28,7 @@ from stepscope.analysis.comm_records import match_records
 from stepscope.errors import UsageError
 from stepscope.ingest import cache_dir, load_rank_file
 from stepscope.ingest.build import diagnose_ranks
+from stepscope.ingest.empty import no_events_error
 from stepscope.ingest.engines import RAY_TASK_RETRIES, check_engine, import_ray, ray_get, ray_session
 from stepscope.ingest.layout import RunFiles, resolve
 from stepscope.mapreduce.worker import (
@@ -145,6 +146,8 @@ def map_reduce(path: str | Path, *, span: str | None = None, ranks: Sequence[int
         _check_ranks(facts, ranks, path)
         chosen = sorted((i for i, f in enumerate(facts) if ranks is None or f.rank in ranks),
                         key=lambda i: facts[i].rank)
+        if all(facts[i].empty for i in chosen):  # as the whole-model load refuses it (ingest.empty)
+            raise no_events_error(path, len(run.files), ranks)
         match = match_records({facts[i].rank: facts[i].collectives for i in chosen})
         pytorch, compiled = any(facts[i].pytorch for i in chosen), any(facts[i].compiled for i in chosen)
         jobs = [(replace(tasks[i], key=facts[i].key),  # map 2 opens map 1's cache entry without hashing again

@@ -30,6 +30,7 @@ from stepscope.analysis.common import I64
 from stepscope.analysis.platform import uses_compile, uses_pytorch
 from stepscope.analysis.stragglers import match_collectives, match_of_rank
 from stepscope.ingest import load_rank_file, rank_file_key
+from stepscope.ingest.empty import holds_nothing
 from stepscope.model.diagnostics import Diagnostic
 from stepscope.model.trace import Trace
 from stepscope.report.json_out import clean, rank_object
@@ -57,6 +58,7 @@ class RankFacts:
     pytorch: bool
     compiled: bool
     key: str = ""  # the file's cache key (:func:`~stepscope.ingest.rank_file_key`)
+    empty: bool = False  # no event at all (:func:`~stepscope.ingest.empty.holds_nothing`)
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,7 @@ def scan_rank(task: RankFile) -> RankFacts:
     rank = trace.rank_ids[0]
     with Memo().active():
         return RankFacts(rank, trace.rank_info(rank).world_size, comm_records(trace, rank),
-                         uses_pytorch(trace), uses_compile(trace), key)
+                         uses_pytorch(trace), uses_compile(trace), key, holds_nothing(trace))
 
 
 def job_memo(trace: Trace, rank: int, job: JobFacts) -> Memo:

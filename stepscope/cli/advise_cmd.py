@@ -7,7 +7,7 @@ import click
 from stepscope.advisor.config import load_config
 from stepscope.advisor.engine import Advice, run_advisor
 from stepscope.analysis.bundle import analyze
-from stepscope.cli.common import echo_json, load_trace, map_reduce_option, map_reduce_run, trace_options
+from stepscope.cli.common import InputPath, echo_json, load_trace, map_reduce_option, map_reduce_run, trace_options
 from stepscope.errors import UsageError
 from stepscope.report import findings_view, json_out
 from stepscope.report.advice_json import finding_dict, verdict_dicts
@@ -15,12 +15,12 @@ from stepscope.report.console import terminal_console
 
 
 @click.command("advise")
-@click.argument("path", required=False, type=click.Path())
+@click.argument("path", required=False, type=InputPath())
 @click.option("--json", "as_json", is_flag=True, help="Print findings, verdicts and rules not run as JSON.")
 @click.option("--top", default=10, show_default=True, help="Findings to show in the terminal.")
 @click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
               help="Override an advisor threshold (repeatable), e.g. --set dataloader_min_pct=10.")
-@click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
+@click.option("--config", "config_file", type=InputPath(dir_okay=False), default=None,
               help="TOML file with advisor thresholds (top level, [advisor] or [tool.stepscope.advisor]).")
 @map_reduce_option
 @trace_options

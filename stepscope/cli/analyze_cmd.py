@@ -9,6 +9,7 @@ from stepscope.advisor.engine import advise
 from stepscope.advisor.finding import Finding
 from stepscope.analysis.bundle import Bundle, analyze
 from stepscope.cli.common import (
+    InputPath,
     check_outputs,
     emit,
     emit_map_reduce,
@@ -60,7 +61,7 @@ def _check_views(views: tuple[str, ...]) -> tuple[str, ...]:
 
 
 @click.command("analyze")
-@click.argument("path", required=False, type=click.Path())
+@click.argument("path", required=False, type=InputPath())
 @click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON document (docs/json.md).")
 @click.option("--view", "views", multiple=True, callback=lambda _c, _p, v: _check_views(v),
               help="Show only these views (repeatable), e.g. --view kernels; the analyses and findings "

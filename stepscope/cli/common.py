@@ -1,14 +1,18 @@
-"""Options and helpers shared by the commands: loading with a progress bar, JSON output."""
+"""Options and helpers shared by the commands: input paths checked in one line, loading with a progress
+bar, JSON output."""
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from stepscope.errors import StepscopeError
 from stepscope.ingest import load
 from stepscope.ingest.engines import ENGINES
 from stepscope.model.trace import Trace
@@ -39,6 +43,36 @@ def _progress_factory() -> Callable[[int], Callable[[int], None]] | None:
         return tick
 
     return start
+
+
+class InputPath(click.Path):
+    """``click.Path(exists=True)`` whose refusals are stepscope's one line, as ``analyze`` reports a missing
+    trace: ``stepscope: error: PATH: no such file or directory`` and exit code 2, not click's usage block."""
+
+    def __init__(self, *, file_okay: bool = True, dir_okay: bool = True) -> None:
+        super().__init__(exists=True, file_okay=file_okay, dir_okay=dir_okay)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        check_input_path(value, file_okay=self.file_okay, dir_okay=self.dir_okay)
+        return super().convert(value, param, ctx)
+
+
+def check_input_path(path: str | os.PathLike[str], *, file_okay: bool = True, dir_okay: bool = True) -> None:
+    """Raise the one-line :class:`StepscopeError` naming ``path`` when it is missing, unreadable, or a
+    directory where a file is wanted (or a file where a directory is)."""
+    path = os.fspath(path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise StepscopeError("no such file or directory", path) from None
+    except OSError as exc:
+        raise StepscopeError(f"cannot read it ({exc.strerror or type(exc).__name__})", path) from None
+    if not dir_okay and stat.S_ISDIR(mode):
+        raise StepscopeError("is a directory, not a file", path)
+    if not file_okay and not stat.S_ISDIR(mode):
+        raise StepscopeError("is not a directory", path)
+    if not os.access(path, os.R_OK):
+        raise StepscopeError("cannot read it (permission denied)", path)
 
 
 def load_trace(path: str | None, no_cache: bool, span: str | None, ranks: tuple[int, ...]) -> Trace:

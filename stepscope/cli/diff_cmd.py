@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from stepscope.cli.common import _progress_factory, check_outputs, emit, json_text, md_output_options
+from stepscope.cli.common import InputPath, _progress_factory, check_outputs, emit, json_text, md_output_options
 from stepscope.compare import tabular, terminal
 from stepscope.compare.align import NameMap, builtin_name_map, load_name_map
 from stepscope.compare.diff import DiffResult, compare_sides
@@ -93,8 +93,8 @@ def _finish(result: DiffResult, gate: GateResult | None, as_json: bool, top: int
 
 
 @click.command("diff")
-@click.argument("base", type=click.Path(exists=True))
-@click.argument("new", type=click.Path(exists=True))
+@click.argument("base", type=InputPath())
+@click.argument("new", type=InputPath())
 @click.option("--base-rank", type=int, default=None, help="Rank compared in BASE (default: the lowest).")
 @click.option("--new-rank", type=int, default=None, help="Rank compared in NEW (default: the lowest).")
 @click.option("--base-span", default=None, help="Profiling window of a BASE run directory.")

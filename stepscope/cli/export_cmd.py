@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from stepscope.cli.common import echo_json, load_trace, trace_options
+from stepscope.cli.common import InputPath, echo_json, load_trace, trace_options
 from stepscope.errors import UsageError
 
 
@@ -23,7 +23,7 @@ def parse_steps(text: str | None) -> tuple[int, int] | None:
 
 
 @click.command("export")
-@click.argument("path", type=click.Path())
+@click.argument("path", type=InputPath())
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="Output file (.json, or .json.gz to compress).")
 @click.option("--steps", default=None, help="Only the time span of these ProfilerSteps: N or A-B.")

@@ -7,12 +7,13 @@ from pathlib import Path
 
 import click
 
+from stepscope.cli.common import InputPath
 from stepscope.errors import UsageError
 from stepscope.mcp.cache import DEFAULT_CAPACITY
 
 
 @click.command("mcp")
-@click.option("--root", type=click.Path(exists=True, file_okay=False), default=None,
+@click.option("--root", type=InputPath(file_okay=False), default=None,
               help="Resolve relative trace paths against DIR and refuse paths outside it.")
 @click.option("--max-traces", type=click.IntRange(min=1), default=DEFAULT_CAPACITY, show_default=True,
               help="Loaded traces kept in memory (least recently used dropped first).")

@@ -7,7 +7,7 @@ from rich.table import Table
 
 from stepscope.analysis.allocator import AllocatorSummary, summarize
 from stepscope.analysis.snapshot_join import JoinedPeak, join
-from stepscope.cli.common import echo_json, load_trace
+from stepscope.cli.common import InputPath, echo_json, load_trace
 from stepscope.ingest.snapshot import REPAIRS, read_snapshot
 from stepscope.report.console import terminal_console
 
@@ -62,10 +62,10 @@ def _render_join(joined: list[JoinedPeak]) -> None:
 
 
 @click.command("memory")
-@click.argument("snapshot", type=click.Path(exists=True, dir_okay=False))
+@click.argument("snapshot", type=InputPath(dir_okay=False))
 @click.option("--top", default=10, show_default=True, type=click.IntRange(min=1), help="Rows per table.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (with the live-bytes curve).")
-@click.option("--trace", "trace_path", type=click.Path(exists=True),
+@click.option("--trace", "trace_path", type=InputPath(),
               help="The Kineto trace of the same run: attribute the memory live at the peak to its ops and steps.")
 @click.option("--offset-us", type=int, default=None,
               help="With --trace: the snapshot's time_us minus the trace's ts, when the clocks cannot be aligned "

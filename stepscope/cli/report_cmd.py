@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from stepscope.cli.common import MD_HELP, emit, load_trace, map_reduce_option, map_reduce_run, trace_options
+from stepscope.cli.common import MD_HELP, InputPath, emit, load_trace, map_reduce_option, map_reduce_run, trace_options
 from stepscope.errors import StepscopeError
 
 _SNIFF_BYTES = 4096
@@ -119,13 +119,13 @@ def _checked_diff(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 @click.command("report")
-@click.argument("path", required=False, type=click.Path())
+@click.argument("path", required=False, type=InputPath())
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Write the self-contained HTML report (with --md: the Markdown summary) to FILE.")
 @click.option("--md", "as_md", is_flag=True, help=MD_HELP)
 @click.option("--title", default=None, help="Page title (default: the trace's name).")
 @click.option("--step", type=int, default=None, help="Step shown in the timeline (default: the median one).")
-@click.option("--snapshot", "snapshot_path", type=click.Path(exists=True, dir_okay=False), default=None,
+@click.option("--snapshot", "snapshot_path", type=InputPath(dir_okay=False), default=None,
               help="Also carry this allocator snapshot (torch.cuda.memory._dump_snapshot pickle) in the report's "
                    "Memory snapshot view; without PATH, a report of the snapshot alone.")
 @map_reduce_option

@@ -11,6 +11,7 @@ import logging
 
 import click
 
+from stepscope.cli.common import InputPath
 from stepscope.errors import UsageError
 
 INSTALL_HINT = "stepscope serve needs starlette and uvicorn (dependencies of stepscope): pip install starlette uvicorn"
@@ -25,7 +26,7 @@ def _need_web() -> None:
 
 
 @click.command("serve")
-@click.argument("directory", type=click.Path(exists=True))
+@click.argument("directory", type=InputPath())
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind. Anything but loopback exposes the traces to the network.")
 @click.option("--port", default=0, show_default=True, type=click.IntRange(0, 65535),

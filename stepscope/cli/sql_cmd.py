@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import click
 
-from stepscope.cli.common import load_trace, trace_options
+from stepscope.cli.common import InputPath, load_trace, trace_options
 from stepscope.errors import UsageError
 from stepscope.query import connect
 
 
 @click.command("sql")
-@click.argument("path", type=click.Path())
+@click.argument("path", type=InputPath())
 @click.argument("query")
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV instead of a table.")
 @click.option("--limit", default=100, show_default=True, help="Rows to print (table output).")

@@ -7,14 +7,14 @@ import click
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.whatif.options import check_ranks, transforms_of
 from stepscope.analysis.whatif.simulate import simulate
-from stepscope.cli.common import echo_json, load_trace, trace_options
+from stepscope.cli.common import InputPath, echo_json, load_trace, trace_options
 from stepscope.errors import UsageError
 from stepscope.report import whatif_view
 from stepscope.report.console import terminal_console
 
 
 @click.command("whatif")
-@click.argument("path", required=False, type=click.Path())
+@click.argument("path", required=False, type=InputPath())
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="DataLoader with N background workers (each call waits max(0, fetch/N - rest of step)).")
 @click.option("--host-overhead", type=click.FloatRange(min=0), default=None, metavar="FACTOR",

@@ -9,7 +9,9 @@ the file, and nothing in it runs. The shape is checked too: a dict with a ``segm
 from __future__ import annotations
 
 import logging
+import os
 import pickle
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
@@ -37,13 +39,22 @@ def load_plain(path: Path) -> Any:
     """The pickle's object, built only from plain types; a one-line TraceFormatError otherwise."""
     try:
         with open(path, "rb") as fh:
+            if _is_empty(fh.fileno()):  # else pickle's "Ran out of input"
+                raise TraceFormatError(f"{path}: the file is empty (0 bytes), not an allocator snapshot pickle")
             return _PlainUnpickler(fh).load()
     except OSError as exc:
         raise TraceFormatError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError,
             AttributeError, RecursionError, MemoryError) as exc:
         why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if isinstance(exc, EOFError):  # pickle's "Ran out of input"
+            why = "it ends before the pickle does: empty or cut short"
         raise TraceFormatError(f"{path}: not a plain allocator snapshot pickle ({why}); refused") from None
+
+
+def _is_empty(fd: int) -> bool:
+    st = os.fstat(fd)
+    return stat.S_ISREG(st.st_mode) and st.st_size == 0
 
 
 def _stack(frames: Any, st: StackInterner) -> int:

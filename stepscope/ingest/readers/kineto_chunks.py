@@ -369,4 +369,8 @@ def _not_json_hint(path: str) -> str:
     for ends, hint in _OTHER_FORMATS:
         if low.endswith(ends):
             return hint
+    if low.endswith(".gz"):
+        if not is_gzip(path):
+            return "not a gzip file, though named .gz, and not a plain JSON trace either"
+        return "a gzip file, but what it holds is not a JSON trace (it does not start with '{' or '[')"
     return "not a JSON trace (does not start with '{' or '[')"

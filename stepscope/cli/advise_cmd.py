@@ -14,7 +14,7 @@ from stepscope.report.advice_json import finding_dict, verdict_dicts
 from stepscope.report.console import terminal_console
 
 
-@click.command("advise")
+@click.command("advise", short_help="What bounds each step, and what to change, ranked.")
 @click.argument("path", required=False, type=InputPath())
 @click.option("--json", "as_json", is_flag=True, help="Print findings, verdicts and rules not run as JSON.")
 @click.option("--top", default=10, show_default=True, help="Findings to show in the terminal.")

@@ -60,7 +60,7 @@ def _check_views(views: tuple[str, ...]) -> tuple[str, ...]:
     return views
 
 
-@click.command("analyze")
+@click.command("analyze", short_help="Every view, analysis and finding of a trace or run directory.")
 @click.argument("path", required=False, type=InputPath())
 @click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON document (docs/json.md).")
 @click.option("--view", "views", multiple=True, callback=lambda _c, _p, v: _check_views(v),

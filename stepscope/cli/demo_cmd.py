@@ -12,7 +12,7 @@ import click
 from stepscope.errors import UsageError
 
 
-@click.command("demo")
+@click.command("demo", short_help="Diagnose a slow CPU training run, fix it, measure the gain.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Directory for the traces (default: a new temporary directory).")
 @click.option("--steps", type=click.IntRange(min=12), default=40, show_default=True,

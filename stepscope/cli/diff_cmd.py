@@ -92,7 +92,7 @@ def _finish(result: DiffResult, gate: GateResult | None, as_json: bool, top: int
             sys.exit(1)  # SystemExit: the group's standalone_mode=False would swallow click's Exit
 
 
-@click.command("diff")
+@click.command("diff", short_help="Compare two runs (BASE before, NEW after); gate CI on it.")
 @click.argument("base", type=InputPath())
 @click.argument("new", type=InputPath())
 @click.option("--base-rank", type=int, default=None, help="Rank compared in BASE (default: the lowest).")

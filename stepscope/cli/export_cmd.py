@@ -22,7 +22,7 @@ def parse_steps(text: str | None) -> tuple[int, int] | None:
     return lo, hi
 
 
-@click.command("export")
+@click.command("export", short_help="Write a trace as a Perfetto / chrome-trace JSON file.")
 @click.argument("path", type=InputPath())
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="Output file (.json, or .json.gz to compress).")

@@ -12,7 +12,7 @@ from stepscope.errors import UsageError
 from stepscope.mcp.cache import DEFAULT_CAPACITY
 
 
-@click.command("mcp")
+@click.command("mcp", short_help="Serve the analyses to coding agents (MCP over stdio).")
 @click.option("--root", type=InputPath(file_okay=False), default=None,
               help="Resolve relative trace paths against DIR and refuse paths outside it.")
 @click.option("--max-traces", type=click.IntRange(min=1), default=DEFAULT_CAPACITY, show_default=True,

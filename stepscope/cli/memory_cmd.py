@@ -61,7 +61,7 @@ def _render_join(joined: list[JoinedPeak]) -> None:
         c.print(f"device {j.device}: live at the peak by ProfilerStep (MiB): {steps or '-'}")
 
 
-@click.command("memory")
+@click.command("memory", short_help="Summarise a CUDA allocator snapshot (_dump_snapshot pickle).")
 @click.argument("snapshot", type=InputPath(dir_okay=False))
 @click.option("--top", default=10, show_default=True, type=click.IntRange(min=1), help="Rows per table.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (with the live-bytes curve).")

@@ -118,7 +118,7 @@ def _checked_diff(doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
-@click.command("report")
+@click.command("report", short_help="Write a self-contained HTML (or Markdown) report.")
 @click.argument("path", required=False, type=InputPath())
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Write the self-contained HTML report (with --md: the Markdown summary) to FILE.")

@@ -24,8 +24,8 @@ def _summarise(trace_dir: Path) -> str:
             f"mean step {stats.step_ms:.2f} ms, {len(trace.counters)} system counter samples")
 
 
-@click.command("run", context_settings={"ignore_unknown_options": True,
-                                        "allow_interspersed_args": False})
+@click.command("run", short_help="Profile an unmodified training script: run -- python train.py",
+               context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--wait", type=click.IntRange(min=0), default=1, show_default=True,
               help="Steps skipped before each profiling cycle.")
 @click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,

@@ -25,7 +25,7 @@ def _need_web() -> None:
         raise UsageError(INSTALL_HINT) from None
 
 
-@click.command("serve")
+@click.command("serve", short_help="Local web UI over the runs under a directory.")
 @click.argument("directory", type=InputPath())
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind. Anything but loopback exposes the traces to the network.")

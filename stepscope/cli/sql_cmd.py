@@ -9,7 +9,7 @@ from stepscope.errors import UsageError
 from stepscope.query import connect
 
 
-@click.command("sql")
+@click.command("sql", short_help="Run SQL (DuckDB) over a trace's tables and views.")
 @click.argument("path", type=InputPath())
 @click.argument("query")
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV instead of a table.")

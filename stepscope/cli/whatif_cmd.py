@@ -13,7 +13,7 @@ from stepscope.report import whatif_view
 from stepscope.report.console import terminal_console
 
 
-@click.command("whatif")
+@click.command("whatif", short_help="Predict the step after a change, before making it.")
 @click.argument("path", required=False, type=InputPath())
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="DataLoader with N background workers (each call waits max(0, fetch/N - rest of step)).")

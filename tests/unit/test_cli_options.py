@@ -66,3 +66,23 @@ def test_diff_md_flag_means_the_same(tmp_path: Path, capsys: pytest.CaptureFixtu
 def test_output_needs_a_document_format(capsys: pytest.CaptureFixture[str]) -> None:
     rc, _out, err = _main(["analyze", "-o", "x.txt", "--no-cache"], capsys)
     assert rc == 2 and err.count("\n") == 1 and "--md or --json" in err
+
+
+def test_every_command_has_a_whole_one_line_help_in_the_command_list() -> None:
+    """``stepscope --help`` listed ``run`` as "Run CMD (e.g." (click cuts its short help at the first
+    period) and the others cut with "...": each command now has a short help that fits the list."""
+    import click
+
+    res = CliRunner().invoke(cli, ["--help"], terminal_width=80)
+    assert res.exit_code == 0, res.output
+    listed = res.output[res.output.index("Commands:"):].splitlines()[1:]
+    names = cli.list_commands(click.Context(cli))
+    assert [line.split()[0] for line in listed if line.strip()] == names
+    for line in listed:
+        assert not line.rstrip().endswith(("...", "e.g.", "(e.g")), line
+        assert line.rstrip().endswith((".", ")", "py")), line
+    for name in names:
+        cmd = cli.get_command(click.Context(cli), name)
+        assert cmd is not None and cmd.short_help, f"{name}: no short_help"
+        assert len(cmd.short_help) <= 62, f"{name}: short help too long for an 80-column list"
+

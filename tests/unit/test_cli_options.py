@@ -86,3 +86,20 @@ def test_every_command_has_a_whole_one_line_help_in_the_command_list() -> None:
         assert cmd is not None and cmd.short_help, f"{name}: no short_help"
         assert len(cmd.short_help) <= 62, f"{name}: short help too long for an 80-column list"
 
+
+def test_sql_help_is_plain_text_and_points_to_the_named_view(capsys: pytest.CaptureFixture[str]) -> None:
+    """``sql --help`` showed reST markup (````ev````) literally, and ``SELECT name FROM events`` gave
+    int32 ids without a word about where the names are."""
+    res = CliRunner().invoke(cli, ["sql", "--help"], terminal_width=120)
+    assert res.exit_code == 0 and "``" not in res.output
+    assert "view ev" in res.output and "name_str" in res.output
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    sql_row = next(line for line in readme.splitlines() if line.startswith('| `stepscope sql'))
+    assert "`ev`" in sql_row and "name_str" in sql_row
+    from stepscope.ingest import DEFAULT_TRACE
+
+    rc, out, err = _main(["sql", "--no-cache", "--csv", str(DEFAULT_TRACE), "SELECT name FROM events LIMIT 1"], capsys)
+    assert rc == 0 and out.splitlines()[0] == "name", err
+    assert "view ev" in err and "name_str" in err
+    rc, out, err = _main(["sql", "--no-cache", "--csv", str(DEFAULT_TRACE), "SELECT name_str FROM ev LIMIT 1"], capsys)
+    assert rc == 0 and err == "" and out.splitlines()[0] == "name_str"

@@ -201,3 +201,23 @@ def test_a_history_entry_with_an_impossible_time_is_said_and_keeps_the_summary(t
     assert "repaired: 1 history entries (a time below 0" in out.stdout
     doc_json = CliRunner().invoke(cli, ["memory", str(path), "--json"])
     assert json.loads(doc_json.output)["repairs"] == {"trace-time-invalid": 1}
+
+
+def test_the_terminal_says_the_blocks_in_words(tmp_path: Path) -> None:
+    """It printed the Python dict "3 blocks {'inactive': 1, 'active_allocated': 2, ...}"."""
+    p = tmp_path / "snap.pickle"
+    p.write_bytes(pickle.dumps(small()))
+    out = CliRunner().invoke(cli, ["memory", str(p)], terminal_width=200)
+    assert out.exit_code == 0, out.output
+    assert "3 blocks: 2 allocated, 1 free (cached by the allocator); largest allocation" in out.output
+    assert "{" not in out.output and "active_allocated" not in out.output
+
+
+def test_the_real_snapshot_in_words(shared_traces: Path) -> None:
+    p = shared_traces / "decomfl" / "zo_fl_training_memory_snapshot" / "memory.pickle"
+    if not p.exists():
+        pytest.skip(f"{p} not found")
+    out = CliRunner().invoke(cli, ["memory", str(p)], terminal_width=200)
+    assert out.exit_code == 0, out.output
+    assert "468 blocks: 397 allocated, 71 free (cached by the allocator)" in out.output
+    assert "{'" not in out.output

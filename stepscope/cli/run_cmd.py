@@ -55,10 +55,12 @@ def command(wait: int, warmup: int, active: int, repeat: int, out_dir: Path | No
     """Run CMD (e.g. `-- python train.py --epochs 1`) with the PyTorch profiler armed.
 
     The profiler steps at each optimizer.step(); DataLoader waits are timed; CPU, memory, disk
-    (and GPU via NVML) are sampled into the trace as counter tracks. Needs PyTorch.
+    (and GPU via NVML) are sampled into the trace as counter tracks. Needs PyTorch. The script needs
+    wait + warmup + active optimizer steps per cycle: with fewer, the run warns that its capture is
+    short and its last profiled step partial.
     """
     from stepscope.collect.profiler import ProfileOptions
-    from stepscope.collect.runner import run_script
+    from stepscope.collect.runner import capture_shortfall, run_script
 
     opts = ProfileOptions(wait=wait, warmup=warmup, active=active, repeat=repeat,
                           record_shapes=record_shapes, profile_memory=profile_memory,
@@ -69,6 +71,8 @@ def command(wait: int, warmup: int, active: int, repeat: int, out_dir: Path | No
     _report(result.trace_files, result.records, out, wait + warmup + active, batch_size)
     if result.trace_files:
         click.echo(f"[stepscope] {_summarise(out)}", err=True)
+    for i, line in enumerate(capture_shortfall(result, opts)):  # last, where it is seen; the exit code stays
+        click.secho(f"[stepscope] {'warning: ' if i == 0 else '  '}{line}", err=True, fg="yellow")
     if result.exit_code:
         sys.exit(result.exit_code)
 

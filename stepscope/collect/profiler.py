@@ -53,6 +53,16 @@ class ProfileOptions:
     with_modules: bool = True
     with_flops: bool = False
 
+    @property
+    def steps_needed(self) -> int:
+        """Optimizer steps the schedule takes to record every cycle in full (one cycle when ``repeat`` is 0)."""
+        return self.skip_first + (self.wait + self.warmup + self.active) * max(self.repeat, 1)
+
+    @property
+    def steps_asked(self) -> int:
+        """Steps the schedule records in full (those of one cycle when ``repeat`` is 0: until the script ends)."""
+        return self.active * max(self.repeat, 1)
+
     def validate(self) -> None:
         """Raise :class:`UsageError` on a schedule torch would reject or misread."""
         if min(self.wait, self.warmup, self.repeat, self.skip_first) < 0 or self.active < 1:
@@ -68,6 +78,7 @@ class ProfileSession:
         self._writer = writer
         self._window_start_ns = time.time_ns()
         self._recording = self._is_recording()
+        self.recorded_steps = 0  # steps recorded in full: a step() that ended a step of a recording window
         if self._recording:
             self._open_window()
 
@@ -81,8 +92,16 @@ class ProfileSession:
         """How many steps the profiler has seen."""
         return int(self.profiler.step_num)
 
+    @property
+    def in_window(self) -> bool:
+        """Whether a recording window is open: when the profile ends now, its trace's last step is partial
+        (from the last step() to the end) and the window holds fewer steps than ``active``."""
+        return self._recording
+
     def step(self) -> None:
         """Mark the end of a training step (advances the profiler schedule)."""
+        if self._recording:
+            self.recorded_steps += 1
         self.profiler.step()
         recording = self._is_recording()
         if recording and not self._recording:

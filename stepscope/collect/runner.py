@@ -51,6 +51,8 @@ class RunResult:
     trace_files: tuple[Path, ...]
     records: tuple[StepRecord, ...]
     exit_code: int  # the script's: 0 ok, its sys.exit code, 1 on an exception, 130 on Ctrl-C
+    recorded_steps: int = 0  # profiled steps recorded in full
+    cut_short: bool = False  # the script ended inside a recording window: the last trace ends in a partial step
 
 
 def parse_command(argv: Sequence[str]) -> ScriptTarget:
@@ -167,4 +169,26 @@ def run_script(
     with profile(out_dir, options=opts, worker_name=worker_name,
                  sample_interval_s=sample_interval_s) as session, step_hooks(session, timer):
         code = _exec_script(target)
-    return RunResult(Path(out_dir), session.trace_files, timer.records, code)
+        cut_short = session.in_window  # before the profiler's exit writes the window
+    return RunResult(Path(out_dir), session.trace_files, timer.records, code, session.recorded_steps, cut_short)
+
+
+def capture_shortfall(result: RunResult, opts: ProfileOptions) -> list[str]:
+    """The warning (lines) for a capture that recorded fewer complete steps than the schedule asked for,
+    or whose last trace ends in a partial step (the script ended inside a recording window); none when whole."""
+    if not result.trace_files or not (result.cut_short or result.recorded_steps < opts.steps_asked):
+        return []
+    lines = []
+    if result.recorded_steps < opts.steps_asked:
+        cycles = f" x repeat {opts.repeat}" if opts.repeat > 1 else ""
+        lines.append(f"short capture: the schedule asked for {opts.steps_asked} recorded steps (wait {opts.wait} + "
+                     f"warmup {opts.warmup} + active {opts.active}{cycles} = {opts.steps_needed} optimizer steps), the "
+                     f"script made {len(result.records)} optimizer steps: {result.recorded_steps} recorded in full.")
+    else:  # --repeat 0: the script ended inside a later cycle
+        lines.append("the script ended inside a profiling window: the last trace holds fewer steps than --active.")
+    if result.cut_short:
+        lines.append("The last profiled step is partial (from the last optimizer.step() to the script's end): "
+                     "the figures above, the mean step time among them, are not representative.")
+    if result.recorded_steps < opts.steps_asked:
+        lines.append(f"Run at least {opts.steps_needed} optimizer steps, or lower --wait / --warmup / --active.")
+    return lines

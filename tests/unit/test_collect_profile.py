@@ -104,3 +104,34 @@ def test_run_script_reports_script_failure(tmp_path: Path) -> None:
     boom.write_text("raise RuntimeError('boom')\n")
     result = run_script([str(boom)], tmp_path / "out2", log_every=0)
     assert result.exit_code == 1 and result.trace_files == ()
+
+
+def test_a_short_run_says_its_capture_is_partial(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``run -- python train_script.py --steps 2`` on the default schedule (wait 1, warmup 1, active 3)
+    reported "1 profiled steps ... mean step 3.76 ms" of a step cut at the script's end, silently."""
+    pytest.importorskip("torch")
+    from stepscope.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--log-every", "0", "--out", str(tmp_path / "out"), "--", "python", str(SCRIPT), "--steps", "2"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 0, err
+    warning = err[err.index("[stepscope] warning:"):]
+    assert "asked for 3 recorded steps" in warning and "5 optimizer steps" in warning
+    assert "made 2 optimizer steps: 0 recorded in full" in warning
+    assert "partial" in warning and "not representative" in warning
+
+
+def test_run_script_counts_the_steps_recorded_in_full(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    from stepscope.collect.profiler import ProfileOptions
+    from stepscope.collect.runner import capture_shortfall, run_script
+
+    opts = ProfileOptions(wait=1, warmup=1, active=3)
+    short = run_script(["python", str(SCRIPT), "--steps", "4"], tmp_path / "short", opts, log_every=0)
+    assert (short.recorded_steps, short.cut_short) == (2, True)
+    lines = capture_shortfall(short, opts)
+    assert "made 4 optimizer steps: 2 recorded in full" in lines[0] and "partial" in lines[1]
+    whole = run_script(["python", str(SCRIPT), "--steps", "5"], tmp_path / "whole", opts, log_every=0)
+    assert (whole.recorded_steps, whole.cut_short) == (3, False)
+    assert capture_shortfall(whole, opts) == []

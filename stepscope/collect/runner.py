@@ -75,7 +75,7 @@ def parse_command(argv: Sequence[str]) -> ScriptTarget:
     if words[0].startswith("-"):
         raise UsageError(f"interpreter option {words[0]} is not supported by stepscope run")
     if not Path(words[0]).is_file():
-        raise UsageError(f"no such script: {words[0]}")
+        raise UsageError("no such script (file not found)", words[0])
     return ScriptTarget("path", words[0], tuple(words[1:]))
 
 

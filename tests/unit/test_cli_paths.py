@@ -82,3 +82,11 @@ def test_a_text_file_named_gz_says_it_is_not_gzip(tmp_path: Path, capsys: pytest
     inner = tmp_path / "text_inside.json.gz"
     inner.write_bytes(gzip.compress(b"plain text, gzipped"))
     _refused(["analyze", "--no-cache", str(inner)], inner, "a gzip file, but what it holds is not a JSON trace", capsys)
+
+
+def test_run_names_a_missing_script_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It said "no such script: PATH"; now "PATH: no such script ...", as every other missing path."""
+    missing = tmp_path / "train_missing.py"
+    res = _run(["run", "--out", str(tmp_path / "out"), "--", "python", str(missing)], capsys)
+    assert_one_line_error(res, missing)
+    assert res.stderr.startswith(f"stepscope: error: {missing}: no such script"), res.stderr

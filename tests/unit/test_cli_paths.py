@@ -14,20 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from stepscope.cli import main
-from tests.unit.ingest.helpers import CliResult, assert_one_line_error
+from tests.unit.ingest.helpers import CliResult, assert_one_line_error, run_in_process
 
 MISSING = "no_such_input.json"
 
 
 def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> CliResult:
-    code = 0
-    try:
-        main(args)
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return CliResult(code, out, err, 0.0)
+    return run_in_process(args, capsys)
 
 
 def _refused(args: list[str], path: Path, said: str, capsys: pytest.CaptureFixture[str]) -> CliResult:

@@ -10,6 +10,10 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -40,6 +44,19 @@ class CliResult:
     stdout: str
     stderr: str
     seconds: float
+
+
+def run_in_process(args: list[str], capsys: pytest.CaptureFixture[str]) -> CliResult:
+    """``stepscope ARGS`` in this process (its exit code and captured output)."""
+    from stepscope.cli import main
+
+    code = 0
+    try:
+        main(args)
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return CliResult(code, out, err, 0.0)
 
 
 def run_cli(*args: str, cache_dir: Path, timeout: float = 60) -> CliResult:

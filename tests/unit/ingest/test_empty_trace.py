@@ -13,22 +13,15 @@ from pathlib import Path
 import pytest
 
 import stepscope
-from stepscope.cli import main
 from stepscope.errors import TraceFormatError
-from tests.unit.ingest.helpers import CliResult, assert_one_line_error
+from tests.unit.ingest.helpers import CliResult, assert_one_line_error, run_in_process
 
 EMPTY = {"no_events.json": b'{"traceEvents": []}', "numbers.json": b"[1, 2, 3]"}
 ONE_EVENT = {"traceEvents": [{"ph": "X", "name": "aten::mm", "cat": "cpu_op", "ts": 10, "dur": 5, "pid": 1, "tid": 1}]}
 
 
 def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> CliResult:
-    code = 0
-    try:
-        main(args)
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return CliResult(code, out, err, 0.0)
+    return run_in_process(args, capsys)
 
 
 def _commands(path: Path, tmp: Path, other: Path) -> dict[str, list[str]]:

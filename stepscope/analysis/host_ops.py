@@ -82,18 +82,30 @@ def cpu_only_top_ops(trace: Trace, rank: int) -> I64:
     return out
 
 
-def top_level_ops_of(trace: Trace, rank: int, rows: I64) -> I64:
-    """The distinct top-level ops (children of ``ProfilerStep#N``, Python frames transparent) that
-    enclose these host rows (launch calls, say); rows outside every step's ops are left out."""
+def copy_only_ops_of(trace: Trace, rank: int, calls: I64) -> I64:
+    """The distinct ops that issue these launch calls (of copies) and launch no kernel: per call, its
+    highest enclosing op below the step whose calls launch no kernel anywhere below it —
+    ``torch.tensor(v, device="cuda")``'s ``aten::to`` at the top of the step, or the ``aten::to``
+    inside a forward; never an op that also runs the model (SD 3.5's ``model_inference`` wraps the
+    whole step and its 7 small copies: making those copies as one removes them, not the step)."""
     ev = trace.events
-    rows = rows[rows >= 0].astype(np.int64)
-    if len(rows) == 0:
+    calls = calls[calls >= 0].astype(np.int64)
+    kernels = rank_rows(trace, rank, (int(EventKind.KERNEL),))
+    if len(calls) == 0:
         return np.zeros(0, np.int64)
-    top = _top_ops(trace, rank)
-    marked = np.zeros(len(ev), bool)
-    marked[top] = True
-    owner = nearest_marked_ancestor(ev["parent"], rows, marked)
-    return np.unique(owner[owner >= 0])
+    runs_kernels = any_descendant(ev["parent"], _launching(trace, kernels)) if len(kernels) else np.zeros(len(ev), bool)
+    step = np.zeros(len(ev), bool)
+    step[trace.steps["row"][trace.steps["rank"] == rank]] = True
+    issuer = np.full(len(calls), -1, np.int64)
+    cur = ev["parent"][calls].astype(np.int64)
+    for _ in range(256):  # one level of the op tree per pass, every call at once
+        ok = (cur >= 0)
+        ok[ok] &= (ev["kind"][cur[ok]] == EventKind.CPU_OP) & ~runs_kernels[cur[ok]] & ~step[cur[ok]]
+        if not ok.any():
+            break
+        issuer[ok] = cur[ok]
+        cur = np.where(ok, ev["parent"][np.maximum(cur, 0)], -1)
+    return np.unique(issuer[issuer >= 0])
 
 
 @per_rank

@@ -19,7 +19,7 @@ from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.caching_allocator import ALLOC_CALL
 from stepscope.analysis.common import I64, interval_set, launched_inside, rank_rows
 from stepscope.analysis.compilation import inside_compilation, rank_compile_rows
-from stepscope.analysis.host_ops import cpu_only_top_ops, top_level_ops_of
+from stepscope.analysis.host_ops import copy_only_ops_of, cpu_only_top_ops
 from stepscope.analysis.memcpy import compute_memcpy
 from stepscope.analysis.sync import not_the_steps
 from stepscope.analysis.whatif.batch import LargerBatch
@@ -220,14 +220,15 @@ class NoCompile:
 @dataclass(frozen=True)
 class BatchSmallCopies:
     """The step's small host↔device copies (the memcpy analysis' ``small_copies``, under 64 KiB)
-    made as one: the top-level ops that issue them (``torch.tensor(v, device="cuda")``'s ``aten::to``,
-    a per-value ``.to(device)``) take no host time, the copies no device time, and the blocking calls
-    inside those ops (a pageable copy's wait for the stream) no longer block."""
+    made as one: the ops that issue them and run no kernel (``torch.tensor(v, device="cuda")``'s
+    ``aten::to``, a per-value ``.to(device)``: :func:`~stepscope.analysis.host_ops.copy_only_ops_of`)
+    take no host time, the copies no device time, and the blocking calls inside those ops (a pageable
+    copy's wait for the stream) no longer block."""
 
     name: str = field(default="batch-copies", init=False)
 
     def basis(self) -> str:
-        return ("the top-level ops that issue the small host-device copies take no host time, the copies no "
+        return ("the ops that issue the small host-device copies (and run no kernel) take no host time, the copies no "
                 "device time, and the waits inside those ops no longer block (the values built on the host, "
                 "copied once)")
 
@@ -239,7 +240,7 @@ class BatchSmallCopies:
         copies = np.isin(g.device.row, small)
         if not copies.any():
             return d
-        ops = top_level_ops_of(trace, g.rank, trace.events["launch"][g.device.row[copies]])
+        ops = copy_only_ops_of(trace, g.rank, trace.events["launch"][g.device.row[copies]])
         if len(ops):  # (an empty Select is every event)
             d = HostOverhead(0.0, Select(rows=tuple(int(r) for r in ops))).change(trace, g, d)
         dev = d.device_ns.copy()

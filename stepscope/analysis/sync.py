@@ -150,6 +150,7 @@ class SyncResult:
     d2h_count: I64
     d2h_ns: I64
     d2h_bytes: I64
+    h2d_sync_ns: I64  # the sync calls' time in calls that copy to the device (a synchronous copy of a host tensor)
     sync_rows: I64  # evidence: every sync call inside steps
     d2h_rows: I64  # evidence: every D2H copy inside steps
     sites: SyncSites
@@ -188,7 +189,16 @@ def compute_sync(trace: Trace, rank: int) -> SyncResult:
         sync_count=per_step(sync_win), sync_ns=per_step(sync_win, ev["dur_ns"][sync]),
         d2h_count=per_step(d2h_win), d2h_ns=per_step(d2h_win, ev["dur_ns"][d2h]),
         d2h_bytes=per_step(d2h_win, np.maximum(ev["bytes"][d2h], 0)),
+        h2d_sync_ns=per_step(sync_win, np.where(_copies_to_device(trace, cp, sync), ev["dur_ns"][sync], 0)),
         sync_rows=sync, d2h_rows=d2h, sites=_sites(trace, sync, d2h))
+
+
+def _copies_to_device(trace: Trace, copies: I64, calls: I64) -> npt.NDArray[np.bool_]:
+    """Per call: it launched a host-to-device copy (``hipMemcpyWithStream`` of ``randn(...).to(dev)``)."""
+    ev = trace.events
+    h2d = copies[ev["copy_kind"][copies] == MemcpyKind.H2D]
+    launch = ev["launch"][h2d]
+    return np.isin(calls, launch[launch >= 0])
 
 
 def _host_spans(trace: Trace, rank: int, wins: Windows) -> Windows:

@@ -17,6 +17,11 @@ CHANGES: dict[str, str] = {
                         ".cpu() / .tolist() / "
                         "print of GPU tensors each step — accumulate on the GPU and read every N steps; use "
                         "CUDA events instead of torch.cuda.synchronize().",
+    "async-copy-to-device": "The host waits in synchronous copies to the device⟨ (here {call}⟨ under {op}⟩⟨ from "
+                            "{call_site}⟩)⟩, not for a result: make the tensors on the device (torch.randn(..., "
+                            "device=device), torch.tensor(..., device=device)) or copy them from pinned memory "
+                            "without blocking (x.pin_memory().to(device, non_blocking=True); DataLoader(..., "
+                            "pin_memory=True) for batches).",
     "overlap-device-to-host": "The host waits for the data itself ({mb_per_step} MB per step read back at "
                               "{gb_per_s} GB/s), so the read-back cannot simply go: copy it asynchronously into "
                               "pinned buffers (.to('cpu', non_blocking=True) into a pin_memory() tensor, with a "

@@ -16,6 +16,9 @@ CHANGES_BY_PLATFORM: dict[str, dict[str, str]] = {
         "remove-step-sync": "Replace blocking cudaMemcpy / cudaDeviceSynchronize calls with cudaMemcpyAsync on "
                             "non-default streams and cudaEvent waits, so copies overlap kernels and the host "
                             "keeps queuing work; synchronise once where the result is really needed.",
+        "async-copy-to-device": "Copy to the device with cudaMemcpyAsync from pinned host buffers (cudaMallocHost / "
+                                "cudaHostRegister) on a non-default stream instead of blocking cudaMemcpy, and "
+                                "synchronise once where the data is needed.",
         "overlap-device-to-host": "The host waits for the data itself ({mb_per_step} MB per step read back at "
                                   "{gb_per_s} GB/s): copy it with cudaMemcpyAsync into pinned buffers (cudaMallocHost) "
                                   "in pieces, a cudaEvent after each, and process each piece on the host as its "
@@ -85,6 +88,9 @@ CHANGES_BY_PLATFORM: dict[str, dict[str, str]] = {
                             "NPU tensors each step; use torch.npu events instead of torch.npu.synchronize().",
         "pin-memory": "Copy from pinned memory: DataLoader(..., pin_memory=True), then .to('npu', "
                       "non_blocking=True).",
+        "async-copy-to-device": "The host waits in synchronous copies to the NPU⟨ (here {call}⟨ under {op}⟩)⟩, not for "
+                                "a result: make the tensors on the NPU (device='npu') or copy them from pinned "
+                                "memory with .to('npu', non_blocking=True).",
         "overlap-device-to-host": "The host waits for the data itself ({mb_per_step} MB per step read back at "
                                   "{gb_per_s} GB/s): copy it asynchronously into pinned buffers (.to('cpu', "
                                   "non_blocking=True) into a pin_memory() tensor, with a torch.npu event per piece) "

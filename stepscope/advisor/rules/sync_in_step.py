@@ -9,7 +9,10 @@ What the host waits for decides the change: for queued kernels (the usual case) 
 what to remove; for the device-to-host copies themselves (their device time at least
 ``bulk_readback_min_pct`` of the blocked time: an offloaded optimizer, gradients or activations read
 back in bulk) the host needs the data, so the change is to copy asynchronously and consume it piece
-by piece while the rest copies (change ``overlap-device-to-host``).
+by piece while the rest copies (change ``overlap-device-to-host``); for calls that copy a host tensor
+to the device synchronously (at least ``bulk_readback_min_pct`` of the blocked time: ``randn(...).to(dev)``
+in the loop, a pageable ``hipMemcpyWithStream``) nothing is read back, so the change is to make the
+tensor on the device or copy it from pinned memory without blocking (change ``async-copy-to-device``).
 
 Gain: the steps replayed with the blocking calls no longer blocking (what-if ``drop-syncs``): the
 host queues the next kernels instead of waiting, and what that gives back is what the step loses.
@@ -64,6 +67,10 @@ def _change(ctx: RuleContext, sync_ns: float, sites: list[dict[str, object]],
     if on_copies_pct >= ctx.cfg.bulk_readback_min_pct and d2h_bytes > 0:
         return Change("overlap-device-to-host", {"mb_per_step": round(d2h_bytes / 1e6, 1),
                                                  "gb_per_s": round(d2h_bytes / d2h_ns, 2)})
+    to_device_pct = 100.0 * res.avg_ns("h2d_sync_ns") / sync_ns if sync_ns > 0 else 0.0
+    evidence.update(in_copies_to_device_pct=round(min(to_device_pct, 100.0), 1))
     top = sites[0] if sites else {}
-    return Change("remove-step-sync", {"call": top.get("call", ""), "op": top.get("op", ""),
-                                       "call_site": top.get("call_site", "")})
+    where = {"call": top.get("call", ""), "op": top.get("op", ""), "call_site": top.get("call_site", "")}
+    if to_device_pct >= ctx.cfg.bulk_readback_min_pct:  # the host writes, it reads nothing: no .item() to remove
+        return Change("async-copy-to-device", where)
+    return Change("remove-step-sync", where)

@@ -115,6 +115,24 @@ def test_a_bulk_read_back_is_to_be_overlapped_not_removed(tmp_path: Path) -> Non
     assert "pinned buffers" in finding_dict(f)["advice"] and ".item()" not in finding_dict(f)["advice"]
 
 
+def test_a_synchronous_copy_to_the_device_is_made_asynchronous_not_removed(tmp_path: Path) -> None:
+    """``randn(...).to(dev)`` in the loop (hta/amd_mi250_minitoy): the host blocks 1.5 ms a step in a
+    synchronous ``hipMemcpyWithStream`` writing a 4 MiB batch to the device. Nothing is read back, so
+    "no .item() / .cpu()" is the wrong advice: make the tensor on the device or copy it from pinned
+    memory without blocking."""
+    b = TraceBuilder()
+    for t in steps(b):
+        b.op("aten::copy_", ts=t + 10, dur=1_520)
+        b.launch_kernel("Memcpy HtoD (Pageable -> Device)", launch_ts=t + 15, launch_dur=1_500, ts=t + 20,
+                        dur=1_400, runtime="hipMemcpyWithStream", cat="gpu_memcpy", bytes=4 << 20)
+        gemm(b, t + 1_600, dur=1_000)
+    (f,) = [f for f in run_advisor(analyze(b.load(tmp_path))).findings if f.rule == "sync-in-step"]
+    assert f.evidence["in_copies_to_device_pct"] == pytest.approx(100.0) and f.evidence["d2h_copy_ms"] == 0.0
+    assert f.change.key == "async-copy-to-device" and f.change.params["call"] == "hipMemcpyWithStream"
+    advice = finding_dict(f)["advice"]
+    assert "non_blocking=True" in advice and ".item()" not in advice
+
+
 def test_straggler_and_imbalance(tmp_path: Path) -> None:
     """Rank 3 arrives 4 ms late at every all-reduce; nothing in these 10 ms host steps waits for the
     device (it is done at 6.6 ms), so the job replayed with rank 3 fixed is no shorter: gain 0."""

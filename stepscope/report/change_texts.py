@@ -84,6 +84,10 @@ CHANGES: dict[str, str] = {
                      "gradient accumulation; parallelise TP (within a node) -> PP -> DP.",
     "move-host-work": "Move {op} out of the step, onto the GPU, or into a background thread / the "
                       "DataLoader workers.",
+    "cpu-optimizer-step": "The optimizer steps on the CPU ({op}) while the GPU idles: keep the parameters and "
+                          "the optimizer state on the GPU if memory allows (a fused / foreach optimizer there), "
+                          "or overlap the CPU step with the device's work (ZeRO-Offload's one-step delayed "
+                          "parameter update; DeepSpeed's CPU Adam) and copy its tensors asynchronously.",
     "cudnn-benchmark": "Set torch.backends.cudnn.benchmark = True (with static input shapes) so cuDNN "
                        "times the algorithms once per shape and keeps the fastest.",
     "static-shapes-for-benchmark": "Keep shapes static so the benchmark cache hits: fixed image sizes, "

@@ -11,7 +11,9 @@ The host_ops analysis finds those ops ("launches nothing": no runtime call below
 GPU idle time inside them per op name; the rule weighs each name against the step.
 
 Gain: the GPU idle time inside those ops per step — what moving them to the GPU, out of the step or
-to a worker thread gives back.
+to a worker thread gives back. The change is ``move-host-work``, or ``cpu-optimizer-step`` when the
+heaviest op is an optimizer step on the CPU (an offloaded optimizer: run it on the GPU, or overlap it
+with the next step's device work — no thread or DataLoader worker can take it).
 """
 
 from __future__ import annotations
@@ -40,5 +42,6 @@ def detect(ctx: RuleContext) -> list[Finding]:
            for i in heavy[:5].tolist()]
     gain = float(per_name[heavy].sum())
     evidence = {"gpu_idle_in_ops_ms": ms(gain), "gpu_idle_in_ops_pct": round(ctx.pct_of_step(gain), 2), "ops": ops}
-    return [ctx.finding(RULE_ID, gain, "gpu-idle-in-host-ops", evidence,
-                        Change("move-host-work", {"op": ops[0]["name"]}))]
+    # an optimizer stepping on the CPU (an offloaded Adam) is not work for a thread or the DataLoader
+    key = "cpu-optimizer-step" if str(ops[0]["name"]).startswith("Optimizer.step") else "move-host-work"
+    return [ctx.finding(RULE_ID, gain, "gpu-idle-in-host-ops", evidence, Change(key, {"op": ops[0]["name"]}))]

@@ -93,9 +93,9 @@ def render_exposed_comm(e: ExposedComm, console: Console, top: int) -> None:
     r = e.steps
     rows = range(len(r)) if len(r) <= top else np.argsort(-r.exposed_ns, kind="stable")[:top].tolist()
     shown = "" if len(r) <= top else f"; the {top} most exposed of {len(r)}, --top for more"
-    t = table(f"communication exposed vs overlapped with compute, per rank and step (ms; the distributed view's "
-              f"communication / overlap{shown})", "rank", "step", "step", "communication", "exposed", "overlapped",
-              "exposed % of step", "overlapped % of comm", right_from=2)
+    t = table(f"communication exposed vs overlapped with compute, per rank and step (ms; exposed and overlapped are "
+              f"the distributed view's communication and overlap{shown})", "rank", "step", "step", "all comm",
+              "exposed", "overlapped", "exposed % of step", "overlapped % of comm", right_from=2)
     for i in rows:  # per rank and step, at most top
         t.add_row(str(r.rank[i]), step_label(int(r.step[i])), ms(r.step_ns[i]), ms(r.comm_ns[i]), ms(r.exposed_ns[i]),
                   ms(r.overlapped_ns[i]), pct(float(r.exposed_pct[i])), pct(float(r.overlapped_pct[i])))

@@ -2,7 +2,10 @@
 
 * GPU Utilization = |∪ kernel intervals ∩ [first step start, last step end]| / that span (TB: kernels
   only, on the rank's main GPU).
-* Est. SM Efficiency = Σ over time of min(1, Σ blocks-per-SM of the kernels running then) / span.
+* Est. SM Efficiency = Σ over time of min(1, Σ blocks-per-SM of the kernels running then) / span, over
+  the kernels with a known grid only: a kernel without one (a graph-replayed kernel's launch records
+  none) is left out, and so is the time when only such kernels run (``grid_kernel_ns`` says how much
+  kernel time had a grid); None when no kernel has one.
 * Est. Achieved Occupancy = mean of per-kernel occupancy weighted by each kernel's duration inside
   the span (trace value, or computed by :mod:`stepscope.analysis.occupancy` when absent).
 * Tensor Core share = time of Tensor-Core kernels / time of all kernels, inside the span.
@@ -45,6 +48,7 @@ class Overview:
     occupancy_computed: bool  # True when some occupancy values were computed, not read
     kernel_ns: int  # kernel time inside the steps span
     tc_kernel_ns: int
+    grid_kernel_ns: int  # ... of kernels with a known grid (blocks per SM): what the SM efficiency weighs
     busy_ns: int
     span_ns: int
 
@@ -82,6 +86,20 @@ def sm_efficiency_ns(ts: I64, end: I64, bps: F64, lo: int, hi: int) -> float:
     return float((seg * level).sum())
 
 
+def sm_efficiency_pct(ts: I64, end: I64, bps: F64, lo: int, hi: int) -> float | None:
+    """The est. SM efficiency over [lo, hi) of the kernels with a known blocks-per-SM (NaN: unknown):
+    the others are left out, and so is the time when only they run; None when none is known."""
+    known = ~np.isnan(bps)
+    if not known.any():
+        return None
+    only_unknown = (intervals.total(intervals.clip(intervals.union(ts, end), lo, hi))
+                    - intervals.total(intervals.clip(intervals.union(ts[known], end[known]), lo, hi)))
+    window = (hi - lo) - only_unknown
+    if window <= 0:
+        return None
+    return sm_efficiency_ns(ts[known], end[known], bps[known], lo, hi) / window * 100.0
+
+
 def _gpu_metrics(trace: Trace, rows: I64, dev: DeviceInfo | None, lo: int, hi: int) -> dict[str, object]:
     ev = trace.events
     ts, end = ev["ts_ns"][rows], ev["ts_ns"][rows] + ev["dur_ns"][rows]
@@ -92,16 +110,15 @@ def _gpu_metrics(trace: Trace, rows: I64, dev: DeviceInfo | None, lo: int, hi: i
     busy = intervals.total(intervals.clip(intervals.union(ts, end), lo, hi))
     has_occ = (occ.occupancy_pct >= 0) & (inside > 0)
     occ_w = inside[has_occ].sum()
-    has_bps = ~np.isnan(occ.blocks_per_sm)
     return {
         "gpu_utilization_pct": busy / span * 100.0,
-        "sm_efficiency_pct": (sm_efficiency_ns(ts, end, np.nan_to_num(occ.blocks_per_sm), lo, hi) / span * 100.0
-                              if has_bps.any() else None),
+        "sm_efficiency_pct": sm_efficiency_pct(ts, end, occ.blocks_per_sm, lo, hi),
         "achieved_occupancy_pct": (float((occ.occupancy_pct[has_occ] * inside[has_occ]).sum() / occ_w)
                                    if occ_w > 0 else None),
         "tensor_core_pct": float(inside[tc].sum() / inside.sum() * 100.0) if inside.sum() > 0 else None,
         "occupancy_computed": bool(occ.computed.any()),
         "kernel_ns": int(inside.sum()), "tc_kernel_ns": int(inside[tc].sum()),
+        "grid_kernel_ns": int(inside[~np.isnan(occ.blocks_per_sm)].sum()),
     }
 
 
@@ -127,7 +144,8 @@ def compute_overview(trace: Trace, rank: int) -> Overview:
     rows = _device_kernels(trace, rank, dev)
     metrics: dict[str, object] = {"gpu_utilization_pct": None, "sm_efficiency_pct": None,
                                   "achieved_occupancy_pct": None, "tensor_core_pct": None,
-                                  "occupancy_computed": False, "kernel_ns": 0, "tc_kernel_ns": 0}
+                                  "occupancy_computed": False, "kernel_ns": 0, "tc_kernel_ns": 0,
+                                  "grid_kernel_ns": 0}
     if len(rows) and bd.step_count and bd.end_ns[-1] > bd.start_ns[0]:
         metrics = _gpu_metrics(trace, rows, dev, int(bd.start_ns[0]), int(bd.end_ns[-1]))
     elif len(rows):  # no step markers and no host ops to frame a step: the kernels' own span

@@ -44,6 +44,7 @@ def _overview(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
     return {"step_count": bd.step_count, "avg_step_ms": bd.avg_step_ns * MS,
             "gpu_utilization_pct": o.gpu_utilization_pct, "sm_efficiency_pct": o.sm_efficiency_pct,
             "achieved_occupancy_pct": o.achieved_occupancy_pct, "tensor_core_pct": o.tensor_core_pct,
+            "grid_kernel_pct": o.grid_kernel_ns / o.kernel_ns * 100.0 if o.kernel_ns else None,
             "occupancy_computed": o.occupancy_computed, "breakdown_ms": _ms(bd.avg_category_ns),
             "breakdown_pct": dict(zip(CATEGORIES, bd.avg_category_pct.tolist())),
             "steps_per_s": bd.steps_per_s, "samples_per_s": bd.samples_per_s,

@@ -14,6 +14,13 @@ def _pct(v: float | None, missing: str) -> str:
     return f"{v:.2f} %" if v is not None else f"[dim]n/a ({missing})[/dim]"
 
 
+def _grid_note(o: Overview) -> str:
+    """Which kernels the SM efficiency weighs, when some kernels have no grid (graph replays)."""
+    if o.sm_efficiency_pct is None or o.grid_kernel_ns >= o.kernel_ns or not o.kernel_ns:
+        return ""
+    return f" (of the kernels with a known grid: {o.grid_kernel_ns / o.kernel_ns * 100:.1f} % of kernel time)"
+
+
 def render_overview(o: Overview, console: Console, top: int) -> None:
     """Device, steps, GPU utilization / SM efficiency / occupancy / Tensor Cores, breakdown bar."""
     t = Table(title=f"rank {o.rank}: overview", show_header=False)
@@ -33,7 +40,7 @@ def render_overview(o: Overview, console: Console, top: int) -> None:
     if bd.samples_per_s is not None:
         t.add_row("throughput", f"{bd.samples_per_s:,.1f} samples/s")
     t.add_row("GPU utilization", _pct(o.gpu_utilization_pct, "no kernels"))
-    t.add_row("est. SM efficiency", _pct(o.sm_efficiency_pct, "no launch shapes"))
+    t.add_row("est. SM efficiency", _pct(o.sm_efficiency_pct, "no launch shapes") + _grid_note(o))
     occ_note = " (computed from launch shapes)" if o.occupancy_computed else ""
     t.add_row("est. achieved occupancy", _pct(o.achieved_occupancy_pct, "no launch shapes") + occ_note)
     t.add_row("kernel time on Tensor Cores", _pct(o.tensor_core_pct, "no kernels"))

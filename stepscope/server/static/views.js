@@ -106,7 +106,7 @@ export function overviewView(ctx) {
       stat(job ? `rank ${r.rank} average step` : "average step", fmtMs(ov.avg_step_ms), {id: "avg-step", "data-value": ov.avg_step_ms}),
       stat("steps", fmtNum(ov.step_count)),
       stat("GPU utilization", fmtPct(ov.gpu_utilization_pct)),
-      stat("est. SM efficiency", fmtPct(ov.sm_efficiency_pct)),
+      stat("est. SM efficiency" + gridNote(ov), fmtPct(ov.sm_efficiency_pct)),
       stat("est. occupancy", fmtPct(ov.achieved_occupancy_pct)),
       stat("Tensor Core time", fmtPct(ov.tensor_core_pct)),
       stat("steps / s", isNum(ov.steps_per_s) ? ov.steps_per_s.toFixed(2) : "–")) : empty(r.skipped?.overview || "no overview for this rank"));
@@ -118,6 +118,12 @@ export function overviewView(ctx) {
   parts.push(deepCard(r));
   if ((doc.diagnostics || []).length) parts.push(diagnosticsCard(doc.diagnostics));
   return parts;
+}
+
+function gridNote(ov) {
+  // graph-replayed kernels record no grid: the SM efficiency weighs the others only, said so
+  if (!isNum(ov.sm_efficiency_pct) || !isNum(ov.grid_kernel_pct) || ov.grid_kernel_pct >= 100) return "";
+  return ` (of the kernels with a known grid: ${fmtPct(ov.grid_kernel_pct)} of kernel time)`;
 }
 
 function rankText(rank, count) {

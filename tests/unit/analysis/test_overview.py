@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from stepscope.analysis.overview import compute_overview
+from stepscope.analysis.overview import Overview, compute_overview
 from tests.builders import TraceBuilder
 
 US = 1000
@@ -65,3 +65,40 @@ def test_cpu_only_trace_has_no_gpu_numbers(tmp_path: Path) -> None:
     assert o.device is None
     assert o.gpu_utilization_pct is None and o.achieved_occupancy_pct is None
     assert o.avg_step_ns == 100 * US
+
+
+def _graph_replay(tmp_path: Path, grid: bool = True) -> tuple[Overview, str]:
+    """Step [0,100] on a V100 (80 SMs): k1 [10,30] with a grid of 80 blocks (1 block per SM), k2
+    [40,90] without a grid (a graph replay's kernel: its launch records no shape)."""
+    import io
+
+    from rich.console import Console
+
+    from stepscope.analysis.bundle import analyze
+    from stepscope.report import terminal
+
+    b = TraceBuilder()
+    b.step(1, ts=0, dur=100)
+    b.launch_kernel("k1", launch_ts=1, launch_dur=1, ts=10, dur=20, **({"grid": [80, 1, 1], "block": [256, 1, 1]}
+                                                                      if grid else {}))
+    b.launch_kernel("graph_kernel", launch_ts=2, launch_dur=1, ts=40, dur=50, runtime="cudaGraphLaunch")
+    trace = b.load(tmp_path)
+    out = io.StringIO()
+    terminal.render(analyze(trace, names=["overview"]), Console(file=out, width=200), ["overview"], 10)
+    return compute_overview(trace, 0), out.getvalue()
+
+
+def test_kernels_without_a_grid_are_left_out_of_the_sm_efficiency(tmp_path: Path) -> None:
+    """Audit: a HIP-graph decode step showed 'est. SM efficiency 2.58 %' beside 'GPU utilization
+    99.36 %': the graph kernels' missing grid counted as 0 blocks. Left out (with the time only they
+    run): 20 µs at 1 block per SM over the 100 − 50 µs that are not graph-kernel-only = 40 % (was 20 %)."""
+    o, text = _graph_replay(tmp_path)
+    assert o.sm_efficiency_pct == pytest.approx(40.0)
+    assert (o.grid_kernel_ns, o.kernel_ns) == (20 * US, 70 * US)
+    assert "40.00 % (of the kernels with a known grid: 28.6 % of kernel time)" in text
+
+
+def test_no_kernel_with_a_grid_is_no_sm_efficiency(tmp_path: Path) -> None:
+    o, text = _graph_replay(tmp_path, grid=False)
+    assert o.sm_efficiency_pct is None
+    assert "est. SM efficiency" in text and "n/a (no launch shapes)" in text

@@ -9,7 +9,9 @@ leaves a few out (an H200 capture: 112-128 blocks on 132 SMs for GEMMs of 2,048 
 adds no blocks to such a grid. Communication kernels are left out (NCCL sizes its grid by channels
 on purpose).
 Weighted by time: ``underfilled_time_pct`` = time of under-filled kernels / time of all
-kernels with a recorded grid, and ``sm_fill_pct`` = Σ dur · min(1, blocks / SMs) / Σ dur.
+kernels with a recorded grid, and ``sm_fill_pct`` = Σ dur · min(1, blocks / SMs) / Σ dur, over the
+kernels with a recorded grid; a graph replay's kernels record none and are left out
+(``all_kernel_time_ns`` is the time of every kernel, grid or not, to say how much that leaves).
 """
 
 from __future__ import annotations
@@ -60,7 +62,8 @@ class LaunchConfigResult:
     rank: int
     sm_count: int
     kernel_count: int  # kernels with a recorded grid
-    kernel_time_ns: int
+    kernel_time_ns: int  # ... their time
+    all_kernel_time_ns: int  # every kernel's time, with a grid or not (collectives left out)
     underfilled: NamedRows  # evidence: every under-filled kernel
     underfilled_blocks: I64  # their grids' blocks
     underfilled_in_step_mask: B  # whether each lies in a kept step (all True without steps)
@@ -98,6 +101,7 @@ def compute_launch_config(trace: Trace, rank: int) -> LaunchConfigResult:
     k = rank_rows(trace, rank, (int(EventKind.KERNEL),))
     k = k[~classify(trace).is_comm[k]]  # collectives use few blocks (channels) by design
     blocks = ev["grid_x"][k].astype(np.int64) * ev["grid_y"][k] * ev["grid_z"][k]
+    all_ns = int(ev["dur_ns"][k].sum())
     k, blocks = k[blocks > 0], blocks[blocks > 0]
     if len(k) == 0:
         raise NotApplicable("no kernel grid sizes in the trace")
@@ -108,7 +112,8 @@ def compute_launch_config(trace: Trace, rank: int) -> LaunchConfigResult:
     in_steps = np.isin(ev["step"][k[under]], steps) if len(steps) else np.ones(int(under.sum()), bool)
     return LaunchConfigResult(
         rank=rank, sm_count=int(dev.sm_count), kernel_count=len(k), kernel_time_ns=int(dur.sum()),
-        underfilled=named_rows(trace, k[under]), underfilled_blocks=blocks[under].astype(np.int64),
+        all_kernel_time_ns=all_ns, underfilled=named_rows(trace, k[under]),
+        underfilled_blocks=blocks[under].astype(np.int64),
         underfilled_in_step_mask=in_steps, step_count=len(steps), underfilled_time_ns=int(dur[under].sum()),
         sm_fill_pct=pct(float((dur * fill).sum()), float(dur.sum())),
         kernels=_by_name(trace, k[under], blocks[under], dur[under]))

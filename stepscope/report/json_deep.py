@@ -173,6 +173,7 @@ def launch_config_section(rr: RankResults, trace: Trace) -> dict[str, Any] | Non
     k, u = r.kernels, r.underfilled_in_step()
     n = max(r.step_count, 1)
     return {"sm_count": r.sm_count, "underfilled_time_pct": r.underfilled_time_pct, "sm_fill_pct": r.sm_fill_pct,
+            "grid_kernel_ms": r.kernel_time_ns / MS, "kernel_ms": r.all_kernel_time_ns / MS,
             "kernels": [{"name": k.name[i], "calls": int(k.calls[i]), "time_ms": float(k.time_ns[i]) / MS,
                          "mean_blocks": float(k.mean_blocks[i])} for i in range(min(20, len(k.calls)))],
             "in_steps": {"count": u.count, "ms": u.time_ns / MS / n, "idle_sm_ms": u.idle_sm_ns / MS / n,

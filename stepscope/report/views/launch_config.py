@@ -9,9 +9,12 @@ from stepscope.report.views._deep import ms, pct, short, table
 
 
 def render_launch_config(r: LaunchConfigResult, console: Console, top: int) -> None:
-    console.print(f"[bold]rank {r.rank}: launch configuration[/bold] ({r.sm_count} SMs): kernels with fewer "
-                  f"blocks than SMs take {pct(r.underfilled_time_pct)} of kernel time; "
-                  f"time-weighted SM fill {pct(r.sm_fill_pct)}")
+    partial = r.kernel_time_ns < r.all_kernel_time_ns  # graph replays record no grid
+    scope = (f"of the kernels with a known grid ({ms(r.kernel_time_ns)} of {ms(r.all_kernel_time_ns)} ms kernel "
+             "time; the others, graph replays among them, record none): " if partial else "")
+    console.print(f"[bold]rank {r.rank}: launch configuration[/bold] ({r.sm_count} SMs): {scope}kernels with "
+                  f"fewer blocks than ¾ of the SMs take {pct(r.underfilled_time_pct)} of "
+                  f"{'their time' if partial else 'kernel time'}; time-weighted SM fill {pct(r.sm_fill_pct)}")
     u, n = r.underfilled_in_step(), max(r.step_count, 1)
     if u.count:
         console.print(f"  inside the steps: {u.count / n:,.1f} under-filled kernels per step, {ms(u.time_ns / n)} ms, "

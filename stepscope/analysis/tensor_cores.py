@@ -18,8 +18,11 @@ its FP32 GEMMs without TF32 ``sm80_xmma_gemm_f32f32_f32f32_f32_..._ffma_...`` (`
 :func:`compute_tensor_cores` (the ``tensor_cores`` analysis, the TB plugin's "Tensor Cores eligible"
 recommendation) weighs a rank's kernels inside its steps: those launched by a Tensor-Core eligible
 operator (the launching op or any op above it), and how much of that eligible time ran on Tensor
-Cores. The eligible kernels that did not, their operators and the operators' input types are the
-evidence of the ``no-tensor-cores`` finding.
+Cores. A kernel linked to no op (a CUDA / HIP graph replay's kernels: their launch is the graph's)
+cannot be eligible; ``unlinked_ns`` says how much time that leaves out, so that the view can say it.
+The overview's Tensor-Core share is another number: every kernel's time, by name alone. The
+eligible kernels that did not, their operators and the operators' input types are the evidence of
+the ``no-tensor-cores`` finding.
 """
 
 from __future__ import annotations
@@ -134,6 +137,7 @@ class TensorCoreResult:
     device: str | None
     compute_major: int | None  # compute capability (NVIDIA), None when unknown
     kernel_ns: float  # all kernels
+    unlinked_ns: float  # kernels linked to no launching op (a graph replay's): never counted eligible
     eligible_ns: float  # kernels launched by a Tensor-Core eligible op
     tc_eligible_ns: float  # eligible kernels that ran on Tensor Cores
     non_tc_kernels: NamedRows  # eligible kernels that did not
@@ -174,6 +178,7 @@ def compute_tensor_cores(trace: Trace, rank: int) -> TensorCoreResult:
     return TensorCoreResult(
         rank=rank, step_count=len(kept_steps(trace, rank)), device=dev.name if dev is not None else None,
         compute_major=dev.compute_major if dev is not None else None, kernel_ns=float(dur.sum()),
+        unlinked_ns=float(dur[ev["op"][k] < 0].sum()),
         eligible_ns=float(dur[eligible].sum()), tc_eligible_ns=float(dur[eligible & tc].sum()),
         non_tc_kernels=named_rows(trace, k[non_tc]), non_tc_ops=named_rows(trace, ops, ev["dur_ns"][k[non_tc]]),
         input_types=_input_types(trace, ops), tf32_kernels=named_rows(trace, k[tf32]),

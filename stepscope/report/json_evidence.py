@@ -43,7 +43,8 @@ def tensor_cores_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None
         return None
     n = max(r.step_count, 1)
     return {"kernel_ms": r.kernel_ns / MS / n, "eligible_ms": r.eligible_ns / MS / n,
-            "eligible_kernel_pct": r.eligible_pct, "tensor_core_pct_of_eligible": r.tc_pct_of_eligible,
+            "unlinked_kernel_ms": r.unlinked_ns / MS / n, "eligible_kernel_pct": r.eligible_pct,
+            "tensor_core_pct_of_eligible": r.tc_pct_of_eligible,
             "eligible_non_tc_ms": r.non_tc_kernels.total_ns / MS / n,
             "non_tc_kernels": named_list(r.non_tc_kernels, n), "non_tc_ops": named_list(r.non_tc_ops, n),
             "input_types": list(r.input_types)}

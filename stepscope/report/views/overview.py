@@ -43,7 +43,8 @@ def render_overview(o: Overview, console: Console, top: int) -> None:
     t.add_row("est. SM efficiency", _pct(o.sm_efficiency_pct, "no launch shapes") + _grid_note(o))
     occ_note = " (computed from launch shapes)" if o.occupancy_computed else ""
     t.add_row("est. achieved occupancy", _pct(o.achieved_occupancy_pct, "no launch shapes") + occ_note)
-    t.add_row("kernel time on Tensor Cores", _pct(o.tensor_core_pct, "no kernels"))
+    tc_of = " (every kernel, by its name)" if o.tensor_core_pct is not None else ""  # not tensor_cores' eligible share
+    t.add_row("kernel time on Tensor Cores", _pct(o.tensor_core_pct, "no kernels") + tc_of)
     if o.span_ns:
         t.add_row("GPU busy / span", f"{ms(o.busy_ns)} ms / {ms(o.span_ns)} ms")
     console.print(t)

@@ -108,7 +108,7 @@ export function overviewView(ctx) {
       stat("GPU utilization", fmtPct(ov.gpu_utilization_pct)),
       stat("est. SM efficiency" + gridNote(ov), fmtPct(ov.sm_efficiency_pct)),
       stat("est. occupancy", fmtPct(ov.achieved_occupancy_pct)),
-      stat("Tensor Core time", fmtPct(ov.tensor_core_pct)),
+      stat("Tensor Core time (every kernel, by its name)", fmtPct(ov.tensor_core_pct)),
       stat("steps / s", isNum(ov.steps_per_s) ? ov.steps_per_s.toFixed(2) : "–")) : empty(r.skipped?.overview || "no overview for this rank"));
   hero.classList.add("hero");
   const parts = [hero];

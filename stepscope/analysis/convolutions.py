@@ -7,8 +7,9 @@ those, the analysis singles out:
 
 * the **Tensor-Core** ones (name table of :mod:`stepscope.analysis.tensor_cores`), and among them
   the ones whose names say **NCHW** (Tensor-Core convolutions work in NHWC);
-* the **layout transforms** (``nchwToNhwc`` / ``nhwcToNchw`` ...: any kernel, convolution or not),
-  cuDNN transposing NCHW tensors around every Tensor-Core convolution;
+* the **layout transforms** (``nchwToNhwc`` / ``nhwcToNchw`` ..., MIOpen's ``batched_transpose_*``,
+  ``general_4d_reorder_*``, ``transpose_NCHW2CNHW``: any kernel, convolution or not, :data:`TRANSFORM`),
+  cuDNN / MIOpen transposing NCHW tensors around every Tensor-Core (matrix-core) convolution;
 * the **fallback** algorithms (``implicit_convolve_sgemm``, ``wgrad_alg0_engine``, ``dgrad_engine``,
   ``explicit_convolve_sgemm``): what cuDNN's heuristics pick without ``cudnn.benchmark``;
 * per convolution **call** (op row): how many kernels it launched and their time, its step, and
@@ -32,7 +33,15 @@ from stepscope.analysis.tensor_cores import tc_kernel_mask
 from stepscope.model.trace import Trace
 from stepscope.model.uniq import unique
 
-TRANSFORM = re.compile(r"nchwToNhwc|nhwcToNchw|nchw_to_nhwc|nhwc_to_nchw|nchw2nhwc|nhwc2nchw", re.IGNORECASE)
+#: layout-transform kernels: cuDNN's (``nchwToNhwcKernel``, ``nhwcToNchwKernel``) and MIOpen's, whose
+#: kernels are ``extern "C"`` and so start their names: ``batched_transpose_32x32_half`` (the NCHW ⇄ NHWC
+#: transposes around its NHWC igemm / composable_kernel convolutions), ``general_4d_reorder_1x256_dword_r0231``
+#: (its general tensor reorder) and ``transpose_NCHW2CNHW`` / ``transpose_CNHW2NCHW`` (around its 1x1
+#: strided GEMM convolutions). Anchored at the start: composable_kernel's mangled ``ck_tile`` names and
+#: Inductor's ``triton_poi_fused_..._transpose_...`` kernels are not layout transforms of a convolution.
+TRANSFORM = re.compile(r"nchwToNhwc|nhwcToNchw|nchw_to_nhwc|nhwc_to_nchw|nchw2nhwc|nhwc2nchw"
+                       r"|^batched_transpose_\d+x\d+|^general_4d_reorder_\d+x\d+|^transpose_(?:NCHW2CNHW|CNHW2NCHW)",
+                       re.IGNORECASE)
 NCHW = re.compile(r"nchw", re.IGNORECASE)
 FALLBACK = re.compile(r"implicit_convolve_sgemm|wgrad_alg0_engine|dgrad_engine|explicit_convolve_sgemm")
 

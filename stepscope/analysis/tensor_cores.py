@@ -3,8 +3,9 @@ which operators could have: one table each, decided once per unique name.
 
 A kernel's name is the only evidence a trace carries, so the table lists the name fragments that
 the vendor libraries (cuBLAS, cuDNN, CUTLASS, flash-attention, rocBLAS/Tensile, composable_kernel)
-put in Tensor-Core kernels. The fragments name the MMA instruction shape (``h884`` = HMMA 8x8x4 on
-Volta, ``1688`` = 16x8x8 on Turing/Ampere, ``16816`` = 16x8x16 on Ampere+), the library family
+put in Tensor-Core kernels, and the names of Triton's flash-attention kernels (``attn_fwd``). The
+fragments name the MMA instruction shape (``h884`` = HMMA 8x8x4 on Volta, ``1688`` = 16x8x8 on
+Turing/Ampere, ``16816`` = 16x8x16 on Ampere+), the library family
 (``xmma``, ``tensorop``, ``gmma`` / ``wgmma`` on Hopper, ``tcgen05`` / ``umma`` on Blackwell) or the AMD
 matrix instruction (``MFMA``, Tensile ``MI32x32x8``). A GEMM in an FP8 / FP6 / FP4 or MX format
 (``e4m3``, ``MxE2m1``, ``mxfp4``, ``fp8_gemm``) runs on Tensor Cores whatever its library, since only
@@ -60,6 +61,11 @@ TC_KERNEL_PATTERNS: tuple[tuple[str, str, str], ...] = (
     ("hopper", r"sm9\d_.*(gemm|conv|fprop|dgrad|wgrad|mma)", "sm90 specialised GEMM/conv kernels"),
     ("hopper", r"nvjet", "cuBLAS nvjet kernels (Hopper/Blackwell)"),
     ("hopper", r"flash_(fwd|bwd)|flash::|fmha|flashattn", "flash / fused multi-head attention kernels"),
+    ("triton", r"^_?attn_(?:fwd|bwd)(?:_|$)|^bwd_kernel_(?:dk_dv|dq)(?:_|$)",
+     "Triton flash-attention kernels, named by their @triton.jit function: the Triton tutorial's _attn_fwd / "
+     "_attn_bwd, ROCm flash-attention's and AOTriton's (PyTorch SDPA on ROCm) attn_fwd, bwd_kernel_dk_dv, "
+     "bwd_kernel_dq; their tl.dot runs on MMA / MFMA. Anchored: 'flash_attention' inside an Inductor fused "
+     "kernel's name (a view's copy) or vLLM's reshape_and_cache_flash is no such kernel"),
     ("blackwell", r"tcgen05|(?<![a-z])umma|sm1[02]\da?_.*(gemm|conv|mma)", "Blackwell 5th-gen Tensor Core kernels"),
     ("low-precision", r"^(?=.*(?:gemm|bmm|matmul|mma|grouped_mm))"
                       r"(?=.*(?:e4m3|e5m2|e[23]m[123]|mxf(?:p)?[468]|mxint8|nvf(?:p)?4|fp8|fp4|f8f6f4|w8a8|w4a\d))",

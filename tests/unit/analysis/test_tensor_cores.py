@@ -37,6 +37,10 @@ TC_KERNELS = [
     ("_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1_swiglu", "low-precision"),
     ("nvjet_sm100_ootst_128x128_128x6_2x1_2cta_h_bz_TNN", "hopper"),
     ("igemm_fwd_gtcx3_nhwc_bf16_bx0_ex1_bt128x256x32_wt32x32x8_ws1x2_wr2x2_ta1x8x2x1_1x4x1x64", "amd"),
+    # Triton flash attention (audit: xdit_sd3.5 on an MI300X listed attn_fwd, 208.7 ms per step, among the
+    # eligible ops without Tensor Cores): ROCm flash-attention / AOTriton, the Triton tutorial's
+    ("attn_fwd", "triton"), ("_attn_fwd", "triton"), ("_attn_bwd_dkdv", "triton"), ("bwd_kernel_dk_dv", "triton"),
+    ("bwd_kernel_dq", "triton"), ("_attn_fwd_0d1d2d3d4d5d6c7d8d9c10d", "triton"),
 ]
 NON_TC_KERNELS = [
     "volta_sgemm_128x64_nn", "volta_scudnn_128x128_stridedB_splitK_small_nn_v1",
@@ -49,6 +53,11 @@ NON_TC_KERNELS = [
     # converting to FP8 is not a GEMM
     "void vllm::dynamic_scaled_fp8_quant_kernel<c10::BFloat16, c10::Float8_e4m3fn>(c10::Float8_e4m3fn*)",
     "void vllm::reshape_and_cache_flash_kernel<__hip_bfloat16, __hip_bfloat16, (vllm::Fp8KVCacheDataType)0>",
+    # not flash-attention kernels: an Inductor pointwise kernel fusing the views around SDPA, a softmax, other
+    # names containing attn_fwd / bwd_kernel
+    "triton_poi_fused__scaled_dot_product_flash_attention_cat_transpose_view_10",
+    "void (anonymous namespace)::softmax_warp_forward<float, float, float, 8, false, false>(float*)",
+    "triton_poi_fused_attn_fwd_add_0", "paged_attn_fwd_decode_copy", "attn_fwdx", "layer_norm_bwd_kernel_dq",
     # cuBLAS xmma GEMMs whose math is a CUDA-core FMA: FP32 without TF32 (tests/data/h200_bounds/fp32,
     # an H200), FP64, paired FP16
     "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize256x64x8_stage3_warpsize2x2x1_ffma_aligna4_alignc4_execute_"

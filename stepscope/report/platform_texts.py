@@ -100,11 +100,13 @@ CHANGES_BY_PLATFORM: dict[str, dict[str, str]] = {
 }
 #: Words replaced in every text shown for an AMD GPU (ROCm): its own names for NVIDIA's parts and
 #: libraries; PyTorch's APIs keep their names (``torch.cuda``, ``torch.backends.cudnn`` drive HIP and MIOpen).
+#: The findings and the terminal views' own prose (``report.views.worded_view``) go through it.
 _ROCM_WORDS = (("Tensor-Core", "Matrix-Core"), ("Tensor Cores", "Matrix Cores"), ("Tensor Core", "Matrix Core"),
                ("cuDNN", "MIOpen"), ("cuBLAS", "hipBLASLt"), ("CUDA Graphs", "HIP graphs"),
                ("CUDA events", "torch.cuda events (HIP events)"), ("CUDA event", "torch.cuda event (HIP event)"),
                ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF"),
                ("CUDA_LAUNCH_BLOCKING", "HIP_LAUNCH_BLOCKING"), ("CUDA tensors", "GPU tensors"),
+               ("CUDA runtime", "HIP runtime"),
                (" SMs", " CUs"), ("SMs ", "CUs "), ("SM ", "CU "))
 #: Words replaced in every text shown for an Ascend NPU.
 _NPU_WORDS = (("GPU", "NPU"), ("CUDA Graphs", "graph mode"), ("CUDA events", "NPU events"),

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from stepscope.analysis.bundle import Bundle, with_bundle_memo
+from stepscope.analysis.platform import platform_of
 from stepscope.model.diagnostics import Diagnostic
 from stepscope.report.views import CLUSTER_RENDERERS, RENDERERS
 
@@ -41,7 +42,7 @@ def render(bundle: Bundle, console: Console, views: Iterable[str] | None = None,
         for name, show in RENDERERS.items():
             if wanted is not None and name not in wanted:
                 continue
-            if show(rr, console, top):
+            if show(rr, console, top, platform_of(bundle.trace, rank)):
                 continue
             if name in rr.skipped:
                 console.print(f"[dim]{name} (rank {rank}): {rr.skipped[name]}[/dim]")

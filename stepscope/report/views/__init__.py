@@ -93,20 +93,27 @@ from stepscope.report.views.zero_grad import render_zero_grad
 
 T = TypeVar("T")
 
-#: renders one rank's result of a view's analysis; False when that rank has no such result
-RankView = Callable[[RankResults, Console, int], bool]
+#: renders one rank's result of a view's analysis in its platform's words (``analysis.platform``:
+#: ``cuda``, ``rocm``, ``ascend``, ``cpu``, ``+native``); False when that rank has no such result
+RankView = Callable[[RankResults, Console, int, str], bool]
 #: renders the whole-trace result of a cluster analysis; False when there is none
 ClusterView = Callable[[Bundle, Console, int], bool]
 
 
 def rank_view(key: RankAnalysis[T], render: Callable[[T, Console, int], None]) -> RankView:
     """The view of ``key``'s result; mypy checks that ``render`` takes that result's class."""
+    return worded_view(key, lambda result, console, top, platform: render(result, console, top))
 
-    def show(rr: RankResults, console: Console, top: int) -> bool:
+
+def worded_view(key: RankAnalysis[T], render: Callable[[T, Console, int, str], None]) -> RankView:
+    """The view of ``key``'s result, its words said for the rank's platform (``render`` gets it and
+    passes its prose through :func:`stepscope.report.platform_texts.dialect`, as the findings do)."""
+
+    def show(rr: RankResults, console: Console, top: int, platform: str) -> bool:
         result = rr.get(key)
         if result is None:
             return False
-        render(result, console, top)
+        render(result, console, top, platform)
         return True
 
     return show
@@ -126,7 +133,7 @@ def cluster_view(key: ClusterAnalysis[T], render: Callable[[T, Console, int], No
 RENDERERS: dict[str, RankView] = {
     "summary": rank_view(SUMMARY, render_summary),
     # the views (SPEC §4, TB parity)
-    "overview": rank_view(OVERVIEW, render_overview),
+    "overview": worded_view(OVERVIEW, render_overview),
     "breakdown": rank_view(BREAKDOWN, render_breakdown),
     "operators": rank_view(OPERATORS, render_operators),
     "kernels": rank_view(KERNELS, render_kernels),
@@ -142,7 +149,7 @@ RENDERERS: dict[str, RankView] = {
     "sync": rank_view(SYNC, render_sync),
     "memcpy": rank_view(MEMCPY, render_memcpy),
     "launch": rank_view(LAUNCH, render_launch),
-    "launch_config": rank_view(LAUNCH_CONFIG, render_launch_config),
+    "launch_config": worded_view(LAUNCH_CONFIG, render_launch_config),
     "fusion": rank_view(FUSION, render_fusion),
     "graphs": rank_view(GRAPHS, render_graphs),
     "compiled": rank_view(COMPILED, render_compiled),
@@ -150,14 +157,14 @@ RENDERERS: dict[str, RankView] = {
     "remedies": rank_view(REMEDIES, render_remedies),
     # the evidence the advisor's rules weigh
     "dataloader": rank_view(DATALOADER, render_dataloader),
-    "tensor_cores": rank_view(TENSOR_CORES, render_tensor_cores),
-    "convolutions": rank_view(CONVOLUTIONS, render_convolutions),
+    "tensor_cores": worded_view(TENSOR_CORES, render_tensor_cores),
+    "convolutions": worded_view(CONVOLUTIONS, render_convolutions),
     "gemm_dims": rank_view(GEMM_DIMS, render_gemm_dims),
     "host_ops": rank_view(HOST_OPS, render_host_ops),
     "zero_grad": rank_view(ZERO_GRAD, render_zero_grad),
     "caching_allocator": rank_view(CACHING_ALLOCATOR, render_caching_allocator),
     "input_shapes": rank_view(INPUT_SHAPES, render_input_shapes),
-    "software": rank_view(SOFTWARE, render_software),
+    "software": worded_view(SOFTWARE, render_software),
 }
 
 #: cluster-level renderers

@@ -1,15 +1,16 @@
-"""Terminal view of the software stack."""
+"""Terminal view of the software stack (the HIP runtime on ROCm: the platform's words)."""
 
 from __future__ import annotations
 
 from rich.console import Console
 
 from stepscope.analysis.software import SoftwareResult, version_text
+from stepscope.report.platform_texts import dialect
 
 
-def render_software(r: SoftwareResult, console: Console, top: int) -> None:
+def render_software(r: SoftwareResult, console: Console, top: int, platform: str = "cuda") -> None:
     runtime, driver = version_text(r.cuda_runtime) or "unknown", version_text(r.cuda_driver) or "unknown"
     schema = "the 2021 Kineto schema (PyTorch <= 1.9)" if r.legacy_schema else "the current profiler schema"
     program = ("PyTorch" + (" under torch.compile" if r.compiled else "")) if r.pytorch else "no PyTorch (native)"
-    console.print(f"[bold]rank {r.rank}: software[/bold]: CUDA runtime {runtime}, driver {driver}; {schema}; "
-                  f"{program}")
+    console.print(dialect(f"[bold]rank {r.rank}: software[/bold]: CUDA runtime {runtime}, driver {driver}; ",
+                          platform) + f"{schema}; {program}")

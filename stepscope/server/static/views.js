@@ -105,10 +105,10 @@ export function overviewView(ctx) {
       job ? stat("job step", fmtMs(job.avg_step_ms), {id: "job-step", "data-value": job.avg_step_ms}) : null,
       stat(job ? `rank ${r.rank} average step` : "average step", fmtMs(ov.avg_step_ms), {id: "avg-step", "data-value": ov.avg_step_ms}),
       stat("steps", fmtNum(ov.step_count)),
-      stat("GPU utilization", fmtPct(ov.gpu_utilization_pct)),
-      stat("est. SM efficiency" + gridNote(ov), fmtPct(ov.sm_efficiency_pct)),
+      stat(said("GPU utilization", dev), fmtPct(ov.gpu_utilization_pct)),
+      stat(said("est. SM efficiency", dev) + gridNote(ov), fmtPct(ov.sm_efficiency_pct)),
       stat("est. occupancy", fmtPct(ov.achieved_occupancy_pct)),
-      stat("Tensor Core time (every kernel, by its name)", fmtPct(ov.tensor_core_pct)),
+      stat(said("Tensor Core time (every kernel, by its name)", dev), fmtPct(ov.tensor_core_pct)),
       stat("steps / s", isNum(ov.steps_per_s) ? ov.steps_per_s.toFixed(2) : "–")) : empty(r.skipped?.overview || "no overview for this rank"));
   hero.classList.add("hero");
   const parts = [hero];
@@ -118,6 +118,14 @@ export function overviewView(ctx) {
   parts.push(deepCard(r));
   if ((doc.diagnostics || []).length) parts.push(diagnosticsCard(doc.diagnostics));
   return parts;
+}
+
+// the device's own names for NVIDIA's parts, as the terminal and the findings say them
+// (stepscope/report/platform_texts.py: _ROCM_WORDS on an AMD GPU, _NPU_WORDS on an Ascend NPU)
+const DEVICE_WORDS = {amd: [["Tensor Core", "Matrix Core"], ["SM ", "CU "]], ascend: [["GPU", "NPU"], ["SM ", "AI core "]]};
+
+function said(text, dev) {
+  return (DEVICE_WORDS[dev && dev.vendor] || []).reduce((t, [from, to]) => t.split(from).join(to), text);
 }
 
 function gridNote(ov) {

@@ -102,5 +102,5 @@ def test_the_view_says_its_shares_are_of_the_kernels_with_a_grid(tmp_path: Path)
     out = io.StringIO()
     terminal.render(bundle, Console(file=out, width=400), ["launch_config"], 10)
     assert ("launch configuration (80 SMs): of the kernels with a known grid (0.040 of 0.100 ms kernel time; "
-            "the others, graph replays among them, record none): kernels with fewer blocks than ¾ of the SMs take "
+            "a graph replay's kernels record none): kernels with fewer blocks than ¾ of the SMs take "
             "75.0 % of their time; time-weighted SM fill 62.5 %") in out.getvalue()

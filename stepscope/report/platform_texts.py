@@ -114,6 +114,26 @@ _NPU_WORDS = (("GPU", "NPU"), ("CUDA Graphs", "graph mode"), ("CUDA events", "NP
               (" SMs", " AI cores"), ("SM ", "AI core "))
 
 
+#: CUDA pages with a ROCm counterpart: PyTorch's CUDA Graphs section → HIP graphs (what torch.cuda.graphs
+#: captures on ROCm)
+_ROCM_PAGES = {"https://pytorch.org/docs/stable/notes/cuda.html#cuda-graphs":
+               "https://rocm.docs.amd.com/projects/HIP/en/latest/how-to/hip_runtime_api/hipgraph.html"}
+#: what a platform's findings do not link to: PyTorch's pages for a program without PyTorch, a GPU
+#: vendor's for a CPU-only one, NVIDIA's for an AMD GPU, NVIDIA's, AMD's and PyTorch's CUDA notes for an
+#: Ascend NPU (the graph mode, streams and allocator there are torch_npu's)
+_NOT_LINKED = {"native": ("pytorch.org",), "cpu": ("nvidia.com", "amd.com"), "rocm": ("nvidia.com",),
+               "ascend": ("nvidia.com", "amd.com", "pytorch.org/docs/stable/notes/cuda.html")}
+
+
+def platform_links(links: tuple[str, ...], platform: str) -> tuple[str, ...]:
+    """The pages that fit the platform: a page with a ROCm counterpart replaced by it on ROCm, the
+    pages of another platform left out (none rather than a wrong one)."""
+    key = platform_key(platform)
+    if key == "rocm":
+        links = tuple(_ROCM_PAGES.get(link, link) for link in links)
+    return tuple(link for link in links if not any(n in link for n in _NOT_LINKED.get(key, ())))
+
+
 def platform_key(platform: str) -> str:
     """The wording family of a finding's platform: native, rocm, ascend or the default (cuda, cpu)."""
     if platform.endswith("+native"):

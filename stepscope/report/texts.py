@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 from stepscope.report.basis_texts import BASIS, FOUND_BY_BASIS, TITLE_BY_BASIS
 from stepscope.report.change_texts import CHANGES
-from stepscope.report.platform_texts import CHANGES_BY_PLATFORM, device_noun, dialect, platform_key
+from stepscope.report.platform_texts import CHANGES_BY_PLATFORM, device_noun, dialect, platform_key, platform_links
 
 DOCS = "docs/rules/{rule}.md"
 #: rules whose gain is already the job's (SCOPE "cluster"; tests/unit/report checks the list)
@@ -314,16 +314,10 @@ def advice_text(f: Finding) -> str:
 
 
 def links(rule: str, platform: str = "") -> tuple[str, ...]:
-    """The rule's page and its references; a program without PyTorch gets no PyTorch page."""
+    """The rule's page and its references, as fit the platform (:func:`platform_links`)."""
     rt = RULES.get(rule)
-    out = (DOCS.format(rule=rule), *rt.links) if rt is not None else (DOCS.format(rule=rule),)
-    if platform_key(platform) == "native":
-        out = tuple(link for link in out if "pytorch.org" not in link)
-    elif platform_key(platform) == "cpu":  # no device: no vendor's GPU pages
-        out = tuple(link for link in out if "nvidia.com" not in link and "amd.com" not in link)
-    elif platform_key(platform) == "rocm":  # an AMD GPU: not NVIDIA's pages
-        out = tuple(link for link in out if "nvidia.com" not in link)
-    return out
+    return platform_links((DOCS.format(rule=rule), *rt.links) if rt is not None else (DOCS.format(rule=rule),),
+                          platform)
 
 
 def not_run_text(rule: str, reason: str) -> str:

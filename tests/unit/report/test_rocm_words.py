@@ -40,3 +40,18 @@ def test_the_words_change_only_on_rocm() -> None:
 def test_no_nvidia_pages_for_an_amd_gpu() -> None:
     assert any("nvidia.com" in u for u in links("dataloader-bound", "cuda"))
     assert not any("nvidia.com" in u for rule in RULES for u in links(rule, "rocm"))
+
+
+def test_launch_bound_links_fit_the_platform() -> None:
+    """Audit: launch-bound linked PyTorch's cuda.html#cuda-graphs on an AMD GPU and on an Ascend NPU.
+    ROCm gets the HIP graphs page in its place, Ascend no CUDA page at all (torch_npu's graph mode)."""
+    cuda_graphs = "https://pytorch.org/docs/stable/notes/cuda.html#cuda-graphs"
+    assert cuda_graphs in links("launch-bound", "cuda")
+    rocm = links("launch-bound", "rocm")
+    assert cuda_graphs not in rocm
+    assert "https://rocm.docs.amd.com/projects/HIP/en/latest/how-to/hip_runtime_api/hipgraph.html" in rocm
+    for rule in RULES:
+        ascend = links(rule, "ascend")
+        assert not any("notes/cuda.html" in u or "nvidia.com" in u for u in ascend), (rule, ascend)
+    assert links("launch-bound", "ascend") == ("docs/rules/launch-bound.md",
+                                              "https://pytorch.org/docs/stable/torch.compiler.html")

@@ -4,6 +4,10 @@ them with the change's parameters and the finding's evidence. Platform dialects:
 
 from __future__ import annotations
 
+#: where the ``enable-amp`` change offers TF32, by its ``tf32`` param: the device has it (compute
+#: capability >= 8.0), or its compute capability is unknown; not at all on a device without TF32 (False)
+TF32_WHERE: dict[bool | None, str] = {True: "on this GPU (TF32)", None: "on Ampere or newer (TF32)"}
+
 CHANGES: dict[str, str] = {
     "set-num-workers": "Load batches in background workers: DataLoader(..., num_workers={num_workers}, "
                        "pin_memory=True, persistent_workers=True) — size num_workers to the free CPU cores; "
@@ -45,9 +49,9 @@ CHANGES: dict[str, str] = {
     "fused-optimizer": "Use the multi-tensor optimizer: torch.optim.{optimizer}(..., fused=True) "
                        "(or foreach=True), and fold weight decay into the step.",
     "enable-amp": "Run the model under mixed precision: with torch.autocast('cuda', dtype=torch.{dtype}): ... "
-                  "(fp16 needs torch.cuda.amp.GradScaler; on Ampere+ bf16 does not). "
-                  "One-line alternative on Ampere+: torch.backends.cuda.matmul.allow_tf32 = True; "
-                  "torch.backends.cudnn.allow_tf32 = True.",
+                  "(fp16 needs torch.cuda.amp.GradScaler; on Ampere+ bf16 does not).⟨ "
+                  "One-line alternative {tf32_where}: torch.backends.cuda.matmul.allow_tf32 = True; "
+                  "torch.backends.cudnn.allow_tf32 = True.⟩",
     "pad-shapes-for-tensor-cores": "The ops already take half inputs, yet no Tensor-Core kernel runs: pad "
                                    "the GEMM/conv dimensions (hidden size, vocabulary, channels, batch) to "
                                    "multiples of {multiple}.",

@@ -39,8 +39,15 @@ def render_findings(findings: Sequence[Finding], console: Console, top: int = 10
         console.print(f"   change: {texts.change_text(f)}", highlight=False)
         console.print(f"   gain basis: {texts.basis_text(f)}", style="dim", highlight=False)
         console.print(f"   evidence: {_evidence_line(f.evidence)}", style="dim", highlight=False)
-        console.print(f"   docs: {', '.join(link for link in texts.links(f.rule, f.platform) if link)}", style="dim",
+        console.print(f"   docs: {', '.join(link for link in _links(f) if link)}", style="dim",
                       highlight=False)
+
+
+def _links(f: Finding) -> tuple[str, ...]:
+    """The finding's pages: its rule's (``texts.links``), a TF32 page only where its change offers TF32
+    (a V100 has none: no TF32 line, no TF32 page)."""
+    tf32 = "allow_tf32" in texts.change_text(f)
+    return tuple(link for link in texts.links(f.rule, f.platform) if tf32 or "tf32" not in link.lower())
 
 
 #: below this width the table drops the rule id (the details below name it) so titles stay readable

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from stepscope.advisor.verdict import Verdict
 
 from stepscope.report.basis_texts import BASIS, FOUND_BY_BASIS, TITLE_BY_BASIS
-from stepscope.report.change_texts import CHANGES
+from stepscope.report.change_texts import CHANGES, TF32_WHERE
 from stepscope.report.platform_texts import CHANGES_BY_PLATFORM, device_noun, dialect, platform_key, platform_links
 
 DOCS = "docs/rules/{rule}.md"
@@ -254,7 +254,8 @@ def _values(f: Finding) -> dict[str, Any]:
                "cause_text": cause_text or "nothing in the trace",
                "victims_text": _victims([int(v) for v in ev.get("victims", [])]),
                "cause_word": words.get(str(f.change.params.get("cause", "")), "its own work"),
-               "versions_text": f" ({', '.join(versions)})" if versions else ""}
+               "versions_text": f" ({', '.join(versions)})" if versions else "",
+               "tf32_where": TF32_WHERE.get(f.change.params.get("tf32", False))}
     general = {"gain_ms": f.est_gain_ms, "gain_pct": f.est_gain_pct, "step_ms": f.step_ns / 1e6, "rank": f.rank}
     return {**general, **ev, **dict(f.change.params), **derived}
 

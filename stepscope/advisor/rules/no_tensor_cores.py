@@ -21,8 +21,10 @@ H200 (``tests/data/h200_bounds/fp32`` → ``r10/bf16_8k``, the same MLP step und
 step went from 60.0 to 5.15 ms; the flat 2 predicted 30.6 ms, the peak ratio 6.4 ms.
 
 Change: ``torch.autocast`` with bf16 on compute capability ≥ 8.0 (and TF32 as the one-line
-alternative), fp16 + GradScaler before that. When the eligible ops already take half inputs, the
-missing Tensor Cores point to shapes instead (see ``gemm-dims-not-multiple-of-8``).
+alternative), fp16 + GradScaler before that, without TF32, which a pre-Ampere GPU (a V100) does not
+have; where the compute capability is unknown, fp16 and TF32 "on Ampere or newer". When the eligible
+ops already take half inputs, the missing Tensor Cores point to shapes instead (see
+``gemm-dims-not-multiple-of-8``).
 """
 
 from __future__ import annotations
@@ -70,4 +72,7 @@ def _change(ctx: RuleContext, input_types: tuple[str, ...], compute_major: int |
                                                       else ctx.cfg.gemm_align})
     if ampere:
         return Change("enable-amp", {"dtype": "bfloat16", "grad_scaler": False, "tf32": True})
-    return Change("enable-amp", {"dtype": "float16", "grad_scaler": True, "tf32": False})
+    # TF32 came with Ampere (compute capability 8.0): a V100 or a T4 has none; an NVIDIA GPU of unknown
+    # compute capability may have it (None: the advice says "on Ampere or newer")
+    unknown = compute_major is None and ctx.platform.split("+")[0] == "cuda"
+    return Change("enable-amp", {"dtype": "float16", "grad_scaler": True, "tf32": None if unknown else False})

@@ -1,11 +1,12 @@
 """The caching allocator of one rank's GPU: its calls into the driver and its totals over time
 (SPEC §6 rows allocator-fragmentation and memory-near-capacity).
 
-* **Allocator calls** inside the rank's steps (the whole trace without steps): the runtime / driver
-  calls that allocate or free device memory (``cudaMalloc`` / ``cudaFree`` / ``hipMalloc`` /
-  ``hipFree`` and their ``Async`` forms, ``cuMemAlloc*`` / ``cuMemFree*``, ``cudaDeviceReset``). A
-  warmed-up caching allocator makes none; ``cudaFree`` also synchronises the device
-  (``torch.cuda.empty_cache()`` each step causes them).
+* **Allocator calls** inside the rank's steps — without steps, inside its one window (the step
+  breakdown's: a program's set-up allocations before its first op or kernel are not counted, as no
+  other analysis counts them): the runtime / driver calls that allocate or free device memory
+  (``cudaMalloc`` / ``cudaFree`` / ``hipMalloc`` / ``hipFree`` and their ``Async`` forms,
+  ``cuMemAlloc*`` / ``cuMemFree*``, ``cudaDeviceReset``). A warmed-up caching allocator makes none;
+  ``cudaFree`` also synchronises the device (``torch.cuda.empty_cache()`` each step causes them).
 * **Totals** from the ``[memory]`` events of the rank's GPUs (``profile_memory=True``) that record the
   reserved total: allocated and reserved bytes after each event, in time order, and their peaks —
   reserved − allocated at the reserved peak is memory the allocator holds but no tensor uses
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stepscope.analysis.common import I64, in_step_rows, kept_steps
+from stepscope.analysis.common import I64, in_step_rows, kept_steps, step_windows, window_of
 from stepscope.analysis.named import NamedRows, named_rows
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
@@ -62,6 +63,9 @@ def compute_caching_allocator(trace: Trace, rank: int) -> CachingAllocatorResult
     """The rank's allocator calls inside its steps and its GPU allocator totals over time."""
     rt = in_step_rows(trace, rank, (int(EventKind.RUNTIME), int(EventKind.DRIVER)))
     rt = rt[trace.strings.mask(is_alloc_call)[trace.events["name"][rt]]]
+    wins = step_windows(trace, rank)
+    if not wins.has_steps:  # the one window: not the set-up before it (cudaMalloc of the whole problem)
+        rt = rt[window_of(wins, trace.events["ts_ns"][rt]) >= 0]
     mem = trace.memory
     sel = (mem["rank"] == rank) & (mem["device_type"] == GPU_DEVICE) & (mem["total_reserved"] >= 0)
     order = np.argsort(mem["ts_ns"][sel], kind="stable")

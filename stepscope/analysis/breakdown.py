@@ -237,6 +237,11 @@ class StepBreakdown(TableResult):
         return len(self.step)
 
     @property
+    def whole_trace(self) -> bool:
+        """No step markers: the one window is the whole trace."""
+        return bool(len(self.step)) and bool(self.step[0] < 0)
+
+    @property
     def avg_step_ns(self) -> float:
         return float(self.total_ns.mean()) if len(self.step) else 0.0
 

@@ -3,10 +3,16 @@
 rich wraps a long text in time that grows with the square of its length (each wrapped line copies
 the rest of the text): one 4 MB kernel name in a finding took 6 s, a 200 MB one would take hours.
 The model, JSON and reports keep the full name; the terminal shows its head and tail.
+
+Inside :func:`said`, every string the console prints is first said in the words that fit the trace
+(a rank without step markers: "over the whole trace", never "per step" — :func:`stepscope.report.
+platform_texts.dialect`, the findings' words), so that no view has to repeat the choice.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
@@ -19,10 +25,13 @@ DISPLAY_LIMIT = 2000
 
 class BoundedConsole(Console):
     """A :class:`rich.console.Console` whose strings (printed or in table cells) are cut to
-    :data:`DISPLAY_LIMIT` characters, keeping the head and the tail."""
+    :data:`DISPLAY_LIMIT` characters, keeping the head and the tail; inside :func:`said`, said first."""
+
+    #: how each string is said (set by :func:`said`); None: as written
+    say: Callable[[str], str] | None = None
 
     def render_str(self, text: str, *args: Any, **kwargs: Any) -> Text:
-        out = super().render_str(text, *args, **kwargs)
+        out = super().render_str(self.say(text) if self.say is not None else text, *args, **kwargs)
         if len(out) <= DISPLAY_LIMIT:
             return out
         half = DISPLAY_LIMIT // 2
@@ -103,6 +112,20 @@ def _set_widths(table: Table, width: int) -> None:
         col.width = w
         if col.justify == "right":
             col.no_wrap = False
+
+
+@contextmanager
+def said(console: Console, say: Callable[[str], str] | None) -> Iterator[None]:
+    """Every string ``console`` prints inside the block (lines, table titles, headers and cells) is
+    said by ``say`` first; None, or a console that is not the commands' own, prints as written."""
+    if say is None or not isinstance(console, BoundedConsole):
+        yield
+        return
+    before, console.say = console.say, say
+    try:
+        yield
+    finally:
+        console.say = before
 
 
 class FittingConsole(BoundedConsole):

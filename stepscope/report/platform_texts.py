@@ -5,6 +5,9 @@ for prose (:mod:`stepscope.report.texts`)."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 #: Remedies worded for a platform: ``native`` (a CUDA / MPI program without PyTorch), ``cpu`` (no
 #: device), ``rocm``, ``ascend``. A key missing here falls back to :data:`CHANGES`.
 CHANGES_BY_PLATFORM: dict[str, dict[str, str]] = {
@@ -154,7 +157,17 @@ _WHOLE_TRACE_WORDS = (("median over steps, ", ""), ("median over steps of ", "")
                       ("run(s) a step", "run(s) over the whole trace"), ("hold the step", "hold the run"),
                       ("stalls the step", "stalls the run"), ("the step waits", "the run waits"),
                       ("of the step", "of the window"), ("each step", "the run"), ("every step", "throughout"),
-                      ("inside the step", "in the run"))
+                      ("inside the steps", "inside the window"), ("inside the step", "in the run"),
+                      # the views' and the what-if's own phrases (stepscope.report.console.said)
+                      ("per average step", "over the whole trace"), ("ms / step", "ms"), ("mean step", "window"),
+                      ("sum to the step", "sum to the window"), ("the steps' share", "the window's share"),
+                      ("mean in steps", "mean in the window"), ("in the steps", "in the window"))
+
+
+def window_words(whole_trace: bool) -> Callable[[str], str] | None:
+    """How a rank's views and the what-if say their texts (:func:`stepscope.report.console.said`): in
+    the findings' whole-trace words when the trace has no step markers, else as written."""
+    return functools.partial(dialect, platform="", whole_trace=True) if whole_trace else None
 
 
 def dialect(text: str, platform: str, whole_trace: bool = False) -> str:

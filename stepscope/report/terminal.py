@@ -10,7 +10,10 @@ from rich.table import Table
 
 from stepscope.analysis.bundle import Bundle, with_bundle_memo
 from stepscope.analysis.platform import platform_of
+from stepscope.analysis.common import step_windows
 from stepscope.model.diagnostics import Diagnostic
+from stepscope.report.console import said
+from stepscope.report.platform_texts import window_words
 from stepscope.report.views import CLUSTER_RENDERERS, RENDERERS
 
 
@@ -39,13 +42,15 @@ def render(bundle: Bundle, console: Console, views: Iterable[str] | None = None,
         if wanted is None or name in wanted:
             show_cluster(bundle, console, top)
     for rank, rr in sorted(bundle.ranks.items()):
-        for name, show in RENDERERS.items():
-            if wanted is not None and name not in wanted:
-                continue
-            if show(rr, console, top, platform_of(bundle.trace, rank)):
-                continue
-            if name in rr.skipped:
-                console.print(f"[dim]{name} (rank {rank}): {rr.skipped[name]}[/dim]")
+        # a rank without step markers: its views say "over the whole trace", as its findings do
+        with said(console, window_words(not step_windows(bundle.trace, rank).has_steps)):
+            for name, show in RENDERERS.items():
+                if wanted is not None and name not in wanted:
+                    continue
+                if show(rr, console, top, platform_of(bundle.trace, rank)):
+                    continue
+                if name in rr.skipped:
+                    console.print(f"[dim]{name} (rank {rank}): {rr.skipped[name]}[/dim]")
     render_diagnostics(bundle.trace.diagnostics, console)
 
 

@@ -9,6 +9,9 @@ from rich.table import Table
 
 from stepscope.analysis.whatif.simulate import WhatIf
 from stepscope.report import json_out
+from stepscope.report.console import said
+from stepscope.report.platform_texts import window_words
+from stepscope.report.views._deep import step_label
 
 
 def _ms(ns: float) -> float:
@@ -48,25 +51,35 @@ def whatif_dict(w: WhatIf, source: str) -> dict[str, Any]:
 
 
 def render(w: WhatIf, source: str, console: Console) -> None:
+    """The prediction in the terminal; a trace without step markers in its words (one window: no
+    "mean step", no step -1), as its findings and views say them."""
     doc = whatif_dict(w, source)
+    whole = bool(doc["job"]["steps"]) and all(s["step"] < 0 for s in doc["job"]["steps"])
+    with said(console, window_words(whole)):
+        _render(doc, source, console, whole)
+
+
+def _render(doc: dict[str, Any], source: str, console: Console, whole: bool) -> None:
     job = doc["job"]
     console.rule(f"[bold]stepscope whatif[/bold] {source}")
     for basis in doc["changes"]:
         console.print(f"change: {basis}")
     for caveat in doc["caveats"]:
         console.print(f"[yellow]caveat[/yellow]: {caveat}", highlight=False)
-    table = Table(title="step time, measured and predicted (slowest rank)")
+    what = "the window (whole trace, no step markers)" if whole else "step time"
+    table = Table(title=f"{what}, measured and predicted (slowest rank)")
     for col in ("step", "measured ms", "predicted ms", "saved ms"):
         table.add_column(col, justify="right")
     for s in job["steps"]:
-        table.add_row(str(s["step"]), f"{s['measured_ms']:,.2f}", f"{s['predicted_ms']:,.2f}",
+        table.add_row(step_label(s["step"]), f"{s['measured_ms']:,.2f}", f"{s['predicted_ms']:,.2f}",
                       f"{s['measured_ms'] - s['predicted_ms']:,.2f}")
     console.print(table)
     saved = job["saved_mean_ms"]
     effect = f"saves {saved:,.2f} ms" if saved >= 0 else f"adds {-saved:,.2f} ms"  # a larger batch adds
+    median = "" if whole else (f"; median {job['measured_median_ms']:,.2f} -> "  # one window: no median
+                               f"{job['predicted_median_ms']:,.2f} ms")
     console.print(f"mean step {job['measured_mean_ms']:,.2f} -> {job['predicted_mean_ms']:,.2f} ms "
-                  f"({effect}); median {job['measured_median_ms']:,.2f} -> "
-                  f"{job['predicted_median_ms']:,.2f} ms")
+                  f"({effect}){median}")
     if job["samples_per_step_factor"] != 1:
         console.print(f"samples per step x{job['samples_per_step_factor']:g}: samples/s "
                       f"{job['throughput_change_pct']:+,.1f} % (mean step)")

@@ -45,8 +45,9 @@ def render_breakdown(bd: StepBreakdown, console: Console, top: int) -> None:
     labels = bd.step_labels()
     for i in order.tolist():
         t.add_row(labels[i], ms(bd.total_ns[i]), *[ms(v) for v in bd.category_ns[i].tolist()])
-    t.add_row("[bold]average[/bold]", ms(bd.avg_step_ns), *[ms(v) for v in bd.avg_category_ns.tolist()],
-              style="bold")
+    if not bd.whole_trace:  # one window: its average is itself
+        t.add_row("[bold]average[/bold]", ms(bd.avg_step_ns), *[ms(v) for v in bd.avg_category_ns.tolist()],
+                  style="bold")
     console.print(t)
     if bd.step_count > top:
         console.print(f"[dim]showing the {top} longest of {bd.step_count} steps[/dim]")
@@ -54,6 +55,10 @@ def render_breakdown(bd: StepBreakdown, console: Console, top: int) -> None:
         console.print(f"[dim]{bd.dropped_tail_steps} trailing step(s) left out: the profiler likely missed "
                       "their GPU work (as TensorBoard does)[/dim]")
     reader = bd.reader_cost_ns.mean() if bd.step_count else 0
+    if bd.whole_trace:
+        console.print(f"  no step markers: one window over the whole trace, {ms(bd.avg_step_ns)} ms; "
+                      f"reader_cost {ms(reader)} ms")
+        return
     ips = f", {bd.samples_per_s:,.1f} samples/s" if bd.samples_per_s is not None else \
         " (give --batch-size for samples/s)"
     console.print(f"  throughput: {bd.steps_per_s or 0:.2f} steps/s{ips}; batch_cost {ms(bd.avg_step_ns)} ms, "

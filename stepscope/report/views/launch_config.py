@@ -19,7 +19,7 @@ def render_launch_config(r: LaunchConfigResult, console: Console, top: int, plat
                           f"{pct(r.sm_fill_pct)}", platform))
     u, n = r.underfilled_in_step(), max(r.step_count, 1)
     if u.count:
-        console.print(dialect(f"  inside the steps: {u.count / n:,.1f} under-filled kernels per step, "
+        console.print(dialect(f"  inside the steps, per step: {u.count / n:,.1f} under-filled kernels, "
                               f"{ms(u.time_ns / n)} ms, leaving {ms(u.idle_sm_ns / n)} ms of SM time idle; "
                               f"{u.mean_blocks:,.1f} blocks on average", platform))
     k = r.kernels

@@ -29,6 +29,6 @@ def _copy_set(console: Console, title: str, c: CopySet, n: int, top: int) -> Non
         return
     bw = gbps(c.bandwidth_gbps) if c.bandwidth_gbps is not None else "-"
     median = gbps(c.median_bandwidth_gbps) if c.median_bandwidth_gbps is not None else "-"
-    console.print(f"  {title}: {c.count / n:,.1f} per step, {ms(c.time_ns / n)} ms per step, "
-                  f"{nbytes(c.bytes_total // n)} per step, {bw} GB/s (bytes / time; the median copy {median} GB/s)")
+    console.print(f"  {title}, per step: {c.count / n:,.1f} copies, {ms(c.time_ns / n)} ms, "
+                  f"{nbytes(c.bytes_total // n)}, {bw} GB/s (bytes / time; the median copy {median} GB/s)")
     print_names(console, f"{title}, by name", c.names, n, top, "copy")

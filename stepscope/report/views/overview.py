@@ -48,9 +48,12 @@ def render_overview(o: Overview, console: Console, top: int, platform: str = "cu
     else:
         t.add_row("device", "[dim]no GPU activity in this trace[/dim]")
     bd = o.breakdown
-    steps = "none (whole trace as one step)" if bd.step_count and bd.step[0] < 0 else f"{bd.step_count}"
-    t.add_row("steps profiled", steps)
-    t.add_row("average step time", f"{ms(bd.avg_step_ns)} ms ({bd.steps_per_s or 0:.2f} steps/s)")
+    if bd.whole_trace:  # no steps to count, average or run per second
+        t.add_row("steps profiled", "none (no step markers)")
+        t.add_row("window", f"{ms(bd.avg_step_ns)} ms (the whole trace)")
+    else:
+        t.add_row("steps profiled", f"{bd.step_count}")
+        t.add_row("average step time", f"{ms(bd.avg_step_ns)} ms ({bd.steps_per_s or 0:.2f} steps/s)")
     if bd.samples_per_s is not None:
         t.add_row("throughput", f"{bd.samples_per_s:,.1f} samples/s")
     for what, value in _efficiency(o):

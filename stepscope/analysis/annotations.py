@@ -14,6 +14,7 @@ from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.frames import TableResult
 from stepscope.analysis.hier import sum_to_ancestors
+from stepscope.analysis.platform import has_device, hint_for
 from stepscope.model.masks import any_of
 from stepscope.model.schema import GPU_KINDS, EventKind
 from stepscope.model.trace import Trace
@@ -22,6 +23,8 @@ I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 S = npt.NDArray[np.object_]
 NO_ANNOTATIONS = "no user annotations: wrap code in torch.profiler.record_function(...) to see them"
+#: the same for a program without PyTorch (Nsight Systems reads NVTX ranges as annotations)
+NO_ANNOTATIONS_NATIVE = "no user annotations: mark code ranges with NVTX (nvtxRangePushA / nvtxRangePop) to see them"
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,7 @@ class AnnotationView:
     rank: int
     host: AnnotationTable
     gpu: AnnotationTable
+    has_device: bool = True  # False: a CPU-only run (no GPU time inside the host annotations to speak of)
 
 
 def _table(trace: Trace, rows: I64, device_per_row: F64 | None) -> AnnotationTable:
@@ -70,7 +74,8 @@ def compute_annotations(trace: Trace, rank: int) -> AnnotationView:
     host = np.flatnonzero(mine & (ev["kind"] == EventKind.USER_ANNOTATION)).astype(np.int64)
     gpu_ann = np.flatnonzero(mine & (ev["kind"] == EventKind.GPU_USER_ANNOTATION)).astype(np.int64)
     if len(host) == 0 and len(gpu_ann) == 0:
-        raise NotApplicable(NO_ANNOTATIONS)
+        raise NotApplicable(hint_for(trace, NO_ANNOTATIONS, NO_ANNOTATIONS_NATIVE))
     work = np.flatnonzero(mine & any_of(ev["kind"], [int(k) for k in GPU_KINDS]) & (ev["launch"] >= 0))
     inside = sum_to_ancestors(ev["parent"], ev["launch"][work].astype(np.int64), ev["dur_ns"][work], len(ev))
-    return AnnotationView(rank=rank, host=_table(trace, host, inside[host]), gpu=_table(trace, gpu_ann, None))
+    return AnnotationView(rank=rank, host=_table(trace, host, inside[host]), gpu=_table(trace, gpu_ann, None),
+                          has_device=has_device(trace, rank))

@@ -13,6 +13,7 @@ from stepscope.analysis._memo import Memo
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.breakdown import StepBreakdown, with_batch_size
 from stepscope.analysis.overview import Overview
+from stepscope.analysis.platform import NO_DEVICE, has_device
 from stepscope.analysis.registry import (
     BREAKDOWN,
     CLUSTER_ANALYSES,
@@ -158,10 +159,11 @@ def rank_results(trace: Trace, rank: int, wanted: set[str] | None = None, batch_
                          parallel=side_by_side and n >= PARALLEL_ABOVE_EVENTS
                          and memory_to_spare(2 * PARALLEL_BYTES_PER_EVENT * n))
     got_of = {a.name: got for a, got in zip(started, outcomes)}
+    deviceless = not has_device(trace, rank)
     for a in chosen:
         got = got_of[a.name]
-        if isinstance(got.error, NotApplicable):
-            skipped[a.name] = got.error.reason
+        if isinstance(got.error, NotApplicable):  # a CPU-only rank's device analyses: no device, whatever failed
+            skipped[a.name] = NO_DEVICE if deviceless and a.device else got.error.reason
         elif got.error is not None:
             raise got.error
         else:

@@ -24,12 +24,15 @@ import numpy as np
 
 from stepscope.analysis.common import I64, in_step_rows, kept_steps, step_windows, window_of
 from stepscope.analysis.named import NamedRows, named_rows
+from stepscope.analysis.platform import NO_DEVICE, has_device, hint_for
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
 
 ALLOC_CALL = re.compile(r"^(cuda|hip)(Malloc|Free)(Async)?$|^cuMem(Alloc|Free)|^cudaDeviceReset$")
 GPU_DEVICE = 1  # memory table device_type of a GPU
 NO_GPU_MEMORY = "no GPU memory events (profile_memory=True records them)"
+#: the same for a program without PyTorch: the allocator events are PyTorch's profiler's
+NO_GPU_MEMORY_NATIVE = "no GPU memory events (they are PyTorch's allocator's; a program without PyTorch has none)"
 
 
 def is_alloc_call(name: str) -> bool:
@@ -47,6 +50,7 @@ class CachingAllocatorResult:
     calls: NamedRows
     allocated_bytes: I64  # after each memory event, in time order (empty without memory events)
     reserved_bytes: I64
+    no_memory_reason: str = NO_GPU_MEMORY  # why there are no memory events, as it fits the program
 
     @property
     def has_memory_events(self) -> bool:
@@ -74,4 +78,6 @@ def compute_caching_allocator(trace: Trace, rank: int) -> CachingAllocatorResult
         rank=rank, step_count=len(kept_steps(trace, rank)), device=dev.name if dev is not None else None,
         device_memory_bytes=(dev.total_memory_bytes or None) if dev is not None else None,
         calls=named_rows(trace, rt), allocated_bytes=mem["total_allocated"][sel][order].astype(np.int64),
-        reserved_bytes=mem["total_reserved"][sel][order].astype(np.int64))
+        reserved_bytes=mem["total_reserved"][sel][order].astype(np.int64),
+        no_memory_reason=NO_DEVICE if not has_device(trace, rank) else hint_for(trace, NO_GPU_MEMORY,
+                                                                               NO_GPU_MEMORY_NATIVE))

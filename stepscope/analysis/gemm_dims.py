@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import I64, B, in_step_rows, kept_steps, step_kernels
+from stepscope.analysis.platform import NO_PYTORCH_OPS, hint_for
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
 from stepscope.model.tree import nearest_marked_ancestor
@@ -142,7 +143,8 @@ def _innermost_gemm_calls(trace: Trace, rank: int) -> tuple[I64, B]:
     ops = in_step_rows(trace, rank, (int(EventKind.CPU_OP),))
     ops = ops[trace.strings.mask(is_gemm_op)[ev["name"][ops]] & (ev["input_dims"][ops] >= 0)]
     if len(ops) == 0:
-        raise NotApplicable("no GEMM ops with recorded input shapes (record_shapes=True)")
+        raise NotApplicable("no GEMM ops with recorded input shapes " + hint_for(trace, "(record_shapes=True)",
+                                                                                 f"({NO_PYTORCH_OPS})"))
     counted = np.zeros(len(ev), bool)
     counted[ops] = True
     outer = nearest_marked_ancestor(ev["parent"], ops, counted)  # the GEMM call each one sits under

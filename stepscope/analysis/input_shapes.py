@@ -17,6 +17,7 @@ import numpy.typing as npt
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import I64, in_step_rows, kept_steps
 from stepscope.analysis.gemm_dims import compact_json
+from stepscope.analysis.platform import NO_PYTORCH_OPS, hint_for
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
 from stepscope.model.uniq import unique
@@ -54,7 +55,8 @@ def compute_input_shapes(trace: Trace, rank: int) -> InputShapesResult:
     rows = in_step_rows(trace, rank, (int(EventKind.CPU_OP),))
     rows = rows[ev["input_dims"][rows] >= 0]
     if len(rows) == 0:
-        raise NotApplicable("input shapes were not recorded (record_shapes=True)")
+        raise NotApplicable("input shapes were not recorded " + hint_for(trace, "(record_shapes=True)",
+                                                                         f"({NO_PYTORCH_OPS})"))
     name, step = ev["name"][rows].astype(np.int64), ev["step"][rows].astype(np.int64)
     dims = ev["input_dims"][rows].astype(np.int64)
     in_steps = _distinct_steps(name * (1 << 31) + dims, step)

@@ -20,6 +20,7 @@ from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.frames import TableResult
 from stepscope.analysis.hier import sum_to_ancestors
+from stepscope.analysis.platform import hint_for
 from stepscope.model.trace import Trace
 from stepscope.model.uniq import unique, unique_rows, unique_texts
 
@@ -27,6 +28,8 @@ I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 S = npt.NDArray[np.object_]
 NO_MEMORY = "no memory events: profile with profile_memory=True"
+#: the same for a program without PyTorch: the allocator events are PyTorch's profiler's
+NO_MEMORY_NATIVE = "no memory events (they are PyTorch's allocator's; a program without PyTorch has none)"
 
 
 @dataclass(frozen=True)
@@ -211,7 +214,7 @@ def compute_memory(trace: Trace, rank: int) -> MemoryView:
     mem = trace.memory
     rows = np.flatnonzero(mem["rank"] == rank)
     if len(rows) == 0:
-        raise NotApplicable(NO_MEMORY)
+        raise NotApplicable(hint_for(trace, NO_MEMORY, NO_MEMORY_NATIVE))
     rows = rows[np.argsort(mem["ts_ns"][rows], kind="stable")]
     ts, nbytes = mem["ts_ns"][rows], mem["bytes"][rows]
     dtype, dev = mem["device_type"][rows].astype(np.int64), mem["device"][rows].astype(np.int64)

@@ -19,6 +19,7 @@ from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.frames import TableResult
 from stepscope.analysis.hier import sum_to_ancestors
+from stepscope.analysis.platform import hint_for
 from stepscope.model.masks import any_of
 from stepscope.model.schema import GPU_KINDS, HOST_KINDS
 from stepscope.model.trace import Trace
@@ -28,6 +29,7 @@ I64 = npt.NDArray[np.int64]
 S = npt.NDArray[np.object_]
 PREFIX = "nn.Module: "
 NO_MODULES = "no nn.Module events: profile with with_stack=True (or with_modules=True) to see modules"
+NO_MODULES_NATIVE = "no nn.Module events: a program without PyTorch has no modules"
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,7 @@ def compute_modules(trace: Trace, rank: int) -> ModuleTable:
     is_mod = host & trace.strings.mask(lambda s: s.startswith(PREFIX))[ev["name"]]
     rows = np.flatnonzero(is_mod).astype(np.int64)
     if len(rows) == 0:
-        raise NotApplicable(NO_MODULES)
+        raise NotApplicable(hint_for(trace, NO_MODULES, NO_MODULES_NATIVE))
     mod_parent = np.full(n, -1, np.int64)
     mod_parent[rows] = nearest_marked_ancestor(ev["parent"], rows, is_mod)
     child = rows[mod_parent[rows] >= 0]

@@ -27,6 +27,7 @@ from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.frames import TableResult
 from stepscope.analysis.hier import any_descendant, sum_to_ancestors
+from stepscope.analysis.platform import has_device
 from stepscope.analysis.tensor_cores import tc_eligible_mask, tc_kernel_mask
 from stepscope.model.masks import any_of
 from stepscope.model.schema import GPU_KINDS, EventKind
@@ -92,6 +93,7 @@ class OperatorView:
     call_stacks: CallStackTable
     has_shapes: bool
     has_call_stacks: bool
+    has_device: bool = True  # False: a CPU-only run (no device time, no Tensor Cores to speak of)
 
 
 @dataclass(frozen=True)
@@ -205,7 +207,8 @@ def compute_operators(trace: Trace, rank: int) -> OperatorView:
                       trace.strings.decode(dims.astype(np.int32)))
     return OperatorView(rank=rank, by_name=by_name, by_name_shape=by_shape, call_stacks=_call_stacks(trace, rs),
                         has_shapes=bool((ev["input_dims"][rs.rows] >= 0).any()),
-                        has_call_stacks=bool((ev["call_stack"][rs.rows] >= 0).any()))
+                        has_call_stacks=bool((ev["call_stack"][rs.rows] >= 0).any()),
+                        has_device=has_device(trace, rank))
 
 
 __all__ = ["CallStackTable", "OperatorTable", "OperatorView", "compute_operators", "is_excluded_op",

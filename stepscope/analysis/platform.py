@@ -57,3 +57,21 @@ def uses_compile(trace: Trace) -> bool:
     """Whether the trace shows torch.compile at work (compiled regions or Inductor's Triton kernels)."""
     pool = trace.strings
     return bool(pool.mask(lambda s: s.startswith(_COMPILED_MARKS))[trace.events["name"]].any())
+
+
+#: why an analysis of PyTorch's operators (their shapes, FLOPs) has nothing on a program without PyTorch
+NO_PYTORCH_OPS = "a program without PyTorch records no operators"
+#: why an analysis of device work has nothing to say on a rank without a device (a CPU-only run)
+NO_DEVICE = "no device on this rank (a CPU-only run)"
+
+
+def has_device(trace: Trace, rank: int) -> bool:
+    """Whether the rank ran on a device: its reader's platform is not ``cpu`` (a CPU-only run)."""
+    return rank not in trace.rank_ids or trace.rank_info(rank).platform != "cpu"
+
+
+def hint_for(trace: Trace, pytorch: str, native: str) -> str:
+    """A capture hint as it fits the program: ``pytorch`` (a PyTorch profiler option to set) for a
+    PyTorch program, ``native`` for one without PyTorch (a CUDA / MPI program), where no such option
+    exists."""
+    return pytorch if uses_pytorch(trace) else native

@@ -73,6 +73,9 @@ class RankAnalysis(Generic[T]):
     #: as measured on large traces (docs/benchmarks.md): when a rank's analyses run side by side the
     #: longest start first and the short ones fill in around them, the order results never depend on
     cost: int = 0
+    #: it reads the device's work (kernels, copies, syncs, launches, GPU memory): on a rank without a
+    #: device (a CPU-only run) it has nothing to say but that (:data:`~stepscope.analysis.platform.NO_DEVICE`)
+    device: bool = False
 
 
 @dataclass(frozen=True)
@@ -97,34 +100,36 @@ SUMMARY = RankAnalysis("summary", compute_summary, Summary, ("event_counts", "gp
 OVERVIEW = RankAnalysis("overview", compute_overview, Overview, ("overview", "gpu"), cost=2)
 BREAKDOWN = RankAnalysis("breakdown", compute_breakdown, StepBreakdown, ("steps",))
 OPERATORS = RankAnalysis("operators", compute_operators, OperatorView, ("operators",), cost=1)
-KERNELS = RankAnalysis("kernels", compute_kernels, KernelView, ("kernels", "collective_kernels"), cost=1)
-OP_CATEGORIES = RankAnalysis("categories", compute_categories, CategoryView, ("categories",), cost=1)
-ROOFLINE = RankAnalysis("roofline", compute_roofline, RooflineView, ("roofline",))  # FLOPs, bytes, bound, MFU
+KERNELS = RankAnalysis("kernels", compute_kernels, KernelView, ("kernels", "collective_kernels"), cost=1, device=True)
+OP_CATEGORIES = RankAnalysis("categories", compute_categories, CategoryView, ("categories",), cost=1, device=True)
+ROOFLINE = RankAnalysis("roofline", compute_roofline, RooflineView, ("roofline",),
+                        device=True)  # FLOPs, bytes, bound, MFU
 MEMORY = RankAnalysis("memory", compute_memory, MemoryView, ("memory",))
 MODULES = RankAnalysis("modules", compute_modules, ModuleTable, ("modules",))
 ANNOTATIONS = RankAnalysis("annotations", compute_annotations, AnnotationView, ("annotations",))
 # deep analyses (SPEC §4 distributed, §5)
 DISTRIBUTED = RankAnalysis("distributed", compute_distributed, DistributedResult, ("distributed",))
-IDLE = RankAnalysis("idle", compute_idle, IdleResult, ("idle",), cost=1)
+IDLE = RankAnalysis("idle", compute_idle, IdleResult, ("idle",), cost=1, device=True)
 CRITICAL_PATH = RankAnalysis("critical_path", compute_critical_path, CriticalPath, ("critical_path",), cost=2)
-SYNC = RankAnalysis("sync", compute_sync, SyncResult, ("sync",))
-MEMCPY = RankAnalysis("memcpy", compute_memcpy, MemcpyResult, ("memcpy",))
-LAUNCH = RankAnalysis("launch", compute_launch, LaunchResult, ("launch",))
-LAUNCH_CONFIG = RankAnalysis("launch_config", compute_launch_config, LaunchConfigResult, ("launch_config",))
-FUSION = RankAnalysis("fusion", compute_fusion, FusionResult, ("fusion",))
-GRAPHS = RankAnalysis("graphs", compute_graphs, GraphResult, ("graphs",))  # CUDA / HIP graph replays
+SYNC = RankAnalysis("sync", compute_sync, SyncResult, ("sync",), device=True)
+MEMCPY = RankAnalysis("memcpy", compute_memcpy, MemcpyResult, ("memcpy",), device=True)
+LAUNCH = RankAnalysis("launch", compute_launch, LaunchResult, ("launch",), device=True)
+LAUNCH_CONFIG = RankAnalysis("launch_config", compute_launch_config, LaunchConfigResult, ("launch_config",),
+                             device=True)
+FUSION = RankAnalysis("fusion", compute_fusion, FusionResult, ("fusion",), device=True)
+GRAPHS = RankAnalysis("graphs", compute_graphs, GraphResult, ("graphs",), device=True)  # CUDA / HIP graph replays
 COMPILED = RankAnalysis("compiled", compute_compiled, CompiledResult, ("compiled",))  # torch.compile kernels
 PHASES = RankAnalysis("phases", compute_phases, PhaseResult, ("phases",))  # inference prefill / decode
 REMEDIES = RankAnalysis("remedies", compute_remedies, Remedies, ("remedies",), cost=3)  # what-if: each remedy replayed
 # the evidence the advisor's rules weigh, each shown as a view too
 DATALOADER = RankAnalysis("dataloader", compute_dataloader, DataLoaderResult, ("dataloader",))
-TENSOR_CORES = RankAnalysis("tensor_cores", compute_tensor_cores, TensorCoreResult, ("tensor_cores",))
-CONVOLUTIONS = RankAnalysis("convolutions", compute_convolutions, ConvolutionResult, ("convolutions",))
-GEMM_DIMS = RankAnalysis("gemm_dims", compute_gemm_dims, GemmDimsResult, ("gemm_dims",))
-HOST_OPS = RankAnalysis("host_ops", compute_host_ops, HostOpsResult, ("host_ops",))
-ZERO_GRAD = RankAnalysis("zero_grad", compute_zero_grad, ZeroGradResult, ("zero_grad",))
+TENSOR_CORES = RankAnalysis("tensor_cores", compute_tensor_cores, TensorCoreResult, ("tensor_cores",), device=True)
+CONVOLUTIONS = RankAnalysis("convolutions", compute_convolutions, ConvolutionResult, ("convolutions",), device=True)
+GEMM_DIMS = RankAnalysis("gemm_dims", compute_gemm_dims, GemmDimsResult, ("gemm_dims",), device=True)
+HOST_OPS = RankAnalysis("host_ops", compute_host_ops, HostOpsResult, ("host_ops",), device=True)
+ZERO_GRAD = RankAnalysis("zero_grad", compute_zero_grad, ZeroGradResult, ("zero_grad",), device=True)
 CACHING_ALLOCATOR = RankAnalysis("caching_allocator", compute_caching_allocator, CachingAllocatorResult,
-                                 ("caching_allocator",))
+                                 ("caching_allocator",), device=True)
 INPUT_SHAPES = RankAnalysis("input_shapes", compute_input_shapes, InputShapesResult, ("input_shapes",))
 SOFTWARE = RankAnalysis("software", compute_software, SoftwareResult, ("software",))
 

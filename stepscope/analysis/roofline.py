@@ -31,6 +31,7 @@ from stepscope.analysis.frames import TableResult
 from stepscope.analysis.op_costs import KINDS, costed_name, row_costs
 from stepscope.analysis.op_time import OpTime, op_time
 from stepscope.analysis.peaks import DevicePeak, element_type, match_device
+from stepscope.analysis.platform import NO_PYTORCH_OPS, hint_for
 from stepscope.model.schema import GPU_KINDS, EventKind
 from stepscope.model.trace import DeviceInfo, Trace
 from stepscope.model.uniq import unique_texts
@@ -289,8 +290,9 @@ def compute_roofline(trace: Trace, rank: int) -> RooflineView:
     chosen, costed, costs = _chosen(trace, rank_rows(trace, rank))
     ot = op_time(trace, device_rows, chosen, outermost=True)
     if len(ot.op) == 0:
-        raise NotApplicable("no operator with known FLOPs launched device work (record_shapes=False, "
-                            "or no GEMM / convolution / attention op, and no flops recorded)")
+        raise NotApplicable("no operator with known FLOPs launched device work " + hint_for(
+            trace, "(record_shapes=False, or no GEMM / convolution / attention op, and no flops recorded)",
+            f"({NO_PYTORCH_OPS})"))
     dev = rank_device(trace, rank)
     peak = match_device(dev.name, dev.total_memory_bytes) if dev is not None else None
     bandwidth = peak.bandwidth_tbps if peak is not None else float("nan")

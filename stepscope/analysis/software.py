@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stepscope.analysis.common import rank_rows
-from stepscope.analysis.platform import uses_compile, uses_pytorch
+from stepscope.analysis.platform import has_device, uses_compile, uses_pytorch
 from stepscope.model.trace import Trace
 
 #: the categories of the 2021 Kineto schema (PyTorch <= 1.9), all present in such a trace
@@ -46,6 +46,7 @@ class SoftwareResult:
     pytorch: bool  # any PyTorch op, step, module or DataLoader range in the trace
     compiled: bool  # torch.compile at work (compiled regions or Inductor's Triton kernels)
     comm_backend: str | None = None  # "nccl", "gloo", "hccl" ...: the process group's, as recorded
+    has_device: bool = True  # False: a CPU-only run (no CUDA runtime or driver to speak of)
 
     @property
     def has_versions(self) -> bool:
@@ -59,7 +60,8 @@ def compute_software(trace: Trace, rank: int) -> SoftwareResult:
         rank=rank, cuda_runtime=cuda_version(meta.get("cuda_runtime_version")),
         cuda_driver=cuda_version(meta.get("cuda_driver_version")),
         legacy_schema=all(trace.strings.find(c) >= 0 for c in LEGACY_CATEGORIES),
-        pytorch=uses_pytorch(trace), compiled=uses_compile(trace), comm_backend=_backend(trace, rank))
+        pytorch=uses_pytorch(trace), compiled=uses_compile(trace), comm_backend=_backend(trace, rank),
+        has_device=has_device(trace, rank))
 
 
 def _backend(trace: Trace, rank: int) -> str | None:

@@ -8,9 +8,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from stepscope.analysis.bundle import Bundle, with_bundle_memo
-from stepscope.analysis.platform import platform_of
+from stepscope.analysis.bundle import Bundle, RankResults, with_bundle_memo
 from stepscope.analysis.common import step_windows
+from stepscope.analysis.platform import NO_DEVICE, has_device, platform_of
+from stepscope.analysis.registry import RANK_ANALYSES
 from stepscope.model.diagnostics import Diagnostic
 from stepscope.report.console import said
 from stepscope.report.platform_texts import window_words
@@ -24,7 +25,8 @@ def render_header(bundle: Bundle, console: Console) -> None:
         dev = trace.device_of_rank(r.rank)
         units = "CUs" if dev is not None and dev.vendor == "amd" else "SMs"
         shown = dev is not None and dev.sm_count and f"{dev.sm_count} {units}" not in dev.name
-        what = (dev.name + (f" ({dev.sm_count} {units})" if shown else "")) if dev is not None else "no GPU activity"
+        what = (dev.name + (f" ({dev.sm_count} {units})" if shown else "")) if dev is not None else \
+            "no device (a CPU-only run)" if r.platform == "cpu" else "no GPU activity"
         world = f", world {r.world_size}" if r.world_size else ""
         console.print(f"rank {r.rank}: {what}, platform {r.platform}{world}")
     console.print(f"{len(trace.events):,} events, {len(trace.ranks)} rank(s), {len(trace.steps)} step spans")
@@ -44,14 +46,28 @@ def render(bundle: Bundle, console: Console, views: Iterable[str] | None = None,
     for rank, rr in sorted(bundle.ranks.items()):
         # a rank without step markers: its views say "over the whole trace", as its findings do
         with said(console, window_words(not step_windows(bundle.trace, rank).has_steps)):
-            for name, show in RENDERERS.items():
-                if wanted is not None and name not in wanted:
-                    continue
-                if show(rr, console, top, platform_of(bundle.trace, rank)):
-                    continue
-                if name in rr.skipped:
-                    console.print(f"[dim]{name} (rank {rank}): {rr.skipped[name]}[/dim]")
+            _render_rank(rr, console, wanted, top, has_device(bundle.trace, rank), platform_of(bundle.trace, rank))
     render_diagnostics(bundle.trace.diagnostics, console)
+
+
+#: the views of the device's work: a rank without a device (a CPU-only run) gets one line, no rows
+DEVICE_VIEWS = frozenset(a.name for a in RANK_ANALYSES if a.device)
+
+
+def _render_rank(rr: RankResults, console: Console, wanted: set[str] | None, top: int, device: bool,
+                 platform: str) -> None:
+    """One rank's views, in order; the reason of each that has none (``name (rank r): why``)."""
+    names = [n for n in RENDERERS if wanted is None or n in wanted]
+    gone = [n for n in names if not device and n in DEVICE_VIEWS]
+    for name in names:
+        if name in gone:  # one line for them all, where the first would be
+            if name == gone[0]:
+                console.print(f"[dim]{', '.join(gone)} (rank {rr.rank}): {NO_DEVICE}[/dim]")
+            continue
+        if RENDERERS[name](rr, console, top, platform):
+            continue
+        if name in rr.skipped:
+            console.print(f"[dim]{name} (rank {rr.rank}): {rr.skipped[name]}[/dim]")
 
 
 def render_diagnostics(diags: Sequence[Diagnostic], console: Console) -> None:

@@ -10,13 +10,14 @@ from functools import cache
 from pathlib import Path
 
 from stepscope import load
+from stepscope.advisor.engine import run_advisor
 from stepscope.analysis.bundle import Bundle, analyze
 from stepscope.analysis.common import step_windows, window_of
 from stepscope.analysis.registry import CACHING_ALLOCATOR
 from stepscope.analysis.whatif.simulate import simulate
 from stepscope.analysis.whatif.transforms import DropSyncs
 from stepscope.model.trace import Trace
-from stepscope.report import terminal, whatif_view
+from stepscope.report import terminal, texts, whatif_view
 from stepscope.report.console import terminal_console
 from tests.conftest import SHARED_TRACES
 
@@ -69,3 +70,33 @@ def test_the_whatif_of_a_trace_without_steps_says_the_window(shared_traces: Path
     assert not PER_STEP.findall(text), text
     assert "window 342.41 -> 307.70 ms (saves 34.71 ms)" in text and "│  all │" in text
     assert "the window (whole trace, no step markers), measured and predicted" in " ".join(text.split())
+
+
+CPU_GLOO = "hta/cpu_only_gloo_rank34_of300"
+#: PyTorch's profiler options, which a program without PyTorch cannot set
+PYTORCH_HINTS = re.compile(r"torch\.profiler|record_shapes|profile_memory|with_stack|with_modules|record_function")
+#: what a rank without a device is never told (tests/e2e/test_cpu_only_wording.py's, and Tensor-Core columns)
+GPU_WORDS = re.compile(r"\bGPUs?\b|CUDA|pin_memory|Tensor Core|\bSMs?\b|\bTC\b|DALI|nvidia\.com|amd\.com")
+
+
+def not_run_lines(rel: str) -> list[str]:
+    return [texts.not_run_text(n.rule, n.reason) for n in run_advisor(_bundle(rel)).not_run]
+
+
+def test_a_native_program_gets_no_pytorch_hints(shared_traces: Path) -> None:
+    """CloverLeaf (CUDA, no PyTorch): "wrap code in torch.profiler.record_function(...)",
+    "profile_memory=True", "record_shapes=True" were hints it cannot follow."""
+    said = [views_text(CLOVER), *not_run_lines(CLOVER)]
+    assert not [s for s in said if PYTORCH_HINTS.search(s)], [PYTORCH_HINTS.findall(s) for s in said]
+    assert "mark code ranges with NVTX" in said[0]
+    assert "a program without PyTorch records no operators" in said[0]
+
+
+def test_a_rank_without_a_device_gets_no_gpu_rows(shared_traces: Path) -> None:
+    """The CPU-only gloo rank: no GPU utilization / SM efficiency / Tensor-Core rows, no CUDA runtime,
+    no device columns; its device views and rules say "no device", once."""
+    said = [views_text(CPU_GLOO), *not_run_lines(CPU_GLOO)]
+    assert not [s for s in said if GPU_WORDS.search(s)], [GPU_WORDS.findall(s) for s in said]
+    assert said[0].count("no device on this rank (a CPU-only run)") == 1
+    assert "under-filled-grid: not run: no device on this rank (a CPU-only run)" in said
+

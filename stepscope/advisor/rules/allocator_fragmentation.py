@@ -24,7 +24,6 @@ from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
 from stepscope.advisor.rules._util import GIB, ms, per_step, replayed_saving, top_names
 from stepscope.analysis.base import NotApplicable
-from stepscope.analysis.caching_allocator import NO_GPU_MEMORY
 from stepscope.analysis.registry import CACHING_ALLOCATOR
 
 RULE_ID = "allocator-fragmentation"
@@ -35,7 +34,7 @@ ADDRESSES: tuple[str, ...] = ("host",)  # the bounds its change shortens
 def detect(ctx: RuleContext) -> list[Finding]:
     res = ctx.result(CACHING_ALLOCATOR)
     if not res.has_memory_events and len(res.calls) == 0:
-        raise NotApplicable(NO_GPU_MEMORY)
+        raise NotApplicable(res.no_memory_reason)
     churn_ns = per_step(ctx, float(res.calls.total_ns))
     evidence: dict[str, object] = {"alloc_calls_per_step": round(len(res.calls) / max(len(ctx.steps), 1), 1),
                                    "alloc_calls_ms": ms(churn_ns), "alloc_calls": top_names(res.calls)}

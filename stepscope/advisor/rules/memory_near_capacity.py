@@ -16,7 +16,7 @@ from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
 from stepscope.advisor.rules._util import GIB
 from stepscope.analysis.base import NotApplicable
-from stepscope.analysis.caching_allocator import NO_GPU_MEMORY
+from stepscope.analysis.platform import NO_DEVICE
 from stepscope.analysis.registry import CACHING_ALLOCATOR
 
 RULE_ID = "memory-near-capacity"
@@ -28,9 +28,10 @@ def detect(ctx: RuleContext) -> list[Finding]:
     res = ctx.result(CACHING_ALLOCATOR)
     capacity = res.device_memory_bytes
     if not capacity:
-        raise NotApplicable("the device's memory size is not in the trace")
+        raise NotApplicable(NO_DEVICE if ctx.platform.startswith("cpu") else "the device's memory size is not in "
+                            "the trace")
     if not res.has_memory_events:
-        raise NotApplicable(NO_GPU_MEMORY)
+        raise NotApplicable(res.no_memory_reason)
     peak = int(res.reserved_bytes.max())
     pct = 100.0 * peak / capacity
     if pct < ctx.cfg.memory_capacity_pct:

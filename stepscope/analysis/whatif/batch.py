@@ -32,6 +32,7 @@ from stepscope.analysis import intervals
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import I64, interval_set
 from stepscope.analysis.hier import any_descendant
+from stepscope.analysis.platform import NO_PYTORCH_OPS, hint_for
 from stepscope.analysis.whatif.graph import SEG_HOST, SEG_INPUT, StepGraph
 from stepscope.analysis.whatif.replay import Durations
 from stepscope.model.masks import any_of
@@ -82,8 +83,9 @@ class LargerBatch:
         ev = trace.events
         rows = np.flatnonzero((ev["rank"] == g.rank) & any_of(ev["kind"], [int(k) for k in HOST_KINDS]))
         if not (ev["input_dims"][rows] >= 0).any():
-            raise NotApplicable("the trace has no input shapes (capture with record_shapes=True): "
-                                "nothing says which work grows with the batch")
+            raise NotApplicable("the trace has no input shapes " + hint_for(
+                trace, "(capture with record_shapes=True)", f"({NO_PYTORCH_OPS})") +
+                ": nothing says which work grows with the batch")
         batch = batch_ops(trace, rows, self.batch_size)
         op = ev["op"][g.device.row]  # the op that launched each device activity (its nearest CPU op)
         launched = np.zeros(len(ev), bool)

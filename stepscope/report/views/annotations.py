@@ -23,8 +23,9 @@ def _table(title: str, a: AnnotationTable, top: int, with_device: bool) -> Table
 
 
 def render_annotations(v: AnnotationView, console: Console, top: int) -> None:
-    """Host annotations (with the GPU time launched inside them) and GPU annotation ranges (µs)."""
+    """Host annotations (with the GPU time launched inside them, on a rank with a device) and GPU
+    annotation ranges (µs)."""
     if len(v.host.name):
-        console.print(_table(f"rank {v.rank}: host annotations (µs)", v.host, top, True))
+        console.print(_table(f"rank {v.rank}: host annotations (µs)", v.host, top, v.has_device))
     if len(v.gpu.name):
         console.print(_table(f"rank {v.rank}: GPU annotations (µs)", v.gpu, top, False))

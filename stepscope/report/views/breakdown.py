@@ -31,22 +31,28 @@ def breakdown_bar(category_ns: npt.NDArray[np.floating] | npt.NDArray[np.integer
     return bar
 
 
+#: the categories of a device's work: a rank with none of it (a CPU-only run) shows none of them
+DEVICE_CATEGORIES = ("kernel", "memcpy", "memset", "runtime")
+
+
 def render_breakdown(bd: StepBreakdown, console: Console, top: int) -> None:
     """Per-step table (up to ``top`` steps, longest first when truncated) and the average row."""
     t = Table(title=f"rank {bd.rank}: step time breakdown (ms; categories sum to the step)",
               header_style="bold")
     t.add_column("step", no_wrap=True)
     t.add_column("total", justify="right", no_wrap=True)
-    for label in LABELS:
-        t.add_column(label, justify="right", no_wrap=True)
+    device = [CATEGORIES.index(c) for c in DEVICE_CATEGORIES]
+    shown = [i for i in range(len(CATEGORIES)) if i not in device or bd.category_ns[:, device].any()]
+    for i in shown:  # all 0 in every step (no device work): the device's four left out
+        t.add_column(LABELS[i], justify="right", no_wrap=True)
     order = np.arange(bd.step_count)
     if bd.step_count > top:
         order = np.sort(np.argsort(-bd.total_ns, kind="stable")[:top])
     labels = bd.step_labels()
     for i in order.tolist():
-        t.add_row(labels[i], ms(bd.total_ns[i]), *[ms(v) for v in bd.category_ns[i].tolist()])
+        t.add_row(labels[i], ms(bd.total_ns[i]), *[ms(v) for v in bd.category_ns[i, shown].tolist()])
     if not bd.whole_trace:  # one window: its average is itself
-        t.add_row("[bold]average[/bold]", ms(bd.avg_step_ns), *[ms(v) for v in bd.avg_category_ns.tolist()],
+        t.add_row("[bold]average[/bold]", ms(bd.avg_step_ns), *[ms(v) for v in bd.avg_category_ns[shown].tolist()],
                   style="bold")
     console.print(t)
     if bd.step_count > top:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from stepscope.analysis.caching_allocator import NO_GPU_MEMORY, CachingAllocatorResult
+from stepscope.analysis.caching_allocator import CachingAllocatorResult
 from stepscope.report.views._deep import ms, nbytes, pct, print_names
 
 
@@ -20,5 +20,5 @@ def render_caching_allocator(r: CachingAllocatorResult, console: Console, top: i
                       f"{nbytes(int(alloc))} (unused {nbytes(int(reserved - alloc))}); "
                       f"peak allocated {nbytes(int(r.allocated_bytes.max()))}")
     else:
-        console.print(f"  {NO_GPU_MEMORY}")
+        console.print(f"  {r.no_memory_reason}")
     print_names(console, f"rank {r.rank}: allocator calls, by name", r.calls, n, top, "call")

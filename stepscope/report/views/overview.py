@@ -1,5 +1,6 @@
 """Terminal overview (TB "Overview"): device, GPU efficiency numbers and the average step breakdown,
-in the words of the rank's platform (an AMD GPU's CUs and Matrix Cores, an Ascend NPU's AI cores)."""
+in the words of the rank's platform (an AMD GPU's CUs and Matrix Cores, an Ascend NPU's AI cores); a
+rank without any device activity (a CPU-only run) shows no GPU rows."""
 
 from __future__ import annotations
 
@@ -45,8 +46,10 @@ def render_overview(o: Overview, console: Console, top: int, platform: str = "cu
     d = o.device
     if d is not None:
         t.add_row("device", device_text(d, platform))
+    elif o.kernel_ns == 0 and o.busy_ns == 0:  # nothing of a device: a CPU-only run, no GPU rows
+        t.add_row("device", "[dim]none (no device activity in this trace)[/dim]")
     else:
-        t.add_row("device", "[dim]no GPU activity in this trace[/dim]")
+        t.add_row("device", "[dim]not described in the trace[/dim]")
     bd = o.breakdown
     if bd.whole_trace:  # no steps to count, average or run per second
         t.add_row("steps profiled", "none (no step markers)")
@@ -56,8 +59,9 @@ def render_overview(o: Overview, console: Console, top: int, platform: str = "cu
         t.add_row("average step time", f"{ms(bd.avg_step_ns)} ms ({bd.steps_per_s or 0:.2f} steps/s)")
     if bd.samples_per_s is not None:
         t.add_row("throughput", f"{bd.samples_per_s:,.1f} samples/s")
-    for what, value in _efficiency(o):
-        t.add_row(dialect(what, platform), dialect(value, platform))
+    if d is not None or o.kernel_ns or o.busy_ns:
+        for what, value in _efficiency(o):
+            t.add_row(dialect(what, platform), dialect(value, platform))
     console.print(t)
     if bd.step_count:
         console.print(breakdown_bar(bd.avg_category_ns, bd.avg_step_ns))

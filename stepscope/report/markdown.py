@@ -72,6 +72,7 @@ def render_markdown(doc: Mapping[str, Any], *, title: str | None = None, top: in
         lines += _ranks(doc, ranks)
     if ranks:
         lines += _breakdown(ranks[0])
+        lines += _host_collectives(ranks) if len(ranks) == 1 else []
         lines += _categories(ranks[0])
         lines += _roofline(ranks[0], top)
         lines += _kernels(ranks[0], top)
@@ -103,20 +104,50 @@ def _findings(doc: Mapping[str, Any], top: int) -> list[str]:
             *_table(headers, rows, right=(len(headers) - 1,)), *more, *what]
 
 
+def _host_comm_ms(rank: Mapping[str, Any]) -> float:
+    """The rank's communication per average step as its breakdown counts it (0 without)."""
+    return num(((rank.get("overview") or {}).get("breakdown_ms") or {}).get("communication")) or 0.0
+
+
+def _on_host(ranks: Sequence[Mapping[str, Any]]) -> bool:
+    """No rank runs a communication kernel, yet the steps communicate: the collectives run on the
+    host (gloo on the CPU), as the web UI's distributed view says (views_more.js ``hostCollectives``)."""
+    return not any(r.get("distributed") for r in ranks) and any(_host_comm_ms(r) > 0 for r in ranks)
+
+
+def _host_collectives(ranks: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One rank whose collectives run on the host: their time, the breakdown's Communication."""
+    if not _on_host(ranks):
+        return []
+    r = ranks[0]
+    comm, step = _host_comm_ms(r), num((r.get("overview") or {}).get("avg_step_ms"))
+    cpu = " (the CPU)" if r.get("device") is None else ""
+    return [f"**Communication** (rank {md(r.get('rank'))}): no communication kernels — the collectives run on the "
+            f"host{cpu}: {fmt_ms(comm)} per step inside them, {fmt_pct(100 * comm / step if step else None, 0)} of the "
+            "step (the breakdown's Communication, waiting for the other ranks included).", ""]
+
+
 def _ranks(doc: Mapping[str, Any], ranks: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each rank's step, GPU utilization (where a rank has one) and communication: exposed and
+    overlapped by its kernels, or the time inside collectives run on the host."""
     cluster = doc.get("cluster") if isinstance(doc.get("cluster"), Mapping) else {}
     slow = culprits_of(cluster)
+    host, gpu = _on_host(ranks), any(num((r.get("overview") or {}).get("gpu_utilization_pct")) is not None
+                                     for r in ranks)
+    headers = ["rank", "avg step", *(["GPU util"] if gpu else []),
+               *(["in collectives (on the host)"] if host else ["comm exposed", "comm overlapped"])]
     rows = []
     for r in ranks:
         ov = r.get("overview") or {}
         dist = r.get("distributed") or {}
+        comm = [fmt_ms(_host_comm_ms(r))] if host else [fmt_ms(dist.get("communication_ms")),
+                                                        fmt_ms(dist.get("overlap_ms"))]
         rows.append([md(r.get("rank")) + (" (culprit)" if r.get("rank") in slow else ""),
-                     fmt_ms(ov.get("avg_step_ms")), fmt_pct(ov.get("gpu_utilization_pct")),
-                     fmt_ms(dist.get("communication_ms")), fmt_ms(dist.get("overlap_ms"))])
+                     fmt_ms(ov.get("avg_step_ms")), *([fmt_pct(ov.get("gpu_utilization_pct"))] if gpu else []),
+                     *comm])
     head = "**Ranks** — " + imbalance_text(fmt_pct((cluster or {}).get("imbalance_pct")), (cluster or {}).get(
         "imbalance_of"))
-    return [head, "", *_table(["rank", "avg step", "GPU util", "comm exposed", "comm overlapped"], rows,
-                              right=(1, 2, 3, 4)), "",
+    return [head, "", *_table(headers, rows, right=range(1, len(headers))), "",
             *_arrivals(cluster), *_pipeline_and_all_to_all(cluster), *_exposed(cluster)]
 
 

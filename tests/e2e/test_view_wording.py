@@ -17,10 +17,12 @@ from stepscope.analysis.registry import CACHING_ALLOCATOR
 from stepscope.analysis.whatif.simulate import simulate
 from stepscope.analysis.whatif.transforms import DropSyncs
 from stepscope.model.trace import Trace
-from stepscope.report import terminal, texts, whatif_view
+from stepscope.report import json_out, terminal, texts, whatif_view
 from stepscope.report.console import terminal_console
+from stepscope.report.markdown import render_markdown
 from tests.conftest import SHARED_TRACES
 
+DATA = Path(__file__).resolve().parents[1] / "data"
 CLOVER = "nsys_pipit/cloverleaf_cuda_a100"
 #: what a trace without step markers never reads (its one window is no step, nor an average of steps)
 PER_STEP = re.compile(r"per step|per average step|mean step|ms / step|steps/s|in the steps|\bstep -1\b|│ +-1 │")
@@ -99,4 +101,25 @@ def test_a_rank_without_a_device_gets_no_gpu_rows(shared_traces: Path) -> None:
     assert not [s for s in said if GPU_WORDS.search(s)], [GPU_WORDS.findall(s) for s in said]
     assert said[0].count("no device on this rank (a CPU-only run)") == 1
     assert "under-filled-grid: not run: no device on this rank (a CPU-only run)" in said
+
+
+def test_host_collectives_are_the_distributed_view(shared_traces: Path) -> None:
+    """No communication kernel, yet 85 % of its step in gloo's all-reduce: the view says so with the
+    step breakdown's number (it said "no communication kernels on this rank")."""
+    text = views_text(CPU_GLOO)
+    assert "no communication kernels on this rank" not in text
+    assert ("distributed: no communication kernels: the collectives run on the host (gloo, on the CPU); "
+            "178.777 ms per step inside them, 85.1 % of the step") in text
+    assert "│ 551     │ 210.109 │ 178.777 │" in text  # the breakdown's Comm, the same number
+    doc = json_out.to_json(_bundle(CPU_GLOO), [])
+    assert ("**Communication** (rank 34): no communication kernels — the collectives run on the host (the CPU): "
+            "178.8 ms per step inside them, 85 % of the step") in render_markdown(doc)
+
+
+def test_a_job_of_host_collectives_shows_their_time_per_rank() -> None:
+    """Two CPU ranks (gloo): the Markdown's ranks table has each one's time in the collectives, not
+    empty GPU utilization and exposed / overlapped communication columns."""
+    md = render_markdown(json_out.to_json(analyze(load(DATA / "cpu_ddp_2rank")), []))
+    assert "| rank | avg step | in collectives (on the host) |" in md and "GPU util" not in md
+    assert "| 0 (culprit) | 44.3 ms | 7.7 ms |" in md
 

@@ -23,7 +23,6 @@ from stepscope.analysis.registry import (
     CONVOLUTIONS,
     CRITICAL_PATH,
     DATALOADER,
-    DISTRIBUTED,
     EXPOSED_COMM,
     FUSION,
     GEMM_DIMS,
@@ -66,8 +65,8 @@ from stepscope.report.views.device import render_compiled, render_graphs, render
 from stepscope.report.views.distributed import (
     render_cluster,
     render_comm_matrix,
-    render_distributed,
     render_exposed_comm,
+    show_distributed,
 )
 from stepscope.report.views.fusion import render_fusion
 from stepscope.report.views.gemm_dims import render_gemm_dims
@@ -143,7 +142,7 @@ RENDERERS: dict[str, RankView] = {
     "modules": rank_view(MODULES, render_modules),
     "annotations": rank_view(ANNOTATIONS, render_annotations),
     # deep analyses (SPEC §4 distributed, §5)
-    "distributed": rank_view(DISTRIBUTED, render_distributed),
+    "distributed": show_distributed,  # or the communication of collectives run on the host
     "idle": rank_view(IDLE, render_idle),
     "critical_path": rank_view(CRITICAL_PATH, render_critical_path),
     "sync": rank_view(SYNC, render_sync),

@@ -5,12 +5,35 @@ from __future__ import annotations
 import numpy as np
 from rich.console import Console
 
+from stepscope.analysis.bundle import RankResults
 from stepscope.analysis.comm_matrix import CommMatrix
 from stepscope.analysis.distributed import DistributedResult
 from stepscope.analysis.exposed_comm import ExposedComm
+from stepscope.analysis.registry import BREAKDOWN, DISTRIBUTED, SOFTWARE
 from stepscope.analysis.stragglers import ClusterResult
 from stepscope.report.fmt import imbalance_text
 from stepscope.report.views._deep import gbps, ms, nbytes, pct, step_label, table
+
+
+def show_distributed(rr: RankResults, console: Console, top: int) -> bool:
+    """The distributed view of a rank; one whose collectives run on the host (no communication
+    kernel: gloo on the CPU) gets the communication its step breakdown counts instead. False when
+    the rank communicates not at all."""
+    r = rr.get(DISTRIBUTED)
+    if r is not None:
+        render_distributed(r, console, top)
+        return True
+    bd, sw = rr.get(BREAKDOWN), rr.get(SOFTWARE)
+    comm = float(bd.avg_category_ns[bd.categories.index("communication")]) if bd is not None else 0.0
+    if bd is None or comm <= 0:
+        return False
+    where = ", ".join(w for w in (sw.comm_backend if sw is not None else None,
+                                  "on the CPU" if sw is not None and not sw.has_device else None) if w)
+    console.print(f"[bold]rank {rr.rank}: distributed[/bold]: no communication kernels: the collectives run on the "
+                  f"host{f' ({where})' if where else ''}; {ms(comm)} ms per step inside them, "
+                  f"{pct(100.0 * comm / bd.avg_step_ns)} of the step (the step breakdown's Comm: the time in the "
+                  "collectives, waiting for the other ranks included)")
+    return True
 
 
 def render_distributed(r: DistributedResult, console: Console, top: int) -> None:

@@ -38,19 +38,21 @@ def finding_dict(f: Finding) -> dict[str, Any]:
     }
 
 
-def verdict_dict(v: Verdict, addressed: bool | None = None) -> dict[str, Any]:
-    """A ``verdicts`` item: the verdict's numbers and its sentence; ``addressed`` False (findings
-    exist, none shortens the bound) adds the sentence that says so."""
+def verdict_dict(v: Verdict, addressed: bool | None = None, any_findings: bool = True) -> dict[str, Any]:
+    """A ``verdicts`` item: the verdict's numbers and its sentence; ``addressed`` False (no finding
+    shortens the bound: there are others, or none at all, ``any_findings``) adds the sentence that
+    says so."""
     text = texts.verdict_text(v)
     if addressed is False and v.bound != "imbalance":
-        text += ". " + texts.unaddressed_text(v)
+        text += ". " + texts.unaddressed_text(v, any_findings)
     return {**v.to_dict(), "text": text}
 
 
 def verdict_dicts(vs: Sequence[Verdict], findings: Sequence[Finding]) -> list[dict[str, Any]]:
-    """The verdicts as JSON objects, the first saying when none of ``findings`` addresses its bound."""
-    addressed = any(f.addresses_bound for f in findings) if findings else None
-    return [verdict_dict(v, addressed if i == 0 else None) for i, v in enumerate(vs)]
+    """The verdicts as JSON objects, the first saying when none of ``findings`` addresses its bound
+    (none at all included)."""
+    addressed = any(f.addresses_bound for f in findings)
+    return [verdict_dict(v, addressed if i == 0 else None, bool(findings)) for i, v in enumerate(vs)]
 
 
 def verdict_section(bundle: Bundle, findings: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
@@ -61,5 +63,5 @@ def verdict_section(bundle: Bundle, findings: Sequence[Mapping[str, Any]] = ()) 
 
 def verdict_items(vs: Sequence[Verdict], findings: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
     """:func:`verdict_section` from the verdicts themselves (the map-reduce path's job and rank verdicts)."""
-    addressed = any(f.get("addresses_bound") for f in findings) if findings else None
-    return [verdict_dict(v, addressed if i == 0 else None) for i, v in enumerate(vs)]
+    addressed = any(f.get("addresses_bound") for f in findings)
+    return [verdict_dict(v, addressed if i == 0 else None, bool(findings)) for i, v in enumerate(vs)]

@@ -20,11 +20,21 @@ from stepscope.report._prose import fill
 
 if TYPE_CHECKING:
     from stepscope.advisor.finding import Finding
-    from stepscope.advisor.verdict import Verdict
 
 from stepscope.report.basis_texts import BASIS, FOUND_BY_BASIS, TITLE_BY_BASIS
 from stepscope.report.change_texts import CHANGES, TF32_WHERE
-from stepscope.report.platform_texts import CHANGES_BY_PLATFORM, device_noun, dialect, platform_key, platform_links
+from stepscope.report.platform_texts import CHANGES_BY_PLATFORM, dialect, platform_key, platform_links
+from stepscope.report.verdict_texts import (
+    CAUSE_WORDS,
+    CPU_CAUSE_WORDS,
+    CPU_UNADDRESSED_HINT,
+    NO_HOST_STAGE,
+    UNADDRESSED_HINT,
+    VERDICT_STAGES,
+    cause_words,
+    unaddressed_text,
+    verdict_text,
+)
 
 DOCS = "docs/rules/{rule}.md"
 #: rules whose gain is already the job's (SCOPE "cluster"; tests/unit/report checks the list)
@@ -208,32 +218,10 @@ RULES: dict[str, RuleText] = {
 
 
 
-VERDICT_STAGES: dict[str, str] = {
-    "input": "the input pipeline",
-    "host": "the host (CPU work, launches)",
-    "host-cpu-only": "the model's CPU work",
-    "host-compiling": "torch.compile compiling on the host",
-    "compute": "{device} compute",
-    "communication": "communication",
-    "copy": "memory copies",
-    "imbalance": "imbalance between ranks",
-}
-
-
 ISSUE_WORDS = {"cuda-runtime-old": "an old CUDA runtime", "driver-older-than-runtime": "a driver older than "
                "the CUDA runtime", "legacy-profiler-schema": "the 2021 profiler schema (PyTorch 1.9 or older)"}
 
 
-#: what delays a culprit rank (stepscope.analysis.arrivals.CAUSES), in words
-CAUSE_WORDS = {"late_start": "it started the step late (before the trace)", "compute": "its own GPU compute",
-               "communication": "other communication", "copy": "copies", "input": "the input pipeline",
-               "host": "its host (CPU ops, launches)"}
-#: the same where the program has no device (CPU-only: its model's ops are its host work)
-CPU_CAUSE_WORDS = {**CAUSE_WORDS, "host": "its CPU work (the model's ops)"}
-
-
-def cause_words(platform: str) -> dict[str, str]:
-    return CPU_CAUSE_WORDS if platform.split("+")[0] == "cpu" else CAUSE_WORDS
 #: the cluster analysis' work metrics, as a reason a rank is slow
 REASON_WORDS = {"kernel_count": "more kernels", "compute_ns": "more GPU compute", "step_ns": "longer steps"}
 
@@ -325,70 +313,6 @@ def not_run_text(rule: str, reason: str) -> str:
     return f"{rule}: not run: {reason}"
 
 
-#: the host share of a rank without a host timeline (a summary-only trace): the device idles, and
-#: nothing in the trace says whether the host, the input or a wait kept it idle
-NO_HOST_STAGE = "{device} idle (no host timeline to say why)"
-
-
-def _stage(stage: str, device: str, host_timeline: bool = True, has_device: bool = True) -> str:
-    """The part's words; the host of a rank without device work (CPU-only) is the CPU, not launches."""
-    host = NO_HOST_STAGE if not host_timeline else VERDICT_STAGES["host-cpu-only"] if not has_device else None
-    return (host if stage == "host" and host else VERDICT_STAGES.get(stage, stage)).format(device=device)
-
-
-#: where to look when no finding shortens the bound itself, per bound
-UNADDRESSED_HINT: dict[str, str] = {
-    "compute": "start from the longest kernels (the kernels view: their time, Tensor-Core use and occupancy)",
-    "communication": "see the distributed view (collective sizes, bandwidth, overlap with compute)",
-    "copy": "see the memcpy view (the largest copies, their direction and memory kind)",
-    "input": "see the DataLoader calls in the operators view",
-    "host": "see the operators view by host self time",
-}
-
-
-def unaddressed_text(v: Verdict) -> str:
-    """The sentence added to the verdict when no finding's change shortens its bound."""
-    stage = _stage(v.bound, device_noun(v.platform), v.host_timeline, v.has_device)
-    hint = UNADDRESSED_HINT.get(v.bound)
-    tail = f"; to shorten {stage} itself, {hint}" if hint else ""
-    return f"No finding below shortens {stage}: they act on other parts of the path{tail}."
-
-
-def verdict_text(v: Verdict) -> str:
-    """``rank 0: bound by the input pipeline (33% of the 177.6 ms step; GPU busy 57%) — compute 54%, ...``.
-
-    The device is named for the platform (GPU, NPU); a window without step markers is the whole trace.
-    """
-    device = device_noun(v.platform)
-    window = "window (whole trace, no step markers)" if v.whole_trace else "step"
-    who = "job" if v.rank is None else f"rank {v.rank}"
-    if v.bound == "imbalance":
-        ranks = ", ".join(str(r) for r in v.ranks)
-        causes = "; ".join(cause_words(v.platform).get(c, c) for c in dict.fromkeys(v.causes)) or "their own work"
-        return (f"{who}: bound by imbalance between ranks — rank{'s' if len(v.ranks) > 1 else ''} {ranks} "
-                f"arrive{'' if len(v.ranks) > 1 else 's'} late at the collectives ({causes}); the others wait "
-                f"for {'them' if len(v.ranks) > 1 else 'it'} {v.excess_pct or 0:.0f}% of the "
-                f"{v.step_ns / 1e6:.1f} ms {window}")
-    share = v.shares_pct.get(v.bound, 0.0)
-    busy = (f"; {device} busy with kernels or copies {v.device_busy_pct:.0f}%"
-            if v.device_busy_pct is not None else "")
-    stage = _stage(v.bound, device, v.host_timeline, v.has_device)
-    if v.bound == "host" and v.compiling_pct > share / 2:  # most of the host's path is the compiler's
-        stage = VERDICT_STAGES["host-compiling"]
-    head = f"{who}: bound by {stage} ({share:.0f}% of the {v.step_ns / 1e6:.1f} ms {window}{busy})"
-    others = sorted(((s, p) for s, p in v.shares_pct.items() if s != v.bound), key=lambda sp: -sp[1])
-    rest = ", ".join(f"{_stage(s, device, v.host_timeline, v.has_device)} {p:.0f}%" for s, p in others if p >= 0.5)
-    if v.rank is None and v.ranks:
-        head = _job_head(v, stage, f"{share:.0f}%", window, busy)
-    return f"{head} — {rest}" if rest else head
-
-
-def _job_head(v: Verdict, stage: str, share: str, window: str, busy: str) -> str:
-    """The job's verdict set by one rank: the job's step first; the shares are of that rank's own
-    window, said apart where it is not the job's step (the waited-for rank's is shorter)."""
-    by = (f"set by rank {v.ranks[0]}, the rank the others wait for at the collectives" if v.set_by == "waited-for"
-          else f"set by its slowest rank ({v.ranks[0]})")
-    if v.set_by != "waited-for" and v.window_ns == v.step_ns:
-        return f"job: bound by {stage} ({share} of the {v.step_ns / 1e6:.1f} ms {window}{busy}), {by}"
-    return (f"job: bound by {stage} (the {v.step_ns / 1e6:.1f} ms {window}), {by} ({share} of its own "
-            f"{v.window_ns / 1e6:.1f} ms {window}{busy})")
+__all__ = ["CAUSE_WORDS", "CLUSTER_RULES", "CPU_CAUSE_WORDS", "CPU_UNADDRESSED_HINT", "NO_HOST_STAGE", "RULES",
+           "UNADDRESSED_HINT", "VERDICT_STAGES", "advice_text", "basis_text", "cause_words", "change_text",
+           "found_text", "gain_share", "links", "not_run_text", "title_text", "unaddressed_text", "verdict_text"]

@@ -18,6 +18,7 @@ from stepscope.analysis.whatif.simulate import simulate
 from stepscope.analysis.whatif.transforms import DropSyncs
 from stepscope.model.trace import Trace
 from stepscope.report import json_out, terminal, texts, whatif_view
+from stepscope.report.advice_json import verdict_dicts
 from stepscope.report.console import terminal_console
 from stepscope.report.markdown import render_markdown
 from tests.conftest import SHARED_TRACES
@@ -123,3 +124,13 @@ def test_a_job_of_host_collectives_shows_their_time_per_rank() -> None:
     assert "| rank | avg step | in collectives (on the host) |" in md and "GPU util" not in md
     assert "| 0 (culprit) | 44.3 ms | 7.7 ms |" in md
 
+
+def test_the_verdict_says_that_no_finding_shortens_its_bound(shared_traces: Path) -> None:
+    """No finding at all: the verdict still says where to look, in the CPU's words."""
+    adv = run_advisor(_bundle(CPU_GLOO))
+    assert not adv.findings and adv.verdicts[0].bound == "communication"
+    (v,) = verdict_dicts(adv.verdicts, adv.findings)
+    assert v["text"].endswith("No finding shortens communication; to shorten it, see the distributed view (the time "
+                              "inside the host's collectives, waiting for the other ranks included) and, on a job, "
+                              "who arrives late at them.")
+    assert not GPU_WORDS.search(v["text"])

@@ -15,7 +15,7 @@ from stepscope.report.fmt import imbalance_text
 from stepscope.report.views._deep import gbps, ms, nbytes, pct, step_label, table
 
 
-def show_distributed(rr: RankResults, console: Console, top: int) -> bool:
+def show_distributed(rr: RankResults, console: Console, top: int, platform: str = "cuda") -> bool:
     """The distributed view of a rank; one whose collectives run on the host (no communication
     kernel: gloo on the CPU) gets the communication its step breakdown counts instead. False when
     the rank communicates not at all."""

@@ -9,11 +9,13 @@ import re
 from functools import cache
 from pathlib import Path
 
+import pytest
+
 from stepscope import load
 from stepscope.advisor.engine import run_advisor
 from stepscope.analysis.bundle import Bundle, analyze
 from stepscope.analysis.common import step_windows, window_of
-from stepscope.analysis.registry import CACHING_ALLOCATOR
+from stepscope.analysis.registry import CACHING_ALLOCATOR, REMEDIES
 from stepscope.analysis.whatif.simulate import simulate
 from stepscope.analysis.whatif.transforms import DropSyncs
 from stepscope.model.trace import Trace
@@ -134,3 +136,19 @@ def test_the_verdict_says_that_no_finding_shortens_its_bound(shared_traces: Path
                               "inside the host's collectives, waiting for the other ranks included) and, on a job, "
                               "who arrives late at them.")
     assert not GPU_WORDS.search(v["text"])
+
+
+@pytest.mark.parametrize("rel", ["tracelens/h100_bert_small_inference", CLOVER])
+def test_the_whatif_table_leaves_out_remedies_that_cannot_apply(shared_traces: Path, rel: str) -> None:
+    """Inference (no DataLoader call, no optimizer step) and a native program: their loader-workers
+    and fused-optimizer rows were all 0.000; they are named as having nothing to change instead."""
+    r = _bundle(rel).rank(0).get(REMEDIES)
+    assert r is not None
+    applies = dict(zip(r.name, r.applies))
+    assert not applies["loader-workers"] and not applies["fused-optimizer"] and applies["graph-capture"]
+    out = io.StringIO()
+    terminal.render(_bundle(rel), terminal_console(file=out, width=400), views=["remedies"])
+    text = out.getvalue()
+    assert "│ loader-workers" not in text and "│ fused-optimizer" not in text and "│ graph-capture" in text
+    (left,) = [ln for ln in text.splitlines() if "left out, nothing in this trace for them to change:" in ln]
+    assert "loader-workers" in left and "fused-optimizer" in left and "graph-capture" not in left

@@ -87,6 +87,9 @@ class Remedies:
     predicted_mean_ns: npt.NDArray[np.float64]
     kernel_set: tuple[str, ...]  # the kernel sets of :data:`KERNEL_SETS` found in the rank's steps
     kernel_set_share: npt.NDArray[np.float64]  # the share of their time on the critical path (0-1)
+    #: per remedy, whether the trace holds anything it changes (no DataLoader call, no optimizer step:
+    #: the loader-workers, fused-optimizer remedy cannot apply; its predicted step is the measured one)
+    applies: tuple[bool, ...] = ()
 
     def on_path_share(self, name: str) -> float | None:
         """The share (0-1) of the set's kernel time on the step's critical path; None when the rank
@@ -127,7 +130,7 @@ def compute_remedies(trace: Trace, rank: int) -> Remedies:
     names, share = _kernel_sets(trace, rank)
     return Remedies(rank, tuple(REMEDIES), tuple(_basis(trace, rank, n, t) for n, t in REMEDIES.items()),
                     float(measured.mean()), np.asarray(predicted, np.float64),
-                    names, np.asarray(share, np.float64))
+                    names, np.asarray(share, np.float64), tuple(i in changed for i in range(len(durations))))
 
 
 def _basis(trace: Trace, rank: int, name: str, change: tf.Transform) -> str:

@@ -1,4 +1,5 @@
-"""Terminal view of the what-if remedies: each standard remedy's predicted mean step."""
+"""Terminal view of the what-if remedies: each standard remedy's predicted mean step; a remedy with
+nothing in the trace to change (no DataLoader call, no optimizer step) is named, not tabled."""
 
 from __future__ import annotations
 
@@ -9,8 +10,16 @@ from stepscope.report.views._deep import ms, table
 
 
 def render_remedies(r: Remedies, console: Console, top: int) -> None:
+    shown = [i for i in range(len(r.name)) if not r.applies or r.applies[i]]
+    idle = ", ".join(n for i, n in enumerate(r.name) if i not in shown)
+    if not shown:
+        console.print(f"[bold]rank {r.rank}: what-if[/bold]: no standard remedy has anything to change in this "
+                      f"trace ({idle})")
+        return
     t = table(f"rank {r.rank}: what-if, each remedy replayed (mean step {ms(r.measured_mean_ns)} ms)",
               "remedy", "predicted ms", "saves ms", "basis")
-    for i, name in enumerate(r.name):  # per remedy
-        t.add_row(name, ms(float(r.predicted_mean_ns[i])), ms(float(r.change_ns[i])), r.basis[i])  # signed
+    for i in shown:  # per remedy that has something to change
+        t.add_row(r.name[i], ms(float(r.predicted_mean_ns[i])), ms(float(r.change_ns[i])), r.basis[i])  # signed
     console.print(t)
+    if idle:
+        console.print(f"[dim]  left out, nothing in this trace for them to change: {idle}[/dim]")

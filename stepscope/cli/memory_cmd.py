@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import click
 from rich.table import Table
 
@@ -16,12 +18,34 @@ def _mb(n: int) -> str:
     return f"{n / 2**20:,.1f}"
 
 
-def _sites(title: str, rows: list[dict[str, object]]) -> Table:
+_SITE = re.compile(r"^(?P<path>.*?)(?P<at>:\d+(?: .*)?)$", re.S)
+
+
+def fit_site(site: str, width: int) -> str:
+    """A site ``PATH:LINE FUNC`` in ``width`` characters with its end whole: the path's leading folders
+    give way to "…" (``…\\gradient_estimators\\adam_forward.py:185 generate_perturbation_norm_paramwise``),
+    never its file, line or function — two lines of one file stay two rows that read apart."""
+    m = _SITE.match(site)
+    if len(site) <= width or m is None:
+        return site
+    path, at = m["path"], m["at"]
+    parts = re.split(r"(?<=[\\/])", path)  # each folder keeps its separator
+    for i in range(1, len(parts)):
+        short = "…" + "".join(parts[i:]) + at
+        if len(short) <= width:
+            return short
+    return "…" + parts[-1] + at  # still too long: the column folds it, nothing cut
+
+
+def _sites(title: str, rows: list[dict[str, object]], width: int) -> Table:
     t = Table(title=title)
     for col in ("MiB", "count", "site"):
-        t.add_column(col, justify="right" if col != "site" else "left")
-    for r in rows:
-        t.add_row(_mb(int(r["bytes"])), f"{r['count']:,}", str(r["site"]))  # type: ignore[call-overload]
+        t.add_column(col, justify="right" if col != "site" else "left", overflow="fold")  # a site is never cut
+    cells = [(_mb(int(r["bytes"])), f"{r['count']:,}", str(r["site"])) for r in rows]  # type: ignore[call-overload]
+    numbers = max((len(a) for a, _, _ in cells), default=3) + max((len(b) for _, b, _ in cells), default=5)
+    room = max(width - max(numbers, 8) - 10, 24)  # the site column: the width less the numbers, padding, rules
+    for mib, count, site in cells:
+        t.add_row(mib, count, fit_site(site, room))
     return t
 
 
@@ -50,8 +74,8 @@ def _render(s: AllocatorSummary) -> None:
         cats = ", ".join(f"{k.replace('_', ' ')} {_mb(v)}"
                          for k, v in sorted(h.by_category.items(), key=lambda kv: -kv[1]))
         c.print(f"device {h.device}: live at the peak by category (MiB, from the allocations' stacks): {cats or '-'}")
-        c.print(_sites(f"device {h.device}: live at the peak, by site", h.live_at_peak))
-    c.print(_sites("allocated over the history, by site", s.sites))
+        c.print(_sites(f"device {h.device}: live at the peak, by site", h.live_at_peak, c.width))
+    c.print(_sites("allocated over the history, by site", s.sites, c.width))
     for what, n in s.repairs.items():
         c.print(f"[yellow]repaired[/]: {n:,} history entries ({REPAIRS.get(what, what)})")
 

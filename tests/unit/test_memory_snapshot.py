@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from stepscope.analysis.allocator import curve_window, summarize
 from stepscope.cli import cli, main
+from stepscope.cli.memory_cmd import fit_site
 from stepscope.errors import TraceFormatError
 from stepscope.ingest.snapshot import read_snapshot
 from tests.snapshot_builder import small, write  # two sites; the peak after the third alloc; one freed before it
@@ -221,3 +222,27 @@ def test_the_real_snapshot_in_words(shared_traces: Path) -> None:
     assert out.exit_code == 0, out.output
     assert "468 blocks: 397 allocated, 71 free (cached by the allocator)" in out.output
     assert "{'" not in out.output
+
+
+def test_the_sites_keep_their_line_numbers_at_80_columns(shared_traces: Path) -> None:
+    """Cut in the middle, adam_forward.py:185 and :187 read as two identical rows
+    ("C:\\research\\DeComFL\\cezo_fl\\gradient_estimators\\adam_forw…"); the path's head gives way instead."""
+    p = shared_traces / "decomfl" / "zo_fl_training_memory_snapshot" / "memory.pickle"
+    if not p.exists():
+        pytest.skip(f"{p} not found")
+    out = CliRunner().invoke(cli, ["memory", str(p)], env={"COLUMNS": "80"})
+    assert out.exit_code == 0, out.output
+    assert max(len(line) for line in out.output.splitlines()) <= 80
+    for line in (185, 187):
+        assert f"│ …adam_forward.py:{line} generate_perturbation_norm_paramwise │" in out.output
+    assert "adam_forw…" not in out.output
+
+
+def test_a_site_fits_by_its_path_giving_way() -> None:
+    end = "adam_forward.py:185 generate_perturbation_norm_paramwise"
+    site = f"C:\\research\\DeComFL\\cezo_fl\\gradient_estimators\\{end}"
+    assert fit_site(site, 200) == site
+    assert fit_site(site, 80) == f"…gradient_estimators\\{end}"
+    assert fit_site(site, 60) == f"…{end}"
+    assert fit_site(site, 20) == f"…{end}"  # still too long: the column folds it, nothing cut
+    assert fit_site("/src/a.py:10 a", 8) == "…a.py:10 a" and fit_site("no line here", 4) == "no line here"

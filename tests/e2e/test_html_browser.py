@@ -361,6 +361,10 @@ def test_a_job_bound_by_imbalance_is_never_called_balanced(tmp_path: Path, brows
                            "over the mean); "
                            "ranks with more work (kernels, compute, step): none"), text
     assert not re.search(r"\bbalanced\b", opened.page.locator("main#view").text_content() or "", re.IGNORECASE)
+    # a CPU-only job: its overview shows no device figures (they read "–" under GPU / SM / Tensor Core labels)
+    opened.go("overview", wait="#verdict")
+    stats = opened.page.locator("#overview .stats").text_content() or ""
+    assert "job step" in stats and "GPU utilization" not in stats and "Tensor Core" not in stats, stats
     opened.check_clean()
 
 

@@ -105,10 +105,12 @@ export function overviewView(ctx) {
       job ? stat("job step", fmtMs(job.avg_step_ms), {id: "job-step", "data-value": job.avg_step_ms}) : null,
       stat(job ? `rank ${r.rank} average step` : "average step", fmtMs(ov.avg_step_ms), {id: "avg-step", "data-value": ov.avg_step_ms}),
       stat("steps", fmtNum(ov.step_count)),
-      stat(said("GPU utilization", dev), fmtPct(ov.gpu_utilization_pct)),
-      stat(said("est. SM efficiency", dev) + gridNote(ov), fmtPct(ov.sm_efficiency_pct)),
-      stat("est. occupancy", fmtPct(ov.achieved_occupancy_pct)),
-      stat(said("Tensor Core time (every kernel, by its name)", dev), fmtPct(ov.tensor_core_pct)),
+      // a rank with no device (a CPU-only run) shows no device figures, as the terminal's overview
+      ...(dev || ov.kernel_ms || isNum(ov.gpu_utilization_pct) ? [
+        stat(said("GPU utilization", dev), fmtPct(ov.gpu_utilization_pct)),
+        stat(said("est. SM efficiency", dev) + gridNote(ov), fmtPct(ov.sm_efficiency_pct)),
+        stat("est. occupancy", fmtPct(ov.achieved_occupancy_pct)),
+        stat(said("Tensor Core time (every kernel, by its name)", dev), fmtPct(ov.tensor_core_pct))] : []),
       stat("steps / s", isNum(ov.steps_per_s) ? ov.steps_per_s.toFixed(2) : "–")) : empty(r.skipped?.overview || "no overview for this rank"));
   hero.classList.add("hero");
   const parts = [hero];

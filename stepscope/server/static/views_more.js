@@ -173,7 +173,7 @@ function arrivalsCards(arr, onHost, cpuOnly) {
         lateness_ms: c.lateness_ms, arrival: at(c.arrival_ms), wait: at(c.wait_ms), cause: causes.length ? causeText(causes[0][0], cpuOnly) : "–"};
     });
     const cols = [{key: "index", label: "#", num: true, fmt: (v) => String(v)}, {key: "type", label: "type"}, {key: "group", label: "group"},
-      {key: "bytes", label: "bytes", num: true, fmt: (v) => (isNum(v) && v >= 0 ? fmtBytes(v) : "?")},
+      {key: "bytes", label: "bytes", num: true, fmt: (v) => (isNum(v) && v >= 0 ? fmtBytes(v) : "–")},
       {key: "last_rank", label: "last rank"}, {key: "lateness_ms", label: "lateness", num: true, fmt: fmtMs},
       {key: "cause", label: "mostly"}, {key: "arrival", label: "arrival per rank (ms)"}, {key: "wait", label: "wait per rank (ms)"}];
     out.push(card("arrival-collectives", "Collectives, the latest last arrival first", `Each collective matched across ranks${where}: who arrived `

@@ -255,7 +255,8 @@ def remedies_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
     return {"measured_mean_ms": r.measured_mean_ns / MS,
             "remedies": [{"remedy": n, "basis": r.basis[i], "predicted_mean_ms": float(r.predicted_mean_ns[i]) / MS,
                           "saved_ms": float(r.change_ns[i]) / MS,  # signed
-                          "options": dict(REMEDY_OPTIONS.get(n, {}))}
+                          "options": dict(REMEDY_OPTIONS.get(n, {})),
+                          "applies": bool(r.applies[i]) if r.applies else True}  # something in the trace to change
                          for i, n in enumerate(r.name)]}
 
 

@@ -273,7 +273,12 @@ def test_whatif_shows_the_carried_replays_and_says_once_a_new_one_needs_the_trac
     assert replayed and page.locator("a.whatif-link").count() == len(replayed)
     page.locator("a.whatif-link").first.click()
     page.wait_for_selector("#remedies-table")
+    shown = [r for r in sec["remedies"] if r["applies"]]  # nothing to change: no row, named once in the card
     for r in sec["remedies"]:
+        if not r["applies"]:
+            assert page.locator(f"#remedy-{r['remedy']}").count() == 0
+            assert r["remedy"] in (page.locator("#remedies p.sub").text_content() or "")
+    for r in shown:
         row = page.locator(f"#remedy-{r['remedy']}")
         assert float(row.get_attribute("data-predicted") or "nan") == pytest.approx(r["predicted_mean_ms"], rel=1e-9)
     top = next(r for r in sec["remedies"] if r["remedy"] == replayed[0]["evidence"]["whatif_remedy"])
@@ -283,7 +288,7 @@ def test_whatif_shows_the_carried_replays_and_says_once_a_new_one_needs_the_trac
     assert page.locator("#whatif-go").is_disabled() and page.locator("#wi-workers").is_disabled()
     note = page.locator("#whatif-standalone").text_content() or ""
     assert page.locator("#whatif-standalone").is_visible() and "`stepscope serve`" in note
-    for r in sec["remedies"]:
+    for r in shown:
         page.click(f"#remedy-{r['remedy']} button.replay")
         mean = page.locator("#whatif-mean")
         assert float(mean.get_attribute("data-value") or "nan") == r["predicted_mean_ms"]

@@ -117,7 +117,10 @@ function remediesCard(ctx, onReplay) {
     return card("remedies", "Remedies replayed", null, empty(r.skipped?.remedies || "no what-if replay for this rank (no steps and no device work)"));
   }
   const m = sec.measured_mean_ms;
-  const rows = sec.remedies.map((x) => el("tr", {id: `remedy-${x.remedy}`, class: x.remedy === ctx.remedy ? "remedy on" : "remedy",
+  // remedies with nothing in this trace to change (no DataLoader call, no optimizer step): named once, as the terminal does
+  const shown = sec.remedies.filter((x) => x.applies !== false);
+  const idle = sec.remedies.filter((x) => x.applies === false).map((x) => x.remedy);
+  const rows = shown.map((x) => el("tr", {id: `remedy-${x.remedy}`, class: x.remedy === ctx.remedy ? "remedy on" : "remedy",
     "data-remedy": x.remedy, "data-predicted": x.predicted_mean_ms, "data-saved": x.saved_ms},
   el("td", {class: "txt"}, x.remedy), el("td", {class: "wrap"}, x.basis), el("td", {class: "num"}, fmtMs(x.predicted_mean_ms)),
   el("td", {class: "num"}, fmtMs(x.saved_ms)), el("td", {class: "num"}, fmtPct(m > 0 ? (100 * x.saved_ms) / m : null)),
@@ -125,8 +128,9 @@ function remediesCard(ctx, onReplay) {
   const table = el("table", {class: "data", id: "remedies-table"}, el("thead", null, el("tr", null,
     ["remedy", "basis", "predicted mean", "saved / step", "saved", ""].map((h, i) => el("th", {class: i >= 2 && i <= 4 ? "num" : null}, h)))),
   el("tbody", null, rows));
-  return card("remedies", `Remedies replayed — rank ${ctx.rank}`, `Each standard remedy replayed on this rank's steps. Measured mean step ${fmtMs(m)}; grey: measured, blue: predicted.`,
-    pairedBars("remedies-chart", m, sec.remedies), el("div", {class: "tablewrap"}, table));
+  const left = idle.length ? ` Left out, nothing in this trace for them to change: ${idle.join(", ")}.` : "";
+  return card("remedies", `Remedies replayed — rank ${ctx.rank}`, `Each standard remedy replayed on this rank's steps. Measured mean step ${fmtMs(m)}; grey: measured, blue: predicted.${left}`,
+    pairedBars("remedies-chart", m, shown), el("div", {class: "tablewrap"}, table));
 }
 
 /** The job replayed (`cluster.job_whatif`): each straggler fixed, each standard remedy on every rank. */

@@ -27,7 +27,7 @@ from stepscope.analysis.common import F64, I64, B, in_step_rows, kept_steps, ran
 from stepscope.analysis.hier import any_descendant
 from stepscope.model.schema import GPU_KINDS, EventKind
 from stepscope.model.trace import Trace
-from stepscope.model.tree import nearest_marked_ancestor
+from stepscope.model.tree import highest_ancestor_while, nearest_marked_ancestor
 
 #: ops that wait for the device (``.item()``, ``.cpu()``, copies): the sync analysis' business
 SYNC_OPS = re.compile(r"^aten::(item|_local_scalar_dense|to|_to_copy|copy_|cpu|tolist|nonzero|equal)$")
@@ -93,18 +93,11 @@ def copy_only_ops_of(trace: Trace, rank: int, calls: I64) -> I64:
     kernels = rank_rows(trace, rank, (int(EventKind.KERNEL),))
     if len(calls) == 0:
         return np.zeros(0, np.int64)
-    runs_kernels = any_descendant(ev["parent"], _launching(trace, kernels)) if len(kernels) else np.zeros(len(ev), bool)
-    step = np.zeros(len(ev), bool)
-    step[trace.steps["row"][trace.steps["rank"] == rank]] = True
-    issuer = np.full(len(calls), -1, np.int64)
-    cur = ev["parent"][calls].astype(np.int64)
-    for _ in range(256):  # one level of the op tree per pass, every call at once
-        ok = (cur >= 0)
-        ok[ok] &= (ev["kind"][cur[ok]] == EventKind.CPU_OP) & ~runs_kernels[cur[ok]] & ~step[cur[ok]]
-        if not ok.any():
-            break
-        issuer[ok] = cur[ok]
-        cur = np.where(ok, ev["parent"][np.maximum(cur, 0)], -1)
+    ok = ev["kind"] == EventKind.CPU_OP
+    if len(kernels):
+        ok &= ~any_descendant(ev["parent"], _launching(trace, kernels))
+    ok[trace.steps["row"][trace.steps["rank"] == rank]] = False
+    issuer = highest_ancestor_while(ev["parent"], calls, ok)
     return np.unique(issuer[issuer >= 0])
 
 

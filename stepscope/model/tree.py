@@ -31,6 +31,23 @@ def nearest_marked_ancestor(parent: npt.NDArray[np.integer], rows: I64, marked: 
     return out
 
 
+def highest_ancestor_while(parent: npt.NDArray[np.integer], rows: I64, ok: npt.NDArray[np.bool_]) -> I64:
+    """For each row, the highest ancestor reached by climbing from its parent while ``ok`` holds (the
+    last one before the first that does not, or a root); -1 where its parent is not ``ok``."""
+    out = np.full(len(rows), -1, np.int64)
+    at = parent[rows].astype(np.int64)
+    live = np.flatnonzero(at >= 0)
+    at = at[live]
+    while len(live):
+        good = ok[at]
+        live, at = live[good], at[good]
+        out[live] = at
+        at = parent[at].astype(np.int64, copy=False)
+        keep = at >= 0
+        live, at = live[keep], at[keep]
+    return out
+
+
 def depths(parent: npt.NDArray[np.integer], rows: I64) -> I64:
     """Number of ancestors of each row (0 for a root): each row's count is written once, at the
     level where its climb ends."""

@@ -179,6 +179,13 @@ def unlinked_device(g: StepGraph) -> bool:
     return bool(len(g.device.row)) and not bool((g.device.launch_pt >= 0).any())
 
 
+def require_linked(g: StepGraph) -> None:
+    """NotApplicable for a rank whose device work is linked to no launch (:func:`unlinked_device`): the
+    device keeps its measured times there, so a host-side change would only shorten the host's span."""
+    if unlinked_device(g):
+        raise NotApplicable("no device work is linked to a launch call: the replay cannot move it")
+
+
 def _host_collectives(trace: Trace, rank: int, driver: I64, t: I64) -> HostCollectives:
     """The rank's host-run collectives on its driver threads (the arrival analysis' own records)."""
     ev = trace.events

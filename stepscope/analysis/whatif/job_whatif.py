@@ -31,7 +31,7 @@ from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.collective_records import CollectiveRecords, collective_records
 from stepscope.analysis.common import I64
 from stepscope.analysis.whatif.fix_rank import fix_rank_basis, fixed_durations
-from stepscope.analysis.whatif.graph import StepGraph, step_graph, unlinked_device
+from stepscope.analysis.whatif.graph import StepGraph, require_linked, step_graph
 from stepscope.analysis.whatif.job import JobEdges, matched_edges, replay_job
 from stepscope.analysis.whatif.p2p import P2PRecords, p2p_records
 from stepscope.analysis.whatif.remedies import REMEDIES
@@ -139,8 +139,7 @@ def job_record(trace: Trace, rank: int) -> JobRecord:
     if len(coll) == 0 and len(p2p.row) == 0:
         raise NotApplicable("no collective or point-to-point kernels to tie the ranks' replays")
     g = step_graph(trace, rank)
-    if unlinked_device(g):  # the device keeps its measured times: a host change would only shorten the host's span
-        raise NotApplicable("no device work is linked to a launch call: the replay cannot move it")
+    require_linked(g)
     size = graph_nbytes(g)
     if size > JOB_RECORD_MAX_BYTES:
         raise NotApplicable(f"rank {rank}'s step graph ({size >> 10} KiB) is over the job replay's record limit "

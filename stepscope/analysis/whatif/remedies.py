@@ -29,7 +29,7 @@ from stepscope.analysis.elementwise_runs import compute_elementwise_runs
 from stepscope.analysis.launch_config import compute_launch_config
 from stepscope.analysis.tensor_cores import compute_tensor_cores
 from stepscope.analysis.whatif import transforms as tf
-from stepscope.analysis.whatif.graph import step_graph, unlinked_device
+from stepscope.analysis.whatif.graph import require_linked, step_graph
 from stepscope.analysis.whatif.replay import Durations, replay_all
 from stepscope.model.trace import Trace
 
@@ -117,8 +117,7 @@ def compute_remedies(trace: Trace, rank: int) -> Remedies:
     measured = g.steps.measured_end_ns - g.steps.measured_start_ns
     if len(measured) == 0:
         raise NotApplicable("no steps and no device work to replay")
-    if unlinked_device(g):  # the device keeps its measured times: a host change would only shorten the host's span
-        raise NotApplicable("no device work is linked to a launch call: the replay cannot move it")
+    require_linked(g)
     base = Durations.measured(g)
     durations = [t.change(trace, g, base) for t in REMEDIES.values()]
     # a remedy that changes nothing here (no DataLoader, no sync, no optimizer) saves nothing: only

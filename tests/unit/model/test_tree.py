@@ -29,3 +29,15 @@ def test_depths() -> None:
     assert tree.depths(PARENT, rows).tolist() == [0, 1, 2, 2, 1, 0, 1, 2]
     assert tree.depths(PARENT, np.array([3, 7, 0], np.int64)).tolist() == [2, 2, 0]
     assert tree.depths(PARENT, np.zeros(0, np.int64)).tolist() == []
+
+
+def test_highest_ancestor_while_stops_below_the_first_that_fails() -> None:
+    """0 ← 1 ← 2 ← 3 and 0 ← 4: from 3, climbing while ok (1, 2 are; 0 is not) ends at 1; from 4 its
+    parent 0 is not ok: -1; from 2, its parent 1 is ok and 0 is not: 1; a root has no parent: -1."""
+    from stepscope.model.tree import highest_ancestor_while
+
+    parent = np.array([-1, 0, 1, 2, 0])
+    ok = np.array([False, True, True, True, True])
+    got = highest_ancestor_while(parent, np.array([3, 4, 2, 0], np.int64), ok)
+    assert got.tolist() == [1, -1, 1, -1]
+    assert highest_ancestor_while(parent, np.array([3], np.int64), np.ones(5, bool)).tolist() == [0]

@@ -44,6 +44,7 @@ class AdvisorConfig:
     # no-tensor-cores
     tc_eligible_min_pct: float = 30.0
     tc_max_used_pct: float = 10.0
+    tc_fp32_cuda_core_min_pct: float = 25.0  # or: FP32 matrix math on CUDA cores takes this % of kernel time
     amp_speedup: float = 0.0  # 0: the device's half-precision Tensor-Core peak over its FP32 / TF32 one (2 where
     #                           the device is unknown, analysis.peaks.amp_speedup); > 0: this speed-up
     # gemm-dims-not-multiple-of-8

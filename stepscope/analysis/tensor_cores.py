@@ -150,6 +150,7 @@ class TensorCoreResult:
     non_tc_ops: NamedRows  # their eligible ops, each weighted by its kernels' time
     input_types: tuple[str, ...]  # the three most common ``Input type`` texts of those ops
     tf32_kernels: NamedRows  # eligible Tensor-Core kernels on FP32 tensors: TF32 math
+    fp32_cuda_core_ns: float  # eligible non-TC kernels doing FP32 math (:func:`_fp32_cuda_core`)
     peak: DevicePeak | None  # the device's row of the peak table (None: unknown device)
     math_attention: MathAttention  # attention on SDPA's math backend (:mod:`.attention_fallback`): not counted above
 
@@ -160,6 +161,11 @@ class TensorCoreResult:
     @property
     def tc_pct_of_eligible(self) -> float:
         return pct(self.tc_eligible_ns, self.eligible_ns)
+
+    @property
+    def fp32_cuda_core_pct(self) -> float:
+        """FP32 matrix math on CUDA cores, % of all kernel time."""
+        return pct(self.fp32_cuda_core_ns, self.kernel_ns)
 
 
 @per_rank
@@ -181,6 +187,7 @@ def compute_tensor_cores(trace: Trace, rank: int) -> TensorCoreResult:
     non_tc = eligible & ~tc
     ops = elig_op[non_tc]
     tf32 = eligible & tc & _fp32_math(trace, k, elig_op)
+    fp32_cores = non_tc & _fp32_cuda_core(trace, k)
     return TensorCoreResult(
         rank=rank, step_count=len(kept_steps(trace, rank)), device=dev.name if dev is not None else None,
         compute_major=dev.compute_major if dev is not None else None, kernel_ns=float(dur.sum()),
@@ -188,6 +195,7 @@ def compute_tensor_cores(trace: Trace, rank: int) -> TensorCoreResult:
         eligible_ns=float(dur[eligible].sum()), tc_eligible_ns=float(dur[eligible & tc].sum()),
         non_tc_kernels=named_rows(trace, k[non_tc]), non_tc_ops=named_rows(trace, ops, ev["dur_ns"][k[non_tc]]),
         input_types=_input_types(trace, ops), tf32_kernels=named_rows(trace, k[tf32]),
+        fp32_cuda_core_ns=float(dur[fp32_cores].sum()),
         peak=match_device(dev.name, dev.total_memory_bytes) if dev is not None else None, math_attention=fallback)
 
 
@@ -200,6 +208,24 @@ def _fp32_math(trace: Trace, k: npt.NDArray[np.int64], op: npt.NDArray[np.int64]
     by_name = pool.mask(_names_tf32)[ev["name"][k]]
     out: npt.NDArray[np.bool_] = np.where(types >= 0, by_types, by_name)
     return out
+
+
+def _fp32_cuda_core(trace: Trace, k: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+    """Per kernel: FP32 math on CUDA cores — the op that launched it takes FP32 tensors only (its own
+    ``Input type``: the cast kernels autocast runs inside a ``linear`` are launched by a ``copy_`` of
+    mixed types), or, without recorded types, its name gives an FP32 FMA (``ffma``, ``sgemm``)."""
+    ev, pool = trace.events, trace.strings
+    op = ev["op"][k]
+    types = np.where(op >= 0, ev["input_types"][np.maximum(op, 0)], -1)
+    by_types = pool.mask(_fp32_only)[types]
+    by_name = pool.mask(_names_fp32_fma)[ev["name"][k]]
+    out: npt.NDArray[np.bool_] = np.where(types >= 0, by_types, by_name)
+    return out
+
+
+def _names_fp32_fma(name: str) -> bool:
+    low = name[:512].lower()
+    return "sgemm" in low or re.search(r"(?:^|[^a-z0-9])ffma(?:[^a-z0-9]|$)", low) is not None
 
 
 def _fp32_only(types: str) -> bool:

@@ -5,6 +5,11 @@ attention: :data:`stepscope.analysis.tensor_cores.TC_ELIGIBLE_OPS`, the launchin
 it) take at least ``tc_eligible_min_pct`` of kernel time, and at most ``tc_max_used_pct`` of that
 eligible time runs in Tensor-Core kernels (kernel-name table of the same module). This is the TB
 plugin's "Kernels with N% time are launched by Tensor Cores eligible operators" recommendation.
+Or: the eligible kernels that do FP32 math on CUDA cores (launched by an op taking FP32 tensors only,
+or named ``ffma`` / ``sgemm`` where no types were recorded) take at least
+``tc_fp32_cuda_core_min_pct`` of kernel time, however much else runs on Tensor Cores — an FP32
+transformer whose attention kernels use them while every GEMM runs FFMA (Hugging Face GPT-2 on an
+H200: 10.1 % of its eligible time on Tensor Cores, 61 % of all kernel time in FP32 GEMMs on CUDA cores).
 
 The numbers are the tensor_cores analysis' (each kernel's nearest eligible ancestor op, the
 Tensor-Core kernel names, the ops' input types).
@@ -44,12 +49,14 @@ HALF_TYPES = ("Half", "BFloat16", "c10::Half", "c10::BFloat16", "float16", "bflo
 def detect(ctx: RuleContext) -> list[Finding]:
     tc = ctx.result(TENSOR_CORES)
     elig_pct, tc_pct = tc.eligible_pct, tc.tc_pct_of_eligible
-    if elig_pct < ctx.cfg.tc_eligible_min_pct or tc_pct > ctx.cfg.tc_max_used_pct:
+    little_tc = elig_pct >= ctx.cfg.tc_eligible_min_pct and tc_pct <= ctx.cfg.tc_max_used_pct
+    if not little_tc and tc.fp32_cuda_core_pct < ctx.cfg.tc_fp32_cuda_core_min_pct:
         return []
     n = max(len(ctx.steps), 1)
     non_tc_ns = float(tc.non_tc_kernels.total_ns)
     evidence = {
         "eligible_kernel_pct": round(elig_pct, 2), "tensor_core_pct_of_eligible": round(tc_pct, 2),
+        "fp32_cuda_core_pct": round(tc.fp32_cuda_core_pct, 2),
         "eligible_non_tc_ms": ms(per_step(ctx, non_tc_ns)),
         "kernel_ms": ms(per_step(ctx, tc.kernel_ns)),
         # their eligible ops by the time of those kernels (the operator view adds copies and memsets)

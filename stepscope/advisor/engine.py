@@ -128,7 +128,9 @@ def combine_advice(parts: Mapping[int, RankAdvice], bundle: Bundle, cfg: Advisor
     cluster_rules = frozenset(r.RULE_ID for r in ALL_RULES if r.SCOPE == "cluster")
     grouped = group_across_ranks(found, steps, cfg.severity_high_pct, cfg.severity_medium_pct, cluster_rules,
                                  replays)
-    bound = verdict[0].bound if verdict else None
+    # findings that shorten the step's bound come first: the bound of the step without the profiler's own
+    # cost where that is another (analysis.profiler_cost), else the recorded one
+    bound = (verdict[0].unprofiled_bound or verdict[0].bound) if verdict else None
     addresses = {rule.RULE_ID: tuple(rule.ADDRESSES) for rule in ALL_RULES}
     causes = dict(zip(verdict[0].ranks, verdict[0].causes)) if bound == "imbalance" else {}
     return Advice(tuple(rank_findings(grouped, bound, addresses, causes)), not_run, verdict)

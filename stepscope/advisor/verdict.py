@@ -29,7 +29,8 @@ from stepscope.analysis.arrivals import Arrivals
 from stepscope.analysis.bundle import Bundle
 from stepscope.analysis.critical_path import CriticalPath
 from stepscope.analysis.platform import no_host_timeline, platform_of
-from stepscope.analysis.registry import ARRIVALS, CRITICAL_PATH, JOB_WHATIF
+from stepscope.analysis.profiler_cost import ProfilerCost
+from stepscope.analysis.registry import ARRIVALS, CRITICAL_PATH, JOB_WHATIF, PROFILER_COST
 
 #: Every bound a verdict can name.
 BOUNDS = ("input", "host", "compute", "communication", "copy", "imbalance")
@@ -58,6 +59,13 @@ class Verdict:
     shares_rank: int | None = None  # job: the rank whose verdict it is built from: the shares, device busy and
     #  compiling % are of that rank's own window, ``shares_step_ns``; ``step_ns`` is the job's step
     shares_step_ns: int | None = None
+    #: the bound of the step replayed without the profiler's own host cost, where it is another
+    #: (:mod:`stepscope.analysis.profiler_cost`); None where the recorded bound stands
+    unprofiled_bound: str | None = None
+    unprofiled_step_ns: int | None = None
+    unprofiled_share_pct: float | None = None  # the unprofiled bound's share of that step
+    host_events_per_step: float | None = None  # the recorded host events the cost is counted on
+    event_cost_ns: int | None = None
 
     @property
     def job_step_ns(self) -> int | None:
@@ -79,7 +87,12 @@ class Verdict:
                 "ranks": list(self.ranks), "excess_pct": self.excess_pct, "causes": list(self.causes),
                 "host_timeline": self.host_timeline, "set_by": self.set_by,
                 "job_step_ms": None if self.job_step_ns is None else self.job_step_ns / 1e6,
-                "compiling_pct": round(self.compiling_pct, 2)}
+                "compiling_pct": round(self.compiling_pct, 2),
+                "unprofiled": None if self.unprofiled_bound is None else {
+                    "bound": self.unprofiled_bound, "avg_step_ms": (self.unprofiled_step_ns or 0) / 1e6,
+                    "bound_pct": round(self.unprofiled_share_pct or 0.0, 2),
+                    "host_events_per_step": self.host_events_per_step,
+                    "event_cost_us": (self.event_cost_ns or 0) / 1e3}}
 
 
 def rank_critical_path(bundle: Bundle, rank: int) -> CriticalPath | None:
@@ -92,10 +105,21 @@ def verdict_of(bundle: Bundle, rank: int) -> Verdict | None:
     cp = rank_critical_path(bundle, rank)
     if cp is None:
         return None
-    return Verdict(rank, cp.bound, round(cp.avg_step_ns), cp.share_pct(), cp.step_count, cp.whole_trace,
-                   cp.device_busy_pct() if cp.has_device else None, cp.has_device,
-                   platform=platform_of(bundle.trace, rank), host_timeline=no_host_timeline(bundle.trace, rank) is None,
-                   compiling_pct=cp.host_share_pct()["compile"])
+    v = Verdict(rank, cp.bound, round(cp.avg_step_ns), cp.share_pct(), cp.step_count, cp.whole_trace,
+                cp.device_busy_pct() if cp.has_device else None, cp.has_device,
+                platform=platform_of(bundle.trace, rank), host_timeline=no_host_timeline(bundle.trace, rank) is None,
+                compiling_pct=cp.host_share_pct()["compile"])
+    return _without_profiler(v, bundle.ranks[rank].get(PROFILER_COST))
+
+
+def _without_profiler(v: Verdict, p: ProfilerCost | None) -> Verdict:
+    """The verdict with the bound of its step replayed without the profiler's own cost, where that
+    is another bound (the recorded host was the profiler's as much as the program's)."""
+    if p is None or not p.changes_bound or p.unprofiled_step_ns is None or p.unprofiled_bound is None:
+        return v
+    share = (p.unprofiled_shares_pct or {}).get(p.unprofiled_bound, 0.0)
+    return replace(v, unprofiled_bound=p.unprofiled_bound, unprofiled_step_ns=round(p.unprofiled_step_ns),
+                   unprofiled_share_pct=share, host_events_per_step=p.events_per_step, event_cost_ns=p.event_cost_ns)
 
 
 def job_verdict(bundle: Bundle, per_rank: tuple[Verdict, ...], cfg: AdvisorConfig | None = None) -> Verdict | None:

@@ -46,6 +46,7 @@ from stepscope.analysis.overview import Overview, compute_overview
 from stepscope.analysis.phases import PhaseResult, compute_phases
 from stepscope.analysis.pipeline import Pipeline, combine_pipeline
 from stepscope.analysis.pipeline_records import pipeline_record
+from stepscope.analysis.profiler_cost import ProfilerCost, compute_profiler_cost
 from stepscope.analysis.roofline import RooflineView, compute_roofline
 from stepscope.analysis.slow_links import SlowLinks, combine_slow_links, links_record
 from stepscope.analysis.software import SoftwareResult, compute_software
@@ -121,6 +122,9 @@ GRAPHS = RankAnalysis("graphs", compute_graphs, GraphResult, ("graphs",), device
 COMPILED = RankAnalysis("compiled", compute_compiled, CompiledResult, ("compiled",))  # torch.compile kernels
 PHASES = RankAnalysis("phases", compute_phases, PhaseResult, ("phases",))  # inference prefill / decode
 REMEDIES = RankAnalysis("remedies", compute_remedies, Remedies, ("remedies",), cost=3)  # what-if: each remedy replayed
+# the step without the profiler's own cost per recorded host event (replayed where the host bounds it)
+PROFILER_COST = RankAnalysis("profiler_cost", compute_profiler_cost, ProfilerCost, ("profiler_cost",), cost=2,
+                             device=True)
 # the evidence the advisor's rules weigh, each shown as a view too
 DATALOADER = RankAnalysis("dataloader", compute_dataloader, DataLoaderResult, ("dataloader",))
 TENSOR_CORES = RankAnalysis("tensor_cores", compute_tensor_cores, TensorCoreResult, ("tensor_cores",), device=True)
@@ -152,7 +156,7 @@ EXPOSED_COMM = ClusterAnalysis("exposed_comm", exposed_record, combine_exposed, 
 RANK_ANALYSES: tuple[RankAnalysis[object], ...] = (
     SUMMARY, OVERVIEW, BREAKDOWN, OPERATORS, KERNELS, OP_CATEGORIES, ROOFLINE, MEMORY, MODULES, ANNOTATIONS,
     DISTRIBUTED, IDLE, CRITICAL_PATH, SYNC, MEMCPY, LAUNCH, LAUNCH_CONFIG, FUSION, GRAPHS, COMPILED, PHASES,
-    REMEDIES,
+    REMEDIES, PROFILER_COST,
     DATALOADER, TENSOR_CORES, CONVOLUTIONS, GEMM_DIMS, HOST_OPS, ZERO_GRAD, CACHING_ALLOCATOR, INPUT_SHAPES, SOFTWARE,
 )
 CLUSTER_ANALYSES: tuple[ClusterAnalysis[object], ...] = (CLUSTER, COMM_MATRIX, ARRIVALS, SLOW_LINKS, JOB_WHATIF,

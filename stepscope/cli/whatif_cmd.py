@@ -38,15 +38,19 @@ from stepscope.report.console import terminal_console
 @click.option("--batch", default=None, metavar="FROM:TO",
               help="A larger batch (e.g. 32:64): ops on tensors with a dimension of FROM (their recorded shapes), "
                    "their kernels and the DataLoader take TO/FROM x their time (an upper bound).")
+@click.option("--unprofiled", "unprofiled_us", type=float, is_flag=False, flag_value=8.0, default=None, metavar="[US]",
+              help="Without the profiler's own cost: each op it recorded costs US µs less (default 8, measured "
+                   "on CUDA traces); the other changes then apply to that step.")
 @click.option("--json", "as_json", is_flag=True, help="Print the prediction as JSON.")
 @trace_options
 def command(path: str | None, workers: int | None, host_overhead: float | None, host_in: tuple[str, ...],
             fused_optimizer: bool, no_compile: bool, batch_copies: bool, drop_syncs: str | None, pin: bool,
             scales: tuple[str, ...], overlap_comm: bool, fix_ranks: tuple[int, ...], batch: str | None,
-            as_json: bool, no_cache: bool, span: str | None, ranks: tuple[int, ...]) -> None:
+            unprofiled_us: float | None, as_json: bool, no_cache: bool, span: str | None,
+            ranks: tuple[int, ...]) -> None:
     """Predict each step with the named changes applied together (the embedded sample when PATH is omitted)."""
     changes = transforms_of(workers, drop_syncs, pin, scales, host_overhead, host_in, overlap_comm, fix_ranks, batch,
-                            fused_optimizer, no_compile, batch_copies)
+                            fused_optimizer, no_compile, batch_copies, unprofiled_us)
     trace = load_trace(path, no_cache, span, ranks)
     check_ranks(fix_ranks, trace.rank_ids)
     try:

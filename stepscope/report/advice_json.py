@@ -43,6 +43,8 @@ def verdict_dict(v: Verdict, addressed: bool | None = None, any_findings: bool =
     shortens the bound: there are others, or none at all, ``any_findings``) adds the sentence that
     says so."""
     text = texts.verdict_text(v)
+    if v.unprofiled_bound is not None:
+        text += ". " + texts.unprofiled_text(v)
     if addressed is False and v.bound != "imbalance":
         text += ". " + texts.unaddressed_text(v, any_findings)
     return {**v.to_dict(), "text": text}

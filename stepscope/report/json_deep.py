@@ -25,6 +25,7 @@ from stepscope.analysis.registry import (
     LAUNCH,
     LAUNCH_CONFIG,
     MEMCPY,
+    PROFILER_COST,
     REMEDIES,
     SYNC,
 )
@@ -256,8 +257,25 @@ def remedies_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
             "remedies": [{"remedy": n, "basis": r.basis[i], "predicted_mean_ms": float(r.predicted_mean_ns[i]) / MS,
                           "saved_ms": float(r.change_ns[i]) / MS,  # signed
                           "options": dict(REMEDY_OPTIONS.get(n, {})),
-                          "applies": bool(r.applies[i]) if r.applies else True}  # something in the trace to change
-                         for i, n in enumerate(r.name)]}
+                          "applies": bool(r.applies[i]) if r.applies else True,  # something in the trace to change
+                          "unprofiled_predicted_mean_ms": None if r.unprofiled_predicted_ns is None
+                          else float(r.unprofiled_predicted_ns[i]) / MS,
+                          "unprofiled_saved_ms": None if r.unprofiled_predicted_ns is None
+                          else (r.unprofiled_saved_ns(n) or 0.0) / MS}
+                         for i, n in enumerate(r.name)],
+            "unprofiled_mean_ms": None if r.unprofiled_mean_ns is None else r.unprofiled_mean_ns / MS}
+
+
+def profiler_cost_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
+    p = rr.get(PROFILER_COST)
+    if p is None:
+        return None
+    return {"event_cost_us": p.event_cost_ns / 1e3, "host_events_per_step": p.events_per_step,
+            "recorded_step_ms": p.recorded_step_ns / MS, "bound": p.bound,
+            "unprofiled_step_ms": None if p.unprofiled_step_ns is None else p.unprofiled_step_ns / MS,
+            "unprofiled_bound": p.unprofiled_bound,
+            "unprofiled_shares_pct": None if p.unprofiled_shares_pct is None else
+            {k: round(v, 2) for k, v in p.unprofiled_shares_pct.items()}}
 
 
 #: per-rank §12 keys owned by the deep analyses
@@ -265,4 +283,5 @@ DEEP_RANK_SECTIONS = {
     "distributed": distributed_section, "idle": idle_section, "critical_path": critical_path_section,
     "sync": sync_section, "memcpy": memcpy_section, "launch": launch_section,
     "launch_config": launch_config_section, "fusion": fusion_section, "remedies": remedies_section,
+    "profiler_cost": profiler_cost_section,
 }

@@ -33,6 +33,7 @@ from stepscope.report.verdict_texts import (
     VERDICT_STAGES,
     cause_words,
     unaddressed_text,
+    unprofiled_text,
     verdict_text,
 )
 
@@ -315,4 +316,5 @@ def not_run_text(rule: str, reason: str) -> str:
 
 __all__ = ["CAUSE_WORDS", "CLUSTER_RULES", "CPU_CAUSE_WORDS", "CPU_UNADDRESSED_HINT", "NO_HOST_STAGE", "RULES",
            "UNADDRESSED_HINT", "VERDICT_STAGES", "advice_text", "basis_text", "cause_words", "change_text",
-           "found_text", "gain_share", "links", "not_run_text", "title_text", "unaddressed_text", "verdict_text"]
+           "found_text", "gain_share", "links", "not_run_text", "title_text", "unaddressed_text", "unprofiled_text",
+           "verdict_text"]

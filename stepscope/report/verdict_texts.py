@@ -66,9 +66,11 @@ CPU_UNADDRESSED_HINT: dict[str, str] = {
 
 def unaddressed_text(v: Verdict, any_findings: bool = True) -> str:
     """The sentence added to the verdict when no finding's change shortens its bound: the findings
-    act on other parts of the path, or there is none (``any_findings`` False)."""
-    stage = _stage(v.bound, device_noun(v.platform), v.host_timeline, v.has_device)
-    hint = (UNADDRESSED_HINT if v.has_device else CPU_UNADDRESSED_HINT).get(v.bound)
+    act on other parts of the path, or there is none (``any_findings`` False). The bound is that of
+    the step without the profiler's own cost where it is another (the one the findings are ranked by)."""
+    bound = v.unprofiled_bound or v.bound
+    stage = _stage(bound, device_noun(v.platform), v.host_timeline, v.has_device)
+    hint = (UNADDRESSED_HINT if v.has_device else CPU_UNADDRESSED_HINT).get(bound)
     if not any_findings:
         return f"No finding shortens {stage}" + (f"; to shorten it, {hint}." if hint else ".")
     tail = f"; to shorten {stage} itself, {hint}" if hint else ""
@@ -113,3 +115,17 @@ def _job_head(v: Verdict, stage: str, share: str, window: str, busy: str) -> str
         return f"job: bound by {stage} ({share} of the {v.step_ns / 1e6:.1f} ms {window}{busy}), {by}"
     return (f"job: bound by {stage} (the {v.step_ns / 1e6:.1f} ms {window}), {by} ({share} of its own "
             f"{v.window_ns / 1e6:.1f} ms {window}{busy})")
+
+
+def unprofiled_text(v: Verdict) -> str:
+    """Said after a verdict whose step, replayed without the profiler's own host cost, has another bound
+    (``stepscope whatif --unprofiled`` shows that replay)."""
+    if v.unprofiled_bound is None or v.unprofiled_step_ns is None:
+        return ""
+    device = device_noun(v.platform)
+    stage = _stage(v.unprofiled_bound, device, v.host_timeline, v.has_device)
+    cost_us = (v.event_cost_ns or 0) / 1e3
+    return (f"Without the profiler's own cost ({cost_us:g} µs for each of the {v.host_events_per_step or 0:,.0f} "
+            f"ops it recorded a step) the step would be ~{v.unprofiled_step_ns / 1e6:.1f} ms and bound by "
+            f"{stage} ({v.unprofiled_share_pct or 0:.0f}%): time the step without the profiler before acting on "
+            f"host findings")

@@ -11,6 +11,7 @@ import re
 
 from stepscope.analysis.whatif import transforms as tf
 from stepscope.analysis.whatif.batch import LargerBatch
+from stepscope.analysis.whatif.unprofiled import WithoutProfiler
 from stepscope.errors import UsageError
 
 #: the largest factor a change may apply (a duration times more overflows int64 nanoseconds)
@@ -66,10 +67,16 @@ def transforms_of(workers: int | None, drop_syncs: str | None, pin: bool, scales
                   host_overhead: float | None, host_in: tuple[str, ...], overlap_comm: bool,
                   fix_ranks: tuple[int, ...] = (), batch: str | None = None,
                   fused_optimizer: bool = False, no_compile: bool = False,
-                  batch_copies: bool = False) -> list[tf.Transform]:
-    """The transformations the options name, in a fixed order (ranks, batch, input, host, syncs,
-    copies, device): a larger batch first, so the remedies after it apply to the larger batch's step."""
-    out: list[tf.Transform] = [tf.FixSlowRank(r) for r in dict.fromkeys(fix_ranks)]
+                  batch_copies: bool = False, unprofiled_us: float | None = None) -> list[tf.Transform]:
+    """The transformations the options name, in a fixed order (profiler, ranks, batch, input, host,
+    syncs, copies, device): the profiler's cost first, so the changes after it apply to the step the
+    program runs unprofiled; a larger batch before the remedies, so they apply to its step."""
+    out: list[tf.Transform] = []
+    if unprofiled_us is not None:
+        if not math.isfinite(unprofiled_us) or not 0 <= unprofiled_us <= 1000:
+            raise UsageError(f"--unprofiled takes a cost per event from 0 to 1000 µs (got {unprofiled_us!r})")
+        out.append(WithoutProfiler(round(unprofiled_us * 1000)))
+    out += [tf.FixSlowRank(r) for r in dict.fromkeys(fix_ranks)]
     if batch is not None:
         out.append(batch_of(batch, "--batch"))
     if workers is not None:
@@ -93,7 +100,7 @@ def transforms_of(workers: int | None, drop_syncs: str | None, pin: bool, scales
     if not out:
         raise UsageError("name at least one change: --workers, --host-overhead, --host-in, --fused-optimizer, "
                          "--no-compile, --batch-copies, --drop-syncs, --pin-copies, --scale, --overlap-comm, "
-                         "--fix-rank or --batch (see stepscope whatif --help)")
+                         "--fix-rank, --batch or --unprofiled (see stepscope whatif --help)")
     return out
 
 

@@ -27,10 +27,12 @@ from stepscope.analysis.critical_path import compute_critical_path
 from stepscope.analysis.dataloader import compute_dataloader
 from stepscope.analysis.elementwise_runs import compute_elementwise_runs
 from stepscope.analysis.launch_config import compute_launch_config
+from stepscope.analysis.profiler_cost import compute_profiler_cost
 from stepscope.analysis.tensor_cores import compute_tensor_cores
 from stepscope.analysis.whatif import transforms as tf
-from stepscope.analysis.whatif.graph import require_linked, step_graph
+from stepscope.analysis.whatif.graph import StepGraph, require_linked, step_graph
 from stepscope.analysis.whatif.replay import Durations, replay_all
+from stepscope.analysis.whatif.unprofiled import WithoutProfiler
 from stepscope.model.trace import Trace
 
 #: Default DataLoader workers of the ``loader-workers`` remedy (the advisor's suggested count).
@@ -90,6 +92,16 @@ class Remedies:
     #: per remedy, whether the trace holds anything it changes (no DataLoader call, no optimizer step:
     #: the loader-workers, fused-optimizer remedy cannot apply; its predicted step is the measured one)
     applies: tuple[bool, ...] = ()
+    #: where the profiler's own cost changes the step's bound (:mod:`stepscope.analysis.profiler_cost`): the
+    #: mean step replayed without that cost, and each remedy replayed on it (None elsewhere)
+    unprofiled_mean_ns: float | None = None
+    unprofiled_predicted_ns: npt.NDArray[np.float64] | None = None
+
+    def unprofiled_saved_ns(self, name: str) -> float | None:
+        """What the remedy saves on the step without the profiler's own cost (None: not replayed there)."""
+        if self.unprofiled_mean_ns is None or self.unprofiled_predicted_ns is None:
+            return None
+        return max(self.unprofiled_mean_ns - float(self.unprofiled_predicted_ns[self.name.index(name)]), 0.0)
 
     def on_path_share(self, name: str) -> float | None:
         """The share (0-1) of the set's kernel time on the step's critical path; None when the rank
@@ -127,9 +139,26 @@ def compute_remedies(trace: Trace, rank: int) -> Remedies:
     for i, r in zip(changed, replay_all(g, [durations[i] for i in changed]) if changed else []):
         predicted[i] = float(r.step_ns.mean())
     names, share = _kernel_sets(trace, rank)
+    unprofiled_mean, unprofiled = _unprofiled(trace, rank, g, base)
     return Remedies(rank, tuple(REMEDIES), tuple(_basis(trace, rank, n, t) for n, t in REMEDIES.items()),
                     float(measured.mean()), np.asarray(predicted, np.float64),
-                    names, np.asarray(share, np.float64), tuple(i in changed for i in range(len(durations))))
+                    names, np.asarray(share, np.float64), tuple(i in changed for i in range(len(durations))),
+                    unprofiled_mean, unprofiled)
+
+
+def _unprofiled(trace: Trace, rank: int, g: StepGraph, base: Durations
+                ) -> tuple[float | None, npt.NDArray[np.float64] | None]:
+    """Where the profiler's own cost changes the step's bound: that step's mean (the profiler_cost
+    analysis') and each remedy replayed on it, the cost removed first."""
+    try:
+        p = compute_profiler_cost(trace, rank)
+    except NotApplicable:
+        return None, None
+    if not p.changes_bound or p.unprofiled_step_ns is None:
+        return None, None
+    without = WithoutProfiler(p.event_cost_ns).change(trace, g, base)
+    replays = replay_all(g, [t.change(trace, g, without) for t in REMEDIES.values()])
+    return p.unprofiled_step_ns, np.asarray([float(r.step_ns.mean()) for r in replays], np.float64)
 
 
 def _basis(trace: Trace, rank: int, name: str, change: tf.Transform) -> str:

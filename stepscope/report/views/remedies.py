@@ -16,10 +16,16 @@ def render_remedies(r: Remedies, console: Console, top: int) -> None:
         console.print(f"[bold]rank {r.rank}: what-if[/bold]: no standard remedy has anything to change in this "
                       f"trace ({idle})")
         return
+    unprofiled = r.unprofiled_predicted_ns
+    extra = ("unprofiled: predicted ms", "saves ms") if unprofiled is not None else ()
     t = table(f"rank {r.rank}: what-if, each remedy replayed (mean step {ms(r.measured_mean_ns)} ms)",
-              "remedy", "predicted ms", "saves ms", "basis")
+              "remedy", "predicted ms", "saves ms", *extra, "basis")
     for i in shown:  # per remedy that has something to change
-        t.add_row(r.name[i], ms(float(r.predicted_mean_ns[i])), ms(float(r.change_ns[i])), r.basis[i])  # signed
+        more = (ms(float(unprofiled[i])), ms(r.unprofiled_saved_ns(r.name[i]) or 0.0)) if unprofiled is not None else ()
+        t.add_row(r.name[i], ms(float(r.predicted_mean_ns[i])), ms(float(r.change_ns[i])), *more, r.basis[i])  # signed
     console.print(t)
+    if r.unprofiled_mean_ns is not None:  # the findings' gains are these (analysis.profiler_cost)
+        console.print(f"  unprofiled: the same remedies on the step without the profiler's own cost per recorded op "
+                      f"({ms(r.unprofiled_mean_ns)} ms; the verdict says why): the advisor's gains")
     if idle:
         console.print(f"[dim]  left out, nothing in this trace for them to change: {idle}[/dim]")

@@ -117,6 +117,7 @@ function remediesCard(ctx, onReplay) {
     return card("remedies", "Remedies replayed", null, empty(r.skipped?.remedies || "no what-if replay for this rank (no steps and no device work)"));
   }
   const m = sec.measured_mean_ms;
+  const unprof = isNum(sec.unprofiled_mean_ms);
   // remedies with nothing in this trace to change (no DataLoader call, no optimizer step): named once, as the terminal does
   const shown = sec.remedies.filter((x) => x.applies !== false);
   const idle = sec.remedies.filter((x) => x.applies === false).map((x) => x.remedy);
@@ -124,12 +125,17 @@ function remediesCard(ctx, onReplay) {
     "data-remedy": x.remedy, "data-predicted": x.predicted_mean_ms, "data-saved": x.saved_ms},
   el("td", {class: "txt"}, x.remedy), el("td", {class: "wrap"}, x.basis), el("td", {class: "num"}, fmtMs(x.predicted_mean_ms)),
   el("td", {class: "num"}, fmtMs(x.saved_ms)), el("td", {class: "num"}, fmtPct(m > 0 ? (100 * x.saved_ms) / m : null)),
+  ...(unprof ? [el("td", {class: "num unprofiled"}, fmtMs(x.unprofiled_saved_ms))] : []),
   el("td", null, replayButton({"data-remedy": x.remedy}, () => onReplay(x, m, `rank ${ctx.rank}'s steps replayed with ${x.remedy}`, false)))));
+  const heads = ["remedy", "basis", "predicted mean", "saved / step", "saved", ...(unprof ? ["saved / step, unprofiled"] : []), ""];
   const table = el("table", {class: "data", id: "remedies-table"}, el("thead", null, el("tr", null,
-    ["remedy", "basis", "predicted mean", "saved / step", "saved", ""].map((h, i) => el("th", {class: i >= 2 && i <= 4 ? "num" : null}, h)))),
+    heads.map((h, i) => el("th", {class: i >= 2 && i < heads.length - 1 ? "num" : null}, h)))),
   el("tbody", null, rows));
   const left = idle.length ? ` Left out, nothing in this trace for them to change: ${idle.join(", ")}.` : "";
-  return card("remedies", `Remedies replayed — rank ${ctx.rank}`, `Each standard remedy replayed on this rank's steps. Measured mean step ${fmtMs(m)}; grey: measured, blue: predicted.${left}`,
+  // the profiler's own cost changes this step's bound: the same remedies replayed on the step without it (the findings' gains)
+  const without = unprof ? ` Without the profiler's own cost per recorded op the mean step is ${fmtMs(sec.unprofiled_mean_ms)} `
+    + "(the verdict says why): “saved / step, unprofiled” is what each remedy saves on it, the findings' gains." : "";
+  return card("remedies", `Remedies replayed — rank ${ctx.rank}`, `Each standard remedy replayed on this rank's steps. Measured mean step ${fmtMs(m)}; grey: measured, blue: predicted.${without}${left}`,
     pairedBars("remedies-chart", m, shown), el("div", {class: "tablewrap"}, table));
 }
 

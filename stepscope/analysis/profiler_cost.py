@@ -1,0 +1,70 @@
+"""What the profiler's own cost does to a rank's step: the step replayed without it, and its bound.
+
+Every op the profiler records costs the host a few µs the unprofiled program does not spend
+(:mod:`stepscope.analysis.whatif.unprofiled`). Where the recorded step is bound by the host, the step is
+replayed with that cost removed (:class:`~stepscope.analysis.whatif.unprofiled.WithoutProfiler`) and
+read with the same critical-path analysis: if the host still bounds it, the verdict stands; if the
+device then does, the recorded host was the profiler's as much as the program's, and the verdict says
+so. A step the host does not bound keeps its bound without the cost (only host time shrinks), so it
+is not replayed. Applied where the cost was measured (NVIDIA CUDA traces: ``calibrated_for``).
+
+Where the bound changes, the remedies analysis replays each standard remedy on that step too
+(``Remedies.unprofiled_*``): what a change saves is then measured from the step the program runs
+without the profiler, not from the profiler's host (a CUDA graph "saving" the profiler's own cost
+would save nothing unprofiled).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from stepscope.analysis._memo import per_rank
+from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.critical_path import compute_critical_path
+from stepscope.analysis.whatif.graph import require_linked, step_graph
+from stepscope.analysis.whatif.replay import Durations, replay
+from stepscope.analysis.whatif.simulate import replayed_trace
+from stepscope.analysis.whatif.unprofiled import EVENT_COST_NS, WithoutProfiler, calibrated_for, recorded_host_events
+from stepscope.model.trace import Trace
+
+
+@dataclass(frozen=True)
+class ProfilerCost:
+    """A rank's recorded ops and, where the host bounds the step, the step without their cost."""
+
+    rank: int
+    event_cost_ns: int  # the profiler's host cost per recorded op
+    events_per_step: float  # recorded ops on the threads that drive the device, per step
+    recorded_step_ns: float  # the mean step as recorded (the critical path's windows)
+    bound: str  # the recorded step's bound
+    unprofiled_step_ns: float | None  # the mean step replayed without the cost (None: not replayed)
+    unprofiled_bound: str | None  # its bound (None: not replayed, the bound stands)
+    unprofiled_shares_pct: dict[str, float] | None
+
+    @property
+    def changes_bound(self) -> bool:
+        return self.unprofiled_bound is not None and self.unprofiled_bound != self.bound
+
+
+@per_rank
+def compute_profiler_cost(trace: Trace, rank: int) -> ProfilerCost:
+    """The rank's recorded ops per step and, when the host bounds it, its step without their cost."""
+    if not calibrated_for(trace, rank):
+        raise NotApplicable("the profiler's cost per event was measured on NVIDIA CUDA traces only")
+    cp = compute_critical_path(trace, rank)
+    if not cp.step_count or not cp.has_device:
+        raise NotApplicable("no steps with device work")
+    starts = trace.events["ts_ns"][recorded_host_events(trace, rank)]
+    win = np.searchsorted(cp.start_ns, starts, side="right") - 1
+    inside = (win >= 0) & (starts < cp.end_ns[np.maximum(win, 0)])
+    per_step = int(np.count_nonzero(inside)) / cp.step_count
+    if cp.bound != "host":
+        return ProfilerCost(rank, EVENT_COST_NS, per_step, cp.avg_step_ns, cp.bound, None, None, None)
+    g = step_graph(trace, rank)
+    require_linked(g)
+    rp = replay(g, WithoutProfiler().change(trace, g, Durations.measured(g)))
+    after = compute_critical_path(replayed_trace(trace, g, rp), rank)
+    return ProfilerCost(rank, EVENT_COST_NS, per_step, cp.avg_step_ns, cp.bound, float(rp.step_ns.mean()),
+                        after.bound, after.share_pct())

@@ -1,0 +1,78 @@
+"""The step without the profiler's own cost (analysis.profiler_cost, whatif.unprofiled), on a hand-made
+trace whose host is the bound only because of its many small recorded ops.
+
+Each 10.1 ms step: 100 groups of 10 µs apart... per group (100 µs of host): nine ``aten::view`` of 9 µs
+and an ``aten::relu`` that launches a 60 µs kernel (a 5 µs launch call). The GPU waits 40 µs a group for
+the host: host-bound. At 8 µs per recorded op (11 ops start in a group's host segment with the step's
+marker in the first) the host's 95 µs between two launches become 15 µs, the launch keeps its 5: 20 µs
+a group against the kernel's 60 — the GPU bounds the step, 100 kernels of 60 µs back to back.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stepscope.advisor.engine import run_advisor
+from stepscope.analysis.bundle import analyze
+from stepscope.analysis.profiler_cost import compute_profiler_cost
+from stepscope.analysis.whatif.simulate import simulate
+from stepscope.analysis.whatif.unprofiled import WithoutProfiler
+from stepscope.report import texts
+from tests.builders import V100, TraceBuilder
+
+H100 = {**V100, "name": "NVIDIA H100 80GB HBM3", "computeMajor": 9, "numSms": 132}
+STEP_US = 10_100
+
+
+def host_of_small_ops(tmp_path: Path, steps: int = 3) -> Path:
+    b = TraceBuilder(device=H100)
+    for s in range(steps):
+        t0 = s * STEP_US
+        b.step(s + 1, t0, STEP_US)
+        for g in range(100):
+            base = t0 + g * 100
+            for i in range(9):
+                b.op("aten::view", ts=base + i * 10, dur=9)
+            b.op("aten::relu", ts=base + 90, dur=9)
+            b.launch_kernel("void at::native::vectorized_elementwise_kernel<4, relu>", launch_ts=base + 92,
+                            launch_dur=5, ts=base + 97, dur=60, grid=[1024, 1, 1], block=[256, 1, 1])
+    return b.load(tmp_path)
+
+
+def test_recorded_host_bound_is_gpu_bound_without_the_profiler(tmp_path: Path) -> None:
+    trace = host_of_small_ops(tmp_path)
+    p = compute_profiler_cost(trace, 0)
+    assert p.events_per_step == 1001  # 1,000 ops and the ProfilerStep marker
+    assert (p.bound, p.unprofiled_bound) == ("host", "compute")
+    assert p.recorded_step_ns == pytest.approx(STEP_US * 1000, rel=1e-3)
+    # the first kernel once the first group's host is done (< 0.1 ms), then 100 kernels of 60 µs
+    assert 6.0e6 <= p.unprofiled_step_ns <= 6.1e6, p.unprofiled_step_ns
+    # the same replay as `stepscope whatif --unprofiled`
+    assert simulate(trace, [WithoutProfiler()]).mean_ns(True) == pytest.approx(p.unprofiled_step_ns)
+
+
+def test_the_verdict_says_it_and_the_host_findings_gain_from_the_unprofiled_step(tmp_path: Path) -> None:
+    advice = run_advisor(analyze(host_of_small_ops(tmp_path)))
+    v = advice.verdicts[0]
+    assert v.bound == "host" and v.unprofiled_bound == "compute"
+    assert texts.unprofiled_text(v).startswith("Without the profiler's own cost (8 µs for each of the 1,001 ops "
+                                               "it recorded a step) the step would be ~6.0 ms and bound by GPU compute")
+    launch = [f for f in advice.findings if f.rule == "launch-bound"]
+    # recorded, graph capture would save ~4 ms (the host's 40 µs a group); without the profiler the GPU
+    # already bounds the step and a graph saves only the first kernel's wait
+    for f in launch:
+        assert f.evidence["whatif_measured_ms"] == pytest.approx(v.unprofiled_step_ns / 1e6, abs=1e-3)
+        assert f.est_gain_ns < 0.2e6, f.est_gain_ns
+
+
+def test_a_gpu_bound_step_is_not_replayed(tmp_path: Path) -> None:
+    b = TraceBuilder(device=H100)
+    for s in range(3):
+        b.step(s + 1, s * 10_000, 10_000)
+        b.op("aten::mm", ts=s * 10_000 + 10, dur=20)
+        b.launch_kernel("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_gmma", launch_ts=s * 10_000 + 15,
+                        launch_dur=5, ts=s * 10_000 + 25, dur=9_900, grid=[1024, 1, 1], block=[256, 1, 1])
+    p = compute_profiler_cost(b.load(tmp_path), 0)
+    assert p.bound == "compute" and p.unprofiled_bound is None and not p.changes_bound

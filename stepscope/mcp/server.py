@@ -129,13 +129,16 @@ class Tools:
                no_compile: Annotated[bool, Field(description="No torch.compile compilation inside the steps "
                                                  "(no recompiles)")] = False,
                batch_copies: Annotated[bool, Field(description="The small host-device copies made as one "
-                                                   "(their ops take no host time)")] = False) -> str:
+                                                   "(their ops take no host time)")] = False,
+               unprofiled_us: Annotated[float | None, Field(ge=0, le=1000, description="Without the profiler's "
+                                                            "own cost: each recorded op costs US µs less (8 "
+                                                            "measured on CUDA traces); applied first")] = None) -> str:
         """Predict each step with the named changes applied together (`stepscope whatif --json`): the
         replayed step graph gives measured vs predicted ms per step, the mean and median, the saving,
         and what bounds the step before and after."""
         return self._answer(lambda: queries.whatif(self.cache.get(path), rank, workers, host_overhead, host_in,
                                                    drop_syncs, pin_copies, scale, overlap_comm, fix_rank, batch,
-                                                   fused_optimizer, no_compile, batch_copies))
+                                                   fused_optimizer, no_compile, batch_copies, unprofiled_us))
 
 
 def _version() -> str:

@@ -35,6 +35,8 @@ const FIELDS = [
   {name: "overlap_comm", label: "Overlap communication", type: "checkbox", hint: "communication hidden under compute (an upper bound)"},
   {name: "batch", label: "Larger batch (FROM:TO)", type: "text", attrs: {placeholder: "e.g. 32:64"},
     hint: "work on tensors with a batch dimension of FROM, and the DataLoader, grow TO/FROM × (an upper bound)"},
+  {name: "unprofiled", label: "Without the profiler (µs / op)", type: "number", attrs: {min: 0, max: 1000, step: "any", placeholder: "8"},
+    hint: "each op the profiler recorded costs this much less (its own cost); the other changes then act on that step"},
   {name: "fix_rank", label: "Fix a slow rank", type: "rank", multiRank: true, attrs: {min: 0, step: 1, placeholder: "e.g. 7"},
     hint: "rank R arrives with the second-to-last rank at every collective it was last at (the job replayed)"},
 ];

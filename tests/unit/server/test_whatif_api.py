@@ -14,6 +14,7 @@ import stepscope
 from stepscope.analysis.whatif import transforms as tf
 from stepscope.analysis.whatif.batch import LargerBatch
 from stepscope.analysis.whatif.simulate import simulate
+from stepscope.analysis.whatif.unprofiled import WithoutProfiler
 from stepscope.report.whatif_view import whatif_dict
 from stepscope.server import store as store_module
 from stepscope.server.discover import discover_runs
@@ -178,3 +179,15 @@ def test_replayed_once_per_request_and_blocks_nothing_else(served_dir: Path, mon
             t.join(60)
     assert len(calls) == 1 and [a.status_code for a in answers] == [200] * 3
     assert len({a.content for a in answers}) == 1
+
+
+def test_unprofiled_is_the_simulation_applied_first(client: TestClient, ids: dict[str, str],
+                                                    base_trace: stepscope.Trace) -> None:
+    """The form's "Without the profiler (µs / op)": the profiler's cost removed before the other changes,
+    as ``stepscope whatif --unprofiled 8 --host-overhead 0``."""
+    got = post(client, ids["h100/base"], {"unprofiled": 8, "host_overhead": 0}).json()
+    want = _expected(base_trace, [WithoutProfiler(8000), tf.HostOverhead(0.0)], "h100/base")
+    assert got["job"] == want["job"] and got["changes"] == want["changes"]
+    assert got["changes"][0].startswith("each op the profiler recorded costs 8 µs less")
+    bad = post(client, ids["h100/base"], {"unprofiled": -1})
+    assert bad.status_code == 400 and "unprofiled" in bad.json()["error"]

@@ -30,12 +30,16 @@ What each case is, and what we expected before any tool looked at its trace:
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
 from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from more_cases import profile_steps
 
 Step = Callable[[], None]
 
@@ -196,21 +200,8 @@ def main() -> None:
     if args.time:
         time_steps(step, args.case, args.time, args.device)
         return
-    activities = [torch.profiler.ProfilerActivity.CPU]
-    if args.device == "cuda":
-        activities.append(torch.profiler.ProfilerActivity.CUDA)
-    sched = torch.profiler.schedule(wait=2, warmup=2, active=4, repeat=1)
-    handler = torch.profiler.tensorboard_trace_handler(str(args.out / args.case), worker_name=args.case,
-                                                       use_gzip=True)
-    with torch.profiler.profile(activities=activities, schedule=sched, on_trace_ready=handler,
-                                record_shapes=True) as prof:
-        t0 = time.perf_counter()
-        for _ in range(9):
-            step()
-            prof.step()
-        if args.device == "cuda":
-            torch.cuda.synchronize()
-    print(f"{args.case}: 9 steps in {(time.perf_counter() - t0) * 1e3:.1f} ms")
+    took_ms = profile_steps(step, args.out / args.case, args.case, args.device, active=4)
+    print(f"{args.case}: 9 steps in {took_ms:.1f} ms")
 
 
 if __name__ == "__main__":

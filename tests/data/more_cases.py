@@ -190,16 +190,17 @@ CASES: dict[str, Callable[[str], Step]] = {
 }
 
 
-def profile_steps(step: Step, out: Path, name: str, dev: str) -> float:
+def profile_steps(step: Step, out: Path, name: str, dev: str, active: int = 5) -> float:
+    """Run ``step`` under the profiler schedule (wait 2, warmup 2, ``active``, one more step); the ms it took."""
     activities = [torch.profiler.ProfilerActivity.CPU]
     if dev == "cuda":
         activities.append(torch.profiler.ProfilerActivity.CUDA)
-    sched = torch.profiler.schedule(wait=2, warmup=2, active=5, repeat=1)
+    sched = torch.profiler.schedule(wait=2, warmup=2, active=active, repeat=1)
     handler = torch.profiler.tensorboard_trace_handler(str(out), worker_name=name, use_gzip=True)
     with torch.profiler.profile(activities=activities, schedule=sched, on_trace_ready=handler,
                                 record_shapes=True) as prof:
         t0 = time.perf_counter()
-        for _ in range(10):
+        for _ in range(active + 5):
             step()
             prof.step()
         if dev == "cuda":

@@ -42,6 +42,7 @@ from stepscope.analysis.registry import (
     OVERVIEW,
     PHASES,
     PIPELINE,
+    PROFILER_COST,
     REMEDIES,
     ROOFLINE,
     SLOW_LINKS,
@@ -82,6 +83,7 @@ from stepscope.report.views.modules import render_modules
 from stepscope.report.views.operators import render_operators
 from stepscope.report.views.overview import render_overview
 from stepscope.report.views.pipeline import render_all_to_all, render_pipeline
+from stepscope.report.views.profiler_cost import render_profiler_cost
 from stepscope.report.views.remedies import render_remedies
 from stepscope.report.views.roofline import render_roofline
 from stepscope.report.views.software import render_software
@@ -154,6 +156,7 @@ RENDERERS: dict[str, RankView] = {
     "compiled": rank_view(COMPILED, render_compiled),
     "phases": rank_view(PHASES, render_phases),
     "remedies": rank_view(REMEDIES, render_remedies),
+    "profiler_cost": rank_view(PROFILER_COST, render_profiler_cost),
     # the evidence the advisor's rules weigh
     "dataloader": rank_view(DATALOADER, render_dataloader),
     "tensor_cores": worded_view(TENSOR_CORES, render_tensor_cores),

@@ -11,17 +11,18 @@ import click
 from stepscope.collect.step_timer import STEPS, StepRecord, summarise_records
 
 
-def _summarise(trace_dir: Path) -> str:
-    """The short verdict printed after a run: steps and mean step time (the step breakdown's) from the trace."""
+def _summarise(trace_dir: Path) -> tuple[str, float]:
+    """The short verdict printed after a run: steps and mean step time (the step breakdown's) from the
+    trace; and that mean step (0 without steps)."""
     import stepscope
     from stepscope.cli.demo_run import stats_of
 
     trace = stepscope.load(trace_dir)
     stats = stats_of(trace)
     if stats.steps == 0:
-        return "no ProfilerStep spans in the trace"
+        return "no ProfilerStep spans in the trace", 0.0
     return (f"{stats.steps} profiled steps on {len(trace.ranks)} rank(s), "
-            f"mean step {stats.step_ms:.2f} ms, {len(trace.counters)} system counter samples")
+            f"mean step {stats.step_ms:.2f} ms, {len(trace.counters)} system counter samples"), stats.step_ms
 
 
 @click.command("run", short_help="Profile an unmodified training script: run -- python train.py",
@@ -60,7 +61,7 @@ def command(wait: int, warmup: int, active: int, repeat: int, out_dir: Path | No
     short and its last profiled step partial.
     """
     from stepscope.collect.profiler import ProfileOptions
-    from stepscope.collect.runner import capture_shortfall, run_script
+    from stepscope.collect.runner import capture_shortfall, profiler_cost_line, run_script, write_step_records
 
     opts = ProfileOptions(wait=wait, warmup=warmup, active=active, repeat=repeat,
                           record_shapes=record_shapes, profile_memory=profile_memory,
@@ -69,8 +70,14 @@ def command(wait: int, warmup: int, active: int, repeat: int, out_dir: Path | No
     result = run_script(cmd, out, opts, log_every=log_every, worker_name=worker_name,
                         sample_interval_s=sample_interval, batch_size=batch_size)
     _report(result.trace_files, result.records, out, wait + warmup + active, batch_size)
+    if result.records and out.is_dir():
+        write_step_records(result)
     if result.trace_files:
-        click.echo(f"[stepscope] {_summarise(out)}", err=True)
+        said, step_ms = _summarise(out)
+        click.echo(f"[stepscope] {said}", err=True)
+        cost = profiler_cost_line(result, step_ms)
+        if cost is not None:
+            click.echo(f"[stepscope] {cost}", err=True)
     for i, line in enumerate(capture_shortfall(result, opts)):  # last, where it is seen; the exit code stays
         click.secho(f"[stepscope] {'warning: ' if i == 0 else '  '}{line}", err=True, fg="yellow")
     if result.exit_code:

@@ -119,8 +119,13 @@ class ProfileSession:
         return self._window_start_ns
 
     def _is_recording(self) -> bool:
+        return self.phase() in ("RECORD", "RECORD_AND_SAVE")
+
+    def phase(self) -> str:
+        """The schedule's action for the step under way: ``NONE`` (the profiler off: skipped or waiting
+        steps, and every step after the last cycle), ``WARMUP``, ``RECORD``, ``RECORD_AND_SAVE``."""
         action = getattr(self.profiler, "current_action", None)
-        return getattr(action, "name", "") in ("RECORD", "RECORD_AND_SAVE")
+        return str(getattr(action, "name", "NONE"))
 
 
 def _torch_profiler(torch: Any, opts: ProfileOptions, writer: TraceWriter) -> Any:

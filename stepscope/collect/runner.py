@@ -14,6 +14,7 @@ Everything is undone when the script ends, however it ends.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import runpy
@@ -53,6 +54,7 @@ class RunResult:
     exit_code: int  # the script's: 0 ok, its sys.exit code, 1 on an exception, 130 on Ctrl-C
     recorded_steps: int = 0  # profiled steps recorded in full
     cut_short: bool = False  # the script ended inside a recording window: the last trace ends in a partial step
+    phases: tuple[str, ...] = ()  # per record (optimizer step), the profiler's action during it (ProfileSession.phase)
 
 
 def parse_command(argv: Sequence[str]) -> ScriptTarget:
@@ -118,8 +120,9 @@ def _exec_script(target: ScriptTarget) -> int:
 
 
 @contextmanager
-def step_hooks(session: ProfileSession, timer: StepTimer) -> Iterator[None]:
-    """Step the profiler and the timer at each optimizer step; time DataLoader ``__next__``."""
+def step_hooks(session: ProfileSession, timer: StepTimer, phases: list[str] | None = None) -> Iterator[None]:
+    """Step the profiler and the timer at each optimizer step (``phases`` gets the profiler's action
+    during each step); time DataLoader ``__next__``."""
     torch = import_torch()
     from torch.optim.optimizer import register_optimizer_step_post_hook
 
@@ -129,6 +132,8 @@ def step_hooks(session: ProfileSession, timer: StepTimer) -> Iterator[None]:
         if not first:
             first.append(id(optimizer))
         if id(optimizer) == first[0]:
+            if phases is not None:
+                phases.append(session.phase())
             session.step()
             timer.step()
 
@@ -166,11 +171,38 @@ def run_script(
     opts = options or ProfileOptions()
     timer = StepTimer(log_every=log_every, batch_size=batch_size,
                       log=lambda line: print(f"[stepscope] {line}", file=sys.stderr))
+    phases: list[str] = []
     with profile(out_dir, options=opts, worker_name=worker_name,
-                 sample_interval_s=sample_interval_s) as session, step_hooks(session, timer):
+                 sample_interval_s=sample_interval_s) as session, step_hooks(session, timer, phases):
         code = _exec_script(target)
         cut_short = session.in_window  # before the profiler's exit writes the window
-    return RunResult(Path(out_dir), session.trace_files, timer.records, code, session.recorded_steps, cut_short)
+    return RunResult(Path(out_dir), session.trace_files, timer.records, code, session.recorded_steps, cut_short,
+                     tuple(phases))
+
+
+#: the step records of a run, beside its traces (a suffix no trace reader takes)
+STEPS_FILE = "stepscope-steps.jsonl"
+
+
+def profiler_cost_line(result: RunResult, recorded_step_ms: float) -> str | None:
+    """The run's steps timed with the profiler off (the wall time between optimizer steps; the first
+    step, the program's own warm-up, left out) against the traces' mean step ``recorded_step_ms``: what
+    the profiler's own cost added. None with fewer than two such steps."""
+    free = [r.batch_cost_s for r, ph in list(zip(result.records, result.phases))[1:] if ph == "NONE"]
+    if len(free) < 2 or recorded_step_ms <= 0:
+        return None
+    free_ms = 1e3 * sum(free) / len(free)
+    return (f"without the profiler: mean step {free_ms:.2f} ms ({len(free)} steps, wall time between optimizer "
+            f"steps), against the traces' {recorded_step_ms:.2f} ms ({(recorded_step_ms / free_ms - 1) * 100:+.0f} %: "
+            f"where positive, the profiler's own cost the traces carry)")
+
+
+def write_step_records(result: RunResult) -> Path:
+    """The step timer's records with the profiler's action in each, one JSON object per line."""
+    path = result.out_dir / STEPS_FILE
+    lines = (json.dumps({**r.to_dict(), "profiler": ph}) for r, ph in zip(result.records, result.phases))
+    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    return path
 
 
 def capture_shortfall(result: RunResult, opts: ProfileOptions) -> list[str]:

@@ -87,6 +87,8 @@ def test_run_script_steps_at_optimizer_steps(tmp_path: Path) -> None:
     assert sys.argv == argv_before  # restored
     assert result.exit_code == 0
     assert len(result.records) == 6  # one record per optimizer step
+    # the profiler's action during each step: wait 1, warmup 1, active 2 (the last saves), then off
+    assert result.phases == ("NONE", "WARMUP", "RECORD", "RECORD_AND_SAVE", "NONE", "NONE")
     assert sum(r.reader_cost_s for r in result.records) > 0  # DataLoader __next__ was timed
     (path,) = result.trace_files
     names = {e.get("name", "") for e in _read(path)["traceEvents"]}

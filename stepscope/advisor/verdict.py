@@ -59,8 +59,8 @@ class Verdict:
     shares_rank: int | None = None  # job: the rank whose verdict it is built from: the shares, device busy and
     #  compiling % are of that rank's own window, ``shares_step_ns``; ``step_ns`` is the job's step
     shares_step_ns: int | None = None
-    #: the bound of the step replayed without the profiler's own host cost, where it is another
-    #: (:mod:`stepscope.analysis.profiler_cost`); None where the recorded bound stands
+    #: the bound of the step replayed without the profiler's own host cost, where it is another or that
+    #: step is much shorter (:mod:`stepscope.analysis.profiler_cost`); None where the recording stands
     unprofiled_bound: str | None = None
     unprofiled_step_ns: int | None = None
     unprofiled_share_pct: float | None = None  # the unprofiled bound's share of that step
@@ -112,11 +112,18 @@ def verdict_of(bundle: Bundle, rank: int) -> Verdict | None:
     return _without_profiler(v, bundle.ranks[rank].get(PROFILER_COST))
 
 
+#: the verdict speaks of the step without the profiler's own cost when the bound changes, or when that
+#: step is shorter than this share of the recorded one (the replayed gains are taken from it)
+UNPROFILED_SAID = 0.9
+
+
 def _without_profiler(v: Verdict, p: ProfilerCost | None) -> Verdict:
-    """The verdict with the bound of its step replayed without the profiler's own cost, where that
-    is another bound (the recorded host was the profiler's as much as the program's)."""
-    if p is None or not p.changes_bound or p.unprofiled_step_ns is None or p.unprofiled_bound is None:
+    """The verdict with its step replayed without the profiler's own cost, where that has another bound
+    (the recorded host was the profiler's as much as the program's) or is much shorter."""
+    if p is None or p.unprofiled_step_ns is None or p.unprofiled_bound is None:
         return v
+    if not p.changes_bound and p.unprofiled_step_ns > UNPROFILED_SAID * p.recorded_step_ns:
+        return v  # the same bound, and the profiler's cost a small part of the step: nothing to say
     share = (p.unprofiled_shares_pct or {}).get(p.unprofiled_bound, 0.0)
     return replace(v, unprofiled_bound=p.unprofiled_bound, unprofiled_step_ns=round(p.unprofiled_step_ns),
                    unprofiled_share_pct=share, host_events_per_step=p.events_per_step, event_cost_ns=p.event_cost_ns)

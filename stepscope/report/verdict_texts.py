@@ -125,7 +125,10 @@ def unprofiled_text(v: Verdict) -> str:
     device = device_noun(v.platform)
     stage = _stage(v.unprofiled_bound, device, v.host_timeline, v.has_device)
     cost_us = (v.event_cost_ns or 0) / 1e3
-    return (f"Without the profiler's own cost ({cost_us:g} µs for each of the {v.host_events_per_step or 0:,.0f} "
-            f"ops it recorded a step) the step would be ~{v.unprofiled_step_ns / 1e6:.1f} ms and bound by "
-            f"{stage} ({v.unprofiled_share_pct or 0:.0f}%): time the step without the profiler before acting on "
-            f"host findings")
+    head = (f"Without the profiler's own cost ({cost_us:g} µs for each of the {v.host_events_per_step or 0:,.0f} "
+            f"ops it recorded a step) the step would be ~{v.unprofiled_step_ns / 1e6:.1f} ms")
+    if v.unprofiled_bound == v.bound:
+        return (f"{head}, still bound by {stage} ({v.unprofiled_share_pct or 0:.0f}%); the replayed gains below "
+                f"are from it")
+    return (f"{head} and bound by {stage} ({v.unprofiled_share_pct or 0:.0f}%): time the step without the profiler "
+            f"before acting on host findings")

@@ -52,7 +52,15 @@ def test_bound_and_first_finding(case: dict[str, Any]) -> None:
     check_case(advice(case["path"]), case)
 
 
-@pytest.mark.parametrize("pair", EXPECTED["pairs"], ids=lambda p: f"{p['before']}->{p['after']}")
+def _pairs(known_gap: bool) -> list[Any]:
+    """The pairs (``known_gap`` False: each marked a strict xfail where expected.json says why; True: only those)."""
+    if known_gap:
+        return [p for p in EXPECTED["pairs"] if "known_gap" in p]
+    return [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=p["known_gap"])) if "known_gap" in p else p
+            for p in EXPECTED["pairs"]]
+
+
+@pytest.mark.parametrize("pair", _pairs(False), ids=lambda p: f"{p['before']}->{p['after']}")
 def test_the_gain_predicts_the_measured_fix(pair: dict[str, Any]) -> None:
     """Per capture round: before − the rule's gain; pooled over the rounds (each a capture of both
     sides, 5 steps each) against the fixed program's pooled mean step. One round alone moves by up
@@ -68,6 +76,21 @@ def test_the_gain_predicts_the_measured_fix(pair: dict[str, Any]) -> None:
         unprofiled = any("whatif_recorded_ms" in f.evidence for f in found)
         predicted.append(step_ns(before, unprofiled) - gain_ns)
         after.append(step_ns(f"{r}/{pair['after']}", unprofiled))
+    p, a = sum(predicted) / len(predicted), sum(after) / len(after)
+    assert abs(p - a) / a <= 0.15, (p / 1e6, a / 1e6)
+
+
+@pytest.mark.parametrize("pair", _pairs(True), ids=lambda p: f"{p['before']}->{p['after']}")
+def test_the_remedy_predicts_the_recorded_fix(pair: dict[str, Any]) -> None:
+    """A pair whose gain misses on the steps without the profiler's cost (``known_gap``): its remedy,
+    replayed on the trace as recorded, still predicts the fixed capture as recorded within 15 %."""
+    predicted, after = [], []
+    for r in pair["rounds"]:
+        before = f"{r}/{pair['before']}"
+        (remedy,) = {f.evidence["whatif_remedy"] for f in advice(before).findings if f.rule == pair["rule"]}
+        rem = compute_remedies(load(DATA / before), 0)
+        predicted.append(float(rem.predicted_mean_ns[rem.name.index(remedy)]))
+        after.append(mean_step_ns(f"{r}/{pair['after']}"))
     p, a = sum(predicted) / len(predicted), sum(after) / len(after)
     assert abs(p - a) / a <= 0.15, (p / 1e6, a / 1e6)
 

@@ -52,8 +52,8 @@ def replayed_saving(ctx: RuleContext, remedy: str, evidence: dict[str, Any]) -> 
         # the program runs without it (analysis.profiler_cost)
         evidence.update(whatif_remedy=remedy, whatif_measured_ms=ms(r.unprofiled_mean_ns),
                         whatif_predicted_ms=ms(float(r.unprofiled_predicted_ns[i])),
-                        whatif_recorded_ms=ms(r.measured_mean_ns),
-                        whatif_basis=f"on the step without the profiler's own cost, {r.basis[i]}")
+                        whatif_recorded_ms=ms(r.measured_mean_ns), whatif_basis=r.basis[i],
+                        whatif_unprofiled_us=r.unprofiled_cost_ns / 1e3)
         return unprofiled
     evidence.update(whatif_remedy=remedy, whatif_basis=r.basis[i], whatif_measured_ms=ms(r.measured_mean_ns),
                     whatif_predicted_ms=ms(float(r.predicted_mean_ns[i])))

@@ -74,7 +74,7 @@ def transforms_of(workers: int | None, drop_syncs: str | None, pin: bool, scales
     out: list[tf.Transform] = []
     if unprofiled_us is not None:
         if not math.isfinite(unprofiled_us) or not 0 <= unprofiled_us <= 1000:
-            raise UsageError(f"--unprofiled takes a cost per event from 0 to 1000 µs (got {unprofiled_us!r})")
+            raise UsageError(f"--unprofiled takes a cost per recorded op from 0 to 1000 µs (got {unprofiled_us!r})")
         out.append(WithoutProfiler(round(unprofiled_us * 1000)))
     out += [tf.FixSlowRank(r) for r in dict.fromkeys(fix_ranks)]
     if batch is not None:

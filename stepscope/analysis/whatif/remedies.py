@@ -32,7 +32,7 @@ from stepscope.analysis.tensor_cores import compute_tensor_cores
 from stepscope.analysis.whatif import transforms as tf
 from stepscope.analysis.whatif.graph import StepGraph, require_linked, step_graph
 from stepscope.analysis.whatif.replay import Durations, replay_all
-from stepscope.analysis.whatif.unprofiled import WithoutProfiler
+from stepscope.analysis.whatif.unprofiled import EVENT_COST_NS, WithoutProfiler
 from stepscope.model.trace import Trace
 
 #: Default DataLoader workers of the ``loader-workers`` remedy (the advisor's suggested count).
@@ -92,10 +92,11 @@ class Remedies:
     #: per remedy, whether the trace holds anything it changes (no DataLoader call, no optimizer step:
     #: the loader-workers, fused-optimizer remedy cannot apply; its predicted step is the measured one)
     applies: tuple[bool, ...] = ()
-    #: where the profiler's own cost changes the step's bound (:mod:`stepscope.analysis.profiler_cost`): the
-    #: mean step replayed without that cost, and each remedy replayed on it (None elsewhere)
+    #: where the step is host-bound (:mod:`stepscope.analysis.profiler_cost` replayed it): the mean step
+    #: replayed without the profiler's own cost, and each remedy replayed on it (None elsewhere)
     unprofiled_mean_ns: float | None = None
     unprofiled_predicted_ns: npt.NDArray[np.float64] | None = None
+    unprofiled_cost_ns: int = 0  # the profiler's cost per recorded op removed there
 
     def unprofiled_saved_ns(self, name: str) -> float | None:
         """What the remedy saves on the step without the profiler's own cost (None: not replayed there)."""
@@ -143,22 +144,27 @@ def compute_remedies(trace: Trace, rank: int) -> Remedies:
     return Remedies(rank, tuple(REMEDIES), tuple(_basis(trace, rank, n, t) for n, t in REMEDIES.items()),
                     float(measured.mean()), np.asarray(predicted, np.float64),
                     names, np.asarray(share, np.float64), tuple(i in changed for i in range(len(durations))),
-                    unprofiled_mean, unprofiled)
+                    unprofiled_mean, unprofiled, EVENT_COST_NS)
 
 
 def _unprofiled(trace: Trace, rank: int, g: StepGraph, base: Durations
                 ) -> tuple[float | None, npt.NDArray[np.float64] | None]:
-    """Where the profiler's own cost changes the step's bound: that step's mean (the profiler_cost
-    analysis') and each remedy replayed on it, the cost removed first."""
+    """Where the profiler_cost analysis replayed the step without the profiler's own cost (a host-bound
+    step): that step's mean and each remedy replayed on it, the cost removed first — what a change
+    saves the program, not the profiler."""
     try:
         p = compute_profiler_cost(trace, rank)
     except NotApplicable:
         return None, None
-    if not p.changes_bound or p.unprofiled_step_ns is None:
+    if p.unprofiled_step_ns is None:
         return None, None
-    without = WithoutProfiler(p.event_cost_ns).change(trace, g, base)
-    replays = replay_all(g, [t.change(trace, g, without) for t in REMEDIES.values()])
-    return p.unprofiled_step_ns, np.asarray([float(r.step_ns.mean()) for r in replays], np.float64)
+    without = WithoutProfiler(EVENT_COST_NS).change(trace, g, base)
+    durations = [t.change(trace, g, without) for t in REMEDIES.values()]
+    changed = [i for i, d in enumerate(durations) if not d.same_as(without)]  # the others predict that step
+    predicted = [p.unprofiled_step_ns] * len(durations)
+    for i, r in zip(changed, replay_all(g, [durations[i] for i in changed]) if changed else []):
+        predicted[i] = float(r.step_ns.mean())
+    return p.unprofiled_step_ns, np.asarray(predicted, np.float64)
 
 
 def _basis(trace: Trace, rank: int, name: str, change: tf.Transform) -> str:

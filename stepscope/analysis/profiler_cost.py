@@ -5,9 +5,10 @@ Every op the profiler records costs the host a few µs the unprofiled program do
 replayed with that cost removed (:class:`~stepscope.analysis.whatif.unprofiled.WithoutProfiler`) and
 read with the same critical-path analysis: if the host still bounds it, the verdict stands; if the
 device then does, the recorded host was the profiler's as much as the program's, and the verdict says
-so. A step the host does not bound keeps its bound without the cost (only host time shrinks), so it
-is not replayed; nor is one whose recorded ops cost under a tenth of it (``MIN_COST_SHARE``). Applied
-where the cost was measured (NVIDIA CUDA traces: ``calibrated_for``).
+so. A step the host does not bound keeps its bound without the cost (only host time shrinks); it is
+replayed for its host-side gains where the host is on its critical path at least ``MIN_HOST_PCT`` % of
+it, and no step is where its recorded ops cost under a tenth of it (``MIN_COST_SHARE``). Applied where
+the cost was measured (NVIDIA CUDA traces: ``calibrated_for``).
 
 Where the step is replayed, the remedies analysis replays each standard remedy on that step too
 (``Remedies.unprofiled_*``): what a change saves is then measured from the step the program runs
@@ -33,6 +34,9 @@ from stepscope.model.trace import Trace
 #: the step is replayed only where the profiler's cost (recorded ops x the cost per op) is at least this
 #: share of it: below, it is within the step's own variation
 MIN_COST_SHARE = 0.1
+#: and only where the host is on the step's critical path at least this % of it (below, no host remedy
+#: can save more than that, and the bound is not the host's)
+MIN_HOST_PCT = 10.0
 
 
 @dataclass(frozen=True)
@@ -65,7 +69,7 @@ def compute_profiler_cost(trace: Trace, rank: int) -> ProfilerCost:
     win = np.searchsorted(cp.start_ns, starts, side="right") - 1
     inside = (win >= 0) & (starts < cp.end_ns[np.maximum(win, 0)])
     per_step = int(np.count_nonzero(inside)) / cp.step_count
-    if cp.bound != "host" or per_step * EVENT_COST_NS < MIN_COST_SHARE * cp.avg_step_ns:
+    if cp.share_pct()["host"] < MIN_HOST_PCT or per_step * EVENT_COST_NS < MIN_COST_SHARE * cp.avg_step_ns:
         return ProfilerCost(rank, EVENT_COST_NS, per_step, cp.avg_step_ns, cp.bound, None, None, None)
     g = step_graph(trace, rank)
     require_linked(g)

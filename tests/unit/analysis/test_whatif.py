@@ -247,6 +247,21 @@ def test_graph_capture_keeps_the_cpu_ops_that_launch_nothing(tmp_path: Path) -> 
     assert _steps_us(b.load(tmp_path), tf.HostOverhead(0.0)) == [58]
 
 
+def _count_replays(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of durations each call of the remedies' ``replay_all`` replays, as it is called."""
+    from stepscope.analysis.whatif import remedies as rem
+
+    seen: list[int] = []
+    real = rem.replay_all
+
+    def counting(g, durs):  # type: ignore[no-untyped-def]
+        seen.append(len(durs))
+        return real(g, durs)
+
+    monkeypatch.setattr(rem, "replay_all", counting)
+    return seen
+
+
 def test_a_remedy_that_changes_nothing_is_not_replayed(micro: Trace, monkeypatch: pytest.MonkeyPatch) -> None:
     """The micro step has a DataLoader, a sync and launches but no copy and no optimizer: pinned
     copies and a fused optimizer change no duration, so only the other three are replayed, and the
@@ -256,14 +271,7 @@ def test_a_remedy_that_changes_nothing_is_not_replayed(micro: Trace, monkeypatch
     from stepscope.analysis.whatif import remedies as rem
 
     monkeypatch.setattr(profiler_cost, "MIN_COST_SHARE", float("inf"))
-    seen: list[int] = []
-    real = rem.replay_all
-
-    def counting(g, durs):  # type: ignore[no-untyped-def]
-        seen.append(len(durs))
-        return real(g, durs)
-
-    monkeypatch.setattr(rem, "replay_all", counting)
+    seen = _count_replays(monkeypatch)
     r = rem.compute_remedies(micro, 0)
     assert seen == [3]
     for name in ("pinned-copies", "fused-optimizer"):
@@ -337,14 +345,7 @@ def test_on_the_step_without_the_profilers_cost_only_the_changing_remedies_are_r
     time on the step without that cost — again only the three that change something."""
     from stepscope.analysis.whatif import remedies as rem
 
-    seen: list[int] = []
-    real = rem.replay_all
-
-    def counting(g, durs):  # type: ignore[no-untyped-def]
-        seen.append(len(durs))
-        return real(g, durs)
-
-    monkeypatch.setattr(rem, "replay_all", counting)
+    seen = _count_replays(monkeypatch)
     r = rem.compute_remedies(micro, 0)
     assert seen == [3, 3]
     assert r.unprofiled_predicted_ns is not None and r.unprofiled_mean_ns is not None

@@ -36,8 +36,8 @@ def whatif_dict(w: WhatIf, source: str) -> dict[str, Any]:
             "bound_rank_before": w.bound_rank(False) if len(w.ranks) > 1 else None,
             "bound_rank_after": w.bound_rank(True) if len(w.ranks) > 1 else None,
             "paced_by_before": w.paced_by[0], "paced_by_after": w.paced_by[1],
-            "critical_path_pct_before": {k: round(v, 2) for k, v in w.share_pct(False).items()},
-            "critical_path_pct_after": {k: round(v, 2) for k, v in w.share_pct(True).items()},
+            "critical_path_pct_before": {k: round(v, 4) for k, v in w.share_pct(False).items()},
+            "critical_path_pct_after": {k: round(v, 4) for k, v in w.share_pct(True).items()},
             "steps": [{"step": int(s), "measured_ms": _ms(float(m)), "predicted_ms": _ms(float(p))}
                       for s, m, p in zip(steps, measured.tolist(), predicted.tolist())],
         },

@@ -28,7 +28,7 @@ from stepscope.analysis.critical_path import compute_critical_path
 from stepscope.analysis.whatif.graph import require_linked, step_graph
 from stepscope.analysis.whatif.replay import Durations, replay
 from stepscope.analysis.whatif.simulate import replayed_trace
-from stepscope.analysis.whatif.unprofiled import EVENT_COST_NS, WithoutProfiler, calibrated_for, recorded_host_events
+from stepscope.analysis.whatif.unprofiled import EVENT_COST_NS, WithoutProfiler, calibrated_for, recorded_ops
 from stepscope.model.trace import Trace
 
 #: the step is replayed only where the profiler's cost (recorded ops x the cost per op) is at least this
@@ -41,7 +41,8 @@ MIN_HOST_PCT = 10.0
 
 @dataclass(frozen=True)
 class ProfilerCost:
-    """A rank's recorded ops and, where the host bounds the step, the step without their cost."""
+    """A rank's recorded ops and, where the host weighs on the step (``MIN_HOST_PCT``, ``MIN_COST_SHARE``),
+    the step without their cost."""
 
     rank: int
     event_cost_ns: int  # the profiler's host cost per recorded op
@@ -59,13 +60,13 @@ class ProfilerCost:
 
 @per_rank
 def compute_profiler_cost(trace: Trace, rank: int) -> ProfilerCost:
-    """The rank's recorded ops per step and, when the host bounds it, its step without their cost."""
+    """The rank's recorded ops per step and, where the host weighs on it, its step without their cost."""
     if not calibrated_for(trace, rank):
         raise NotApplicable("the profiler's cost per event was measured on NVIDIA CUDA traces only")
     cp = compute_critical_path(trace, rank)
     if not cp.step_count or not cp.has_device:
         raise NotApplicable("no steps with device work")
-    starts = trace.events["ts_ns"][recorded_host_events(trace, rank)]
+    starts = trace.events["ts_ns"][recorded_ops(trace, rank)]
     win = np.searchsorted(cp.start_ns, starts, side="right") - 1
     inside = (win >= 0) & (starts < cp.end_ns[np.maximum(win, 0)])
     per_step = int(np.count_nonzero(inside)) / cp.step_count

@@ -79,6 +79,8 @@ TC_KERNEL_PATTERNS: tuple[tuple[str, str, str], ...] = (
 _TC_RE = re.compile("|".join(f"(?:{p})" for _, p, _ in TC_KERNEL_PATTERNS), re.IGNORECASE)
 #: a kernel whose name gives its math instruction as a CUDA-core FMA (FP32 / FP64 / paired FP16)
 _CUDA_CORE_MATH_RE = re.compile(r"(?:^|[^a-z0-9])(?:ffma|dfma|hfma2?)(?:[^a-z0-9]|$)", re.IGNORECASE)
+#: the same for FP32 alone: an FFMA kernel, or a SIMT ``sgemm`` (cuBLAS / CUTLASS / cuDNN)
+_FP32_CUDA_CORE_RE = re.compile(r"sgemm|(?:^|[^a-z0-9])ffma(?:[^a-z0-9]|$)", re.IGNORECASE)
 
 #: Operators whose math maps onto Tensor Cores (convolutions, matrix products, attention, RNN cells).
 TC_ELIGIBLE_OPS: frozenset[str] = frozenset({
@@ -224,8 +226,7 @@ def _fp32_cuda_core(trace: Trace, k: npt.NDArray[np.int64]) -> npt.NDArray[np.bo
 
 
 def _names_fp32_fma(name: str) -> bool:
-    low = name[:512].lower()
-    return "sgemm" in low or re.search(r"(?:^|[^a-z0-9])ffma(?:[^a-z0-9]|$)", low) is not None
+    return _FP32_CUDA_CORE_RE.search(name) is not None
 
 
 def _fp32_only(types: str) -> bool:

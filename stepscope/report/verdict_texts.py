@@ -119,7 +119,7 @@ def _job_head(v: Verdict, stage: str, share: str, window: str, busy: str) -> str
 
 def unprofiled_text(v: Verdict) -> str:
     """Said after a verdict whose step, replayed without the profiler's own host cost, has another bound
-    (``stepscope whatif --unprofiled`` shows that replay)."""
+    or is much shorter (``stepscope whatif --unprofiled`` shows that replay)."""
     if v.unprofiled_bound is None or v.unprofiled_step_ns is None:
         return ""
     device = device_noun(v.platform)

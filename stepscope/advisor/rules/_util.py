@@ -48,8 +48,8 @@ def replayed_saving(ctx: RuleContext, remedy: str, evidence: dict[str, Any]) -> 
     i = r.name.index(remedy)
     unprofiled = r.unprofiled_saved_ns(remedy)
     if unprofiled is not None and r.unprofiled_mean_ns is not None and r.unprofiled_predicted_ns is not None:
-        # the profiler's own cost makes the recorded host the bound: the saving is measured from the step
-        # the program runs without it (analysis.profiler_cost)
+        # the rank was replayed without the profiler's own cost (analysis.profiler_cost): the saving is
+        # measured from the step the program runs, not from the profiler's host
         evidence.update(whatif_remedy=remedy, whatif_measured_ms=ms(r.unprofiled_mean_ns),
                         whatif_predicted_ms=ms(float(r.unprofiled_predicted_ns[i])),
                         whatif_recorded_ms=ms(r.measured_mean_ns), whatif_basis=r.basis[i],

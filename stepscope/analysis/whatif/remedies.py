@@ -92,8 +92,8 @@ class Remedies:
     #: per remedy, whether the trace holds anything it changes (no DataLoader call, no optimizer step:
     #: the loader-workers, fused-optimizer remedy cannot apply; its predicted step is the measured one)
     applies: tuple[bool, ...] = ()
-    #: where the step is host-bound (:mod:`stepscope.analysis.profiler_cost` replayed it): the mean step
-    #: replayed without the profiler's own cost, and each remedy replayed on it (None elsewhere)
+    #: where :mod:`stepscope.analysis.profiler_cost` replayed the step: its mean without the profiler's
+    #: own cost, and each remedy replayed on it (None elsewhere)
     unprofiled_mean_ns: float | None = None
     unprofiled_predicted_ns: npt.NDArray[np.float64] | None = None
     unprofiled_cost_ns: int = 0  # the profiler's cost per recorded op removed there
@@ -149,9 +149,9 @@ def compute_remedies(trace: Trace, rank: int) -> Remedies:
 
 def _unprofiled(trace: Trace, rank: int, g: StepGraph, base: Durations
                 ) -> tuple[float | None, npt.NDArray[np.float64] | None]:
-    """Where the profiler_cost analysis replayed the step without the profiler's own cost (a host-bound
-    step): that step's mean and each remedy replayed on it, the cost removed first — what a change
-    saves the program, not the profiler."""
+    """Where the profiler_cost analysis replayed the step without the profiler's own cost: that step's
+    mean and each remedy replayed on it, the cost removed first — what a change saves the program, not
+    the profiler."""
     try:
         p = compute_profiler_cost(trace, rank)
     except NotApplicable:

@@ -44,7 +44,7 @@ def calibrated_for(trace: Trace, rank: int) -> bool:
     return platform_of(trace, rank) == "cuda"
 
 
-def recorded_host_events(trace: Trace, rank: int) -> I64:
+def recorded_ops(trace: Trace, rank: int) -> I64:
     """The ops the profiler recorded on the threads that drive the device (sorted rows)."""
     rows = driver_rows(trace, rank)
     out: I64 = rows[any_of(trace.events["kind"][rows], [int(k) for k in RECORDED_KINDS])]
@@ -69,7 +69,7 @@ class WithoutProfiler:
         t = g.host.t_ns
         if len(t) < 2 or self.cost_ns <= 0:
             return d
-        starts = trace.events["ts_ns"][recorded_host_events(trace, g.rank)]
+        starts = trace.events["ts_ns"][recorded_ops(trace, g.rank)]
         seg = np.searchsorted(t, starts, side="right") - 1
         seg = seg[(seg >= 0) & (seg < len(t) - 1)]
         count = np.bincount(seg, minlength=len(t) - 1)

@@ -76,3 +76,21 @@ def test_a_gpu_bound_step_is_not_replayed(tmp_path: Path) -> None:
                         launch_dur=5, ts=s * 10_000 + 25, dur=9_900, grid=[1024, 1, 1], block=[256, 1, 1])
     p = compute_profiler_cost(b.load(tmp_path), 0)
     assert p.bound == "compute" and p.unprofiled_bound is None and not p.changes_bound
+
+
+def test_a_cost_larger_than_the_step_is_not_this_hosts(tmp_path: Path) -> None:
+    """Each 1 ms step: 200 ops of 4 µs back to back and a 0.1 ms kernel. At 8 µs an op the profiler would
+    have cost 1.6 ms of a 1 ms step: the calibration cannot hold for this host (its profiler costs less an
+    op), so the step is not replayed and the recording stands (TraceLens' H100 BERT inference: 1,756 ops
+    x 8 µs = 14 ms in a 4.4 ms step had been called ~0.5 ms)."""
+    b = TraceBuilder(device=H100)
+    for s in range(3):
+        t0 = s * 1_000
+        b.step(s + 1, t0, 1_000)
+        for i in range(200):
+            b.op("aten::view", ts=t0 + i * 4.5, dur=4)
+        b.launch_kernel("void at::native::vectorized_elementwise_kernel<4, relu>", launch_ts=t0 + 905,
+                        launch_dur=5, ts=t0 + 912, dur=80, grid=[1024, 1, 1], block=[256, 1, 1])
+    p = compute_profiler_cost(b.load(tmp_path), 0)
+    assert p.events_per_step == 201 and p.bound == "host"
+    assert p.unprofiled_step_ns is None and p.unprofiled_bound is None and not p.changes_bound

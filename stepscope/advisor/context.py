@@ -59,16 +59,29 @@ class RuleContext:
 
     def finding(self, rule: str, gain_ns: float, basis: str, evidence: Mapping[str, Any], change: Change,
                 steps: tuple[int, ...] | None = None, rank: int | None = None) -> Finding:
-        """A finding of this context's rank, severity from the gain's share of the average step."""
+        """A finding of this context's rank, severity from the gain's share of the average step: the step
+        its gain was measured on (without the profiler's own cost where the replay removed it)."""
         gain = max(round(gain_ns), 0)
-        sev = severity_for(gain, self.step_ns, self.cfg.severity_high_pct, self.cfg.severity_medium_pct)
+        step_ns = gain_step_ns(evidence, self.step_ns)
+        sev = severity_for(gain, step_ns, self.cfg.severity_high_pct, self.cfg.severity_medium_pct)
         return Finding(rule=rule, severity=sev, rank=self.rank if rank is None else rank,
-                       steps=self.steps if steps is None else steps, est_gain_ns=gain, step_ns=self.step_ns,
+                       steps=self.steps if steps is None else steps, est_gain_ns=gain, step_ns=step_ns,
                        basis=basis, evidence=dict(evidence), change=change, platform=self.platform,
                        whole_trace=self.whole_trace)
 
     def pct_of_step(self, ns: float) -> float:
         return 100.0 * ns / self.step_ns if self.step_ns > 0 else 0.0
+
+
+def gain_step_ns(evidence: Mapping[str, Any], recorded_step_ns: int) -> int:
+    """The step a gain is a share of: the mean step without the profiler's own cost where the gain was
+    replayed on it (``whatif_unprofiled_us`` and ``whatif_measured_ms`` in the evidence, set by
+    ``rules._util.replayed_saving``), else the recorded step — so "% of the step" and the severity read
+    the same step the saving was taken from, the one the verdict names."""
+    measured_ms = evidence.get("whatif_measured_ms")
+    if "whatif_unprofiled_us" in evidence and isinstance(measured_ms, (int, float)) and measured_ms > 0:
+        return round(measured_ms * 1e6)
+    return recorded_step_ns
 
 
 def rank_breakdown(bundle: Bundle, rank: int) -> StepBreakdown | None:

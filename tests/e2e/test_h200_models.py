@@ -72,3 +72,18 @@ def test_workers_predict_the_unprofiled_step() -> None:
     predicted_ms = sum(predicted_ns) / len(predicted_ns) / 1e6
     measured_ms = unprofiled_ms("resnet18_loader8")
     assert abs(predicted_ms - measured_ms) / measured_ms <= 0.15, (predicted_ms, measured_ms)
+
+
+def test_an_unprofiled_gain_is_a_share_of_the_unprofiled_step() -> None:
+    """BERT fine-tuning (80.0 ms recorded, ~28.3 ms without the profiler's own cost): the launch-bound gain
+    is replayed on the unprofiled step, so its "% of the step" and its severity are of that step — the one
+    the basis and the verdict name — not of the recorded 80 ms."""
+    adv = advice("bert_item")
+    f = next(f for f in adv.findings if f.rule == "launch-bound")
+    unprofiled_step_ms = f.evidence["whatif_measured_ms"]
+    assert "whatif_unprofiled_us" in f.evidence and f.evidence["whatif_recorded_ms"] > 2 * unprofiled_step_ms
+    assert f.step_ns == round(unprofiled_step_ms * 1e6)
+    assert adv.verdicts[0].unprofiled_step_ns is not None
+    assert abs(f.step_ns - adv.verdicts[0].unprofiled_step_ns) <= 0.01 * f.step_ns
+    assert f.est_gain_pct == pytest.approx(100 * f.est_gain_ns / f.step_ns)
+    assert f.est_gain_pct > 100 * f.est_gain_ns / (f.evidence["whatif_recorded_ms"] * 1e6) * 2

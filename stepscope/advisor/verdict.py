@@ -66,6 +66,10 @@ class Verdict:
     unprofiled_share_pct: float | None = None  # the unprofiled bound's share of that step
     host_events_per_step: float | None = None  # the recorded host events the cost is counted on
     event_cost_ns: int | None = None
+    #: where ``stepscope run`` timed steps without the profiler beside the trace: their mean and count (the
+    #: cost per op above is then this machine's, from them)
+    measured_unprofiled_step_ns: int | None = None
+    measured_unprofiled_steps: int = 0
 
     @property
     def job_step_ns(self) -> int | None:
@@ -92,7 +96,11 @@ class Verdict:
                     "bound": self.unprofiled_bound, "avg_step_ms": (self.unprofiled_step_ns or 0) / 1e6,
                     "bound_pct": round(self.unprofiled_share_pct or 0.0, 2),
                     "host_events_per_step": self.host_events_per_step,
-                    "event_cost_us": (self.event_cost_ns or 0) / 1e3}}
+                    "event_cost_us": (self.event_cost_ns or 0) / 1e3,
+                    "cost_source": "calibrated" if self.measured_unprofiled_step_ns is None else "measured",
+                    "measured_step_ms": None if self.measured_unprofiled_step_ns is None
+                    else self.measured_unprofiled_step_ns / 1e6,
+                    "measured_steps": self.measured_unprofiled_steps}}
 
 
 def rank_critical_path(bundle: Bundle, rank: int) -> CriticalPath | None:
@@ -126,7 +134,9 @@ def _without_profiler(v: Verdict, p: ProfilerCost | None) -> Verdict:
         return v  # the same bound, and the profiler's cost a small part of the step: nothing to say
     share = (p.unprofiled_shares_pct or {}).get(p.unprofiled_bound, 0.0)
     return replace(v, unprofiled_bound=p.unprofiled_bound, unprofiled_step_ns=round(p.unprofiled_step_ns),
-                   unprofiled_share_pct=share, host_events_per_step=p.events_per_step, event_cost_ns=p.event_cost_ns)
+                   unprofiled_share_pct=share, host_events_per_step=p.events_per_step, event_cost_ns=p.event_cost_ns,
+                   measured_unprofiled_step_ns=None if p.measured_step_ns is None else round(p.measured_step_ns),
+                   measured_unprofiled_steps=p.measured_steps)
 
 
 def job_verdict(bundle: Bundle, per_rank: tuple[Verdict, ...], cfg: AdvisorConfig | None = None) -> Verdict | None:

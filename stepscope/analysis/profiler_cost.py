@@ -11,6 +11,11 @@ it, and no step is where its recorded ops cost under a tenth of it (``MIN_COST_S
 all of it (the calibration cannot hold for that host). Applied where the cost was measured (NVIDIA CUDA
 traces: ``calibrated_for``).
 
+Where ``stepscope run`` timed steps without the profiler beside the trace (its step log, read into the
+rank's metadata by ``ingest.step_records``), the cost per op is this machine's own: the recorded mean
+step less the unprofiled one, over the ops recorded a step (``cost_source`` "measured"), on any device
+platform; the same gates apply to it.
+
 Where the step is replayed, the remedies analysis replays each standard remedy on that step too
 (``Remedies.unprofiled_*``): what a change saves is then measured from the step the program runs
 without the profiler, not from the profiler's host (a CUDA graph "saving" the profiler's own cost
@@ -19,7 +24,7 @@ would save nothing unprofiled).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -30,7 +35,7 @@ from stepscope.analysis.whatif.graph import require_linked, step_graph
 from stepscope.analysis.whatif.replay import Durations, replay
 from stepscope.analysis.whatif.simulate import replayed_trace
 from stepscope.analysis.whatif.unprofiled import EVENT_COST_NS, WithoutProfiler, calibrated_for, recorded_ops
-from stepscope.model.trace import Trace
+from stepscope.model.trace import UNPROFILED_STEPS_KEY, Trace
 
 #: the step is replayed only where the profiler's cost (recorded ops x the cost per op) is at least this
 #: share of it: below, it is within the step's own variation
@@ -40,6 +45,8 @@ MIN_COST_SHARE = 0.1
 #: whole recorded step: this host's profiler then costs less per op than the calibration (TraceLens' H100
 #: BERT inference: 1,756 ops a step x 8 µs = 14 ms in a 4.4 ms step), which cannot hold for its trace
 MIN_HOST_PCT = 10.0
+#: unprofiled steps a step log must hold for its mean to calibrate the cost
+MIN_MEASURED_STEPS = 2
 
 
 @dataclass(frozen=True)
@@ -55,6 +62,10 @@ class ProfilerCost:
     unprofiled_step_ns: float | None  # the mean step replayed without the cost (None: not replayed)
     unprofiled_bound: str | None  # its bound (None: not replayed, the bound stands)
     unprofiled_shares_pct: dict[str, float] | None
+    #: "calibrated" (:data:`EVENT_COST_NS`, measured on H200 captures) or "measured" (this run's step log)
+    cost_source: str = "calibrated"
+    measured_step_ns: float | None = None  # the mean of the steps ``stepscope run`` timed without the profiler
+    measured_steps: int = 0
 
     @property
     def changes_bound(self) -> bool:
@@ -64,8 +75,10 @@ class ProfilerCost:
 @per_rank
 def compute_profiler_cost(trace: Trace, rank: int) -> ProfilerCost:
     """The rank's recorded ops per step and, where the host weighs on it, its step without their cost."""
-    if not calibrated_for(trace, rank):
-        raise NotApplicable("the profiler's cost per event was measured on NVIDIA CUDA traces only")
+    measured = measured_unprofiled_steps(trace, rank)
+    if not measured and not calibrated_for(trace, rank):
+        raise NotApplicable("the profiler's cost per event was measured on NVIDIA CUDA traces only (and no step "
+                            "log of `stepscope run` lies beside this trace)")
     cp = compute_critical_path(trace, rank)
     if not cp.step_count or not cp.has_device:
         raise NotApplicable("no steps with device work")
@@ -73,12 +86,35 @@ def compute_profiler_cost(trace: Trace, rank: int) -> ProfilerCost:
     win = np.searchsorted(cp.start_ns, starts, side="right") - 1
     inside = (win >= 0) & (starts < cp.end_ns[np.maximum(win, 0)])
     per_step = int(np.count_nonzero(inside)) / cp.step_count
-    cost_ns = per_step * EVENT_COST_NS
+    measured_ns = float(np.mean(measured)) if measured else None
+    event_cost = _measured_cost_ns(cp.avg_step_ns, measured_ns, per_step) if measured_ns else EVENT_COST_NS
+    source = "measured" if measured_ns else "calibrated"
+    cost_ns = per_step * event_cost
+    kept = ProfilerCost(rank, event_cost, per_step, cp.avg_step_ns, cp.bound, None, None, None, source, measured_ns,
+                        len(measured))
     if cp.share_pct()["host"] < MIN_HOST_PCT or not MIN_COST_SHARE * cp.avg_step_ns <= cost_ns <= cp.avg_step_ns:
-        return ProfilerCost(rank, EVENT_COST_NS, per_step, cp.avg_step_ns, cp.bound, None, None, None)
+        return kept
     g = step_graph(trace, rank)
     require_linked(g)
-    rp = replay(g, WithoutProfiler().change(trace, g, Durations.measured(g)))
+    rp = replay(g, WithoutProfiler(event_cost).change(trace, g, Durations.measured(g)))
     after = compute_critical_path(replayed_trace(trace, g, rp), rank)
-    return ProfilerCost(rank, EVENT_COST_NS, per_step, cp.avg_step_ns, cp.bound, float(rp.step_ns.mean()),
-                        after.bound, after.share_pct())
+    return replace(kept, unprofiled_step_ns=float(rp.step_ns.mean()), unprofiled_bound=after.bound,
+                   unprofiled_shares_pct=after.share_pct())
+
+
+def measured_unprofiled_steps(trace: Trace, rank: int) -> list[int]:
+    """The steps (ns) ``stepscope run`` timed without the profiler for this rank; empty with fewer than
+    :data:`MIN_MEASURED_STEPS` (or no step log)."""
+    steps = trace.rank_info(rank).metadata.get(UNPROFILED_STEPS_KEY)
+    if not isinstance(steps, list):
+        return []
+    ok = [int(s) for s in steps if isinstance(s, int) and s > 0]
+    return ok if len(ok) >= MIN_MEASURED_STEPS else []
+
+
+def _measured_cost_ns(recorded_step_ns: float, measured_step_ns: float, ops_per_step: float) -> int:
+    """The profiler's cost per recorded op on this machine: what the recorded step took more than the
+    unprofiled one, spread over its recorded ops (0 where the profiler cost nothing measurable)."""
+    if ops_per_step <= 0:
+        return 0
+    return max(round((recorded_step_ns - measured_step_ns) / ops_per_step), 0)

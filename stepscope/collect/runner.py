@@ -180,7 +180,8 @@ def run_script(
                      tuple(phases))
 
 
-#: the step records of a run, beside its traces (a suffix no trace reader takes)
+#: the step records of a run, beside its traces (a suffix no trace reader takes); ``ingest.step_records``
+#: reads the unprofiled steps from it under the same name (the analysis of the profiler's cost calibrates on them)
 STEPS_FILE = "stepscope-steps.jsonl"
 
 

@@ -23,6 +23,7 @@ from stepscope.ingest.layout import RunFiles, resolve
 from stepscope.ingest.readers.ascend import add_side_meta
 from stepscope.ingest.readers.protocol import input_files
 from stepscope.ingest.source import readable, renamed
+from stepscope.ingest.step_records import attach_step_records
 from stepscope.model import store
 from stepscope.model.diagnostics import DiagnosticsBuilder
 from stepscope.model.strings import StringPool
@@ -102,7 +103,7 @@ def _load(path: Path, source: Path, use_cache: bool, span: str | int | None, ran
     target = cache_dir() / key
     if use_cache and (target / "meta.json").exists():
         try:
-            return store.load(target, source=str(source), files=run.files)
+            return attach_step_records(store.load(target, source=str(source), files=run.files), run.files)
         except (store.CorruptStoreError, OSError) as exc:
             reason = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
             log.warning("cache entry %s is damaged (%s); rebuilding it from %s", target, reason, source)
@@ -110,7 +111,9 @@ def _load(path: Path, source: Path, use_cache: bool, span: str | int | None, ran
                          ranks)
     if use_cache:
         write_entry(functools.partial(store.save, trace, target, files=run.files), str(target))
-    return trace
+    # the step log is read on every load, never cached: it is small, and a run's log may be written after
+    # its traces were first read
+    return attach_step_records(trace, run.files)
 
 
 def _parse(run: RunFiles, path: str | Path, ranks: Sequence[int] | None, workers: int | None,

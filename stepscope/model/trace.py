@@ -59,6 +59,11 @@ class DeviceInfo:
         return dict(self.__dict__)
 
 
+#: ``RankInfo.metadata`` key: the wall times (ns) of the steps ``stepscope run`` timed without the profiler
+#: (``ingest.step_records``), where its step log lies beside the rank's trace
+UNPROFILED_STEPS_KEY = "unprofiled_step_ns"
+
+
 @dataclass(frozen=True)
 class RankInfo:
     """What one rank's file says about itself."""

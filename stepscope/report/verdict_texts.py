@@ -125,10 +125,15 @@ def unprofiled_text(v: Verdict) -> str:
     device = device_noun(v.platform)
     stage = _stage(v.unprofiled_bound, device, v.host_timeline, v.has_device)
     cost_us = (v.event_cost_ns or 0) / 1e3
-    head = (f"Without the profiler's own cost ({cost_us:g} µs for each of the {v.host_events_per_step or 0:,.0f} "
-            f"ops it recorded a step) the step would be ~{v.unprofiled_step_ns / 1e6:.1f} ms")
+    measured = v.measured_unprofiled_step_ns
+    source = "" if measured is None else (
+        f", this machine's: the {v.measured_unprofiled_steps} steps `stepscope run` timed without the profiler "
+        f"took {measured / 1e6:.1f} ms on average")
+    head = (f"Without the profiler's own cost ({cost_us:.3g} µs for each of the {v.host_events_per_step or 0:,.0f} "
+            f"ops it recorded a step{source}) the step would be ~{v.unprofiled_step_ns / 1e6:.1f} ms")
     if v.unprofiled_bound == v.bound:
         return (f"{head}, still bound by {stage} ({v.unprofiled_share_pct or 0:.0f}%); the replayed gains below "
                 f"are from it")
-    return (f"{head} and bound by {stage} ({v.unprofiled_share_pct or 0:.0f}%): time the step without the profiler "
-            f"before acting on host findings")
+    act = ("the findings are ranked for it" if measured is not None
+           else "time the step without the profiler before acting on host findings")
+    return f"{head} and bound by {stage} ({v.unprofiled_share_pct or 0:.0f}%): {act}"

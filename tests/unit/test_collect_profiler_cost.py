@@ -41,3 +41,14 @@ def test_the_records_are_kept_where_no_reader_looks(tmp_path: Path) -> None:
     assert [(x["step"], x["profiler"], round(x["batch_cost_s"] * 1e3)) for x in rows] == [
         (0, "NONE", 500), (1, "RECORD_AND_SAVE", 40), (2, "NONE", 20)]
     assert resolve(tmp_path).files == (str(trace),)  # the run directory still reads as its one trace
+
+
+def test_the_reader_takes_the_steps_the_run_line_timed(tmp_path: Path) -> None:
+    """What ``stepscope run`` writes, ``ingest.step_records`` reads as the same unprofiled steps its line
+    averaged (step 0 and the profiled steps left out): the analysis calibrates on the run's own numbers."""
+    from stepscope.ingest.step_records import unprofiled_steps_ns
+
+    r = _result(tmp_path, [500, 40, 41, 44, 45, 20, 22, 24],
+                ["NONE", "WARMUP", "RECORD", "RECORD", "RECORD_AND_SAVE", "NONE", "NONE", "NONE"])
+    steps, bad = unprofiled_steps_ns(str(write_step_records(r)))
+    assert (steps, bad) == ([20_000_000, 22_000_000, 24_000_000], 0)

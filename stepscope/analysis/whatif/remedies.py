@@ -32,7 +32,7 @@ from stepscope.analysis.tensor_cores import compute_tensor_cores
 from stepscope.analysis.whatif import transforms as tf
 from stepscope.analysis.whatif.graph import StepGraph, require_linked, step_graph
 from stepscope.analysis.whatif.replay import Durations, replay_all
-from stepscope.analysis.whatif.unprofiled import EVENT_COST_NS, WithoutProfiler
+from stepscope.analysis.whatif.unprofiled import WithoutProfiler
 from stepscope.model.trace import Trace
 
 #: Default DataLoader workers of the ``loader-workers`` remedy (the advisor's suggested count).
@@ -140,31 +140,31 @@ def compute_remedies(trace: Trace, rank: int) -> Remedies:
     for i, r in zip(changed, replay_all(g, [durations[i] for i in changed]) if changed else []):
         predicted[i] = float(r.step_ns.mean())
     names, share = _kernel_sets(trace, rank)
-    unprofiled_mean, unprofiled = _unprofiled(trace, rank, g, base)
+    unprofiled_mean, unprofiled, cost_ns = _unprofiled(trace, rank, g, base)
     return Remedies(rank, tuple(REMEDIES), tuple(_basis(trace, rank, n, t) for n, t in REMEDIES.items()),
                     float(measured.mean()), np.asarray(predicted, np.float64),
                     names, np.asarray(share, np.float64), tuple(i in changed for i in range(len(durations))),
-                    unprofiled_mean, unprofiled, EVENT_COST_NS)
+                    unprofiled_mean, unprofiled, cost_ns)
 
 
 def _unprofiled(trace: Trace, rank: int, g: StepGraph, base: Durations
-                ) -> tuple[float | None, npt.NDArray[np.float64] | None]:
+                ) -> tuple[float | None, npt.NDArray[np.float64] | None, int]:
     """Where the profiler_cost analysis replayed the step without the profiler's own cost: that step's
-    mean and each remedy replayed on it, the cost removed first — what a change saves the program, not
-    the profiler."""
+    mean, each remedy replayed on it (the cost removed first — what a change saves the program, not
+    the profiler) and the cost per op it removed."""
     try:
         p = compute_profiler_cost(trace, rank)
     except NotApplicable:
-        return None, None
+        return None, None, 0
     if p.unprofiled_step_ns is None:
-        return None, None
-    without = WithoutProfiler(EVENT_COST_NS).change(trace, g, base)
+        return None, None, 0
+    without = WithoutProfiler(p.event_cost_ns).change(trace, g, base)
     durations = [t.change(trace, g, without) for t in REMEDIES.values()]
     changed = [i for i, d in enumerate(durations) if not d.same_as(without)]  # the others predict that step
     predicted = [p.unprofiled_step_ns] * len(durations)
     for i, r in zip(changed, replay_all(g, [durations[i] for i in changed]) if changed else []):
         predicted[i] = float(r.step_ns.mean())
-    return p.unprofiled_step_ns, np.asarray(predicted, np.float64)
+    return p.unprofiled_step_ns, np.asarray(predicted, np.float64), p.event_cost_ns
 
 
 def _basis(trace: Trace, rank: int, name: str, change: tf.Transform) -> str:

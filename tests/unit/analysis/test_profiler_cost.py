@@ -10,6 +10,7 @@ a group against the kernel's 60 — the GPU bounds the step, 100 kernels of 60 �
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from stepscope.analysis.bundle import analyze
 from stepscope.analysis.profiler_cost import compute_profiler_cost
 from stepscope.analysis.whatif.simulate import simulate
 from stepscope.analysis.whatif.unprofiled import WithoutProfiler
+from stepscope.model.trace import Trace
 from stepscope.report import texts
 from tests.builders import V100, TraceBuilder
 
@@ -26,7 +28,11 @@ H100 = {**V100, "name": "NVIDIA H100 80GB HBM3", "computeMajor": 9, "numSms": 13
 STEP_US = 10_100
 
 
-def host_of_small_ops(tmp_path: Path, steps: int = 3) -> Path:
+def host_of_small_ops(tmp_path: Path, steps: int = 3) -> Trace:
+    return small_ops(steps).load(tmp_path)
+
+
+def small_ops(steps: int = 3) -> TraceBuilder:
     b = TraceBuilder(device=H100)
     for s in range(steps):
         t0 = s * STEP_US
@@ -38,7 +44,7 @@ def host_of_small_ops(tmp_path: Path, steps: int = 3) -> Path:
             b.op("aten::relu", ts=base + 90, dur=9)
             b.launch_kernel("void at::native::vectorized_elementwise_kernel<4, relu>", launch_ts=base + 92,
                             launch_dur=5, ts=base + 97, dur=60, grid=[1024, 1, 1], block=[256, 1, 1])
-    return b.load(tmp_path)
+    return b
 
 
 def test_recorded_host_bound_is_gpu_bound_without_the_profiler(tmp_path: Path) -> None:
@@ -94,3 +100,52 @@ def test_a_cost_larger_than_the_step_is_not_this_hosts(tmp_path: Path) -> None:
     p = compute_profiler_cost(b.load(tmp_path), 0)
     assert p.events_per_step == 201 and p.bound == "host"
     assert p.unprofiled_step_ns is None and p.unprofiled_bound is None and not p.changes_bound
+
+
+def write_step_log(folder: Path, none_ms: float, record_ms: float = 10.1, steps: int = 9) -> None:
+    """A ``stepscope run`` step log: steps 3-5 recorded, the others (step 0, the warm-up, at 20 ms) not."""
+    def ms(i: int) -> float:
+        return 20.1 if i == 0 else record_ms if 3 <= i < 6 else none_ms
+
+    recs = [{"step": i, "end_s": i / 100, "batch_cost_s": ms(i) / 1e3, "reader_cost_s": 0.0, "samples": 8,
+             "ips": 1.0, "profiler": "RECORD" if 3 <= i < 6 else "NONE"} for i in range(steps)]
+    (folder / "stepscope-steps.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+
+
+def test_a_step_log_beside_the_trace_gives_this_machines_cost(tmp_path: Path) -> None:
+    """Five steps timed without the profiler at 8.1 ms against the recorded 10.1: the profiler cost this
+    machine 2.0 ms / 1,001 recorded ops = 1,998 ns an op (not the H200's 8 µs). At that cost the host,
+    fully on the path, gives back exactly those 2 ms: the replayed step is the measured 8.1 ms, still
+    host-bound (11 ops x 2 µs off each group's 95 µs of host, against a 60 µs kernel)."""
+    write_step_log(tmp_path, none_ms=8.1)
+    trace = small_ops().load(tmp_path)
+    p = compute_profiler_cost(trace, 0)
+    assert (p.cost_source, p.measured_steps, p.measured_step_ns) == ("measured", 5, 8.1e6)
+    assert p.event_cost_ns == round(2.0e6 / 1001)
+    assert p.unprofiled_step_ns == pytest.approx(8.1e6, rel=1e-3) and p.unprofiled_bound == "host"
+    advice = run_advisor(analyze(trace))
+    said = texts.unprofiled_text(advice.verdicts[0])
+    assert "(2 µs for each of the 1,001 ops it recorded a step, this machine's: the 5 steps `stepscope run` timed " \
+           "without the profiler took 8.1 ms on average) the step would be ~8.1 ms, still bound by the host" in said
+    launch = next(f for f in advice.findings if f.rule == "launch-bound")
+    assert launch.evidence["whatif_unprofiled_us"] == pytest.approx(1.998)
+    assert launch.step_ns == 8_100_000
+
+
+def test_a_measured_cost_that_frees_the_gpu_changes_the_bound(tmp_path: Path) -> None:
+    """Measured unprofiled steps of 6.05 ms: 4.05 ms over 1,001 ops = 4,046 ns an op; each group's host
+    falls to 95 - 11 x 4.05 + 5 ≈ 55 µs, under the kernel's 60: the GPU bounds the step, as with 8 µs."""
+    write_step_log(tmp_path, none_ms=6.05)
+    p = compute_profiler_cost(small_ops().load(tmp_path), 0)
+    assert p.event_cost_ns == round(4.05e6 / 1001)
+    assert (p.bound, p.unprofiled_bound) == ("host", "compute")
+    assert 6.0e6 <= p.unprofiled_step_ns <= 6.1e6
+
+
+def test_a_step_log_of_the_recorded_pace_is_no_profiler_cost(tmp_path: Path) -> None:
+    """Unprofiled steps as long as the recorded ones: the profiler cost nothing measurable here, so the
+    step is not replayed (the 8 µs constant would have made it GPU-bound)."""
+    write_step_log(tmp_path, none_ms=10.2)
+    p = compute_profiler_cost(small_ops().load(tmp_path), 0)
+    assert p.cost_source == "measured" and p.event_cost_ns == 0
+    assert p.unprofiled_step_ns is None and not p.changes_bound

@@ -24,7 +24,7 @@ from stepscope.analysis.breakdown import StepBreakdown
 from stepscope.analysis.bundle import Bundle
 from stepscope.analysis.common import step_windows
 from stepscope.analysis.platform import platform_of
-from stepscope.analysis.registry import BREAKDOWN, CRITICAL_PATH, OVERVIEW, ClusterAnalysis, RankAnalysis
+from stepscope.analysis.registry import BREAKDOWN, CRITICAL_PATH, OVERVIEW, REMEDIES, ClusterAnalysis, RankAnalysis
 
 T = TypeVar("T")
 
@@ -60,28 +60,29 @@ class RuleContext:
     def finding(self, rule: str, gain_ns: float, basis: str, evidence: Mapping[str, Any], change: Change,
                 steps: tuple[int, ...] | None = None, rank: int | None = None) -> Finding:
         """A finding of this context's rank, severity from the gain's share of the average step: the step
-        its gain was measured on (without the profiler's own cost where the replay removed it)."""
+        without the profiler's own cost where the rank's replay removed it (:meth:`shares_step_ns`)."""
         gain = max(round(gain_ns), 0)
-        step_ns = gain_step_ns(evidence, self.step_ns)
+        step_ns = self.shares_step_ns()
         sev = severity_for(gain, step_ns, self.cfg.severity_high_pct, self.cfg.severity_medium_pct)
         return Finding(rule=rule, severity=sev, rank=self.rank if rank is None else rank,
                        steps=self.steps if steps is None else steps, est_gain_ns=gain, step_ns=step_ns,
                        basis=basis, evidence=dict(evidence), change=change, platform=self.platform,
                        whole_trace=self.whole_trace)
 
+    def shares_step_ns(self) -> int:
+        """The step every finding of this rank is a share of: the mean step replayed without the
+        profiler's own cost where the remedies were replayed on it (the verdict names it, and the
+        replayed gains are taken from it), else the recorded step. One step per rank, so the findings'
+        shares compare with each other."""
+        if self.rank is None:
+            return self.step_ns
+        r = self.optional(REMEDIES)
+        if r is None or r.unprofiled_mean_ns is None or r.unprofiled_mean_ns <= 0:
+            return self.step_ns
+        return round(r.unprofiled_mean_ns)
+
     def pct_of_step(self, ns: float) -> float:
         return 100.0 * ns / self.step_ns if self.step_ns > 0 else 0.0
-
-
-def gain_step_ns(evidence: Mapping[str, Any], recorded_step_ns: int) -> int:
-    """The step a gain is a share of: the mean step without the profiler's own cost where the gain was
-    replayed on it (``whatif_unprofiled_us`` and ``whatif_measured_ms`` in the evidence, set by
-    ``rules._util.replayed_saving``), else the recorded step — so "% of the step" and the severity read
-    the same step the saving was taken from, the one the verdict names."""
-    measured_ms = evidence.get("whatif_measured_ms")
-    if "whatif_unprofiled_us" in evidence and isinstance(measured_ms, (int, float)) and measured_ms > 0:
-        return round(measured_ms * 1e6)
-    return recorded_step_ns
 
 
 def rank_breakdown(bundle: Bundle, rank: int) -> StepBreakdown | None:

@@ -25,7 +25,7 @@ from stepscope.analysis import intervals
 from stepscope.analysis._memo import per_rank
 from stepscope.analysis.breakdown import StepBreakdown, compute_breakdown
 from stepscope.analysis.occupancy import kernel_occupancy
-from stepscope.analysis.tensor_cores import tc_kernel_mask
+from stepscope.analysis.tensor_cores import has_tensor_core_names, tc_kernel_mask
 from stepscope.model.masks import any_of
 from stepscope.model.schema import GPU_KINDS, EventKind
 from stepscope.model.trace import DeviceInfo, Trace
@@ -152,6 +152,8 @@ def compute_overview(trace: Trace, rank: int) -> Overview:
         ev = trace.events
         lo, hi = int(ev["ts_ns"][rows].min()), int((ev["ts_ns"][rows] + ev["dur_ns"][rows]).max())
         metrics = _gpu_metrics(trace, rows, dev, lo, max(hi, lo + 1))
+    if not has_tensor_core_names(trace, rank):  # an NPU's matrix unit is not named in its kernels
+        metrics.update(tensor_core_pct=None, tc_kernel_ns=0)
     busy, span = gpu_busy_span(trace, rank, bd.step.astype(np.int64))
     return Overview(rank=rank, device=dev, breakdown=bd, busy_ns=busy, span_ns=span,
                     **metrics)  # type: ignore[arg-type]

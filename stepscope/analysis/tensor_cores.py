@@ -41,6 +41,7 @@ from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import ancestor_with, kept_steps, pct, step_kernels
 from stepscope.analysis.named import NamedRows, named_rows
 from stepscope.analysis.peaks import DevicePeak, match_device
+from stepscope.analysis.platform import platform_of
 from stepscope.model.strings import StringPool
 from stepscope.model.trace import Trace
 from stepscope.model.uniq import unique
@@ -170,12 +171,21 @@ class TensorCoreResult:
         return pct(self.fp32_cuda_core_ns, self.kernel_ns)
 
 
+def has_tensor_core_names(trace: Trace, rank: int) -> bool:
+    """Whether the rank's kernel names tell Tensor-Core (NVIDIA) or Matrix-Core (AMD) math from the rest:
+    not on an Ascend NPU, whose matrix ops all run on the Cube unit of its AI cores."""
+    return platform_of(trace, rank).split("+")[0] != "ascend"
+
+
 @per_rank
 def compute_tensor_cores(trace: Trace, rank: int) -> TensorCoreResult:
     """How much kernel time Tensor-Core eligible ops launch, and how much of it ran on Tensor Cores."""
     k = step_kernels(trace, rank)
     if len(k) == 0:
         raise NotApplicable("no GPU kernels")
+    if not has_tensor_core_names(trace, rank):
+        raise NotApplicable("an Ascend NPU runs matrix ops on its AI cores' Cube unit, whatever their kernels' "
+                            "names: whether one used it is not told by the name")
     dev = trace.device_of_rank(rank)
     if dev is not None and dev.vendor == "nvidia" and dev.compute_major is not None and dev.compute_major < 7:
         raise NotApplicable(f"{dev.name} has no Tensor Cores")

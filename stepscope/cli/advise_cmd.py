@@ -43,7 +43,7 @@ def command(path: str | None, as_json: bool, top: int, settings: tuple[str, ...]
     console.rule(f"[bold]stepscope advise[/bold] {trace.source}")
     findings_view.render_verdicts(advice.verdicts, console, advice.findings)
     findings_view.render_findings(advice.findings, console, top)
-    findings_view.render_not_run(advice.not_run, console)
+    findings_view.render_not_run(advice.not_run, console, advice.verdicts[0].platform if advice.verdicts else "")
 
 
 def _echo_advice(source: str, advice: Advice) -> None:

@@ -81,11 +81,11 @@ def _findings_table(findings: Sequence[Finding], shown: Sequence[Finding], width
     return t
 
 
-def render_not_run(not_run: Sequence[NotRun], console: Console) -> None:
-    """Rules that could not run on this trace, once each and quietly."""
+def render_not_run(not_run: Sequence[NotRun], console: Console, platform: str = "") -> None:
+    """Rules that could not run on this trace, once each and quietly, in the platform's words."""
     for n in not_run:
         ranks = f" (ranks {', '.join(map(str, n.ranks))})" if len(n.ranks) > 1 else ""
-        console.print(f"[dim]{texts.not_run_text(n.rule, n.reason)}{ranks}[/dim]", highlight=False)
+        console.print(f"[dim]{texts.not_run_text(n.rule, n.reason, platform)}{ranks}[/dim]", highlight=False)
 
 
 def _rank(rank: int | None) -> str:

@@ -134,7 +134,8 @@ def _ranks(doc: Mapping[str, Any], ranks: Sequence[Mapping[str, Any]]) -> list[s
     slow = culprits_of(cluster)
     host, gpu = _on_host(ranks), any(num((r.get("overview") or {}).get("gpu_utilization_pct")) is not None
                                      for r in ranks)
-    headers = ["rank", "avg step", *(["GPU util"] if gpu else []),
+    npu = any((r.get("device") or {}).get("vendor") == "ascend" for r in ranks)
+    headers = ["rank", "avg step", *([f"{'NPU' if npu else 'GPU'} util"] if gpu else []),
                *(["in collectives (on the host)"] if host else ["comm exposed", "comm overlapped"])]
     rows = []
     for r in ranks:

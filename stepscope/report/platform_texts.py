@@ -164,10 +164,13 @@ _WHOLE_TRACE_WORDS = (("median over steps, ", ""), ("median over steps of ", "")
                       ("mean in steps", "mean in the window"), ("in the steps", "in the window"))
 
 
-def window_words(whole_trace: bool) -> Callable[[str], str] | None:
+def window_words(whole_trace: bool, platform: str = "") -> Callable[[str], str] | None:
     """How a rank's views and the what-if say their texts (:func:`stepscope.report.console.said`): in
-    the findings' whole-trace words when the trace has no step markers, else as written."""
-    return functools.partial(dialect, platform="", whole_trace=True) if whole_trace else None
+    the findings' words — the whole-trace words when the trace has no step markers, the platform's
+    (an Ascend NPU's, an AMD GPU's) on those platforms — else (None) as written."""
+    if not whole_trace and platform.split("+")[0] not in ("ascend", "rocm"):
+        return None
+    return functools.partial(dialect, platform=platform, whole_trace=whole_trace)
 
 
 def dialect(text: str, platform: str, whole_trace: bool = False) -> str:

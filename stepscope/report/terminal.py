@@ -40,13 +40,18 @@ def render(bundle: Bundle, console: Console, views: Iterable[str] | None = None,
     render_header(bundle, console)
     if findings_renderer is not None:
         findings_renderer(console)
-    for name, show_cluster in CLUSTER_RENDERERS.items():
-        if wanted is None or name in wanted:
-            show_cluster(bundle, console, top)
+    # the job's views in its devices' words (an Ascend job's streams are an NPU's), as its findings
+    job_platform = platform_of(bundle.trace, bundle.trace.rank_ids[0]) if bundle.trace.ranks else ""
+    with said(console, window_words(False, job_platform)):
+        for name, show_cluster in CLUSTER_RENDERERS.items():
+            if wanted is None or name in wanted:
+                show_cluster(bundle, console, top)
     for rank, rr in sorted(bundle.ranks.items()):
-        # a rank without step markers: its views say "over the whole trace", as its findings do
-        with said(console, window_words(not step_windows(bundle.trace, rank).has_steps)):
-            _render_rank(rr, console, wanted, top, has_device(bundle.trace, rank), platform_of(bundle.trace, rank))
+        # a rank without step markers: its views say "over the whole trace", as its findings do; on an
+        # Ascend NPU or an AMD GPU, in that platform's words
+        platform = platform_of(bundle.trace, rank)
+        with said(console, window_words(not step_windows(bundle.trace, rank).has_steps, platform)):
+            _render_rank(rr, console, wanted, top, has_device(bundle.trace, rank), platform)
     render_diagnostics(bundle.trace.diagnostics, console)
 
 

@@ -310,8 +310,9 @@ def links(rule: str, platform: str = "") -> tuple[str, ...]:
                           platform)
 
 
-def not_run_text(rule: str, reason: str) -> str:
-    return f"{rule}: not run: {reason}"
+def not_run_text(rule: str, reason: str, platform: str = "") -> str:
+    """Why a rule did not run, in the platform's words (an NPU's on Ascend, as its findings)."""
+    return dialect(f"{rule}: not run: {reason}", platform)
 
 
 __all__ = ["CAUSE_WORDS", "CLUSTER_RULES", "CPU_CAUSE_WORDS", "CPU_UNADDRESSED_HINT", "NO_HOST_STAGE", "RULES",

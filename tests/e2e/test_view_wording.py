@@ -152,3 +152,25 @@ def test_the_whatif_table_leaves_out_remedies_that_cannot_apply(shared_traces: P
     assert "│ loader-workers" not in text and "│ fused-optimizer" not in text and "│ graph-capture" in text
     (left,) = [ln for ln in text.splitlines() if "left out, nothing in this trace for them to change:" in ln]
     assert "loader-workers" in left and "fused-optimizer" in left and "graph-capture" not in left
+
+
+ASCEND = ("ascend_msinsight/small_cnn_2rank_hccl_level1/text", "ascend_msinsight/small_cnn_2rank_hccl_level1/db")
+#: an NPU's views never read an NVIDIA GPU's parts (its AI cores' Cube runs every matrix op: no Tensor-Core split)
+NVIDIA_WORDS = re.compile(r"\bGPUs?\b|CUDA|Tensor[- ]Cores?|\bSMs?\b|cuDNN")
+
+
+@pytest.mark.parametrize("rel", ASCEND)
+def test_an_npu_is_said_as_an_npu_in_every_view(shared_traces: Path, rel: str) -> None:
+    """The Ascend job's terminal views and the rules that did not run: "NPU streams", "NPU idle time",
+    no "kernel time on Tensor Cores" row (it read 0 % — every Cube-unit matmul counted as not on one),
+    no "SM count" (an AI core's)."""
+    if not (SHARED_TRACES / rel).exists():
+        pytest.skip(f"{rel} is not among the shared traces")
+    views = views_text(rel)
+    advice = run_advisor(_bundle(rel))
+    not_run = [texts.not_run_text(n.rule, n.reason, advice.verdicts[0].platform) for n in advice.not_run]
+    md = render_markdown(json_out.to_json(_bundle(rel), []))
+    said = [views, *not_run, md]
+    assert not [s for s in said if NVIDIA_WORDS.search(s)], sorted({w for s in said for w in NVIDIA_WORDS.findall(s)})
+    assert "NPU streams" in views and "NPU idle" in views and "| NPU util |" in md
+    assert "an Ascend NPU runs matrix ops on its AI cores' Cube unit" in views

@@ -137,7 +137,7 @@ RENDERERS: dict[str, RankView] = {
     "overview": worded_view(OVERVIEW, render_overview),
     "breakdown": rank_view(BREAKDOWN, render_breakdown),
     "operators": rank_view(OPERATORS, render_operators),
-    "kernels": rank_view(KERNELS, render_kernels),
+    "kernels": worded_view(KERNELS, render_kernels),
     "categories": rank_view(OP_CATEGORIES, render_categories),
     "roofline": rank_view(ROOFLINE, render_roofline),
     "memory": rank_view(MEMORY, render_memory),

@@ -23,20 +23,27 @@ def _bps(v: float) -> str:
     return "-" if np.isnan(v) else f"{v:,.2f}"
 
 
-def render_kernels(k: KernelView, console: Console, top: int) -> None:
+#: the kernel table's columns of an NVIDIA / AMD GPU's parts: an Ascend NPU's kernels name no Tensor Core
+#: and launch no grid of blocks on SMs
+GPU_COLUMNS = ("TC", "blocks/SM", "occupancy %")
+
+
+def render_kernels(k: KernelView, console: Console, top: int, platform: str = "cuda") -> None:
     """Top-N kernels by name; the duration histogram; NCCL/RCCL kernels with their collective."""
     t = Table(title=f"rank {k.rank}: top {min(top, len(k.by_name))} of {len(k.by_name)} kernels "
               f"(µs; total {k.total_kernel_ns / 1e6:,.3f} ms)", header_style="bold")
-    for col in ("kernel", "calls", "total", "mean", "median", "min", "max", "std", "TC", "blocks/SM",
-                "occupancy %", "share %"):
+    gpu = platform.split("+")[0] != "ascend"
+    cols = [c for c in ("kernel", "calls", "total", "mean", "median", "min", "max", "std", *GPU_COLUMNS, "share %")
+            if gpu or c not in GPU_COLUMNS]
+    for col in cols:
         t.add_column(col, justify="left" if col == "kernel" else "right", no_wrap=True,
                      overflow="ellipsis", max_width=48 if col == "kernel" else None)
     b = k.by_name
     for i in range(min(top, len(b))):
+        device = ("yes" if b.tc_used[i] else "", _bps(b.mean_blocks_per_sm[i]), _bps(b.mean_occupancy_pct[i]))
         t.add_row(short_kernel(str(b.name[i])), f"{b.calls[i]:,}", us(b.total_ns[i]), us(b.mean_ns[i]),
                   us(b.median_ns[i]), us(b.min_ns[i]), us(b.max_ns[i]), us(b.std_ns[i]),
-                  "yes" if b.tc_used[i] else "", _bps(b.mean_blocks_per_sm[i]), _bps(b.mean_occupancy_pct[i]),
-                  f"{b.share_pct[i]:.1f}")
+                  *(device if gpu else ()), f"{b.share_pct[i]:.1f}")
     console.print(t)
     if k.occupancy_computed:
         console.print("[dim]blocks/SM and occupancy computed from launch shapes where the trace lacks them[/dim]")

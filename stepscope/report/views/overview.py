@@ -60,21 +60,24 @@ def render_overview(o: Overview, console: Console, top: int, platform: str = "cu
     if bd.samples_per_s is not None:
         t.add_row("throughput", f"{bd.samples_per_s:,.1f} samples/s")
     if d is not None or o.kernel_ns or o.busy_ns:
-        for what, value in _efficiency(o):
+        for what, value in _efficiency(o, platform):
             t.add_row(dialect(what, platform), dialect(value, platform))
     console.print(t)
     if bd.step_count:
         console.print(breakdown_bar(bd.avg_category_ns, bd.avg_step_ns))
 
 
-def _efficiency(o: Overview) -> list[tuple[str, str]]:
-    """The GPU efficiency rows (label, value), in NVIDIA's words (the caller says them for the platform)."""
+def _efficiency(o: Overview, platform: str = "cuda") -> list[tuple[str, str]]:
+    """The GPU efficiency rows (label, value), in NVIDIA's words (the caller says them for the platform);
+    no Tensor-Core row on an Ascend NPU (its kernels do not name the unit they ran on)."""
     occ_note = " (computed from launch shapes)" if o.occupancy_computed else ""
     tc_of = " (every kernel, by its name)" if o.tensor_core_pct is not None else ""  # not tensor_cores' eligible share
     rows = [("GPU utilization", _pct(o.gpu_utilization_pct, "no kernels")),
             ("est. SM efficiency", _pct(o.sm_efficiency_pct, "no launch shapes") + _grid_note(o)),
             ("est. achieved occupancy", _pct(o.achieved_occupancy_pct, "no launch shapes") + occ_note),
             ("kernel time on Tensor Cores", _pct(o.tensor_core_pct, "no kernels") + tc_of)]
+    if platform.split("+")[0] == "ascend":
+        rows.pop()
     if o.span_ns:
         rows.append(("GPU busy / span", f"{ms(o.busy_ns)} ms / {ms(o.span_ns)} ms"))
     return rows

@@ -110,7 +110,8 @@ export function overviewView(ctx) {
         stat(said("GPU utilization", dev), fmtPct(ov.gpu_utilization_pct)),
         stat(said("est. SM efficiency", dev) + gridNote(ov), fmtPct(ov.sm_efficiency_pct)),
         stat("est. occupancy", fmtPct(ov.achieved_occupancy_pct)),
-        stat(said("Tensor Core time (every kernel, by its name)", dev), fmtPct(ov.tensor_core_pct))] : []),
+        // an Ascend NPU's kernels do not name the unit they ran on: no Tensor-Core figure there
+        ...(dev && dev.vendor === "ascend" ? [] : [stat(said("Tensor Core time (every kernel, by its name)", dev), fmtPct(ov.tensor_core_pct))])] : []),
       stat("steps / s", isNum(ov.steps_per_s) ? ov.steps_per_s.toFixed(2) : "–")) : empty(r.skipped?.overview || "no overview for this rank"));
   hero.classList.add("hero");
   const parts = [hero];

@@ -84,7 +84,9 @@ RULES: dict[str, RuleText] = {
     "launch-bound": RuleText(
         "The GPU waits for the host to launch work",
         "The GPU sits idle waiting for the host {host_wait_ms:.1f} ms per step ({host_wait_pct:.1f}%, median "
-        "over steps, DataLoader time excluded)⟨; {short_kernel_pct}% of kernels run shorter than their launch⟩.",
+        "over steps, DataLoader time excluded⟨; as recorded: without the profiler's own cost the host holds "
+        "{unprofiled_host_path_ms:.1f} ms of the step's critical path⟩)⟨; {short_kernel_pct}% of kernels run shorter "
+        "than their launch⟩.",
         ("https://pytorch.org/docs/stable/notes/cuda.html#cuda-graphs",
          "https://pytorch.org/docs/stable/torch.compiler.html")),
     "small-kernel-optimizer": RuleText(

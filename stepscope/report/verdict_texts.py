@@ -133,7 +133,7 @@ def unprofiled_text(v: Verdict) -> str:
             f"ops it recorded a step{source}) the step would be ~{v.unprofiled_step_ns / 1e6:.1f} ms")
     if v.unprofiled_bound == v.bound:
         return (f"{head}, still bound by {stage} ({v.unprofiled_share_pct or 0:.0f}%); the replayed gains below "
-                f"are from it")
+                f"are from it, and the findings' shares are of it")
     act = ("the findings are ranked for it" if measured is not None
            else "time the step without the profiler before acting on host findings")
-    return f"{head} and bound by {stage} ({v.unprofiled_share_pct or 0:.0f}%): {act}"
+    return f"{head} and bound by {stage} ({v.unprofiled_share_pct or 0:.0f}%): {act}; the findings' shares are of it"

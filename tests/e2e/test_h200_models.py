@@ -21,6 +21,7 @@ from stepscope.advisor.engine import Advice, run_advisor
 from stepscope.analysis.bundle import analyze
 from stepscope.analysis.whatif import transforms as tf
 from stepscope.analysis.whatif.simulate import simulate
+from stepscope.report import texts
 from tests.e2e.expected_cases import check_case
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "h200_models"
@@ -88,3 +89,15 @@ def test_an_unprofiled_gain_is_a_share_of_the_unprofiled_step() -> None:
     assert f.est_gain_pct > 100 * f.est_gain_ns / (f.evidence["whatif_recorded_ms"] * 1e6) * 2
     # one step per rank: the findings not replayed are shares of it too, so the column compares
     assert {g.step_ns for g in adv.findings} == {f.step_ns}
+
+
+def test_the_recorded_wait_is_said_beside_the_unprofiled_one() -> None:
+    """BERT's launch-bound: the GPU waits 68.5 ms a step for the host *as recorded*; the program without
+    the profiler's own cost leaves the host 22.4 ms of the step's path — the verdict's ~28.3 ms x 79 %."""
+    adv = advice("bert_item")
+    v = adv.verdicts[0]
+    f = next(f for f in adv.findings if f.rule == "launch-bound")
+    assert v.unprofiled_step_ns is not None and v.unprofiled_share_pct is not None
+    expected_ms = v.unprofiled_step_ns * v.unprofiled_share_pct / 100 / 1e6
+    assert f.evidence["unprofiled_host_path_ms"] == pytest.approx(expected_ms, abs=0.05)
+    assert f"as recorded: without the profiler's own cost the host holds {expected_ms:.1f} ms" in texts.found_text(f)

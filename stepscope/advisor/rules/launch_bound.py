@@ -41,7 +41,7 @@ from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
 from stepscope.advisor.rules._util import ms, replayed_saving
 from stepscope.analysis.critical_path import HOST_PARTS, PARTS
-from stepscope.analysis.registry import CRITICAL_PATH, IDLE, LAUNCH, SOFTWARE
+from stepscope.analysis.registry import CRITICAL_PATH, IDLE, LAUNCH, PROFILER_COST, SOFTWARE
 
 RULE_ID = "launch-bound"
 SCOPE = "rank"
@@ -78,6 +78,11 @@ def detect(ctx: RuleContext) -> list[Finding]:
         in_one_block = float(cp.untraced_longest_ns.sum()) >= 0.5 * untraced_ns
         if host["untraced"] > host["launch"] + host["host_ops"] and in_one_block:
             untraced_pct = host["untraced"]
+    unprofiled = ctx.optional(PROFILER_COST)
+    if unprofiled is not None and unprofiled.unprofiled_step_ns is not None and unprofiled.unprofiled_shares_pct:
+        # the wait above is the recording's: say what of it the program itself leaves (the verdict's step)
+        evidence["unprofiled_host_path_ms"] = ms(unprofiled.unprofiled_step_ns
+                                                 * unprofiled.unprofiled_shares_pct.get("host", 0.0) / 100.0)
     compiled = ctx.result(SOFTWARE).compiled
     evidence["compiled"] = compiled
     if untraced_pct:

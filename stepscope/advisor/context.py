@@ -24,7 +24,7 @@ from stepscope.analysis.breakdown import StepBreakdown
 from stepscope.analysis.bundle import Bundle
 from stepscope.analysis.common import step_windows
 from stepscope.analysis.platform import platform_of
-from stepscope.analysis.registry import BREAKDOWN, CRITICAL_PATH, OVERVIEW, REMEDIES, ClusterAnalysis, RankAnalysis
+from stepscope.analysis.registry import BREAKDOWN, CRITICAL_PATH, OVERVIEW, PROFILER_COST, ClusterAnalysis, RankAnalysis
 
 T = TypeVar("T")
 
@@ -71,15 +71,15 @@ class RuleContext:
 
     def shares_step_ns(self) -> int:
         """The step every finding of this rank is a share of: the mean step replayed without the
-        profiler's own cost where the remedies were replayed on it (the verdict names it, and the
-        replayed gains are taken from it), else the recorded step. One step per rank, so the findings'
-        shares compare with each other."""
+        profiler's own cost where the verdict names it (``ProfilerCost.said``; the replayed gains are
+        taken from it), else the recorded step. One step per rank, so the findings' shares compare
+        with each other."""
         if self.rank is None:
             return self.step_ns
-        r = self.optional(REMEDIES)
-        if r is None or r.unprofiled_mean_ns is None or r.unprofiled_mean_ns <= 0:
+        p = self.optional(PROFILER_COST)
+        if p is None or not p.said or p.unprofiled_step_ns is None or p.unprofiled_step_ns <= 0:
             return self.step_ns
-        return round(r.unprofiled_mean_ns)
+        return round(p.unprofiled_step_ns)
 
     def pct_of_step(self, ns: float) -> float:
         return 100.0 * ns / self.step_ns if self.step_ns > 0 else 0.0

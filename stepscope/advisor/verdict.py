@@ -120,18 +120,11 @@ def verdict_of(bundle: Bundle, rank: int) -> Verdict | None:
     return _without_profiler(v, bundle.ranks[rank].get(PROFILER_COST))
 
 
-#: the verdict speaks of the step without the profiler's own cost when the bound changes, or when that
-#: step is shorter than this share of the recorded one (the replayed gains are taken from it)
-UNPROFILED_SAID = 0.9
-
-
 def _without_profiler(v: Verdict, p: ProfilerCost | None) -> Verdict:
     """The verdict with its step replayed without the profiler's own cost, where that has another bound
     (the recorded host was the profiler's as much as the program's) or is much shorter."""
-    if p is None or p.unprofiled_step_ns is None or p.unprofiled_bound is None:
-        return v
-    if not p.changes_bound and p.unprofiled_step_ns > UNPROFILED_SAID * p.recorded_step_ns:
-        return v  # the same bound, and the profiler's cost a small part of the step: nothing to say
+    if p is None or p.unprofiled_step_ns is None or p.unprofiled_bound is None or not p.said:
+        return v  # not replayed; or the same bound, and the profiler's cost a small part of it: nothing to say
     share = (p.unprofiled_shares_pct or {}).get(p.unprofiled_bound, 0.0)
     return replace(v, unprofiled_bound=p.unprofiled_bound, unprofiled_step_ns=round(p.unprofiled_step_ns),
                    unprofiled_share_pct=share, host_events_per_step=p.events_per_step, event_cost_ns=p.event_cost_ns,

@@ -7,6 +7,8 @@ those, the analysis singles out:
 
 * the **Tensor-Core** ones (name table of :mod:`stepscope.analysis.tensor_cores`), and among them
   the ones whose names say **NCHW** (Tensor-Core convolutions work in NHWC);
+* the **NCHW variants**: kernels of the ops around the convolutions (batch norm, pooling) that
+  PyTorch or cuDNN runs in an NCHW version where a channels-last one exists (:data:`NCHW_VARIANT`);
 * the **layout transforms** (``nchwToNhwc`` / ``nhwcToNchw`` ..., MIOpen's ``batched_transpose_*``,
   ``general_4d_reorder_*``, ``transpose_NCHW2CNHW``: any kernel, convolution or not, :data:`TRANSFORM`),
   cuDNN / MIOpen transposing NCHW tensors around every Tensor-Core (matrix-core) convolution;
@@ -43,6 +45,13 @@ TRANSFORM = re.compile(r"nchwToNhwc|nhwcToNchw|nchw_to_nhwc|nhwc_to_nchw|nchw2nh
                        r"|^batched_transpose_\d+x\d+|^general_4d_reorder_\d+x\d+|^transpose_(?:NCHW2CNHW|CNHW2NCHW)",
                        re.IGNORECASE)
 NCHW = re.compile(r"nchw", re.IGNORECASE)
+#: the kernels of the ops around convolutions that run an NCHW variant where a channels-last one exists:
+#: PyTorch's batch norm (``batch_norm_collect_statistics_kernel`` … against
+#: ``batch_norm_collect_statistics_channels_last_kernel``), cuDNN's (``bn_fw_tr_1C11_kernel_NCHW``,
+#: ``bn_bw_1C11_kernel_new`` against ``batchnorm_fwtr_nhwc_semiPersist``, ``batchnorm_bwtr_nhwc_semiPersist``)
+#: and pooling (``max_pool_backward_nchw`` against ``max_pool_backward_nhwc``)
+NCHW_VARIANT = re.compile(r"batch_norm_(?!\w*channels_last)\w*kernel|\bbn_(?:fw|bw)_\w*|(?:max|avg)_pool\w*_nchw",
+                          re.IGNORECASE)
 FALLBACK = re.compile(r"implicit_convolve_sgemm|wgrad_alg0_engine|dgrad_engine|explicit_convolve_sgemm")
 
 
@@ -57,6 +66,10 @@ def _is_transform(name: str) -> bool:
 
 def _is_nchw(name: str) -> bool:
     return NCHW.search(name) is not None
+
+
+def _is_nchw_variant(name: str) -> bool:
+    return NCHW_VARIANT.search(name) is not None
 
 
 def _is_fallback(name: str) -> bool:
@@ -99,6 +112,7 @@ class ConvolutionResult:
     fallback: NamedRows  # ... with cuDNN's fallback algorithms
     transforms: NamedRows  # layout-transform kernels (any kernel)
     calls: ConvCalls
+    nchw_variants: NamedRows  # NCHW kernels with a channels-last variant (batch norm, pooling; any kernel)
 
     @property
     def conv_pct(self) -> float:
@@ -127,7 +141,8 @@ def compute_convolutions(trace: Trace, rank: int) -> ConvolutionResult:
         tc_conv=conv.subset(tc), nchw_tc=conv.subset(tc & nchw),
         fallback=conv.subset(pool.mask(_is_fallback)[conv_ids]),
         transforms=named_rows(trace, k[pool.mask(_is_transform)[ev["name"][k]]]),
-        calls=_calls(trace, ops[is_conv], conv.dur_ns))
+        calls=_calls(trace, ops[is_conv], conv.dur_ns),
+        nchw_variants=named_rows(trace, k[pool.mask(_is_nchw_variant)[ev["name"][k]]]))
 
 
 def _calls(trace: Trace, ops: I64, dur: I64) -> ConvCalls:

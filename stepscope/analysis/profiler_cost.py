@@ -5,11 +5,11 @@ Every op the profiler records costs the host a few µs the unprofiled program do
 replayed with that cost removed (:class:`~stepscope.analysis.whatif.unprofiled.WithoutProfiler`) and
 read with the same critical-path analysis: if the host still bounds it, the verdict stands; if the
 device then does, the recorded host was the profiler's as much as the program's, and the verdict says
-so. A step the host does not bound keeps its bound without the cost (only host time shrinks); it is
-replayed for its host-side gains where the host is on its critical path at least ``MIN_HOST_PCT`` % of
-it, and no step is where its recorded ops cost under a tenth of it (``MIN_COST_SHARE``) or more than
-all of it (the calibration cannot hold for that host). Applied where the cost was measured (NVIDIA CUDA
-traces: ``calibrated_for``).
+so. A step the host does not bound keeps its bound without the cost (only host time shrinks), and is
+replayed all the same: a remedy that shortens the device's work can leave the host the bound, and the
+program's host is the unprofiled one (ResNet-50 in channels-last). No step is replayed where its recorded
+ops cost under a tenth of it (``MIN_COST_SHARE``) or more than all of it (the calibration cannot hold
+for that host). Applied where the cost was measured (NVIDIA CUDA traces: ``calibrated_for``).
 
 Where ``stepscope run`` timed steps without the profiler beside the trace (its step log, read into the
 rank's metadata by ``ingest.step_records``), the cost per op is this machine's own: the recorded mean
@@ -38,21 +38,21 @@ from stepscope.analysis.whatif.unprofiled import EVENT_COST_NS, WithoutProfiler,
 from stepscope.model.trace import UNPROFILED_STEPS_KEY, Trace
 
 #: the step is replayed only where the profiler's cost (recorded ops x the cost per op) is at least this
-#: share of it: below, it is within the step's own variation
-MIN_COST_SHARE = 0.1
-#: and only where the host is on the step's critical path at least this % of it (below, no host remedy
-#: can save more than that, and the bound is not the host's). Nor where the cost alone would exceed the
+#: share of it: below, it is within the step's own variation. Nor where the cost alone would exceed the
 #: whole recorded step: this host's profiler then costs less per op than the calibration (TraceLens' H100
 #: BERT inference: 1,756 ops a step x 8 µs = 14 ms in a 4.4 ms step), which cannot hold for its trace
-MIN_HOST_PCT = 10.0
+MIN_COST_SHARE = 0.1
 #: unprofiled steps a step log must hold for its mean to calibrate the cost
 MIN_MEASURED_STEPS = 2
+#: the verdict speaks of the step without the profiler's own cost when the bound changes, or when that
+#: step is shorter than this share of the recorded one
+SAID_BELOW = 0.9
 
 
 @dataclass(frozen=True)
 class ProfilerCost:
-    """A rank's recorded ops and, where the host weighs on the step (``MIN_HOST_PCT``, ``MIN_COST_SHARE``),
-    the step without their cost."""
+    """A rank's recorded ops and, where their cost weighs on the step (``MIN_COST_SHARE``), the step
+    without it."""
 
     rank: int
     event_cost_ns: int  # the profiler's host cost per recorded op
@@ -70,6 +70,14 @@ class ProfilerCost:
     @property
     def changes_bound(self) -> bool:
         return self.unprofiled_bound is not None and self.unprofiled_bound != self.bound
+
+    @property
+    def said(self) -> bool:
+        """Whether the verdict speaks of the step without the profiler's cost: it has another bound, or it
+        is shorter than :data:`SAID_BELOW` of the recorded one (the findings' shares are then of it)."""
+        if self.unprofiled_step_ns is None or self.unprofiled_bound is None:
+            return False
+        return self.changes_bound or self.unprofiled_step_ns <= SAID_BELOW * self.recorded_step_ns
 
 
 @per_rank
@@ -92,7 +100,7 @@ def compute_profiler_cost(trace: Trace, rank: int) -> ProfilerCost:
     cost_ns = per_step * event_cost
     kept = ProfilerCost(rank, event_cost, per_step, cp.avg_step_ns, cp.bound, None, None, None, source, measured_ns,
                         len(measured))
-    if cp.share_pct()["host"] < MIN_HOST_PCT or not MIN_COST_SHARE * cp.avg_step_ns <= cost_ns <= cp.avg_step_ns:
+    if not MIN_COST_SHARE * cp.avg_step_ns <= cost_ns <= cp.avg_step_ns:
         return kept
     g = step_graph(trace, rank)
     require_linked(g)

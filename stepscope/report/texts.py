@@ -108,7 +108,8 @@ RULES: dict[str, RuleText] = {
     "channels-last": RuleText(
         "Convolutions run in NCHW on Tensor Cores",
         "Convolutions take {conv_kernel_pct:.0f}% of kernel time and cuDNN transposes NCHW tensors around "
-        "them ({layout_transform_ms:.2f} ms of layout kernels per step).",
+        "them ({layout_transform_ms:.2f} ms of layout kernels per step)⟨; the batch norm and pooling between "
+        "them run NCHW kernels that have channels-last variants ({nchw_variant_ms:.2f} ms per step)⟩.",
         ("https://pytorch.org/tutorials/intermediate/memory_format_tutorial.html",)),
     "under-filled-grid": RuleText(
         "Kernels launch fewer blocks than the GPU has SMs",

@@ -101,3 +101,37 @@ def test_the_recorded_wait_is_said_beside_the_unprofiled_one() -> None:
     expected_ms = v.unprofiled_step_ns * v.unprofiled_share_pct / 100 / 1e6
     assert f.evidence["unprofiled_host_path_ms"] == pytest.approx(expected_ms, abs=0.05)
     assert f"as recorded: without the profiler's own cost the host holds {expected_ms:.1f} ms" in texts.found_text(f)
+
+
+def test_the_channels_last_remedy_is_the_whatif_scale_it_names() -> None:
+    """The remedies table's options for channels-last (two ``--scale`` patterns: the layout transforms to 0,
+    the NCHW batch-norm / pooling kernels to half) replay the same step as the remedy itself, so a user
+    can rerun and vary it; on the recorded ResNet-50 bf16 (NCHW) trace: transforms, cuDNN-free NCHW
+    batch norm, both found."""
+    from stepscope.analysis.registry import CONVOLUTIONS, REMEDIES
+    from stepscope.analysis.whatif.options import transforms_of
+    from stepscope.analysis.whatif.remedies import REMEDY_OPTIONS
+
+    trace = load(DATA / "resnet50_amp")
+    bundle = analyze(trace)
+    conv = bundle.ranks[0].get(CONVOLUTIONS)
+    assert conv is not None and len(conv.transforms) and len(conv.nchw_variants)
+    assert all("channels_last" not in str(n) for n in conv.nchw_variants.names)
+    scales = tuple(REMEDY_OPTIONS["channels-last"]["scale"])  # type: ignore[arg-type]
+    ts = transforms_of(None, None, False, scales, None, (), False)
+    r = bundle.ranks[0].get(REMEDIES)
+    assert r is not None and r.applies[r.name.index("channels-last")]
+    predicted = r.predicted_mean_ns[r.name.index("channels-last")]
+    assert simulate(trace, ts).mean_ns(True) == pytest.approx(predicted, rel=1e-9)
+    assert predicted < r.measured_mean_ns - 1e6  # it saves something even as recorded
+
+
+def test_a_channels_last_trace_has_nothing_left_to_change() -> None:
+    trace = load(DATA / "resnet50_amp_cl")
+    from stepscope.analysis.registry import CONVOLUTIONS, REMEDIES
+
+    bundle = analyze(trace)
+    conv = bundle.ranks[0].get(CONVOLUTIONS)
+    r = bundle.ranks[0].get(REMEDIES)
+    assert conv is not None and len(conv.transforms) == 0 and len(conv.nchw_variants) == 0
+    assert r is not None and not r.applies[r.name.index("channels-last")]

@@ -30,6 +30,12 @@ from stepscope.analysis.launch_config import compute_launch_config
 from stepscope.analysis.profiler_cost import compute_profiler_cost
 from stepscope.analysis.tensor_cores import compute_tensor_cores
 from stepscope.analysis.whatif import transforms as tf
+from stepscope.analysis.whatif.channels_last import (
+    NCHW_VARIANT_FACTOR,
+    NCHW_VARIANT_PATTERN,
+    TRANSFORM_PATTERN,
+    ChannelsLast,
+)
 from stepscope.analysis.whatif.graph import StepGraph, require_linked, step_graph
 from stepscope.analysis.whatif.replay import Durations, replay_all
 from stepscope.analysis.whatif.unprofiled import WithoutProfiler
@@ -47,6 +53,7 @@ REMEDIES: dict[str, tf.Transform] = {
     "keep-allocations": tf.KeepAllocations(),
     "no-compile": tf.NoCompile(),
     "batch-copies": tf.BatchSmallCopies(),
+    "channels-last": ChannelsLast(),
 }
 #: name → the ``stepscope whatif`` options (and web UI fields) that replay the same change
 #: (:func:`stepscope.analysis.whatif.options.transforms_of`; ``drop_syncs`` "." matches every call)
@@ -59,6 +66,7 @@ REMEDY_OPTIONS: dict[str, dict[str, int | float | str | bool | list[str]]] = {
     "keep-allocations": {"host_in": [f"{tf.ALLOCATOR_CALLS}=0"], "drop_syncs": tf.ALLOCATOR_CALLS},
     "no-compile": {"no_compile": True},
     "batch-copies": {"batch_copies": True},
+    "channels-last": {"scale": [f"{TRANSFORM_PATTERN}=0", f"{NCHW_VARIANT_PATTERN}={NCHW_VARIANT_FACTOR:g}"]},
 }
 
 def _channels_last_kernels(trace: Trace, rank: int) -> npt.NDArray[np.int64]:

@@ -23,6 +23,7 @@ from stepscope.analysis.host_ops import copy_only_ops_of, cpu_only_top_ops
 from stepscope.analysis.memcpy import compute_memcpy
 from stepscope.analysis.sync import not_the_steps
 from stepscope.analysis.whatif.batch import LargerBatch
+from stepscope.analysis.whatif.channels_last import ChannelsLast
 from stepscope.analysis.whatif.fix_rank import fix_rank_basis, fixed_durations
 from stepscope.analysis.whatif.graph import SEG_COMM, SEG_HOST, SEG_INPUT, SEG_LAUNCH, StepGraph
 from stepscope.analysis.whatif.replay import Durations
@@ -377,4 +378,4 @@ class FixSlowRank:
 
 Transform = (LoaderWorkers | DropSyncs | ScaleDevice | PinnedCopies | HostOverhead | FusedOptimizer
              | KeepAllocations | NoCompile | BatchSmallCopies | OverlapComm | FixSlowRank | LargerBatch
-             | WithoutProfiler)
+             | WithoutProfiler | ChannelsLast)

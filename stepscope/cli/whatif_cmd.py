@@ -30,6 +30,9 @@ from stepscope.report.console import terminal_console
 @click.option("--drop-syncs", default=None, metavar="REGEX",
               help="Blocking calls whose name or op matches REGEX no longer block ('.': all; 'item': .item()).")
 @click.option("--pin-copies", "pin", is_flag=True, help="Pageable copies pinned: half their time, non-blocking.")
+@click.option("--amp", is_flag=True,
+              help="Mixed precision: the eligible ops' kernels without Tensor Cores run faster by the device's "
+                   "half-precision Tensor-Core peak over its FP32 one.")
 @click.option("--scale", "scales", multiple=True, metavar="REGEX=FACTOR",
               help="Kernels/copies whose name or launching op matches REGEX take FACTOR x their time (repeatable).")
 @click.option("--overlap-comm", is_flag=True, help="Communication kernels fully hidden under compute (upper bound).")
@@ -44,13 +47,13 @@ from stepscope.report.console import terminal_console
 @click.option("--json", "as_json", is_flag=True, help="Print the prediction as JSON.")
 @trace_options
 def command(path: str | None, workers: int | None, host_overhead: float | None, host_in: tuple[str, ...],
-            fused_optimizer: bool, no_compile: bool, batch_copies: bool, drop_syncs: str | None, pin: bool,
+            fused_optimizer: bool, no_compile: bool, batch_copies: bool, drop_syncs: str | None, pin: bool, amp: bool,
             scales: tuple[str, ...], overlap_comm: bool, fix_ranks: tuple[int, ...], batch: str | None,
             unprofiled_us: float | None, as_json: bool, no_cache: bool, span: str | None,
             ranks: tuple[int, ...]) -> None:
     """Predict each step with the named changes applied together (the embedded sample when PATH is omitted)."""
     changes = transforms_of(workers, drop_syncs, pin, scales, host_overhead, host_in, overlap_comm, fix_ranks, batch,
-                            fused_optimizer, no_compile, batch_copies, unprofiled_us)
+                            fused_optimizer, no_compile, batch_copies, unprofiled_us, amp)
     trace = load_trace(path, no_cache, span, ranks)
     check_ranks(fix_ranks, trace.rank_ids)
     try:

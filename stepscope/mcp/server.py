@@ -130,6 +130,9 @@ class Tools:
                                                  "(no recompiles)")] = False,
                batch_copies: Annotated[bool, Field(description="The small host-device copies made as one "
                                                    "(their ops take no host time)")] = False,
+               amp: Annotated[bool, Field(description="Mixed precision: the eligible ops' kernels without Tensor "
+                                          "Cores run faster by the device's half-precision peak over its FP32 "
+                                          "one")] = False,
                unprofiled_us: Annotated[float | None, Field(ge=0, le=1000, description="Without the profiler's "
                                                             "own cost: each recorded op costs US µs less (8 "
                                                             "measured on CUDA traces); applied first")] = None) -> str:
@@ -138,7 +141,7 @@ class Tools:
         and what bounds the step before and after."""
         return self._answer(lambda: queries.whatif(self.cache.get(path), rank, workers, host_overhead, host_in,
                                                    drop_syncs, pin_copies, scale, overlap_comm, fix_rank, batch,
-                                                   fused_optimizer, no_compile, batch_copies, unprofiled_us))
+                                                   fused_optimizer, no_compile, batch_copies, unprofiled_us, amp))
 
 
 def _version() -> str:

@@ -135,3 +135,21 @@ def test_a_channels_last_trace_has_nothing_left_to_change() -> None:
     r = bundle.ranks[0].get(REMEDIES)
     assert conv is not None and len(conv.transforms) == 0 and len(conv.nchw_variants) == 0
     assert r is not None and not r.applies[r.name.index("channels-last")]
+
+
+def test_the_amp_remedy_is_whatif_amp() -> None:
+    """``stepscope whatif --amp`` replays what the remedies table's ``amp`` row and no-tensor-cores' gain
+    replay: GPT-2 FP32's FFMA GEMMs at the H200's bf16-over-FP32 peak ratio (14.8)."""
+    from click.testing import CliRunner
+
+    from stepscope.analysis.registry import REMEDIES
+    from stepscope.cli import cli
+
+    bundle = analyze(load(DATA / "gpt2_fp32"))
+    r = bundle.ranks[0].get(REMEDIES)
+    assert r is not None and r.applies[r.name.index("amp")]
+    res = CliRunner().invoke(cli, ["whatif", str(DATA / "gpt2_fp32"), "--amp", "--json", "--no-cache"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert doc["job"]["predicted_mean_ms"] == pytest.approx(r.predicted_mean_ns[r.name.index("amp")] / 1e6, abs=1e-3)
+    assert "14.8 × faster" in r.basis_of("amp")

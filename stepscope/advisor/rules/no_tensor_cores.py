@@ -14,16 +14,15 @@ H200: 10.1 % of its eligible time on Tensor Cores, 61 % of all kernel time in FP
 The numbers are the tensor_cores analysis' (each kernel's nearest eligible ancestor op, the
 Tensor-Core kernel names, the ops' input types).
 
-Gain: eligible non-TC kernel time per step × (1 − 1 / speed-up) — the GEMM/conv time mixed
-precision would save on those kernels, the speed-up being the device's dense half-precision
-Tensor-Core peak over its FP32 peak (:func:`stepscope.analysis.peaks.amp_speedup`: 8 on V100, 16 on
-A100, 14.8 on H100 / H200; ``amp_speedup``, a conservative 2, where the device is unknown) — × the
-share of those kernels' time on the step's critical path (``remedies``' ``tensor-cores`` kernel set): a
-device that waits for the host gains nothing. The share is first order: where the host runs close
-behind the device, faster kernels hand the path to the host sooner than the share says (the what-if
-replay of the trace as recorded shows it; see docs/advisor.md, known gaps). On an
-H200 (``tests/data/h200_bounds/fp32`` → ``r10/bf16_8k``, the same MLP step under bf16 autocast) the
-step went from 60.0 to 5.15 ms; the flat 2 predicted 30.6 ms, the peak ratio 6.4 ms.
+Gain: the ``amp`` remedy replayed (:mod:`stepscope.analysis.whatif.precision`: the eligible non-TC
+kernels at 1 / speed-up of their time, the speed-up being the device's dense half-precision Tensor-Core
+peak over its FP32 peak, :func:`stepscope.analysis.peaks.amp_speedup`: 8 on V100, 16 on A100, 14.8 on
+H100 / H200, 2 where the device is unknown) — what reaches the step once the kernels shrink (nw0's
+DataLoader, nw4's host then hold it). Where ``amp_speedup`` is set, or the replay did not run: eligible
+non-TC kernel time per step × (1 − 1 / speed-up) × the share of those kernels' time on the step's
+critical path (``remedies``' ``tensor-cores`` kernel set). On an H200 (``tests/data/h200_bounds/fp32``
+→ ``r10/bf16_8k``, the same MLP step under bf16 autocast) the step went from 60.0 to 5.15 ms; the flat
+2 predicted 30.6 ms, the peak ratio 6.4 ms.
 
 Change: ``torch.autocast`` with bf16 on compute capability ≥ 8.0 (and TF32 as the one-line
 alternative), fp16 + GradScaler before that, without TF32, which a pre-Ampere GPU (a V100) does not
@@ -36,7 +35,7 @@ from __future__ import annotations
 
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
-from stepscope.advisor.rules._util import amp_speedup_for, ms, on_path_share, per_step, top_names
+from stepscope.advisor.rules._util import amp_speedup_for, ms, on_path_share, per_step, replayed_saving, top_names
 from stepscope.analysis.registry import TENSOR_CORES
 
 RULE_ID = "no-tensor-cores"
@@ -67,9 +66,15 @@ def detect(ctx: RuleContext) -> list[Finding]:
     }
     speedup = amp_speedup_for(ctx, tc.peak, "fp32")
     evidence["amp_speedup"] = round(speedup, 2)
+    change = _change(ctx, tc.input_types, tc.compute_major)
+    # replayed (the amp remedy, at the device's peak ratio): what reaches the step once the kernels
+    # shrink; a speed-up of the user's own (``amp_speedup`` set) is the first-order estimate below
+    replayed = replayed_saving(ctx, "amp", evidence) if ctx.cfg.amp_speedup <= 0 else None
+    if replayed is not None:
+        return [ctx.finding(RULE_ID, replayed, "replayed", evidence, change)]
     gain = per_step(ctx, non_tc_ns) * (1.0 - 1.0 / max(speedup, 1.0))
     gain *= on_path_share(ctx, "tensor-cores", evidence)  # only what reaches the step counts
-    return [ctx.finding(RULE_ID, gain, "amp-speedup", evidence, _change(ctx, tc.input_types, tc.compute_major))]
+    return [ctx.finding(RULE_ID, gain, "amp-speedup", evidence, change)]
 
 
 def _change(ctx: RuleContext, input_types: tuple[str, ...], compute_major: int | None) -> Change:

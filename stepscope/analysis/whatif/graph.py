@@ -13,6 +13,8 @@ Three kinds of node, all from the trace alone:
   ``cudaMemcpy`` …) returns after the device work it waited for. It waited for the latest device
   activity that had been launched when it was called and ended before it returned; it returns
   ``tail_ns`` after that activity, or after its own call when it waited for nothing.
+  A launch call that waited for a free slot of a full launch queue is one too (:mod:`.queue_full`):
+  it returned right after an activity's end, and returns so when the device's work changes.
 * **Device activities**, per stream in order: one starts when both its launch has reached the
   device (the call's start + a latency) and the activity before it on its stream has ended (+ the
   measured gap). When the host had queued it before its predecessor ended, the stream bound it: the
@@ -41,6 +43,7 @@ from stepscope.analysis.common import I64, interval_set, rank_rows
 from stepscope.analysis.idle import is_dataloader_name
 from stepscope.analysis.platform import no_host_timeline
 from stepscope.analysis.sync import blocking_calls, driver_rows
+from stepscope.analysis.whatif.queue_full import MIN_PENDING, long_launch_calls, pending_at, waited_for_the_queue
 from stepscope.model.masks import any_of
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
@@ -84,6 +87,7 @@ class Syncs:
     end_pt: I64
     awaited: I64  # index into the device activities, -1: it waited for nothing
     tail_ns: I64  # from the awaited activity's end (or the call's start) to the call's return
+    droppable: npt.NDArray[np.bool_]  # False: a launch call that waited for a full queue (no change drops it)
 
 
 @dataclass(frozen=True)
@@ -163,9 +167,11 @@ def step_graph(trace: Trace, rank: int) -> StepGraph:
     if whole:  # the one window's host ends, as the step breakdown draws it (its device ends are the activities')
         hs, he = _whole_window_host_ends(trace, rank, int(wins.start_ns[0]) if len(wins.start_ns) else 0)
     t = _points(trace, np.concatenate([rt, comm]), loader, hs, he)
-    host = _host_chain(trace, t, sync_rows, loader, launch_rows, comm)
     device, order = _device_work(trace, gpu, t)
-    syncs = _syncs(trace, sync_rows, t, device)
+    queued = _queue_full(trace, launch_rows, device)  # launch calls that waited for a free queue slot
+    sync_rows = np.union1d(sync_rows, queued)
+    host = _host_chain(trace, t, sync_rows, loader, launch_rows, comm)
+    syncs = _syncs(trace, sync_rows, t, device, queued)
     work_step = np.where(inside, pc, -1)[order]
     g_end = ev["ts_ns"][gpu] + ev["dur_ns"][gpu]
     steps = StepNodes(wins.step, np.searchsorted(t, hs), np.searchsorted(t, he), work_step,
@@ -309,17 +315,46 @@ def _typical_latency_of(latency: I64) -> int:
     return int(np.median(latency)) if len(latency) else 0
 
 
-def _syncs(trace: Trace, sync_rows: I64, t: I64, device: DeviceWork) -> Syncs:
-    """Blocking calls in time order (one inside another dropped), each with the activity it waited for."""
+def _syncs(trace: Trace, sync_rows: I64, t: I64, device: DeviceWork, queued: I64) -> Syncs:
+    """Blocking calls in time order (one inside another dropped), each with the activity it waited for;
+    the launch calls that waited for the queue (``queued``) are not the program's syncs: none drops them."""
     ev = trace.events
     rows = sync_rows[np.argsort(ev["ts_ns"][sync_rows], kind="stable")]
     a, b = ev["ts_ns"][rows], ev["ts_ns"][rows] + ev["dur_ns"][rows]
     keep = a >= np.concatenate([[np.iinfo(np.int64).min], np.maximum.accumulate(b)[:-1]])
     rows, a, b = rows[keep], a[keep], b[keep]
+    awaited, tail = _waits(trace, device, a, b)
+    return Syncs(rows, np.searchsorted(t, a), np.searchsorted(t, b), awaited, tail, ~np.isin(rows, queued))
+
+
+def _waits(trace: Trace, device: DeviceWork, a: I64, b: I64) -> tuple[I64, I64]:
+    """Per call [a, b]: the activity it waited for (:func:`_awaited`) and the time from that activity's
+    end (or the call's start) to its return."""
     awaited = _awaited(trace, device, a, b)
     e = np.where(awaited >= 0, gather(device.end_ns, awaited, 0), a)
-    tail = b - np.maximum(a, e)
-    return Syncs(rows, np.searchsorted(t, a), np.searchsorted(t, b), awaited, tail)
+    return awaited, b - np.maximum(a, e)
+
+
+def _queue_full(trace: Trace, launch_rows: I64, device: DeviceWork) -> I64:
+    """The launch calls that waited for the device (:mod:`.queue_full`): long, and returning right after
+    the end of an activity launched before them."""
+    long = long_launch_calls(trace, launch_rows)
+    if len(long) == 0 or len(device.row) == 0:
+        return long[:0]
+    ev = trace.events
+    a = ev["ts_ns"][long]
+    awaited, tail = _waits(trace, device, a, a + ev["dur_ns"][long])
+    full = pending_at(_launched_at(trace, device), device.end_ns, a) >= MIN_PENDING
+    out: I64 = long[waited_for_the_queue(awaited, tail) & full]
+    return out
+
+
+def _launched_at(trace: Trace, device: DeviceWork) -> I64:
+    """Per device activity: when its launch call began (its own start where no traced call launched it)."""
+    ev = trace.events
+    launch = ev["launch"][device.row].astype(np.int64)
+    out: I64 = np.where(launch >= 0, ev["ts_ns"][np.maximum(launch, 0)], device.start_ns)
+    return out
 
 
 def _awaited(trace: Trace, device: DeviceWork, a: I64, b: I64) -> I64:
@@ -328,9 +363,7 @@ def _awaited(trace: Trace, device: DeviceWork, a: I64, b: I64) -> I64:
     for). When the host is made faster, a call that found that work done may have to wait for it.
     An activity no traced call launched (a layout without launch links: Ascend's trace_view) was
     launched by its start at the latest: one already running when the call began is waited for."""
-    ev = trace.events
-    launch = ev["launch"][device.row].astype(np.int64)
-    launched_at = np.where(launch >= 0, ev["ts_ns"][np.maximum(launch, 0)], device.start_ns)
+    launched_at = _launched_at(trace, device)
     by_end = np.argsort(device.end_ns, kind="stable")
     end_sorted = device.end_ns[by_end]
     pos = np.searchsorted(end_sorted, b, side="right") - 1

@@ -37,6 +37,7 @@ from stepscope.analysis.whatif.channels_last import (
     ChannelsLast,
 )
 from stepscope.analysis.whatif.graph import StepGraph, require_linked, step_graph
+from stepscope.analysis.whatif.precision import MixedPrecision, amp_speedup_of
 from stepscope.analysis.whatif.replay import Durations, replay_all
 from stepscope.analysis.whatif.unprofiled import WithoutProfiler
 from stepscope.model.trace import Trace
@@ -54,6 +55,7 @@ REMEDIES: dict[str, tf.Transform] = {
     "no-compile": tf.NoCompile(),
     "batch-copies": tf.BatchSmallCopies(),
     "channels-last": ChannelsLast(),
+    "amp": MixedPrecision(),
 }
 #: name → the ``stepscope whatif`` options (and web UI fields) that replay the same change
 #: (:func:`stepscope.analysis.whatif.options.transforms_of`; ``drop_syncs`` "." matches every call)
@@ -67,6 +69,7 @@ REMEDY_OPTIONS: dict[str, dict[str, int | float | str | bool | list[str]]] = {
     "no-compile": {"no_compile": True},
     "batch-copies": {"batch_copies": True},
     "channels-last": {"scale": [f"{TRANSFORM_PATTERN}=0", f"{NCHW_VARIANT_PATTERN}={NCHW_VARIANT_FACTOR:g}"]},
+    "amp": {"amp": True},
 }
 
 def _channels_last_kernels(trace: Trace, rank: int) -> npt.NDArray[np.int64]:
@@ -182,6 +185,8 @@ def _basis(trace: Trace, rank: int, name: str, change: tf.Transform) -> str:
     if name == "loader-workers" and _multi_process_loading(trace, rank):
         return ("the DataLoader's waits for its workers hidden (more workers or prefetch keeping ahead; "
                 "the trace shows the waits, not what a batch costs a worker): an upper bound")
+    if isinstance(change, MixedPrecision) and change.speedup is None:  # the rank's device says how much
+        return MixedPrecision(amp_speedup_of(trace, rank)).basis()
     return change.basis()
 
 

@@ -26,6 +26,7 @@ from stepscope.analysis.whatif.batch import LargerBatch
 from stepscope.analysis.whatif.channels_last import ChannelsLast
 from stepscope.analysis.whatif.fix_rank import fix_rank_basis, fixed_durations
 from stepscope.analysis.whatif.graph import SEG_COMM, SEG_HOST, SEG_INPUT, SEG_LAUNCH, StepGraph
+from stepscope.analysis.whatif.precision import MixedPrecision
 from stepscope.analysis.whatif.replay import Durations
 from stepscope.analysis.whatif.unprofiled import WithoutProfiler
 from stepscope.model.schema import HOST_KINDS, EventKind
@@ -109,7 +110,7 @@ class DropSyncs:
         return f"blocking calls{what} cost only their own call: the host no longer waits for the device"
 
     def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
-        hit = self.select.mask(trace, g.syncs.row) & ~not_the_steps(trace, g.syncs.row)
+        hit = self.select.mask(trace, g.syncs.row) & ~not_the_steps(trace, g.syncs.row) & g.syncs.droppable
         return replace(d, sync_dropped=d.sync_dropped | hit)
 
 
@@ -152,7 +153,7 @@ class PinnedCopies:
         dev = d.device_ns.copy()
         dev[pageable] = np.round(dev[pageable] * self.factor).astype(np.int64)
         launch_of = ev["launch"][rows[pageable]]
-        dropped = d.sync_dropped | np.isin(g.syncs.row, launch_of[launch_of >= 0])
+        dropped = d.sync_dropped | (np.isin(g.syncs.row, launch_of[launch_of >= 0]) & g.syncs.droppable)
         return replace(d, device_ns=dev, sync_dropped=dropped)
 
 
@@ -248,7 +249,7 @@ class BatchSmallCopies:
         dev = d.device_ns.copy()
         dev[copies] = 0
         inside = intervals.contains(interval_set(trace, ops), trace.events["ts_ns"][g.syncs.row])
-        return replace(d, device_ns=dev, sync_dropped=d.sync_dropped | inside)
+        return replace(d, device_ns=dev, sync_dropped=d.sync_dropped | (inside & g.syncs.droppable))
 
 
 def _cpu_only_ops(trace: Trace, rank: int) -> I64:
@@ -378,4 +379,4 @@ class FixSlowRank:
 
 Transform = (LoaderWorkers | DropSyncs | ScaleDevice | PinnedCopies | HostOverhead | FusedOptimizer
              | KeepAllocations | NoCompile | BatchSmallCopies | OverlapComm | FixSlowRank | LargerBatch
-             | WithoutProfiler | ChannelsLast)
+             | WithoutProfiler | ChannelsLast | MixedPrecision)

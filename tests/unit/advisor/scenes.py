@@ -73,12 +73,20 @@ def optimizer(b: TraceBuilder, on: bool) -> None:
                             grid=[160, 1, 1], block=[256, 1, 1])
 
 
+def device_sync(b: TraceBuilder, ts: int, until: int) -> None:
+    """The host blocked in ``cudaDeviceSynchronize`` from ``ts`` until ``until`` (a device-bound step: the
+    host waits for the kernels, so faster kernels shorten the step when it is replayed)."""
+    b.add(ph="X", cat="cuda_runtime", name="cudaDeviceSynchronize", pid=b.pid, tid=b.tid, ts=ts, dur=until - ts,
+          args={})
+
+
 def tensor_cores(b: TraceBuilder, on: bool) -> None:
     kernel = "void implicit_convolve_sgemm<float, float, 1024, 6, 7, 3, 3, 5, 1, false, true, true>" if on \
         else "volta_fp16_s884cudnn_fp16_256x128_ldg8_relu_f2f_exp_small_nhwc_tn_v1"
     for t in steps(b):
         b.op("aten::conv2d", ts=t + 10, dur=60)
         gemm(b, t + 20, dur=8_000, name=kernel, op="aten::cudnn_convolution")
+        device_sync(b, t + 100, t + 8_050)  # the kernel runs t + 40 .. t + 8,040
 
 
 def tf32(b: TraceBuilder, on: bool) -> None:
@@ -108,6 +116,7 @@ def channels_last(b: TraceBuilder, on: bool) -> None:
                             dur=700, grid=[432, 1, 1], block=[256, 1, 1])
         b.launch_kernel(conv, launch_ts=t + 40, launch_dur=5, ts=t + 800, dur=6_000, grid=[432, 1, 1],
                         block=[256, 1, 1])
+        device_sync(b, t + 200, t + 6_810)
 
 
 def under_filled(b: TraceBuilder, on: bool) -> None:

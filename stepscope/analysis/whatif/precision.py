@@ -1,0 +1,62 @@
+"""Mixed precision as a what-if: the FP32 matrix math of Tensor-Core-eligible ops moved to Tensor Cores.
+
+``torch.autocast`` (bf16, or fp16 with a grad scaler) runs the convolutions, matrix products and
+attention that the tensor_cores analysis finds launched by eligible ops without Tensor Cores
+(``non_tc_kernels``: FP32 SIMT GEMMs and convolutions) on Tensor Cores. The transformation: those
+kernels take ``1 / speedup`` × their time, ``speedup`` the device's half-precision Tensor-Core peak
+over its FP32 peak (:func:`~stepscope.analysis.peaks.amp_speedup`, the ``no-tensor-cores`` rule's own
+model; 2 where the device is unknown). Replayed, the saving is what reaches the step: once the GPU
+work shrinks, the host (and, without the profiler, the program's own host) may bound it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.peaks import amp_speedup
+from stepscope.analysis.tensor_cores import compute_tensor_cores
+from stepscope.analysis.whatif.graph import StepGraph
+from stepscope.analysis.whatif.replay import Durations
+from stepscope.model.trace import Trace
+
+#: the speed-up where the device's peaks are unknown (the advisor's ``UNKNOWN_DEVICE_AMP_SPEEDUP``)
+UNKNOWN_DEVICE_SPEEDUP = 2.0
+
+
+def amp_speedup_of(trace: Trace, rank: int) -> float:
+    """The device's half-precision Tensor-Core peak over its FP32 peak (2 where unknown, or no kernels)."""
+    try:
+        peak = compute_tensor_cores(trace, rank).peak
+    except NotApplicable:
+        return UNKNOWN_DEVICE_SPEEDUP
+    return amp_speedup(peak, "fp32") or UNKNOWN_DEVICE_SPEEDUP
+
+
+@dataclass(frozen=True)
+class MixedPrecision:
+    """The eligible ops' kernels without Tensor Cores take ``1 / speedup`` × their time (``speedup``
+    None: the device's, :func:`amp_speedup_of`)."""
+
+    speedup: float | None = None
+    name: str = field(default="amp", init=False)
+
+    def basis(self) -> str:
+        by = (f"{self.speedup:.3g} × faster" if self.speedup is not None
+              else "faster by the device's half-precision Tensor-Core peak over its FP32 one")
+        return f"mixed precision: the eligible ops' kernels without Tensor Cores run {by}"
+
+    def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
+        try:
+            tc = compute_tensor_cores(trace, g.rank)
+        except NotApplicable:
+            return d
+        if len(tc.non_tc_kernels) == 0:
+            return d
+        speedup = self.speedup if self.speedup is not None else amp_speedup_of(trace, g.rank)
+        hit = np.isin(g.device.row, tc.non_tc_kernels.rows)
+        dev = d.device_ns.copy()
+        dev[hit] = np.round(dev[hit] / max(speedup, 1.0)).astype(np.int64)
+        return replace(d, device_ns=dev)

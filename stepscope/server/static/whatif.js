@@ -137,10 +137,14 @@ function remediesCard(ctx, onReplay) {
   el("tbody", null, rows));
   const left = idle.length ? ` Left out, nothing in this trace for them to change: ${idle.join(", ")}.` : "";
   // the profiler's own cost changes this step's bound: the same remedies replayed on the step without it (the findings' gains)
-  const without = unprof ? ` Without the profiler's own cost per recorded op the mean step is ${fmtMs(sec.unprofiled_mean_ms)} `
-    + "(the verdict says why): “saved / step, unprofiled” is what each remedy saves on it, the findings' gains." : "";
-  return card("remedies", `Remedies replayed — rank ${ctx.rank}`, `Each standard remedy replayed on this rank's steps. Measured mean step ${fmtMs(m)}; grey: measured, blue: predicted.${without}${left}`,
-    pairedBars("remedies-chart", m, shown), el("div", {class: "tablewrap"}, table));
+  // where the step was replayed without the profiler's own cost, the bars are the remedies on that step: the findings' gains
+  const without = unprof ? ` Without the profiler's own cost per recorded op the mean step is ${fmtMs(sec.unprofiled_mean_ms)}: `
+    + "the bars and “saved / step, unprofiled” are each remedy on that step, the findings' gains." : "";
+  const bars = unprof ? shown.map((x) => ({remedy: x.remedy, predicted_mean_ms: x.unprofiled_predicted_mean_ms,
+    saved_ms: x.unprofiled_saved_ms})) : shown;
+  const barsOf = unprof ? `grey: without the profiler's cost (${fmtMs(sec.unprofiled_mean_ms)}), blue: predicted on it` : "grey: measured, blue: predicted";
+  return card("remedies", `Remedies replayed — rank ${ctx.rank}`, `Each standard remedy replayed on this rank's steps. Measured mean step ${fmtMs(m)}; ${barsOf}.${without}${left}`,
+    pairedBars("remedies-chart", unprof ? sec.unprofiled_mean_ms : m, bars), el("div", {class: "tablewrap"}, table));
 }
 
 /** The job replayed (`cluster.job_whatif`): each straggler fixed, each standard remedy on every rank. */

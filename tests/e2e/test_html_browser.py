@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -602,3 +603,33 @@ def test_distributed_view_of_a_cpu_job_shows_its_host_collectives(tmp_path: Path
     assert first[:2] == [str(latest["index"]), latest["type"]] and first[5] == _ms(latest["lateness_ms"])
     _keep_screenshot(page, "skew-distributed.png", full=True)
     opened.check_clean()
+
+
+ASCEND_DB = NW0.parents[1] / "ascend_msinsight" / "small_cnn_2rank_hccl_level1" / "db"
+#: what an NPU's views never read (its AI cores' Cube runs every matrix op; it has no SMs, no CUDA)
+NVIDIA_WORDS = re.compile(r"\bGPUs?\b|CUDA|Tensor[- ]Cores?|\bSMs?\b|\bTC\b|cuDNN")
+
+
+def test_an_npu_report_is_in_the_npus_words(tmp_path: Path, browser: Any) -> None:
+    """The Ascend job's report: its overview, kernels and operators views say "NPU" where a GPU's say
+    "GPU" (the views' texts said once, ``views.sayView``), and carry no Tensor-Core, blocks-per-SM or
+    occupancy figures; the H100 base run's keep theirs."""
+    if not ASCEND_DB.is_dir():
+        pytest.skip(f"the Ascend db export is not at {ASCEND_DB}")
+    path = tmp_path / "ascend.html"
+    _write_trace_report(ASCEND_DB, path)
+    opened = open_page(browser, path)
+    page = opened.page
+    said = []
+    for view, wait in (("overview", "#verdict"), ("kernels", "#kernels-table tbody tr"),
+                       ("operators", "#operators-table tbody tr"), ("steps", "main#view section.card")):
+        opened.go(view, wait=wait)
+        said.append(page.locator("main").inner_text())
+    assert not NVIDIA_WORDS.findall(" ".join(said)), sorted(set(NVIDIA_WORDS.findall(" ".join(said))))
+    assert "NPU utilization" in said[0] and "NPU idle / step" in said[0] and "of NPU time in all" in said[1]
+    opened.check_clean()
+    gpu = tmp_path / "h100.html"
+    _write_trace_report(H100_BASE, gpu)
+    opened = open_page(browser, gpu)
+    opened.go("kernels", wait="#kernels-table tbody tr")
+    assert {"blocks/SM", "TC"} <= set(opened.page.locator("#kernels-table th").all_text_contents())

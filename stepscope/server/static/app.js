@@ -10,7 +10,7 @@
 
 import {el, clear, empty, fmtMs, fmtBytes} from "./util.js";
 import {standalone, embeddedKind, reportTitle, listRuns, runDocument, carriesSnapshot} from "./data.js";
-import {overviewView, stepsView, kernelsView, operatorsView} from "./views.js";
+import {overviewView, stepsView, kernelsView, operatorsView, sayView} from "./views.js";
 import {memoryView, distributedView, modulesView} from "./views_more.js";
 import {timelineView} from "./timeline.js";
 import {graphsView} from "./device.js";
@@ -143,6 +143,7 @@ async function runPage(r, my) {
   document.title = standalone ? `${entry[1]} · ${reportTitle()}` : `${entry[1]} · ${run.label} · stepscope`;
   const nodes = await entry[2]({runId: r.id, rank, doc, run, remedy: r.remedy});
   show(nodes, my);
+  if (my === token) sayView(main, (doc.ranks || [])[0]?.device);  // an NPU's views in its words
 }
 
 async function snapshotPage(r, run, my) {

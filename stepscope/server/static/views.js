@@ -118,7 +118,7 @@ export function overviewView(ctx) {
   if (ov) parts.push(card("avg-step-card", "Average step", "Where the average step's wall time goes (priority: Kernel > Memcpy > Memset > Communication > Runtime > DataLoader > CPU Exec > Other).", avgBreakdown(ov)));
   parts.push(card("findings", `Findings (${found.length})`, "What shortens the bound first, then by estimated time saved per step.",
     found.length ? el("ol", {class: "findings"}, found.map((f) => findingCard(f, ctx.runId, rank))) : el("p", {class: "empty ok", id: "no-findings"}, "No findings: nothing stands out.")));
-  parts.push(deepCard(r));
+  parts.push(deepCard(r, dev));
   if ((doc.diagnostics || []).length) parts.push(diagnosticsCard(doc.diagnostics));
   return parts;
 }
@@ -131,6 +131,22 @@ function said(text, dev) {
   return (DEVICE_WORDS[dev && dev.vendor] || []).reduce((t, [from, to]) => t.split(from).join(to), text);
 }
 
+/** An Ascend NPU's rank: no Tensor-Core or SM figures (report/views/kernels.py's GPU_COLUMNS). */
+function npu(r) {
+  return (r.device && r.device.vendor) === "ascend";
+}
+
+/** Every text of a rendered view in the device's words (an Ascend NPU's, an AMD GPU's), as the terminal's
+ * views are said (report/console.said): one pass over the view's text nodes, so no view repeats the choice. */
+export function sayView(root, dev) {
+  if (!DEVICE_WORDS[dev && dev.vendor]) return;
+  const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+    const text = said(n.nodeValue, dev);
+    if (text !== n.nodeValue) n.nodeValue = text;
+  }
+}
+
 function gridNote(ov) {
   // graph-replayed kernels record no grid: the SM efficiency weighs the others only, said so
   if (!isNum(ov.sm_efficiency_pct) || !isNum(ov.grid_kernel_pct) || ov.grid_kernel_pct >= 100) return "";
@@ -141,12 +157,12 @@ function rankText(rank, count) {
   return count > 1 ? `rank ${rank} of ${count}` : `single rank (${rank})`;
 }
 
-function deepCard(r) {
+function deepCard(r, dev) {
   const idle = r.idle, sync = r.sync, launch = r.launch, cp = r.critical_path;
   const stats = [];
   if (cp && cp.bound_by) stats.push(stat("critical path bound by", String(cp.bound_by).replace(/_/g, " "), {class: "stat textual"}));
   if (idle) {
-    stats.push(stat("GPU idle / step", fmtMs(idle.idle_ms)), stat("idle: host wait", fmtMs(idle.host_wait_ms)),
+    stats.push(stat(said("GPU idle / step", dev), fmtMs(idle.idle_ms)), stat("idle: host wait", fmtMs(idle.host_wait_ms)),
       stat("idle: kernel wait", fmtMs(idle.kernel_wait_ms)), stat("idle: other gaps", fmtMs(idle.other_ms)));
   }
   if (sync) stats.push(stat("sync calls / step", isNum(sync.sync_calls_per_step) ? sync.sync_calls_per_step.toFixed(1) : "–"));
@@ -185,9 +201,10 @@ export function kernelsView(ctx) {
     {key: "total_ms", label: "total", num: true, fmt: fmtMs}, {key: "share_pct", label: "share", num: true, share: true},
     {key: "mean_us", label: "mean µs", num: true, fmt: us}, {key: "median_us", label: "median µs", num: true, fmt: us},
     {key: "max_us", label: "max µs", num: true, fmt: us},
-    {key: "mean_blocks_per_sm", label: "blocks/SM", num: true, fmt: (v) => (isNum(v) ? v.toFixed(2) : "–")},
-    {key: "mean_occupancy_pct", label: "occupancy", num: true, fmt: (v) => fmtPct(v)},
-    {key: "tc_used", label: "TC", fmt: (v) => (v ? "yes" : "")},
+    // an NPU's kernels launch no grid of blocks on SMs and name no Tensor Core: no such columns there
+    ...(npu(r) ? [] : [{key: "mean_blocks_per_sm", label: "blocks/SM", num: true, fmt: (v) => (isNum(v) ? v.toFixed(2) : "–")},
+      {key: "mean_occupancy_pct", label: "occupancy", num: true, fmt: (v) => fmtPct(v)},
+      {key: "tc_used", label: "TC", fmt: (v) => (v ? "yes" : "")}]),
   ];
   const total = rows.reduce((s, k) => s + (k.total_ms || 0), 0);
   return [card("kernels", "Kernels", `${fmtNum(rows.length)} kernels, ${fmtMs(total)} of GPU time in all. Click a header to sort.`,
@@ -216,8 +233,8 @@ export function operatorsView(ctx) {
     {key: "device_total_ms", label: "device total", num: true, fmt: fmtMs},
     {key: "host_self_ms", label: "host self", num: true, fmt: fmtMs},
     {key: "host_total_ms", label: "host total", num: true, fmt: fmtMs},
-    {key: "tc_self_pct", label: "TC self", num: true, fmt: (v) => fmtPct(v)},
-    {key: "tc_eligible", label: "TC eligible", fmt: (v) => (v ? "yes" : "")},
+    ...(npu(r) ? [] : [{key: "tc_self_pct", label: "TC self", num: true, fmt: (v) => fmtPct(v)},
+      {key: "tc_eligible", label: "TC eligible", fmt: (v) => (v ? "yes" : "")}]),
   ];
   return [card("operators", "Operators", `${fmtNum(rows.length)} operators (a same-name only child is merged into its parent).`,
     dataTable(rows, columns, {id: "operators-table", sortKey: "device_self_ms"}))];

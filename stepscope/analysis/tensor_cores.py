@@ -156,6 +156,10 @@ class TensorCoreResult:
     fp32_cuda_core_ns: float  # eligible non-TC kernels doing FP32 math (:func:`_fp32_cuda_core`)
     peak: DevicePeak | None  # the device's row of the peak table (None: unknown device)
     math_attention: MathAttention  # attention on SDPA's math backend (:mod:`.attention_fallback`): not counted above
+    #: the non-TC kernels whose eligible op does not already take half-precision tensors (types unknown
+    #: included): what autocast would move to Tensor Cores (the ``amp`` what-if); under an op on bf16 tensors
+    #: they are the layout transforms and casts around a Tensor-Core convolution, which it would not
+    amp_kernels: NamedRows
 
     @property
     def eligible_pct(self) -> float:
@@ -198,6 +202,7 @@ def compute_tensor_cores(trace: Trace, rank: int) -> TensorCoreResult:
     eligible &= ~np.isin(k, fallback.rows)  # SDPA's math backend computes in FP32 whatever the inputs' type
     non_tc = eligible & ~tc
     ops = elig_op[non_tc]
+    half = np.zeros(len(k), bool) if len(k) == 0 else _half_inputs(trace, elig_op)
     tf32 = eligible & tc & _fp32_math(trace, k, elig_op)
     fp32_cores = non_tc & _fp32_cuda_core(trace, k)
     return TensorCoreResult(
@@ -208,7 +213,16 @@ def compute_tensor_cores(trace: Trace, rank: int) -> TensorCoreResult:
         non_tc_kernels=named_rows(trace, k[non_tc]), non_tc_ops=named_rows(trace, ops, ev["dur_ns"][k[non_tc]]),
         input_types=_input_types(trace, ops), tf32_kernels=named_rows(trace, k[tf32]),
         fp32_cuda_core_ns=float(dur[fp32_cores].sum()),
-        peak=match_device(dev.name, dev.total_memory_bytes) if dev is not None else None, math_attention=fallback)
+        peak=match_device(dev.name, dev.total_memory_bytes) if dev is not None else None, math_attention=fallback,
+        amp_kernels=named_rows(trace, k[non_tc & ~half]))
+
+
+def _half_inputs(trace: Trace, op: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+    """Per kernel: its eligible op takes half-precision tensors (fp16 / bf16 in its recorded ``Input type``)."""
+    types = np.where(op >= 0, trace.events["input_types"][np.maximum(op, 0)], -1)
+    half = trace.strings.mask(lambda t: "Half" in t or "BFloat16" in t)
+    out: npt.NDArray[np.bool_] = (types >= 0) & half[np.maximum(types, 0)]
+    return out
 
 
 def _fp32_math(trace: Trace, k: npt.NDArray[np.int64], op: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:

@@ -1,8 +1,9 @@
 """Mixed precision as a what-if: the FP32 matrix math of Tensor-Core-eligible ops moved to Tensor Cores.
 
 ``torch.autocast`` (bf16, or fp16 with a grad scaler) runs the convolutions, matrix products and
-attention that the tensor_cores analysis finds launched by eligible ops without Tensor Cores
-(``non_tc_kernels``: FP32 SIMT GEMMs and convolutions) on Tensor Cores. The transformation: those
+attention that the tensor_cores analysis finds launched by eligible ops without Tensor Cores on Tensor
+Cores — those whose op does not already take half-precision tensors (``amp_kernels``: FP32 SIMT GEMMs
+and convolutions; not the layout transforms and casts around a bf16 convolution). The transformation: those
 kernels take ``1 / speedup`` × their time, ``speedup`` the device's half-precision Tensor-Core peak
 over its FP32 peak (:func:`~stepscope.analysis.peaks.amp_speedup`, the ``no-tensor-cores`` rule's own
 model; 2 where the device is unknown). Replayed, the saving is what reaches the step: once the GPU
@@ -53,10 +54,10 @@ class MixedPrecision:
             tc = compute_tensor_cores(trace, g.rank)
         except NotApplicable:
             return d
-        if len(tc.non_tc_kernels) == 0:
+        if len(tc.amp_kernels) == 0:
             return d
         speedup = self.speedup if self.speedup is not None else amp_speedup_of(trace, g.rank)
-        hit = np.isin(g.device.row, tc.non_tc_kernels.rows)
+        hit = np.isin(g.device.row, tc.amp_kernels.rows)
         dev = d.device_ns.copy()
         dev[hit] = np.round(dev[hit] / max(speedup, 1.0)).astype(np.int64)
         return replace(d, device_ns=dev)

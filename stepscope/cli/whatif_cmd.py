@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import click
 
 from stepscope.analysis.base import NotApplicable
@@ -13,7 +15,24 @@ from stepscope.report import whatif_view
 from stepscope.report.console import terminal_console
 
 
-@click.command("whatif", short_help="Predict the step after a change, before making it.")
+class _WhatifCommand(click.Command):
+    """``--unprofiled`` takes an optional value: click reads ``--unprofiled -1`` as the option without a
+    value followed by an unknown option ``-1`` ("No such option"); a negative cost is refused here, in
+    the words the server and the MCP tool use."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        for i, arg in enumerate(args):
+            value = args[i + 1] if arg == "--unprofiled" and i + 1 < len(args) else \
+                arg.partition("=")[2] if arg.startswith("--unprofiled=") else ""
+            if _NEGATIVE.match(value):
+                raise UsageError(f"--unprofiled takes a cost per recorded op from 0 to 1000 µs (got {value})")
+        return super().parse_args(ctx, args)
+
+
+_NEGATIVE = re.compile(r"^-(?:\d|\.\d|inf)", re.IGNORECASE)
+
+
+@click.command("whatif", cls=_WhatifCommand, short_help="Predict the step after a change, before making it.")
 @click.argument("path", required=False, type=InputPath())
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="DataLoader with N background workers (each call waits max(0, fetch/N - rest of step)).")

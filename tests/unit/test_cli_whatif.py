@@ -13,6 +13,7 @@ from stepscope.analysis.whatif.simulate import simulate
 from stepscope.cli import main
 
 BASE = Path(__file__).resolve().parents[1] / "data" / "h100_cuda_train" / "base"
+UNPROFILED_RANGE = "--unprofiled takes a cost per recorded op from 0 to 1000 µs"
 
 
 def _main(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -57,6 +58,10 @@ def test_fused_optimizer_is_the_transform(capsys: pytest.CaptureFixture[str]) ->
     (["whatif", str(BASE), "--scale", "gemm=1e300"], "--scale takes REGEX=FACTOR with a factor from 0 to 1000"),
     (["whatif", str(BASE), "--drop-syncs", "("], "--drop-syncs: not a regular expression"),
     (["whatif", str(BASE), "--scale", "a[=0.5"], "--scale: not a regular expression"),
+    # an optional value click would read as an unknown option "-1" ("No such option")
+    (["whatif", str(BASE), "--unprofiled", "-1"], f"{UNPROFILED_RANGE} (got -1)"),
+    (["whatif", str(BASE), "--unprofiled=-0.5"], f"{UNPROFILED_RANGE} (got -0.5)"),
+    (["whatif", str(BASE), "--unprofiled", "2000"], UNPROFILED_RANGE),
 ])
 def test_bad_changes_are_usage_errors(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
     rc, out, err = _main(argv, capsys)

@@ -52,6 +52,9 @@ _NEGATIVE = re.compile(r"^-(?:\d|\.\d|inf)", re.IGNORECASE)
 @click.option("--amp", is_flag=True,
               help="Mixed precision: the eligible ops' kernels without Tensor Cores run faster by the device's "
                    "half-precision Tensor-Core peak over its FP32 one.")
+@click.option("--bf16", is_flag=True,
+              help="bf16 autocast: the TF32 Tensor-Core kernels run faster by the device's bf16 peak over its "
+                   "TF32 one.")
 @click.option("--scale", "scales", multiple=True, metavar="REGEX=FACTOR",
               help="Kernels/copies whose name or launching op matches REGEX take FACTOR x their time (repeatable).")
 @click.option("--overlap-comm", is_flag=True, help="Communication kernels fully hidden under compute (upper bound).")
@@ -67,12 +70,12 @@ _NEGATIVE = re.compile(r"^-(?:\d|\.\d|inf)", re.IGNORECASE)
 @trace_options
 def command(path: str | None, workers: int | None, host_overhead: float | None, host_in: tuple[str, ...],
             fused_optimizer: bool, no_compile: bool, batch_copies: bool, drop_syncs: str | None, pin: bool, amp: bool,
-            scales: tuple[str, ...], overlap_comm: bool, fix_ranks: tuple[int, ...], batch: str | None,
+            bf16: bool, scales: tuple[str, ...], overlap_comm: bool, fix_ranks: tuple[int, ...], batch: str | None,
             unprofiled_us: float | None, as_json: bool, no_cache: bool, span: str | None,
             ranks: tuple[int, ...]) -> None:
     """Predict each step with the named changes applied together (the embedded sample when PATH is omitted)."""
     changes = transforms_of(workers, drop_syncs, pin, scales, host_overhead, host_in, overlap_comm, fix_ranks, batch,
-                            fused_optimizer, no_compile, batch_copies, unprofiled_us, amp)
+                            fused_optimizer, no_compile, batch_copies, unprofiled_us, amp, bf16)
     trace = load_trace(path, no_cache, span, ranks)
     check_ranks(fix_ranks, trace.rank_ids)
     try:

@@ -133,6 +133,8 @@ class Tools:
                amp: Annotated[bool, Field(description="Mixed precision: the eligible ops' kernels without Tensor "
                                           "Cores run faster by the device's half-precision peak over its FP32 "
                                           "one")] = False,
+               bf16: Annotated[bool, Field(description="bf16 autocast: the TF32 Tensor-Core kernels run faster by "
+                                           "the device's bf16 peak over its TF32 one")] = False,
                unprofiled_us: Annotated[float | None, Field(ge=0, le=1000, description="Without the profiler's "
                                                             "own cost: each recorded op costs US µs less (8 "
                                                             "measured on CUDA traces); applied first")] = None) -> str:
@@ -141,7 +143,7 @@ class Tools:
         and what bounds the step before and after."""
         return self._answer(lambda: queries.whatif(self.cache.get(path), rank, workers, host_overhead, host_in,
                                                    drop_syncs, pin_copies, scale, overlap_comm, fix_rank, batch,
-                                                   fused_optimizer, no_compile, batch_copies, unprofiled_us, amp))
+                                                   fused_optimizer, no_compile, batch_copies, unprofiled_us, amp, bf16))
 
 
 def _version() -> str:

@@ -11,7 +11,7 @@ import re
 
 from stepscope.analysis.whatif import transforms as tf
 from stepscope.analysis.whatif.batch import LargerBatch
-from stepscope.analysis.whatif.precision import MixedPrecision
+from stepscope.analysis.whatif.precision import Bf16OverTf32, MixedPrecision
 from stepscope.analysis.whatif.unprofiled import WithoutProfiler
 from stepscope.errors import UsageError
 
@@ -68,8 +68,8 @@ def transforms_of(workers: int | None, drop_syncs: str | None, pin: bool, scales
                   host_overhead: float | None, host_in: tuple[str, ...], overlap_comm: bool,
                   fix_ranks: tuple[int, ...] = (), batch: str | None = None,
                   fused_optimizer: bool = False, no_compile: bool = False,
-                  batch_copies: bool = False, unprofiled_us: float | None = None, amp: bool = False
-                  ) -> list[tf.Transform]:
+                  batch_copies: bool = False, unprofiled_us: float | None = None, amp: bool = False,
+                  bf16: bool = False) -> list[tf.Transform]:
     """The transformations the options name, in a fixed order (profiler, ranks, batch, input, host,
     syncs, copies, device): the profiler's cost first, so the changes after it apply to the step the
     program runs unprofiled; a larger batch before the remedies, so they apply to its step."""
@@ -98,13 +98,15 @@ def transforms_of(workers: int | None, drop_syncs: str | None, pin: bool, scales
         out.append(tf.PinnedCopies())
     if amp:
         out.append(MixedPrecision())
+    if bf16:
+        out.append(Bf16OverTf32())
     out += [tf.ScaleDevice(tf.Select(p), f) for p, f in (pair(s, "--scale") for s in scales)]
     if overlap_comm:
         out.append(tf.OverlapComm())
     if not out:
         raise UsageError("name at least one change: --workers, --host-overhead, --host-in, --fused-optimizer, "
-                         "--no-compile, --batch-copies, --drop-syncs, --pin-copies, --amp, --scale, --overlap-comm, "
-                         "--fix-rank, --batch or --unprofiled (see stepscope whatif --help)")
+                         "--no-compile, --batch-copies, --drop-syncs, --pin-copies, --amp, --bf16, --scale, "
+                         "--overlap-comm, --fix-rank, --batch or --unprofiled (see stepscope whatif --help)")
     return out
 
 

@@ -1,4 +1,5 @@
-"""Mixed precision as a what-if: the FP32 matrix math of Tensor-Core-eligible ops moved to Tensor Cores.
+"""Mixed precision as a what-if: the FP32 matrix math of Tensor-Core-eligible ops moved to Tensor Cores
+(:class:`MixedPrecision`), and TF32 Tensor-Core math moved to bf16 (:class:`Bf16OverTf32`).
 
 ``torch.autocast`` (bf16, or fp16 with a grad scaler) runs the convolutions, matrix products and
 attention that the tensor_cores analysis finds launched by eligible ops without Tensor Cores on Tensor
@@ -8,6 +9,10 @@ kernels take ``1 / speedup`` × their time, ``speedup`` the device's half-precis
 over its FP32 peak (:func:`~stepscope.analysis.peaks.amp_speedup`, the ``no-tensor-cores`` rule's own
 model; 2 where the device is unknown). Replayed, the saving is what reaches the step: once the GPU
 work shrinks, the host (and, without the profiler, the program's own host) may bound it.
+
+The Tensor-Core kernels on FP32 tensors (TF32 math: the analysis' ``tf32_kernels``) under bf16 autocast
+run at the device's bf16 Tensor-Core peak over its TF32 one (2 on A100 / H100 / H200): the
+``tf32-not-bf16`` rule's model, a lower bound (bf16 GEMMs also reach a larger share of their peak).
 """
 
 from __future__ import annotations
@@ -58,6 +63,42 @@ class MixedPrecision:
             return d
         speedup = self.speedup if self.speedup is not None else amp_speedup_of(trace, g.rank)
         hit = np.isin(g.device.row, tc.amp_kernels.rows)
+        dev = d.device_ns.copy()
+        dev[hit] = np.round(dev[hit] / max(speedup, 1.0)).astype(np.int64)
+        return replace(d, device_ns=dev)
+
+
+def bf16_speedup_of(trace: Trace, rank: int) -> float:
+    """The device's bf16 Tensor-Core peak over its TF32 one (2 where unknown, or no kernels)."""
+    try:
+        peak = compute_tensor_cores(trace, rank).peak
+    except NotApplicable:
+        return UNKNOWN_DEVICE_SPEEDUP
+    return amp_speedup(peak, "tf32") or UNKNOWN_DEVICE_SPEEDUP
+
+
+@dataclass(frozen=True)
+class Bf16OverTf32:
+    """The Tensor-Core kernels on FP32 tensors (TF32) take ``1 / speedup`` × their time under bf16 autocast
+    (``speedup`` None: the device's, :func:`bf16_speedup_of`)."""
+
+    speedup: float | None = None
+    name: str = field(default="bf16", init=False)
+
+    def basis(self) -> str:
+        by = (f"{self.speedup:.3g} × faster" if self.speedup is not None
+              else "faster by the device's bf16 Tensor-Core peak over its TF32 one")
+        return f"bf16 autocast: the TF32 Tensor-Core kernels run {by}"
+
+    def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
+        try:
+            tc = compute_tensor_cores(trace, g.rank)
+        except NotApplicable:
+            return d
+        if len(tc.tf32_kernels) == 0:
+            return d
+        speedup = self.speedup if self.speedup is not None else bf16_speedup_of(trace, g.rank)
+        hit = np.isin(g.device.row, tc.tf32_kernels.rows)
         dev = d.device_ns.copy()
         dev[hit] = np.round(dev[hit] / max(speedup, 1.0)).astype(np.int64)
         return replace(d, device_ns=dev)

@@ -37,7 +37,7 @@ from stepscope.analysis.whatif.channels_last import (
     ChannelsLast,
 )
 from stepscope.analysis.whatif.graph import StepGraph, require_linked, step_graph
-from stepscope.analysis.whatif.precision import MixedPrecision, amp_speedup_of
+from stepscope.analysis.whatif.precision import Bf16OverTf32, MixedPrecision, amp_speedup_of, bf16_speedup_of
 from stepscope.analysis.whatif.replay import Durations, replay_all
 from stepscope.analysis.whatif.unprofiled import WithoutProfiler
 from stepscope.model.trace import Trace
@@ -56,6 +56,7 @@ REMEDIES: dict[str, tf.Transform] = {
     "batch-copies": tf.BatchSmallCopies(),
     "channels-last": ChannelsLast(),
     "amp": MixedPrecision(),
+    "bf16": Bf16OverTf32(),
 }
 #: name → the ``stepscope whatif`` options (and web UI fields) that replay the same change
 #: (:func:`stepscope.analysis.whatif.options.transforms_of`; ``drop_syncs`` "." matches every call)
@@ -70,6 +71,7 @@ REMEDY_OPTIONS: dict[str, dict[str, int | float | str | bool | list[str]]] = {
     "batch-copies": {"batch_copies": True},
     "channels-last": {"scale": [f"{TRANSFORM_PATTERN}=0", f"{NCHW_VARIANT_PATTERN}={NCHW_VARIANT_FACTOR:g}"]},
     "amp": {"amp": True},
+    "bf16": {"bf16": True},
 }
 
 def _channels_last_kernels(trace: Trace, rank: int) -> npt.NDArray[np.int64]:
@@ -187,6 +189,8 @@ def _basis(trace: Trace, rank: int, name: str, change: tf.Transform) -> str:
                 "the trace shows the waits, not what a batch costs a worker): an upper bound")
     if isinstance(change, MixedPrecision) and change.speedup is None:  # the rank's device says how much
         return MixedPrecision(amp_speedup_of(trace, rank)).basis()
+    if isinstance(change, Bf16OverTf32) and change.speedup is None:
+        return Bf16OverTf32(bf16_speedup_of(trace, rank)).basis()
     return change.basis()
 
 

@@ -32,6 +32,8 @@ const FIELDS = [
     hint: "the small host-device copies made as one: the ops issuing them take no host time"},
   {name: "amp", label: "Mixed precision", type: "checkbox",
     hint: "the eligible ops' kernels without Tensor Cores run faster by the device's half-precision peak over its FP32 one"},
+  {name: "bf16", label: "bf16 over TF32", type: "checkbox",
+    hint: "the TF32 Tensor-Core kernels run faster by the device's bf16 peak over its TF32 one (bf16 autocast)"},
   {name: "scale", label: "Scale kernels (REGEX=F)", type: "lines", attrs: {placeholder: "gemm|conv=0.5"},
     hint: "one per line: matching kernels and copies take F × their time (AMP, Tensor Cores)"},
   {name: "overlap_comm", label: "Overlap communication", type: "checkbox", hint: "communication hidden under compute (an upper bound)"},

@@ -96,6 +96,7 @@ def tf32(b: TraceBuilder, on: bool) -> None:
     name = f"sm80_xmma_gemm_{kind}_nn_n_tilesize128x128x32_stage3_warpsize2x2x1_tensor16x8x8_kernel"
     for t in steps(b):
         gemm(b, t + 10, dur=8_000, name=name, **{"Input type": [types, types]})
+        device_sync(b, t + 100, t + 8_050)  # the kernel runs t + 30 .. t + 8,030
 
 
 def gemm_dims(b: TraceBuilder, on: bool) -> None:

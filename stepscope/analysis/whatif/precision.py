@@ -17,13 +17,15 @@ run at the device's bf16 Tensor-Core peak over its TF32 one (2 on A100 / H100 / 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.named import NamedRows
 from stepscope.analysis.peaks import amp_speedup
-from stepscope.analysis.tensor_cores import compute_tensor_cores
+from stepscope.analysis.tensor_cores import TensorCoreResult, compute_tensor_cores
 from stepscope.analysis.whatif.graph import StepGraph
 from stepscope.analysis.whatif.replay import Durations
 from stepscope.model.trace import Trace
@@ -32,13 +34,40 @@ from stepscope.model.trace import Trace
 UNKNOWN_DEVICE_SPEEDUP = 2.0
 
 
-def amp_speedup_of(trace: Trace, rank: int) -> float:
-    """The device's half-precision Tensor-Core peak over its FP32 peak (2 where unknown, or no kernels)."""
+def _device_speedup(trace: Trace, rank: int, from_dtype: str) -> float:
+    """The device's half-precision Tensor-Core peak over its ``from_dtype`` one (2 where unknown)."""
     try:
         peak = compute_tensor_cores(trace, rank).peak
     except NotApplicable:
         return UNKNOWN_DEVICE_SPEEDUP
-    return amp_speedup(peak, "fp32") or UNKNOWN_DEVICE_SPEEDUP
+    return amp_speedup(peak, from_dtype) or UNKNOWN_DEVICE_SPEEDUP
+
+
+def amp_speedup_of(trace: Trace, rank: int) -> float:
+    """The device's half-precision Tensor-Core peak over its FP32 peak (2 where unknown, or no kernels)."""
+    return _device_speedup(trace, rank, "fp32")
+
+
+def bf16_speedup_of(trace: Trace, rank: int) -> float:
+    """The device's bf16 Tensor-Core peak over its TF32 one (2 where unknown, or no kernels)."""
+    return _device_speedup(trace, rank, "tf32")
+
+
+def _faster(trace: Trace, g: StepGraph, d: Durations, rows_of: Callable[[TensorCoreResult], NamedRows],
+            speedup: float | None, from_dtype: str) -> Durations:
+    """The durations with the rank's kernels ``rows_of`` its tensor_cores result taking ``1 / speedup`` ×
+    their time (``speedup`` None: the device's peak ratio from ``from_dtype``)."""
+    try:
+        rows = rows_of(compute_tensor_cores(trace, g.rank)).rows
+    except NotApplicable:
+        return d
+    if len(rows) == 0:
+        return d
+    by = speedup if speedup is not None else _device_speedup(trace, g.rank, from_dtype)
+    hit = np.isin(g.device.row, rows)
+    dev = d.device_ns.copy()
+    dev[hit] = np.round(dev[hit] / max(by, 1.0)).astype(np.int64)
+    return replace(d, device_ns=dev)
 
 
 @dataclass(frozen=True)
@@ -55,26 +84,7 @@ class MixedPrecision:
         return f"mixed precision: the eligible ops' kernels without Tensor Cores run {by}"
 
     def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
-        try:
-            tc = compute_tensor_cores(trace, g.rank)
-        except NotApplicable:
-            return d
-        if len(tc.amp_kernels) == 0:
-            return d
-        speedup = self.speedup if self.speedup is not None else amp_speedup_of(trace, g.rank)
-        hit = np.isin(g.device.row, tc.amp_kernels.rows)
-        dev = d.device_ns.copy()
-        dev[hit] = np.round(dev[hit] / max(speedup, 1.0)).astype(np.int64)
-        return replace(d, device_ns=dev)
-
-
-def bf16_speedup_of(trace: Trace, rank: int) -> float:
-    """The device's bf16 Tensor-Core peak over its TF32 one (2 where unknown, or no kernels)."""
-    try:
-        peak = compute_tensor_cores(trace, rank).peak
-    except NotApplicable:
-        return UNKNOWN_DEVICE_SPEEDUP
-    return amp_speedup(peak, "tf32") or UNKNOWN_DEVICE_SPEEDUP
+        return _faster(trace, g, d, lambda tc: tc.amp_kernels, self.speedup, "fp32")
 
 
 @dataclass(frozen=True)
@@ -91,14 +101,4 @@ class Bf16OverTf32:
         return f"bf16 autocast: the TF32 Tensor-Core kernels run {by}"
 
     def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
-        try:
-            tc = compute_tensor_cores(trace, g.rank)
-        except NotApplicable:
-            return d
-        if len(tc.tf32_kernels) == 0:
-            return d
-        speedup = self.speedup if self.speedup is not None else bf16_speedup_of(trace, g.rank)
-        hit = np.isin(g.device.row, tc.tf32_kernels.rows)
-        dev = d.device_ns.copy()
-        dev[hit] = np.round(dev[hit] / max(speedup, 1.0)).astype(np.int64)
-        return replace(d, device_ns=dev)
+        return _faster(trace, g, d, lambda tc: tc.tf32_kernels, self.speedup, "tf32")

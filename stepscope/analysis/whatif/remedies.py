@@ -22,7 +22,7 @@ import numpy.typing as npt
 from stepscope.analysis._memo import per_rank
 from stepscope.analysis.attention_fallback import math_attention
 from stepscope.analysis.base import NotApplicable
-from stepscope.analysis.convolutions import compute_convolutions
+from stepscope.analysis.convolutions import FALLBACK, compute_convolutions
 from stepscope.analysis.critical_path import compute_critical_path
 from stepscope.analysis.dataloader import compute_dataloader
 from stepscope.analysis.elementwise_runs import compute_elementwise_runs
@@ -44,6 +44,11 @@ from stepscope.model.trace import Trace
 
 #: Default DataLoader workers of the ``loader-workers`` remedy (the advisor's suggested count).
 DEFAULT_WORKERS = 4
+#: cuDNN's fallback convolution kernels (the convolutions analysis' ``FALLBACK``) and the share of their
+#: time ``cudnn.benchmark`` saves them (the advisor's ``cudnn_benchmark_gain`` default, a conservative
+#: share: the real one depends on the layer shapes)
+CUDNN_FALLBACK_PATTERN = FALLBACK.pattern
+CUDNN_BENCHMARK_GAIN = 0.15
 #: name → the transformation a remedy stands for
 REMEDIES: dict[str, tf.Transform] = {
     "loader-workers": tf.LoaderWorkers(DEFAULT_WORKERS),
@@ -57,6 +62,7 @@ REMEDIES: dict[str, tf.Transform] = {
     "channels-last": ChannelsLast(),
     "amp": MixedPrecision(),
     "bf16": Bf16OverTf32(),
+    "cudnn-benchmark": tf.ScaleDevice(tf.Select(CUDNN_FALLBACK_PATTERN), 1.0 - CUDNN_BENCHMARK_GAIN),
 }
 #: name → the ``stepscope whatif`` options (and web UI fields) that replay the same change
 #: (:func:`stepscope.analysis.whatif.options.transforms_of`; ``drop_syncs`` "." matches every call)
@@ -72,6 +78,7 @@ REMEDY_OPTIONS: dict[str, dict[str, int | float | str | bool | list[str]]] = {
     "channels-last": {"scale": [f"{TRANSFORM_PATTERN}=0", f"{NCHW_VARIANT_PATTERN}={NCHW_VARIANT_FACTOR:g}"]},
     "amp": {"amp": True},
     "bf16": {"bf16": True},
+    "cudnn-benchmark": {"scale": [f"{CUDNN_FALLBACK_PATTERN}={1.0 - CUDNN_BENCHMARK_GAIN:g}"]},
 }
 
 def _channels_last_kernels(trace: Trace, rank: int) -> npt.NDArray[np.int64]:

@@ -180,6 +180,7 @@ def benchmark_off(b: TraceBuilder, on: bool) -> None:
         "volta_scudnn_winograd_128x128_ldg1_ldg4_relu_tile148t_nt_v1"
     for t in steps(b):
         gemm(b, t + 10, dur=8_000, name=kernel, op="aten::cudnn_convolution")
+        device_sync(b, t + 100, t + 8_050)  # the kernel runs t + 30 .. t + 8,030
 
 
 def algo_search(b: TraceBuilder, on: bool) -> None:

@@ -82,7 +82,7 @@ class ProfilerCost:
 
 @per_rank
 def compute_profiler_cost(trace: Trace, rank: int) -> ProfilerCost:
-    """The rank's recorded ops per step and, where the host weighs on it, its step without their cost."""
+    """The rank's recorded ops per step and, where their cost weighs on it, its step without that cost."""
     measured = measured_unprofiled_steps(trace, rank)
     if not measured and not calibrated_for(trace, rank):
         raise NotApplicable("the profiler's cost per event was measured on NVIDIA CUDA traces only (and no step "

@@ -202,7 +202,7 @@ def compute_tensor_cores(trace: Trace, rank: int) -> TensorCoreResult:
     eligible &= ~np.isin(k, fallback.rows)  # SDPA's math backend computes in FP32 whatever the inputs' type
     non_tc = eligible & ~tc
     ops = elig_op[non_tc]
-    half = np.zeros(len(k), bool) if len(k) == 0 else _half_inputs(trace, elig_op)
+    half = _half_inputs(trace, elig_op)
     tf32 = eligible & tc & _fp32_math(trace, k, elig_op)
     fp32_cores = non_tc & _fp32_cuda_core(trace, k)
     return TensorCoreResult(

@@ -144,6 +144,11 @@ def platform_key(platform: str) -> str:
     return platform
 
 
+def is_npu(platform: str) -> bool:
+    """An Ascend NPU (``ascend`` or ``ascend+native``): no Tensor Cores, SMs nor cuDNN to speak of."""
+    return platform.split("+")[0] == "ascend"
+
+
 def device_noun(platform: str) -> str:
     base = platform.split("+")[0]
     return {"ascend": "NPU", "cpu": "CPU"}.get(base, "GPU")

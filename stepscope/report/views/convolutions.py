@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from stepscope.analysis.convolutions import ConvolutionResult
-from stepscope.report.platform_texts import dialect
+from stepscope.report.platform_texts import dialect, is_npu
 from stepscope.report.views._deep import ms, pct, print_names
 
 
@@ -13,7 +13,7 @@ def render_convolutions(r: ConvolutionResult, console: Console, top: int, platfo
     n = max(r.step_count, 1)
     # an Ascend NPU's kernels do not name the unit nor the algorithm a convolution ran with (its AI cores'
     # Cube runs every one): no Tensor-Core or library-fallback split there
-    npu = platform.split("+")[0] == "ascend"
+    npu = is_npu(platform)
     split = "" if npu else (
         f"on Tensor Cores {ms(r.tc_conv.total_ns / n)} ms, cuDNN fallback algorithms "
         f"{ms(r.fallback.total_ns / n)} ms ({pct(r.fallback_pct)} of kernel time), ")

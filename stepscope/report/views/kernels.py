@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.table import Table
 
 from stepscope.analysis.kernels import KernelView
+from stepscope.report.platform_texts import is_npu
 from stepscope.report.views._deep import short, us
 
 
@@ -32,7 +33,7 @@ def render_kernels(k: KernelView, console: Console, top: int, platform: str = "c
     """Top-N kernels by name; the duration histogram; NCCL/RCCL kernels with their collective."""
     t = Table(title=f"rank {k.rank}: top {min(top, len(k.by_name))} of {len(k.by_name)} kernels "
               f"(µs; total {k.total_kernel_ns / 1e6:,.3f} ms)", header_style="bold")
-    gpu = platform.split("+")[0] != "ascend"
+    gpu = not is_npu(platform)
     cols = [c for c in ("kernel", "calls", "total", "mean", "median", "min", "max", "std", *GPU_COLUMNS, "share %")
             if gpu or c not in GPU_COLUMNS]
     for col in cols:

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from stepscope.analysis.overview import Overview
 from stepscope.model.trace import DeviceInfo
-from stepscope.report.platform_texts import dialect
+from stepscope.report.platform_texts import dialect, is_npu
 from stepscope.report.views._deep import ms, nbytes
 from stepscope.report.views.breakdown import breakdown_bar
 
@@ -76,7 +76,7 @@ def _efficiency(o: Overview, platform: str = "cuda") -> list[tuple[str, str]]:
             ("est. SM efficiency", _pct(o.sm_efficiency_pct, "no launch shapes") + _grid_note(o)),
             ("est. achieved occupancy", _pct(o.achieved_occupancy_pct, "no launch shapes") + occ_note),
             ("kernel time on Tensor Cores", _pct(o.tensor_core_pct, "no kernels") + tc_of)]
-    if platform.split("+")[0] == "ascend":
+    if is_npu(platform):
         rows.pop()
     if o.span_ns:
         rows.append(("GPU busy / span", f"{ms(o.busy_ns)} ms / {ms(o.span_ns)} ms"))

@@ -16,8 +16,8 @@ def render_profiler_cost(p: ProfilerCost, console: Console, top: int) -> None:
         head += (f" (the cost measured on this machine: {p.measured_steps} steps timed without the profiler by "
                  f"`stepscope run`, {ms(p.measured_step_ns)} ms on average)")
     if p.unprofiled_step_ns is None or p.unprofiled_bound is None:
-        console.print(f"{head}; not replayed without it: the host does not bound the step, or the cost is too "
-                      "small a part of it")
+        console.print(f"{head}; not replayed without it: its recorded ops cost under a tenth of the step at that "
+                      "rate, or more than all of it")
         return
     said = "another bound: the verdict says so" if p.changes_bound else "the same bound"
     console.print(f"{head}; without it {ms(p.unprofiled_step_ns)} ms, bound by {p.unprofiled_bound} ({said})")

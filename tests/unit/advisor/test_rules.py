@@ -325,3 +325,16 @@ def test_a_cpu_op_asking_the_runtime_a_question_launches_nothing(tmp_path: Path)
     advice = run_advisor(analyze(b.load(tmp_path)))
     (f,) = [f for f in advice.findings if f.rule == "heavy-host-op-no-gpu"]
     assert f.est_gain_ms == pytest.approx(EXPECTED_GAIN_MS["heavy-host-op-no-gpu"], abs=0.01)
+
+
+def test_the_replayed_remedies_use_the_advisors_defaults() -> None:
+    """cudnn-benchmark-off replays its remedy only while ``cudnn_benchmark_gain`` is the default: the
+    remedy's own share (``whatif.remedies.CUDNN_BENCHMARK_GAIN``) must be that default, or every trace
+    would silently fall back to the first-order estimate; likewise the fused optimizer's factor."""
+    from stepscope.advisor.config import AdvisorConfig
+    from stepscope.analysis.whatif.remedies import CUDNN_BENCHMARK_GAIN
+    from stepscope.analysis.whatif.transforms import FUSED_OPTIMIZER_FACTOR
+
+    cfg = AdvisorConfig()
+    assert cfg.cudnn_benchmark_gain == CUDNN_BENCHMARK_GAIN
+    assert abs(FUSED_OPTIMIZER_FACTOR * cfg.optimizer_fused_speedup - 1) < 1e-12

@@ -41,7 +41,7 @@ from stepscope.analysis._memo import per_rank, per_trace
 from stepscope.analysis.attention_fallback import math_attention
 from stepscope.analysis.categories import row_categories
 from stepscope.analysis.category_rules import Category
-from stepscope.analysis.common import I64, in_step_rows, kept_steps, launched_inside, optimizer_steps
+from stepscope.analysis.common import I64, B, in_step_rows, kept_steps, launched_inside, optimizer_steps
 from stepscope.analysis.dims import numel, tensor_dims
 from stepscope.analysis.named import NamedRows, named_rows
 from stepscope.model.schema import EventKind
@@ -61,6 +61,7 @@ class ElementwiseRuns:
     fused_ns: int  # Σ of each run's longest kernel
     kernels: NamedRows  # the runs' kernels
     example_ops: tuple[str, ...]  # the launching ops of the run that saves most, in order
+    longest: B  # per kernel (``kernels.rows`` order): whether it is its run's longest (the first of equals)
 
     @property
     def saved_ns(self) -> int:
@@ -110,7 +111,7 @@ def compute_elementwise_runs(trace: Trace, rank: int) -> ElementwiseRuns:
     k = in_step_rows(trace, rank, (int(EventKind.KERNEL),))
     steps = len(kept_steps(trace, rank))
     if not (row_categories(trace)[k] == Category.ELEMENTWISE).any():
-        return ElementwiseRuns(steps, 0, 0, 0, named_rows(trace, k[:0]), ())
+        return ElementwiseRuns(steps, 0, 0, 0, named_rows(trace, k[:0]), (), np.zeros(0, bool))
     k = k[np.lexsort((ev["ts_ns"][k], ev["track"][k]))]  # by stream, then time
     ew = (row_categories(trace)[k] == Category.ELEMENTWISE) & ~pool.mask(_is_compiled)[ev["name"][k]]
     ew &= ~launched_inside(trace, k, optimizer_steps(trace, rank))
@@ -128,7 +129,7 @@ def compute_elementwise_runs(trace: Trace, rank: int) -> ElementwiseRuns:
     rows, rid = k[in_run], run[in_run]
     dur = ev["dur_ns"][rows]
     if len(rows) == 0:
-        return ElementwiseRuns(steps, 0, 0, 0, named_rows(trace, rows), ())
+        return ElementwiseRuns(steps, 0, 0, 0, named_rows(trace, rows), (), np.zeros(0, bool))
     ids, local = np.unique(rid, return_inverse=True)
     total = np.bincount(local, weights=dur)
     longest = np.zeros(len(ids), np.int64)
@@ -136,4 +137,15 @@ def compute_elementwise_runs(trace: Trace, rank: int) -> ElementwiseRuns:
     best = int(np.argmax(total - longest))
     ops = ev["op"][rows[local == best]]
     example = tuple(pool[int(ev["name"][o])] if o >= 0 else "?" for o in ops.tolist())
-    return ElementwiseRuns(steps, len(ids), int(dur.sum()), int(longest.sum()), named_rows(trace, rows), example)
+    return ElementwiseRuns(steps, len(ids), int(dur.sum()), int(longest.sum()), named_rows(trace, rows), example,
+                           _first_longest(local, dur, longest))
+
+
+def _first_longest(run: I64, dur: I64, longest: I64) -> B:
+    """Per kernel, whether it is the first kernel of its run with the run's longest duration."""
+    hit = dur == longest[run]
+    first = np.full(len(longest), len(run), np.int64)
+    np.minimum.at(first, run[hit], np.flatnonzero(hit))
+    out: B = np.zeros(len(run), bool)
+    out[first] = True
+    return out

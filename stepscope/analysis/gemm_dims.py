@@ -92,6 +92,13 @@ class GemmDimsResult:
     k: I64
     half: B  # fp16 / bf16 inputs
     call_kernel_ns: I64  # time of the kernels each call launched
+    kernel_rows: I64  # the kernels the calls launched
+    kernel_call: I64  # per kernel, the call (row of the arrays above) that launched it
+
+    def kernels_of(self, calls: B) -> I64:
+        """The kernels launched by the chosen calls (a mask over the calls)."""
+        out: I64 = self.kernel_rows[calls[self.kernel_call]]
+        return out
 
     def misaligned(self, align: int) -> B:
         """Half-precision calls whose N or K is not a multiple of ``align``."""
@@ -132,7 +139,8 @@ def compute_gemm_dims(trace: Trace, rank: int) -> GemmDimsResult:
         kernel_ns=int(ev["dur_ns"][k].sum()), op=np.asarray(op, np.int64).reshape(-1),
         ops=tuple(str(s) for s in pool.decode(op_names)), dims=np.asarray(dims, np.int64).reshape(-1),
         dims_texts=tuple(compact_json(str(s)) for s in pool.decode(dims_ids)), known=known, n=n, k=kk,
-        half=pool.mask(_is_half)[ev["input_types"][ops]], call_kernel_ns=kernel_ns)
+        half=pool.mask(_is_half)[ev["input_types"][ops]], call_kernel_ns=kernel_ns,
+        kernel_rows=k[mine], kernel_call=pos[mine].astype(np.int64))
 
 
 def _innermost_gemm_calls(trace: Trace, rank: int) -> tuple[I64, B]:

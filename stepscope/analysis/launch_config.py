@@ -53,6 +53,7 @@ class UnderfilledSet:
     idle_sm_ns: float  # Σ duration × (1 − blocks / SMs): the SM time their grids leave idle
     mean_blocks: float
     names: NamedRows
+    blocks: I64  # each kernel's blocks (``names.rows`` order)
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,8 @@ class LaunchConfigResult:
         blocks = self.underfilled_blocks[sel].astype(np.float64)
         return UnderfilledSet(count=int(sel.sum()), time_ns=float(dur.sum()),
                               idle_sm_ns=float((dur * (1.0 - blocks / self.sm_count)).sum()),
-                              mean_blocks=float(blocks.mean()) if len(blocks) else 0.0, names=u.subset(sel))
+                              mean_blocks=float(blocks.mean()) if len(blocks) else 0.0, names=u.subset(sel),
+                              blocks=self.underfilled_blocks[sel])
 
 
 @per_rank

@@ -7,7 +7,7 @@ import re
 import click
 
 from stepscope.analysis.base import NotApplicable
-from stepscope.analysis.whatif.options import check_ranks, transforms_of
+from stepscope.analysis.whatif.options import check_ranks, kernel_flags_of, transforms_of
 from stepscope.analysis.whatif.simulate import simulate
 from stepscope.cli.common import InputPath, echo_json, load_trace, trace_options
 from stepscope.errors import UsageError
@@ -55,6 +55,17 @@ _NEGATIVE = re.compile(r"^-(?:\d|\.\d|inf)", re.IGNORECASE)
 @click.option("--bf16", is_flag=True,
               help="bf16 autocast: the TF32 Tensor-Core kernels run faster by the device's bf16 peak over its "
                    "TF32 one.")
+@click.option("--fill-sms", is_flag=True,
+              help="Under-filled grids (kernels of >= 10 us with fewer blocks than 3/4 of the SMs) recover half "
+                   "the SM time they leave idle.")
+@click.option("--pad-gemms", is_flag=True,
+              help="fp16/bf16 GEMMs with N or K not a multiple of 8 padded: their kernels take half their time.")
+@click.option("--fuse-elementwise", is_flag=True,
+              help="Each run of unfused elementwise kernels fused into one pass (torch.compile): its longest "
+                   "kernel's time.")
+@click.option("--fused-attention", is_flag=True,
+              help="SDPA's math-backend kernels replaced by a fused kernel: the attention's FLOPs at the "
+                   "device's peak.")
 @click.option("--scale", "scales", multiple=True, metavar="REGEX=FACTOR",
               help="Kernels/copies whose name or launching op matches REGEX take FACTOR x their time (repeatable).")
 @click.option("--overlap-comm", is_flag=True, help="Communication kernels fully hidden under compute (upper bound).")
@@ -70,12 +81,15 @@ _NEGATIVE = re.compile(r"^-(?:\d|\.\d|inf)", re.IGNORECASE)
 @trace_options
 def command(path: str | None, workers: int | None, host_overhead: float | None, host_in: tuple[str, ...],
             fused_optimizer: bool, no_compile: bool, batch_copies: bool, drop_syncs: str | None, pin: bool, amp: bool,
-            bf16: bool, scales: tuple[str, ...], overlap_comm: bool, fix_ranks: tuple[int, ...], batch: str | None,
+            bf16: bool, fill_sms: bool, pad_gemms: bool, fuse_elementwise: bool, fused_attention: bool,
+            scales: tuple[str, ...], overlap_comm: bool, fix_ranks: tuple[int, ...], batch: str | None,
             unprofiled_us: float | None, as_json: bool, no_cache: bool, span: str | None,
             ranks: tuple[int, ...]) -> None:
     """Predict each step with the named changes applied together (the embedded sample when PATH is omitted)."""
     changes = transforms_of(workers, drop_syncs, pin, scales, host_overhead, host_in, overlap_comm, fix_ranks, batch,
-                            fused_optimizer, no_compile, batch_copies, unprofiled_us, amp, bf16)
+                            fused_optimizer, no_compile, batch_copies, unprofiled_us, amp, bf16,
+                            kernel_flags_of(fill_sms=fill_sms, pad_gemms=pad_gemms, fuse_elementwise=fuse_elementwise,
+                                   fused_attention=fused_attention))
     trace = load_trace(path, no_cache, span, ranks)
     check_ranks(fix_ranks, trace.rank_ids)
     try:

@@ -19,6 +19,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from stepscope.analysis.whatif.options import kernel_flags_of
 from stepscope.errors import StepscopeError
 from stepscope.mcp import answers, queries
 from stepscope.mcp.cache import DEFAULT_CAPACITY, TraceCache
@@ -135,6 +136,14 @@ class Tools:
                                           "one")] = False,
                bf16: Annotated[bool, Field(description="bf16 autocast: the TF32 Tensor-Core kernels run faster by "
                                            "the device's bf16 peak over its TF32 one")] = False,
+               fill_sms: Annotated[bool, Field(description="Under-filled grids recover half the SM time they "
+                                               "leave idle")] = False,
+               pad_gemms: Annotated[bool, Field(description="fp16/bf16 GEMMs with N or K not a multiple of 8 "
+                                                "padded: their kernels take half their time")] = False,
+               fuse_elementwise: Annotated[bool, Field(description="Each run of unfused elementwise kernels "
+                                                       "fused into one pass (torch.compile)")] = False,
+               fused_attention: Annotated[bool, Field(description="SDPA's math-backend kernels replaced by a "
+                                                      "fused kernel")] = False,
                unprofiled_us: Annotated[float | None, Field(ge=0, le=1000, description="Without the profiler's "
                                                             "own cost: each recorded op costs US µs less (8 "
                                                             "measured on CUDA traces); applied first")] = None) -> str:
@@ -143,7 +152,10 @@ class Tools:
         and what bounds the step before and after."""
         return self._answer(lambda: queries.whatif(self.cache.get(path), rank, workers, host_overhead, host_in,
                                                    drop_syncs, pin_copies, scale, overlap_comm, fix_rank, batch,
-                                                   fused_optimizer, no_compile, batch_copies, unprofiled_us, amp, bf16))
+                                                   fused_optimizer, no_compile, batch_copies, unprofiled_us, amp, bf16,
+                                                   kernel_flags_of(fill_sms=fill_sms, pad_gemms=pad_gemms,
+                                                          fuse_elementwise=fuse_elementwise,
+                                                          fused_attention=fused_attention)))
 
 
 def _version() -> str:

@@ -7,10 +7,13 @@ Detects, from the tensor_cores analysis' :class:`~stepscope.analysis.attention_f
 ops of its ops, matched by sequence number): its time per step, at least
 ``attention_fallback_min_pct`` of the step after the critical-path share.
 
-Gain: the math kernels' time per step less what a fused kernel needs at least — the attention's
-FLOPs (forward and backward, as TraceLens counts them) at the device's dense peak for the inputs'
-type — times their on-path share: an upper bound (fused kernels reach part of the peak). Without a
-known device or recorded shapes, the math kernels' time. Measured on an H200 (``tests/data/h200_bounds/
+Gain: the ``fused-attention`` remedy replayed
+(:class:`~stepscope.analysis.whatif.kernel_remedies.FusedAttention`: the math kernels take what a fused
+kernel needs at least — the attention's FLOPs, forward and backward as TraceLens counts them, at the
+device's dense peak for the inputs' type; no time without a known device or recorded shapes): what
+reaches the step, an upper bound (fused kernels reach part of the peak). Where the replay did not run:
+the math kernels' time per step less that minimum, times their on-path share.
+Measured on an H200 (``tests/data/h200_bounds/
 r12``: bf16 causal attention, batch 16, 16 heads, 2,048 tokens, head dim 128): 55.7 ms a step on the
 math backend, the gain 54.0 ms (0.97 ms at the peak), 2.48 ms measured with SDPA's default choice
 (cuDNN's flash kernels): saving 53.3 ms, predicted within 1.5 %.
@@ -24,7 +27,7 @@ import math
 
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
-from stepscope.advisor.rules._util import ms, on_path_share, per_step
+from stepscope.advisor.rules._util import ms, on_path_share, per_step, replayed_saving
 from stepscope.analysis.registry import TENSOR_CORES
 
 RULE_ID = "attention-math-fallback"
@@ -40,7 +43,9 @@ def detect(ctx: RuleContext) -> list[Finding]:
     math_ns = per_step(ctx, float(fb.device_ns))
     fused_ns = per_step(ctx, fb.fused_min_ns) if math.isfinite(fb.fused_min_ns) else 0.0
     evidence: dict[str, object] = {}
-    gain = max(math_ns - fused_ns, 0.0) * on_path_share(ctx, "fused-attention", evidence)
+    replayed = replayed_saving(ctx, "fused-attention", evidence)
+    gain = replayed if replayed is not None else \
+        max(math_ns - fused_ns, 0.0) * on_path_share(ctx, "fused-attention", evidence)
     if ctx.pct_of_step(gain) < ctx.cfg.attention_fallback_min_pct:
         return []
     evidence |= {
@@ -48,5 +53,6 @@ def detect(ctx: RuleContext) -> list[Finding]:
         "kernels_per_step": round(len(fb.rows) / max(len(ctx.steps), 1), 1), "dtype": fb.dtype or None,
         "tflop_per_step": round(per_step(ctx, fb.flops) / 1e12, 3) if math.isfinite(fb.flops) else None,
         "fused_min_ms": ms(fused_ns) if math.isfinite(fb.fused_min_ns) else None}
-    basis = "fused-attention-peak" if math.isfinite(fb.fused_min_ns) else "math-attention-time"
+    basis = "replayed" if replayed is not None else \
+        "fused-attention-peak" if math.isfinite(fb.fused_min_ns) else "math-attention-time"
     return [ctx.finding(RULE_ID, gain, basis, evidence, Change("use-fused-attention", {}))]

@@ -12,15 +12,20 @@ once per distinct ``Input Dims`` text), whether its inputs are half precision, a
 kernels it launched (those whose nearest counted GEMM call is that call); the rule checks N and K
 against ``gemm_align``.
 
-Gain: those kernels' time per step × ``gemm_misaligned_recoverable``.
+Gain: the ``pad-gemms`` remedy replayed (:class:`~stepscope.analysis.whatif.kernel_remedies.PadGemms`:
+those kernels at ``1 − gemm_misaligned_recoverable`` of their time): what reaches the step. With other
+``gemm_align`` / ``gemm_misaligned_recoverable`` values than the defaults, or where the replay did not
+run: those kernels' time per step × ``gemm_misaligned_recoverable`` × their share of the step's
+critical path.
 """
 
 from __future__ import annotations
 
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
-from stepscope.advisor.rules._util import ms, per_step
+from stepscope.advisor.rules._util import ms, on_path_share, per_step, replayed_saving
 from stepscope.analysis.registry import GEMM_DIMS
+from stepscope.analysis.whatif.kernel_remedies import GEMM_ALIGN, GEMM_MISALIGNED_RECOVERABLE
 from stepscope.model.uniq import unique
 
 RULE_ID = "gemm-dims-not-multiple-of-8"
@@ -41,5 +46,11 @@ def detect(ctx: RuleContext) -> list[Finding]:
     evidence = {"misaligned_calls": int(bad.sum()), "misaligned_kernel_pct": round(100.0 * bad_ns / total, 2),
                 "misaligned_ms": ms(per_step(ctx, bad_ns)), "align": ctx.cfg.gemm_align,
                 "example_shapes": [g.dims_texts[i] for i in unique(g.dims[bad])[:5].tolist()]}
-    return [ctx.finding(RULE_ID, per_step(ctx, bad_ns) * ctx.cfg.gemm_misaligned_recoverable, "misaligned-share",
-                        evidence, Change("pad-gemm-dims", {"multiple": multiple}))]
+    change = Change("pad-gemm-dims", {"multiple": multiple})
+    default = (ctx.cfg.gemm_align, ctx.cfg.gemm_misaligned_recoverable) == (GEMM_ALIGN, GEMM_MISALIGNED_RECOVERABLE)
+    replayed = replayed_saving(ctx, "pad-gemms", evidence) if default else None
+    if replayed is not None:
+        return [ctx.finding(RULE_ID, replayed, "replayed", evidence, change)]
+    gain = per_step(ctx, bad_ns) * ctx.cfg.gemm_misaligned_recoverable
+    gain *= on_path_share(ctx, "pad-gemms", evidence)  # only what reaches the step counts
+    return [ctx.finding(RULE_ID, gain, "misaligned-share", evidence, change)]

@@ -7,10 +7,12 @@ whose time beyond each run's longest kernel is at least ``elementwise_fusion_min
 after the critical-path share below. CUDA / ROCm ranks with recorded shapes (``record_shapes``):
 without shapes no run is tied together.
 
-Gain: Σ over runs of (run time − its longest kernel) per step — a fused run makes one pass over the
-data, the cost of its longest kernel — × the share of the runs' kernel time on the step's critical
-path (to first order, ``remedies``' ``fuse-elementwise`` kernel set; see ``no-tensor-cores``): a
-device that waits for the host gains nothing from faster kernels. Measured on an H200
+Gain: the ``fuse-elementwise`` remedy replayed
+(:class:`~stepscope.analysis.whatif.kernel_remedies.FuseElementwise`: each run costs its longest kernel
+— a fused run makes one pass over the data — the others no time): what reaches the step; a device that
+waits for the host gains nothing from faster kernels. Where the replay did not run: Σ over runs of (run
+time − its longest kernel) per step × the share of the runs' kernel time on the step's critical path.
+Measured on an H200
 (``tests/data/h200_bounds/r7``): a chain of 32 elementwise kernels over 256 MB, 3.96 ms predicted
 against 3.63 ms saved by ``torch.compile``; a bf16 MLP step, 0.49 ms against 0.75 ms (Inductor also
 fused a reduction into its loss).
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
-from stepscope.advisor.rules._util import ms, on_path_share, top_names
+from stepscope.advisor.rules._util import ms, on_path_share, replayed_saving, top_names
 from stepscope.analysis.registry import FUSION, SOFTWARE
 
 RULE_ID = "unfused-elementwise"
@@ -46,10 +48,11 @@ def detect(ctx: RuleContext) -> list[Finding]:
                 "kernels_per_run": round(len(runs.kernels) / runs.run_count, 1),
                 "example_ops": " → ".join(runs.example_ops[:8]) + (" …" if len(runs.example_ops) > 8 else ""),
                 "top_kernels": top_names(runs.kernels, per=steps)}
-    gain = saved * on_path_share(ctx, "fuse-elementwise", evidence)  # only what reaches the step counts
+    replayed = replayed_saving(ctx, "fuse-elementwise", evidence)
+    gain = replayed if replayed is not None else saved * on_path_share(ctx, "fuse-elementwise", evidence)
     if ctx.pct_of_step(gain) < ctx.cfg.elementwise_fusion_min_pct:
         return []
     compiled = ctx.result(SOFTWARE).compiled
     evidence["compiled"] = compiled
     change = Change("fix-graph-breaks" if compiled else "compile-elementwise", {})
-    return [ctx.finding(RULE_ID, gain, "fused-one-pass", evidence, change)]
+    return [ctx.finding(RULE_ID, gain, "replayed" if replayed is not None else "fused-one-pass", evidence, change)]

@@ -11,6 +11,7 @@ import re
 
 from stepscope.analysis.whatif import transforms as tf
 from stepscope.analysis.whatif.batch import LargerBatch
+from stepscope.analysis.whatif.kernel_remedies import FillSms, FusedAttention, FuseElementwise, PadGemms
 from stepscope.analysis.whatif.precision import Bf16OverTf32, MixedPrecision
 from stepscope.analysis.whatif.unprofiled import WithoutProfiler
 from stepscope.errors import UsageError
@@ -47,6 +48,16 @@ def pair(text: str, option: str) -> tuple[str, float]:
     return regex_of(pattern, option), factor
 
 
+#: the kernel remedies named by a flag (``--fill-sms``, the server's ``fill_sms``: true): the advisor's models
+KERNEL_FLAGS: dict[str, tf.Transform] = {"fill_sms": FillSms(), "pad_gemms": PadGemms(),
+                                         "fuse_elementwise": FuseElementwise(), "fused_attention": FusedAttention()}
+
+
+def kernel_flags_of(**given: bool) -> tuple[str, ...]:
+    """The :data:`KERNEL_FLAGS` set among the given flags (``fill_sms=True`` → ``("fill_sms",)``)."""
+    return tuple(name for name, on in given.items() if on)
+
+
 #: the largest batch size ``--batch`` takes (a dimension of a tensor is an int64; this is plenty)
 MAX_BATCH = 1 << 40
 
@@ -69,10 +80,11 @@ def transforms_of(workers: int | None, drop_syncs: str | None, pin: bool, scales
                   fix_ranks: tuple[int, ...] = (), batch: str | None = None,
                   fused_optimizer: bool = False, no_compile: bool = False,
                   batch_copies: bool = False, unprofiled_us: float | None = None, amp: bool = False,
-                  bf16: bool = False) -> list[tf.Transform]:
+                  bf16: bool = False, kernel_flags: tuple[str, ...] = ()) -> list[tf.Transform]:
     """The transformations the options name, in a fixed order (profiler, ranks, batch, input, host,
-    syncs, copies, device): the profiler's cost first, so the changes after it apply to the step the
-    program runs unprofiled; a larger batch before the remedies, so they apply to its step."""
+    syncs, copies, device; ``kernel_flags``: keys of :data:`KERNEL_FLAGS`): the profiler's cost first, so
+    the changes after it apply to the step the program runs unprofiled; a larger batch before the
+    remedies, so they apply to its step."""
     out: list[tf.Transform] = []
     if unprofiled_us is not None:
         if not math.isfinite(unprofiled_us) or not 0 <= unprofiled_us <= 1000:
@@ -100,12 +112,17 @@ def transforms_of(workers: int | None, drop_syncs: str | None, pin: bool, scales
         out.append(MixedPrecision())
     if bf16:
         out.append(Bf16OverTf32())
+    unknown = sorted(set(kernel_flags) - KERNEL_FLAGS.keys())
+    if unknown:
+        raise UsageError(f"no such kernel change {unknown[0]!r} (known: {', '.join(KERNEL_FLAGS)})")
+    out += [t for flag, t in KERNEL_FLAGS.items() if flag in kernel_flags]
     out += [tf.ScaleDevice(tf.Select(p), f) for p, f in (pair(s, "--scale") for s in scales)]
     if overlap_comm:
         out.append(tf.OverlapComm())
     if not out:
         raise UsageError("name at least one change: --workers, --host-overhead, --host-in, --fused-optimizer, "
-                         "--no-compile, --batch-copies, --drop-syncs, --pin-copies, --amp, --bf16, --scale, "
+                         "--no-compile, --batch-copies, --drop-syncs, --pin-copies, --amp, --bf16, --fill-sms, "
+                         "--pad-gemms, --fuse-elementwise, --fused-attention, --scale, "
                          "--overlap-comm, --fix-rank, --batch or --unprofiled (see stepscope whatif --help)")
     return out
 

@@ -37,6 +37,7 @@ from stepscope.analysis.whatif.channels_last import (
     ChannelsLast,
 )
 from stepscope.analysis.whatif.graph import StepGraph, require_linked, step_graph
+from stepscope.analysis.whatif.kernel_remedies import FillSms, FusedAttention, FuseElementwise, PadGemms
 from stepscope.analysis.whatif.precision import Bf16OverTf32, MixedPrecision, amp_speedup_of, bf16_speedup_of
 from stepscope.analysis.whatif.replay import Durations, replay_all
 from stepscope.analysis.whatif.unprofiled import WithoutProfiler
@@ -63,6 +64,10 @@ REMEDIES: dict[str, tf.Transform] = {
     "amp": MixedPrecision(),
     "bf16": Bf16OverTf32(),
     "cudnn-benchmark": tf.ScaleDevice(tf.Select(CUDNN_FALLBACK_PATTERN), 1.0 - CUDNN_BENCHMARK_GAIN),
+    "fill-sms": FillSms(),
+    "pad-gemms": PadGemms(),
+    "fuse-elementwise": FuseElementwise(),
+    "fused-attention": FusedAttention(),
 }
 #: name → the ``stepscope whatif`` options (and web UI fields) that replay the same change
 #: (:func:`stepscope.analysis.whatif.options.transforms_of`; ``drop_syncs`` "." matches every call)
@@ -79,6 +84,10 @@ REMEDY_OPTIONS: dict[str, dict[str, int | float | str | bool | list[str]]] = {
     "amp": {"amp": True},
     "bf16": {"bf16": True},
     "cudnn-benchmark": {"scale": [f"{CUDNN_FALLBACK_PATTERN}={1.0 - CUDNN_BENCHMARK_GAIN:g}"]},
+    "fill-sms": {"fill_sms": True},
+    "pad-gemms": {"pad_gemms": True},
+    "fuse-elementwise": {"fuse_elementwise": True},
+    "fused-attention": {"fused_attention": True},
 }
 
 def _channels_last_kernels(trace: Trace, rank: int) -> npt.NDArray[np.int64]:

@@ -26,6 +26,7 @@ from stepscope.analysis.whatif.batch import LargerBatch
 from stepscope.analysis.whatif.channels_last import ChannelsLast
 from stepscope.analysis.whatif.fix_rank import fix_rank_basis, fixed_durations
 from stepscope.analysis.whatif.graph import SEG_COMM, SEG_HOST, SEG_INPUT, SEG_LAUNCH, StepGraph
+from stepscope.analysis.whatif.kernel_remedies import FillSms, FusedAttention, FuseElementwise, PadGemms
 from stepscope.analysis.whatif.precision import Bf16OverTf32, MixedPrecision
 from stepscope.analysis.whatif.replay import Durations
 from stepscope.analysis.whatif.unprofiled import WithoutProfiler
@@ -379,4 +380,5 @@ class FixSlowRank:
 
 Transform = (LoaderWorkers | DropSyncs | ScaleDevice | PinnedCopies | HostOverhead | FusedOptimizer
              | KeepAllocations | NoCompile | BatchSmallCopies | OverlapComm | FixSlowRank | LargerBatch
-             | WithoutProfiler | ChannelsLast | MixedPrecision | Bf16OverTf32)
+             | WithoutProfiler | ChannelsLast | MixedPrecision | Bf16OverTf32 | FillSms | PadGemms | FuseElementwise
+             | FusedAttention)

@@ -104,6 +104,7 @@ def gemm_dims(b: TraceBuilder, on: bool) -> None:
     for t in steps(b):
         gemm(b, t + 10, dur=6_000, name="volta_h884gemm_64x64_nn", **{"Input Dims": dims,
                                                                        "Input type": ["c10::Half", "c10::Half"]})
+        device_sync(b, t + 100, t + 6_040)  # the kernel runs t + 30 .. t + 6,030
 
 
 def channels_last(b: TraceBuilder, on: bool) -> None:
@@ -125,6 +126,7 @@ def under_filled(b: TraceBuilder, on: bool) -> None:
         b.op("aten::mm", ts=t + 10, dur=30)
         b.launch_kernel("sgemm_splitk", launch_ts=t + 12, launch_dur=5, ts=t + 30, dur=8_000,
                         grid=[10 if on else 160, 1, 1], block=[256, 1, 1])
+        device_sync(b, t + 40, t + 8_040)
 
 
 def comm(b: TraceBuilder, on: bool) -> None:
@@ -251,6 +253,7 @@ def unfused(b: TraceBuilder, on: bool) -> None:
             b.launch_kernel("vectorized_elementwise_kernel", launch_ts=t + 105 + 40 * j, launch_dur=10,
                             ts=end + 2, dur=dur)
             end += 2 + dur
+        device_sync(b, t + 300, end + 4)
 
 
 def copy_bound(b: TraceBuilder, on: bool) -> None:
@@ -282,6 +285,7 @@ def attention(b: TraceBuilder, on: bool) -> None:
         b.op("BmmBackward0" if on else "FlashBackward", ts=t + 3_100, dur=50, **{"Sequence number": 100 + i})
         b.launch_kernel("volta_sgemm_128x64_nt" if on else "flash_bwd_kernel", launch_ts=t + 3_110, launch_dur=10,
                         ts=t + 3_120, dur=3_000)
+        device_sync(b, t + 3_130, t + 6_130)
 
 
 def compiling(b: TraceBuilder, on: bool) -> None:

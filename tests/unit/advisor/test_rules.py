@@ -26,16 +26,17 @@ EXPECTED_GAIN_MS = {
     "dataloader-bound": 4.0,  # 4 ms of DataLoader with the GPU idle
     "no-tensor-cores": 8.0 * (1 - 15.7 / 125.0),  # 8 ms FP32 conv kernel x (1 - V100's FP32 / FP16 Tensor-Core peak)
     "tf32-not-bf16": 4.0,  # 8 ms TF32 GEMM x (1 - A100's TF32 / BF16 Tensor-Core peak: 156 / 312)
-    "gemm-dims-not-multiple-of-8": 3.0,  # 6 ms misaligned half GEMM x 0.5
-    "under-filled-grid": 3.5,  # 8 ms x (1 - 10/80) idle SMs x 0.5
+    "gemm-dims-not-multiple-of-8": 3.0,  # replayed: the 6 ms misaligned half GEMM the host syncs on, x 0.5
+    "under-filled-grid": 3.5,  # replayed: the 8 ms kernel the host syncs on, x (1 - 10/80) idle SMs x 0.5
     "comm-not-overlapped": 3.0,  # 3 ms all-reduce after the 5 ms of compute
-    "unfused-elementwise": 1.5,  # a 1 + 1.5 + 0.5 ms run fused into one 1.5 ms pass
+    "unfused-elementwise": 1.5,  # replayed: a 1 + 1.5 + 0.5 ms run the host syncs on fused into one 1.5 ms pass
     "heavy-host-op-no-gpu": 3.0,  # 3 ms host op, GPU idle throughout
     "copy-bound": 3.0,  # the 3 ms GEMM the 6 ms copy could run under, both on the path
     "compile-in-step": 3.0,  # replayed: the 3 ms compile before the GEMM's launch leaves the host's step
-    # 6 ms of math-backend kernels less the 0.94 GFLOP at the V100's 125 TFLOP/s fp16 peak, x the 50 %
-    # of their time on the critical path (the forward GEMM runs under the host's next launches)
-    "attention-math-fallback": (6.0 - 939_524_096 / 125e12 * 1e3) * 0.5,
+    # replayed: the math kernels (2 x 3 ms) take the 0.94 GFLOP at the V100's 125 TFLOP/s fp16 peak (3.76 µs
+    # each); the forward one ran under the host's gap before the backward op anyway, the backward one now ends
+    # (t + 3,123.8) before the sync is called (t + 3,130), which returns after its own 10 µs: 6,130 -> 3,140
+    "attention-math-fallback": 3.0 - 0.01,
     "cudnn-benchmark-off": 1.2,  # 8 ms wgrad_alg0 x 0.15
     # replayed: the 0.7 ms nchwToNhwc transform gone, the conv queued behind it starts 0.7 ms sooner and
     # the host, waiting for it, returns that much sooner
@@ -330,11 +331,16 @@ def test_a_cpu_op_asking_the_runtime_a_question_launches_nothing(tmp_path: Path)
 def test_the_replayed_remedies_use_the_advisors_defaults() -> None:
     """cudnn-benchmark-off replays its remedy only while ``cudnn_benchmark_gain`` is the default: the
     remedy's own share (``whatif.remedies.CUDNN_BENCHMARK_GAIN``) must be that default, or every trace
-    would silently fall back to the first-order estimate; likewise the fused optimizer's factor."""
+    would silently fall back to the first-order estimate; likewise the fused optimizer's factor and the
+    kernel remedies' (under-filled grids, misaligned GEMMs)."""
     from stepscope.advisor.config import AdvisorConfig
+    from stepscope.analysis.whatif import kernel_remedies as kr
     from stepscope.analysis.whatif.remedies import CUDNN_BENCHMARK_GAIN
     from stepscope.analysis.whatif.transforms import FUSED_OPTIMIZER_FACTOR
 
     cfg = AdvisorConfig()
     assert cfg.cudnn_benchmark_gain == CUDNN_BENCHMARK_GAIN
     assert abs(FUSED_OPTIMIZER_FACTOR * cfg.optimizer_fused_speedup - 1) < 1e-12
+    assert (cfg.underfill_min_kernel_us, cfg.underfill_recoverable) == (kr.UNDERFILL_MIN_KERNEL_US,
+                                                                        kr.UNDERFILL_RECOVERABLE)
+    assert (cfg.gemm_align, cfg.gemm_misaligned_recoverable) == (kr.GEMM_ALIGN, kr.GEMM_MISALIGNED_RECOVERABLE)

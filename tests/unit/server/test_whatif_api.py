@@ -106,6 +106,7 @@ BAD = [
     ({"drop_syncs": "("}, "drop_syncs: not a regular expression"), ({"drop_syncs": ""}, "drop_syncs must be"),
     ({"drop_syncs": 5}, "drop_syncs must be"), ({"drop_syncs": "a" * 300}, "drop_syncs must be"),
     ({"pin_copies": "yes"}, "pin_copies must be true or false"), ({"overlap_comm": 1}, "overlap_comm must be"),
+    ({"fuse_elementwise": "yes"}, "fuse_elementwise must be true or false"), ({"fill_sms": 1}, "fill_sms must be"),
     ({"host_overhead": -1}, "host_overhead must be a number"), ({"host_overhead": 1e9}, "host_overhead must be"),
     ({"host_overhead": "0"}, "host_overhead must be a number"), (b'{"host_overhead": NaN}', "only finite numbers"),
     (b'{"host_overhead": Infinity}', "only finite numbers"), ({"scale": "gemm=0.5"}, "scale must be a list"),

@@ -1,0 +1,112 @@
+"""The kernel remedies as what-ifs (``whatif/kernel_remedies.py``): under-filled grids, misaligned
+half-precision GEMMs, unfused elementwise runs, math-backend attention — each kernel re-timed by its
+rule's own model, the host waiting for the device in ``cudaDeviceSynchronize`` so the step follows.
+
+Every step is 10 ms on a V100 (80 SMs); the expected savings are computed by hand in each test.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from stepscope import load
+from stepscope.analysis.elementwise_runs import _first_longest
+from stepscope.analysis.whatif.kernel_remedies import FillSms, FusedAttention, FuseElementwise, PadGemms
+from stepscope.analysis.whatif.simulate import simulate
+from stepscope.analysis.whatif.transforms import Transform
+from stepscope.cli import cli
+from tests.builders import TraceBuilder
+from tests.unit.advisor.scenes import SCENES, device_sync
+
+
+def saved_ms(path: Path, change: Transform) -> float:
+    trace = load(path, use_cache=False)
+    return (simulate(trace, []).mean_ns(True) - simulate(trace, [change]).mean_ns(True)) / 1e6
+
+
+def grids_trace(tmp_path: Path) -> Path:
+    """Per step, three kernels queued on one stream, the host syncing on the last: 4 ms of 10 blocks,
+    4 ms of 40 blocks, and a 9 µs kernel of 1 block (under the 10 µs floor: left alone)."""
+    b = TraceBuilder()
+    for i in range(3):
+        t = i * 10_000
+        b.step(i + 1, t, 10_000)
+        b.op("aten::mm", ts=t + 10, dur=40)
+        start = t + 30
+        for j, (blocks, dur) in enumerate(((10, 4_000), (40, 4_000), (1, 9))):
+            b.launch_kernel("sgemm_splitk", launch_ts=t + 12 + 8 * j, launch_dur=5, ts=start, dur=dur,
+                            grid=[blocks, 1, 1], block=[256, 1, 1])
+            start += dur
+        device_sync(b, t + 100, start + 10)
+    return b.write(tmp_path / "grids.json")
+
+
+def test_each_under_filled_grid_recovers_half_its_idle_sms(tmp_path: Path) -> None:
+    # 4 x (1 - 10/80) x 0.5 + 4 x (1 - 40/80) x 0.5 = 1.75 + 1.0 ms; the 9 µs kernel stays
+    assert saved_ms(grids_trace(tmp_path), FillSms()) == pytest.approx(2.75, abs=1e-3)
+    # all of the idle SM time recovered: 3.5 + 2.0 ms
+    assert saved_ms(grids_trace(tmp_path), FillSms(recoverable=1.0)) == pytest.approx(5.5, abs=1e-3)
+
+
+def gemms_trace(tmp_path: Path) -> Path:
+    """Per step, three 3 ms GEMMs (N = 64) queued, the host syncing on the last: fp16 with K = 1001
+    (misaligned), fp16 with K = 1000 (a multiple of 8, not of 64), and fp32 with K = 1001 (not half
+    precision: no Tensor-Core alignment to gain)."""
+    b = TraceBuilder()
+    calls = ((1001, "c10::Half"), (1000, "c10::Half"), (1001, "float"))
+    for i in range(3):
+        t = i * 10_000
+        b.step(i + 1, t, 10_000)
+        start = t + 30
+        for j, (k, dtype) in enumerate(calls):
+            b.op("aten::mm", ts=t + 10 + 40 * j, dur=30,
+                 **{"Input Dims": [[64, k], [k, 64]], "Input type": [dtype, dtype]})
+            b.launch_kernel("volta_h884gemm_64x64_nn", launch_ts=t + 15 + 40 * j, launch_dur=10, ts=start,
+                            dur=3_000, grid=[160, 1, 1], block=[256, 1, 1])
+            start += 3_000
+        device_sync(b, t + 200, start + 10)
+    return b.write(tmp_path / "gemms.json")
+
+
+def test_only_the_misaligned_half_precision_gemms_are_padded(tmp_path: Path) -> None:
+    assert saved_ms(gemms_trace(tmp_path), PadGemms()) == pytest.approx(1.5, abs=1e-3)  # 3 ms x 0.5
+    # with 64 as the multiple, K = 1000 is misaligned too: 2 x 1.5 ms
+    assert saved_ms(gemms_trace(tmp_path), PadGemms(align=64)) == pytest.approx(3.0, abs=1e-3)
+
+
+def test_a_fused_run_costs_its_longest_kernel(tmp_path: Path) -> None:
+    """The unfused-elementwise scene: mul → add → relu (1, 1.5, 0.5 ms) queued behind a 5 ms GEMM, the host
+    syncing on them: one pass of 1.5 ms, 1.5 ms saved; their twin on three sizes is not a run."""
+    for on, expected in ((True, 1.5), (False, 0.0)):
+        b = TraceBuilder()
+        SCENES["unfused-elementwise"](b, on)
+        assert saved_ms(b.write(tmp_path / f"ew_{on}.json"), FuseElementwise()) == pytest.approx(expected, abs=1e-3)
+
+
+def test_the_first_of_equally_long_kernels_is_the_runs_pass() -> None:
+    run = np.array([0, 0, 0, 1, 1])
+    dur = np.array([5, 7, 7, 3, 3])
+    longest = np.array([7, 3])
+    assert _first_longest(run, dur, longest).tolist() == [False, True, False, True, False]
+
+
+def test_math_attention_takes_its_flops_at_the_peak(tmp_path: Path) -> None:
+    """The attention-math-fallback scene (see tests/unit/advisor/test_rules.py): the backward math kernel
+    now ends before the sync is called, which returns after its own 10 µs: 3 ms − 10 µs saved."""
+    b = TraceBuilder()
+    SCENES["attention-math-fallback"](b, True)
+    assert saved_ms(b.write(tmp_path / "attn.json"), FusedAttention()) == pytest.approx(2.99, abs=1e-3)
+
+
+def test_whatif_names_each_kernel_remedy(tmp_path: Path) -> None:
+    """``stepscope whatif --fill-sms --pad-gemms`` replays both together (the grids trace has no
+    misaligned GEMM: the prediction is the grids' alone, 10 − 2.75 ms)."""
+    path = str(grids_trace(tmp_path))
+    res = CliRunner().invoke(cli, ["whatif", path, "--fill-sms", "--pad-gemms", "--json", "--no-cache"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["job"]["predicted_mean_ms"] == pytest.approx(7.25, abs=1e-3)

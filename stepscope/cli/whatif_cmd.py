@@ -7,7 +7,7 @@ import re
 import click
 
 from stepscope.analysis.base import NotApplicable
-from stepscope.analysis.whatif.options import check_ranks, kernel_flags_of, transforms_of
+from stepscope.analysis.whatif.options import check_ranks, remedy_flags_of, transforms_of
 from stepscope.analysis.whatif.simulate import simulate
 from stepscope.cli.common import InputPath, echo_json, load_trace, trace_options
 from stepscope.errors import UsageError
@@ -66,6 +66,9 @@ _NEGATIVE = re.compile(r"^-(?:\d|\.\d|inf)", re.IGNORECASE)
 @click.option("--fused-attention", is_flag=True,
               help="SDPA's math-backend kernels replaced by a fused kernel: the attention's FLOPs at the "
                    "device's peak.")
+@click.option("--set-to-none", is_flag=True,
+              help="zero_grad(set_to_none=True): the kernels zeroing the gradients and the host's work inside "
+                   "Optimizer.zero_grad take no time.")
 @click.option("--scale", "scales", multiple=True, metavar="REGEX=FACTOR",
               help="Kernels/copies whose name or launching op matches REGEX take FACTOR x their time (repeatable).")
 @click.option("--overlap-comm", is_flag=True, help="Communication kernels fully hidden under compute (upper bound).")
@@ -81,15 +84,13 @@ _NEGATIVE = re.compile(r"^-(?:\d|\.\d|inf)", re.IGNORECASE)
 @trace_options
 def command(path: str | None, workers: int | None, host_overhead: float | None, host_in: tuple[str, ...],
             fused_optimizer: bool, no_compile: bool, batch_copies: bool, drop_syncs: str | None, pin: bool, amp: bool,
-            bf16: bool, fill_sms: bool, pad_gemms: bool, fuse_elementwise: bool, fused_attention: bool,
-            scales: tuple[str, ...], overlap_comm: bool, fix_ranks: tuple[int, ...], batch: str | None,
+            bf16: bool, scales: tuple[str, ...], overlap_comm: bool, fix_ranks: tuple[int, ...], batch: str | None,
             unprofiled_us: float | None, as_json: bool, no_cache: bool, span: str | None,
-            ranks: tuple[int, ...]) -> None:
+            ranks: tuple[int, ...], **remedy_flags: bool) -> None:
     """Predict each step with the named changes applied together (the embedded sample when PATH is omitted)."""
     changes = transforms_of(workers, drop_syncs, pin, scales, host_overhead, host_in, overlap_comm, fix_ranks, batch,
                             fused_optimizer, no_compile, batch_copies, unprofiled_us, amp, bf16,
-                            kernel_flags_of(fill_sms=fill_sms, pad_gemms=pad_gemms, fuse_elementwise=fuse_elementwise,
-                                   fused_attention=fused_attention))
+                            remedy_flags_of(**remedy_flags))  # --fill-sms ... --set-to-none
     trace = load_trace(path, no_cache, span, ranks)
     check_ranks(fix_ranks, trace.rank_ids)
     try:

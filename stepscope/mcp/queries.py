@@ -150,11 +150,11 @@ def whatif(loaded: Loaded, rank: int | None = None, workers: int | None = None, 
            scale: list[str] | None = None, overlap_comm: bool = False, fix_rank: list[int] | None = None,
            batch: str | None = None, fused_optimizer: bool = False, no_compile: bool = False,
            batch_copies: bool = False, unprofiled_us: float | None = None, amp: bool = False,
-           bf16: bool = False, kernel_flags: tuple[str, ...] = ()) -> dict[str, Any]:
+           bf16: bool = False, remedy_flags: tuple[str, ...] = ()) -> dict[str, Any]:
     """``stepscope whatif PATH ... --json``: every step replayed with the changes applied together."""
     changes = transforms_of(workers, drop_syncs, pin_copies, tuple(scale or ()), host_overhead,
                             tuple(host_in or ()), overlap_comm, tuple(fix_rank or ()), batch, fused_optimizer,
-                            no_compile, batch_copies, unprofiled_us, amp, bf16, kernel_flags)
+                            no_compile, batch_copies, unprofiled_us, amp, bf16, remedy_flags)
     trace = loaded.trace
     check_ranks(tuple(fix_rank or ()), trace.rank_ids)
     ranks = None if rank is None else [_rank_of(trace, rank)]

@@ -19,7 +19,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from stepscope.analysis.whatif.options import kernel_flags_of
+from stepscope.analysis.whatif.options import remedy_flags_of
 from stepscope.errors import StepscopeError
 from stepscope.mcp import answers, queries
 from stepscope.mcp.cache import DEFAULT_CAPACITY, TraceCache
@@ -144,6 +144,8 @@ class Tools:
                                                        "fused into one pass (torch.compile)")] = False,
                fused_attention: Annotated[bool, Field(description="SDPA's math-backend kernels replaced by a "
                                                       "fused kernel")] = False,
+               set_to_none: Annotated[bool, Field(description="zero_grad(set_to_none=True): the zeroing kernels "
+                                                  "and the host's work in Optimizer.zero_grad take no time")] = False,
                unprofiled_us: Annotated[float | None, Field(ge=0, le=1000, description="Without the profiler's "
                                                             "own cost: each recorded op costs US µs less (8 "
                                                             "measured on CUDA traces); applied first")] = None) -> str:
@@ -153,9 +155,10 @@ class Tools:
         return self._answer(lambda: queries.whatif(self.cache.get(path), rank, workers, host_overhead, host_in,
                                                    drop_syncs, pin_copies, scale, overlap_comm, fix_rank, batch,
                                                    fused_optimizer, no_compile, batch_copies, unprofiled_us, amp, bf16,
-                                                   kernel_flags_of(fill_sms=fill_sms, pad_gemms=pad_gemms,
+                                                   remedy_flags_of(fill_sms=fill_sms, pad_gemms=pad_gemms,
                                                           fuse_elementwise=fuse_elementwise,
-                                                          fused_attention=fused_attention)))
+                                                          fused_attention=fused_attention,
+                                                          set_to_none=set_to_none)))
 
 
 def _version() -> str:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
-from stepscope.analysis.whatif.options import KERNEL_FLAGS, MAX_FACTOR, batch_of, pair, regex_of, transforms_of
+from stepscope.analysis.whatif.options import MAX_FACTOR, REMEDY_FLAGS, batch_of, pair, regex_of, transforms_of
 from stepscope.analysis.whatif.transforms import Transform
 from stepscope.errors import UsageError
 from stepscope.server.params import ApiError
@@ -34,7 +34,7 @@ MAX_WORKERS = 1024
 T = TypeVar("T")
 FIELDS = ("workers", "drop_syncs", "pin_copies", "host_overhead", "host_in", "fused_optimizer", "no_compile",
           "batch_copies", "amp", "bf16", "fill_sms", "pad_gemms", "fuse_elementwise", "fused_attention",
-          "scale", "overlap_comm", "fix_rank", "batch", "unprofiled")
+          "set_to_none", "scale", "overlap_comm", "fix_rank", "batch", "unprofiled")
 
 
 @dataclass(frozen=True)
@@ -135,7 +135,7 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "host_in": lambda v: _pairs(v, "host_in"), "scale": lambda v: _pairs(v, "scale"),
     "fused_optimizer": lambda v: _flag(v, "fused_optimizer"), "no_compile": lambda v: _flag(v, "no_compile"),
     "batch_copies": lambda v: _flag(v, "batch_copies"), "amp": lambda v: _flag(v, "amp"),
-    "bf16": lambda v: _flag(v, "bf16"), **{k: partial(_flag, name=k) for k in KERNEL_FLAGS},
+    "bf16": lambda v: _flag(v, "bf16"), **{k: partial(_flag, name=k) for k in REMEDY_FLAGS},
     "overlap_comm": lambda v: _flag(v, "overlap_comm"), "fix_rank": _ranks, "batch": _batch,
     "unprofiled": lambda v: _factor(v, "unprofiled")}  # µs per recorded op
 
@@ -152,5 +152,5 @@ def parse_whatif(body: bytes) -> WhatIfRequest:
         opts.get("host_overhead"), tuple(opts.get("host_in", ())), bool(opts.get("overlap_comm")),
         tuple(opts.get("fix_rank", ())), opts.get("batch"), bool(opts.get("fused_optimizer")),
         bool(opts.get("no_compile")), bool(opts.get("batch_copies")), opts.get("unprofiled"), bool(opts.get("amp")),
-        bool(opts.get("bf16")), tuple(k for k in KERNEL_FLAGS if opts.get(k))))
+        bool(opts.get("bf16")), tuple(k for k in REMEDY_FLAGS if opts.get(k))))
     return WhatIfRequest(opts, tuple(changes))

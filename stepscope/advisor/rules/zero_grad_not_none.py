@@ -5,14 +5,17 @@ inside it: the zero_grad analysis) take at least ``zero_grad_min_pct`` of the st
 default since PyTorch 2.0) frees the gradients instead: no kernels, and the next backward writes
 instead of accumulating.
 
-Gain: those kernels' GPU time per step.
+Gain: the ``set-to-none`` remedy replayed (:class:`~stepscope.analysis.whatif.zero_grad.SetToNone`: those
+kernels and the host's work inside ``Optimizer.zero_grad`` take no time): what reaches the step — the
+launches on a host-bound step, the kernels on a device-bound one. Where the replay did not run: those
+kernels' GPU time per step.
 """
 
 from __future__ import annotations
 
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
-from stepscope.advisor.rules._util import ms, per_step, top_names
+from stepscope.advisor.rules._util import ms, per_step, replayed_saving, top_names
 from stepscope.analysis.registry import ZERO_GRAD
 
 RULE_ID = "zero-grad-not-none"
@@ -31,5 +34,8 @@ def detect(ctx: RuleContext) -> list[Finding]:
     n = max(len(ctx.steps), 1)
     evidence = {"zero_grad_kernels_per_step": round(len(zg.activities) / n, 1), "zero_grad_ms": ms(time_ns),
                 "kernels": top_names(zg.activities, per=n)}
-    return [ctx.finding(RULE_ID, time_ns, "kernel-time-removed", evidence,
-                        Change("zero-grad-set-to-none", {}))]
+    change = Change("zero-grad-set-to-none", {})
+    replayed = replayed_saving(ctx, "set-to-none", evidence)
+    if replayed is not None:
+        return [ctx.finding(RULE_ID, replayed, "replayed", evidence, change)]
+    return [ctx.finding(RULE_ID, time_ns, "kernel-time-removed", evidence, change)]

@@ -14,6 +14,7 @@ from stepscope.analysis.whatif.batch import LargerBatch
 from stepscope.analysis.whatif.kernel_remedies import FillSms, FusedAttention, FuseElementwise, PadGemms
 from stepscope.analysis.whatif.precision import Bf16OverTf32, MixedPrecision
 from stepscope.analysis.whatif.unprofiled import WithoutProfiler
+from stepscope.analysis.whatif.zero_grad import SetToNone
 from stepscope.errors import UsageError
 
 #: the largest factor a change may apply (a duration times more overflows int64 nanoseconds)
@@ -48,13 +49,14 @@ def pair(text: str, option: str) -> tuple[str, float]:
     return regex_of(pattern, option), factor
 
 
-#: the kernel remedies named by a flag (``--fill-sms``, the server's ``fill_sms``: true): the advisor's models
-KERNEL_FLAGS: dict[str, tf.Transform] = {"fill_sms": FillSms(), "pad_gemms": PadGemms(),
-                                         "fuse_elementwise": FuseElementwise(), "fused_attention": FusedAttention()}
+#: the remedies named by a flag (``--fill-sms``, the server's ``fill_sms``: true): the advisor's models
+REMEDY_FLAGS: dict[str, tf.Transform] = {"fill_sms": FillSms(), "pad_gemms": PadGemms(),
+                                         "fuse_elementwise": FuseElementwise(), "fused_attention": FusedAttention(),
+                                         "set_to_none": SetToNone()}
 
 
-def kernel_flags_of(**given: bool) -> tuple[str, ...]:
-    """The :data:`KERNEL_FLAGS` set among the given flags (``fill_sms=True`` → ``("fill_sms",)``)."""
+def remedy_flags_of(**given: bool) -> tuple[str, ...]:
+    """The :data:`REMEDY_FLAGS` set among the given flags (``fill_sms=True`` → ``("fill_sms",)``)."""
     return tuple(name for name, on in given.items() if on)
 
 
@@ -80,9 +82,9 @@ def transforms_of(workers: int | None, drop_syncs: str | None, pin: bool, scales
                   fix_ranks: tuple[int, ...] = (), batch: str | None = None,
                   fused_optimizer: bool = False, no_compile: bool = False,
                   batch_copies: bool = False, unprofiled_us: float | None = None, amp: bool = False,
-                  bf16: bool = False, kernel_flags: tuple[str, ...] = ()) -> list[tf.Transform]:
+                  bf16: bool = False, remedy_flags: tuple[str, ...] = ()) -> list[tf.Transform]:
     """The transformations the options name, in a fixed order (profiler, ranks, batch, input, host,
-    syncs, copies, device; ``kernel_flags``: keys of :data:`KERNEL_FLAGS`): the profiler's cost first, so
+    syncs, copies, device; ``remedy_flags``: keys of :data:`REMEDY_FLAGS`): the profiler's cost first, so
     the changes after it apply to the step the program runs unprofiled; a larger batch before the
     remedies, so they apply to its step."""
     out: list[tf.Transform] = []
@@ -112,17 +114,17 @@ def transforms_of(workers: int | None, drop_syncs: str | None, pin: bool, scales
         out.append(MixedPrecision())
     if bf16:
         out.append(Bf16OverTf32())
-    unknown = sorted(set(kernel_flags) - KERNEL_FLAGS.keys())
+    unknown = sorted(set(remedy_flags) - REMEDY_FLAGS.keys())
     if unknown:
-        raise UsageError(f"no such kernel change {unknown[0]!r} (known: {', '.join(KERNEL_FLAGS)})")
-    out += [t for flag, t in KERNEL_FLAGS.items() if flag in kernel_flags]
+        raise UsageError(f"no such change {unknown[0]!r} (known: {', '.join(REMEDY_FLAGS)})")
+    out += [t for flag, t in REMEDY_FLAGS.items() if flag in remedy_flags]
     out += [tf.ScaleDevice(tf.Select(p), f) for p, f in (pair(s, "--scale") for s in scales)]
     if overlap_comm:
         out.append(tf.OverlapComm())
     if not out:
         raise UsageError("name at least one change: --workers, --host-overhead, --host-in, --fused-optimizer, "
                          "--no-compile, --batch-copies, --drop-syncs, --pin-copies, --amp, --bf16, --fill-sms, "
-                         "--pad-gemms, --fuse-elementwise, --fused-attention, --scale, "
+                         "--pad-gemms, --fuse-elementwise, --fused-attention, --set-to-none, --scale, "
                          "--overlap-comm, --fix-rank, --batch or --unprofiled (see stepscope whatif --help)")
     return out
 

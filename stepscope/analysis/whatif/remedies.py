@@ -41,6 +41,7 @@ from stepscope.analysis.whatif.kernel_remedies import FillSms, FusedAttention, F
 from stepscope.analysis.whatif.precision import Bf16OverTf32, MixedPrecision, amp_speedup_of, bf16_speedup_of
 from stepscope.analysis.whatif.replay import Durations, replay_all
 from stepscope.analysis.whatif.unprofiled import WithoutProfiler
+from stepscope.analysis.whatif.zero_grad import SetToNone
 from stepscope.model.trace import Trace
 
 #: Default DataLoader workers of the ``loader-workers`` remedy (the advisor's suggested count).
@@ -68,6 +69,7 @@ REMEDIES: dict[str, tf.Transform] = {
     "pad-gemms": PadGemms(),
     "fuse-elementwise": FuseElementwise(),
     "fused-attention": FusedAttention(),
+    "set-to-none": SetToNone(),
 }
 #: name → the ``stepscope whatif`` options (and web UI fields) that replay the same change
 #: (:func:`stepscope.analysis.whatif.options.transforms_of`; ``drop_syncs`` "." matches every call)
@@ -88,6 +90,7 @@ REMEDY_OPTIONS: dict[str, dict[str, int | float | str | bool | list[str]]] = {
     "pad-gemms": {"pad_gemms": True},
     "fuse-elementwise": {"fuse_elementwise": True},
     "fused-attention": {"fused_attention": True},
+    "set-to-none": {"set_to_none": True},
 }
 
 def _channels_last_kernels(trace: Trace, rank: int) -> npt.NDArray[np.int64]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -22,14 +23,9 @@ from stepscope.analysis.compilation import inside_compilation, rank_compile_rows
 from stepscope.analysis.host_ops import copy_only_ops_of, cpu_only_top_ops
 from stepscope.analysis.memcpy import compute_memcpy
 from stepscope.analysis.sync import not_the_steps
-from stepscope.analysis.whatif.batch import LargerBatch
-from stepscope.analysis.whatif.channels_last import ChannelsLast
 from stepscope.analysis.whatif.fix_rank import fix_rank_basis, fixed_durations
 from stepscope.analysis.whatif.graph import SEG_COMM, SEG_HOST, SEG_INPUT, SEG_LAUNCH, StepGraph
-from stepscope.analysis.whatif.kernel_remedies import FillSms, FusedAttention, FuseElementwise, PadGemms
-from stepscope.analysis.whatif.precision import Bf16OverTf32, MixedPrecision
 from stepscope.analysis.whatif.replay import Durations
-from stepscope.analysis.whatif.unprofiled import WithoutProfiler
 from stepscope.model.schema import HOST_KINDS, EventKind
 from stepscope.model.trace import Trace
 
@@ -378,7 +374,14 @@ class FixSlowRank:
         return fixed_durations(g, d, a, activity_of(trace)[g.device.row] == Activity.COMMUNICATION)
 
 
-Transform = (LoaderWorkers | DropSyncs | ScaleDevice | PinnedCopies | HostOverhead | FusedOptimizer
-             | KeepAllocations | NoCompile | BatchSmallCopies | OverlapComm | FixSlowRank | LargerBatch
-             | WithoutProfiler | ChannelsLast | MixedPrecision | Bf16OverTf32 | FillSms | PadGemms | FuseElementwise
-             | FusedAttention)
+class Transform(Protocol):
+    """A change to a step graph's durations: each transformation here, and the larger ones beside this
+    module (``batch.py``, ``channels_last.py``, ``precision.py``, ``kernel_remedies.py``, ``unprofiled.py``,
+    ``zero_grad.py``), states its basis in one line and turns durations into new ones."""
+
+    @property
+    def name(self) -> str: ...
+
+    def basis(self) -> str: ...
+
+    def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations: ...

@@ -42,6 +42,8 @@ const FIELDS = [
     hint: "each run of unfused elementwise kernels fused into one pass, its longest kernel's time (torch.compile)"},
   {name: "fused_attention", label: "Fused attention", type: "checkbox",
     hint: "SDPA's math-backend kernels replaced by a fused kernel: the attention's FLOPs at the device's peak"},
+  {name: "set_to_none", label: "zero_grad to None", type: "checkbox",
+    hint: "zero_grad(set_to_none=True): the zeroing kernels and the host's work in Optimizer.zero_grad take no time"},
   {name: "scale", label: "Scale kernels (REGEX=F)", type: "lines", attrs: {placeholder: "gemm|conv=0.5"},
     hint: "one per line: matching kernels and copies take F × their time (AMP, Tensor Cores)"},
   {name: "overlap_comm", label: "Overlap communication", type: "checkbox", hint: "communication hidden under compute (an upper bound)"},

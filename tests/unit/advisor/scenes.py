@@ -215,6 +215,7 @@ def zero_grad(b: TraceBuilder, on: bool) -> None:
                                 launch_ts=t + 25 + j * 40, launch_dur=5, ts=t + 40 + j * 40, dur=40,
                                 grid=[160, 1, 1], block=[256, 1, 1])
         gemm(b, t + 600, dur=8_000)
+        device_sync(b, t + 700, t + 8_630)  # the GEMM runs t + 620 .. t + 8,620
 
 
 def small_copies(b: TraceBuilder, on: bool) -> None:

@@ -19,6 +19,7 @@ from stepscope.analysis.elementwise_runs import _first_longest
 from stepscope.analysis.whatif.kernel_remedies import FillSms, FusedAttention, FuseElementwise, PadGemms
 from stepscope.analysis.whatif.simulate import simulate
 from stepscope.analysis.whatif.transforms import Transform
+from stepscope.analysis.whatif.zero_grad import SetToNone
 from stepscope.cli import cli
 from tests.builders import TraceBuilder
 from tests.unit.advisor.scenes import SCENES, device_sync
@@ -101,6 +102,28 @@ def test_math_attention_takes_its_flops_at_the_peak(tmp_path: Path) -> None:
     b = TraceBuilder()
     SCENES["attention-math-fallback"](b, True)
     assert saved_ms(b.write(tmp_path / "attn.json"), FusedAttention()) == pytest.approx(2.99, abs=1e-3)
+
+
+def test_set_to_none_frees_what_holds_the_step(tmp_path: Path) -> None:
+    """The zero_grad span (500 µs of host, 10 fills of 40 µs) before a GEMM's launch holds the step: 0.5 ms
+    (the zero-grad-not-none scene). Queued behind an 8 ms GEMM launched first, the span runs while the
+    GEMM does and only the fills' 0.4 ms of device time reaches the step."""
+    b = TraceBuilder()
+    SCENES["zero-grad-not-none"](b, True)
+    assert saved_ms(b.write(tmp_path / "before.json"), SetToNone()) == pytest.approx(0.5, abs=1e-3)
+    b = TraceBuilder()
+    for i in range(3):
+        t = i * 10_000
+        b.step(i + 1, t, 10_000)
+        b.op("aten::mm", ts=t + 10, dur=30)
+        b.launch_kernel("volta_sgemm_128x64_nn", launch_ts=t + 15, launch_dur=10, ts=t + 30, dur=8_000)
+        b.op("Optimizer.zero_grad#SGD.zero_grad", ts=t + 100, dur=500, cat="user_annotation")
+        for j in range(10):
+            b.op("aten::zero_", ts=t + 110 + j * 40, dur=30)
+            b.launch_kernel("void at::native::vectorized_elementwise_kernel<4, FillFunctor<float>>",
+                            launch_ts=t + 115 + j * 40, launch_dur=5, ts=t + 8_030 + j * 40, dur=40)
+        device_sync(b, t + 700, t + 8_440)
+    assert saved_ms(b.write(tmp_path / "behind.json"), SetToNone()) == pytest.approx(0.4, abs=1e-3)
 
 
 def test_whatif_names_each_kernel_remedy(tmp_path: Path) -> None:

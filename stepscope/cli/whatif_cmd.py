@@ -69,6 +69,8 @@ _NEGATIVE = re.compile(r"^-(?:\d|\.\d|inf)", re.IGNORECASE)
 @click.option("--set-to-none", is_flag=True,
               help="zero_grad(set_to_none=True): the kernels zeroing the gradients and the host's work inside "
                    "Optimizer.zero_grad take no time.")
+@click.option("--no-launch-blocking", is_flag=True,
+              help="CUDA_LAUNCH_BLOCKING unset: launch calls that returned after their kernel ended take 5 us.")
 @click.option("--scale", "scales", multiple=True, metavar="REGEX=FACTOR",
               help="Kernels/copies whose name or launching op matches REGEX take FACTOR x their time (repeatable).")
 @click.option("--overlap-comm", is_flag=True, help="Communication kernels fully hidden under compute (upper bound).")

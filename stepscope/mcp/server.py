@@ -146,6 +146,8 @@ class Tools:
                                                       "fused kernel")] = False,
                set_to_none: Annotated[bool, Field(description="zero_grad(set_to_none=True): the zeroing kernels "
                                                   "and the host's work in Optimizer.zero_grad take no time")] = False,
+               no_launch_blocking: Annotated[bool, Field(description="CUDA_LAUNCH_BLOCKING unset: launch calls "
+                                                         "that waited for their kernel take 5 µs")] = False,
                unprofiled_us: Annotated[float | None, Field(ge=0, le=1000, description="Without the profiler's "
                                                             "own cost: each recorded op costs US µs less (8 "
                                                             "measured on CUDA traces); applied first")] = None) -> str:
@@ -158,7 +160,8 @@ class Tools:
                                                    remedy_flags_of(fill_sms=fill_sms, pad_gemms=pad_gemms,
                                                           fuse_elementwise=fuse_elementwise,
                                                           fused_attention=fused_attention,
-                                                          set_to_none=set_to_none)))
+                                                          set_to_none=set_to_none,
+                                                          no_launch_blocking=no_launch_blocking)))
 
 
 def _version() -> str:

@@ -38,6 +38,7 @@ from stepscope.analysis.whatif.channels_last import (
 )
 from stepscope.analysis.whatif.graph import StepGraph, require_linked, step_graph
 from stepscope.analysis.whatif.kernel_remedies import FillSms, FusedAttention, FuseElementwise, PadGemms
+from stepscope.analysis.whatif.launch_blocking import NoLaunchBlocking
 from stepscope.analysis.whatif.precision import Bf16OverTf32, MixedPrecision, amp_speedup_of, bf16_speedup_of
 from stepscope.analysis.whatif.replay import Durations, replay_all
 from stepscope.analysis.whatif.unprofiled import WithoutProfiler
@@ -70,6 +71,7 @@ REMEDIES: dict[str, tf.Transform] = {
     "fuse-elementwise": FuseElementwise(),
     "fused-attention": FusedAttention(),
     "set-to-none": SetToNone(),
+    "no-launch-blocking": NoLaunchBlocking(),
 }
 #: name → the ``stepscope whatif`` options (and web UI fields) that replay the same change
 #: (:func:`stepscope.analysis.whatif.options.transforms_of`; ``drop_syncs`` "." matches every call)
@@ -91,6 +93,7 @@ REMEDY_OPTIONS: dict[str, dict[str, int | float | str | bool | list[str]]] = {
     "fuse-elementwise": {"fuse_elementwise": True},
     "fused-attention": {"fused_attention": True},
     "set-to-none": {"set_to_none": True},
+    "no-launch-blocking": {"no_launch_blocking": True},
 }
 
 def _channels_last_kernels(trace: Trace, rank: int) -> npt.NDArray[np.int64]:

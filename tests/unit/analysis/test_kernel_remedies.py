@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from stepscope import load
 from stepscope.analysis.elementwise_runs import _first_longest
 from stepscope.analysis.whatif.kernel_remedies import FillSms, FusedAttention, FuseElementwise, PadGemms
+from stepscope.analysis.whatif.launch_blocking import NoLaunchBlocking
 from stepscope.analysis.whatif.simulate import simulate
 from stepscope.analysis.whatif.transforms import Transform
 from stepscope.analysis.whatif.zero_grad import SetToNone
@@ -124,6 +125,16 @@ def test_set_to_none_frees_what_holds_the_step(tmp_path: Path) -> None:
                             launch_ts=t + 115 + j * 40, launch_dur=5, ts=t + 8_030 + j * 40, dur=40)
         device_sync(b, t + 700, t + 8_440)
     assert saved_ms(b.write(tmp_path / "behind.json"), SetToNone()) == pytest.approx(0.4, abs=1e-3)
+
+
+def test_launches_that_stop_blocking_leave_the_kernels_their_time(tmp_path: Path) -> None:
+    """The cuda-launch-blocking scene: ten launch calls a step wait 820 µs each for their 800 µs kernel.
+    Unblocked (5 µs each) the host runs ahead and the kernels run back to back: the 10 ms step becomes
+    their 8 ms, not 10 − 8.15 ms; launches that never blocked (its twin) change nothing."""
+    for on, expected in ((True, 1.993), (False, 0.0)):
+        b = TraceBuilder()
+        SCENES["cuda-launch-blocking"](b, on)
+        assert saved_ms(b.write(tmp_path / f"lb_{on}.json"), NoLaunchBlocking()) == pytest.approx(expected, abs=1e-3)
 
 
 def test_whatif_names_each_kernel_remedy(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import I64, B, in_step_rows, kept_steps, step_kernels
 from stepscope.analysis.platform import NO_PYTORCH_OPS, hint_for
@@ -118,6 +119,7 @@ class GemmDimsResult:
                 for j in order.tolist()]  # per distinct shape
 
 
+@per_rank
 def compute_gemm_dims(trace: Trace, rank: int) -> GemmDimsResult:
     """The rank's GEMM calls with recorded shapes: N, K, half precision, kernel time."""
     ev, pool = trace.events, trace.strings

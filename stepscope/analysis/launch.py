@@ -98,6 +98,17 @@ def compute_launch(trace: Trace, rank: int) -> LaunchResult:
         graph_launches=len(unique(lr[graph])), graph_kernels=int(graph.sum()))
 
 
+def blocking_launch_calls(trace: Trace, rank: int) -> I64:
+    """The rank's launch calls that returned after a kernel they launched had ended (launch delay ≤
+    −kernel duration: ``CUDA_LAUNCH_BLOCKING=1``), without the rest of :func:`compute_launch`."""
+    ev = trace.events
+    k = rank_rows(trace, rank, (int(EventKind.KERNEL),))
+    lr = ev["launch"][k].astype(np.int64)
+    k, lr = k[lr >= 0], lr[lr >= 0]
+    ended = ev["ts_ns"][k] + ev["dur_ns"][k] <= ev["ts_ns"][lr] + ev["dur_ns"][lr]
+    return unique(lr[ended])
+
+
 def _shared_call_ns(trace: Trace, k: I64, lr: I64, graph: npt.NDArray[np.bool_]) -> I64:
     """Each kernel's launch call time; a graph launch's shared among its kernels by their run time
     (evenly when they all took 0 ns)."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import ancestor_with, in_step_rows, kept_steps
 from stepscope.analysis.named import NamedRows, named_rows
@@ -32,6 +33,7 @@ class ZeroGradResult:
     activities: NamedRows
 
 
+@per_rank
 def compute_zero_grad(trace: Trace, rank: int) -> ZeroGradResult:
     """The rank's GPU activities under ``Optimizer.zero_grad`` inside its steps."""
     ev = trace.events

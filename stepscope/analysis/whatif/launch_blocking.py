@@ -13,8 +13,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from stepscope.analysis.base import NotApplicable
-from stepscope.analysis.launch import compute_launch
+from stepscope.analysis.launch import blocking_launch_calls
 from stepscope.analysis.whatif.graph import StepGraph
 from stepscope.analysis.whatif.replay import Durations
 from stepscope.model.trace import Trace
@@ -35,11 +34,7 @@ class NoLaunchBlocking:
                 f"{self.normal_ns / 1e3:g} µs, the host running ahead of the device")
 
     def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
-        try:
-            res = compute_launch(trace, g.rank)
-        except NotApplicable:
-            return d
-        calls = np.unique(res.launch_rows[res.launch_delay_ns + res.kernel_ns <= 0])
+        calls = blocking_launch_calls(trace, g.rank)
         if len(calls) == 0:
             return d
         start = trace.events["ts_ns"][calls]

@@ -148,6 +148,8 @@ class Tools:
                                                   "and the host's work in Optimizer.zero_grad take no time")] = False,
                no_launch_blocking: Annotated[bool, Field(description="CUDA_LAUNCH_BLOCKING unset: launch calls "
                                                          "that waited for their kernel take 5 µs")] = False,
+               move_host_work: Annotated[bool, Field(description="The step's top-level ops that launch nothing "
+                                                     "and idle the GPU moved off the step")] = False,
                unprofiled_us: Annotated[float | None, Field(ge=0, le=1000, description="Without the profiler's "
                                                             "own cost: each recorded op costs US µs less (8 "
                                                             "measured on CUDA traces); applied first")] = None) -> str:
@@ -161,7 +163,8 @@ class Tools:
                                                           fuse_elementwise=fuse_elementwise,
                                                           fused_attention=fused_attention,
                                                           set_to_none=set_to_none,
-                                                          no_launch_blocking=no_launch_blocking)))
+                                                          no_launch_blocking=no_launch_blocking,
+                                                          move_host_work=move_host_work)))
 
 
 def _version() -> str:

@@ -10,8 +10,10 @@ numpy / on CPU tensors, checkpoint or log writing, Python-side preprocessing ins
 The host_ops analysis finds those ops ("launches nothing": no runtime call below the op) and the
 GPU idle time inside them per op name; the rule weighs each name against the step.
 
-Gain: the GPU idle time inside those ops per step — what moving them to the GPU, out of the step or
-to a worker thread gives back. The change is ``move-host-work``, or ``cpu-optimizer-step`` when the
+Gain: the ``move-host-work`` remedy replayed (:class:`~stepscope.analysis.whatif.host_work.MoveHostWork`:
+those ops take no host time — moved to the GPU, out of the step or to a worker thread): what reaches the
+step. With another ``host_op_min_pct`` than the default, or where the replay did not run: the GPU idle
+time inside those ops per step. The change is ``move-host-work``, or ``cpu-optimizer-step`` when the
 heaviest op is an optimizer step on the CPU (an offloaded optimizer: run it on the GPU, or overlap it
 with the next step's device work — no thread or DataLoader worker can take it).
 """
@@ -22,8 +24,9 @@ import numpy as np
 
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
-from stepscope.advisor.rules._util import ms
+from stepscope.advisor.rules._util import ms, replayed_saving
 from stepscope.analysis.registry import HOST_OPS
+from stepscope.analysis.whatif.host_work import HOST_OP_MIN_PCT
 
 RULE_ID = "heavy-host-op-no-gpu"
 SCOPE = "rank"
@@ -44,4 +47,8 @@ def detect(ctx: RuleContext) -> list[Finding]:
     evidence = {"gpu_idle_in_ops_ms": ms(gain), "gpu_idle_in_ops_pct": round(ctx.pct_of_step(gain), 2), "ops": ops}
     # an optimizer stepping on the CPU (an offloaded Adam) is not work for a thread or the DataLoader
     key = "cpu-optimizer-step" if str(ops[0]["name"]).startswith("Optimizer.step") else "move-host-work"
-    return [ctx.finding(RULE_ID, gain, "gpu-idle-in-host-ops", evidence, Change(key, {"op": ops[0]["name"]}))]
+    change = Change(key, {"op": ops[0]["name"]})
+    replayed = replayed_saving(ctx, "move-host-work", evidence) if ctx.cfg.host_op_min_pct == HOST_OP_MIN_PCT else None
+    if replayed is not None:
+        return [ctx.finding(RULE_ID, replayed, "replayed", evidence, change)]
+    return [ctx.finding(RULE_ID, gain, "gpu-idle-in-host-ops", evidence, change)]

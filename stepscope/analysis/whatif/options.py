@@ -11,6 +11,7 @@ import re
 
 from stepscope.analysis.whatif import transforms as tf
 from stepscope.analysis.whatif.batch import LargerBatch
+from stepscope.analysis.whatif.host_work import MoveHostWork
 from stepscope.analysis.whatif.kernel_remedies import FillSms, FusedAttention, FuseElementwise, PadGemms
 from stepscope.analysis.whatif.launch_blocking import NoLaunchBlocking
 from stepscope.analysis.whatif.precision import Bf16OverTf32, MixedPrecision
@@ -53,7 +54,8 @@ def pair(text: str, option: str) -> tuple[str, float]:
 #: the remedies named by a flag (``--fill-sms``, the server's ``fill_sms``: true): the advisor's models
 REMEDY_FLAGS: dict[str, tf.Transform] = {"fill_sms": FillSms(), "pad_gemms": PadGemms(),
                                          "fuse_elementwise": FuseElementwise(), "fused_attention": FusedAttention(),
-                                         "set_to_none": SetToNone(), "no_launch_blocking": NoLaunchBlocking()}
+                                         "set_to_none": SetToNone(), "no_launch_blocking": NoLaunchBlocking(),
+                                         "move_host_work": MoveHostWork()}
 
 
 def remedy_flags_of(**given: bool) -> tuple[str, ...]:
@@ -126,7 +128,7 @@ def transforms_of(workers: int | None, drop_syncs: str | None, pin: bool, scales
         raise UsageError("name at least one change: --workers, --host-overhead, --host-in, --fused-optimizer, "
                          "--no-compile, --batch-copies, --drop-syncs, --pin-copies, --amp, --bf16, --fill-sms, "
                          "--pad-gemms, --fuse-elementwise, --fused-attention, --set-to-none, "
-                         "--no-launch-blocking, --scale, "
+                         "--no-launch-blocking, --move-host-work, --scale, "
                          "--overlap-comm, --fix-rank, --batch or --unprofiled (see stepscope whatif --help)")
     return out
 

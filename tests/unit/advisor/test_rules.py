@@ -339,6 +339,7 @@ def test_the_replayed_remedies_use_the_advisors_defaults() -> None:
     kernel remedies' (under-filled grids, misaligned GEMMs)."""
     from stepscope.advisor.config import AdvisorConfig
     from stepscope.analysis.whatif import kernel_remedies as kr
+    from stepscope.analysis.whatif.host_work import HOST_OP_MIN_PCT
     from stepscope.analysis.whatif.remedies import CUDNN_BENCHMARK_GAIN
     from stepscope.analysis.whatif.transforms import FUSED_OPTIMIZER_FACTOR
 
@@ -348,3 +349,4 @@ def test_the_replayed_remedies_use_the_advisors_defaults() -> None:
     assert (cfg.underfill_min_kernel_us, cfg.underfill_recoverable) == (kr.UNDERFILL_MIN_KERNEL_US,
                                                                         kr.UNDERFILL_RECOVERABLE)
     assert (cfg.gemm_align, cfg.gemm_misaligned_recoverable) == (kr.GEMM_ALIGN, kr.GEMM_MISALIGNED_RECOVERABLE)
+    assert cfg.host_op_min_pct == HOST_OP_MIN_PCT

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from stepscope import load
 from stepscope.analysis.elementwise_runs import _first_longest
+from stepscope.analysis.whatif.host_work import MoveHostWork
 from stepscope.analysis.whatif.kernel_remedies import FillSms, FusedAttention, FuseElementwise, PadGemms
 from stepscope.analysis.whatif.launch_blocking import NoLaunchBlocking
 from stepscope.analysis.whatif.simulate import simulate
@@ -23,7 +24,7 @@ from stepscope.analysis.whatif.transforms import Transform
 from stepscope.analysis.whatif.zero_grad import SetToNone
 from stepscope.cli import cli
 from tests.builders import TraceBuilder
-from tests.unit.advisor.scenes import SCENES, device_sync
+from tests.unit.advisor.scenes import SCENES, device_sync, gemm
 
 
 def saved_ms(path: Path, change: Transform) -> float:
@@ -135,6 +136,26 @@ def test_launches_that_stop_blocking_leave_the_kernels_their_time(tmp_path: Path
         b = TraceBuilder()
         SCENES["cuda-launch-blocking"](b, on)
         assert saved_ms(b.write(tmp_path / f"lb_{on}.json"), NoLaunchBlocking()) == pytest.approx(expected, abs=1e-3)
+
+
+def test_host_work_moved_off_the_step_saves_what_the_gpu_waited(tmp_path: Path) -> None:
+    """Per 10 ms step: a GEMM (t + 20 .. 2,020), a 3 ms CPU-only op (t + 100 .. 3,100: the GPU idle in it
+    1.08 ms), then a 6 ms GEMM launched at t + 3,205 the host syncs on (t + 3,300 .. 9,230). Without the op
+    the second GEMM is launched at t + 205 and queues behind the first: it runs 2,020 .. 8,020 and the
+    sync returns at 8,030 — 1.2 ms saved, the GPU's idle time in the op and the 120 µs to the launch after
+    it. A 0.3 ms op, run while the first GEMM keeps the GPU busy, idles it for nothing: under the 5 % floor,
+    it stays."""
+    for op_us, expected in ((3_000, 1.2), (300, 0.0)):
+        b = TraceBuilder()
+        for i in range(3):
+            t = i * 10_000
+            b.step(i + 1, t, 10_000)
+            gemm(b, t, dur=2_000)
+            b.op("metrics_on_cpu", ts=t + 100, dur=op_us)
+            gemm(b, t + 200 + op_us, dur=6_000)
+            device_sync(b, t + 300 + op_us, t + 6_230 + op_us)
+        path = b.write(tmp_path / f"host_{op_us}.json")
+        assert saved_ms(path, MoveHostWork()) == pytest.approx(expected, abs=1e-3)
 
 
 def test_whatif_names_each_kernel_remedy(tmp_path: Path) -> None:

@@ -86,6 +86,8 @@ class ConvCalls:
     time_ns: F64  # their time
     step: I32  # the call's step (-1 outside steps)
     typical_kernels: F64  # median ``kernels`` over the calls of the same op
+    kernel_rows: I64  # the calls' kernels
+    kernel_call: I64  # per kernel, its call (row of the arrays above)
 
     def searching(self, min_kernels: int, over_median: float) -> B:
         """Calls that look like cuDNN trying algorithms: at least ``min_kernels`` kernels, or half that
@@ -141,11 +143,11 @@ def compute_convolutions(trace: Trace, rank: int) -> ConvolutionResult:
         tc_conv=conv.subset(tc), nchw_tc=conv.subset(tc & nchw),
         fallback=conv.subset(pool.mask(_is_fallback)[conv_ids]),
         transforms=named_rows(trace, k[pool.mask(_is_transform)[ev["name"][k]]]),
-        calls=_calls(trace, ops[is_conv], conv.dur_ns),
+        calls=_calls(trace, ops[is_conv], conv.rows, conv.dur_ns),
         nchw_variants=named_rows(trace, k[pool.mask(_is_nchw_variant)[ev["name"][k]]]))
 
 
-def _calls(trace: Trace, ops: I64, dur: I64) -> ConvCalls:
+def _calls(trace: Trace, ops: I64, rows: I64, dur: I64) -> ConvCalls:
     """Per convolution call: kernels launched, their time, its step, its op's median kernel count."""
     ev = trace.events
     calls, inv, per_call = np.unique(ops, return_inverse=True, return_counts=True)
@@ -153,7 +155,8 @@ def _calls(trace: Trace, ops: I64, dur: I64) -> ConvCalls:
     time = np.bincount(np.asarray(inv).reshape(-1), weights=dur, minlength=len(calls)).astype(np.float64)
     return ConvCalls(op=np.asarray(op, np.int64).reshape(-1), names=tuple(str(s) for s in trace.strings.decode(names)),
                      kernels=per_call.astype(np.int64), time_ns=time, step=ev["step"][calls].astype(np.int32),
-                     typical_kernels=_median_by(ev["name"][calls], per_call))
+                     typical_kernels=_median_by(ev["name"][calls], per_call), kernel_rows=rows,
+                     kernel_call=np.asarray(inv, np.int64).reshape(-1))
 
 
 def _median_by(group: npt.NDArray[np.int32], values: I64) -> F64:

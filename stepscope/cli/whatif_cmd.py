@@ -73,6 +73,9 @@ _NEGATIVE = re.compile(r"^-(?:\d|\.\d|inf)", re.IGNORECASE)
               help="CUDA_LAUNCH_BLOCKING unset: launch calls that returned after their kernel ended take 5 us.")
 @click.option("--move-host-work", is_flag=True,
               help="The step's top-level ops that launch nothing and idle the GPU >= 5 %% of the step moved off it.")
+@click.option("--no-algo-search", is_flag=True,
+              help="Static shapes: the convolution calls that tried many cuDNN algorithms run one (1/count of "
+                   "their kernels' time).")
 @click.option("--scale", "scales", multiple=True, metavar="REGEX=FACTOR",
               help="Kernels/copies whose name or launching op matches REGEX take FACTOR x their time (repeatable).")
 @click.option("--overlap-comm", is_flag=True, help="Communication kernels fully hidden under compute (upper bound).")

@@ -150,6 +150,8 @@ class Tools:
                                                          "that waited for their kernel take 5 µs")] = False,
                move_host_work: Annotated[bool, Field(description="The step's top-level ops that launch nothing "
                                                      "and idle the GPU moved off the step")] = False,
+               no_algo_search: Annotated[bool, Field(description="Static shapes: the convolution calls that tried "
+                                                     "many cuDNN algorithms run one")] = False,
                unprofiled_us: Annotated[float | None, Field(ge=0, le=1000, description="Without the profiler's "
                                                             "own cost: each recorded op costs US µs less (8 "
                                                             "measured on CUDA traces); applied first")] = None) -> str:
@@ -164,7 +166,8 @@ class Tools:
                                                           fused_attention=fused_attention,
                                                           set_to_none=set_to_none,
                                                           no_launch_blocking=no_launch_blocking,
-                                                          move_host_work=move_host_work)))
+                                                          move_host_work=move_host_work,
+                                                          no_algo_search=no_algo_search)))
 
 
 def _version() -> str:

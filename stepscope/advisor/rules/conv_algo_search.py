@@ -8,17 +8,20 @@ gradients, bias, split-K reductions — on every call; the comparison with the o
 that from counting.) With static shapes the search runs once; seen every step, the shapes change
 (variable sequence lengths / image sizes, a last partial batch).
 
-Gain: per step, the searching calls' kernel time minus one kernel's share per call (the run that
-would remain without the search).
+Gain: the ``no-algo-search`` remedy replayed (:class:`~stepscope.analysis.whatif.kernel_remedies.NoAlgoSearch`:
+each searching call's kernels at 1 / their count of their time — the run that would remain without the
+search): what reaches the step. With other ``conv_search_*`` values than the defaults, or where the replay
+did not run: per step, the searching calls' kernel time minus one kernel's share per call.
 """
 
 from __future__ import annotations
 
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
-from stepscope.advisor.rules._util import ms, per_step
+from stepscope.advisor.rules._util import ms, per_step, replayed_saving
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.registry import CONVOLUTIONS
+from stepscope.analysis.whatif.kernel_remedies import CONV_SEARCH_MIN_KERNELS, CONV_SEARCH_OVER_MEDIAN
 from stepscope.model.uniq import unique
 
 RULE_ID = "conv-algo-search"
@@ -42,5 +45,10 @@ def detect(ctx: RuleContext) -> list[Finding]:
     evidence = {"searching_calls": int(searching.sum()), "steps_with_search": [int(s) for s in steps if s >= 0],
                 "max_kernels_per_call": int(calls.kernels.max()), "search_ms": ms(per_step(ctx, extra)),
                 "ops": sorted({calls.names[i] for i in calls.op[searching][:20].tolist()})}
-    return [ctx.finding(RULE_ID, per_step(ctx, extra), "search-kernel-time", evidence,
-                        Change("static-shapes-for-benchmark", {}))]
+    change = Change("static-shapes-for-benchmark", {})
+    default = (ctx.cfg.conv_search_min_kernels, ctx.cfg.conv_search_over_median) == (CONV_SEARCH_MIN_KERNELS,
+                                                                                    CONV_SEARCH_OVER_MEDIAN)
+    replayed = replayed_saving(ctx, "no-algo-search", evidence) if default else None
+    if replayed is not None:
+        return [ctx.finding(RULE_ID, replayed, "replayed", evidence, change)]
+    return [ctx.finding(RULE_ID, per_step(ctx, extra), "search-kernel-time", evidence, change)]

@@ -12,6 +12,11 @@ replay says what of it reaches the step.
 * :class:`FuseElementwise` — each run of unfused elementwise kernels (``elementwise_runs``) becomes
   one pass over the data, the cost of its longest kernel: the others take no time. Their launches
   stay (an upper bound on the host's time: a compiled region also launches less).
+* :class:`NoAlgoSearch` — the convolution calls that look like cuDNN trying algorithms (the
+  convolutions analysis' ``searching``: at least :data:`CONV_SEARCH_MIN_KERNELS` kernels, or half that
+  and :data:`CONV_SEARCH_OVER_MEDIAN` × their op's median) run one algorithm: each of their kernels takes
+  ``1 / kernels`` of its time (static shapes, so ``cudnn.benchmark`` searches once; the host's waits
+  for the trials follow the kernels in the replay).
 * :class:`FusedAttention` — SDPA's math-backend kernels (``attention_fallback``) take what a fused
   kernel needs at least: the attention's FLOPs at the device's dense peak (no time where the device or
   the shapes are unknown), spread over them in proportion to their time.
@@ -31,6 +36,7 @@ import numpy.typing as npt
 from stepscope.analysis.attention_fallback import math_attention
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import I64
+from stepscope.analysis.convolutions import compute_convolutions
 from stepscope.analysis.elementwise_runs import compute_elementwise_runs
 from stepscope.analysis.gemm_dims import compute_gemm_dims
 from stepscope.analysis.launch_config import compute_launch_config
@@ -42,6 +48,9 @@ F64 = npt.NDArray[np.float64]
 #: the advisor's ``underfill_min_kernel_us`` and ``underfill_recoverable`` defaults
 UNDERFILL_MIN_KERNEL_US = 10.0
 UNDERFILL_RECOVERABLE = 0.5
+#: the advisor's ``conv_search_min_kernels`` and ``conv_search_over_median`` defaults
+CONV_SEARCH_MIN_KERNELS = 12
+CONV_SEARCH_OVER_MEDIAN = 3.0
 #: the advisor's ``gemm_align`` and ``gemm_misaligned_recoverable`` defaults
 GEMM_ALIGN = 8
 GEMM_MISALIGNED_RECOVERABLE = 0.5
@@ -132,3 +141,25 @@ class FusedAttention:
         fb = math_attention(trace, g.rank)
         share = fb.fused_min_ns / fb.device_ns if fb.device_ns > 0 and math.isfinite(fb.fused_min_ns) else 0.0
         return scale_rows(g, d, fb.rows, np.full(len(fb.rows), min(share, 1.0)))
+
+
+@dataclass(frozen=True)
+class NoAlgoSearch:
+    """The searching convolution calls' kernels take ``1 / kernels`` of their time: one algorithm run."""
+
+    min_kernels: int = CONV_SEARCH_MIN_KERNELS
+    over_median: float = CONV_SEARCH_OVER_MEDIAN
+    name: str = field(default="no-algo-search", init=False)
+
+    def basis(self) -> str:
+        return ("static shapes, so cuDNN searches convolution algorithms once: each call that tried many runs one, "
+                "its kernels at 1 / their count of their time")
+
+    def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
+        try:
+            calls = compute_convolutions(trace, g.rank).calls
+        except NotApplicable:
+            return d
+        searching = calls.searching(self.min_kernels, self.over_median)[calls.kernel_call]
+        per_call = calls.kernels[calls.kernel_call][searching].astype(np.float64)
+        return scale_rows(g, d, calls.kernel_rows[searching], 1.0 / per_call)

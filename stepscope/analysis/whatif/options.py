@@ -12,7 +12,13 @@ import re
 from stepscope.analysis.whatif import transforms as tf
 from stepscope.analysis.whatif.batch import LargerBatch
 from stepscope.analysis.whatif.host_work import MoveHostWork
-from stepscope.analysis.whatif.kernel_remedies import FillSms, FusedAttention, FuseElementwise, PadGemms
+from stepscope.analysis.whatif.kernel_remedies import (
+    FillSms,
+    FusedAttention,
+    FuseElementwise,
+    NoAlgoSearch,
+    PadGemms,
+)
 from stepscope.analysis.whatif.launch_blocking import NoLaunchBlocking
 from stepscope.analysis.whatif.precision import Bf16OverTf32, MixedPrecision
 from stepscope.analysis.whatif.unprofiled import WithoutProfiler
@@ -55,7 +61,7 @@ def pair(text: str, option: str) -> tuple[str, float]:
 REMEDY_FLAGS: dict[str, tf.Transform] = {"fill_sms": FillSms(), "pad_gemms": PadGemms(),
                                          "fuse_elementwise": FuseElementwise(), "fused_attention": FusedAttention(),
                                          "set_to_none": SetToNone(), "no_launch_blocking": NoLaunchBlocking(),
-                                         "move_host_work": MoveHostWork()}
+                                         "move_host_work": MoveHostWork(), "no_algo_search": NoAlgoSearch()}
 
 
 def remedy_flags_of(**given: bool) -> tuple[str, ...]:
@@ -128,7 +134,7 @@ def transforms_of(workers: int | None, drop_syncs: str | None, pin: bool, scales
         raise UsageError("name at least one change: --workers, --host-overhead, --host-in, --fused-optimizer, "
                          "--no-compile, --batch-copies, --drop-syncs, --pin-copies, --amp, --bf16, --fill-sms, "
                          "--pad-gemms, --fuse-elementwise, --fused-attention, --set-to-none, "
-                         "--no-launch-blocking, --move-host-work, --scale, "
+                         "--no-launch-blocking, --move-host-work, --no-algo-search, --scale, "
                          "--overlap-comm, --fix-rank, --batch or --unprofiled (see stepscope whatif --help)")
     return out
 

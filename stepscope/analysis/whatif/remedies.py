@@ -38,7 +38,13 @@ from stepscope.analysis.whatif.channels_last import (
 )
 from stepscope.analysis.whatif.graph import StepGraph, require_linked, step_graph
 from stepscope.analysis.whatif.host_work import MoveHostWork
-from stepscope.analysis.whatif.kernel_remedies import FillSms, FusedAttention, FuseElementwise, PadGemms
+from stepscope.analysis.whatif.kernel_remedies import (
+    FillSms,
+    FusedAttention,
+    FuseElementwise,
+    NoAlgoSearch,
+    PadGemms,
+)
 from stepscope.analysis.whatif.launch_blocking import NoLaunchBlocking
 from stepscope.analysis.whatif.precision import Bf16OverTf32, MixedPrecision, amp_speedup_of, bf16_speedup_of
 from stepscope.analysis.whatif.replay import Durations, replay_all
@@ -74,6 +80,7 @@ REMEDIES: dict[str, tf.Transform] = {
     "set-to-none": SetToNone(),
     "no-launch-blocking": NoLaunchBlocking(),
     "move-host-work": MoveHostWork(),
+    "no-algo-search": NoAlgoSearch(),
 }
 #: name → the ``stepscope whatif`` options (and web UI fields) that replay the same change
 #: (:func:`stepscope.analysis.whatif.options.transforms_of`; ``drop_syncs`` "." matches every call)
@@ -97,6 +104,7 @@ REMEDY_OPTIONS: dict[str, dict[str, int | float | str | bool | list[str]]] = {
     "set-to-none": {"set_to_none": True},
     "no-launch-blocking": {"no_launch_blocking": True},
     "move-host-work": {"move_host_work": True},
+    "no-algo-search": {"no_algo_search": True},
 }
 
 def _channels_last_kernels(trace: Trace, rank: int) -> npt.NDArray[np.int64]:

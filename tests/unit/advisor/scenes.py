@@ -186,11 +186,16 @@ def benchmark_off(b: TraceBuilder, on: bool) -> None:
 
 
 def algo_search(b: TraceBuilder, on: bool) -> None:
+    """cuDNN's benchmark search inside the convolution op: each of 14 (off: 2) trial kernels of 400 µs is
+    launched and waited for (``cudaEventSynchronize`` until 5 µs after it ends), 500 µs apart."""
     for t in steps(b):
-        b.op("aten::cudnn_convolution", ts=t + 10, dur=3_000)
-        for j in range(14 if on else 2):
-            b.launch_kernel(f"conv_algo_{j}_kernel", launch_ts=t + 20 + j * 100, launch_dur=10,
+        n = 14 if on else 2
+        b.op("aten::cudnn_convolution", ts=t + 10, dur=500 * n)
+        for j in range(n):
+            b.launch_kernel(f"conv_algo_{j}_kernel", launch_ts=t + 20 + j * 500, launch_dur=10,
                             ts=t + 40 + j * 500, dur=400, grid=[160, 1, 1], block=[256, 1, 1])
+            b.add(ph="X", cat="cuda_runtime", name="cudaEventSynchronize", pid=b.pid, tid=b.tid,
+                  ts=t + 35 + j * 500, dur=410, args={})
 
 
 def shapes(b: TraceBuilder, on: bool) -> None:

@@ -45,7 +45,8 @@ EXPECTED_GAIN_MS = {
     # moves nothing on the critical path: no gain (the old rule of thumb said 0.4 ms)
     "pageable-memcpy": 0.0,
     "small-memcpy": 2.7,  # replayed: the 60 aten::to of 45 µs that issue the copies leave the host's step
-    "conv-algo-search": 5.2,  # 14 kernels x 0.4 ms x (1 - 1/14)
+    # replayed: the host waits for each of the 14 trials, so each wait shrinks with its kernel, 400 -> 400/14 µs
+    "conv-algo-search": 14 * 0.4 * (1 - 1 / 14),
     # replayed: the 10 launch calls take 5 µs instead of 820 (8.15 ms of waiting), but the ten 800 µs kernels
     # then run back to back: the 10 ms step becomes their 8 ms (and a few µs of the first launch)
     "cuda-launch-blocking": 1.993,
@@ -350,3 +351,5 @@ def test_the_replayed_remedies_use_the_advisors_defaults() -> None:
                                                                         kr.UNDERFILL_RECOVERABLE)
     assert (cfg.gemm_align, cfg.gemm_misaligned_recoverable) == (kr.GEMM_ALIGN, kr.GEMM_MISALIGNED_RECOVERABLE)
     assert cfg.host_op_min_pct == HOST_OP_MIN_PCT
+    assert (cfg.conv_search_min_kernels, cfg.conv_search_over_median) == (kr.CONV_SEARCH_MIN_KERNELS,
+                                                                          kr.CONV_SEARCH_OVER_MEDIAN)

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
 from stepscope.analysis.base import NotApplicable
-from stepscope.analysis.whatif.options import check_ranks, remedy_flags_of, transforms_of
+from stepscope.analysis.whatif.options import REMEDY_FLAGS, check_ranks, remedy_flags_of, transforms_of
 from stepscope.analysis.whatif.simulate import simulate
 from stepscope.cli.common import InputPath, echo_json, load_trace, trace_options
 from stepscope.errors import UsageError
 from stepscope.report import whatif_view
 from stepscope.report.console import terminal_console
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class _WhatifCommand(click.Command):
@@ -27,6 +31,17 @@ class _WhatifCommand(click.Command):
             if _NEGATIVE.match(value):
                 raise UsageError(f"--unprofiled takes a cost per recorded op from 0 to 1000 µs (got {value})")
         return super().parse_args(ctx, args)
+
+
+def remedy_flag_options(command: F) -> F:
+    """One ``--flag`` per :data:`REMEDY_FLAGS` remedy (``fill_sms`` → ``--fill-sms``), its help the remedy's
+    own basis: the words the prediction shows are the words the option is described by."""
+    for flag, change in reversed(REMEDY_FLAGS.items()):
+        basis = change.basis()
+        code = "_" in basis.split(" ", 1)[0]  # zero_grad(...): kept as written
+        command = click.option(f"--{flag.replace('_', '-')}", is_flag=True,
+                               help=f"{basis if code else basis[:1].upper() + basis[1:]}.")(command)
+    return command
 
 
 _NEGATIVE = re.compile(r"^-(?:\d|\.\d|inf)", re.IGNORECASE)
@@ -55,27 +70,7 @@ _NEGATIVE = re.compile(r"^-(?:\d|\.\d|inf)", re.IGNORECASE)
 @click.option("--bf16", is_flag=True,
               help="bf16 autocast: the TF32 Tensor-Core kernels run faster by the device's bf16 peak over its "
                    "TF32 one.")
-@click.option("--fill-sms", is_flag=True,
-              help="Under-filled grids (kernels of >= 10 us with fewer blocks than 3/4 of the SMs) recover half "
-                   "the SM time they leave idle.")
-@click.option("--pad-gemms", is_flag=True,
-              help="fp16/bf16 GEMMs with N or K not a multiple of 8 padded: their kernels take half their time.")
-@click.option("--fuse-elementwise", is_flag=True,
-              help="Each run of unfused elementwise kernels fused into one pass (torch.compile): its longest "
-                   "kernel's time.")
-@click.option("--fused-attention", is_flag=True,
-              help="SDPA's math-backend kernels replaced by a fused kernel: the attention's FLOPs at the "
-                   "device's peak.")
-@click.option("--set-to-none", is_flag=True,
-              help="zero_grad(set_to_none=True): the kernels zeroing the gradients and the host's work inside "
-                   "Optimizer.zero_grad take no time.")
-@click.option("--no-launch-blocking", is_flag=True,
-              help="CUDA_LAUNCH_BLOCKING unset: launch calls that returned after their kernel ended take 5 us.")
-@click.option("--move-host-work", is_flag=True,
-              help="The step's top-level ops that launch nothing and idle the GPU >= 5 %% of the step moved off it.")
-@click.option("--no-algo-search", is_flag=True,
-              help="Static shapes: the convolution calls that tried many cuDNN algorithms run one (1/count of "
-                   "their kernels' time).")
+@remedy_flag_options
 @click.option("--scale", "scales", multiple=True, metavar="REGEX=FACTOR",
               help="Kernels/copies whose name or launching op matches REGEX take FACTOR x their time (repeatable).")
 @click.option("--overlap-comm", is_flag=True, help="Communication kernels fully hidden under compute (upper bound).")

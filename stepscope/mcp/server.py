@@ -19,7 +19,6 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from stepscope.analysis.whatif.options import remedy_flags_of
 from stepscope.errors import StepscopeError
 from stepscope.mcp import answers, queries
 from stepscope.mcp.cache import DEFAULT_CAPACITY, TraceCache
@@ -136,22 +135,12 @@ class Tools:
                                           "one")] = False,
                bf16: Annotated[bool, Field(description="bf16 autocast: the TF32 Tensor-Core kernels run faster by "
                                            "the device's bf16 peak over its TF32 one")] = False,
-               fill_sms: Annotated[bool, Field(description="Under-filled grids recover half the SM time they "
-                                               "leave idle")] = False,
-               pad_gemms: Annotated[bool, Field(description="fp16/bf16 GEMMs with N or K not a multiple of 8 "
-                                                "padded: their kernels take half their time")] = False,
-               fuse_elementwise: Annotated[bool, Field(description="Each run of unfused elementwise kernels "
-                                                       "fused into one pass (torch.compile)")] = False,
-               fused_attention: Annotated[bool, Field(description="SDPA's math-backend kernels replaced by a "
-                                                      "fused kernel")] = False,
-               set_to_none: Annotated[bool, Field(description="zero_grad(set_to_none=True): the zeroing kernels "
-                                                  "and the host's work in Optimizer.zero_grad take no time")] = False,
-               no_launch_blocking: Annotated[bool, Field(description="CUDA_LAUNCH_BLOCKING unset: launch calls "
-                                                         "that waited for their kernel take 5 µs")] = False,
-               move_host_work: Annotated[bool, Field(description="The step's top-level ops that launch nothing "
-                                                     "and idle the GPU moved off the step")] = False,
-               no_algo_search: Annotated[bool, Field(description="Static shapes: the convolution calls that tried "
-                                                     "many cuDNN algorithms run one")] = False,
+               remedies: Annotated[list[str] | None, Field(description="Remedies named by their "
+                                                                  "stepscope whatif flag: fill_sms (under-filled "
+                                                                  "grids), pad_gemms, fuse_elementwise, "
+                                                                  "fused_attention, set_to_none (zero_grad), "
+                                                                  "no_launch_blocking, move_host_work, "
+                                                                  "no_algo_search")] = None,
                unprofiled_us: Annotated[float | None, Field(ge=0, le=1000, description="Without the profiler's "
                                                             "own cost: each recorded op costs US µs less (8 "
                                                             "measured on CUDA traces); applied first")] = None) -> str:
@@ -161,13 +150,7 @@ class Tools:
         return self._answer(lambda: queries.whatif(self.cache.get(path), rank, workers, host_overhead, host_in,
                                                    drop_syncs, pin_copies, scale, overlap_comm, fix_rank, batch,
                                                    fused_optimizer, no_compile, batch_copies, unprofiled_us, amp, bf16,
-                                                   remedy_flags_of(fill_sms=fill_sms, pad_gemms=pad_gemms,
-                                                          fuse_elementwise=fuse_elementwise,
-                                                          fused_attention=fused_attention,
-                                                          set_to_none=set_to_none,
-                                                          no_launch_blocking=no_launch_blocking,
-                                                          move_host_work=move_host_work,
-                                                          no_algo_search=no_algo_search)))
+                                                   tuple(remedies or ())))
 
 
 def _version() -> str:

@@ -123,10 +123,7 @@ def transforms_of(workers: int | None, drop_syncs: str | None, pin: bool, scales
         out.append(MixedPrecision())
     if bf16:
         out.append(Bf16OverTf32())
-    unknown = sorted(set(remedy_flags) - REMEDY_FLAGS.keys())
-    if unknown:
-        raise UsageError(f"no such change {unknown[0]!r} (known: {', '.join(REMEDY_FLAGS)})")
-    out += [t for flag, t in REMEDY_FLAGS.items() if flag in remedy_flags]
+    out += _flagged(remedy_flags)
     out += [tf.ScaleDevice(tf.Select(p), f) for p, f in (pair(s, "--scale") for s in scales)]
     if overlap_comm:
         out.append(tf.OverlapComm())
@@ -137,6 +134,14 @@ def transforms_of(workers: int | None, drop_syncs: str | None, pin: bool, scales
                          "--no-launch-blocking, --move-host-work, --no-algo-search, --scale, "
                          "--overlap-comm, --fix-rank, --batch or --unprofiled (see stepscope whatif --help)")
     return out
+
+
+def _flagged(remedy_flags: tuple[str, ...]) -> list[tf.Transform]:
+    """The :data:`REMEDY_FLAGS` remedies named, in that table's order; a usage error for another name."""
+    unknown = sorted(set(remedy_flags) - REMEDY_FLAGS.keys())
+    if unknown:
+        raise UsageError(f"no such change {unknown[0]!r} (known: {', '.join(REMEDY_FLAGS)})")
+    return [t for flag, t in REMEDY_FLAGS.items() if flag in remedy_flags]
 
 
 def check_ranks(fix_ranks: tuple[int, ...], rank_ids: list[int]) -> None:

@@ -23,7 +23,9 @@ COMMANDS = ["analyze", "advise", "report", "export", "diff", "sql", "whatif"]
 WHATIF = [["--workers", "4"], ["--drop-syncs", "item|synchronize"], ["--pin-copies"], ["--host-overhead", "0.5"],
           ["--host-in", "^Optimizer=0.5"], ["--scale", "gemm|conv=0.5"], ["--overlap-comm"], ["--fix-rank", "1"],
           ["--batch", "32:64"], ["--workers", "2", "--pin-copies", "--json"], ["--scale", "nccl=0", "--rank", "0"],
-          ["--fused-optimizer"]]
+          ["--fused-optimizer"], ["--amp", "--bf16"], ["--fill-sms", "--pad-gemms", "--fuse-elementwise"],
+          ["--fused-attention", "--set-to-none", "--no-launch-blocking"], ["--move-host-work", "--no-algo-search"],
+          ["--unprofiled", "--fuse-elementwise"]]
 FORMATS = ["kineto", "kineto_dir", "nsys", "ascend_text", "ascend_db", "saved_doc", "snapshot"]
 #: relative share of the inputs each format gets (saved documents are read by ``report`` only)
 #: (the Nsight and Ascend text seeds cost ~1.3 s an input, three times a Kineto one: fewer of them)

@@ -49,7 +49,7 @@ class MoveHostWork:
                  >= self.min_pct}  # per name, not per event
         if not heavy:
             return d
-        names = trace.strings.decode(np.unique(trace.events["name"][top]))
-        ids = np.unique(trace.events["name"][top])[[str(s) in heavy for s in names]]
-        rows = top[np.isin(trace.events["name"][top], ids)]
+        ids = np.unique(trace.events["name"][top])
+        keep = np.array([str(s) in heavy for s in trace.strings.decode(ids)], bool)  # per name
+        rows = top[np.isin(trace.events["name"][top], ids[keep])]
         return HostOverhead(0.0, Select(rows=tuple(rows.tolist()))).change(trace, g, d)

@@ -123,7 +123,10 @@ class FuseElementwise:
                 "(torch.compile; the launches kept)")
 
     def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
-        runs = compute_elementwise_runs(trace, g.rank)
+        try:
+            runs = compute_elementwise_runs(trace, g.rank)
+        except NotApplicable:
+            return d
         return scale_rows(g, d, runs.kernels.rows, runs.longest.astype(np.float64))
 
 
@@ -138,7 +141,10 @@ class FusedAttention:
                 "FLOPs at the device's dense peak (none where the device or the shapes are unknown)")
 
     def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
-        fb = math_attention(trace, g.rank)
+        try:
+            fb = math_attention(trace, g.rank)
+        except NotApplicable:
+            return d
         share = fb.fused_min_ns / fb.device_ns if fb.device_ns > 0 and math.isfinite(fb.fused_min_ns) else 0.0
         return scale_rows(g, d, fb.rows, np.full(len(fb.rows), min(share, 1.0)))
 

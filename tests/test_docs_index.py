@@ -60,3 +60,26 @@ def test_readme_lists_every_command() -> None:
     commands = cli.list_commands(click.Context(cli))
     missing = [c for c in commands if f"`stepscope {c}" not in table]
     assert not missing, f"add a line per command to README.md's command table: {missing}"
+
+
+#: a row of whatif.md's rule → remedy table: | `rule` | `remedy` | ... |
+REMEDY_ROW = re.compile(r"^\|\s*`([a-z0-9-]+)`\s*\|\s*`([a-z0-9-]+)`\s*\|")
+#: a rule asking for its remedy's replayed saving: replayed_saving(ctx, "remedy", ...)
+REPLAYED = re.compile(r'replayed_saving\(ctx,\s*"([a-z0-9-]+)"')
+
+
+def test_whatif_md_names_each_rules_remedy() -> None:
+    """docs/whatif.md's table of each rule's remedy is the rules' own: every rule that takes its gain from a
+    replayed remedy is in it with that remedy, and every remedy named is a standard one."""
+    from stepscope.analysis.whatif.remedies import REMEDIES
+
+    text = (DOCS / "whatif.md").read_text(encoding="utf-8")
+    table = {m.group(1): m.group(2) for line in text.splitlines() if (m := REMEDY_ROW.match(line))}
+    rules_dir = Path(__file__).resolve().parents[1] / "stepscope" / "advisor" / "rules"
+    code = {}
+    for rule in ALL_RULES:
+        source = (rules_dir / f"{rule.__name__.rsplit('.', 1)[1]}.py").read_text(encoding="utf-8")
+        if m := REPLAYED.search(source):
+            code[rule.RULE_ID] = m.group(1)
+    assert code and table == code
+    assert set(code.values()) <= set(REMEDIES)

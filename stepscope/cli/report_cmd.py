@@ -121,7 +121,8 @@ def _checked_diff(doc: dict[str, Any]) -> dict[str, Any]:
 @click.command("report", short_help="Write a self-contained HTML (or Markdown) report.")
 @click.argument("path", required=False, type=InputPath())
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
-              help="Write the self-contained HTML report (with --md: the Markdown summary) to FILE.")
+              help="Write the self-contained HTML report (with --md, or to a FILE ending in .md: the Markdown "
+                   "summary) to FILE.")
 @click.option("--md", "as_md", is_flag=True, help=MD_HELP)
 @click.option("--title", default=None, help="Page title (default: the trace's name).")
 @click.option("--step", type=int, default=None, help="Step shown in the timeline (default: the median one).")
@@ -137,6 +138,7 @@ def command(path: str | None, output: str | None, as_md: bool, title: str | None
     an allocator snapshot too, or alone); with --md, the Markdown summary instead (to -o FILE, else stdout)."""
     from stepscope.server.standalone import write_text
 
+    as_md = as_md or (output is not None and output.lower().endswith((".md", ".markdown")))  # what the name says
     if output is None and not as_md:
         raise click.UsageError("give -o FILE for the HTML report, or --md for the Markdown summary")
     if snapshot_path is not None and as_md:

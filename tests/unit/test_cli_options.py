@@ -53,6 +53,18 @@ def test_md_with_output_writes_markdown_to_the_file(cmd: str, tmp_path: Path,
     assert rc == 0 and printed.rstrip("\n") == text.rstrip("\n"), err
 
 
+def test_report_to_a_md_file_writes_the_markdown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``report -o FILE.md`` writes the Markdown summary (it wrote the HTML page into a .md file); another
+    name still gets the page."""
+    out, page = tmp_path / "summary.md", tmp_path / "page.html"
+    rc, _, err = _main(["report", "-o", str(out), "--no-cache"], capsys)
+    assert rc == 0, err
+    rc, printed, err = _main(["report", "--md", "--no-cache"], capsys)
+    assert rc == 0 and out.read_text(encoding="utf-8").rstrip("\n") == printed.rstrip("\n"), err
+    assert _main(["report", "-o", str(page), "--no-cache"], capsys)[0] == 0
+    assert page.read_text(encoding="utf-8").lstrip().lower().startswith("<!doctype html")
+
+
 def test_diff_md_flag_means_the_same(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from stepscope.ingest import DEFAULT_TRACE
 

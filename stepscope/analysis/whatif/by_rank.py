@@ -21,6 +21,8 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
 
+import numpy as np
+
 from stepscope.analysis.arrivals import Arrivals, arrivals_of
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.collective_records import CollectiveRecords, collective_records
@@ -32,8 +34,8 @@ from stepscope.analysis.whatif.replay import Durations
 from stepscope.analysis.whatif.simulate import (
     RankWhatIf,
     WhatIf,
+    applied_durations,
     caveats,
-    changed_durations,
     paced_by,
     replayed_trace,
     samples_factor,
@@ -53,6 +55,7 @@ def simulate_by_rank(rank_ids: Sequence[int], open_rank: RankOpener, transforms:
     arrivals = _job_arrivals(rank_ids, open_rank) if multi and _fixes(transforms) else None
     changes = [replace(t, arrivals=arrivals) if isinstance(t, FixSlowRank) else t for t in transforms]
     graphs: dict[int, StepGraph] = {}
+    acted = np.zeros(len(changes), bool)  # per change: whether it changed anything on some rank
     durs: dict[int, Durations] = {}
     records: dict[int, CollectiveRecords] = {}
     sends: dict[int, P2PRecords] = {}
@@ -67,7 +70,8 @@ def simulate_by_rank(rank_ids: Sequence[int], open_rank: RankOpener, transforms:
                 if r in wanted:
                     raise
                 continue
-            durs[r] = changed_durations(trace, graphs[r], changes)
+            durs[r], changed = applied_durations(trace, graphs[r], changes)
+            acted |= changed
             if r in wanted:
                 before[r] = compute_critical_path(trace, r)
     if multi and arrivals is None:
@@ -82,8 +86,8 @@ def simulate_by_rank(rank_ids: Sequence[int], open_rank: RankOpener, transforms:
             after = compute_critical_path(replayed_trace(trace, g, rp), r)
         measured = g.steps.measured_end_ns - g.steps.measured_start_ns
         out.append(RankWhatIf(r, g.steps.step, measured, rp.step_ns, before[r], after))
-    return WhatIf(tuple(t.basis() for t in transforms), caveats(transforms, out), tuple(out), paced,
-                  samples_factor(transforms))
+    return WhatIf(tuple(t.basis() for t in transforms), caveats(transforms, out, acted=tuple(acted.tolist())),
+                  tuple(out), paced, samples_factor(transforms))
 
 
 def _fixes(transforms: Sequence[Transform]) -> bool:

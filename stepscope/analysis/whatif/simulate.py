@@ -105,7 +105,7 @@ def simulate(trace: Trace, transforms: Sequence[Transform], ranks: Sequence[int]
     ranks replayed together, tied by their collectives: :mod:`.job`)."""
     wanted = list(ranks if ranks is not None else trace.rank_ids)
     with memoised():  # the measured trace's passes once (a replayed trace's are read once each, after)
-        replayed, edges = replayed_job(trace, transforms, wanted)
+        replayed, edges, acted = replayed_job(trace, transforms, wanted)
         before = {rank: compute_critical_path(trace, rank) for rank in wanted}
         paced = paced_by(_arrivals(trace) if edges is not None else None, edges,
                          {r: rp for r, (_, rp) in replayed.items()}, wanted)
@@ -116,8 +116,8 @@ def simulate(trace: Trace, transforms: Sequence[Transform], ranks: Sequence[int]
         measured = g.steps.measured_end_ns - g.steps.measured_start_ns
         out.append(RankWhatIf(rank, g.steps.step, measured, rp.step_ns, before[rank], after))
     unlinked = any(unlinked_device(g) for g, _ in replayed.values())
-    return WhatIf(tuple(t.basis() for t in transforms), caveats(transforms, out, unlinked), tuple(out), paced,
-                  samples_factor(transforms))
+    return WhatIf(tuple(t.basis() for t in transforms), caveats(transforms, out, unlinked, acted), tuple(out),
+                  paced, samples_factor(transforms))
 
 
 def _arrivals(trace: Trace) -> Arrivals | None:
@@ -166,11 +166,19 @@ UNLINKED_CAVEAT = ("no device work in this trace is linked to the call that laun
                    "changes; a layout with launch links, such as the profiler's database, replays both)")
 
 
-def caveats(transforms: Sequence[Transform], ranks: Sequence[RankWhatIf], unlinked: bool = False) -> tuple[str, ...]:
+#: said of a change that finds nothing in the trace to act on (``--fill-sms`` without an under-filled grid)
+IDLE_CAVEAT = "nothing in this trace for this change to act on, so it saves nothing: {basis}"
+
+
+def caveats(transforms: Sequence[Transform], ranks: Sequence[RankWhatIf], unlinked: bool = False,
+            acted: Sequence[bool] | None = None) -> tuple[str, ...]:
+    """What the model assumes that this trace puts in doubt; ``acted``: per transformation, whether it
+    changed any duration on any rank (the changes that did not are named)."""
     loader = any(isinstance(t, LoaderWorkers) for t in transforms)
     cpu_only = any(not r.before.has_device for r in ranks)
     out = (CPU_WORKERS_CAVEAT,) if loader and cpu_only else ()
-    return (*out, UNLINKED_CAVEAT) if unlinked and transforms else out
+    idle = tuple(IDLE_CAVEAT.format(basis=t.basis()) for t, a in zip(transforms, acted or ()) if not a)
+    return (*out, *idle, UNLINKED_CAVEAT) if unlinked and transforms else (*out, *idle)
 
 
 def saving_ns(trace: Trace, transforms: Sequence[Transform], ranks: Sequence[int] | None = None) -> float:
@@ -178,7 +186,7 @@ def saving_ns(trace: Trace, transforms: Sequence[Transform], ranks: Sequence[int
     out = []
     wanted = list(ranks if ranks is not None else trace.rank_ids)
     with memoised():
-        replayed, _ = replayed_job(trace, transforms, wanted)
+        replayed, _, _ = replayed_job(trace, transforms, wanted)
     for rank in wanted:
         g, rp = replayed[rank]
         if len(g.steps.step):
@@ -192,10 +200,10 @@ def saving_ns(trace: Trace, transforms: Sequence[Transform], ranks: Sequence[int
 
 
 def replayed_job(trace: Trace, transforms: Sequence[Transform], wanted: Sequence[int]
-                 ) -> tuple[dict[int, tuple[StepGraph, Replay]], JobEdges | None]:
+                 ) -> tuple[dict[int, tuple[StepGraph, Replay]], JobEdges | None, tuple[bool, ...]]:
     """Every rank's graph and replay with these transformations, the ranks tied by their collectives
-    (a rank without a host chain is left out unless wanted: its arrivals stay the measured ones), and
-    the collectives that tie them (None for one rank)."""
+    (a rank without a host chain is left out unless wanted: its arrivals stay the measured ones), the
+    collectives that tie them (None for one rank), and per transformation whether it changed anything."""
     graphs = {}
     for r in trace.rank_ids:
         try:
@@ -203,18 +211,31 @@ def replayed_job(trace: Trace, transforms: Sequence[Transform], wanted: Sequence
         except NotApplicable:
             if r in wanted:
                 raise
-    durs = {r: changed_durations(trace, g, transforms) for r, g in graphs.items()}
+    applied = {r: applied_durations(trace, g, transforms) for r, g in graphs.items()}
+    durs = {r: d for r, (d, _) in applied.items()}
+    acted = np.zeros(len(transforms), bool)
+    for _, changed in applied.values():  # per rank
+        acted |= changed
     edges = job_edges(trace, graphs)
     rps = replay_job(graphs, durs, edges)
-    return {r: (g, rps[r]) for r, g in graphs.items()}, edges
+    return {r: (g, rps[r]) for r, g in graphs.items()}, edges, tuple(acted.tolist())
 
 
 def changed_durations(trace: Trace, g: StepGraph, transforms: Sequence[Transform]) -> Durations:
     """The graph's measured durations with the transformations applied, in order."""
+    return applied_durations(trace, g, transforms)[0]
+
+
+def applied_durations(trace: Trace, g: StepGraph, transforms: Sequence[Transform]
+                      ) -> tuple[Durations, npt.NDArray[np.bool_]]:
+    """:func:`changed_durations`, and per transformation whether it changed anything on this graph."""
     d = Durations.measured(g)
-    for t in transforms:
-        d = t.change(trace, g, d)
-    return d
+    changed = np.zeros(len(transforms), bool)
+    for i, t in enumerate(transforms):  # per transformation, a handful
+        new = t.change(trace, g, d)
+        changed[i] = not new.same_as(d)
+        d = new
+    return d, changed
 
 
 def replayed_trace(trace: Trace, g: StepGraph, rp: Replay) -> Trace:

@@ -19,7 +19,7 @@ from stepscope.analysis.elementwise_runs import _first_longest
 from stepscope.analysis.whatif.host_work import MoveHostWork
 from stepscope.analysis.whatif.kernel_remedies import FillSms, FusedAttention, FuseElementwise, PadGemms
 from stepscope.analysis.whatif.launch_blocking import NoLaunchBlocking
-from stepscope.analysis.whatif.simulate import simulate
+from stepscope.analysis.whatif.simulate import IDLE_CAVEAT, simulate
 from stepscope.analysis.whatif.transforms import Transform
 from stepscope.analysis.whatif.zero_grad import SetToNone
 from stepscope.cli import cli
@@ -165,3 +165,13 @@ def test_whatif_names_each_kernel_remedy(tmp_path: Path) -> None:
     res = CliRunner().invoke(cli, ["whatif", path, "--fill-sms", "--pad-gemms", "--json", "--no-cache"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.output)["job"]["predicted_mean_ms"] == pytest.approx(7.25, abs=1e-3)
+
+
+def test_a_change_with_nothing_to_act_on_says_so(tmp_path: Path) -> None:
+    """On the GEMMs trace (no under-filled grid: 160 blocks on 80 SMs) ``--fill-sms`` saves nothing and the
+    prediction says why; ``--pad-gemms``, which acts there, gets no such caveat."""
+    path = str(gemms_trace(tmp_path))
+    res = CliRunner().invoke(cli, ["whatif", path, "--fill-sms", "--pad-gemms", "--json", "--no-cache"])
+    assert res.exit_code == 0, res.output
+    caveats = json.loads(res.output)["caveats"]
+    assert caveats == [IDLE_CAVEAT.format(basis=FillSms().basis())]

@@ -287,6 +287,10 @@ def test_whatif_shows_the_carried_replays_and_says_once_a_new_one_needs_the_trac
     assert page.locator("#whatif-output").get_attribute("data-state") == "document"
     assert float(page.locator("#whatif-mean").get_attribute("data-value") or "nan") == top["predicted_mean_ms"]
     assert page.locator("#whatif-go").is_disabled() and page.locator("#wi-workers").is_disabled()
+    flags = [(r, next(iter(r["options"]))) for r in sec["remedies"] if list(r["options"].values()) == [True]]
+    assert flags  # a flag's hint is its remedy's basis in this run (the device's numbers in it)
+    for r, key in flags:
+        assert page.locator(f"#wi-{key}-hint").text_content() == r["basis"], key
     note = page.locator("#whatif-standalone").text_content() or ""
     assert page.locator("#whatif-standalone").is_visible() and "`stepscope serve`" in note
     for r in shown:

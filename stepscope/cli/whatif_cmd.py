@@ -10,6 +10,7 @@ import click
 
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.whatif.options import REMEDY_FLAGS, check_ranks, remedy_flags_of, transforms_of
+from stepscope.analysis.whatif.remedies import REMEDIES
 from stepscope.analysis.whatif.simulate import simulate
 from stepscope.cli.common import InputPath, echo_json, load_trace, trace_options
 from stepscope.errors import UsageError
@@ -71,6 +72,9 @@ _NEGATIVE = re.compile(r"^-(?:\d|\.\d|inf)", re.IGNORECASE)
               help="bf16 autocast: the TF32 Tensor-Core kernels run faster by the device's bf16 peak over its "
                    "TF32 one.")
 @remedy_flag_options
+@click.option("--remedy", "remedy_names", multiple=True, type=click.Choice(list(REMEDIES)), metavar="NAME",
+              help="A standard remedy by the name a finding's gain basis gives (repeatable): "
+                   f"{', '.join(REMEDIES)}.")
 @click.option("--scale", "scales", multiple=True, metavar="REGEX=FACTOR",
               help="Kernels/copies whose name or launching op matches REGEX take FACTOR x their time (repeatable).")
 @click.option("--overlap-comm", is_flag=True, help="Communication kernels fully hidden under compute (upper bound).")
@@ -88,11 +92,11 @@ def command(path: str | None, workers: int | None, host_overhead: float | None, 
             fused_optimizer: bool, no_compile: bool, batch_copies: bool, drop_syncs: str | None, pin: bool, amp: bool,
             bf16: bool, scales: tuple[str, ...], overlap_comm: bool, fix_ranks: tuple[int, ...], batch: str | None,
             unprofiled_us: float | None, as_json: bool, no_cache: bool, span: str | None,
-            ranks: tuple[int, ...], **remedy_flags: bool) -> None:
+            ranks: tuple[int, ...], remedy_names: tuple[str, ...], **remedy_flags: bool) -> None:
     """Predict each step with the named changes applied together (the embedded sample when PATH is omitted)."""
     changes = transforms_of(workers, drop_syncs, pin, scales, host_overhead, host_in, overlap_comm, fix_ranks, batch,
                             fused_optimizer, no_compile, batch_copies, unprofiled_us, amp, bf16,
-                            remedy_flags_of(**remedy_flags))  # --fill-sms ... --set-to-none
+                            (*remedy_flags_of(**remedy_flags), *remedy_names))  # --fill-sms ..., --remedy X
     trace = load_trace(path, no_cache, span, ranks)
     check_ranks(fix_ranks, trace.rank_ids)
     try:

@@ -135,12 +135,10 @@ class Tools:
                                           "one")] = False,
                bf16: Annotated[bool, Field(description="bf16 autocast: the TF32 Tensor-Core kernels run faster by "
                                            "the device's bf16 peak over its TF32 one")] = False,
-               remedies: Annotated[list[str] | None, Field(description="Remedies named by their "
-                                                                  "stepscope whatif flag: fill_sms (under-filled "
-                                                                  "grids), pad_gemms, fuse_elementwise, "
-                                                                  "fused_attention, set_to_none (zero_grad), "
-                                                                  "no_launch_blocking, move_host_work, "
-                                                                  "no_algo_search")] = None,
+               remedies: Annotated[list[str] | None, Field(description="Standard remedies by name, as a "
+                                                            "finding's gain basis gives them (stepscope whatif "
+                                                            "--remedy): loader-workers, channels-last, amp, "
+                                                            "fill-sms, fuse-elementwise, set-to-none, ...")] = None,
                unprofiled_us: Annotated[float | None, Field(ge=0, le=1000, description="Without the profiler's "
                                                             "own cost: each recorded op costs US µs less (8 "
                                                             "measured on CUDA traces); applied first")] = None) -> str:

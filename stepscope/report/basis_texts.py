@@ -7,8 +7,8 @@ from __future__ import annotations
 BASIS: dict[str, str] = {
     "replayed": "every step replayed ⟨without the profiler's own cost ({whatif_unprofiled_us:g} µs a recorded op: "
                 "{whatif_recorded_ms:.2f} ms recorded) and ⟩with the change ({whatif_basis}): the mean step goes from "
-                "{whatif_measured_ms:.2f} to {whatif_predicted_ms:.2f} ms (stepscope whatif⟨ --unprofiled "
-                "{whatif_unprofiled_us:g}⟩)",
+                "{whatif_measured_ms:.2f} to {whatif_predicted_ms:.2f} ms (stepscope whatif TRACE⟨ --unprofiled "
+                "{whatif_unprofiled_us:g}⟩ --remedy {whatif_remedy})",
     "exposed-input-time": "time per step spent only in the DataLoader (GPU idle, no other work) — what "
                           "background workers can hide; an upper bound, since workers share the host CPU",
     "amp-speedup": "eligible non-Tensor-Core kernel time per step ({eligible_non_tc_ms:.1f} ms) x "

@@ -22,6 +22,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from stepscope.analysis.whatif.options import MAX_FACTOR, REMEDY_FLAGS, batch_of, pair, regex_of, transforms_of
+from stepscope.analysis.whatif.remedies import REMEDIES
 from stepscope.analysis.whatif.transforms import Transform
 from stepscope.errors import UsageError
 from stepscope.server.params import ApiError
@@ -34,7 +35,7 @@ MAX_WORKERS = 1024
 T = TypeVar("T")
 FIELDS = ("workers", "drop_syncs", "pin_copies", "host_overhead", "host_in", "fused_optimizer", "no_compile",
           "batch_copies", "amp", "bf16", "fill_sms", "pad_gemms", "fuse_elementwise", "fused_attention",
-          "set_to_none", "no_launch_blocking", "move_host_work", "no_algo_search", "scale", "overlap_comm",
+          "set_to_none", "no_launch_blocking", "move_host_work", "no_algo_search", "remedy", "scale", "overlap_comm",
           "fix_rank", "batch", "unprofiled")
 
 
@@ -115,6 +116,12 @@ def _ranks(value: Any) -> list[int]:
     return list(value)
 
 
+def _remedies(value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v in REMEDIES for v in value):
+        raise ApiError(400, f"remedy must be a list of standard remedy names ({', '.join(REMEDIES)})")
+    return list(dict.fromkeys(value))
+
+
 def _batch(value: Any) -> str:
     if not isinstance(value, str) or len(value) > 64:
         raise ApiError(400, "batch must be 'FROM:TO', the batch size now and after (e.g. '32:64')")
@@ -138,7 +145,7 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "batch_copies": lambda v: _flag(v, "batch_copies"), "amp": lambda v: _flag(v, "amp"),
     "bf16": lambda v: _flag(v, "bf16"), **{k: partial(_flag, name=k) for k in REMEDY_FLAGS},
     "overlap_comm": lambda v: _flag(v, "overlap_comm"), "fix_rank": _ranks, "batch": _batch,
-    "unprofiled": lambda v: _factor(v, "unprofiled")}  # µs per recorded op
+    "unprofiled": lambda v: _factor(v, "unprofiled"), "remedy": _remedies}  # µs per recorded op
 
 
 def parse_whatif(body: bytes) -> WhatIfRequest:
@@ -153,5 +160,5 @@ def parse_whatif(body: bytes) -> WhatIfRequest:
         opts.get("host_overhead"), tuple(opts.get("host_in", ())), bool(opts.get("overlap_comm")),
         tuple(opts.get("fix_rank", ())), opts.get("batch"), bool(opts.get("fused_optimizer")),
         bool(opts.get("no_compile")), bool(opts.get("batch_copies")), opts.get("unprofiled"), bool(opts.get("amp")),
-        bool(opts.get("bf16")), tuple(k for k in REMEDY_FLAGS if opts.get(k))))
+        bool(opts.get("bf16")), (*(k for k in REMEDY_FLAGS if opts.get(k)), *opts.get("remedy", ()))))
     return WhatIfRequest(opts, tuple(changes))

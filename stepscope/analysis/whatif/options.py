@@ -21,6 +21,7 @@ from stepscope.analysis.whatif.kernel_remedies import (
 )
 from stepscope.analysis.whatif.launch_blocking import NoLaunchBlocking
 from stepscope.analysis.whatif.precision import Bf16OverTf32, MixedPrecision
+from stepscope.analysis.whatif.remedies import REMEDIES
 from stepscope.analysis.whatif.unprofiled import WithoutProfiler
 from stepscope.analysis.whatif.zero_grad import SetToNone
 from stepscope.errors import UsageError
@@ -93,7 +94,8 @@ def transforms_of(workers: int | None, drop_syncs: str | None, pin: bool, scales
                   batch_copies: bool = False, unprofiled_us: float | None = None, amp: bool = False,
                   bf16: bool = False, remedy_flags: tuple[str, ...] = ()) -> list[tf.Transform]:
     """The transformations the options name, in a fixed order (profiler, ranks, batch, input, host,
-    syncs, copies, device; ``remedy_flags``: keys of :data:`REMEDY_FLAGS`): the profiler's cost first, so
+    syncs, copies, device; ``remedy_flags``: keys of :data:`REMEDY_FLAGS` and names of the standard
+    remedies, ``--remedy NAME``, each once): the profiler's cost first, so
     the changes after it apply to the step the program runs unprofiled; a larger batch before the
     remedies, so they apply to its step."""
     out: list[tf.Transform] = []
@@ -123,7 +125,7 @@ def transforms_of(workers: int | None, drop_syncs: str | None, pin: bool, scales
         out.append(MixedPrecision())
     if bf16:
         out.append(Bf16OverTf32())
-    out += _flagged(remedy_flags)
+    out += [t for t in _flagged(remedy_flags) if t not in out]  # --amp with --remedy amp: once
     out += [tf.ScaleDevice(tf.Select(p), f) for p, f in (pair(s, "--scale") for s in scales)]
     if overlap_comm:
         out.append(tf.OverlapComm())
@@ -131,17 +133,22 @@ def transforms_of(workers: int | None, drop_syncs: str | None, pin: bool, scales
         raise UsageError("name at least one change: --workers, --host-overhead, --host-in, --fused-optimizer, "
                          "--no-compile, --batch-copies, --drop-syncs, --pin-copies, --amp, --bf16, --fill-sms, "
                          "--pad-gemms, --fuse-elementwise, --fused-attention, --set-to-none, "
-                         "--no-launch-blocking, --move-host-work, --no-algo-search, --scale, "
+                         "--no-launch-blocking, --move-host-work, --no-algo-search, --remedy NAME, --scale, "
                          "--overlap-comm, --fix-rank, --batch or --unprofiled (see stepscope whatif --help)")
     return out
 
 
-def _flagged(remedy_flags: tuple[str, ...]) -> list[tf.Transform]:
-    """The :data:`REMEDY_FLAGS` remedies named, in that table's order; a usage error for another name."""
-    unknown = sorted(set(remedy_flags) - REMEDY_FLAGS.keys())
+def _flagged(names: tuple[str, ...]) -> list[tf.Transform]:
+    """The :data:`REMEDY_FLAGS` remedies named (in that table's order), then the standard remedies named
+    (``--remedy channels-last``, in the order given), each once; a usage error for another name."""
+    unknown = sorted(set(names) - REMEDY_FLAGS.keys() - REMEDIES.keys())
     if unknown:
-        raise UsageError(f"no such change {unknown[0]!r} (known: {', '.join(REMEDY_FLAGS)})")
-    return [t for flag, t in REMEDY_FLAGS.items() if flag in remedy_flags]
+        raise UsageError(f"no such change {unknown[0]!r} (known: {', '.join([*REMEDY_FLAGS, *REMEDIES])})")
+    out: list[tf.Transform] = []
+    for t in [t for flag, t in REMEDY_FLAGS.items() if flag in names] + [REMEDIES[n] for n in names if n in REMEDIES]:
+        if t not in out:  # --fill-sms with --remedy fill-sms: once
+            out.append(t)
+    return out
 
 
 def check_ranks(fix_ranks: tuple[int, ...], rank_ids: list[int]) -> None:

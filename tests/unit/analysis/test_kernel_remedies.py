@@ -175,3 +175,30 @@ def test_a_change_with_nothing_to_act_on_says_so(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     caveats = json.loads(res.output)["caveats"]
     assert caveats == [IDLE_CAVEAT.format(basis=FillSms().basis())]
+
+
+def test_a_replayed_finding_prints_the_command_that_replays_it(tmp_path: Path) -> None:
+    """The under-filled-grid finding of the grids trace names ``stepscope whatif TRACE --remedy fill-sms``,
+    and that command predicts the finding's step (10 − 2.75 ms); every remedy's ``options`` (what the web
+    form is filled with) are flags whatif takes, and predict what ``--remedy NAME`` does."""
+    from stepscope.advisor.engine import run_advisor
+    from stepscope.analysis.bundle import analyze
+    from stepscope.analysis.whatif.remedies import REMEDY_OPTIONS
+    from stepscope.report.advice_json import finding_dict
+
+    path = grids_trace(tmp_path)
+    f = next(f for f in run_advisor(analyze(load(path, use_cache=False))).findings if f.rule == "under-filled-grid")
+    assert f.est_gain_ms == pytest.approx(2.75, abs=1e-3)
+    assert "(stepscope whatif TRACE --remedy fill-sms)" in finding_dict(f)["basis"]
+
+    def predicted(*flags: str) -> float:
+        res = CliRunner().invoke(cli, ["whatif", str(path), *flags, "--json", "--no-cache"])
+        assert res.exit_code == 0, (flags, res.output)
+        return float(json.loads(res.output)["job"]["predicted_mean_ms"])
+
+    assert predicted("--remedy", "fill-sms") == pytest.approx(10.0 - 2.75, abs=1e-3)
+    for name, options in REMEDY_OPTIONS.items():
+        flags = [part for k, v in options.items() for part in
+                 ([f"--{k.replace('_', '-')}"] if v is True else
+                  [x for item in (v if isinstance(v, list) else [v]) for x in (f"--{k.replace('_', '-')}", str(item))])]
+        assert predicted(*flags) == pytest.approx(predicted("--remedy", name), abs=1e-6), name

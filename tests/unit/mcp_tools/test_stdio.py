@@ -49,7 +49,7 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("whatif", {"path": B, "workers": 4, "scale": ["cudnn=0.5"]}),
     ("whatif", {"path": B}),
     ("whatif", {"path": B, "scale": ["x=nan"]}),
-    ("whatif", {"path": B, "remedies": ["fuse_elementwise", "no_launch_blocking"]}),
+    ("whatif", {"path": B, "remedies": ["fuse-elementwise", "no-launch-blocking"]}),
     ("whatif", {"path": B, "remedies": ["fill_the_gpu"]}),
 ]
 
@@ -215,6 +215,6 @@ def test_whatif_equals_stepscope_whatif_json(session: dict[str, Any], tmp_path: 
 
 
 def test_whatif_remedies_are_the_flags(session: dict[str, Any], tmp_path: Path) -> None:
-    """The MCP tool's ``remedies`` list names the command's flags; a name that is none of them is refused."""
+    """The MCP tool's ``remedies`` are the standard remedies by name (``--remedy``); another name is refused."""
     close(answer(session, 20), cli_json(tmp_path, "whatif", B, "--fuse-elementwise", "--no-launch-blocking"))
     assert "no such change 'fill_the_gpu' (known: fill_sms, pad_gemms" in error(session, 21)

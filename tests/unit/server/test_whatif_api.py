@@ -64,12 +64,15 @@ def test_every_option_together_is_the_simulation(client: TestClient, ids: dict[s
 
 
 def test_each_remedy_replayed_through_its_options(client: TestClient, ids: dict[str, str]) -> None:
-    """The document's ``remedies[].options`` posted back give that remedy's predicted mean step."""
+    """The document's ``remedies[].options`` posted back give that remedy's predicted mean step, and so does
+    its name (``{"remedy": [name]}``, ``stepscope whatif --remedy NAME``)."""
     doc = client.get(f"/api/v1/runs/{ids['h100/base']}").json()
     sec = doc["ranks"][0]["remedies"]
     for remedy in sec["remedies"]:
         job = post(client, ids["h100/base"], remedy["options"]).json()["job"]
         assert job["predicted_mean_ms"] == pytest.approx(remedy["predicted_mean_ms"], abs=1e-3), remedy["remedy"]
+        named = post(client, ids["h100/base"], {"remedy": [remedy["remedy"]]}).json()["job"]
+        assert named["predicted_mean_ms"] == job["predicted_mean_ms"], remedy["remedy"]
         assert job["measured_mean_ms"] == pytest.approx(sec["measured_mean_ms"], abs=1e-3)
 
 
@@ -107,6 +110,7 @@ BAD = [
     ({"drop_syncs": 5}, "drop_syncs must be"), ({"drop_syncs": "a" * 300}, "drop_syncs must be"),
     ({"pin_copies": "yes"}, "pin_copies must be true or false"), ({"overlap_comm": 1}, "overlap_comm must be"),
     ({"fuse_elementwise": "yes"}, "fuse_elementwise must be true or false"), ({"fill_sms": 1}, "fill_sms must be"),
+    ({"remedy": ["fill_sms"]}, "remedy must be a list of standard remedy names"), ({"remedy": "amp"}, "remedy must"),
     ({"host_overhead": -1}, "host_overhead must be a number"), ({"host_overhead": 1e9}, "host_overhead must be"),
     ({"host_overhead": "0"}, "host_overhead must be a number"), (b'{"host_overhead": NaN}', "only finite numbers"),
     (b'{"host_overhead": Infinity}', "only finite numbers"), ({"scale": "gemm=0.5"}, "scale must be a list"),

@@ -72,7 +72,7 @@ _NEGATIVE = re.compile(r"^-(?:\d|\.\d|inf)", re.IGNORECASE)
               help="bf16 autocast: the TF32 Tensor-Core kernels run faster by the device's bf16 peak over its "
                    "TF32 one.")
 @remedy_flag_options
-@click.option("--remedy", "remedy_names", multiple=True, type=click.Choice(list(REMEDIES)), metavar="NAME",
+@click.option("--remedy", "remedy_names", multiple=True, metavar="NAME",
               help="A standard remedy by the name a finding's gain basis gives (repeatable): "
                    f"{', '.join(REMEDIES)}.")
 @click.option("--scale", "scales", multiple=True, metavar="REGEX=FACTOR",

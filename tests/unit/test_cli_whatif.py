@@ -62,6 +62,10 @@ def test_fused_optimizer_is_the_transform(capsys: pytest.CaptureFixture[str]) ->
     (["whatif", str(BASE), "--unprofiled", "-1"], f"{UNPROFILED_RANGE} (got -1)"),
     (["whatif", str(BASE), "--unprofiled=-0.5"], f"{UNPROFILED_RANGE} (got -0.5)"),
     (["whatif", str(BASE), "--unprofiled", "2000"], UNPROFILED_RANGE),
+    # both would apply, one after the other: 2 workers, then 4
+    (["whatif", str(BASE), "--workers", "2", "--remedy", "loader-workers"], "two changes set the same thing"),
+    (["whatif", str(BASE), "--host-overhead", "0.5", "--remedy", "graph-capture"], "two changes set the same thing"),
+    (["whatif", str(BASE), "--remedy", "no-such"], "no such remedy 'no-such' (the standard remedies: loader-workers,"),
 ])
 def test_bad_changes_are_usage_errors(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
     rc, out, err = _main(argv, capsys)

@@ -125,7 +125,7 @@ def transforms_of(workers: int | None, drop_syncs: str | None, pin: bool, scales
         out.append(MixedPrecision())
     if bf16:
         out.append(Bf16OverTf32())
-    out += [t for t in _flagged(remedy_flags) if t not in out]  # --amp with --remedy amp: once
+    out += _named(remedy_flags, out)
     out += [tf.ScaleDevice(tf.Select(p), f) for p, f in (pair(s, "--scale") for s in scales)]
     if overlap_comm:
         out.append(tf.OverlapComm())
@@ -138,17 +138,27 @@ def transforms_of(workers: int | None, drop_syncs: str | None, pin: bool, scales
     return out
 
 
-def _flagged(names: tuple[str, ...]) -> list[tf.Transform]:
+def _named(names: tuple[str, ...], given: list[tf.Transform]) -> list[tf.Transform]:
     """The :data:`REMEDY_FLAGS` remedies named (in that table's order), then the standard remedies named
-    (``--remedy channels-last``, in the order given), each once; a usage error for another name."""
+    (``--remedy channels-last``, in the order given), each once and none already ``given`` (``--amp
+    --remedy amp``); a usage error for another name, or for a remedy that sets what an option already
+    sets otherwise (``--workers 2 --remedy loader-workers``: both would apply, one after the other)."""
     unknown = sorted(set(names) - REMEDY_FLAGS.keys() - REMEDIES.keys())
     if unknown:
-        raise UsageError(f"no such change {unknown[0]!r} (known: {', '.join([*REMEDY_FLAGS, *REMEDIES])})")
+        raise UsageError(f"no such remedy {unknown[0]!r} (the standard remedies: {', '.join(REMEDIES)})")
     out: list[tf.Transform] = []
     for t in [t for flag, t in REMEDY_FLAGS.items() if flag in names] + [REMEDIES[n] for n in names if n in REMEDIES]:
-        if t not in out:  # --fill-sms with --remedy fill-sms: once
+        clash = next((g for g in given if type(g) is type(t) and g != t and _target(g) == _target(t)), None)
+        if clash is not None:
+            raise UsageError(f"two changes set the same thing, name one: {clash.basis()}; {t.basis()}")
+        if t not in out and t not in given:
             out.append(t)
     return out
+
+
+def _target(t: tf.Transform) -> object:
+    """What a change acts on, where its class takes a selection (a pattern's kernels, ops' host time)."""
+    return getattr(t, "select", None)
 
 
 def check_ranks(fix_ranks: tuple[int, ...], rank_ids: list[int]) -> None:

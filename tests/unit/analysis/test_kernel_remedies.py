@@ -197,6 +197,7 @@ def test_a_replayed_finding_prints_the_command_that_replays_it(tmp_path: Path) -
         return float(json.loads(res.output)["job"]["predicted_mean_ms"])
 
     assert predicted("--remedy", "fill-sms") == pytest.approx(10.0 - 2.75, abs=1e-3)
+    assert predicted("--fill-sms", "--remedy", "fill-sms") == predicted("--fill-sms")  # once, however named
     for name, options in REMEDY_OPTIONS.items():
         flags = [part for k, v in options.items() for part in
                  ([f"--{k.replace('_', '-')}"] if v is True else

@@ -217,4 +217,4 @@ def test_whatif_equals_stepscope_whatif_json(session: dict[str, Any], tmp_path: 
 def test_whatif_remedies_are_the_flags(session: dict[str, Any], tmp_path: Path) -> None:
     """The MCP tool's ``remedies`` are the standard remedies by name (``--remedy``); another name is refused."""
     close(answer(session, 20), cli_json(tmp_path, "whatif", B, "--fuse-elementwise", "--no-launch-blocking"))
-    assert "no such change 'fill_the_gpu' (known: fill_sms, pad_gemms" in error(session, 21)
+    assert "no such remedy 'fill_the_gpu' (the standard remedies: loader-workers, drop-syncs" in error(session, 21)

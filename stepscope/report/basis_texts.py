@@ -21,10 +21,13 @@ BASIS: dict[str, str] = {
     "host-on-path": "median over steps of the host's time on the step's critical path, outside the DataLoader "
                     "(no device work is linked to a launch call in this trace, so idle gaps cannot be told apart)",
     "fused-optimizer-speedup": "optimizer kernel time per step x (1 - 1/{fused_speedup})",
-    "misaligned-share": "half of the misaligned GEMMs' kernel time per step",
+    "misaligned-share": "the misaligned GEMMs' kernel time per step x the share padding recovers "
+                        "(gemm_misaligned_recoverable)⟨, x the {on_path_pct}% of their time on the step's critical "
+                        "path⟩",
     "layout-transform-time": "layout-transform kernel time per step + 10% of the Tensor-Core conv time⟨, x the "
                              "{on_path_pct}% of their time on the step's critical path⟩",
-    "idle-sm-share": "half of the SM time left idle by under-filled kernels per step⟨, x the {on_path_pct}% "
+    "idle-sm-share": "the SM time left idle by under-filled kernels per step x the share recovered "
+                     "(underfill_recoverable)⟨, x the {on_path_pct}% "
                      "of their time on the step's critical path⟩",
     "bf16-over-tf32": "TF32 kernel time per step ({tf32_ms:.2f} ms) x (1 - 1/{bf16_over_tf32}), the device's bf16 "
                       "over TF32 Tensor-Core peak⟨, x the {on_path_pct}% of their time on the step's critical "
@@ -55,7 +58,8 @@ BASIS: dict[str, str] = {
     "allocator-call-time": "host time in cudaMalloc/cudaFree per step",
     "headroom-only": "no time estimate: the finding is about memory headroom",
     "gpu-idle-in-host-ops": "GPU idle time inside the ops per step",
-    "benchmark-share": "15% of the fallback conv kernel time per step⟨, x the {on_path_pct}% of their time on "
+    "benchmark-share": "the fallback conv kernel time per step x the share benchmarking saves "
+                       "(cudnn_benchmark_gain)⟨, x the {on_path_pct}% of their time on "
                        "the step's critical path⟩",
     "search-kernel-time": "the searching calls' kernel time per step beyond one kernel per call",
     "not-estimated": "no time estimate",

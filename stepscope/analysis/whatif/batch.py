@@ -98,10 +98,8 @@ class LargerBatch:
         seg *= 1.0 + grows * (self.factor - 1.0)
         by_batch = np.zeros(len(ev) + 1, bool)
         by_batch[rows[batch]] = True
-        dev = d.device_ns.copy()
         hit = by_batch[np.where(op >= 0, op, len(ev))]
-        dev[hit] = np.round(dev[hit] * self.factor).astype(np.int64)
-        return replace(d, host_seg_ns=np.round(seg).astype(np.int64), device_ns=dev)
+        return replace(d.scaled(hit, self.factor), host_seg_ns=np.round(seg).astype(np.int64))
 
 
 def _innermost_share(trace: Trace, g: StepGraph, rows: I64, batch: B, on_cpu: B) -> npt.NDArray[np.float64]:

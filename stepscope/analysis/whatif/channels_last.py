@@ -16,7 +16,7 @@ Tensor-Core convolution is left as it is (the remedy does not apply: its layout 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -52,8 +52,5 @@ class ChannelsLast:
         if len(conv.tc_conv) == 0:  # no Tensor-Core convolution: nothing transposes, the layout matters little
             return d
         rows = g.device.row
-        dev = d.device_ns.copy()
-        dev[np.isin(rows, conv.transforms.rows)] = 0
-        nchw = np.isin(rows, conv.nchw_variants.rows)
-        dev[nchw] = np.round(dev[nchw] * self.factor).astype(np.int64)
-        return replace(d, device_ns=dev)
+        return d.scaled(np.isin(rows, conv.transforms.rows), 0.0).scaled(np.isin(rows, conv.nchw_variants.rows),
+                                                                         self.factor)

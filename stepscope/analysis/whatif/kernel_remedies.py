@@ -28,7 +28,7 @@ configured values are these (a test holds them equal).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -64,9 +64,7 @@ def scale_rows(g: StepGraph, d: Durations, rows: I64, factors: F64) -> Durations
     rows, factors = rows[order], factors[order]
     pos = np.minimum(np.searchsorted(rows, g.device.row), len(rows) - 1)
     hit = rows[pos] == g.device.row
-    dev = d.device_ns.copy()
-    dev[hit] = np.round(dev[hit] * np.clip(factors[pos[hit]], 0.0, 1.0)).astype(np.int64)
-    return replace(d, device_ns=dev)
+    return d.scaled(hit, np.clip(factors[pos[hit]], 0.0, 1.0))
 
 
 @dataclass(frozen=True)

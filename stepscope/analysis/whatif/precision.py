@@ -18,7 +18,7 @@ run at the device's bf16 Tensor-Core peak over its TF32 one (2 on A100 / H100 / 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -64,10 +64,7 @@ def _faster(trace: Trace, g: StepGraph, d: Durations, rows_of: Callable[[TensorC
     if len(rows) == 0:
         return d
     by = speedup if speedup is not None else _device_speedup(trace, g.rank, from_dtype)
-    hit = np.isin(g.device.row, rows)
-    dev = d.device_ns.copy()
-    dev[hit] = np.round(dev[hit] / max(by, 1.0)).astype(np.int64)
-    return replace(d, device_ns=dev)
+    return d.scaled(np.isin(g.device.row, rows), 1.0 / max(by, 1.0))
 
 
 @dataclass(frozen=True)

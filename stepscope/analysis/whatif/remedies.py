@@ -4,11 +4,11 @@ These are the advisor's gains: a finding's estimated gain is the replayed saving
 the step's critical path, so time hidden under other work is never counted), with the remedy's
 basis shown beside it.
 
-Remedies that make chosen kernels faster (Tensor Cores, fuller grids) are weighed by their kernels'
-**on-path share**: the share of their time that lies on the step's critical path
-(:meth:`~stepscope.analysis.critical_path.CriticalPath.on_path_share`; 1 on a device-bound step, 0
-when the device only waits for the host). The rule's own speed-up model (configurable) times that
-share is its gain: time hidden under host work is never counted.
+Every remedy is replayed, the kernel remedies included (Tensor Cores, fuller grids, fusion ...). A rule
+whose speed-up model is set to other values than the remedy's defaults weighs its model instead by its
+kernels' **on-path share** (:data:`KERNEL_SETS`: the share of their time that lies on the step's critical
+path, :meth:`~stepscope.analysis.critical_path.CriticalPath.on_path_share`; 1 on a device-bound step, 0
+when the device only waits for the host): time hidden under host work is never counted either way.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from stepscope.analysis.convolutions import FALLBACK, compute_convolutions
 from stepscope.analysis.critical_path import compute_critical_path
 from stepscope.analysis.dataloader import compute_dataloader
 from stepscope.analysis.elementwise_runs import compute_elementwise_runs
+from stepscope.analysis.gemm_dims import compute_gemm_dims
 from stepscope.analysis.launch_config import compute_launch_config
 from stepscope.analysis.profiler_cost import compute_profiler_cost
 from stepscope.analysis.tensor_cores import compute_tensor_cores
@@ -39,6 +40,7 @@ from stepscope.analysis.whatif.channels_last import (
 from stepscope.analysis.whatif.graph import StepGraph, require_linked, step_graph
 from stepscope.analysis.whatif.host_work import MoveHostWork
 from stepscope.analysis.whatif.kernel_remedies import (
+    GEMM_ALIGN,
     FillSms,
     FusedAttention,
     FuseElementwise,
@@ -112,10 +114,16 @@ def _channels_last_kernels(trace: Trace, rank: int) -> npt.NDArray[np.int64]:
     return np.union1d(conv.transforms.rows, conv.tc_conv.rows)
 
 
+def _misaligned_gemm_kernels(trace: Trace, rank: int) -> npt.NDArray[np.int64]:
+    gd = compute_gemm_dims(trace, rank)
+    return gd.kernels_of(gd.misaligned(GEMM_ALIGN))
+
+
 #: the kernels each compute remedy would speed up (evidence rows of the analyses the rules read)
 KERNEL_SETS: dict[str, Callable[[Trace, int], npt.NDArray[np.int64]]] = {
     "tensor-cores": lambda trace, rank: compute_tensor_cores(trace, rank).non_tc_kernels.rows,
     "fill-sms": lambda trace, rank: compute_launch_config(trace, rank).underfilled.rows,
+    "pad-gemms": _misaligned_gemm_kernels,
     "cudnn-benchmark": lambda trace, rank: compute_convolutions(trace, rank).fallback.rows,
     "channels-last": _channels_last_kernels,
     "fuse-elementwise": lambda trace, rank: compute_elementwise_runs(trace, rank).kernels.rows,

@@ -12,7 +12,7 @@ breakdown builds them from the measured ones, so the unchanged graph gives back 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -40,6 +40,13 @@ class Durations:
         """Every duration and every dropped sync equal: a change that changes nothing."""
         return (np.array_equal(self.host_seg_ns, other.host_seg_ns) and np.array_equal(self.device_ns, other.device_ns)
                 and np.array_equal(self.sync_dropped, other.sync_dropped))
+
+    def scaled(self, hit: npt.NDArray[np.bool_], factor: float | npt.NDArray[np.float64]) -> Durations:
+        """The device activities ``hit`` (a mask over the graph's) at ``factor`` × their time: one number, or
+        one per hit activity."""
+        dev = self.device_ns.copy()
+        dev[hit] = np.round(dev[hit] * factor).astype(np.int64)
+        return replace(self, device_ns=dev)
 
 
 @dataclass(frozen=True)

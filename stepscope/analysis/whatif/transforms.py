@@ -125,10 +125,7 @@ class ScaleDevice:
         return f"device activities{what} take {self.factor:g} × their measured time"
 
     def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
-        hit = self.select.mask(trace, g.device.row)
-        dev = d.device_ns.copy()
-        dev[hit] = np.round(dev[hit] * self.factor).astype(np.int64)
-        return replace(d, device_ns=dev)
+        return d.scaled(self.select.mask(trace, g.device.row), self.factor)
 
 
 @dataclass(frozen=True)
@@ -147,11 +144,9 @@ class PinnedCopies:
         ev = trace.events
         rows = g.device.row
         pageable = (ev["kind"][rows] == EventKind.MEMCPY) & (ev["pageable"][rows] == 1)
-        dev = d.device_ns.copy()
-        dev[pageable] = np.round(dev[pageable] * self.factor).astype(np.int64)
         launch_of = ev["launch"][rows[pageable]]
         dropped = d.sync_dropped | (np.isin(g.syncs.row, launch_of[launch_of >= 0]) & g.syncs.droppable)
-        return replace(d, device_ns=dev, sync_dropped=dropped)
+        return replace(d.scaled(pageable, self.factor), sync_dropped=dropped)
 
 
 @dataclass(frozen=True)
@@ -211,10 +206,8 @@ class NoCompile:
         share = ((k == SEG_LAUNCH) | (k == SEG_HOST)) * _share_inside_rows(trace, g, rows)
         seg = d.host_seg_ns.copy()
         seg = np.round(seg * (1.0 - share)).astype(np.int64)
-        dev = d.device_ns.copy()
-        dev[launched_inside(trace, g.device.row, rows)] = 0
         dropped = d.sync_dropped | inside_compilation(trace, g.syncs.row)
-        return replace(d, host_seg_ns=seg, device_ns=dev, sync_dropped=dropped)
+        return replace(d.scaled(launched_inside(trace, g.device.row, rows), 0.0), host_seg_ns=seg, sync_dropped=dropped)
 
 
 @dataclass(frozen=True)
@@ -243,10 +236,8 @@ class BatchSmallCopies:
         ops = copy_only_ops_of(trace, g.rank, trace.events["launch"][g.device.row[copies]])
         if len(ops):  # (an empty Select is every event)
             d = HostOverhead(0.0, Select(rows=tuple(int(r) for r in ops))).change(trace, g, d)
-        dev = d.device_ns.copy()
-        dev[copies] = 0
         inside = intervals.contains(interval_set(trace, ops), trace.events["ts_ns"][g.syncs.row])
-        return replace(d, device_ns=dev, sync_dropped=d.sync_dropped | (inside & g.syncs.droppable))
+        return replace(d.scaled(copies, 0.0), sync_dropped=d.sync_dropped | (inside & g.syncs.droppable))
 
 
 def _cpu_only_ops(trace: Trace, rank: int) -> I64:
@@ -319,10 +310,8 @@ class FusedOptimizer:
     def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
         d = HostOverhead(self.factor, Select(OPTIMIZER_STEP)).change(trace, g, d)
         host = rank_rows(trace, g.rank, tuple(int(k) for k in HOST_KINDS))
-        hit = launched_inside(trace, g.device.row, host[Select(OPTIMIZER_STEP).mask(trace, host)])
-        dev = d.device_ns.copy()
-        dev[hit] = np.round(dev[hit] * self.factor).astype(np.int64)
-        return replace(d, device_ns=dev)
+        return d.scaled(launched_inside(trace, g.device.row, host[Select(OPTIMIZER_STEP).mask(trace, host)]),
+                        self.factor)
 
 
 @dataclass(frozen=True)
@@ -340,12 +329,10 @@ class OverlapComm:
 
     def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
         comm = activity_of(trace)[g.device.row] == Activity.COMMUNICATION
-        dev = d.device_ns.copy()
-        dev[comm] = np.round(dev[comm] * self.factor).astype(np.int64)
         seg = d.host_seg_ns.copy()
         host = g.host.seg_kind == SEG_COMM
         seg[host] = np.round(seg[host] * self.factor).astype(np.int64)
-        return replace(d, device_ns=dev, host_seg_ns=seg)
+        return replace(d.scaled(comm, self.factor), host_seg_ns=seg)
 
 
 

@@ -15,7 +15,6 @@ import numpy as np
 
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.whatif.graph import StepGraph
-from stepscope.analysis.whatif.kernel_remedies import scale_rows
 from stepscope.analysis.whatif.replay import Durations
 from stepscope.analysis.whatif.transforms import HostOverhead, Select
 from stepscope.analysis.zero_grad import compute_zero_grad
@@ -41,4 +40,4 @@ class SetToNone:
         except NotApplicable:
             return d
         d = HostOverhead(0.0, Select(ZERO_GRAD_PATTERN)).change(trace, g, d)
-        return scale_rows(g, d, rows, np.zeros(len(rows)))
+        return d.scaled(np.isin(g.device.row, rows), 0.0)

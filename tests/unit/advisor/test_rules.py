@@ -353,3 +353,17 @@ def test_the_replayed_remedies_use_the_advisors_defaults() -> None:
     assert cfg.host_op_min_pct == HOST_OP_MIN_PCT
     assert (cfg.conv_search_min_kernels, cfg.conv_search_over_median) == (kr.CONV_SEARCH_MIN_KERNELS,
                                                                           kr.CONV_SEARCH_OVER_MEDIAN)
+
+
+def test_a_rule_set_off_its_remedys_defaults_weighs_its_kernels_on_the_path(tmp_path: Path) -> None:
+    """gemm-dims with another recoverable share than its remedy's 0.5 is not replayed: the misaligned GEMM's
+    6 ms × 0.4 × the share of its time on the critical path (the host syncs on it: all of it). The share had
+    been left out (no ``pad-gemms`` kernel set: weighed by 1 whatever bound the step)."""
+    from stepscope.advisor.config import AdvisorConfig
+
+    b = TraceBuilder()
+    SCENES["gemm-dims-not-multiple-of-8"](b, True)
+    advice = run_advisor(analyze(b.load(tmp_path)), AdvisorConfig(gemm_misaligned_recoverable=0.4))
+    (f,) = [f for f in advice.findings if f.rule == "gemm-dims-not-multiple-of-8"]
+    assert f.basis == "misaligned-share" and f.evidence["on_path_pct"] == pytest.approx(100.0, abs=0.5)
+    assert f.est_gain_ms == pytest.approx(6.0 * 0.4 * f.evidence["on_path_pct"] / 100, abs=0.01)

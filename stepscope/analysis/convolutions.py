@@ -27,9 +27,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.analysis import intervals
 from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
-from stepscope.analysis.common import F64, I32, I64, B, ancestor_with, kept_steps, pct, step_kernels
+from stepscope.analysis.common import F64, I32, I64, B, ancestor_with, interval_set, kept_steps, pct, step_kernels
 from stepscope.analysis.named import NamedRows, named_rows
 from stepscope.analysis.tensor_cores import tc_kernel_mask
 from stepscope.model.trace import Trace
@@ -52,6 +53,10 @@ NCHW = re.compile(r"nchw", re.IGNORECASE)
 #: and pooling (``max_pool_backward_nchw`` against ``max_pool_backward_nhwc``)
 NCHW_VARIANT = re.compile(r"batch_norm_(?!\w*channels_last)\w*kernel|\bbn_(?:fw|bw)_\w*|(?:max|avg)_pool\w*_nchw",
                           re.IGNORECASE)
+#: the conv-algo-search rule's defaults (``AdvisorConfig`` mirrors them): a call that launched this many
+#: kernels, or half that and this many times its op's median, is cuDNN trying algorithms
+CONV_SEARCH_MIN_KERNELS = 12
+CONV_SEARCH_OVER_MEDIAN = 3.0
 FALLBACK = re.compile(r"implicit_convolve_sgemm|wgrad_alg0_engine|dgrad_engine|explicit_convolve_sgemm")
 
 
@@ -80,10 +85,12 @@ def _is_fallback(name: str) -> bool:
 class ConvCalls:
     """One row per convolution call (op row, in row order) that launched kernels in the steps."""
 
+    rows: I64  # the calls' op rows
     op: I64  # index into ``names``
     names: tuple[str, ...]
     kernels: I64  # kernels the call launched
     time_ns: F64  # their time
+    host_ns: F64  # the call's own time on the host
     step: I32  # the call's step (-1 outside steps)
     typical_kernels: F64  # median ``kernels`` over the calls of the same op
     kernel_rows: I64  # the calls' kernels
@@ -99,6 +106,26 @@ class ConvCalls:
     def search_ns(self, calls: B) -> float:
         """The time of those calls' kernels beyond one kernel's share per call (what the search adds)."""
         return float((self.time_ns[calls] * (1.0 - 1.0 / self.kernels[calls])).sum())
+
+    def settled_host_ns(self, searching: B) -> F64:
+        """Per searching call, the host time of a call that does not search: the median of the same op's
+        calls that did not; of every call that did not where the op has none; else ``1 / kernels`` of
+        its own."""
+        idx = np.flatnonzero(searching)
+        out: F64 = self.host_ns[idx] / self.kernels[idx]
+        plain = ~searching
+        if plain.any():
+            out[:] = float(np.median(self.host_ns[plain]))
+            for op in unique(self.op[idx]).tolist():  # per distinct op name (a handful), not per call
+                same = plain & (self.op == op)
+                if same.any():
+                    out[self.op[idx] == op] = float(np.median(self.host_ns[same]))
+        return out
+
+    def search_host_ns(self, searching: B) -> float:
+        """The searching calls' host time beyond a call's that does not search (cuDNN building and timing
+        its candidates)."""
+        return float(np.maximum(self.host_ns[searching] - self.settled_host_ns(searching), 0.0).sum())
 
 
 @dataclass(frozen=True)
@@ -153,10 +180,30 @@ def _calls(trace: Trace, ops: I64, rows: I64, dur: I64) -> ConvCalls:
     calls, inv, per_call = np.unique(ops, return_inverse=True, return_counts=True)
     names, op = np.unique(ev["name"][calls], return_inverse=True)
     time = np.bincount(np.asarray(inv).reshape(-1), weights=dur, minlength=len(calls)).astype(np.float64)
-    return ConvCalls(op=np.asarray(op, np.int64).reshape(-1), names=tuple(str(s) for s in trace.strings.decode(names)),
-                     kernels=per_call.astype(np.int64), time_ns=time, step=ev["step"][calls].astype(np.int32),
+    return ConvCalls(rows=calls.astype(np.int64), op=np.asarray(op, np.int64).reshape(-1),
+                     names=tuple(str(s) for s in trace.strings.decode(names)),
+                     kernels=per_call.astype(np.int64), time_ns=time, host_ns=ev["dur_ns"][calls].astype(np.float64),
+                     step=ev["step"][calls].astype(np.int32),
                      typical_kernels=_median_by(ev["name"][calls], per_call), kernel_rows=rows,
                      kernel_call=np.asarray(inv, np.int64).reshape(-1))
+
+
+def algo_search_rows(trace: Trace, rank: int, min_kernels: int = CONV_SEARCH_MIN_KERNELS,
+                     over_median: float = CONV_SEARCH_OVER_MEDIAN) -> I64:
+    """The rank's convolution calls that searched algorithms (op rows; none without convolutions)."""
+    try:
+        calls = compute_convolutions(trace, rank).calls
+    except NotApplicable:
+        return np.zeros(0, np.int64)
+    out: I64 = calls.rows[calls.searching(min_kernels, over_median)]
+    return out
+
+
+def inside_algo_search(trace: Trace, rank: int, rows: I64) -> B:
+    """Per host row of the rank: whether it starts inside a convolution call that searched algorithms
+    (cuDNN's own calls while it times its trials: its syncs, allocations, launches)."""
+    out: B = intervals.contains(interval_set(trace, algo_search_rows(trace, rank)), trace.events["ts_ns"][rows])
+    return out
 
 
 def _median_by(group: npt.NDArray[np.int32], values: I64) -> F64:

@@ -84,6 +84,7 @@ class GemmDimsResult:
     step_count: int  # steps the per-step numbers average over (0 without steps)
     compute_major: int | None  # compute capability of the device (NVIDIA), None when unknown
     kernel_ns: int  # every kernel inside the steps
+    rows: I64  # the calls' op rows
     op: I64  # index into ``ops``
     ops: tuple[str, ...]
     dims: I64  # index into ``dims_texts`` (in string-id order), compacted JSON
@@ -138,7 +139,7 @@ def compute_gemm_dims(trace: Trace, rank: int) -> GemmDimsResult:
     return GemmDimsResult(
         rank=rank, step_count=len(kept_steps(trace, rank)),
         compute_major=dev.compute_major if dev is not None else None,
-        kernel_ns=int(ev["dur_ns"][k].sum()), op=np.asarray(op, np.int64).reshape(-1),
+        kernel_ns=int(ev["dur_ns"][k].sum()), rows=ops.astype(np.int64), op=np.asarray(op, np.int64).reshape(-1),
         ops=tuple(str(s) for s in pool.decode(op_names)), dims=np.asarray(dims, np.int64).reshape(-1),
         dims_texts=tuple(compact_json(str(s)) for s in pool.decode(dims_ids)), known=known, n=n, k=kk,
         half=pool.mask(_is_half)[ev["input_types"][ops]], call_kernel_ns=kernel_ns,

@@ -42,6 +42,7 @@ from stepscope.analysis.callsite import call_sites
 from stepscope.analysis.comm import inside_host_collective
 from stepscope.analysis.common import I32, I64, Windows, rank_rows, step_windows, window_of
 from stepscope.analysis.compilation import inside_compilation
+from stepscope.analysis.convolutions import inside_algo_search
 from stepscope.model.masks import any_of
 from stepscope.model.schema import GPU_KINDS, HOST_KINDS, EventKind, MemcpyKind
 from stepscope.model.trace import Trace
@@ -160,10 +161,12 @@ class SyncResult:
         return float(np.mean(arr)) if len(arr) else 0.0
 
 
-def not_the_steps(trace: Trace, rows: I64) -> npt.NDArray[np.bool_]:
-    """Per host row: a call a host-side collective or a compilation makes (gloo's stream syncs,
-    autotuning's device syncs): the library's or the compiler's, not the user's step's."""
-    out: npt.NDArray[np.bool_] = inside_host_collective(trace, rows) | inside_compilation(trace, rows)
+def not_the_steps(trace: Trace, rank: int, rows: I64) -> npt.NDArray[np.bool_]:
+    """Per host row of the rank: a call a host-side collective, a compilation or cuDNN's algorithm
+    search makes (gloo's stream syncs, autotuning's device syncs, the waits for each timed trial): the
+    library's or the compiler's, not the user's step's."""
+    out: npt.NDArray[np.bool_] = (inside_host_collective(trace, rows) | inside_compilation(trace, rows)
+                                  | inside_algo_search(trace, rank, rows))
     return out
 
 
@@ -172,12 +175,12 @@ def compute_sync(trace: Trace, rank: int) -> SyncResult:
     ev = trace.events
     wins = step_windows(trace, rank)
     rt = rank_rows(trace, rank, (int(EventKind.RUNTIME), int(EventKind.DRIVER)))
-    sync = rt[host_reads(trace, rt) & ~not_the_steps(trace, rt)]
+    sync = rt[host_reads(trace, rt) & ~not_the_steps(trace, rank, rt)]
     sync, sync_win = _inside(trace, sync, _host_spans(trace, rank, wins))
     cp = rank_rows(trace, rank, (int(EventKind.MEMCPY),))
     d2h = cp[ev["copy_kind"][cp] == MemcpyKind.D2H]
     launch = ev["launch"][d2h].astype(np.int64)
-    d2h = d2h[(launch < 0) | ~not_the_steps(trace, np.maximum(launch, 0))]
+    d2h = d2h[(launch < 0) | ~not_the_steps(trace, rank, np.maximum(launch, 0))]
     d2h, d2h_win = _inside(trace, d2h, wins)
     nw = len(wins)
 

@@ -173,7 +173,8 @@ RULES: dict[str, RuleText] = {
     "conv-algo-search": RuleText(
         "cuDNN searches convolution algorithms every step",
         "{searching_calls} convolution calls launch up to {max_kernels_per_call} kernels each (an algorithm "
-        "search) in steps {steps_with_search}: {search_ms:.2f} ms per step.",
+        "search) in steps {steps_with_search}: {search_ms:.2f} ms per step of trial kernels and "
+        "{search_host_ms:.2f} ms of host time beyond a call that does not search.",
         ("https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#enable-cudnn-auto-tuner",)),
     "copy-bound": RuleText(
         "Host-device copies hold the step",
@@ -206,7 +207,8 @@ RULES: dict[str, RuleText] = {
         ("https://pytorch.org/get-started/locally/",)),
     "zero-grad-not-none": RuleText(
         "Gradients are zeroed with kernels every step",
-        "optimizer.zero_grad() launches {zero_grad_kernels_per_step} kernels per step ({zero_grad_ms:.2f} ms).",
+        "optimizer.zero_grad() launches {zero_grad_kernels_per_step} kernels per step ({zero_grad_ms:.2f} ms), and "
+        "the next backward adds to the zeros ({first_accumulation_ms:.2f} ms).",
         ("https://pytorch.org/docs/stable/generated/torch.optim.Optimizer.zero_grad.html",)),
     "small-memcpy": RuleText(
         "Many tiny host<->device copies",

@@ -8,10 +8,12 @@ gradients, bias, split-K reductions — on every call; the comparison with the o
 that from counting.) With static shapes the search runs once; seen every step, the shapes change
 (variable sequence lengths / image sizes, a last partial batch).
 
-Gain: the ``no-algo-search`` remedy replayed (:class:`~stepscope.analysis.whatif.kernel_remedies.NoAlgoSearch`:
+Gain: the ``no-algo-search`` remedy replayed (:class:`~stepscope.analysis.whatif.algo_search.NoAlgoSearch`:
 each searching call's kernels at 1 / their count of their time — the run that would remain without the
-search): what reaches the step. With other ``conv_search_*`` values than the defaults, or where the replay
-did not run: per step, the searching calls' kernel time minus one kernel's share per call.
+search —, its host time a call's that did not search, its waits for the trials gone): what reaches the
+step. With other ``conv_search_*`` values than the defaults, or where the replay did not run: per step,
+the searching calls' kernel time minus one kernel's share per call, plus their host time beyond a call's
+that did not search (``search_host_ms``).
 """
 
 from __future__ import annotations
@@ -20,13 +22,13 @@ from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
 from stepscope.advisor.rules._util import ms, per_step, replayed_saving
 from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.convolutions import CONV_SEARCH_MIN_KERNELS, CONV_SEARCH_OVER_MEDIAN
 from stepscope.analysis.registry import CONVOLUTIONS
-from stepscope.analysis.whatif.kernel_remedies import CONV_SEARCH_MIN_KERNELS, CONV_SEARCH_OVER_MEDIAN
 from stepscope.model.uniq import unique
 
 RULE_ID = "conv-algo-search"
 SCOPE = "rank"
-ADDRESSES: tuple[str, ...] = ("compute",)  # the bounds its change shortens
+ADDRESSES: tuple[str, ...] = ("host", "compute")  # the bounds its change shortens: the search is host work too
 NEEDS_HOST_TIMELINE = True  # reads host ops, launches or annotations: not run on a summary-only trace
 
 
@@ -41,9 +43,10 @@ def detect(ctx: RuleContext) -> list[Finding]:
     steps = unique(calls.step[searching])
     if len(steps[steps >= 0]) < 2:
         return []
-    extra = calls.search_ns(searching)
+    extra, host = calls.search_ns(searching), calls.search_host_ns(searching)
     evidence = {"searching_calls": int(searching.sum()), "steps_with_search": [int(s) for s in steps if s >= 0],
                 "max_kernels_per_call": int(calls.kernels.max()), "search_ms": ms(per_step(ctx, extra)),
+                "search_host_ms": ms(per_step(ctx, host)),
                 "ops": sorted({calls.names[i] for i in calls.op[searching][:20].tolist()})}
     change = Change("static-shapes-for-benchmark", {})
     default = (ctx.cfg.conv_search_min_kernels, ctx.cfg.conv_search_over_median) == (CONV_SEARCH_MIN_KERNELS,
@@ -51,4 +54,4 @@ def detect(ctx: RuleContext) -> list[Finding]:
     replayed = replayed_saving(ctx, "no-algo-search", evidence) if default else None
     if replayed is not None:
         return [ctx.finding(RULE_ID, replayed, "replayed", evidence, change)]
-    return [ctx.finding(RULE_ID, per_step(ctx, extra), "search-kernel-time", evidence, change)]
+    return [ctx.finding(RULE_ID, per_step(ctx, extra + host), "search-time", evidence, change)]

@@ -6,9 +6,9 @@ default since PyTorch 2.0) frees the gradients instead: no kernels, and the next
 instead of accumulating.
 
 Gain: the ``set-to-none`` remedy replayed (:class:`~stepscope.analysis.whatif.zero_grad.SetToNone`: those
-kernels and the host's work inside ``Optimizer.zero_grad`` take no time): what reaches the step — the
-launches on a host-bound step, the kernels on a device-bound one. Where the replay did not run: those
-kernels' GPU time per step.
+kernels, the host's work inside ``Optimizer.zero_grad`` and each zeroed gradient's first accumulation in
+the next backward take no time): what reaches the step — the launches on a host-bound step, the kernels
+on a device-bound one. Where the replay did not run: those kernels' and accumulations' GPU time per step.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from stepscope.analysis.registry import ZERO_GRAD
 
 RULE_ID = "zero-grad-not-none"
 SCOPE = "rank"
-ADDRESSES: tuple[str, ...] = ("compute",)  # the bounds its change shortens
+ADDRESSES: tuple[str, ...] = ("host", "compute")  # the bounds its change shortens: launches and kernels
 NEEDS_HOST_TIMELINE = True  # reads host ops, launches or annotations: not run on a summary-only trace
 
 
@@ -32,10 +32,11 @@ def detect(ctx: RuleContext) -> list[Finding]:
     if ctx.pct_of_step(time_ns) < ctx.cfg.zero_grad_min_pct:
         return []
     n = max(len(ctx.steps), 1)
+    accumulate_ns = per_step(ctx, float(zg.accumulations.total_ns))
     evidence = {"zero_grad_kernels_per_step": round(len(zg.activities) / n, 1), "zero_grad_ms": ms(time_ns),
-                "kernels": top_names(zg.activities, per=n)}
+                "first_accumulation_ms": ms(accumulate_ns), "kernels": top_names(zg.activities, per=n)}
     change = Change("zero-grad-set-to-none", {})
     replayed = replayed_saving(ctx, "set-to-none", evidence)
     if replayed is not None:
         return [ctx.finding(RULE_ID, replayed, "replayed", evidence, change)]
-    return [ctx.finding(RULE_ID, time_ns, "kernel-time-removed", evidence, change)]
+    return [ctx.finding(RULE_ID, time_ns + accumulate_ns, "kernel-time-removed", evidence, change)]

@@ -6,17 +6,13 @@ replay says what of it reaches the step.
   recover :data:`UNDERFILL_RECOVERABLE` of the SM time they leave idle: a kernel of ``b`` blocks on
   ``s`` SMs takes ``1 − (1 − b / s) × recoverable`` of its time (a larger batch, fusion or a split-K
   kernel fills part, not all, of the idle SMs).
-* :class:`PadGemms` — the kernels of half-precision GEMM calls whose N or K is not a multiple of
-  :data:`GEMM_ALIGN` (``gemm_dims``) take ``1 −`` :data:`GEMM_MISALIGNED_RECOVERABLE` of their time
-  once padded (cuBLAS' aligned Tensor-Core kernels).
+* :class:`PadGemms` — the half-precision GEMM calls whose N or K is not a multiple of
+  :data:`GEMM_ALIGN` (``gemm_dims``), padded: their kernels take their padded FLOPs at the rate of the
+  rank's aligned half-precision GEMMs, else a share of the device's dense peak (``gemm_padding``);
+  ``1 −`` :data:`GEMM_MISALIGNED_RECOVERABLE` of their time where the shapes or the device do not say.
 * :class:`FuseElementwise` — each run of unfused elementwise kernels (``elementwise_runs``) becomes
   one pass over the data, the cost of its longest kernel: the others take no time. Their launches
   stay (an upper bound on the host's time: a compiled region also launches less).
-* :class:`NoAlgoSearch` — the convolution calls that look like cuDNN trying algorithms (the
-  convolutions analysis' ``searching``: at least :data:`CONV_SEARCH_MIN_KERNELS` kernels, or half that
-  and :data:`CONV_SEARCH_OVER_MEDIAN` × their op's median) run one algorithm: each of their kernels takes
-  ``1 / kernels`` of its time (static shapes, so ``cudnn.benchmark`` searches once; the host's waits
-  for the trials follow the kernels in the replay).
 * :class:`FusedAttention` — SDPA's math-backend kernels (``attention_fallback``) take what a fused
   kernel needs at least: the attention's FLOPs at the device's dense peak (no time where the device or
   the shapes are unknown), spread over them in proportion to their time.
@@ -36,9 +32,9 @@ import numpy.typing as npt
 from stepscope.analysis.attention_fallback import math_attention
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import I64
-from stepscope.analysis.convolutions import compute_convolutions
 from stepscope.analysis.elementwise_runs import compute_elementwise_runs
 from stepscope.analysis.gemm_dims import compute_gemm_dims
+from stepscope.analysis.gemm_padding import GEMM_PEAK_EFFICIENCY, padded_kernel_ns
 from stepscope.analysis.launch_config import compute_launch_config
 from stepscope.analysis.whatif.graph import StepGraph
 from stepscope.analysis.whatif.replay import Durations
@@ -48,9 +44,6 @@ F64 = npt.NDArray[np.float64]
 #: the advisor's ``underfill_min_kernel_us`` and ``underfill_recoverable`` defaults
 UNDERFILL_MIN_KERNEL_US = 10.0
 UNDERFILL_RECOVERABLE = 0.5
-#: the advisor's ``conv_search_min_kernels`` and ``conv_search_over_median`` defaults
-CONV_SEARCH_MIN_KERNELS = 12
-CONV_SEARCH_OVER_MEDIAN = 3.0
 #: the advisor's ``gemm_align`` and ``gemm_misaligned_recoverable`` defaults
 GEMM_ALIGN = 8
 GEMM_MISALIGNED_RECOVERABLE = 0.5
@@ -91,23 +84,34 @@ class FillSms:
 
 @dataclass(frozen=True)
 class PadGemms:
-    """The kernels of misaligned half-precision GEMMs take ``1 − recoverable`` of their time."""
+    """The misaligned half-precision GEMMs padded: their kernels take what their padded FLOPs need at the
+    rate of what runs aligned (:func:`~stepscope.analysis.gemm_padding.padded_kernel_ns`), ``1 −
+    recoverable`` of their time where the shapes or the device do not say."""
 
     recoverable: float = GEMM_MISALIGNED_RECOVERABLE
     align: int = GEMM_ALIGN
     name: str = field(default="pad-gemms", init=False)
 
     def basis(self) -> str:
-        return (f"the fp16 / bf16 GEMMs with N or K not a multiple of {self.align} padded: their kernels take "
-                f"{1.0 - self.recoverable:g} × their time")
+        return (f"the fp16 / bf16 GEMMs with N or K not a multiple of {self.align} padded: each takes its padded "
+                f"FLOPs at the rate of this rank's aligned half-precision GEMMs (else {GEMM_PEAK_EFFICIENCY:.0%} of "
+                f"the device's dense peak), {1.0 - self.recoverable:g} × its time where the shapes or the device "
+                "do not say")
 
     def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
         try:
             gd = compute_gemm_dims(trace, g.rank)
         except NotApplicable:
             return d
-        rows = gd.kernels_of(gd.misaligned(self.align))
-        return scale_rows(g, d, rows, np.full(len(rows), 1.0 - self.recoverable))
+        bad = gd.misaligned(self.align)
+        padded = padded_kernel_ns(trace, gd, bad, self.align)
+        took = gd.call_kernel_ns[bad].astype(np.float64)
+        factor = np.where(np.isfinite(padded) & (took > 0), np.divide(padded, took, out=np.ones(len(took)),
+                                                                      where=took > 0), 1.0 - self.recoverable)
+        per_call = np.ones(len(bad))
+        per_call[bad] = np.clip(factor, 0.0, 1.0)
+        rows = gd.kernels_of(bad)
+        return scale_rows(g, d, rows, per_call[gd.kernel_call[bad[gd.kernel_call]]])
 
 
 @dataclass(frozen=True)
@@ -145,25 +149,3 @@ class FusedAttention:
             return d
         share = fb.fused_min_ns / fb.device_ns if fb.device_ns > 0 and math.isfinite(fb.fused_min_ns) else 0.0
         return scale_rows(g, d, fb.rows, np.full(len(fb.rows), min(share, 1.0)))
-
-
-@dataclass(frozen=True)
-class NoAlgoSearch:
-    """The searching convolution calls' kernels take ``1 / kernels`` of their time: one algorithm run."""
-
-    min_kernels: int = CONV_SEARCH_MIN_KERNELS
-    over_median: float = CONV_SEARCH_OVER_MEDIAN
-    name: str = field(default="no-algo-search", init=False)
-
-    def basis(self) -> str:
-        return ("static shapes, so cuDNN searches convolution algorithms once: each call that tried many runs one, "
-                "its kernels at 1 / their count of their time")
-
-    def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
-        try:
-            calls = compute_convolutions(trace, g.rank).calls
-        except NotApplicable:
-            return d
-        searching = calls.searching(self.min_kernels, self.over_median)[calls.kernel_call]
-        per_call = calls.kernels[calls.kernel_call][searching].astype(np.float64)
-        return scale_rows(g, d, calls.kernel_rows[searching], 1.0 / per_call)

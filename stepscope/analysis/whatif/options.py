@@ -10,13 +10,13 @@ import math
 import re
 
 from stepscope.analysis.whatif import transforms as tf
+from stepscope.analysis.whatif.algo_search import NoAlgoSearch
 from stepscope.analysis.whatif.batch import LargerBatch
 from stepscope.analysis.whatif.host_work import MoveHostWork
 from stepscope.analysis.whatif.kernel_remedies import (
     FillSms,
     FusedAttention,
     FuseElementwise,
-    NoAlgoSearch,
     PadGemms,
 )
 from stepscope.analysis.whatif.launch_blocking import NoLaunchBlocking

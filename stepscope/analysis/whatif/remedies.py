@@ -31,6 +31,7 @@ from stepscope.analysis.launch_config import compute_launch_config
 from stepscope.analysis.profiler_cost import compute_profiler_cost
 from stepscope.analysis.tensor_cores import compute_tensor_cores
 from stepscope.analysis.whatif import transforms as tf
+from stepscope.analysis.whatif.algo_search import NoAlgoSearch
 from stepscope.analysis.whatif.channels_last import (
     NCHW_VARIANT_FACTOR,
     NCHW_VARIANT_PATTERN,
@@ -44,7 +45,6 @@ from stepscope.analysis.whatif.kernel_remedies import (
     FillSms,
     FusedAttention,
     FuseElementwise,
-    NoAlgoSearch,
     PadGemms,
 )
 from stepscope.analysis.whatif.launch_blocking import NoLaunchBlocking

@@ -20,6 +20,7 @@ from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.caching_allocator import ALLOC_CALL
 from stepscope.analysis.common import I64, interval_set, launched_inside, rank_rows
 from stepscope.analysis.compilation import inside_compilation, rank_compile_rows
+from stepscope.analysis.convolutions import algo_search_rows
 from stepscope.analysis.host_ops import copy_only_ops_of, cpu_only_top_ops
 from stepscope.analysis.memcpy import compute_memcpy
 from stepscope.analysis.sync import not_the_steps
@@ -107,7 +108,7 @@ class DropSyncs:
         return f"blocking calls{what} cost only their own call: the host no longer waits for the device"
 
     def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
-        hit = self.select.mask(trace, g.syncs.row) & ~not_the_steps(trace, g.syncs.row) & g.syncs.droppable
+        hit = self.select.mask(trace, g.syncs.row) & ~not_the_steps(trace, g.rank, g.syncs.row) & g.syncs.droppable
         return replace(d, sync_dropped=d.sync_dropped | hit)
 
 
@@ -155,8 +156,9 @@ class HostOverhead:
     graphs, ``torch.compile``: the host replays a captured graph instead of launching op by op), or
     only inside host ops that match (a fused optimizer: ``Optimizer.step``). DataLoader and blocking
     calls are kept, and so, everywhere, is the time of the step's top-level ops that launch no device
-    work (an SVD of a CPU tensor, numpy-backed metrics under an op) and of ``torch.compile`` compiling:
-    a graph captures device work only (:func:`~stepscope.analysis.host_ops.cpu_only_top_ops`). On a
+    work (an SVD of a CPU tensor, numpy-backed metrics under an op), of ``torch.compile`` compiling and
+    of cuDNN searching convolution algorithms: a graph captures device work only
+    (:func:`~stepscope.analysis.host_ops.cpu_only_top_ops`), and no graph is captured while shapes change. On a
     rank that launches nothing (a CPU-only program) everywhere changes nothing: its host work is the
     model's own ops."""
 
@@ -166,7 +168,8 @@ class HostOverhead:
 
     def basis(self) -> str:
         where = f" inside ops matching {self.select.pattern!r}" if self.select.pattern else ""
-        kept = "" if where else ", and so are top-level ops that launch no device work and compiling"
+        kept = "" if where else (", and so are top-level ops that launch no device work, compiling and "
+                                 "convolution algorithm searches")
         return (f"launch calls and host work between them{where} take {self.factor:g} × their time; "
                 f"the DataLoader and blocking calls are kept{kept}")
 
@@ -178,7 +181,8 @@ class HostOverhead:
         elif not g.device.row.size:  # nothing launched: the host's work is the model's own ops, no graph holds it
             return d
         else:
-            kept = np.union1d(_cpu_only_ops(trace, g.rank), rank_compile_rows(trace, g.rank))
+            kept = np.union1d(np.union1d(_cpu_only_ops(trace, g.rank), rank_compile_rows(trace, g.rank)),
+                              algo_search_rows(trace, g.rank))
             share *= 1.0 - _share_inside_rows(trace, g, kept)
         seg = d.host_seg_ns.copy()
         hit = share > 0

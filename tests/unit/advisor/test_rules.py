@@ -45,8 +45,10 @@ EXPECTED_GAIN_MS = {
     # moves nothing on the critical path: no gain (the old rule of thumb said 0.4 ms)
     "pageable-memcpy": 0.0,
     "small-memcpy": 2.7,  # replayed: the 60 aten::to of 45 µs that issue the copies leave the host's step
-    # replayed: the host waits for each of the 14 trials, so each wait shrinks with its kernel, 400 -> 400/14 µs
-    "conv-algo-search": 14 * 0.4 * (1 - 1 / 14),
+    # replayed: the 7 ms call (14 waits of 410 µs for its trials, 1.26 ms of host work) runs one algorithm: no
+    # call did without searching, so its host work takes 1/14 of the call (500 µs), the waits their 5 µs tail,
+    # and its 14 kernels of 400/14 µs run under that: the step loses 7 - 0.5 - 14 x 0.005 ms
+    "conv-algo-search": 7.0 - 0.5 - 14 * 0.005,
     # replayed: the 10 launch calls take 5 µs instead of 820 (8.15 ms of waiting), but the ten 800 µs kernels
     # then run back to back: the 10 ms step becomes their 8 ms (and a few µs of the first launch)
     "cuda-launch-blocking": 1.993,
@@ -339,6 +341,7 @@ def test_the_replayed_remedies_use_the_advisors_defaults() -> None:
     would silently fall back to the first-order estimate; likewise the fused optimizer's factor and the
     kernel remedies' (under-filled grids, misaligned GEMMs)."""
     from stepscope.advisor.config import AdvisorConfig
+    from stepscope.analysis import convolutions as conv
     from stepscope.analysis.whatif import kernel_remedies as kr
     from stepscope.analysis.whatif.host_work import HOST_OP_MIN_PCT
     from stepscope.analysis.whatif.remedies import CUDNN_BENCHMARK_GAIN
@@ -351,8 +354,8 @@ def test_the_replayed_remedies_use_the_advisors_defaults() -> None:
                                                                         kr.UNDERFILL_RECOVERABLE)
     assert (cfg.gemm_align, cfg.gemm_misaligned_recoverable) == (kr.GEMM_ALIGN, kr.GEMM_MISALIGNED_RECOVERABLE)
     assert cfg.host_op_min_pct == HOST_OP_MIN_PCT
-    assert (cfg.conv_search_min_kernels, cfg.conv_search_over_median) == (kr.CONV_SEARCH_MIN_KERNELS,
-                                                                          kr.CONV_SEARCH_OVER_MEDIAN)
+    assert (cfg.conv_search_min_kernels, cfg.conv_search_over_median) == (conv.CONV_SEARCH_MIN_KERNELS,
+                                                                          conv.CONV_SEARCH_OVER_MEDIAN)
 
 
 def test_a_rule_set_off_its_remedys_defaults_weighs_its_kernels_on_the_path(tmp_path: Path) -> None:

@@ -16,12 +16,15 @@ from click.testing import CliRunner
 
 from stepscope import load
 from stepscope.analysis.elementwise_runs import _first_longest
+from stepscope.analysis.sync import compute_sync
+from stepscope.analysis.whatif.algo_search import NoAlgoSearch
 from stepscope.analysis.whatif.host_work import MoveHostWork
 from stepscope.analysis.whatif.kernel_remedies import FillSms, FusedAttention, FuseElementwise, PadGemms
 from stepscope.analysis.whatif.launch_blocking import NoLaunchBlocking
 from stepscope.analysis.whatif.simulate import IDLE_CAVEAT, simulate
-from stepscope.analysis.whatif.transforms import Transform
+from stepscope.analysis.whatif.transforms import HostOverhead, Transform
 from stepscope.analysis.whatif.zero_grad import SetToNone
+from stepscope.analysis.zero_grad import compute_zero_grad
 from stepscope.cli import cli
 from tests.builders import TraceBuilder
 from tests.unit.advisor.scenes import SCENES, device_sync, gemm
@@ -57,29 +60,32 @@ def test_each_under_filled_grid_recovers_half_its_idle_sms(tmp_path: Path) -> No
 
 
 def gemms_trace(tmp_path: Path) -> Path:
-    """Per step, three 3 ms GEMMs (N = 64) queued, the host syncing on the last: fp16 with K = 1001
-    (misaligned), fp16 with K = 1000 (a multiple of 8, not of 64), and fp32 with K = 1001 (not half
-    precision: no Tensor-Core alignment to gain)."""
+    """Per step, three GEMMs (M = N = 64) queued, the host syncing on the last: fp16 with K = 1001
+    (misaligned, 3 ms), fp16 with K = 1000 (a multiple of 8, not of 64: 1 ms), and fp32 with K = 1001 (not
+    half precision, no Tensor-Core alignment to gain: 3 ms)."""
     b = TraceBuilder()
-    calls = ((1001, "c10::Half"), (1000, "c10::Half"), (1001, "float"))
+    calls = ((1001, "c10::Half", 3_000), (1000, "c10::Half", 1_000), (1001, "float", 3_000))
     for i in range(3):
         t = i * 10_000
         b.step(i + 1, t, 10_000)
         start = t + 30
-        for j, (k, dtype) in enumerate(calls):
+        for j, (k, dtype, dur) in enumerate(calls):
             b.op("aten::mm", ts=t + 10 + 40 * j, dur=30,
                  **{"Input Dims": [[64, k], [k, 64]], "Input type": [dtype, dtype]})
             b.launch_kernel("volta_h884gemm_64x64_nn", launch_ts=t + 15 + 40 * j, launch_dur=10, ts=start,
-                            dur=3_000, grid=[160, 1, 1], block=[256, 1, 1])
-            start += 3_000
+                            dur=dur, grid=[160, 1, 1], block=[256, 1, 1])
+            start += dur
         device_sync(b, t + 200, start + 10)
     return b.write(tmp_path / "gemms.json")
 
 
 def test_only_the_misaligned_half_precision_gemms_are_padded(tmp_path: Path) -> None:
-    assert saved_ms(gemms_trace(tmp_path), PadGemms()) == pytest.approx(1.5, abs=1e-3)  # 3 ms x 0.5
-    # with 64 as the multiple, K = 1000 is misaligned too: 2 x 1.5 ms
-    assert saved_ms(gemms_trace(tmp_path), PadGemms(align=64)) == pytest.approx(3.0, abs=1e-3)
+    """Padded to K = 1008, the misaligned call does 2 x 64 x 64 x 1008 FLOPs at the aligned call's rate (2 x 64
+    x 64 x 1000 FLOPs in 1 ms): 1.008 ms for its 3. With 64 as the multiple, K = 1000 is misaligned too and
+    nothing runs aligned: the device's peak would do either in under a µs, too small for a throughput to
+    tell, so each takes half its time (the 3 ms and the 1 ms)."""
+    assert saved_ms(gemms_trace(tmp_path), PadGemms()) == pytest.approx(3.0 - 1.008, abs=1e-3)
+    assert saved_ms(gemms_trace(tmp_path), PadGemms(align=64)) == pytest.approx(1.5 + 0.5, abs=1e-3)
 
 
 def test_a_fused_run_costs_its_longest_kernel(tmp_path: Path) -> None:
@@ -126,6 +132,66 @@ def test_set_to_none_frees_what_holds_the_step(tmp_path: Path) -> None:
                             launch_ts=t + 115 + j * 40, launch_dur=5, ts=t + 8_030 + j * 40, dur=40)
         device_sync(b, t + 700, t + 8_440)
     assert saved_ms(b.write(tmp_path / "behind.json"), SetToNone()) == pytest.approx(0.4, abs=1e-3)
+
+
+def accumulation_trace(tmp_path: Path) -> Path:
+    """Per step: zero_grad zeroes two gradients (100 µs of host, two 40 µs fills), a 3 ms GEMM, then three
+    AccumulateGrad calls each adding a 300 µs kernel behind it — two into the zeroed gradients, the third a
+    second accumulation (of a gradient already summed) — the host syncing on the last."""
+    b = TraceBuilder()
+    for i in range(3):
+        t = i * 10_000
+        b.step(i + 1, t, 10_000)
+        b.op("Optimizer.zero_grad#SGD.zero_grad", ts=t + 10, dur=100, cat="user_annotation")
+        for j in range(2):
+            b.op("aten::zero_", ts=t + 20 + j * 40, dur=30)
+            b.launch_kernel("void at::native::vectorized_elementwise_kernel<4, FillFunctor<float>>",
+                            launch_ts=t + 25 + j * 40, launch_dur=5, ts=t + 40 + j * 40, dur=40)
+        gemm(b, t + 200, dur=3_000)  # its kernel runs t + 220 .. t + 3,220
+        for j in range(3):
+            b.op("torch::autograd::AccumulateGrad", ts=t + 300 + j * 100, dur=50)
+            b.op("aten::add_", ts=t + 305 + j * 100, dur=40)
+            b.launch_kernel("void at::native::vectorized_elementwise_kernel<4, AddFunctor<float>>",
+                            launch_ts=t + 310 + j * 100, launch_dur=5, ts=t + 3_220 + j * 300, dur=300)
+        device_sync(b, t + 700, t + 4_130)
+    return b.write(tmp_path / "accumulate.json")
+
+
+def test_set_to_none_hands_the_first_gradient_over(tmp_path: Path) -> None:
+    """The two gradients zeroed are each added to once more (their zeros read and the sum written): with
+    set_to_none the backward hands them over. The span's 100 µs held the GEMM's launch, the two adds the
+    device: 0.1 + 2 x 0.3 ms a step; the third add (a second accumulation) and the fills (idle time before
+    the GEMM) stay."""
+    path = accumulation_trace(tmp_path)
+    zg = compute_zero_grad(load(path, use_cache=False), 0)
+    assert len(zg.activities) == 6 and len(zg.accumulations) == 6  # two of each a step
+    assert saved_ms(path, SetToNone()) == pytest.approx(0.7, abs=1e-3)
+
+
+def search_trace(tmp_path: Path) -> Path:
+    """The conv-algo-search scene (a 7 ms call a step: 14 trials of 400 µs, each waited for 410 µs), then a
+    call of the same op that did not search: 300 µs on the host, one 400 µs kernel waited for."""
+    b = TraceBuilder()
+    SCENES["conv-algo-search"](b, True)
+    for t in (0, 10_000, 20_000):
+        b.op("aten::cudnn_convolution", ts=t + 7_100, dur=300)
+        b.launch_kernel("conv_algo_0_kernel", launch_ts=t + 7_110, launch_dur=10, ts=t + 7_130, dur=400)
+        b.add(ph="X", cat="cuda_runtime", name="cudaEventSynchronize", pid=b.pid, tid=b.tid, ts=t + 7_125,
+              dur=410, args={})
+    return b.write(tmp_path / "search.json")
+
+
+def test_a_searching_call_takes_the_host_time_of_one_that_did_not(tmp_path: Path) -> None:
+    """The searching call's 1.26 ms of host work takes the 300 µs of the call that did not search, its waits
+    their 5 µs tail: 7 - 0.3 - 14 x 0.005 ms a step. The search is cuDNN's host work, not launch overhead a
+    CUDA graph would remove (graph capture leaves it), and its waits are cuDNN's, not the step's syncs (the
+    sync analysis counts only the plain call's wait)."""
+    path = search_trace(tmp_path)
+    assert saved_ms(path, NoAlgoSearch()) == pytest.approx(7.0 - 0.3 - 14 * 0.005, abs=1e-3)
+    # at most the host time outside the searching call and the plain call's wait: 10 - 7 - 0.41 ms (it had
+    # taken the search's 1.26 ms of host work too)
+    assert saved_ms(path, HostOverhead(0.0)) <= 10.0 - 7.0 - 0.41 + 1e-3
+    assert compute_sync(load(path, use_cache=False), 0).sync_count.tolist() == [1, 1, 1]
 
 
 def test_launches_that_stop_blocking_leave_the_kernels_their_time(tmp_path: Path) -> None:

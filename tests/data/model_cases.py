@@ -9,6 +9,9 @@ What each case is, and what we expected before any tool looked at its trace:
   cores. Compute-bound; first finding ``no-tensor-cores``.
 * ``gpt2_bf16`` — the same step under bf16 autocast (the fix of ``gpt2_fp32``; the measured "after"
   of its ``no-tensor-cores`` gain). Compute-bound; no ``no-tensor-cores``.
+* ``gpt2_bf16_pad`` — ``gpt2_bf16`` with the vocabulary padded from 50,257 to 50,304 (a multiple of
+  64: the language-model head's GEMMs aligned; the fix of ``gpt2_bf16``'s
+  ``gemm-dims-not-multiple-of-8``, captured 2026-11-28 in ``r3`` / ``r4``).
 * ``gpt2_generate`` — greedy decoding of 32 tokens for one prompt (batch 1, bf16 weights) with
   ``model.generate``: per token ~12 layers of small kernels launched one by one. Host-bound (kernel
   launches; CUDA graphs / ``torch.compile`` is the change).
@@ -44,11 +47,11 @@ from more_cases import profile_steps
 Step = Callable[[], None]
 
 
-def gpt2_train(dev: str, amp: bool) -> Step:
+def gpt2_train(dev: str, amp: bool, vocab: int = 50257) -> Step:
     from transformers import GPT2Config, GPT2LMHeadModel
 
     torch.manual_seed(0)
-    model = GPT2LMHeadModel(GPT2Config()).to(dev).train()
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=vocab)).to(dev).train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     ids = torch.randint(0, 50257, (8, 512), device=dev)
 
@@ -165,6 +168,7 @@ def bert_item(dev: str) -> Step:
 CASES: dict[str, Callable[[str], Step]] = {
     "gpt2_fp32": lambda dev: gpt2_train(dev, amp=False),
     "gpt2_bf16": lambda dev: gpt2_train(dev, amp=True),
+    "gpt2_bf16_pad": lambda dev: gpt2_train(dev, amp=True, vocab=50304),
     "gpt2_generate": gpt2_generate,
     "resnet50_amp": lambda dev: resnet50_amp(dev, channels_last=False),
     "resnet50_amp_cl": lambda dev: resnet50_amp(dev, channels_last=True),

@@ -61,8 +61,8 @@ BASIS: dict[str, str] = {
     "benchmark-share": "the fallback conv kernel time per step x the share benchmarking saves "
                        "(cudnn_benchmark_gain)⟨, x the {on_path_pct}% of their time on "
                        "the step's critical path⟩",
-    "search-time": ("the searching calls' kernel time per step beyond one kernel per call, and their host time "
-                    "beyond a call's that did not search"),
+    "search-time": ("the larger of the searching calls' kernel time per step beyond one kernel per call and their "
+                    "host time beyond a call's that did not search (which holds the waits for the trials)"),
     "not-estimated": "no time estimate",
     "kernel-time-removed": "the zeroing kernels' and the first accumulations' GPU time per step",
     "copy-latency": "half of the small copies' GPU time per step",

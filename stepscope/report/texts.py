@@ -173,8 +173,8 @@ RULES: dict[str, RuleText] = {
     "conv-algo-search": RuleText(
         "cuDNN searches convolution algorithms every step",
         "{searching_calls} convolution calls launch up to {max_kernels_per_call} kernels each (an algorithm "
-        "search) in steps {steps_with_search}: {search_ms:.2f} ms per step of trial kernels and "
-        "{search_host_ms:.2f} ms of host time beyond a call that does not search.",
+        "search) in steps {steps_with_search}: {search_ms:.2f} ms per step of trial kernels; the calls hold the "
+        "host {search_host_ms:.2f} ms beyond a call that does not search (their waits for the trials included).",
         ("https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#enable-cudnn-auto-tuner",)),
     "copy-bound": RuleText(
         "Host-device copies hold the step",

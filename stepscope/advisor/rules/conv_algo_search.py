@@ -12,8 +12,8 @@ Gain: the ``no-algo-search`` remedy replayed (:class:`~stepscope.analysis.whatif
 each searching call's kernels at 1 / their count of their time — the run that would remain without the
 search —, its host time a call's that did not search, its waits for the trials gone): what reaches the
 step. With other ``conv_search_*`` values than the defaults, or where the replay did not run: per step,
-the searching calls' kernel time minus one kernel's share per call, plus their host time beyond a call's
-that did not search (``search_host_ms``).
+the larger of the searching calls' kernel time minus one kernel's share per call and their host time
+beyond a call's that did not search (``search_host_ms``: it holds the waits for the trials).
 """
 
 from __future__ import annotations
@@ -54,4 +54,5 @@ def detect(ctx: RuleContext) -> list[Finding]:
     replayed = replayed_saving(ctx, "no-algo-search", evidence) if default else None
     if replayed is not None:
         return [ctx.finding(RULE_ID, replayed, "replayed", evidence, change)]
-    return [ctx.finding(RULE_ID, per_step(ctx, extra + host), "search-time", evidence, change)]
+    # the host's time in the calls includes its waits for the trials: the larger of the two, not their sum
+    return [ctx.finding(RULE_ID, per_step(ctx, max(extra, host)), "search-time", evidence, change)]

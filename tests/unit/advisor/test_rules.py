@@ -370,3 +370,19 @@ def test_a_rule_set_off_its_remedys_defaults_weighs_its_kernels_on_the_path(tmp_
     (f,) = [f for f in advice.findings if f.rule == "gemm-dims-not-multiple-of-8"]
     assert f.basis == "misaligned-share" and f.evidence["on_path_pct"] == pytest.approx(100.0, abs=0.5)
     assert f.est_gain_ms == pytest.approx(6.0 * 0.4 * f.evidence["on_path_pct"] / 100, abs=0.01)
+
+
+def test_a_search_set_off_its_remedys_defaults_counts_the_calls_time_once(tmp_path: Path) -> None:
+    """conv-algo-search with another kernel count than its remedy's is not replayed: the larger of the 14 trials'
+    time beyond one (14 x 0.4 x 13/14 ms) and the 7 ms call's host time beyond a call that did not search (none
+    did: 1/14 of it), not their sum — the host's time holds its waits for the trials."""
+    from stepscope.advisor.config import AdvisorConfig
+
+    b = TraceBuilder()
+    SCENES["conv-algo-search"](b, True)
+    advice = run_advisor(analyze(b.load(tmp_path)), AdvisorConfig(conv_search_min_kernels=10))
+    (f,) = [f for f in advice.findings if f.rule == "conv-algo-search"]
+    assert f.basis == "search-time"
+    assert f.evidence["search_ms"] == pytest.approx(14 * 0.4 * 13 / 14, abs=0.01)
+    assert f.evidence["search_host_ms"] == pytest.approx(7.0 * 13 / 14, abs=0.01)
+    assert f.est_gain_ms == pytest.approx(7.0 * 13 / 14, abs=0.01)

@@ -126,7 +126,7 @@ RULES: dict[str, RuleText] = {
         "Chains of elementwise kernels run unfused",
         "{runs_per_step} run(s) a step of {kernels_per_run} elementwise kernels each, queued back to back on "
         "tensors of one size, take {run_ms:.2f} ms a step; fused, each would make one pass ({saved_ms:.2f} ms "
-        "less), e.g. {example_ops}.",
+        "less kernel time), e.g. {example_ops}.",
         ("https://pytorch.org/docs/stable/generated/torch.compile.html",)),
     "comm-not-overlapped": RuleText(
         "Communication is not hidden behind computation",

@@ -29,7 +29,7 @@ from stepscope.analysis.arrivals import Arrivals
 from stepscope.analysis.bundle import Bundle
 from stepscope.analysis.critical_path import CriticalPath
 from stepscope.analysis.platform import no_host_timeline, platform_of
-from stepscope.analysis.profiler_cost import ProfilerCost
+from stepscope.analysis.profiler_cost import LOW_COST_SHARE, ProfilerCost
 from stepscope.analysis.registry import ARRIVALS, CRITICAL_PATH, JOB_WHATIF, PROFILER_COST
 
 #: Every bound a verdict can name.
@@ -70,6 +70,9 @@ class Verdict:
     #: cost per op above is then this machine's, from them)
     measured_unprofiled_step_ns: int | None = None
     measured_unprofiled_steps: int = 0
+    #: with the calibrated cost: the step replayed at half of it (analysis.profiler_cost ``LOW_COST_SHARE``:
+    #: how far the step moves with the cost, which captures have needed anywhere from 4.3 to 15 µs)
+    low_cost_step_ns: int | None = None
 
     @property
     def job_step_ns(self) -> int | None:
@@ -100,7 +103,10 @@ class Verdict:
                     "cost_source": "calibrated" if self.measured_unprofiled_step_ns is None else "measured",
                     "measured_step_ms": None if self.measured_unprofiled_step_ns is None
                     else self.measured_unprofiled_step_ns / 1e6,
-                    "measured_steps": self.measured_unprofiled_steps}}
+                    "measured_steps": self.measured_unprofiled_steps,
+                    "low_cost_step_ms": None if self.low_cost_step_ns is None else self.low_cost_step_ns / 1e6,
+                    "low_cost_us": None if self.low_cost_step_ns is None
+                    else (self.event_cost_ns or 0) * LOW_COST_SHARE / 1e3}}
 
 
 def rank_critical_path(bundle: Bundle, rank: int) -> CriticalPath | None:
@@ -129,7 +135,8 @@ def _without_profiler(v: Verdict, p: ProfilerCost | None) -> Verdict:
     return replace(v, unprofiled_bound=p.unprofiled_bound, unprofiled_step_ns=round(p.unprofiled_step_ns),
                    unprofiled_share_pct=share, host_events_per_step=p.events_per_step, event_cost_ns=p.event_cost_ns,
                    measured_unprofiled_step_ns=None if p.measured_step_ns is None else round(p.measured_step_ns),
-                   measured_unprofiled_steps=p.measured_steps)
+                   measured_unprofiled_steps=p.measured_steps,
+                   low_cost_step_ns=None if p.low_cost_step_ns is None else round(p.low_cost_step_ns))
 
 
 def job_verdict(bundle: Bundle, per_rank: tuple[Verdict, ...], cfg: AdvisorConfig | None = None) -> Verdict | None:

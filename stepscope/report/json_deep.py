@@ -277,7 +277,8 @@ def profiler_cost_section(rr: RankResults, trace: Trace) -> dict[str, Any] | Non
             "unprofiled_shares_pct": None if p.unprofiled_shares_pct is None else
             {k: round(v, 2) for k, v in p.unprofiled_shares_pct.items()},
             "cost_source": p.cost_source, "measured_steps": p.measured_steps,
-            "measured_step_ms": None if p.measured_step_ns is None else p.measured_step_ns / MS}
+            "measured_step_ms": None if p.measured_step_ns is None else p.measured_step_ns / MS,
+            "low_cost_step_ms": None if p.low_cost_step_ns is None else p.low_cost_step_ns / MS}
 
 
 #: per-rank §12 keys owned by the deep analyses

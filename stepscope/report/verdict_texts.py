@@ -129,8 +129,10 @@ def unprofiled_text(v: Verdict) -> str:
     source = "" if measured is None else (
         f", this machine's: the {v.measured_unprofiled_steps} steps `stepscope run` timed without the profiler "
         f"took {measured / 1e6:.1f} ms on average")
+    low = "" if v.low_cost_step_ns is None else (
+        f" (~{v.low_cost_step_ns / 1e6:.1f} ms if it costs half that an op, as on some captures)")
     head = (f"Without the profiler's own cost ({cost_us:.3g} µs for each of the {v.host_events_per_step or 0:,.0f} "
-            f"ops it recorded a step{source}) the step would be ~{v.unprofiled_step_ns / 1e6:.1f} ms")
+            f"ops it recorded a step{source}) the step would be ~{v.unprofiled_step_ns / 1e6:.1f} ms{low}")
     if v.unprofiled_bound == v.bound:
         return (f"{head}, still bound by {stage} ({v.unprofiled_share_pct or 0:.0f}%); the replayed gains below "
                 f"are from it, and the findings' shares are of it")

@@ -13,7 +13,7 @@ for that host). Applied where the cost was measured (NVIDIA CUDA traces: ``calib
 
 Where ``stepscope run`` timed steps without the profiler beside the trace (its step log, read into the
 rank's metadata by ``ingest.step_records``), the cost per op is this machine's own: the recorded mean
-step less the unprofiled one, over the ops recorded a step (``cost_source`` "measured"), on any device
+step less the unprofiled steps' median, over the ops recorded a step (``cost_source`` "measured"), on any device
 platform; the same gates apply to it.
 
 The calibrated cost is a constant; the cost per op that reproduces the unprofiled step of the H200
@@ -74,7 +74,7 @@ class ProfilerCost:
     unprofiled_shares_pct: dict[str, float] | None
     #: "calibrated" (:data:`EVENT_COST_NS`, measured on H200 captures) or "measured" (this run's step log)
     cost_source: str = "calibrated"
-    measured_step_ns: float | None = None  # the mean of the steps ``stepscope run`` timed without the profiler
+    measured_step_ns: float | None = None  # the median of the steps ``stepscope run`` timed without the profiler
     measured_steps: int = 0
     #: with the calibrated cost: the mean step replayed at :data:`LOW_COST_SHARE` of it (None: not replayed, or
     #: the cost measured)
@@ -107,7 +107,9 @@ def compute_profiler_cost(trace: Trace, rank: int) -> ProfilerCost:
     win = np.searchsorted(cp.start_ns, starts, side="right") - 1
     inside = (win >= 0) & (starts < cp.end_ns[np.maximum(win, 0)])
     per_step = int(np.count_nonzero(inside)) / cp.step_count
-    measured_ns = float(np.mean(measured)) if measured else None
+    # the median: the script's own warm-up steps and a machine's hiccups are among them (a 71 ms step among
+    # GPT-2's 33 ms ones on the H200), and a mean carries them
+    measured_ns = float(np.median(measured)) if measured else None
     event_cost = _measured_cost_ns(cp.avg_step_ns, measured_ns, per_step) if measured_ns else EVENT_COST_NS
     source = "measured" if measured_ns else "calibrated"
     cost_ns = per_step * event_cost

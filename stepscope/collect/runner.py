@@ -18,6 +18,7 @@ import json
 import os
 import re
 import runpy
+import statistics
 import sys
 import traceback
 from collections.abc import Iterator, Sequence
@@ -192,8 +193,8 @@ def profiler_cost_line(result: RunResult, recorded_step_ms: float) -> str | None
     free = [r.batch_cost_s for r, ph in list(zip(result.records, result.phases))[1:] if ph == "NONE"]
     if len(free) < 2 or recorded_step_ms <= 0:
         return None
-    free_ms = 1e3 * sum(free) / len(free)
-    return (f"without the profiler: mean step {free_ms:.2f} ms ({len(free)} steps, wall time between optimizer "
+    free_ms = 1e3 * statistics.median(free)  # the script's warm-up steps and hiccups are among them
+    return (f"without the profiler: median step {free_ms:.2f} ms ({len(free)} steps, wall time between optimizer "
             f"steps), against the traces' {recorded_step_ms:.2f} ms ({(recorded_step_ms / free_ms - 1) * 100:+.0f} %: "
             f"where positive, the profiler's own cost the traces carry)")
 

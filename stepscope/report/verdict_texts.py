@@ -128,7 +128,7 @@ def unprofiled_text(v: Verdict) -> str:
     measured = v.measured_unprofiled_step_ns
     source = "" if measured is None else (
         f", this machine's: the {v.measured_unprofiled_steps} steps `stepscope run` timed without the profiler "
-        f"took {measured / 1e6:.1f} ms on average")
+        f"took {measured / 1e6:.1f} ms at the median")
     low = "" if v.low_cost_step_ns is None else (
         f" (~{v.low_cost_step_ns / 1e6:.1f} ms if it costs half that an op, as on some captures)")
     head = (f"Without the profiler's own cost ({cost_us:.3g} µs for each of the {v.host_events_per_step or 0:,.0f} "

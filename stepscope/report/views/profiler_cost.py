@@ -14,7 +14,7 @@ def render_profiler_cost(p: ProfilerCost, console: Console, top: int) -> None:
             f"at {p.event_cost_ns / 1e3:.3g} µs each; recorded step {ms(p.recorded_step_ns)} ms, bound by {p.bound}")
     if p.measured_step_ns is not None:
         head += (f" (the cost measured on this machine: {p.measured_steps} steps timed without the profiler by "
-                 f"`stepscope run`, {ms(p.measured_step_ns)} ms on average)")
+                 f"`stepscope run`, {ms(p.measured_step_ns)} ms at the median)")
     if p.unprofiled_step_ns is None or p.unprofiled_bound is None:
         console.print(f"{head}; not replayed without it: its recorded ops cost under a tenth of the step at that "
                       "rate, or more than all of it")

@@ -106,9 +106,13 @@ def test_a_cost_larger_than_the_step_is_not_this_hosts(tmp_path: Path) -> None:
     assert p.unprofiled_step_ns is None and p.unprofiled_bound is None and not p.changes_bound
 
 
-def write_step_log(folder: Path, none_ms: float, record_ms: float = 10.1, steps: int = 9) -> None:
-    """A ``stepscope run`` step log: steps 3-5 recorded, the others (step 0, the warm-up, at 20 ms) not."""
+def write_step_log(folder: Path, none_ms: float, record_ms: float = 10.1, steps: int = 9,
+                   hiccup_ms: float | None = None) -> None:
+    """A ``stepscope run`` step log: steps 3-5 recorded, the others (step 0, the warm-up, at 20 ms) not; with
+    ``hiccup_ms``, step 1 takes that long (the script's own warm-up, a machine's hiccup)."""
     def ms(i: int) -> float:
+        if i == 1 and hiccup_ms is not None:
+            return hiccup_ms
         return 20.1 if i == 0 else record_ms if 3 <= i < 6 else none_ms
 
     recs = [{"step": i, "end_s": i / 100, "batch_cost_s": ms(i) / 1e3, "reader_cost_s": 0.0, "samples": 8,
@@ -130,10 +134,19 @@ def test_a_step_log_beside_the_trace_gives_this_machines_cost(tmp_path: Path) ->
     advice = run_advisor(analyze(trace))
     said = texts.unprofiled_text(advice.verdicts[0])
     assert "(2 µs for each of the 1,001 ops it recorded a step, this machine's: the 5 steps `stepscope run` timed " \
-           "without the profiler took 8.1 ms on average) the step would be ~8.1 ms, still bound by the host" in said
+           "without the profiler took 8.1 ms at the median) the step would be ~8.1 ms, still bound by the host" in said
     launch = next(f for f in advice.findings if f.rule == "launch-bound")
     assert launch.evidence["whatif_unprofiled_us"] == pytest.approx(1.998)
     assert launch.step_ns == round(p.unprofiled_step_ns)
+
+
+def test_a_slow_unprofiled_step_does_not_move_the_cost(tmp_path: Path) -> None:
+    """One of the five unprofiled steps at 30 ms (a warm-up step of the script, a hiccup of the machine): the
+    median stays 8.1 ms and the cost 1,998 ns an op; their mean (12.5 ms) would have put the cost at 0
+    (the unprofiled step longer than the recorded 10.1)."""
+    write_step_log(tmp_path, none_ms=8.1, hiccup_ms=30.0)
+    p = compute_profiler_cost(small_ops().load(tmp_path), 0)
+    assert (p.measured_steps, p.measured_step_ns, p.event_cost_ns) == (5, 8.1e6, round(2.0e6 / 1001))
 
 
 def test_a_measured_cost_that_frees_the_gpu_changes_the_bound(tmp_path: Path) -> None:

@@ -187,3 +187,19 @@ def test_the_verdict_says_how_far_the_step_moves_with_the_profilers_cost(rnd: st
     measured_ms = UNPROFILED_MS["gpt2_bf16_pad"][0 if rnd == "r3" else 1]
     assert v.unprofiled_step_ns / 1e6 < measured_ms < v.low_cost_step_ns / 1e6
     assert f"~{v.low_cost_step_ns / 1e6:.1f} ms if it costs half that an op" in texts.unprofiled_text(v)
+
+
+@pytest.mark.parametrize("case", ["gpt2_bf16", "gpt2_bf16_pad"])
+def test_a_step_log_gives_the_padded_gpt2_its_host(case: str) -> None:
+    """``r5``: both programs under ``stepscope run`` on a slower H200 host (its step log: 38 unprofiled steps
+    each, medians 50.9 / 51.3 ms — padding saved nothing there). With the cost per op measured from them
+    (3.8 / 4.9 µs) the step replays at that pace, the host bounds it, graph capture comes first and padding
+    the vocabulary is credited nothing, where the calibrated 8 µs had credited it 4.31 ms on ``r3``."""
+    from stepscope.analysis.profiler_cost import compute_profiler_cost
+
+    adv = advice(f"r5/{case}")
+    p = compute_profiler_cost(load(DATA / "r5" / case), 0)
+    assert p.cost_source == "measured" and p.measured_steps == 38 and p.measured_step_ns is not None
+    assert p.unprofiled_step_ns == pytest.approx(p.measured_step_ns, rel=0.05)
+    assert p.unprofiled_bound == "host" and adv.findings[0].rule == "launch-bound"
+    assert sum(f.est_gain_ns for f in adv.findings if f.rule == "gemm-dims-not-multiple-of-8") < 0.1e6

@@ -70,6 +70,7 @@ class Verdict:
     #: cost per op above is then this machine's, from them)
     measured_unprofiled_step_ns: int | None = None
     measured_unprofiled_steps: int = 0
+    cost_source: str = "calibrated"  # analysis.profiler_cost: calibrated | measured (a step log) | given (--step-ms)
     #: with the calibrated cost: the step replayed at half of it (analysis.profiler_cost ``LOW_COST_SHARE``:
     #: how far the step moves with the cost, which captures have needed anywhere from 4.3 to 15 µs)
     low_cost_step_ns: int | None = None
@@ -100,7 +101,7 @@ class Verdict:
                     "bound_pct": round(self.unprofiled_share_pct or 0.0, 2),
                     "host_events_per_step": self.host_events_per_step,
                     "event_cost_us": (self.event_cost_ns or 0) / 1e3,
-                    "cost_source": "calibrated" if self.measured_unprofiled_step_ns is None else "measured",
+                    "cost_source": self.cost_source,
                     "measured_step_ms": None if self.measured_unprofiled_step_ns is None
                     else self.measured_unprofiled_step_ns / 1e6,
                     "measured_steps": self.measured_unprofiled_steps,
@@ -135,7 +136,7 @@ def _without_profiler(v: Verdict, p: ProfilerCost | None) -> Verdict:
     return replace(v, unprofiled_bound=p.unprofiled_bound, unprofiled_step_ns=round(p.unprofiled_step_ns),
                    unprofiled_share_pct=share, host_events_per_step=p.events_per_step, event_cost_ns=p.event_cost_ns,
                    measured_unprofiled_step_ns=None if p.measured_step_ns is None else round(p.measured_step_ns),
-                   measured_unprofiled_steps=p.measured_steps,
+                   measured_unprofiled_steps=p.measured_steps, cost_source=p.cost_source,
                    low_cost_step_ns=None if p.low_cost_step_ns is None else round(p.low_cost_step_ns))
 
 

@@ -11,6 +11,8 @@ program's host is the unprofiled one (ResNet-50 in channels-last). No step is re
 ops cost under a tenth of it (``MIN_COST_SHARE``) or more than all of it (the calibration cannot hold
 for that host). Applied where the cost was measured (NVIDIA CUDA traces: ``calibrated_for``).
 
+Where the user gives the step timed without the profiler (``--step-ms``: a training log's step time), the
+cost per op is measured from it the same way (``cost_source`` "given"; it takes precedence over a step log).
 Where ``stepscope run`` timed steps without the profiler beside the trace (its step log, read into the
 rank's metadata by ``ingest.step_records``), the cost per op is this machine's own: the recorded mean
 step less the unprofiled steps' median, over the ops recorded a step (``cost_source`` "measured"), on any device
@@ -42,7 +44,7 @@ from stepscope.analysis.whatif.graph import StepGraph, require_linked, step_grap
 from stepscope.analysis.whatif.replay import Durations, Replay, replay
 from stepscope.analysis.whatif.simulate import replayed_trace
 from stepscope.analysis.whatif.unprofiled import EVENT_COST_NS, WithoutProfiler, calibrated_for, recorded_ops
-from stepscope.model.trace import UNPROFILED_STEPS_KEY, Trace
+from stepscope.model.trace import UNPROFILED_GIVEN_KEY, UNPROFILED_STEPS_KEY, Trace
 
 #: the step is replayed only where the profiler's cost (recorded ops x the cost per op) is at least this
 #: share of it: below, it is within the step's own variation. Nor where the cost alone would exceed the
@@ -72,9 +74,11 @@ class ProfilerCost:
     unprofiled_step_ns: float | None  # the mean step replayed without the cost (None: not replayed)
     unprofiled_bound: str | None  # its bound (None: not replayed, the bound stands)
     unprofiled_shares_pct: dict[str, float] | None
-    #: "calibrated" (:data:`EVENT_COST_NS`, measured on H200 captures) or "measured" (this run's step log)
+    #: "calibrated" (:data:`EVENT_COST_NS`, measured on H200 captures), "measured" (this run's step log) or
+    #: "given" (the step the user timed without the profiler, ``--step-ms``)
     cost_source: str = "calibrated"
     measured_step_ns: float | None = None  # the median of the steps ``stepscope run`` timed without the profiler
+    #  (or the step the user gave)
     measured_steps: int = 0
     #: with the calibrated cost: the mean step replayed at :data:`LOW_COST_SHARE` of it (None: not replayed, or
     #: the cost measured)
@@ -97,7 +101,8 @@ class ProfilerCost:
 def compute_profiler_cost(trace: Trace, rank: int) -> ProfilerCost:
     """The rank's recorded ops per step and, where their cost weighs on it, its step without that cost."""
     measured = measured_unprofiled_steps(trace, rank)
-    if not measured and not calibrated_for(trace, rank):
+    given = given_unprofiled_step_ns(trace, rank)
+    if not measured and given is None and not calibrated_for(trace, rank):
         raise NotApplicable("the profiler's cost per event was measured on NVIDIA CUDA traces only (and no step "
                             "log of `stepscope run` lies beside this trace)")
     cp = compute_critical_path(trace, rank)
@@ -109,9 +114,9 @@ def compute_profiler_cost(trace: Trace, rank: int) -> ProfilerCost:
     per_step = int(np.count_nonzero(inside)) / cp.step_count
     # the median: the script's own warm-up steps and a machine's hiccups are among them (a 71 ms step among
     # GPT-2's 33 ms ones on the H200), and a mean carries them
-    measured_ns = float(np.median(measured)) if measured else None
+    measured_ns = float(given) if given is not None else float(np.median(measured)) if measured else None
     event_cost = _measured_cost_ns(cp.avg_step_ns, measured_ns, per_step) if measured_ns else EVENT_COST_NS
-    source = "measured" if measured_ns else "calibrated"
+    source = "given" if given is not None else "measured" if measured_ns else "calibrated"
     cost_ns = per_step * event_cost
     kept = ProfilerCost(rank, event_cost, per_step, cp.avg_step_ns, cp.bound, None, None, None, source, measured_ns,
                         len(measured))
@@ -132,6 +137,12 @@ def _replayed(trace: Trace, g: StepGraph, rank: int, cost_ns: int) -> tuple[Repl
     """The rank's steps replayed without ``cost_ns`` a recorded op, and their critical path."""
     rp = replay(g, WithoutProfiler(cost_ns).change(trace, g, Durations.measured(g)))
     return rp, compute_critical_path(replayed_trace(trace, g, rp), rank)
+
+
+def given_unprofiled_step_ns(trace: Trace, rank: int) -> int | None:
+    """The step the user timed without the profiler and gave (``--step-ms``), None where none was."""
+    step = trace.rank_info(rank).metadata.get(UNPROFILED_GIVEN_KEY)
+    return step if isinstance(step, int) and step > 0 else None
 
 
 def measured_unprofiled_steps(trace: Trace, rank: int) -> list[int]:

@@ -15,6 +15,7 @@ import click
 from stepscope.errors import StepscopeError
 from stepscope.ingest import load
 from stepscope.ingest.engines import ENGINES
+from stepscope.ingest.step_records import with_given_step
 from stepscope.model.trace import Trace
 
 if TYPE_CHECKING:
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 
 PROGRESS_ABOVE_BYTES = 64 << 20
 ENGINE_KEY, RAY_ADDRESS_KEY = "stepscope.engine", "stepscope.ray_address"
+STEP_MS_KEY = "stepscope.step_ms"
 
 
 def _progress_factory() -> Callable[[int], Callable[[int], None]] | None:
@@ -80,9 +82,11 @@ def load_trace(path: str | None, no_cache: bool, span: str | None, ranks: tuple[
     --engine / --ray-address of the running command)."""
     ctx = click.get_current_context(silent=True)
     meta = ctx.meta if ctx is not None else {}
-    return load(path, use_cache=not no_cache, span=span, ranks=list(ranks) or None,
-                progress=_progress_factory(), engine=meta.get(ENGINE_KEY, "local"),
-                ray_address=meta.get(RAY_ADDRESS_KEY))
+    trace = load(path, use_cache=not no_cache, span=span, ranks=list(ranks) or None,
+                 progress=_progress_factory(), engine=meta.get(ENGINE_KEY, "local"),
+                 ray_address=meta.get(RAY_ADDRESS_KEY))
+    step_ms = meta.get(STEP_MS_KEY)
+    return trace if step_ms is None else with_given_step(trace, float(step_ms))
 
 
 def map_reduce_option(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -168,13 +172,18 @@ def _to_meta(key: str) -> Callable[[click.Context, click.Parameter, Any], None]:
 
 
 def trace_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """--no-cache, --span, --rank: the selection options every trace-reading command takes; --engine and
-    --ray-address go to ``ctx.meta`` (read by :func:`load_trace`), not to the command's arguments."""
+    """--no-cache, --span, --rank: the selection options every trace-reading command takes; --engine,
+    --ray-address and --step-ms go to ``ctx.meta`` (read by :func:`load_trace`), not to the command's
+    arguments."""
     fn = click.option("--engine", type=click.Choice(ENGINES), default="local", expose_value=False,
                       callback=_to_meta(ENGINE_KEY), show_default=True,
                       help="Who parses the rank files: local processes, or one Ray task per file (docs/scale.md).")(fn)
     fn = click.option("--ray-address", default=None, expose_value=False, callback=_to_meta(RAY_ADDRESS_KEY),
                       help="With --engine ray: 'auto' or HOST:PORT of a Ray cluster (default: start a local Ray).")(fn)
+    fn = click.option("--step-ms", type=click.FloatRange(min=0, min_open=True), default=None, expose_value=False,
+                      callback=_to_meta(STEP_MS_KEY),
+                      help="The step as timed without the profiler (a training log's): the profiler's own cost "
+                           "per op is measured from it instead of assumed (docs/analyses/profiler_cost.md).")(fn)
     fn = click.option("--no-cache", is_flag=True, help="Parse again; neither read nor write the cache.")(fn)
     fn = click.option("--span", default=None, help="Profiling window of a run directory (1-based or timestamp).")(fn)
     fn = click.option("--rank", "ranks", type=int, multiple=True, help="Only these ranks (repeatable).")(fn)

@@ -23,7 +23,7 @@ from pathlib import Path
 import msgspec
 
 from stepscope.model.diagnostics import Diagnostic
-from stepscope.model.trace import UNPROFILED_STEPS_KEY, Trace
+from stepscope.model.trace import UNPROFILED_GIVEN_KEY, UNPROFILED_STEPS_KEY, Trace
 
 #: the file ``stepscope run`` writes beside its traces (``collect.runner.STEPS_FILE``: the same name)
 STEPS_FILE = "stepscope-steps.jsonl"
@@ -101,3 +101,11 @@ def attach_step_records(trace: Trace, files: Sequence[str]) -> Trace:
             ranks[owners[0]] = dataclasses.replace(r, metadata={**r.metadata, UNPROFILED_STEPS_KEY: steps})
     return dataclasses.replace(trace, ranks=tuple(ranks), diagnostics=(*trace.diagnostics, *diags))
 
+
+
+def with_given_step(trace: Trace, step_ms: float) -> Trace:
+    """``trace`` with every rank given the step the user timed without the profiler (``--step-ms``: a
+    training log's step time): the profiler's cost per op is then measured from it, as from a step log."""
+    ranks = tuple(dataclasses.replace(r, metadata={**r.metadata, UNPROFILED_GIVEN_KEY: round(step_ms * 1e6)})
+                  for r in trace.ranks)
+    return dataclasses.replace(trace, ranks=ranks)

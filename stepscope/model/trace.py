@@ -62,6 +62,8 @@ class DeviceInfo:
 #: ``RankInfo.metadata`` key: the wall times (ns) of the steps ``stepscope run`` timed without the profiler
 #: (``ingest.step_records``), where its step log lies beside the rank's trace
 UNPROFILED_STEPS_KEY = "unprofiled_step_ns"
+#: ``RankInfo.metadata`` key: the step (ns) the user timed without the profiler and gave (``--step-ms``)
+UNPROFILED_GIVEN_KEY = "unprofiled_step_ns_given"
 
 
 @dataclass(frozen=True)

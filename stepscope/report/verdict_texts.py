@@ -127,6 +127,8 @@ def unprofiled_text(v: Verdict) -> str:
     cost_us = (v.event_cost_ns or 0) / 1e3
     measured = v.measured_unprofiled_step_ns
     source = "" if measured is None else (
+        f", this machine's: the {measured / 1e6:.1f} ms step you timed without the profiler (--step-ms)"
+        if v.cost_source == "given" else
         f", this machine's: the {v.measured_unprofiled_steps} steps `stepscope run` timed without the profiler "
         f"took {measured / 1e6:.1f} ms at the median")
     low = "" if v.low_cost_step_ns is None else (
@@ -137,5 +139,5 @@ def unprofiled_text(v: Verdict) -> str:
         return (f"{head}, still bound by {stage} ({v.unprofiled_share_pct or 0:.0f}%); the replayed gains below "
                 f"are from it, and the findings' shares are of it")
     act = ("the findings are ranked for it" if measured is not None
-           else "time the step without the profiler before acting on host findings")
+           else "time the step without the profiler (and give it: --step-ms) before acting on host findings")
     return f"{head} and bound by {stage} ({v.unprofiled_share_pct or 0:.0f}%): {act}; the findings' shares are of it"

@@ -156,25 +156,19 @@ def test_the_amp_remedy_is_whatif_amp() -> None:
 
 
 @pytest.mark.parametrize("rnd", ["r3", "r4"])
-def test_with_the_captures_own_cost_padding_saves_what_was_measured(rnd: str) -> None:
+def test_with_the_step_timed_without_the_profiler_padding_saves_what_was_measured(rnd: str) -> None:
     """The vocabulary padded (``r3``, ``r4``) saved 0.17 ms measured without the profiler in the same session
-    (0.66 against every ``gpt2_bf16`` run): the host bounds the step at ~33 ms. With the profiler's cost per op
-    this capture's own (its recorded step less its unprofiled one, over its ops: what ``stepscope run``'s step
-    log gives) instead of the calibrated 8 µs, the replay sees that host: padding saves at most 1.1 ms, and a
-    CUDA graph, which shortens the host, saves more."""
-    from stepscope.analysis.profiler_cost import compute_profiler_cost
-    from stepscope.analysis.whatif.remedies import REMEDIES
-    from stepscope.analysis.whatif.unprofiled import WithoutProfiler
+    (0.66 against every ``gpt2_bf16`` run): the host bounds the step at ~33 ms. Given that step (``--step-ms``:
+    the profiler's cost per op measured from it, as from ``stepscope run``'s step log, instead of the calibrated
+    8 µs), the replay sees that host: padding is credited at most 1.1 ms, and graph capture more."""
+    from stepscope.ingest.step_records import with_given_step
 
-    trace = load(DATA / rnd / "gpt2_bf16")
     measured_ms = UNPROFILED_MS["gpt2_bf16"][2 if rnd == "r3" else 3]
-    p = compute_profiler_cost(trace, 0)
-    own = WithoutProfiler(round((p.recorded_step_ns - measured_ms * 1e6) / p.events_per_step))
-    base_ms = simulate(trace, [own]).mean_ns(True) / 1e6
-    assert base_ms == pytest.approx(measured_ms, rel=0.1)
-    padded = base_ms - simulate(trace, [own, REMEDIES["pad-gemms"]]).mean_ns(True) / 1e6
-    graphed = base_ms - simulate(trace, [own, REMEDIES["graph-capture"]]).mean_ns(True) / 1e6
-    assert padded <= 1.2 and graphed > padded
+    adv = run_advisor(analyze(with_given_step(load(DATA / rnd / "gpt2_bf16"), measured_ms)))
+    v = adv.verdicts[0]
+    assert v.cost_source == "given" and v.unprofiled_step_ns == pytest.approx(measured_ms * 1e6, rel=0.1)
+    gain_ms = {f.rule: f.est_gain_ns / 1e6 for f in adv.findings}
+    assert gain_ms.get("gemm-dims-not-multiple-of-8", 0.0) <= 1.2 < gain_ms["launch-bound"]
 
 
 @pytest.mark.parametrize("rnd", ["r3", "r4"])

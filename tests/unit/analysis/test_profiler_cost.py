@@ -166,3 +166,25 @@ def test_a_step_log_of_the_recorded_pace_is_no_profiler_cost(tmp_path: Path) -> 
     p = compute_profiler_cost(small_ops().load(tmp_path), 0)
     assert p.cost_source == "measured" and p.event_cost_ns == 0
     assert p.unprofiled_step_ns is None and not p.changes_bound
+
+
+def test_a_step_the_user_gives_measures_the_cost(tmp_path: Path) -> None:
+    """``--step-ms 8.1`` (a training log's step time) on the same trace without a step log: the cost per op is
+    measured from it as from a step log — 2.0 ms / 1,001 ops — and the verdict says whose step it was; the
+    command line applies it to every trace-reading command."""
+    from click.testing import CliRunner
+
+    from stepscope.cli import cli
+    from stepscope.ingest.step_records import with_given_step
+
+    trace = with_given_step(small_ops().load(tmp_path), 8.1)
+    p = compute_profiler_cost(trace, 0)
+    assert (p.cost_source, p.measured_step_ns, p.event_cost_ns) == ("given", 8.1e6, round(2.0e6 / 1001))
+    said = texts.unprofiled_text(run_advisor(analyze(trace)).verdicts[0])
+    assert "this machine's: the 8.1 ms step you timed without the profiler (--step-ms)) the step would be ~8.1" in said
+    res = CliRunner().invoke(cli, ["advise", str(tmp_path), "--step-ms", "8.1", "--json", "--no-cache"])
+    assert res.exit_code == 0, res.output
+    unprofiled = json.loads(res.output)["verdicts"][0]["unprofiled"]
+    assert unprofiled["cost_source"] == "given" and unprofiled["event_cost_us"] == pytest.approx(1.998)
+    bad = CliRunner().invoke(cli, ["advise", str(tmp_path), "--step-ms", "0"])
+    assert bad.exit_code == 2 and "--step-ms" in bad.output

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import re
+import statistics
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
 
 from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.profiler_cost import compute_profiler_cost
 from stepscope.analysis.whatif.options import REMEDY_FLAGS, check_ranks, remedy_flags_of, transforms_of
 from stepscope.analysis.whatif.remedies import REMEDIES
 from stepscope.analysis.whatif.simulate import simulate
+from stepscope.analysis.whatif.transforms import Transform
+from stepscope.analysis.whatif.unprofiled import EVENT_COST_NS
 from stepscope.cli.common import InputPath, echo_json, load_trace, trace_options
 from stepscope.errors import UsageError
+from stepscope.model.trace import Trace
 from stepscope.report import whatif_view
 from stepscope.report.console import terminal_console
 
@@ -46,6 +51,23 @@ def remedy_flag_options(command: F) -> F:
 
 
 _NEGATIVE = re.compile(r"^-(?:\d|\.\d|inf)", re.IGNORECASE)
+#: ``--unprofiled`` without a value: the trace's own cost where it measured one (a negative value typed out is
+#: refused by :class:`_WhatifCommand` before this can be mistaken for it)
+OWN_COST = -1.0
+
+
+def own_cost_us(trace: Trace) -> float | None:
+    """The profiler's cost per op this trace measured (its step log, or ``--step-ms``): the median over its
+    ranks that have one; None where none has (the calibrated cost then)."""
+    costs = []
+    for rank in trace.rank_ids:
+        try:
+            p = compute_profiler_cost(trace, rank)
+        except NotApplicable:
+            continue
+        if p.cost_source != "calibrated":
+            costs.append(p.event_cost_ns / 1e3)
+    return float(statistics.median(costs)) if costs else None
 
 
 @click.command("whatif", cls=_WhatifCommand, short_help="Predict the step after a change, before making it.")
@@ -83,9 +105,10 @@ _NEGATIVE = re.compile(r"^-(?:\d|\.\d|inf)", re.IGNORECASE)
 @click.option("--batch", default=None, metavar="FROM:TO",
               help="A larger batch (e.g. 32:64): ops on tensors with a dimension of FROM (their recorded shapes), "
                    "their kernels and the DataLoader take TO/FROM x their time (an upper bound).")
-@click.option("--unprofiled", "unprofiled_us", type=float, is_flag=False, flag_value=8.0, default=None, metavar="[US]",
-              help="Without the profiler's own cost: each op it recorded costs US µs less (default 8, measured "
-                   "on CUDA traces); the other changes then apply to that step.")
+@click.option("--unprofiled", "unprofiled_us", type=float, is_flag=False, flag_value=OWN_COST, default=None,
+              metavar="[US]", help="Without the profiler's own cost: each op it recorded costs US µs less (default: "
+                                   "the cost this trace's step log or --step-ms measures, else 8, measured on CUDA "
+                                   "traces); the other changes then apply to that step.")
 @click.option("--json", "as_json", is_flag=True, help="Print the prediction as JSON.")
 @trace_options
 def command(path: str | None, workers: int | None, host_overhead: float | None, host_in: tuple[str, ...],
@@ -94,10 +117,16 @@ def command(path: str | None, workers: int | None, host_overhead: float | None, 
             unprofiled_us: float | None, as_json: bool, no_cache: bool, span: str | None,
             ranks: tuple[int, ...], remedy_names: tuple[str, ...], **remedy_flags: bool) -> None:
     """Predict each step with the named changes applied together (the embedded sample when PATH is omitted)."""
-    changes = transforms_of(workers, drop_syncs, pin, scales, host_overhead, host_in, overlap_comm, fix_ranks, batch,
-                            fused_optimizer, no_compile, batch_copies, unprofiled_us, amp, bf16,
-                            (*remedy_flags_of(**remedy_flags), *remedy_names))  # --fill-sms ..., --remedy X
+    def changes_with(cost_us: float | None) -> list[Transform]:
+        return transforms_of(workers, drop_syncs, pin, scales, host_overhead, host_in, overlap_comm, fix_ranks, batch,
+                             fused_optimizer, no_compile, batch_copies, cost_us, amp, bf16,
+                             (*remedy_flags_of(**remedy_flags), *remedy_names))  # --fill-sms ..., --remedy X
+
+    own = unprofiled_us == OWN_COST
+    changes = changes_with(EVENT_COST_NS / 1e3 if own else unprofiled_us)  # bad options fail before the load
     trace = load_trace(path, no_cache, span, ranks)
+    if own and (measured_us := own_cost_us(trace)) is not None:
+        changes = changes_with(measured_us)
     check_ranks(fix_ranks, trace.rank_ids)
     try:
         result = simulate(trace, changes)

@@ -188,3 +188,24 @@ def test_a_step_the_user_gives_measures_the_cost(tmp_path: Path) -> None:
     assert unprofiled["cost_source"] == "given" and unprofiled["event_cost_us"] == pytest.approx(1.998)
     bad = CliRunner().invoke(cli, ["advise", str(tmp_path), "--step-ms", "0"])
     assert bad.exit_code == 2 and "--step-ms" in bad.output
+
+
+def test_whatif_unprofiled_takes_the_traces_own_cost(tmp_path: Path) -> None:
+    """``stepscope whatif --unprofiled`` without a value on a trace with a step log replays at the cost the log
+    measures (1,998 ns an op: the verdict's step, 8.1 ms), not at the calibrated 8 µs (which takes 6 µs more off
+    each op); a value given is taken as given."""
+    from click.testing import CliRunner
+
+    from stepscope.cli import cli
+
+    write_step_log(tmp_path, none_ms=8.1)
+    p = compute_profiler_cost(small_ops().load(tmp_path), 0)
+    assert p.unprofiled_step_ns is not None
+
+    def predicted_ms(*args: str) -> float:
+        res = CliRunner().invoke(cli, ["whatif", str(tmp_path), *args, "--json", "--no-cache"])
+        assert res.exit_code == 0, res.output
+        return float(json.loads(res.output)["job"]["predicted_mean_ms"])
+
+    assert predicted_ms("--unprofiled") == pytest.approx(p.unprofiled_step_ns / 1e6, abs=1e-3)
+    assert predicted_ms("--unprofiled", "8") < p.unprofiled_step_ns / 1e6 - 0.5

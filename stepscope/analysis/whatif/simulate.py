@@ -264,7 +264,8 @@ def _map_host(t: I64, tp: I64, x: I64) -> I64:
         return shifted
     k = np.clip(np.searchsorted(t, x, side="right") - 1, 0, len(t) - 2)
     seg, new = t[k + 1] - t[k], tp[k + 1] - tp[k]
-    inner = tp[k] + ((x - t[k]) * (new / np.maximum(seg, 1))).astype(np.int64)
+    # (instants outside the chain take the rigid shift below; clipped here, their interpolation cannot overflow)
+    inner = tp[k] + ((np.clip(x, t[0], t[-1]) - t[k]) * (new / np.maximum(seg, 1))).astype(np.int64)
     before, after = x < t[0], x > t[-1]
     out: I64 = np.where(after, x + (tp[-1] - t[-1]), np.where(before, x + (tp[0] - t[0]), inner))
     return out

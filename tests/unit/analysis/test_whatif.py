@@ -351,3 +351,20 @@ def test_on_the_step_without_the_profilers_cost_only_the_changing_remedies_are_r
     assert r.unprofiled_predicted_ns is not None and r.unprofiled_mean_ns is not None
     for name in ("pinned-copies", "fused-optimizer"):
         assert r.unprofiled_saved_ns(name) == 0
+
+
+def test_instants_far_outside_the_host_chain_move_rigidly_without_overflow() -> None:
+    """An instant 2^62 ns past the chain (a mutated trace's step end) takes the chain's last shift; its
+    interpolation inside a segment is not computed from it (that overflowed and numpy warned on stderr: the
+    fuzz harness's one noisy whatif)."""
+    import warnings
+
+    from stepscope.analysis.whatif.simulate import _map_host
+
+    t = np.array([0, 100, 200], np.int64)
+    tp = np.array([0, 50, 250], np.int64)  # the last segment twice as long: 2^62 x 2 overflows int64
+    x = np.array([-(1 << 62), 50, 150, 1 << 62], np.int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = _map_host(t, tp, x)
+    assert out.tolist() == [-(1 << 62), 25, 150, (1 << 62) + 50]

@@ -24,6 +24,7 @@ from typing import Any
 from stepscope.advisor.engine import advise
 from stepscope.analysis.bundle import Bundle, analyze
 from stepscope.errors import UsageError
+from stepscope.ingest.step_records import with_given_step
 from stepscope.model.trace import Trace
 from stepscope.report.advice_json import finding_dict
 from stepscope.report.json_out import to_json
@@ -91,7 +92,7 @@ class TraceCache:
         self._capacity = max(1, capacity)
         self._loader = loader or _default_loader
         self._root = root.resolve() if root is not None else None
-        self._items: OrderedDict[Path, tuple[Any, Loaded]] = OrderedDict()
+        self._items: OrderedDict[tuple[Path, float | None], tuple[Any, Loaded]] = OrderedDict()
         self.lock = threading.RLock()
         self.loads = 0  # how many times a trace was loaded (not answered from memory)
 
@@ -108,19 +109,22 @@ class TraceCache:
             raise UsageError(f"{path}: no such file or directory")
         return p
 
-    def get(self, path: str) -> Loaded:
-        """The loaded trace at ``path``, from memory when its files did not change."""
+    def get(self, path: str, step_ms: float | None = None) -> Loaded:
+        """The loaded trace at ``path``, from memory when its files did not change; with ``step_ms`` (the step
+        timed without the profiler, as ``--step-ms``) analysed with the profiler's cost measured from it."""
         p = self.resolve(path)
+        key = (p, step_ms)
         with self.lock:
             fp = fingerprint(p)
-            hit = self._items.get(p)
+            hit = self._items.get(key)
             if hit is not None and hit[0] == fp:
-                self._items.move_to_end(p)
+                self._items.move_to_end(key)
                 return hit[1]
-            loaded = analyse(p, self._loader(p))
+            trace = self._loader(p)
+            loaded = analyse(p, trace if step_ms is None else with_given_step(trace, step_ms))
             self.loads += 1
-            self._items[p] = (fp, loaded)
-            self._items.move_to_end(p)
+            self._items[key] = (fp, loaded)
+            self._items.move_to_end(key)
             while len(self._items) > self._capacity:
                 self._items.popitem(last=False)
             return loaded

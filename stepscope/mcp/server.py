@@ -39,6 +39,9 @@ TracePath = Annotated[str, Field(description="Trace file or run directory (absol
                                          "working directory / --root)")]
 Rank = Annotated[int | None, Field(description="Rank (default: the first rank)")]
 Top = Annotated[int, Field(description="Rows per table", ge=0, le=1000)]
+StepMs = Annotated[float | None, Field(description="The step (ms) as timed without the profiler (a training log's): "
+                                                   "the profiler's own cost per op is measured from it, not assumed",
+                                       gt=0)]
 
 
 class Tools:
@@ -54,18 +57,20 @@ class Tools:
             except StepscopeError as exc:
                 raise ToolError(str(exc)) from None
 
-    def overview(self, path: TracePath, rank: Rank = None) -> str:
+    def overview(self, path: TracePath, rank: Rank = None, step_ms: StepMs = None) -> str:
         """Summary of a trace: per rank the device, step count, average step (ms), its breakdown
         (ms and %), GPU utilisation; the verdicts (what bounds each rank's step); the top findings'
         headlines; diagnostics of the reader; the names of the views `view` can show."""
-        return self._answer(lambda: answers.overview(self.cache.get(path).doc, rank))
+        return self._answer(lambda: answers.overview(self.cache.get(path, step_ms).doc, rank))
 
     def findings(self, path: TracePath, top: Top = 10, rule: Annotated[str | None, Field(
             description="Only this rule (e.g. dataloader-bound)")] = None, rank: Rank = None,
-            min_severity: Annotated[str | None, Field(description="low, medium or high")] = None) -> str:
+            min_severity: Annotated[str | None, Field(description="low, medium or high")] = None,
+            step_ms: StepMs = None) -> str:
         """The advisor's findings, ranked (largest estimated gain first): rule, severity, estimated
         gain per step (ms, %), how it was estimated, evidence, the change to make and advice."""
-        return self._answer(lambda: answers.findings(self.cache.get(path).doc, top, rule, rank, min_severity))
+        return self._answer(lambda: answers.findings(self.cache.get(path, step_ms).doc, top, rule, rank,
+                                                     min_severity))
 
     def view(self, path: TracePath, name: Annotated[str, Field(description="View name, e.g. kernels, operators, "
              "memory, idle, sync, memcpy, launch, fusion, critical_path, steps (overview lists them)")],

@@ -108,3 +108,20 @@ def test_stepscope_mcp_without_the_sdk_says_how_to_install_it(monkeypatch: pytes
     assert exc.value.code == 2
     assert capsys.readouterr().err.strip() == ("stepscope: error: stepscope mcp needs the MCP SDK: "
                                                "pip install 'stepscope[mcp]'")
+
+
+def test_a_step_timed_without_the_profiler_is_its_own_answer(tmp_path: Path) -> None:
+    """``step_ms`` (the tools' ``--step-ms``) on a host-bound CUDA trace: the profiler's cost per op is measured
+    from it (2.0 ms less a step over 1,001 ops) and the verdict says whose step it was; the trace without it
+    stays in memory as its own answer."""
+    from tests.unit.analysis.test_profiler_cost import small_ops
+
+    small_ops().load(tmp_path)
+    cache = TraceCache()
+    given = cache.get(str(tmp_path), 8.1)
+    plain = cache.get(str(tmp_path))
+    assert given is not plain and cache.get(str(tmp_path), 8.1) is given and cache.loads == 2
+    unprofiled = given.doc["verdicts"][0]["unprofiled"]
+    assert unprofiled["cost_source"] == "given" and unprofiled["event_cost_us"] == pytest.approx(1.998)
+    assert "(--step-ms)" in answers.text(answers.overview(given.doc, None))
+    assert plain.doc["verdicts"][0]["unprofiled"]["cost_source"] == "calibrated"

@@ -34,7 +34,7 @@ from stepscope.analysis._memo import per_rank
 from stepscope.analysis.attention_costs import attention_shape
 from stepscope.analysis.common import I64, in_step_rows, interval_set, launched_inside, rank_rows
 from stepscope.analysis.intervals import Intervals
-from stepscope.analysis.peaks import DevicePeak, match_device
+from stepscope.analysis.peaks import DevicePeak, device_peak
 from stepscope.model.schema import GPU_KINDS, HOST_KINDS, EventKind
 from stepscope.model.trace import Trace
 from stepscope.model.tree import nearest_marked_ancestor
@@ -61,7 +61,7 @@ class MathAttention:
 def math_attention(trace: Trace, rank: int) -> MathAttention:
     """The math backend's calls and their device work (see the module docstring)."""
     dev = trace.device_of_rank(rank)
-    return _math_attention(trace, rank, match_device(dev.name, dev.total_memory_bytes) if dev is not None else None)
+    return _math_attention(trace, rank, device_peak(dev))
 
 
 def _math_attention(trace: Trace, rank: int, peak: DevicePeak | None) -> MathAttention:

@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from stepscope.analysis.gemm_dims import GemmDimsResult
 from stepscope.analysis.op_costs import row_costs
-from stepscope.analysis.peaks import element_type, match_device
+from stepscope.analysis.peaks import DevicePeak, device_peak, element_type
 from stepscope.model.trace import Trace
 
 F64 = npt.NDArray[np.float64]
@@ -39,10 +39,9 @@ def padded_kernel_ns(trace: Trace, gd: GemmDimsResult, calls: npt.NDArray[np.boo
     n, k = gd.n[calls].astype(np.float64), gd.k[calls].astype(np.float64)
     grow = np.divide(np.ceil(n / align) * align * np.ceil(k / align) * align, n * k,
                      out=np.full(len(n), np.nan), where=(n > 0) & (k > 0))
+    peak = device_peak(trace.device_of_rank(gd.rank))
     aligned_rate = _aligned_rate(trace, gd, align)  # FLOPs per ns
-    rate = np.full(len(n), aligned_rate) if math.isfinite(aligned_rate) else _peak_rate(trace, gd.rank, cost.dtype)
-    dev = trace.device_of_rank(gd.rank)
-    peak = match_device(dev.name, dev.total_memory_bytes) if dev is not None else None
+    rate = np.full(len(n), aligned_rate) if math.isfinite(aligned_rate) else _peak_rate(peak, cost.dtype)
     floor = cost.nbytes / (peak.bandwidth_tbps * 1e3) if peak is not None else np.zeros(len(n))
     out: F64 = np.maximum(cost.flops * grow / rate, floor)
     out[out < THROUGHPUT_MIN_NS] = np.nan
@@ -51,7 +50,7 @@ def padded_kernel_ns(trace: Trace, gd: GemmDimsResult, calls: npt.NDArray[np.boo
 
 def _aligned_rate(trace: Trace, gd: GemmDimsResult, align: int) -> float:
     """FLOPs per ns of the rank's aligned half-precision GEMM calls (NaN without any)."""
-    aligned = gd.half & gd.known & (gd.n % align == 0) & (gd.k % align == 0) & (gd.call_kernel_ns > 0)
+    aligned = gd.half & gd.known & ~gd.misaligned(align) & (gd.call_kernel_ns > 0)
     if not aligned.any():
         return math.nan
     flops = row_costs(trace, gd.rows[aligned]).flops
@@ -60,10 +59,8 @@ def _aligned_rate(trace: Trace, gd: GemmDimsResult, align: int) -> float:
     return float(flops[ok].sum()) / time_ns if time_ns > 0 else math.nan
 
 
-def _peak_rate(trace: Trace, rank: int, dtypes: npt.NDArray[np.object_]) -> F64:
+def _peak_rate(peak: DevicePeak | None, dtypes: npt.NDArray[np.object_]) -> F64:
     """Per call, :data:`GEMM_PEAK_EFFICIENCY` × the device's dense peak for its type, in FLOPs per ns."""
-    dev = trace.device_of_rank(rank)
-    peak = match_device(dev.name, dev.total_memory_bytes) if dev is not None else None
     out = np.full(len(dtypes), np.nan)
     if peak is None:
         return out

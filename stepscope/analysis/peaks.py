@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from stepscope.model.trace import DeviceInfo
+
 #: element types the peaks are given for
 DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 
@@ -111,6 +113,11 @@ def match_device(device_name: str, memory_bytes: int | None = None) -> DevicePea
     """The peak row of a device, by its name (and recorded memory where the name is not enough);
     None when no row matches — never a guess."""
     return next((p for p in PEAKS if p.matches(device_name, memory_bytes)), None)
+
+
+def device_peak(device: DeviceInfo | None) -> DevicePeak | None:
+    """The peak row of a rank's device (:func:`match_device` on its name and memory); None without one."""
+    return match_device(device.name, device.total_memory_bytes) if device is not None else None
 
 
 def element_type(torch_type: str) -> str | None:

@@ -108,18 +108,13 @@ def compute_profiler_cost(trace: Trace, rank: int) -> ProfilerCost:
     cp = compute_critical_path(trace, rank)
     if not cp.step_count or not cp.has_device:
         raise NotApplicable("no steps with device work")
-    starts = trace.events["ts_ns"][recorded_ops(trace, rank)]
-    win = np.searchsorted(cp.start_ns, starts, side="right") - 1
-    inside = (win >= 0) & (starts < cp.end_ns[np.maximum(win, 0)])
-    per_step = int(np.count_nonzero(inside)) / cp.step_count
-    # the median: the script's own warm-up steps and a machine's hiccups are among them (a 71 ms step among
-    # GPT-2's 33 ms ones on the H200), and a mean carries them
-    measured_ns = float(given) if given is not None else float(np.median(measured)) if measured else None
+    per_step = _recorded_per_step(trace, rank, cp)
+    measured_ns = _timed_step_ns(measured, given)
     event_cost = _measured_cost_ns(cp.avg_step_ns, measured_ns, per_step) if measured_ns else EVENT_COST_NS
     source = "given" if given is not None else "measured" if measured_ns else "calibrated"
     cost_ns = per_step * event_cost
     kept = ProfilerCost(rank, event_cost, per_step, cp.avg_step_ns, cp.bound, None, None, None, source, measured_ns,
-                        len(measured))
+                        0 if given is not None else len(measured))
     if not MIN_COST_SHARE * cp.avg_step_ns <= cost_ns <= cp.avg_step_ns:
         return kept
     g = step_graph(trace, rank)
@@ -131,6 +126,37 @@ def compute_profiler_cost(trace: Trace, rank: int) -> ProfilerCost:
         return kept
     low = replay(g, WithoutProfiler(round(event_cost * LOW_COST_SHARE)).change(trace, g, Durations.measured(g)))
     return replace(kept, low_cost_step_ns=float(low.step_ns.mean()))
+
+
+def _timed_step_ns(measured: list[int], given: int | None) -> float | None:
+    """The step timed without the profiler: the one the user gave, else the median of the step log's (the
+    script's own warm-up steps and a machine's hiccups are among them — a 71 ms step among GPT-2's 33 ms ones
+    on the H200 — and a mean carries them); None without either."""
+    if given is not None:
+        return float(given)
+    return float(np.median(measured)) if measured else None
+
+
+def _recorded_per_step(trace: Trace, rank: int, cp: CriticalPath) -> float:
+    """The ops the profiler recorded on the threads that drive the device, per step of the critical path."""
+    starts = trace.events["ts_ns"][recorded_ops(trace, rank)]
+    win = np.searchsorted(cp.start_ns, starts, side="right") - 1
+    inside = (win >= 0) & (starts < cp.end_ns[np.maximum(win, 0)])
+    return int(np.count_nonzero(inside)) / cp.step_count
+
+
+def measured_cost_us(trace: Trace) -> float | None:
+    """The profiler's cost per op the trace's own step times say (a step log, or ``--step-ms``): the median
+    over its ranks that have them; None where none has (the calibrated cost is then the one). No replay."""
+    costs = []
+    for rank in trace.rank_ids:  # per rank
+        step_ns = _timed_step_ns(measured_unprofiled_steps(trace, rank), given_unprofiled_step_ns(trace, rank))
+        if step_ns is None:
+            continue
+        cp = compute_critical_path(trace, rank)
+        if cp.step_count and cp.has_device:
+            costs.append(_measured_cost_ns(cp.avg_step_ns, step_ns, _recorded_per_step(trace, rank, cp)) / 1e3)
+    return float(np.median(costs)) if costs else None
 
 
 def _replayed(trace: Trace, g: StepGraph, rank: int, cost_ns: int) -> tuple[Replay, CriticalPath]:

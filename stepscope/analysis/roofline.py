@@ -30,7 +30,7 @@ from stepscope.analysis.common import rank_rows, step_windows, window_of
 from stepscope.analysis.frames import TableResult
 from stepscope.analysis.op_costs import KINDS, costed_name, row_costs
 from stepscope.analysis.op_time import OpTime, op_time
-from stepscope.analysis.peaks import DevicePeak, element_type, match_device
+from stepscope.analysis.peaks import DevicePeak, device_peak, element_type
 from stepscope.analysis.platform import NO_PYTORCH_OPS, hint_for
 from stepscope.model.schema import GPU_KINDS, EventKind
 from stepscope.model.trace import DeviceInfo, Trace
@@ -294,7 +294,7 @@ def compute_roofline(trace: Trace, rank: int) -> RooflineView:
             trace, "(record_shapes=False, or no GEMM / convolution / attention op, and no flops recorded)",
             f"({NO_PYTORCH_OPS})"))
     dev = rank_device(trace, rank)
-    peak = match_device(dev.name, dev.total_memory_bytes) if dev is not None else None
+    peak = device_peak(dev)
     bandwidth = peak.bandwidth_tbps if peak is not None else float("nan")
     mine = costs.at(np.searchsorted(costed, ot.op))  # every owning op is a costed one
     has_tf32 = peak is not None and peak.peak_tflops("tf32") is not None

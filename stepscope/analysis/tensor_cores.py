@@ -40,7 +40,7 @@ from stepscope.analysis.attention_fallback import MathAttention, math_attention
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import ancestor_with, kept_steps, pct, step_kernels
 from stepscope.analysis.named import NamedRows, named_rows
-from stepscope.analysis.peaks import DevicePeak, match_device
+from stepscope.analysis.peaks import DevicePeak, device_peak
 from stepscope.analysis.platform import platform_of
 from stepscope.model.strings import StringPool
 from stepscope.model.trace import Trace
@@ -213,7 +213,7 @@ def compute_tensor_cores(trace: Trace, rank: int) -> TensorCoreResult:
         non_tc_kernels=named_rows(trace, k[non_tc]), non_tc_ops=named_rows(trace, ops, ev["dur_ns"][k[non_tc]]),
         input_types=_input_types(trace, ops), tf32_kernels=named_rows(trace, k[tf32]),
         fp32_cuda_core_ns=float(dur[fp32_cores].sum()),
-        peak=match_device(dev.name, dev.total_memory_bytes) if dev is not None else None, math_attention=fallback,
+        peak=device_peak(dev), math_attention=fallback,
         amp_kernels=named_rows(trace, k[non_tc & ~half]))
 
 

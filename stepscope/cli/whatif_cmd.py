@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import re
-import statistics
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
 
 from stepscope.analysis.base import NotApplicable
-from stepscope.analysis.profiler_cost import compute_profiler_cost
+from stepscope.analysis.profiler_cost import measured_cost_us
 from stepscope.analysis.whatif.options import REMEDY_FLAGS, check_ranks, remedy_flags_of, transforms_of
 from stepscope.analysis.whatif.remedies import REMEDIES
 from stepscope.analysis.whatif.simulate import simulate
@@ -18,7 +17,6 @@ from stepscope.analysis.whatif.transforms import Transform
 from stepscope.analysis.whatif.unprofiled import EVENT_COST_NS
 from stepscope.cli.common import InputPath, echo_json, load_trace, trace_options
 from stepscope.errors import UsageError
-from stepscope.model.trace import Trace
 from stepscope.report import whatif_view
 from stepscope.report.console import terminal_console
 
@@ -54,20 +52,6 @@ _NEGATIVE = re.compile(r"^-(?:\d|\.\d|inf)", re.IGNORECASE)
 #: ``--unprofiled`` without a value: the trace's own cost where it measured one (a negative value typed out is
 #: refused by :class:`_WhatifCommand` before this can be mistaken for it)
 OWN_COST = -1.0
-
-
-def own_cost_us(trace: Trace) -> float | None:
-    """The profiler's cost per op this trace measured (its step log, or ``--step-ms``): the median over its
-    ranks that have one; None where none has (the calibrated cost then)."""
-    costs = []
-    for rank in trace.rank_ids:
-        try:
-            p = compute_profiler_cost(trace, rank)
-        except NotApplicable:
-            continue
-        if p.cost_source != "calibrated":
-            costs.append(p.event_cost_ns / 1e3)
-    return float(statistics.median(costs)) if costs else None
 
 
 @click.command("whatif", cls=_WhatifCommand, short_help="Predict the step after a change, before making it.")
@@ -125,7 +109,7 @@ def command(path: str | None, workers: int | None, host_overhead: float | None, 
     own = unprofiled_us == OWN_COST
     changes = changes_with(EVENT_COST_NS / 1e3 if own else unprofiled_us)  # bad options fail before the load
     trace = load_trace(path, no_cache, span, ranks)
-    if own and (measured_us := own_cost_us(trace)) is not None:
+    if own and (measured_us := measured_cost_us(trace)) is not None:
         changes = changes_with(measured_us)
     check_ranks(fix_ranks, trace.rank_ids)
     try:

@@ -109,9 +109,9 @@ class PadGemms:
         factor = np.where(np.isfinite(padded) & (took > 0), np.divide(padded, took, out=np.ones(len(took)),
                                                                       where=took > 0), 1.0 - self.recoverable)
         per_call = np.ones(len(bad))
-        per_call[bad] = np.clip(factor, 0.0, 1.0)
-        rows = gd.kernels_of(bad)
-        return scale_rows(g, d, rows, per_call[gd.kernel_call[bad[gd.kernel_call]]])
+        per_call[bad] = factor
+        mine = bad[gd.kernel_call]  # per kernel: its call is a misaligned one
+        return scale_rows(g, d, gd.kernel_rows[mine], per_call[gd.kernel_call[mine]])
 
 
 @dataclass(frozen=True)

@@ -221,14 +221,10 @@ def replayed_job(trace: Trace, transforms: Sequence[Transform], wanted: Sequence
     return {r: (g, rps[r]) for r, g in graphs.items()}, edges, tuple(acted.tolist())
 
 
-def changed_durations(trace: Trace, g: StepGraph, transforms: Sequence[Transform]) -> Durations:
-    """The graph's measured durations with the transformations applied, in order."""
-    return applied_durations(trace, g, transforms)[0]
-
-
 def applied_durations(trace: Trace, g: StepGraph, transforms: Sequence[Transform]
                       ) -> tuple[Durations, npt.NDArray[np.bool_]]:
-    """:func:`changed_durations`, and per transformation whether it changed anything on this graph."""
+    """The graph's measured durations with the transformations applied, in order, and per transformation
+    whether it changed anything on this graph."""
     d = Durations.measured(g)
     changed = np.zeros(len(transforms), bool)
     for i, t in enumerate(transforms):  # per transformation, a handful

@@ -65,7 +65,7 @@ def test_readme_lists_every_command() -> None:
 #: a row of whatif.md's rule → remedy table: | `rule` | `remedy` | ... |
 REMEDY_ROW = re.compile(r"^\|\s*`([a-z0-9-]+)`\s*\|\s*`([a-z0-9-]+)`\s*\|")
 #: a rule asking for its remedy's replayed saving: replayed_saving(ctx, "remedy", ...)
-REPLAYED = re.compile(r'replayed_saving\(ctx,\s*"([a-z0-9-]+)"')
+REPLAYED = re.compile(r'(?:replayed_saving\(ctx,\s*|\bremedy = )"([a-z0-9-]+)"')  # the literal, or the rule's default
 
 
 def test_whatif_md_names_each_rules_remedy() -> None:

@@ -68,6 +68,8 @@ class AdvisorConfig:
     # straggler-rank / load-imbalance; the job verdict "imbalance" needs the claimed culprits' lateness
     # to reach imbalance_min_pct of the job's step
     imbalance_min_pct: float = 10.0
+    # ... and not dwarfed by another part of the culprit's step (one at least this many times the wait)
+    imbalance_dwarfed_by: float = 2.0
     straggler_min_pct: float = 2.0  # a culprit's lateness explained in the trace, % of the job's step
     straggler_min_times_last: int = 2  # ... and it arrives last at this many collectives (consistently late)
     # pipeline-bubble: the busiest stage's bubble, % of the step, and the share of it inside recv / send kernels
@@ -81,6 +83,8 @@ class AdvisorConfig:
     memory_capacity_pct: float = 90.0
     # heavy-host-op-no-gpu
     host_op_min_pct: float = 5.0
+    # host-outside-ops: a CPU-only step's time outside every recorded op, % of the step
+    loop_code_min_pct: float = 10.0
     # cudnn-benchmark-off / conv-algo-search
     cudnn_fallback_min_pct: float = 10.0
     cudnn_benchmark_gain: float = 0.15

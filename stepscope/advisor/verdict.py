@@ -56,6 +56,7 @@ class Verdict:
     host_timeline: bool = True  # False: a summary-only trace, whose "host" share is device idle time of unknown cause
     set_by: str = ""  # job: "waited-for" (the rank the others wait for at the collectives) or "slowest"
     compiling_pct: float = 0.0  # the host's time compiling (torch.compile) on the path, % of the step
+    untraced_pct: float = 0.0  # the host's time on the path outside every recorded op, % of the step
     shares_rank: int | None = None  # job: the rank whose verdict it is built from: the shares, device busy and
     #  compiling % are of that rank's own window, ``shares_step_ns``; ``step_ns`` is the job's step
     shares_step_ns: int | None = None
@@ -95,7 +96,7 @@ class Verdict:
                 "ranks": list(self.ranks), "excess_pct": self.excess_pct, "causes": list(self.causes),
                 "host_timeline": self.host_timeline, "set_by": self.set_by,
                 "job_step_ms": None if self.job_step_ns is None else self.job_step_ns / 1e6,
-                "compiling_pct": round(self.compiling_pct, 2),
+                "compiling_pct": round(self.compiling_pct, 2), "untraced_pct": round(self.untraced_pct, 2),
                 "unprofiled": None if self.unprofiled_bound is None else {
                     "bound": self.unprofiled_bound, "avg_step_ms": (self.unprofiled_step_ns or 0) / 1e6,
                     "bound_pct": round(self.unprofiled_share_pct or 0.0, 2),
@@ -123,7 +124,7 @@ def verdict_of(bundle: Bundle, rank: int) -> Verdict | None:
     v = Verdict(rank, cp.bound, round(cp.avg_step_ns), cp.share_pct(), cp.step_count, cp.whole_trace,
                 cp.device_busy_pct() if cp.has_device else None, cp.has_device,
                 platform=platform_of(bundle.trace, rank), host_timeline=no_host_timeline(bundle.trace, rank) is None,
-                compiling_pct=cp.host_share_pct()["compile"])
+                compiling_pct=cp.host_share_pct()["compile"], untraced_pct=cp.host_share_pct()["untraced"])
     return _without_profiler(v, bundle.ranks[rank].get(PROFILER_COST))
 
 
@@ -156,7 +157,8 @@ def job_verdict(bundle: Bundle, per_rank: tuple[Verdict, ...], cfg: AdvisorConfi
         culprits = claimed_culprits(arrivals, cfg.straggler_min_pct, cfg.straggler_min_times_last)
         late = sum(int(arrivals.late_ns[arrivals.ranks.index(r)]) for r in culprits) / max(arrivals.m.step_count, 1)
         share = round(100.0 * late / arrivals.m.job_step_ns, 1)
-        if culprits and share >= cfg.imbalance_min_pct:
+        leads = bool(culprits) and _imbalance_leads(arrivals, culprits, late, per_rank, cfg.imbalance_dwarfed_by)
+        if leads and share >= cfg.imbalance_min_pct:
             return _as_job(slowest, job_ns, bound="imbalance", ranks=tuple(culprits), excess_pct=share,
                            causes=tuple(arrivals.culprit_cause[r] for r in culprits))
     setter = _waited_for(arrivals, per_rank)
@@ -164,6 +166,21 @@ def job_verdict(bundle: Bundle, per_rank: tuple[Verdict, ...], cfg: AdvisorConfi
         return _as_job(setter, job_ns, ranks=(setter.rank,) if setter.rank is not None else (), set_by="waited-for")
     return _as_job(slowest, job_ns, ranks=(slowest.rank,) if slowest.rank is not None else (), excess_pct=excess,
                    set_by="slowest")
+
+
+def _imbalance_leads(arrivals: Arrivals, culprits: list[int], late_ns: float, per_rank: tuple[Verdict, ...],
+                     dwarfed_by: float) -> bool:
+    """Whether the others' wait for the culprits (``late_ns`` a step) is not dwarfed by a part of the main
+    culprit's own step other than the one that made it late (its cause): at least ``dwarfed_by`` x the wait.
+    A rank 4 ms late in a 41 ms step whose all-reduces take 21 ms is a communication-bound job with some
+    imbalance."""
+    main = max(culprits, key=arrivals.net_late_ns)
+    v = next((v for v in per_rank if v.rank == main), None)
+    if v is None:
+        return True
+    cause = arrivals.culprit_cause.get(main)
+    others = [pct / 100.0 * v.step_ns for part, pct in v.shares_pct.items() if part != cause]
+    return dwarfed_by * late_ns > max(others, default=0.0)
 
 
 def _as_job(v: Verdict, job_ns: int, **changes: Any) -> Verdict:

@@ -54,12 +54,11 @@ from stepscope.analysis.breakdown import tb_step_windows
 from stepscope.analysis.comm import host_collective_mask
 from stepscope.analysis.common import I32, I64, interval_set, pct, rank_rows
 from stepscope.analysis.compilation import compile_rows
+from stepscope.analysis.host_traced import freed_outside_ops_bytes, launch_and_op_rows
 from stepscope.analysis.idle import is_dataloader_name
-from stepscope.analysis.modules import PREFIX as MODULE
 from stepscope.analysis.sync import blocking_calls, driver_rows
 from stepscope.model.masks import any_of
 from stepscope.model.schema import GPU_KINDS, HOST_KINDS, EventKind, MemcpyKind
-from stepscope.model.steps import STEP_NAME
 from stepscope.model.trace import Trace
 
 #: The parts of a step, in the order of :attr:`CriticalPath.parts_ns` columns.
@@ -74,7 +73,6 @@ DEVICE_STARVED_BELOW_PCT = 200.0 / 3.0
 HOST_PARTS = ("launch", "host_ops", "untraced", "compile")
 Iv = intervals.Intervals
 B = npt.NDArray[np.bool_]
-_LAUNCH_CALL = ("Launch", "MemcpyAsync", "MemsetAsync")  # GraphLaunch contains Launch
 
 
 @dataclass(frozen=True)
@@ -100,6 +98,8 @@ class CriticalPath:
     on_path_rows: I64  # the device activities on the path (sorted event rows)
     untraced_longest_ns: I64  # per window, the longest stretch of the host's untraced part (one block of
     #                           loop code, against the many short gaps of a model's Python between ops)
+    #: per window, host memory freed outside every traced op (bytes; zeros without memory events)
+    untraced_freed_bytes: I64
 
     def on_path_share(self, trace: Trace, rows: I64) -> float | None:
         """The share (0-1) of these device activities' time inside the windows that is on the path:
@@ -164,7 +164,7 @@ def compute_critical_path(trace: Trace, rank: int) -> CriticalPath:
     parts, host_parts, waits, longest = _attribute(trace, claims, driver, start, end)
     busy = intervals.covered_in_windows(interval_set(trace, dev), start, end)
     return CriticalPath(rank, step, start, end, parts, host_parts, busy, waits, whole, len(dev) > 0, on_path_rows,
-                        longest)
+                        longest, freed_outside_ops_bytes(trace, rank, driver, start, end))
 
 
 def attribute_windows(trace: Trace, rank: int, start: I64, end: I64) -> npt.NDArray[np.int64]:
@@ -336,16 +336,9 @@ def _split_host(trace: Trace, driver: I64, free: Iv, start: I64, end: I64) -> tu
     """The unclaimed time per window split into launch calls, other host ops (a module's forward
     included) and untraced time: the loop's Python, which no op covers (a ``with_stack=True`` trace's
     Python frames outside every module aside)."""
-    ev, pool = trace.events, trace.strings
-    name = ev["name"][driver]
-    is_launch = pool.mask(lambda s: any(m in s for m in _LAUNCH_CALL))[name] & np.isin(
-        ev["kind"][driver], [EventKind.RUNTIME, EventKind.DRIVER])
-    is_step = pool.mask(lambda s: bool(STEP_NAME.match(s)))[name]
-    # a Python frame (with_stack=True) is not an op: its time outside every op is the loop's Python,
-    # except inside a module's forward (``nn.Module: X``), which is the model's own host work
-    is_python = (ev["kind"][driver] == EventKind.PYTHON_FUNCTION) & ~pool.mask(_is_module)[name]
-    launch = interval_set(trace, driver[is_launch])
-    ops = interval_set(trace, driver[~is_step & ~is_launch & ~is_python])
+    launch_rows, op_rows = launch_and_op_rows(trace, driver)  # host_traced: the move-loop-code what-if's too
+    launch = interval_set(trace, launch_rows)
+    ops = interval_set(trace, op_rows)
     # torch.compile compiling claims first: the launches and ops inside it are the compiler's
     comp = compile_rows(trace)  # none on most traces: no set operation with the driver rows then
     got_compile = intervals.intersect(free, interval_set(trace, np.intersect1d(comp, driver))) if len(comp) \
@@ -357,10 +350,6 @@ def _split_host(trace: Trace, driver: I64, free: Iv, start: I64, end: I64) -> tu
     untraced = intervals.subtract(rest, got_ops)
     cols = [intervals.covered_in_windows(iv, start, end) for iv in (got_launch, got_ops, untraced, got_compile)]
     return np.stack(cols, axis=1).reshape(len(start), len(HOST_PARTS)), _longest(untraced, start, end)
-
-
-def _is_module(name: str) -> bool:
-    return name.startswith(MODULE)
 
 
 def _longest(iv: Iv, start: I64, end: I64) -> I64:

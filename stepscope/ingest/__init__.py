@@ -125,6 +125,8 @@ def _parse(run: RunFiles, path: str | Path, ranks: Sequence[int] | None, workers
     for d in run.skipped:
         diags.add("rank-without-trace", "warning", f"{d} holds no trace (trace_view.json, profiler database or "
                   "kernel_details.csv): its rank is not read", source=d)
+    for f in run.side:
+        diags.add("side-file", "info", f"{f} holds no trace (no traceEvents in its first 4 KiB): not read", source=f)
     batches = read_files(run.files, pool, diags, engine=engine, ray_address=ray_address, workers=workers, progress=cb)
     chosen = []
     seen: set[int] = set()

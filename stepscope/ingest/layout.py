@@ -28,6 +28,7 @@ class RunFiles:
     span: str  # the chosen span's timestamp ("" when not a tensorboard_trace_handler layout)
     spans: tuple[str, ...]  # every span found (timestamps, ascending)
     skipped: tuple[str, ...] = ()  # rank directories of the run with no trace in them (said, not lost)
+    side: tuple[str, ...] = ()  # files beside the traces with a trace's name that hold none (said, not read)
 
 
 def _is_trace_name(p: Path) -> bool:
@@ -99,9 +100,15 @@ def _candidates(root: Path) -> list[Path]:
         return ascend
     _refuse_traceless_ascend(root)
     direct = sorted(p for p in root.iterdir() if _is_trace_name(p))
-    if direct:
-        return direct
+    if direct:  # side files (a timing or config .json beside the traces) are not read, when traces are there
+        return [p for p in direct if _looks_like_trace(p)] or direct
     return sorted(p for p in root.rglob("*") if _is_trace_name(p) and _looks_like_trace(p))
+
+
+def side_files(root: Path, files: list[Path]) -> tuple[str, ...]:
+    """The files of ``root`` with a trace's name that are not read: side files beside the traces."""
+    chosen = set(files)
+    return tuple(str(p) for p in sorted(root.iterdir()) if _is_trace_name(p) and p not in chosen)
 
 
 def resolve(path: str | Path, span: str | int | None = None) -> RunFiles:
@@ -114,15 +121,16 @@ def resolve(path: str | Path, span: str | int | None = None) -> RunFiles:
     files = _candidates(p)
     if not files:
         raise NoTraceFoundError("no trace file (*.json, *.json.gz, *.sqlite, *.pftrace) in this directory", p)
+    side = () if ascend_files(p) else side_files(p, files)
     tb = [(f, TB_NAME.match(f.name)) for f in files]
     if not all(m for _, m in tb):
-        return RunFiles(tuple(map(str, files)), tuple(f.name for f in files), "", (), ascend_traceless(p))
+        return RunFiles(tuple(map(str, files)), tuple(f.name for f in files), "", (), ascend_traceless(p), side)
     first_worker = sorted({m.group("worker") for _, m in tb if m})[0]
     spans = sorted((m.group("ts") for _, m in tb if m and m.group("worker") == first_worker), key=int)
     chosen = _pick_span(spans, span, p)
     picked = [(f, m) for f, m in tb if m and _span_of(m.group("worker"), m.group("ts"), tb) == chosen]
     return RunFiles(tuple(str(f) for f, _ in picked), tuple(m.group("worker") for _, m in picked if m),
-                    chosen, tuple(spans))
+                    chosen, tuple(spans), side=side)
 
 
 def _span_of(worker: str, ts: str, tb: list[tuple[Path, re.Match[str] | None]]) -> str:

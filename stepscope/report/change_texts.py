@@ -46,6 +46,24 @@ CHANGES: dict[str, str] = {
                             "of the step: metrics, logging, data handling in the loop): move it out of the step "
                             "(every N steps, a step late, another thread) or onto the GPU; with_stack=True names "
                             "the lines. Graphs and torch.compile do not remove it.",
+    "move-loop-code": "Most of the step ({untraced_pct}%) is code outside every op — the loop's Python, I/O, "
+                      "garbage collection; the longest stretch {longest_ms} ms a step. Find it (with_stack=True "
+                      "names the lines; time the loop's parts with time.perf_counter) and move it out of the "
+                      "step: checkpoints and logs every N steps or on a background thread, gc.freeze() after "
+                      "setup instead of a collection every step.",
+    "communicate-less": "The collectives run on the CPU and hold {comm_pct}% of the step: communicate less per "
+                        "sample — accumulate gradients over N micro-batches under DDP's no_sync() (one all-reduce "
+                        "every N), a larger batch per rank, a compression hook "
+                        "(model.register_comm_hook with ddp_comm_hooks.default_hooks.fp16_compress_hook), or fewer, "
+                        "larger buckets (DistributedDataParallel's bucket_cap_mb).",
+    "fewer-ops": "{untraced_pct}% of the step passes between the model's ops, in many short gaps: its own Python "
+                 "for each of many small ops. Issue fewer, larger ops: vectorise (one op over stacked tensors "
+                 "instead of a loop of small ones), torch.compile the model (fuses the ops and drops the per-op "
+                 "Python), or a larger batch per op.",
+    "reuse-buffers": "{untraced_pct}% of the step is outside every op, where {freed_mb} MB of host memory is freed "
+                     "a step: big temporaries dropped at the end of the step, their pages returned to the system. "
+                     "Allocate them once and reuse them (preallocated buffers, out= and in-place ops, writing into "
+                     "slices instead of torch.cat / clone).",
     "fused-optimizer": "Use the multi-tensor optimizer: torch.optim.{optimizer}(..., fused=True) "
                        "(or foreach=True), and fold weight decay into the step.",
     "enable-amp": "Run the model under mixed precision: with torch.autocast('cuda', dtype=torch.{dtype}): ... "

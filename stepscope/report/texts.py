@@ -165,6 +165,13 @@ RULES: dict[str, RuleText] = {
         "Host work without GPU work inside the step",
         "Ops that launch no GPU work keep the GPU idle {gpu_idle_in_ops_ms:.2f} ms per step "
         "({gpu_idle_in_ops_pct:.1f}%); the largest: {op}.", ()),
+    "host-outside-ops": RuleText(
+        "The step's time is outside every recorded op",
+        "{untraced_ms:.1f} ms per step ({untraced_pct:.1f}%, median over steps) pass on the host outside every op "
+        "the profiler recorded (the longest stretch {longest_stretch_ms:.1f} ms a step): the loop's Python, I/O, "
+        "garbage collection — no operators view shows it.",
+        ("https://docs.python.org/3/library/gc.html#gc.freeze",
+         "https://pytorch.org/docs/stable/profiler.html#torch.profiler.profile")),
     "cudnn-benchmark-off": RuleText(
         "Convolutions use cuDNN's fallback algorithms",
         "{fallback_conv_kernel_pct:.0f}% of kernel time is in cuDNN's generic algorithm-0 kernels "

@@ -16,6 +16,8 @@ VERDICT_STAGES: dict[str, str] = {
     "host": "the host (CPU work, launches)",
     "host-cpu-only": "the model's CPU work",
     "host-compiling": "torch.compile compiling on the host",
+    "host-untraced": "the host's time outside every recorded op (the loop's Python, I/O, garbage collection)",
+    "host-untraced-native": "the host's code between its traced calls",
     "compute": "{device} compute",
     "communication": "communication",
     "copy": "memory copies",
@@ -98,6 +100,8 @@ def verdict_text(v: Verdict) -> str:
     stage = _stage(v.bound, device, v.host_timeline, v.has_device)
     if v.bound == "host" and v.compiling_pct > share / 2:  # most of the host's path is the compiler's
         stage = VERDICT_STAGES["host-compiling"]
+    elif v.bound == "host" and v.untraced_pct > share / 2 and v.host_timeline:  # most of it no op covers
+        stage = VERDICT_STAGES["host-untraced-native" if v.platform.endswith("+native") else "host-untraced"]
     head = f"{who}: bound by {stage} ({share:.0f}% of the {v.step_ns / 1e6:.1f} ms {window}{busy})"
     others = sorted(((s, p) for s, p in v.shares_pct.items() if s != v.bound), key=lambda sp: -sp[1])
     rest = ", ".join(f"{_stage(s, device, v.host_timeline, v.has_device)} {p:.0f}%" for s, p in others if p >= 0.5)

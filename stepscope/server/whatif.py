@@ -35,8 +35,8 @@ MAX_WORKERS = 1024
 T = TypeVar("T")
 FIELDS = ("workers", "drop_syncs", "pin_copies", "host_overhead", "host_in", "fused_optimizer", "no_compile",
           "batch_copies", "amp", "bf16", "fill_sms", "pad_gemms", "fuse_elementwise", "fused_attention",
-          "set_to_none", "no_launch_blocking", "move_host_work", "no_algo_search", "remedy", "scale", "overlap_comm",
-          "fix_rank", "batch", "unprofiled")
+          "set_to_none", "no_launch_blocking", "move_host_work", "no_algo_search", "move_loop_code", "remedy", "scale",
+          "overlap_comm", "fix_rank", "batch", "unprofiled")
 
 
 @dataclass(frozen=True)

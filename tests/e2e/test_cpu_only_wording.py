@@ -15,7 +15,8 @@ from stepscope.analysis.bundle import analyze
 from stepscope.report import texts
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-RUNS = [*(p.relative_to(DATA).as_posix() for p in sorted(DATA.glob("cpu_pairs/*/*/1"))), "cpu_ddp_2rank"]
+RUNS = [*(p.relative_to(DATA).as_posix() for p in sorted(DATA.glob("cpu_pairs/*/*/1"))), "cpu_ddp_2rank",
+        *(p.relative_to(DATA).as_posix() for p in sorted(DATA.glob("cpu_cases/*/")))]
 GPU_WORDS = re.compile(r"\bGPUs?\b|CUDA|pin_memory|Tensor Core|\bSMs?\b|DALI|nvidia\.com|amd\.com")
 
 

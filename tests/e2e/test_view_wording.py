@@ -127,15 +127,29 @@ def test_a_job_of_host_collectives_shows_their_time_per_rank() -> None:
     assert "| 0 (culprit) | 44.3 ms | 7.7 ms |" in md
 
 
-def test_the_verdict_says_that_no_finding_shortens_its_bound(shared_traces: Path) -> None:
-    """No finding at all: the verdict still says where to look, in the CPU's words."""
+def test_a_cpu_gloo_job_is_told_to_communicate_less(shared_traces: Path) -> None:
+    """85 % of the step in gloo collectives on the CPU: the finding that shortens it comes first (it had
+    none: the host-side communication rule read GPU ranks only), in the CPU's words."""
     adv = run_advisor(_bundle(CPU_GLOO))
-    assert not adv.findings and adv.verdicts[0].bound == "communication"
+    assert adv.verdicts[0].bound == "communication"
+    first = adv.findings[0]
+    assert first.rule == "comm-not-overlapped" and first.change is not None and first.change.key == "communicate-less"
+    assert first.evidence["exposed_comm_pct"] == pytest.approx(adv.verdicts[0].shares_pct["communication"], abs=0.01)
     (v,) = verdict_dicts(adv.verdicts, adv.findings)
-    assert v["text"].endswith("No finding shortens communication; to shorten it, see the distributed view (the time "
-                              "inside the host's collectives, waiting for the other ranks included) and, on a job, "
-                              "who arrives late at them.")
-    assert not GPU_WORDS.search(v["text"])
+    assert "No finding" not in v["text"]
+    assert not any(GPU_WORDS.search(t) for t in (v["text"], texts.advice_text(first), texts.basis_text(first)))
+
+
+def test_the_verdict_says_that_no_finding_shortens_its_bound() -> None:
+    """No finding at all: the verdict still says where to look, in the CPU's words."""
+    from stepscope.advisor.verdict import Verdict
+    v = Verdict(0, "communication", 10_000_000, {"communication": 85.0, "host": 15.0}, 3, has_device=False,
+                platform="cpu")
+    text = texts.unaddressed_text(v, any_findings=False)
+    assert text == ("No finding shortens communication; to shorten it, see the distributed view (the time inside "
+                    "the host's collectives, waiting for the other ranks included) and, on a job, who arrives late "
+                    "at them.")
+    assert not GPU_WORDS.search(text)
 
 
 @pytest.mark.parametrize("rel", ["tracelens/h100_bert_small_inference", CLOVER])

@@ -14,7 +14,10 @@ the host, the reduction over TCP, a copy back) has no communication kernel to ov
 communication is the host's time inside those collectives on the step's critical path (the verdict's
 communication part), at least ``comm_exposed_min_pct`` of the step. The gain is that time (an upper
 bound: the collectives on the device still take a fraction of it), and the change, with gloo, is
-NCCL for the CUDA tensors.
+NCCL for the CUDA tensors. A CPU-only job's collectives (gloo) are its communication: their time on
+the step's critical path (the verdict's communication part), at least ``comm_exposed_min_pct`` of the
+step, is the gain (an upper bound), and the change is to communicate less per sample (gradient
+accumulation under ``no_sync()``, a larger batch, a compression hook, larger buckets).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import numpy as np
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
 from stepscope.advisor.rules._util import ms
-from stepscope.analysis.critical_path import WAITS
+from stepscope.analysis.critical_path import PARTS, WAITS
 from stepscope.analysis.registry import CRITICAL_PATH, DISTRIBUTED, SOFTWARE
 
 RULE_ID = "comm-not-overlapped"
@@ -55,10 +58,13 @@ def detect(ctx: RuleContext) -> list[Finding]:
 
 
 def _host_side(ctx: RuleContext) -> list[Finding]:
-    """A GPU rank whose collectives run on the host (see the module docstring)."""
+    """A rank whose collectives run on the host: a GPU rank's gloo, or a CPU-only job's (see the
+    module docstring)."""
     cp = ctx.optional(CRITICAL_PATH)
-    if cp is None or not cp.has_device or not len(cp.step):
+    if cp is None or not len(cp.step):
         return []
+    if not cp.has_device:
+        return _cpu_job(ctx, float(np.mean(cp.parts_ns[:, PARTS.index("communication")])))
     exposed = float(np.mean(cp.waits_ns[:, WAITS.index("communication")]))
     if ctx.pct_of_step(exposed) < ctx.cfg.comm_exposed_min_pct:
         return []
@@ -68,3 +74,16 @@ def _host_side(ctx: RuleContext) -> list[Finding]:
     change = (Change("use-nccl", {"backend": backend}) if backend == "gloo"
               else Change("overlap-communication", {"bucket_cap_mb": 25}))
     return [ctx.finding(RULE_ID, exposed, "host-side-comm", evidence, change)]
+
+
+def _cpu_job(ctx: RuleContext, on_path_ns: float) -> list[Finding]:
+    """A CPU-only rank: its collectives' time on the step's critical path (the verdict's communication
+    part) is what communicating less gives back, at most; waiting there for a late rank is
+    ``straggler-rank``'s too (the gains are not added)."""
+    if ctx.pct_of_step(on_path_ns) < ctx.cfg.comm_exposed_min_pct:
+        return []
+    backend = ctx.result(SOFTWARE).comm_backend
+    evidence = {"exposed_comm_ms": ms(on_path_ns), "exposed_comm_pct": round(ctx.pct_of_step(on_path_ns), 2),
+                "host_side": True, "backend": backend or "unknown"}
+    change = Change("communicate-less", {"comm_pct": round(ctx.pct_of_step(on_path_ns), 1)})
+    return [ctx.finding(RULE_ID, on_path_ns, "cpu-comm", evidence, change)]

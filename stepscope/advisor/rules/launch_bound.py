@@ -9,7 +9,9 @@ time in collectives (gloo on the CPU) to ``comm-not-overlapped``, its time compi
 ``torch.compile``); otherwise Python / CPU work between launches is.
 
 Gain: the steps replayed with launch calls and the host work between them taking no time (what-if
-``graph-capture``, the upper bound of graph capture), so only host time on the critical path counts;
+``graph-capture``, the upper bound of graph capture), so only host time on the critical path counts —
+for the ``move-python-off-path`` change, with the host's time outside every op taking none (what-if
+``move-loop-code``: graphs would not remove it, and moving it leaves the launches);
 the step's top-level ops that launch no device work keep their time (``heavy-host-op-no-gpu``'s).
 Without a replay: the median over steps of the host-wait idle time outside the DataLoader (the
 median, so one disturbed step — warm-up, a hiccup — does not drive it) — what taking the host off
@@ -93,7 +95,8 @@ def detect(ctx: RuleContext) -> list[Finding]:
         change = Change("cuda-graphs-or-compile", {"short_kernel_pct": round(short_pct)})
     else:
         change = Change("reduce-host-work", {})
-    replayed = replayed_saving(ctx, "graph-capture", evidence) if basis == "host-wait-idle" else None
+    remedy = "graph-capture" if change.key != "move-python-off-path" else "move-loop-code"  # the change's own
+    replayed = replayed_saving(ctx, remedy, evidence) if basis == "host-wait-idle" else None
     if replayed is None:
         return [ctx.finding(RULE_ID, wait_ns, basis, evidence, change)]
     return [ctx.finding(RULE_ID, replayed, "replayed", evidence, change)]

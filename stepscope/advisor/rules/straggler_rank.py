@@ -29,10 +29,10 @@ ADDRESSES: tuple[str, ...] = ("imbalance",)  # the bounds its change shortens
 
 
 def claimed_culprits(a: Arrivals, min_pct: float, min_times: int) -> list[int]:
-    """Culprits consistently late (last at ``min_times`` collectives or more) whose in-trace lateness
-    is at least ``min_pct`` % of the job's step time."""
+    """Culprits consistently late (last at ``min_times`` collectives or more) whose in-trace lateness,
+    net of the others' lateness they waited for, is at least ``min_pct`` % of the job's step time."""
     job = a.m.job_step_ns * max(a.m.step_count, 1)
-    return [r for r in a.culprits if job > 0 and 100.0 * a.in_trace_late_ns(r) / job >= min_pct
+    return [r for r in a.culprits if job > 0 and 100.0 * a.in_trace_net_late_ns(r) / job >= min_pct
             and int(a.times_last[a.ranks.index(r)]) >= min_times]
 
 
@@ -48,6 +48,7 @@ def detect(ctx: RuleContext) -> list[Finding]:
         evidence = {"slow_rank": r, "cause": a.culprit_cause[r], "times_last": int(a.times_last[i]),
                     "collectives": a.collective_count, "late_ms": ms(a.late_ns[i] / steps),
                     "in_trace_late_ms": ms(a.in_trace_late_ns(r) / steps),
+                    "net_late_ms": ms(a.net_late_ns(r) / steps), "waited_for_others_ms": ms(a.suffered_ns[i] / steps),
                     "cause_ms": {c: ms(v / steps) for c, v in zip(CAUSES, a.rank_cause_ns[i].tolist()) if v > 0},
                     "victims": list(a.victims), "victim_wait_ms": waits, "job_step_ms": ms(a.m.job_step_ns)}
         replayed = _replayed_fix(job, r, evidence)

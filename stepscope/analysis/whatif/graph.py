@@ -40,6 +40,7 @@ from stepscope.analysis.breakdown import launched_in_steps, tb_step_windows
 from stepscope.analysis.collective_records import host_collective_rows
 from stepscope.analysis.comm import host_collective_mask
 from stepscope.analysis.common import I64, interval_set, rank_rows
+from stepscope.analysis.host_traced import LAUNCH_CALL
 from stepscope.analysis.idle import is_dataloader_name
 from stepscope.analysis.platform import no_host_timeline
 from stepscope.analysis.sync import blocking_calls, driver_rows
@@ -57,7 +58,6 @@ SEG_KINDS = ("sync", "input", "launch", "host", "comm")
 #: before that end, was queued behind it
 QUEUED_GAP_NS = 50_000
 SEG_SYNC, SEG_INPUT, SEG_LAUNCH, SEG_HOST, SEG_COMM = range(5)
-_LAUNCH_CALL = ("Launch", "MemcpyAsync", "MemsetAsync")
 _NONE = np.iinfo(np.int64).min // 4  # "no constraint" that survives additions
 
 
@@ -156,7 +156,7 @@ def step_graph(trace: Trace, rank: int) -> StepGraph:
     rt = driver[any_of(ev["kind"][driver], [EventKind.RUNTIME, EventKind.DRIVER])]
     pool = trace.strings
     sync_rows = rt[blocking_calls(trace, rt)]
-    launch_rows = rt[pool.mask(lambda s: any(m in s for m in _LAUNCH_CALL))[ev["name"][rt]]]
+    launch_rows = rt[pool.mask(lambda s: any(m in s for m in LAUNCH_CALL))[ev["name"][rt]]]
     loader = driver[pool.mask(is_dataloader_name)[ev["name"][driver]]]
     comm = driver[host_collective_mask(trace)[driver]]
     wins = tb_step_windows(trace, rank)

@@ -20,6 +20,7 @@ from stepscope.analysis.whatif.kernel_remedies import (
     PadGemms,
 )
 from stepscope.analysis.whatif.launch_blocking import NoLaunchBlocking
+from stepscope.analysis.whatif.loop_code import MoveLoopCode
 from stepscope.analysis.whatif.precision import Bf16OverTf32, MixedPrecision
 from stepscope.analysis.whatif.remedies import REMEDIES
 from stepscope.analysis.whatif.unprofiled import WithoutProfiler
@@ -62,7 +63,8 @@ def pair(text: str, option: str) -> tuple[str, float]:
 REMEDY_FLAGS: dict[str, tf.Transform] = {"fill_sms": FillSms(), "pad_gemms": PadGemms(),
                                          "fuse_elementwise": FuseElementwise(), "fused_attention": FusedAttention(),
                                          "set_to_none": SetToNone(), "no_launch_blocking": NoLaunchBlocking(),
-                                         "move_host_work": MoveHostWork(), "no_algo_search": NoAlgoSearch()}
+                                         "move_host_work": MoveHostWork(), "no_algo_search": NoAlgoSearch(),
+                                         "move_loop_code": MoveLoopCode()}
 
 
 def remedy_flags_of(**given: bool) -> tuple[str, ...]:

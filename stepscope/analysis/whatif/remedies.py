@@ -48,6 +48,7 @@ from stepscope.analysis.whatif.kernel_remedies import (
     PadGemms,
 )
 from stepscope.analysis.whatif.launch_blocking import NoLaunchBlocking
+from stepscope.analysis.whatif.loop_code import MoveLoopCode
 from stepscope.analysis.whatif.precision import Bf16OverTf32, MixedPrecision, amp_speedup_of, bf16_speedup_of
 from stepscope.analysis.whatif.replay import Durations, replay_all
 from stepscope.analysis.whatif.unprofiled import WithoutProfiler
@@ -83,6 +84,7 @@ REMEDIES: dict[str, tf.Transform] = {
     "no-launch-blocking": NoLaunchBlocking(),
     "move-host-work": MoveHostWork(),
     "no-algo-search": NoAlgoSearch(),
+    "move-loop-code": MoveLoopCode(),
 }
 #: name → the ``stepscope whatif`` options (and web UI fields) that replay the same change
 #: (:func:`stepscope.analysis.whatif.options.transforms_of`; ``drop_syncs`` "." matches every call)
@@ -107,6 +109,7 @@ REMEDY_OPTIONS: dict[str, dict[str, int | float | str | bool | list[str]]] = {
     "no-launch-blocking": {"no_launch_blocking": True},
     "move-host-work": {"move_host_work": True},
     "no-algo-search": {"no_algo_search": True},
+    "move-loop-code": {"move_loop_code": True},
 }
 
 def _channels_last_kernels(trace: Trace, rank: int) -> npt.NDArray[np.int64]:

@@ -183,7 +183,7 @@ class HostOverhead:
         else:
             kept = np.union1d(np.union1d(_cpu_only_ops(trace, g.rank), rank_compile_rows(trace, g.rank)),
                               algo_search_rows(trace, g.rank))
-            share *= 1.0 - _share_inside_rows(trace, g, kept)
+            share *= 1.0 - share_inside_rows(trace, g, kept)
         seg = d.host_seg_ns.copy()
         hit = share > 0
         seg[hit] = np.round(seg[hit] * (1.0 - share[hit] * (1.0 - self.factor))).astype(np.int64)
@@ -207,7 +207,7 @@ class NoCompile:
         if len(rows) == 0:
             return d
         k = g.host.seg_kind
-        share = ((k == SEG_LAUNCH) | (k == SEG_HOST)) * _share_inside_rows(trace, g, rows)
+        share = ((k == SEG_LAUNCH) | (k == SEG_HOST)) * share_inside_rows(trace, g, rows)
         seg = d.host_seg_ns.copy()
         seg = np.round(seg * (1.0 - share)).astype(np.int64)
         dropped = d.sync_dropped | inside_compilation(trace, g.syncs.row)
@@ -253,10 +253,10 @@ def _cpu_only_ops(trace: Trace, rank: int) -> I64:
 
 def _share_inside_ops(trace: Trace, g: StepGraph, select: Select) -> npt.NDArray[np.float64]:
     rows = rank_rows(trace, g.rank, tuple(int(k) for k in HOST_KINDS))
-    return _share_inside_rows(trace, g, rows[select.mask(trace, rows)])
+    return share_inside_rows(trace, g, rows[select.mask(trace, rows)])
 
 
-def _share_inside_rows(trace: Trace, g: StepGraph, rows: I64) -> npt.NDArray[np.float64]:
+def share_inside_rows(trace: Trace, g: StepGraph, rows: I64) -> npt.NDArray[np.float64]:
     """Per host segment: the share of its measured length inside these host events. A segment is only
     cut where the device or the step needs a point, so on a CPU trace one segment holds the forward,
     backward and optimizer; only the matching part of it is scaled. A segment an earlier

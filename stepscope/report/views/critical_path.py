@@ -18,7 +18,8 @@ def render_critical_path(r: CriticalPath, console: Console, top: int) -> None:
     console.print(t)
     host = r.host_share_pct()
     if not r.has_device:  # a CPU-only run: no device to be busy, nothing launched
-        console.print(f"  bound by: [bold]{r.bound}[/bold]; no device: the host part is the model's CPU work")
+        console.print(f"  bound by: [bold]{r.bound}[/bold]; no device; host part: "
+                      + ", ".join(f"{h.replace('_', ' ')} {pct(host[h])}" for h in HOST_PARTS if h != "launch"))
         return
     console.print(f"  bound by: [bold]{r.bound}[/bold]; device busy {pct(r.device_busy_pct())} of the window; "
                   "host part: " + ", ".join(f"{h.replace('_', ' ')} {pct(host[h])}" for h in HOST_PARTS))

@@ -50,6 +50,8 @@ const FIELDS = [
     hint: "the step's top-level ops that launch nothing and idle the GPU ≥ 5 % of the step moved off it"},
   {name: "no_algo_search", label: "No algorithm search", type: "checkbox",
     hint: "static shapes: the convolution calls that tried many cuDNN algorithms run one (1 / count of their kernels' time)"},
+  {name: "move_loop_code", label: "Move loop code", type: "checkbox",
+    hint: "the host's time outside every recorded op (the loop's Python, I/O, garbage collection) moved off the step"},
   {name: "scale", label: "Scale kernels (REGEX=F)", type: "lines", attrs: {placeholder: "gemm|conv=0.5"},
     hint: "one per line: matching kernels and copies take F × their time (AMP, Tensor Cores)"},
   {name: "overlap_comm", label: "Overlap communication", type: "checkbox", hint: "communication hidden under compute (an upper bound)"},

@@ -303,6 +303,14 @@ def compiling(b: TraceBuilder, on: bool) -> None:
         gemm(b, t + 3_100, dur=6_000)
 
 
+def outside_ops(b: TraceBuilder, on: bool) -> None:
+    """A CPU-only program (no device): each step an op of 1.99 ms, then 8 ms that no op covers (on: the
+    loop's code, a checkpoint), or an op over the whole step (off)."""
+    b.meta.pop("deviceProperties", None)
+    for t in steps(b):
+        b.op("aten::mm", ts=t + 10, dur=1_990 if on else 9_980)
+
+
 SCENES: dict[str, Scene] = {
     "dataloader-bound": dataloader,
     "pageable-memcpy": pageable,
@@ -329,4 +337,5 @@ SCENES: dict[str, Scene] = {
     "zero-grad-not-none": zero_grad,
     "small-memcpy": small_copies,
     "cuda-launch-blocking": launch_blocking,
+    "host-outside-ops": outside_ops,
 }

@@ -263,9 +263,10 @@ def _count_replays(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def test_a_remedy_that_changes_nothing_is_not_replayed(micro: Trace, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The micro step has a DataLoader, a sync and launches but no copy and no optimizer: pinned
-    copies and a fused optimizer change no duration, so only the other three are replayed, and the
-    two predict the measured step (100), saving nothing. (Its few ops cost the profiler more than a
+    """The micro step has a DataLoader, a sync, launches and host time between its ops but no copy and
+    no optimizer: pinned copies and a fused optimizer change no duration, so only the other four
+    (workers, drop-syncs, graph capture, move-loop-code) are replayed, and the two predict the measured
+    step (100), saving nothing. (Its few ops cost the profiler more than a
     tenth of its 100 µs: the replay without that cost, and its remedies, are left out here.)"""
     from stepscope.analysis import profiler_cost
     from stepscope.analysis.whatif import remedies as rem
@@ -273,7 +274,7 @@ def test_a_remedy_that_changes_nothing_is_not_replayed(micro: Trace, monkeypatch
     monkeypatch.setattr(profiler_cost, "MIN_COST_SHARE", float("inf"))
     seen = _count_replays(monkeypatch)
     r = rem.compute_remedies(micro, 0)
-    assert seen == [3]
+    assert seen == [4]
     for name in ("pinned-copies", "fused-optimizer"):
         assert r.predicted_mean_ns[r.name.index(name)] == 100 * US and r.saved_ns(name) == 0
     assert r.saved_ns("loader-workers") > 0 and r.saved_ns("graph-capture") > 0
@@ -342,12 +343,12 @@ def test_batching_small_copies_removes_the_ops_that_make_them_not_the_model(tmp_
 def test_on_the_step_without_the_profilers_cost_only_the_changing_remedies_are_replayed(
         micro: Trace, monkeypatch: pytest.MonkeyPatch) -> None:
     """The micro step's ops cost the profiler more than a tenth of it: the remedies are replayed a second
-    time on the step without that cost — again only the three that change something."""
+    time on the step without that cost — again only the four that change something."""
     from stepscope.analysis.whatif import remedies as rem
 
     seen = _count_replays(monkeypatch)
     r = rem.compute_remedies(micro, 0)
-    assert seen == [3, 3]
+    assert seen == [4, 4]
     assert r.unprofiled_predicted_ns is not None and r.unprofiled_mean_ns is not None
     for name in ("pinned-copies", "fused-optimizer"):
         assert r.unprofiled_saved_ns(name) == 0

@@ -76,7 +76,7 @@ def test_a_run_with_some_empty_ranks_is_read_and_the_empty_rank_alone_refused(
         res = _run(["analyze", "--no-cache", *extra, "--rank", "0", str(run)], capsys)
         assert_one_line_error(res, run)
         assert "rank 0 holds no trace events" in res.stderr
-    (run / "rank1.json").write_bytes(EMPTY["numbers.json"])
+    (run / "rank1.json").write_bytes(EMPTY["no_events.json"])
     res = _run(["analyze", "--no-cache", str(run)], capsys)
     assert_one_line_error(res, run)
     assert "none of its 2 trace files" in res.stderr

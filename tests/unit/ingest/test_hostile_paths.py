@@ -151,3 +151,20 @@ def test_chmod_000_rank_file(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         assert_one_line_error(run_main(["analyze", str(run)], capsys), run / "worker1.json")
     finally:
         (run / "worker1.json").chmod(0o644)
+
+
+def test_a_side_file_beside_the_traces_is_said_and_not_read(tmp_path: Path) -> None:
+    """A run directory with a trace and a ``timing.json`` (a script's own timings, no events) beside it:
+    the trace is read, the side file named in an info diagnostic; alone, a file with a trace's name is
+    still read (and refused as what it is)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "host.pt.trace.json").write_bytes(_trace_bytes())
+    (run / "timing.json").write_text('{"unprofiled_step_ms": [1.5, 1.4]}')
+    trace = stepscope.load(run, use_cache=False)
+    assert trace.rank_ids == [0] and trace.event_count > 0
+    side = [d for d in trace.diagnostics if d.name == "side-file"]
+    assert len(side) == 1 and side[0].severity == "info" and side[0].source == str(run / "timing.json")
+    (run / "host.pt.trace.json").unlink()
+    with pytest.raises(TraceFormatError, match="traceEvents"):
+        stepscope.load(run, use_cache=False)

@@ -1,0 +1,67 @@
+"""``host-outside-ops``: a CPU-only step spends its time outside every op the profiler recorded.
+
+Detects: on a rank without a device (a CPU-only run), the critical path's *untraced* host part —
+time on the step's path that no recorded op covers (:mod:`stepscope.analysis.host_traced`): the
+loop's Python, I/O such as ``torch.save`` of a checkpoint or logging, garbage collection — is at least
+``loop_code_min_pct`` of the step (the median over steps, so one disturbed step does not drive it).
+The operators view cannot show that time: no op holds it. On a rank with a device the same time is
+``launch-bound``'s (its ``move-python-off-path`` change), where the GPU waits for it.
+
+Gain: the ``move-loop-code`` what-if (:class:`~stepscope.analysis.whatif.loop_code.MoveLoopCode`): that
+time taken off the step, replayed, so the DataLoader, collectives and ops keep theirs. Without the
+replay: the median untraced time per step.
+
+The change: find the code (``with_stack=True`` names the lines; time it with ``time.perf_counter``)
+and move it out of the step — checkpoints and logs every N steps or on a background thread,
+``gc.freeze()`` after setup instead of a collection per step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stepscope.advisor.context import RuleContext
+from stepscope.advisor.finding import Change, Finding
+from stepscope.advisor.rules._util import ms, replayed_saving
+from stepscope.analysis.critical_path import HOST_PARTS
+from stepscope.analysis.registry import CRITICAL_PATH
+
+RULE_ID = "host-outside-ops"
+SCOPE = "rank"
+ADDRESSES: tuple[str, ...] = ("host",)  # the bounds its change shortens
+NEEDS_HOST_TIMELINE = True  # reads host ops: not run on a summary-only trace
+#: host memory freed outside every op a step from which the untraced block is called the frees' (MB)
+FREED_MIN_MB = 64.0
+
+
+def detect(ctx: RuleContext) -> list[Finding]:
+    cp = ctx.optional(CRITICAL_PATH)
+    if cp is None or cp.has_device or not len(cp.step):  # with a device: launch-bound's
+        return []
+    per_step = cp.host_parts_ns[:, HOST_PARTS.index("untraced")].astype(np.float64)
+    untraced_ns = float(np.median(per_step))
+    if ctx.pct_of_step(untraced_ns) < ctx.cfg.loop_code_min_pct:
+        return []
+    longest_ns = float(np.median(cp.untraced_longest_ns))
+    freed_mb = float(np.median(cp.untraced_freed_bytes)) / 1e6
+    untraced_pct = round(ctx.pct_of_step(untraced_ns), 1)
+    evidence: dict[str, object] = {
+        "untraced_ms": ms(untraced_ns), "untraced_pct": round(ctx.pct_of_step(untraced_ns), 2),
+        "per_step_untraced_ms": [ms(v) for v in per_step.tolist()], "longest_stretch_ms": ms(longest_ns),
+        "freed_outside_ops_mb": round(freed_mb, 1),
+        "host_path_pct": {k: round(v, 1) for k, v in cp.host_share_pct().items()}}
+    change = _change(untraced_ns, longest_ns, freed_mb, untraced_pct)
+    replayed = replayed_saving(ctx, "move-loop-code", evidence)
+    if replayed is None:
+        return [ctx.finding(RULE_ID, untraced_ns, "untraced-host-time", evidence, change)]
+    return [ctx.finding(RULE_ID, replayed, "replayed", evidence, change)]
+
+
+def _change(untraced_ns: float, longest_ns: float, freed_mb: float, untraced_pct: float) -> Change:
+    """Many short gaps between ops are the model's own Python per op (vectorise, compile); one block a
+    step is loop code — freeing big tensors where the profile recorded the frees, else code to move."""
+    if longest_ns < 0.5 * untraced_ns:
+        return Change("fewer-ops", {"untraced_pct": untraced_pct})
+    if freed_mb >= FREED_MIN_MB:
+        return Change("reuse-buffers", {"untraced_pct": untraced_pct, "freed_mb": round(freed_mb)})
+    return Change("move-loop-code", {"untraced_pct": untraced_pct, "longest_ms": round(longest_ns / 1e6, 1)})

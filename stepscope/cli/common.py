@@ -130,7 +130,8 @@ def map_reduce_run(path: str | None, choice: bool | None, no_cache: bool, span: 
     ctx = click.get_current_context(silent=True)
     meta = ctx.meta if ctx is not None else {}
     return map_reduce(path, span=span, ranks=list(ranks) or None, batch_size=batch_size, use_cache=not no_cache,
-                      engine=meta.get(ENGINE_KEY, "local"), ray_address=meta.get(RAY_ADDRESS_KEY), config=config)
+                      engine=meta.get(ENGINE_KEY, "local"), ray_address=meta.get(RAY_ADDRESS_KEY), config=config,
+                      step_ms=meta.get(STEP_MS_KEY))
 
 
 def emit_map_reduce(result: MapReduceResult, output: str | None) -> None:

@@ -82,7 +82,7 @@ STEP_MS_HELP = ("The step as timed without the profiler (a training log's): the 
                 "measured from it instead of assumed (docs/analyses/profiler_cost.md).")
 
 
-class StepMs(click.ParamType):
+class StepMs(click.types.FloatParamType):
     """``--step-ms MS``: a finite number of milliseconds above 0 (``nan``, ``inf``, 0 refused with click's
     usage error, exit 2; :func:`~stepscope.ingest.step_records.given_step_problem`)."""
 

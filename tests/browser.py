@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,11 +46,11 @@ def record(page: Any, errors: list[str], requests: list[str]) -> None:
     page.on("request", lambda r: requests.append(r.url))
 
 
-def serve(root: Path, cache_dir: Path, cwd: Path) -> Iterator[str]:
-    """``stepscope serve ROOT`` in a subprocess with its own cache: yields its URL once /api/v1/health
+def serve(root: Path, cache_dir: Path, cwd: Path, args: Sequence[str] = ()) -> Iterator[str]:
+    """``stepscope serve ROOT [ARGS]`` in a subprocess with its own cache: yields its URL once /api/v1/health
     answers, and stops it (SIGINT, then kill) when the fixture ends."""
     env = {**os.environ, "STEPSCOPE_CACHE_DIR": str(cache_dir)}
-    proc = subprocess.Popen([sys.executable, "-m", "stepscope", "serve", str(root), "--no-browser"],
+    proc = subprocess.Popen([sys.executable, "-m", "stepscope", "serve", str(root), "--no-browser", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
     try:
         line = proc.stdout.readline() if proc.stdout else ""

@@ -15,7 +15,7 @@ import click
 from stepscope.errors import StepscopeError
 from stepscope.ingest import load
 from stepscope.ingest.engines import ENGINES
-from stepscope.ingest.step_records import with_given_step
+from stepscope.ingest.step_records import given_step_problem, with_given_step
 from stepscope.model.trace import Trace
 
 if TYPE_CHECKING:
@@ -77,6 +77,28 @@ def check_input_path(path: str | os.PathLike[str], *, file_okay: bool = True, di
         raise StepscopeError("cannot read it (permission denied)", path)
 
 
+#: ``--step-ms``'s help, on every trace-reading command and on ``serve``
+STEP_MS_HELP = ("The step as timed without the profiler (a training log's): the profiler's own cost per op is "
+                "measured from it instead of assumed (docs/analyses/profiler_cost.md).")
+
+
+class StepMs(click.types.FloatParamType):
+    """``--step-ms MS``: a finite number of milliseconds above 0 (``nan``, ``inf``, 0 refused with click's
+    usage error, exit 2; :func:`~stepscope.ingest.step_records.given_step_problem`)."""
+
+    name = "ms"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        try:
+            step_ms = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number of milliseconds", param, ctx)
+        problem = given_step_problem(step_ms)
+        if problem is not None:
+            self.fail(problem, param, ctx)
+        return step_ms
+
+
 def load_trace(path: str | None, no_cache: bool, span: str | None, ranks: tuple[int, ...]) -> Trace:
     """Load with the CLI's conventions (progress bar on big inputs, rank / span selection, the
     --engine / --ray-address of the running command)."""
@@ -108,7 +130,8 @@ def map_reduce_run(path: str | None, choice: bool | None, no_cache: bool, span: 
     ctx = click.get_current_context(silent=True)
     meta = ctx.meta if ctx is not None else {}
     return map_reduce(path, span=span, ranks=list(ranks) or None, batch_size=batch_size, use_cache=not no_cache,
-                      engine=meta.get(ENGINE_KEY, "local"), ray_address=meta.get(RAY_ADDRESS_KEY), config=config)
+                      engine=meta.get(ENGINE_KEY, "local"), ray_address=meta.get(RAY_ADDRESS_KEY), config=config,
+                      step_ms=meta.get(STEP_MS_KEY))
 
 
 def emit_map_reduce(result: MapReduceResult, output: str | None) -> None:
@@ -180,10 +203,8 @@ def trace_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                       help="Who parses the rank files: local processes, or one Ray task per file (docs/scale.md).")(fn)
     fn = click.option("--ray-address", default=None, expose_value=False, callback=_to_meta(RAY_ADDRESS_KEY),
                       help="With --engine ray: 'auto' or HOST:PORT of a Ray cluster (default: start a local Ray).")(fn)
-    fn = click.option("--step-ms", type=click.FloatRange(min=0, min_open=True), default=None, expose_value=False,
-                      callback=_to_meta(STEP_MS_KEY),
-                      help="The step as timed without the profiler (a training log's): the profiler's own cost "
-                           "per op is measured from it instead of assumed (docs/analyses/profiler_cost.md).")(fn)
+    fn = click.option("--step-ms", type=StepMs(), default=None, expose_value=False, callback=_to_meta(STEP_MS_KEY),
+                      help=STEP_MS_HELP)(fn)
     fn = click.option("--no-cache", is_flag=True, help="Parse again; neither read nor write the cache.")(fn)
     fn = click.option("--span", default=None, help="Profiling window of a run directory (1-based or timestamp).")(fn)
     fn = click.option("--rank", "ranks", type=int, multiple=True, help="Only these ranks (repeatable).")(fn)

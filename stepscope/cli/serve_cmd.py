@@ -11,7 +11,7 @@ import logging
 
 import click
 
-from stepscope.cli.common import InputPath
+from stepscope.cli.common import STEP_MS_HELP, InputPath, StepMs
 from stepscope.errors import UsageError
 
 INSTALL_HINT = "stepscope serve needs starlette and uvicorn (dependencies of stepscope): pip install starlette uvicorn"
@@ -40,8 +40,10 @@ def _need_web() -> None:
 @click.option("--loaded-ranks", default=2, show_default=True, type=click.IntRange(1, 4096),
               help="Rank models a map-reduce run keeps loaded for its timeline (each holds one rank's events; "
               "raise it to the run's ranks for 'all ranks on one axis' without reloading).")
+@click.option("--step-ms", type=StepMs(), default=None,
+              help=STEP_MS_HELP[:-1] + ", for every run served; the page asks for another per run (docs/serve.md).")
 def command(directory: str, host: str, port: int, no_browser: bool, lazy: bool, map_reduce: bool | None,
-            loaded_ranks: int) -> None:
+            loaded_ranks: int, step_ms: float | None) -> None:
     """Serve a web UI over the runs (trace files or run directories) under DIRECTORY."""
     _need_web()
     from stepscope.server.serve import serve
@@ -53,7 +55,7 @@ def command(directory: str, host: str, port: int, no_browser: bool, lazy: bool, 
 
     try:
         serve(directory, host=host, port=port, open_browser=not no_browser, preload=not lazy, map_reduce=map_reduce,
-              loaded_ranks=loaded_ranks,
+              loaded_ranks=loaded_ranks, step_ms=step_ms,
               echo=lambda s: click.echo(s), warn=warn)
     except OSError as exc:
         raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None

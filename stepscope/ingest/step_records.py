@@ -22,6 +22,7 @@ from pathlib import Path
 
 import msgspec
 
+from stepscope.errors import UsageError
 from stepscope.model.diagnostics import Diagnostic
 from stepscope.model.trace import UNPROFILED_GIVEN_KEY, UNPROFILED_STEPS_KEY, Trace
 
@@ -103,9 +104,25 @@ def attach_step_records(trace: Trace, files: Sequence[str]) -> Trace:
 
 
 
+#: the longest step one may give (ms, ~11.6 days): its ns stay far inside an int64
+MAX_GIVEN_STEP_MS = 1e9
+
+
+def given_step_problem(step_ms: float) -> str | None:
+    """Why ``step_ms`` cannot be a step timed without the profiler (None when it can): it must be a finite
+    number of milliseconds above 0 and at most :data:`MAX_GIVEN_STEP_MS` (NaN, infinity, 0 and -1 are not)."""
+    if isinstance(step_ms, bool) or not math.isfinite(step_ms) or not 0 < step_ms <= MAX_GIVEN_STEP_MS:
+        return f"must be a step time in milliseconds above 0 and at most {MAX_GIVEN_STEP_MS:g} (got {step_ms!r})"
+    return None
+
+
 def with_given_step(trace: Trace, step_ms: float) -> Trace:
     """``trace`` with every rank given the step the user timed without the profiler (``--step-ms``: a
-    training log's step time): the profiler's cost per op is then measured from it, as from a step log."""
+    training log's step time): the profiler's cost per op is then measured from it, as from a step log.
+    A ``step_ms`` :func:`given_step_problem` refuses is a :class:`~stepscope.errors.UsageError`."""
+    problem = given_step_problem(step_ms)
+    if problem is not None:
+        raise UsageError(f"the step timed without the profiler {problem}")
     ranks = tuple(dataclasses.replace(r, metadata={**r.metadata, UNPROFILED_GIVEN_KEY: round(step_ms * 1e6)})
                   for r in trace.ranks)
     return dataclasses.replace(trace, ranks=ranks)

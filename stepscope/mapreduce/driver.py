@@ -31,6 +31,7 @@ from stepscope.ingest.build import diagnose_ranks
 from stepscope.ingest.empty import no_events_error
 from stepscope.ingest.engines import RAY_TASK_RETRIES, check_engine, import_ray, ray_get, ray_session
 from stepscope.ingest.layout import RunFiles, resolve
+from stepscope.ingest.step_records import with_given_step
 from stepscope.mapreduce.worker import (
     JobFacts,
     RankFacts,
@@ -111,9 +112,10 @@ _RANKS = "\u0000ranks\u0000"  # where the rank objects go in the head's text
 
 def load_rank(result: MapReduceResult, rank: int, use_cache: bool = True) -> Trace:
     """One rank's whole model, for a view that needs events (timeline, drill-down): from the cache the
-    map step wrote (read again when that cache was a temporary one)."""
+    map step wrote (read again when that cache was a temporary one), given the step the map step gave it."""
     t = result.rank_files[rank]
-    return load_rank_file(t.file, t.index, t.source, span=t.span, use_cache=use_cache)
+    trace = load_rank_file(t.file, t.index, t.source, span=t.span, use_cache=use_cache)
+    return trace if t.step_ms is None else with_given_step(trace, t.step_ms)
 
 
 def wants_map_reduce(path: str | Path, span: str | None = None, choice: bool | None = None) -> bool:
@@ -131,17 +133,20 @@ def wants_map_reduce(path: str | Path, span: str | None = None, choice: bool | N
 def map_reduce(path: str | Path, *, span: str | None = None, ranks: Sequence[int] | None = None,
                batch_size: int | None = None, use_cache: bool = True, engine: str = "local",
                ray_address: str | None = None, workers: int | None = None, config: AdvisorConfig | None = None,
-               measure: bool = False, extra: Callable[[Trace, int], object] | None = None) -> MapReduceResult:
+               measure: bool = False, extra: Callable[[Trace, int], object] | None = None,
+               step_ms: float | None = None) -> MapReduceResult:
     """The §12 document of the run at ``path`` through per-rank summaries (see the module docstring);
     the same document the whole-model path makes. ``extra(trace, rank)`` (a module-level function)
-    runs in each rank's worker too, inside the rank's memo; its answers are the result's ``extras``."""
+    runs in each rank's worker too, inside the rank's memo; its answers are the result's ``extras``.
+    ``step_ms``: the step timed without the profiler (``--step-ms``), given to every rank as
+    :func:`~stepscope.ingest.step_records.with_given_step` gives it to the whole model."""
     check_engine(engine, ray_address)
     source = str(Path(path))
     if not Path(path).exists() or not (Path(path).is_dir() or Path(path).is_file()):
         raise UsageError("the map-reduce path reads a trace file or run directory", path)
     run = resolve(path, span)
     with _cache(use_cache) as cache, _mapper(engine, ray_address, workers, len(run.files)) as run_map:
-        tasks = [RankFile(f, i, source, run.span, str(cache)) for i, f in enumerate(run.files)]
+        tasks = [RankFile(f, i, source, run.span, str(cache), step_ms=step_ms) for i, f in enumerate(run.files)]
         facts = run_map(scan_rank, [(t,) for t in tasks])
         _check_ranks(facts, ranks, path)
         chosen = sorted((i for i, f in enumerate(facts) if ranks is None or f.rank in ranks),

@@ -31,6 +31,7 @@ from stepscope.analysis.platform import uses_compile, uses_pytorch
 from stepscope.analysis.stragglers import match_collectives, match_of_rank
 from stepscope.ingest import load_rank_file, rank_file_key
 from stepscope.ingest.empty import holds_nothing
+from stepscope.ingest.step_records import with_given_step
 from stepscope.model.diagnostics import Diagnostic
 from stepscope.model.trace import Trace
 from stepscope.report.json_out import clean, rank_object
@@ -46,6 +47,7 @@ class RankFile:
     span: str
     cache: str
     key: str | None = None  # its cache key, once map 1 has hashed the file (map 2 opens the entry by it)
+    step_ms: float | None = None  # the step timed without the profiler (``--step-ms``), given to the rank
 
 
 @dataclass(frozen=True)
@@ -109,7 +111,8 @@ def indented(data: bytes) -> str:
 
 
 def _load(task: RankFile) -> Trace:
-    return load_rank_file(task.file, task.index, task.source, span=task.span, cache=Path(task.cache), key=task.key)
+    trace = load_rank_file(task.file, task.index, task.source, span=task.span, cache=Path(task.cache), key=task.key)
+    return trace if task.step_ms is None else with_given_step(trace, task.step_ms)
 
 
 def scan_rank(task: RankFile) -> RankFacts:

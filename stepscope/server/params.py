@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
+from stepscope.ingest.step_records import MAX_GIVEN_STEP_MS, given_step_problem
+
 #: the most query parameters a request may carry, and the longest value
 MAX_PARAMS = 8
 MAX_VALUE_CHARS = 64
@@ -20,6 +22,8 @@ NS_LIMIT = 1 << 62
 MAX_ITEMS_LIMIT = 20_000
 DEFAULT_MAX_ITEMS = 4000
 _INT = re.compile(r"^-?\d{1,19}$")
+#: a decimal number of milliseconds (``33``, ``33.05``, ``.5``, ``3.3e1``): no sign, no ``nan`` / ``inf``
+_MS = re.compile(r"^(?:\d{1,12}(?:\.\d{0,12})?|\.\d{1,12})(?:[eE][+-]?\d{1,3})?$")
 
 
 class ApiError(Exception):
@@ -68,6 +72,19 @@ def integer(q: Mapping[str, str], name: str, *, lo: int, hi: int, default: int |
     value = int(raw)
     if not lo <= value <= hi:
         raise ApiError(400, f"{name} must be between {lo} and {hi}")
+    return value
+
+
+def step_ms(q: Mapping[str, str]) -> float | None:
+    """The optional ``step_ms``: the step timed without the profiler (``--step-ms``), a finite number of
+    milliseconds above 0 (:func:`~stepscope.ingest.step_records.given_step_problem`); absent → None."""
+    raw = q.get("step_ms")
+    if raw is None or raw == "":
+        return None
+    value = float(raw) if _MS.match(raw) else None
+    if value is None or given_step_problem(value) is not None:
+        raise ApiError(400, f"step_ms must be a number of milliseconds above 0 and at most {MAX_GIVEN_STEP_MS:g}, "
+                       f"the step timed without the profiler (got {raw[:32]!r})")
     return value
 
 

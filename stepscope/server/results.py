@@ -41,6 +41,7 @@ from stepscope.analysis.breakdown import tb_step_windows
 from stepscope.analysis.bundle import Bundle, analyze
 from stepscope.analysis.timeline_event import launched_by_track
 from stepscope.analysis.timeline_index import rank_index
+from stepscope.ingest.step_records import with_given_step
 from stepscope.model.trace import Trace
 from stepscope.report.advice_json import finding_dict
 from stepscope.report.json_out import clean, to_json
@@ -103,7 +104,7 @@ def dumps(obj: Any) -> bytes:
     return json.dumps(clean(obj), separators=(",", ":"), allow_nan=False, default=str).encode()
 
 
-def _findings(bundle: Bundle) -> list[dict[str, Any]]:
+def findings_of(bundle: Bundle) -> list[dict[str, Any]]:
     return [finding_dict(f) for f in advise(bundle)]
 
 
@@ -127,7 +128,8 @@ def rank_info(trace: Trace, rank: int) -> dict[str, Any]:
     return {"rank": rank, "start_ns": start, "end_ns": max(end, start + 1), "steps": steps}
 
 
-def _summary(entry: RunEntry, doc: dict[str, Any], ranks: Sequence[int]) -> dict[str, Any]:
+def summary_of(entry: RunEntry, doc: dict[str, Any], ranks: Sequence[int]) -> dict[str, Any]:
+    """The runs list's headline numbers of the run, from its document (its first rank's object at least)."""
     first = doc["ranks"][0] if doc.get("ranks") else {}
     ov = first.get("overview") or {}
     dev = first.get("device") or {}
@@ -141,9 +143,12 @@ def _summary(entry: RunEntry, doc: dict[str, Any], ranks: Sequence[int]) -> dict
             else None}
 
 
-def analyse_run(entry: RunEntry, loader: Loader) -> RunResults:
-    """Load, analyse and advise one run, and render every answer the routes serve (once)."""
+def analyse_run(entry: RunEntry, loader: Loader, step_ms: float | None = None) -> RunResults:
+    """Load, analyse and advise one run, and render every answer the routes serve (once); ``step_ms``: the
+    step timed without the profiler (``serve --step-ms``), given to the trace (``with_given_step``)."""
     trace = loader(entry.path)
+    if step_ms is not None:
+        trace = with_given_step(trace, step_ms)
     bundle = analyze(trace)
     with bundle.memo.active():
         return _results(entry, bundle)
@@ -151,10 +156,10 @@ def analyse_run(entry: RunEntry, loader: Loader) -> RunResults:
 
 def _results(entry: RunEntry, bundle: Bundle) -> RunResults:
     trace = bundle.trace
-    doc = to_json(bundle, _findings(bundle))
+    doc = to_json(bundle, findings_of(bundle))
     ranks = tuple(int(r["rank"]) for r in doc["ranks"])
     sections = {r: zlib.compress(dumps(obj), 6) for r, obj in zip(ranks, doc["ranks"])}
-    summary = _summary(entry, doc, ranks)
+    summary = summary_of(entry, doc, ranks)
     summary["events"] = trace.event_count
     infos = [rank_info(trace, r) for r in ranks]
     for r in ranks[:WARM_RANKS]:  # per rank: memoised in the bundle's memo
@@ -183,16 +188,16 @@ def rank_extras(trace: Trace, rank: int) -> RankExtras:
     return RankExtras(rank_info(trace, rank), dumps(memory_of(trace, rank)), trace.event_count, len(trace.tracks))
 
 
-def analyse_ranks(entry: RunEntry, loaded_ranks: int = LOADED_RANKS) -> RunResults:
+def analyse_ranks(entry: RunEntry, loaded_ranks: int = LOADED_RANKS, step_ms: float | None = None) -> RunResults:
     """The run's answers through the map-reduce path (see the module docstring); ``loaded_ranks``
-    rank models kept loaded at most."""
+    rank models kept loaded at most; ``step_ms`` as :func:`analyse_run` takes it."""
     from stepscope.mapreduce.driver import map_reduce
     from stepscope.mapreduce.worker import unpack
 
-    mr = map_reduce(entry.path, extra=rank_extras)
+    mr = map_reduce(entry.path, extra=rank_extras, step_ms=step_ms)
     extras = {r: _extras(x) for r, x in mr.extras.items()}
     ranks = tuple(sorted(mr.rank_files))  # the summaries' order
-    summary = _summary(entry, {**mr.head, "ranks": [unpack(mr.sections[0])] if ranks else []}, ranks)
+    summary = summary_of(entry, {**mr.head, "ranks": [unpack(mr.sections[0])] if ranks else []}, ranks)
     summary["events"] = sum(x.events for x in extras.values())
     infos = [extras[r].info for r in ranks]
     models = LazyRanks(mr, {r: (x.events, x.tracks) for r, x in extras.items()}, loaded_ranks)

@@ -3,8 +3,9 @@
 =============================================  ================================================
 ``GET /api/v1/health``                         ``{"ok": true, "runs": n}``
 ``GET /api/v1/runs``                           ``{"runs": [{id, label, kind, state, ...}]}``
-``GET /api/v1/runs/{id}[?rank=]``              the run's §12 document (one rank with ``rank``)
-``GET /api/v1/runs/{id}/findings``             ``{"findings": [...], "verdicts": [...]}``
+``GET /api/v1/runs/{id}[?rank=&step_ms=]``     the run's §12 document (one rank with ``rank``; at the
+                                               step timed without the profiler ``step_ms``: :mod:`.steps`)
+``GET /api/v1/runs/{id}/findings[?step_ms=]``  ``{"findings": [...], "verdicts": [...]}``
 ``GET /api/v1/runs/{id}/info``                 per rank: time extent and step windows (trace ns)
 ``GET /api/v1/runs/{id}/memory?rank=``         the rank's memory curves
 ``GET /api/v1/runs/{id}/timeline?rank=&...``   one timeline window (``start_ns``, ``end_ns``,
@@ -20,7 +21,7 @@
 ``GET /api/v1/runs/{id}/snapshot/allocations`` the allocations live at the peak, largest first,
                                                with stacks (``device``, ``offset``, ``limit``)
 ``GET /api/v1/diff?base=&new=``                the diff document of two runs (docs/json.md)
-``POST /api/v1/runs/{id}/whatif``              the run replayed with the changes of the JSON body
+``POST /api/v1/runs/{id}/whatif[?step_ms=]``   the run replayed with the changes of the JSON body
                                                (:mod:`.whatif`): ``stepscope whatif --json``
 =============================================  ================================================
 
@@ -77,19 +78,20 @@ def runs(request: Request) -> Response:
 
 
 def _ready(request: Request, allowed: tuple[str, ...]) -> tuple[RunResults, dict[str, str]]:
+    """The run's results (at the query's ``step_ms`` where the route takes one) and the checked query."""
     q = params.query(request.query_params.multi_items(), allowed)
     store, run_id = _run(request)
-    return store.get(run_id), q
+    return store.get(run_id, params.step_ms(q)), q
 
 
 def document(request: Request) -> Response:
-    res, q = _ready(request, ("rank",))
+    res, q = _ready(request, ("rank", "step_ms"))
     rank = params.rank(q, res.ranks)
     return json_bytes(res.doc if rank is None else res.rank_doc(rank))
 
 
 def findings(request: Request) -> Response:
-    res, _ = _ready(request, ())
+    res, _ = _ready(request, ("step_ms",))
     return json_bytes(res.findings)
 
 
@@ -170,11 +172,11 @@ def diff(request: Request) -> Response:
 
 
 async def whatif(request: Request) -> Response:
-    params.query(request.query_params.multi_items(), ())
+    step_ms = params.step_ms(params.query(request.query_params.multi_items(), ("step_ms",)))
     store, run_id = _run(request)
     store.entry(run_id)  # 404 before reading the body
     changes = parse_whatif(await request.body())
-    return json_bytes(await run_in_threadpool(store.whatif, run_id, changes))
+    return json_bytes(await run_in_threadpool(store.whatif, run_id, changes, step_ms))
 
 
 API_ROUTES = [

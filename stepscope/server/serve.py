@@ -74,15 +74,16 @@ def not_loopback_warning(host: str) -> str:
 
 def serve(root: str | Path, *, host: str = "127.0.0.1", port: int = 0, open_browser: bool = True,
           preload: bool = True, echo: Callable[[str], None] = print, warn: Callable[[str], None] = print,
-          map_reduce: bool | None = None, loaded_ranks: int = 2) -> None:
-    """Serve the runs under ``root`` until interrupted (see the module docstring); ``map_reduce`` and
-    ``loaded_ranks`` as :class:`~stepscope.server.store.RunStore` takes them."""
+          map_reduce: bool | None = None, loaded_ranks: int = 2, step_ms: float | None = None) -> None:
+    """Serve the runs under ``root`` until interrupted (see the module docstring); ``map_reduce``,
+    ``loaded_ranks`` and ``step_ms`` (every run's step timed without the profiler) as
+    :class:`~stepscope.server.store.RunStore` takes them."""
     import uvicorn
 
     from stepscope.server.protocol import server_config
 
     entries = discover_runs(root)
-    store = RunStore(entries, map_reduce=map_reduce, loaded_ranks=loaded_ranks)
+    store = RunStore(entries, map_reduce=map_reduce, loaded_ranks=loaded_ranks, step_ms=step_ms)
     loopback = is_loopback(host)
     if not loopback:
         warn(not_loopback_warning(host))
@@ -92,6 +93,9 @@ def serve(root: str | Path, *, host: str = "127.0.0.1", port: int = 0, open_brow
     if preload:
         threading.Thread(target=store.preload, name="stepscope-preload", daemon=True).start()
     echo(f"stepscope: serving {len(entries)} run{'s' if len(entries) != 1 else ''} from {root} at {url}")
+    if step_ms is not None:
+        echo(f"stepscope: every run's profiler cost per op measured from a {step_ms:g} ms step (--step-ms); "
+             "the page's 'step without the profiler' asks for another")
     echo("stepscope: press Ctrl+C to stop")
     if open_browser:
         threading.Timer(0.5, webbrowser.open, args=(url,)).start()

@@ -43,6 +43,7 @@ from stepscope.server.params import ApiError
 from stepscope.server.ranks import LOADED_RANKS, RankModels, shift_details, shift_ids, shift_window
 from stepscope.server.results import RunResults, analyse_ranks, analyse_run, dumps
 from stepscope.server.snapshots import SnapshotResults, analyse_snapshot
+from stepscope.server.steps import own_cost_us, restepped
 from stepscope.server.whatif import WhatIfRequest
 
 if TYPE_CHECKING:
@@ -53,6 +54,8 @@ log = logging.getLogger(__name__)
 WINDOW_CACHE = 128
 #: what-if answers kept (a few kB each)
 WHATIF_CACHE = 64
+#: a run's answers at a request's own ``step_ms`` kept (:mod:`.steps`; a whole run's holds its analyses)
+STEP_CACHE = 8
 
 
 def default_loader(path: Path) -> Trace:
@@ -100,10 +103,14 @@ class RunStore:
     """The runs of one served directory and every answer computed about them (see the module docstring)."""
 
     def __init__(self, entries: Sequence[RunEntry], loader: Callable[[Path], Trace] | None = None,
-                 map_reduce: bool | None = None, loaded_ranks: int = LOADED_RANKS) -> None:
+                 map_reduce: bool | None = None, loaded_ranks: int = LOADED_RANKS,
+                 step_ms: float | None = None) -> None:
         """``loader`` reads a run whole (default :func:`default_loader`); ``map_reduce``: True analyses
         every run through the map-reduce path, False none, None (default) the runs of several rank
-        files when no ``loader`` is given; ``loaded_ranks``: rank models a map-reduce run keeps loaded."""
+        files when no ``loader`` is given; ``loaded_ranks``: rank models a map-reduce run keeps loaded;
+        ``step_ms``: the step timed without the profiler given to every run (``serve --step-ms``)."""
+        self.step_ms = step_ms
+        self._steps: OrderedDict[tuple[str, float], _Slot] = OrderedDict()
         self._entries = {e.id: e for e in entries}
         self._slots = {e.id: _Slot() for e in entries}
         self._loader = loader or default_loader
@@ -143,8 +150,11 @@ class RunStore:
             out.append(item)
         return out
 
-    def get(self, run_id: str) -> RunResults:
-        """The run's precomputed results, analysing it first if no request has yet."""
+    def get(self, run_id: str, step_ms: float | None = None) -> RunResults:
+        """The run's precomputed results, analysing it first if no request has yet; with a ``step_ms``
+        other than the serve-level one, its answers at that step (:meth:`_at_step`)."""
+        if step_ms is not None and step_ms != self.step_ms:
+            return self._at_step(run_id, step_ms)
         entry = self.entry(run_id)
         if entry.kind == "snapshot":
             raise ApiError(404, "this run is an allocator snapshot: its answers are under /api/v1/runs/{id}/snapshot")
@@ -153,14 +163,31 @@ class RunStore:
             with self._one_at_a_time:
                 if self._map_reduce and (not self._auto or _rank_files(entry.path) > 1):
                     try:
-                        return analyse_ranks(entry, self._loaded_ranks)
+                        return analyse_ranks(entry, self._loaded_ranks, self.step_ms)
                     except StepscopeError as exc:  # e.g. two rank files claiming one rank
                         if not self._auto:
                             raise
                         log.info("stepscope serve: %s analysed whole, not by map-reduce: %s", entry.label, exc)
-                return analyse_run(entry, self._loader)
+                return analyse_run(entry, self._loader, self.step_ms)
 
         result: RunResults = _fill(self._slots[run_id], compute, f"analysing {entry.label}")
+        return result
+
+    def _at_step(self, run_id: str, step_ms: float) -> RunResults:
+        """The run's answers at a request's own step (:func:`.steps.restepped`), made once per (run,
+        step_ms) from the run's results; the last :data:`STEP_CACHE` kept."""
+        base = self.get(run_id)
+        with self._guard:
+            slot = self._steps.setdefault((run_id, step_ms), _Slot())
+            self._steps.move_to_end((run_id, step_ms))
+            while len(self._steps) > STEP_CACHE:
+                self._steps.popitem(last=False)
+
+        def compute() -> RunResults:
+            with self._one_at_a_time:
+                return restepped(base, step_ms)
+
+        result: RunResults = _fill(slot, compute, f"analysing {base.entry.label} at a {step_ms:g} ms step")
         return result
 
     def snapshot(self, run_id: str) -> SnapshotResults:
@@ -240,10 +267,11 @@ class RunStore:
             return hit
         return self._keep(self._windows, key, compute(res), WINDOW_CACHE)
 
-    def whatif(self, run_id: str, request: WhatIfRequest) -> bytes:
-        """The run replayed with the request's changes (``stepscope whatif --json``), LRU-cached."""
-        res = self.get(run_id)
-        key = (run_id, request.key)
+    def whatif(self, run_id: str, request: WhatIfRequest, step_ms: float | None = None) -> bytes:
+        """The run replayed with the request's changes (``stepscope whatif --json``), at ``step_ms`` as
+        :meth:`get` takes it; LRU-cached by the run, the step and the changes."""
+        res = self.get(run_id, step_ms)
+        key = (run_id, self.step_ms if step_ms is None else step_ms, request.key)
         with self._replaying:
             hit = self._cached(self._whatifs, key)
             if hit is not None:
@@ -283,6 +311,8 @@ def _whatif_bytes(res: RunResults, request: WhatIfRequest) -> bytes:
     durations kept, its events let go), never the whole model."""
     try:
         check_ranks(tuple(request.options.get("fix_rank", ())), list(res.ranks))
+        if request.own_cost:  # "unprofiled": true: the cost the run measured, else the calibrated one
+            request = request.at_cost(own_cost_us(res))
         if res.bundle is not None:
             w = simulate(res.bundle.trace, request.changes)
         else:

@@ -17,13 +17,14 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, TypeVar
 
 from stepscope.analysis.whatif.options import MAX_FACTOR, REMEDY_FLAGS, batch_of, pair, regex_of, transforms_of
 from stepscope.analysis.whatif.remedies import REMEDIES
 from stepscope.analysis.whatif.transforms import Transform
+from stepscope.analysis.whatif.unprofiled import EVENT_COST_NS
 from stepscope.errors import UsageError
 from stepscope.server.params import ApiError
 
@@ -49,6 +50,15 @@ class WhatIfRequest:
     @property
     def key(self) -> str:
         return json.dumps(self.options, sort_keys=True, separators=(",", ":"))
+
+    @property
+    def own_cost(self) -> bool:
+        """``"unprofiled": true``: the profiler's cost the run measured is removed (:meth:`at_cost` sets it)."""
+        return self.options.get("unprofiled") is True
+
+    def at_cost(self, unprofiled_us: float) -> WhatIfRequest:
+        """The request with ``"unprofiled": true`` made that cost per recorded op (µs)."""
+        return replace(self, changes=_changes(self.options, unprofiled_us))
 
 
 def _refuse_constant(name: str) -> float:
@@ -122,6 +132,16 @@ def _remedies(value: Any) -> list[str]:
     return list(dict.fromkeys(value))
 
 
+def _unprofiled(value: Any) -> float | bool:
+    """µs per recorded op, or true: the cost the run measured (``whatif --unprofiled`` without a value)."""
+    if value is True or value is False:
+        return value
+    if isinstance(value, (int, float)) and math.isfinite(value) and 0 <= value <= MAX_FACTOR:
+        return float(value)
+    raise ApiError(400, f"unprofiled must be true (the cost the run measured, else {EVENT_COST_NS / 1e3:g} µs) or "
+                   f"a number of µs per recorded op from 0 to {MAX_FACTOR:g}")
+
+
 def _batch(value: Any) -> str:
     if not isinstance(value, str) or len(value) > 64:
         raise ApiError(400, "batch must be 'FROM:TO', the batch size now and after (e.g. '32:64')")
@@ -145,7 +165,7 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "batch_copies": lambda v: _flag(v, "batch_copies"), "amp": lambda v: _flag(v, "amp"),
     "bf16": lambda v: _flag(v, "bf16"), **{k: partial(_flag, name=k) for k in REMEDY_FLAGS},
     "overlap_comm": lambda v: _flag(v, "overlap_comm"), "fix_rank": _ranks, "batch": _batch,
-    "unprofiled": lambda v: _factor(v, "unprofiled"), "remedy": _remedies}  # µs per recorded op
+    "unprofiled": _unprofiled, "remedy": _remedies}
 
 
 def parse_whatif(body: bytes) -> WhatIfRequest:
@@ -155,10 +175,16 @@ def parse_whatif(body: bytes) -> WhatIfRequest:
     opts = {k: v for k, v in opts.items() if v is not False and v != []}
     if not opts:
         raise ApiError(400, f"name at least one change ({', '.join(FIELDS)})")
-    changes = _usage(lambda: transforms_of(
+    return WhatIfRequest(opts, _changes(opts, EVENT_COST_NS / 1e3))
+
+
+def _changes(opts: dict[str, Any], own_cost_us: float) -> tuple[Transform, ...]:
+    """The checked options' transformations; ``"unprofiled": true`` at ``own_cost_us`` µs per op."""
+    unprofiled = opts.get("unprofiled")
+    return tuple(_usage(lambda: transforms_of(
         opts.get("workers"), opts.get("drop_syncs"), bool(opts.get("pin_copies")), tuple(opts.get("scale", ())),
         opts.get("host_overhead"), tuple(opts.get("host_in", ())), bool(opts.get("overlap_comm")),
         tuple(opts.get("fix_rank", ())), opts.get("batch"), bool(opts.get("fused_optimizer")),
-        bool(opts.get("no_compile")), bool(opts.get("batch_copies")), opts.get("unprofiled"), bool(opts.get("amp")),
-        bool(opts.get("bf16")), (*(k for k in REMEDY_FLAGS if opts.get(k)), *opts.get("remedy", ()))))
-    return WhatIfRequest(opts, tuple(changes))
+        bool(opts.get("no_compile")), bool(opts.get("batch_copies")),
+        own_cost_us if unprofiled is True else unprofiled, bool(opts.get("amp")),
+        bool(opts.get("bf16")), (*(k for k in REMEDY_FLAGS if opts.get(k)), *opts.get("remedy", ())))))

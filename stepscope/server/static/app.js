@@ -2,7 +2,8 @@
 //   #/                             runs
 //   #/run/<id>/<view>?rank=<r>     overview | steps | kernels | operators | modules | memory | distributed | graphs |
 //                                  timeline | whatif | roofline
-//                                  (whatif also takes &remedy=<name>: that remedy replayed at once)
+//                                  (whatif also takes &remedy=<name>: that remedy replayed at once;
+//                                  every view &step_ms=<ms>: the run at that step without the profiler, stepms.js)
 //   #/run/<id>/snapshot            an allocator snapshot (run kind "snapshot"; its only view: snapshot.js), or
 //                                  in a report of a run made with `--snapshot FILE`, the snapshot it carries
 //   #/diff?base=<id>&new=<id>      compare two runs
@@ -41,13 +42,17 @@ function parseRoute() {
   const q = new URLSearchParams(qs || "");
   const parts = path.split("/").filter(Boolean);
   if (parts[0] === "run" && parts[1]) return {page: "run", id: parts[1], view: parts[2] || "overview", rank: q.get("rank"),
-    remedy: q.get("remedy")};
+    remedy: q.get("remedy"), stepMs: q.get("step_ms")};
   if (parts[0] === "diff") return {page: "diff", base: q.get("base"), next: q.get("new")};
   return {page: "home"};
 }
 
-function href(id, view, rank) {
-  return `#/run/${encodeURIComponent(id)}/${view}` + (rank !== null && rank !== undefined ? `?rank=${rank}` : "");
+function href(id, view, rank, stepMs) {
+  const q = new URLSearchParams();
+  if (rank !== null && rank !== undefined) q.set("rank", String(rank));
+  if (stepMs) q.set("step_ms", stepMs);  // the step without the profiler the run is shown at (stepms.js)
+  const qs = q.toString();
+  return `#/run/${encodeURIComponent(id)}/${view}` + (qs ? `?${qs}` : "");
 }
 
 async function loadRuns(fresh = true) {
@@ -64,7 +69,7 @@ function header(route, run, rank) {
   picker.append(el("label", null, "run ", sel));
   if (run && run.ranks && run.ranks.length > 1) {
     picker.append(el("label", null, "rank ", el("select", {id: "rank-picker", "aria-label": "rank",
-      on: {change: (e) => { location.hash = href(run.id, route.view, e.target.value); }}},
+      on: {change: (e) => { location.hash = href(run.id, route.view, e.target.value, route.stepMs); }}},
       run.ranks.map((k) => el("option", {value: k, selected: k === rank}, String(k))))));
   }
   picker.append(el("a", {class: "navbtn", id: "diff-link", href: "#/diff"}, "Compare runs"));
@@ -76,7 +81,7 @@ function navLinks(route, run, rank) {
   if (route.page === "run" && run) {
     const views = run.kind === "snapshot" ? SNAPSHOT_VIEWS : carriesSnapshot() ? [...VIEWS, ...SNAPSHOT_VIEWS] : VIEWS;
     for (const [key, label] of views) {
-      nav.append(el("a", {href: href(run.id, key, rank), "data-view": key, class: key === route.view ? "on" : null}, label));
+      nav.append(el("a", {href: href(run.id, key, rank, route.stepMs), "data-view": key, class: key === route.view ? "on" : null}, label));
     }
   }
 }
@@ -128,7 +133,7 @@ async function runPage(r, my) {
   if (run.kind === "snapshot") return snapshotPage({...r, view: "snapshot"}, run, my);
   header(r, run, null);
   show(loading(`analysing ${run.label}… (once; later views are instant)`), my);
-  const whole = await runDocument(r.id);
+  const whole = await runDocument(r.id, undefined, r.stepMs);
   if (run.state !== "ready") { await loadRuns(); run = runs.find((x) => x.id === r.id) || run; }
   const ranks = (whole.ranks || []).map((x) => x.rank);
   const rank = r.rank !== null && ranks.includes(Number(r.rank)) ? Number(r.rank) : ranks[0];
@@ -138,10 +143,11 @@ async function runPage(r, my) {
     document.title = `Memory snapshot · ${reportTitle()}`;
     return show(await snapshotView({runId: r.id, run}), my);
   }
-  const doc = await runDocument(r.id, rank);
+  const doc = await runDocument(r.id, rank, r.stepMs);
   const entry = VIEWS.find(([k]) => k === r.view) || VIEWS[0];
   document.title = standalone ? `${entry[1]} · ${reportTitle()}` : `${entry[1]} · ${run.label} · stepscope`;
-  const nodes = await entry[2]({runId: r.id, rank, doc, run, remedy: r.remedy});
+  const setStep = (ms) => { location.hash = href(r.id, entry[0], rank, ms); };
+  const nodes = await entry[2]({runId: r.id, rank, doc, run, remedy: r.remedy, stepMs: r.stepMs, setStep});
   show(nodes, my);
   if (my === token) sayView(main, (doc.ranks || [])[0]?.device);  // an NPU's views in its words
 }

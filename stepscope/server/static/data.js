@@ -62,9 +62,10 @@ export async function listRuns(fresh = true) {
   return embedded.doc || embedded.kind === "snapshot" ? [summary()] : [];
 }
 
-/** The run's §12 document; with a rank, cut to that rank (as GET /api/v1/runs/{id}?rank=). */
-export async function runDocument(id, rank) {
-  if (!standalone) return api(`/api/v1/runs/${id}` + (rank === undefined ? "" : `?rank=${rank}`));
+/** The run's §12 document; with a rank, cut to that rank (as GET /api/v1/runs/{id}?rank=); with `stepMs`, at that
+ *  step without the profiler (?step_ms=, served only: a report's document is the one it was written with). */
+export async function runDocument(id, rank, stepMs) {
+  if (!standalone) return api(`/api/v1/runs/${id}${query({rank, step_ms: stepMs || null})}`);
   const doc = embedded.doc;
   return rank === undefined ? doc : {...doc, ranks: (doc.ranks || []).filter((r) => r.rank === rank)};
 }
@@ -170,13 +171,13 @@ export async function diffDocument(base, next) {
   return embedded.diff;
 }
 
-/** A new what-if replay (needs the trace: refused in a standalone report). */
-export async function replay(id, body) {
+/** A new what-if replay (needs the trace: refused in a standalone report), at `stepMs` as runDocument takes it. */
+export async function replay(id, body, stepMs) {
   if (standalone) {
     throw new Error("A new replay needs the trace: this report carries the standard remedies replayed above. "
       + "Run `stepscope whatif TRACE` with these options, or open the trace with `stepscope serve`.");
   }
-  return post(`/api/v1/runs/${encodeURIComponent(id)}/whatif`, body);
+  return post(`/api/v1/runs/${encodeURIComponent(id)}/whatif${query({step_ms: stepMs || null})}`, body);
 }
 
 /** True when a standalone report carries an allocator snapshot (`report --snapshot FILE`). */

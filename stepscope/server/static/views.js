@@ -3,6 +3,7 @@
 import {el, card, empty, fmtMs, fmtPct, fmtNum, isNum, BREAKDOWN} from "./util.js";
 import {stackedColumns, legend} from "./charts.js";
 import {dataTable} from "./tables.js";
+import {stepControl} from "./stepms.js";
 
 function stat(label, value, attrs = {}) {
   return el("div", {class: "stat", ...attrs}, el("div", {class: "v"}, value), el("div", {class: "k"}, label));
@@ -49,7 +50,7 @@ function evidenceValue(v) {
 }
 
 /** One finding card: severity, title, gain, advice, evidence; a replayed gain links to the What-if view. */
-export function findingCard(f, runId, rank) {
+export function findingCard(f, runId, rank, stepMs) {
   const sev = f.severity || "low";
   const ev = Object.entries(f.evidence || {});
   const remedy = f.evidence && typeof f.evidence.whatif_remedy === "string" ? f.evidence.whatif_remedy : null;
@@ -59,7 +60,8 @@ export function findingCard(f, runId, rank) {
       el("span", {class: "rule"}, f.rule), el("span", {class: "gain", title: f.basis || ""}, gainText(f, rank))),
     el("div", {class: "advice"}, f.advice || ""),
     remedy && runId ? el("a", {class: "whatif-link", "data-remedy": remedy,
-      href: `#/run/${encodeURIComponent(runId)}/whatif?rank=${where}&remedy=${encodeURIComponent(remedy)}`},
+      href: `#/run/${encodeURIComponent(runId)}/whatif?rank=${where}&remedy=${encodeURIComponent(remedy)}`
+        + (stepMs ? `&step_ms=${encodeURIComponent(stepMs)}` : "")},
     `replayed (${remedy}): see What-if →`) : null,
     ev.length ? el("details", {class: "evidence"}, el("summary", null, `evidence (${ev.length})`),
       el("dl", null, ev.map(([k, v]) => [el("dt", null, k), el("dd", null, evidenceValue(v))])),
@@ -100,6 +102,7 @@ export function overviewView(ctx) {
   const hero = card("overview", "Overview", where,
     job || v ? el("div", {class: "verdict", id: "verdict"}, (job || v).text) : null,
     job && v ? el("div", {class: "verdict rank-verdict", id: "rank-verdict"}, v.text) : null,
+    stepControl(ctx, r),
     ov ? el("div", {class: "stats"},
       // a job: its step (the job verdict's, the arrivals' and the job replay's one number), then the rank's own window
       job ? stat("job step", fmtMs(job.avg_step_ms), {id: "job-step", "data-value": job.avg_step_ms}) : null,
@@ -117,7 +120,7 @@ export function overviewView(ctx) {
   const parts = [hero];
   if (ov) parts.push(card("avg-step-card", "Average step", "Where the average step's wall time goes (priority: Kernel > Memcpy > Memset > Communication > Runtime > DataLoader > CPU Exec > Other).", avgBreakdown(ov)));
   parts.push(card("findings", `Findings (${found.length})`, "What shortens the bound first, then by estimated time saved per step.",
-    found.length ? el("ol", {class: "findings"}, found.map((f) => findingCard(f, ctx.runId, rank))) : el("p", {class: "empty ok", id: "no-findings"}, "No findings: nothing stands out.")));
+    found.length ? el("ol", {class: "findings"}, found.map((f) => findingCard(f, ctx.runId, rank, ctx.stepMs))) : el("p", {class: "empty ok", id: "no-findings"}, "No findings: nothing stands out.")));
   parts.push(deepCard(r, dev));
   if ((doc.diagnostics || []).length) parts.push(diagnosticsCard(doc.diagnostics));
   return parts;

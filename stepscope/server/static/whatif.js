@@ -10,6 +10,7 @@
 import {el, svg, card, empty, clear, tip, fmtMs, fmtPct, isNum} from "./util.js";
 import {dataTable} from "./tables.js";
 import {replay as replayRun, standalone} from "./data.js";
+import {stepControl} from "./stepms.js";
 
 const PARTS = [["compute", "GPU compute", "#4c78a8"], ["communication", "communication", "#72b7b2"],
   ["copy", "memory copies", "#f58518"], ["input", "input pipeline", "#eeca3b"], ["host", "host (CPU, launches)", "#b279a2"]];
@@ -178,7 +179,7 @@ function remediesCard(ctx, onReplay) {
     saved_ms: x.unprofiled_saved_ms})) : shown;
   const barsOf = unprof ? `grey: without the profiler's cost (${fmtMs(sec.unprofiled_mean_ms)}), blue: predicted on it` : "grey: measured, blue: predicted";
   return card("remedies", `Remedies replayed — rank ${ctx.rank}`, `Each standard remedy replayed on this rank's steps. Measured mean step ${fmtMs(m)}; ${barsOf}.${without}${left}`,
-    pairedBars("remedies-chart", unprof ? sec.unprofiled_mean_ms : m, bars), el("div", {class: "tablewrap"}, table));
+    stepControl(ctx, r), pairedBars("remedies-chart", unprof ? sec.unprofiled_mean_ms : m, bars), el("div", {class: "tablewrap"}, table));
 }
 
 /** The job replayed (`cluster.job_whatif`): each straggler fixed, each standard remedy on every rank. */
@@ -340,7 +341,7 @@ async function predict(ctx, form, output, button) {
   output.dataset.state = "loading";
   clear(output).append(el("div", {class: "loading"}, el("span", {class: "spinner"}), "replaying every step…"));
   try {
-    const res = await replayRun(ctx.runId, body);
+    const res = await replayRun(ctx.runId, body, ctx.stepMs);
     clear(output).append(...resultNodes(res));
     output.dataset.state = "ready";
   } catch (err) {

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from stepscope.advisor.config import load_config
@@ -12,6 +14,7 @@ from stepscope.errors import UsageError
 from stepscope.report import findings_view, json_out
 from stepscope.report.advice_json import finding_dict, verdict_dicts
 from stepscope.report.console import terminal_console
+from stepscope.report.terminal import render_diagnostics
 
 
 @click.command("advise", short_help="What bounds each step, and what to change, ranked.")
@@ -30,25 +33,26 @@ def command(path: str | None, as_json: bool, top: int, settings: tuple[str, ...]
     cfg = load_config(config_file, settings)  # bad settings fail before the (slower) load
     mr = map_reduce_run(path, map_reduce, no_cache, span, ranks, config=cfg) if as_json else None
     if mr is not None:
-        _echo_advice(str(mr.document["source"]), mr.advice)
+        _echo_advice(str(mr.document["source"]), mr.advice, list(mr.document.get("diagnostics") or []))
         return
     if map_reduce:
         raise UsageError("--map-reduce makes the JSON output: add --json")
     trace = load_trace(path, no_cache, span, ranks)
     advice = run_advisor(analyze(trace), cfg)
     if as_json:
-        _echo_advice(trace.source, advice)
+        _echo_advice(trace.source, advice, [d.to_dict() for d in trace.diagnostics])
         return
     console = terminal_console()
     console.rule(f"[bold]stepscope advise[/bold] {trace.source}")
     findings_view.render_verdicts(advice.verdicts, console, advice.findings)
     findings_view.render_findings(advice.findings, console, top)
     findings_view.render_not_run(advice.not_run, console, advice.verdicts[0].platform if advice.verdicts else "")
+    render_diagnostics(trace.diagnostics, console)  # what was repaired or dropped: the answer is of what was read
 
 
-def _echo_advice(source: str, advice: Advice) -> None:
+def _echo_advice(source: str, advice: Advice, diagnostics: list[Any]) -> None:
     echo_json(json_out.clean({
         "schema_version": json_out.SCHEMA_VERSION, "source": source,
         "verdicts": verdict_dicts(advice.verdicts, advice.findings),
         "findings": [finding_dict(f) for f in advice.findings],
-        "not_run": [n.to_dict() for n in advice.not_run]}))
+        "not_run": [n.to_dict() for n in advice.not_run], "diagnostics": diagnostics}))

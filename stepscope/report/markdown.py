@@ -37,7 +37,8 @@ from stepscope.report.fmt import (
     rule_title,
     verdict_text,
 )
-from stepscope.report.texts import CAUSE_WORDS, gain_share
+from stepscope.report.texts import CAUSE_WORDS, CPU_CAUSE_WORDS, gain_share
+from stepscope.report.verdict_texts import NO_DEVICE_COMPILED
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|#~])")
 MAX_STEP_ROWS = 12
@@ -149,7 +150,8 @@ def _ranks(doc: Mapping[str, Any], ranks: Sequence[Mapping[str, Any]]) -> list[s
     head = "**Ranks** — " + imbalance_text(fmt_pct((cluster or {}).get("imbalance_pct")), (cluster or {}).get(
         "imbalance_of"))
     return [head, "", *_table(headers, rows, right=range(1, len(headers))), "",
-            *_arrivals(cluster), *_pipeline_and_all_to_all(cluster), *_exposed(cluster)]
+            *_arrivals(cluster, CPU_CAUSE_WORDS if not gpu else CAUSE_WORDS), *_pipeline_and_all_to_all(cluster),
+            *_exposed(cluster)]
 
 
 def _exposed(cluster: Mapping[str, Any] | None) -> list[str]:
@@ -167,14 +169,14 @@ def _exposed(cluster: Mapping[str, Any] | None) -> list[str]:
                     right=(2, 3, 4, 5)), ""]
 
 
-def _arrivals(cluster: Mapping[str, Any] | None) -> list[str]:
+def _arrivals(cluster: Mapping[str, Any] | None, words: Mapping[str, str]) -> list[str]:
     """One line per culprit (cause, lateness) and who waits; one per slow link."""
     arr = (cluster or {}).get("arrivals")
     if not isinstance(arr, Mapping):
         return []
     out = []
     for c in arr.get("culprits") or []:
-        out.append(f"- culprit rank {md(c.get('rank'))}: {md(CAUSE_WORDS.get(str(c.get('cause')), c.get('cause')))}; "
+        out.append(f"- culprit rank {md(c.get('rank'))}: {md(words.get(str(c.get('cause')), c.get('cause')))}; "
                    f"last at {md(c.get('times_last'))} of {md(arr.get('collective_count'))} collectives, "
                    f"{fmt_ms(c.get('late_ms'))} per step after the next rank")
     victims = ", ".join(str(v) for v in arr.get("victims") or [])
@@ -287,7 +289,8 @@ def _device(rank: Mapping[str, Any], top: int) -> list[str]:
         rows = [[md(x.get("name"), 50), fmt_int(x.get("calls")), fmt_int(x.get("kernels")), fmt_ms(x.get("ms")),
                  fmt_pct(x.get("step_share_pct"))] for x in (c.get("graphs") or [])[:top]]
         out += [f"**Compiled kernels**: {fmt_int(c.get('triton_kernels'))} Triton kernels, "
-                f"{fmt_ms(c.get('triton_ms'))} ({fmt_pct(c.get('triton_pct'))} of device time)", ""]
+                f"{fmt_ms(c.get('triton_ms'))} ({fmt_pct(c.get('triton_pct'))} of device time)" if c.get("device_ms")
+                else f"**Compiled kernels**: {NO_DEVICE_COMPILED}", ""]
         out += [*_table(["compiled graph", "calls", "kernels", "time", "of step"], rows, right=(1, 2, 3, 4)),
                 ""] if rows else []
     p = rank.get("phases")

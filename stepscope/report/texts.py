@@ -201,7 +201,7 @@ RULES: dict[str, RuleText] = {
     "compile-in-step": RuleText(
         "torch.compile compiles inside the steps",
         "{compile_pct:.0f}% of the step ({compile_ms:.1f} ms) is compiling⟨, in {steps_compiling} of the {steps} "
-        "profiled steps⟩⟨ (a graph recompiled {recompile} times runs)⟩.",
+        "profiled steps⟩⟨; a graph recompiled {recompile} times⟩.",
         ("https://pytorch.org/docs/stable/torch.compiler_troubleshooting.html",
          "https://pytorch.org/docs/stable/torch.compiler_dynamic_shapes.html")),
     "variable-input-shapes": RuleText(

@@ -48,6 +48,10 @@ def _stage(stage: str, device: str, host_timeline: bool = True, has_device: bool
     return (host if stage == "host" and host else VERDICT_STAGES.get(stage, stage)).format(device=device)
 
 
+#: the compiled view of a rank without device time (a CPU-only run)
+NO_DEVICE_COMPILED = "no device time: Inductor's CPU kernels run inside the host's ops (see the operators view)"
+
+
 #: where to look when no finding shortens the bound itself, per bound
 UNADDRESSED_HINT: dict[str, str] = {
     "compute": "start from the longest kernels (the kernels view: their time, Tensor-Core use and occupancy)",

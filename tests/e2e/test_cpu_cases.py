@@ -83,3 +83,46 @@ def test_run3_turn_taking_ranks_are_not_both_culprits() -> None:
     a = analyze(load(CASES / "ddp_gloo_run3")).cluster_result(ARRIVALS)
     assert a is not None and a.culprits == (0,)
     assert a.net_late_ns(0) == int(a.late_ns[0]) - int(a.suffered_ns[0]) and a.net_late_ns(1) == 0
+
+
+def test_recompiling_every_step_is_compile_bound_and_said_plainly() -> None:
+    adv = advice("compile_recompile")
+    assert "torch.compile compiling" in texts.verdict_text(adv.verdicts[0])
+    f = adv.findings[0]
+    assert f.rule == "compile-in-step" and f.change is not None and f.change.key == "avoid-recompiles"
+    assert "; a graph recompiled" in texts.found_text(f) and "times runs" not in texts.found_text(f)
+
+
+@pytest.mark.parametrize("case", ["compile_steady", "compile_recompile"])
+def test_the_compiled_view_of_a_cpu_run_names_no_device_kernels(case: str) -> None:
+    import io
+
+    from stepscope.analysis.bundle import analyze as analyze_bundle
+    from stepscope.report import terminal
+    from stepscope.report.console import terminal_console
+    from stepscope.report.json_out import to_json
+    from stepscope.report.markdown import render_markdown
+    bundle = analyze_bundle(load(CASES / case))
+    out = io.StringIO()
+    terminal.render(bundle, terminal_console(file=out, width=200), views=["compiled"])
+    md = render_markdown(to_json(bundle))
+    for text in (out.getvalue(), md):
+        assert "Inductor's CPU kernels run inside the host's ops" in text and "Triton kernels" not in text
+
+
+def test_a_cpu_jobs_late_rank_is_late_for_its_cpu_work_in_every_renderer() -> None:
+    """The arrivals view and the Markdown report word a CPU-only culprit's host cause as the verdict does
+    (its model's ops), not as a GPU rank's (CPU ops, launches)."""
+    import io
+
+    from stepscope.analysis.bundle import analyze as analyze_bundle
+    from stepscope.report import terminal
+    from stepscope.report.console import terminal_console
+    from stepscope.report.json_out import to_json
+    from stepscope.report.markdown import render_markdown
+    bundle = analyze_bundle(load(CASES / "ddp_gloo"))
+    out = io.StringIO()
+    terminal.render(bundle, terminal_console(file=out, width=200), views=["arrivals"])
+    md = render_markdown(to_json(bundle))
+    for text in (out.getvalue(), md):
+        assert "culprit rank 0: its CPU work (the model's ops)" in text and "launches" not in text

@@ -11,6 +11,7 @@ from typing import TypeVar
 from rich.console import Console
 
 from stepscope.analysis.bundle import Bundle, RankResults
+from stepscope.analysis.platform import platform_of
 from stepscope.analysis.registry import (
     ALL_TO_ALL,
     ANNOTATIONS,
@@ -54,6 +55,7 @@ from stepscope.analysis.registry import (
     ClusterAnalysis,
     RankAnalysis,
 )
+from stepscope.report.verdict_texts import cause_words
 from stepscope.report.views.annotations import render_annotations
 from stepscope.report.views.arrivals import render_arrivals, render_job_whatif, render_slow_links
 from stepscope.report.views.breakdown import render_breakdown
@@ -131,6 +133,15 @@ def cluster_view(key: ClusterAnalysis[T], render: Callable[[T, Console, int], No
     return show
 
 
+def _arrivals_view(bundle: Bundle, console: Console, top: int) -> bool:
+    """The arrivals, each culprit's cause in its platform's words (the lowest rank's)."""
+    result = bundle.cluster_result(ARRIVALS)
+    if result is None:
+        return False
+    render_arrivals(result, console, top, cause_words(platform_of(bundle.trace, min(bundle.ranks))))
+    return True
+
+
 RENDERERS: dict[str, RankView] = {
     "summary": rank_view(SUMMARY, render_summary),
     # the views (SPEC §4, TB parity)
@@ -173,7 +184,7 @@ RENDERERS: dict[str, RankView] = {
 CLUSTER_RENDERERS: dict[str, ClusterView] = {
     "cluster": cluster_view(CLUSTER, render_cluster),
     "comm_matrix": cluster_view(COMM_MATRIX, render_comm_matrix),
-    "arrivals": cluster_view(ARRIVALS, render_arrivals),
+    "arrivals": _arrivals_view,
     "slow_links": cluster_view(SLOW_LINKS, render_slow_links),
     "job_whatif": cluster_view(JOB_WHATIF, render_job_whatif),
     "pipeline": cluster_view(PIPELINE, render_pipeline),

@@ -3,6 +3,8 @@ the job replayed with each culprit fixed."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from rich.console import Console
 
 from stepscope.analysis.arrivals import CAUSES, Arrivals
@@ -16,7 +18,8 @@ CAUSE_LABELS = {"late_start": "late start", "compute": "compute", "communication
                 "copy": "copies", "input": "input", "host": "host"}
 
 
-def render_arrivals(a: Arrivals, console: Console, top: int) -> None:
+def render_arrivals(a: Arrivals, console: Console, top: int, words: Mapping[str, str] = CAUSE_WORDS) -> None:
+    """The arrivals table and each culprit's cause (in ``words``: a CPU-only job's host is its model's ops)."""
     steps = max(a.m.step_count, 1)
     t = table(f"arrivals at {a.collective_count} collectives (ms per average step)", "rank", "role", "last at",
               "late ms", "waits for the last arrival ms", "of it on culprits ms", right_from=2)
@@ -29,7 +32,7 @@ def render_arrivals(a: Arrivals, console: Console, top: int) -> None:
         i = a.ranks.index(r)
         parts = ", ".join(f"{CAUSE_LABELS[c]} {ms(v / steps)}" for c, v in zip(CAUSES, a.rank_cause_ns[i].tolist())
                           if v >= 5_000)
-        console.print(f"  culprit rank {r}: {CAUSE_WORDS[a.culprit_cause[r]]}; last at {int(a.times_last[i])} of "
+        console.print(f"  culprit rank {r}: {words[a.culprit_cause[r]]}; last at {int(a.times_last[i])} of "
                       f"{a.collective_count}, {ms(a.late_ns[i] / steps)} ms late per step ({parts})")
     if not a.culprits:
         console.print("  no culprit: no rank arrives late enough at the collectives to hold the others back")

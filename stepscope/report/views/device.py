@@ -7,6 +7,7 @@ from rich.console import Console
 from stepscope.analysis.compiled import CompiledResult
 from stepscope.analysis.graphs import GraphResult
 from stepscope.analysis.phases import PHASES, PhaseResult
+from stepscope.report.verdict_texts import NO_DEVICE_COMPILED
 from stepscope.report.views._deep import ms, pct, short, table, us
 
 
@@ -34,6 +35,9 @@ def render_graphs(r: GraphResult, console: Console, top: int) -> None:
 
 
 def render_compiled(r: CompiledResult, console: Console, top: int) -> None:
+    if r.device_ns == 0:  # a CPU-only rank
+        console.print(f"[bold]rank {r.rank}: compiled kernels[/bold]: {NO_DEVICE_COMPILED}")
+        return
     console.print(f"[bold]rank {r.rank}: compiled kernels[/bold]: {len(r.triton):,} Triton kernels, "
                   f"{ms(r.triton.total_ns)} ms ({pct(r.triton_pct)} of device time); "
                   f"{pct(r.in_graphs_pct)} of device time inside compiled graphs")

@@ -23,8 +23,12 @@ function graphsCard(g) {
   return card("graphs", "Graph replays", head, el("h3", null, "Launches"), launches, el("h3", null, "Ops at capture"), capture);
 }
 
+// a CPU-only rank (no device time): Inductor's kernels are C++ run inside the host's ops
+const NO_DEVICE_COMPILED = "No device time: Inductor's CPU kernels run inside the host's ops (see the operators view).";
+
 function compiledCard(c) {
-  const head = `${n(c.triton_kernels)} Triton kernels, ${ms3(c.triton_ms)} (${fmtPct(c.triton_pct)} of device time); `
+  const head = !c.device_ms ? NO_DEVICE_COMPILED
+    : `${n(c.triton_kernels)} Triton kernels, ${ms3(c.triton_ms)} (${fmtPct(c.triton_pct)} of device time); `
     + `${fmtPct(c.in_graphs_pct)} of device time inside compiled graphs.`;
   const graphs = dataTable(c.graphs || [], [{key: "name", label: "compiled graph"}, {key: "calls", label: "calls", num: true, fmt: n},
     {key: "kernels", label: "kernels", num: true, fmt: n}, {key: "triton_kernels", label: "Triton", num: true, fmt: n},

@@ -158,7 +158,28 @@ def matmul_chain() -> tuple[Step, dict[str, object]]:
     return lambda: sgd_step(model, opt, x, y), {"unprofiled_steps": 2}
 
 
+def compiled(recompile: bool) -> tuple[Step, dict[str, object]]:
+    """A torch.compile'd (Inductor, CPU) MLP: after warm-up (steady), or with ``dynamic=False`` and a batch one
+    larger every step (a recompilation each step)."""
+    torch._dynamo.config.cache_size_limit = 64
+    model = nn.Sequential(nn.Linear(256, 512), nn.GELU(), nn.LayerNorm(512), nn.Linear(512, 512), nn.GELU(),
+                          nn.Linear(512, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    cm = torch.compile(model, dynamic=False) if recompile else torch.compile(model)
+    batch = [16]
+
+    def step() -> None:
+        batch[0] += recompile
+        bs = batch[0] if recompile else 64
+        with piece("step"):
+            sgd_step(cm, opt, torch.randn(bs, 256), torch.randint(0, 10, (bs,)))
+    for _ in range(1 if recompile else 3):  # warm-up: the first compilation
+        step()
+    return step, {"unprofiled_steps": 1 if recompile else 5}
+
+
 CASES: dict[str, Callable[[], tuple[Step, dict[str, object]]]] = {
+    "compile_steady": lambda: compiled(False), "compile_recompile": lambda: compiled(True),
     "gc_pause": gc_pause, "ckpt_every_step": ckpt_every_step, "alloc_churn": alloc_churn,
     "tiny_ops": tiny_ops, "matmul_chain": matmul_chain}
 

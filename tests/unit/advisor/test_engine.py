@@ -137,6 +137,25 @@ def test_cli_advise_json_and_terminal(tmp_path: Path) -> None:
     assert res.exit_code == 0 and "no-tensor-cores" in res.output and "verdict" in res.output
 
 
+def test_advise_says_what_ingest_repaired(tmp_path: Path) -> None:
+    """A truncated trace: advise's answer is of what was read, and it says so (as analyze does), in the
+    terminal and in JSON; a whole trace says nothing was repaired."""
+    b = TraceBuilder()
+    tensor_cores(b, True)
+    whole = b.write(tmp_path / "t.json")
+    text = whole.read_text()
+    cut = tmp_path / "cut.json"
+    cut.write_text(text[: text.rindex('"ph"')])  # the last event cut, the document never closed
+    runner = CliRunner()
+    res = runner.invoke(cli, ["advise", str(cut), "--no-cache"])
+    assert res.exit_code == 0 and "truncated-file" in res.output and "error" in res.output
+    doc = json.loads(runner.invoke(cli, ["advise", str(cut), "--json", "--no-cache"]).output)
+    assert [d["name"] for d in doc["diagnostics"] if d["severity"] == "error"] == ["truncated-file"]
+    res = runner.invoke(cli, ["advise", str(whole), "--no-cache"])
+    assert "no repairs, nothing dropped" in res.output
+    assert json.loads(runner.invoke(cli, ["advise", str(whole), "--json", "--no-cache"]).output)["diagnostics"] == []
+
+
 def test_analyze_json_carries_findings_and_verdicts(tmp_path: Path) -> None:
     b = TraceBuilder()
     dataloader(b, True)

@@ -10,6 +10,7 @@ read the rows from here, so the verdict's untraced share and the remedy's saving
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from stepscope.analysis import intervals
 from stepscope.analysis.common import I64, interval_set
@@ -24,19 +25,25 @@ LAUNCH_CALL = ("Launch", "MemcpyAsync", "MemsetAsync")  # GraphLaunch contains L
 def launch_and_op_rows(trace: Trace, driver: I64) -> tuple[I64, I64]:
     """Of the driver rows: the launch calls (runtime / driver calls that launch or copy), and every
     other row that traces host work (step markers and Python frames outside a module's forward aside)."""
+    is_launch, traced = _masks(trace, driver)
+    return driver[is_launch], driver[traced & ~is_launch]
+
+
+def traced_rows(trace: Trace, driver: I64) -> I64:
+    """The driver rows whose time is traced host work (launch calls and ops), in the driver rows' order."""
+    return driver[_masks(trace, driver)[1]]
+
+
+def _masks(trace: Trace, driver: I64) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """Per driver row: is it a launch call; does it trace host work (neither a step marker nor a Python
+    frame outside a module's forward — a launch call is one)."""
     ev, pool = trace.events, trace.strings
     name, kind = ev["name"][driver], ev["kind"][driver]
     is_launch = pool.mask(lambda s: any(m in s for m in LAUNCH_CALL))[name] & np.isin(
         kind, [EventKind.RUNTIME, EventKind.DRIVER])
     is_step = pool.mask(lambda s: bool(STEP_NAME.match(s)))[name]
     is_python = (kind == EventKind.PYTHON_FUNCTION) & ~pool.mask(lambda s: s.startswith(MODULE))[name]
-    return driver[is_launch], driver[~is_step & ~is_launch & ~is_python]
-
-
-def traced_rows(trace: Trace, driver: I64) -> I64:
-    """The driver rows whose time is traced host work (launch calls and ops), sorted."""
-    launch, ops = launch_and_op_rows(trace, driver)
-    return np.union1d(launch, ops).astype(np.int64)
+    return is_launch, ~is_step & ~is_python
 
 
 def freed_outside_ops_bytes(trace: Trace, rank: int, driver: I64, start: I64, end: I64) -> I64:

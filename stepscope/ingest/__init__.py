@@ -19,7 +19,7 @@ from stepscope.ingest.build import build_trace, rank_of
 from stepscope.ingest.capture import attach_captures, capture_files
 from stepscope.ingest.empty import refuse_empty
 from stepscope.ingest.engines import check_engine, read_files
-from stepscope.ingest.layout import RunFiles, resolve
+from stepscope.ingest.layout import RunFiles, resolve, spans_note
 from stepscope.ingest.readers.ascend import add_side_meta
 from stepscope.ingest.readers.protocol import input_files
 from stepscope.ingest.source import readable, renamed
@@ -143,8 +143,7 @@ def _parse(run: RunFiles, path: str | Path, ranks: Sequence[int] | None, workers
     if ranks is not None and not chosen:
         raise UsageError(f"none of the ranks {list(ranks)} is in this run (have {sorted(seen)})", path)
     if len(run.spans) > 1:
-        diags.add("multiple-spans", "info", f"{len(run.spans)} spans found; showing span {run.span} "
-                  f"(choose with --span N)", source=str(path))
+        diags.add("multiple-spans", "info", spans_note(run), source=str(path))
     trace = build_trace(sorted(chosen, key=lambda t: t[1]), pool, diags, str(path))
     return attach_captures(trace, capture_files(run.files),
                            lambda f: _parse(resolve(f), f, None, workers, None, engine, ray_address))

@@ -29,6 +29,7 @@ class RunFiles:
     spans: tuple[str, ...]  # every span found (timestamps, ascending)
     skipped: tuple[str, ...] = ()  # rank directories of the run with no trace in them (said, not lost)
     side: tuple[str, ...] = ()  # files beside the traces with a trace's name that hold none (said, not read)
+    span_why: str = ""  # why the default span is not the latest one (a fragment after it)
 
 
 def _is_trace_name(p: Path) -> bool:
@@ -127,10 +128,44 @@ def resolve(path: str | Path, span: str | int | None = None) -> RunFiles:
         return RunFiles(tuple(map(str, files)), tuple(f.name for f in files), "", (), ascend_traceless(p), side)
     first_worker = sorted({m.group("worker") for _, m in tb if m})[0]
     spans = sorted((m.group("ts") for _, m in tb if m and m.group("worker") == first_worker), key=int)
-    chosen = _pick_span(spans, span, p)
+    chosen, why = (_pick_span(spans, span, p), "") if span is not None else _default_span(spans, tb)
     picked = [(f, m) for f, m in tb if m and _span_of(m.group("worker"), m.group("ts"), tb) == chosen]
     return RunFiles(tuple(str(f) for f, _ in picked), tuple(m.group("worker") for _, m in picked if m),
-                    chosen, tuple(spans), side=side)
+                    chosen, tuple(spans), side=side, span_why=why)
+
+
+def spans_note(run: RunFiles) -> str:
+    """The ``multiple-spans`` diagnostic's words: how many spans, which is shown, and why where it is not the
+    latest."""
+    why = f": {run.span_why}" if run.span_why else ""
+    return f"{len(run.spans)} spans found; showing span {run.span} (choose with --span N){why}"
+
+
+#: a later span with less than this share of the largest span's bytes is a fragment, not the default
+SPAN_MIN_SHARE = 0.5
+
+
+def _default_span(spans: list[str], tb: list[tuple[Path, re.Match[str] | None]]) -> tuple[str, str]:
+    """The latest span that is not a fragment — a profiler stopped in the middle of a cycle writes a last,
+    small trace of a step or less — and why an earlier one was chosen ("" when it is the latest)."""
+    size = dict.fromkeys(spans, 0)
+    for f, m in tb:  # per file
+        if m:
+            size[_span_of(m.group("worker"), m.group("ts"), tb)] += _size(f)
+    big = max(size.values())
+    chosen = next(s for s in reversed(spans) if size[s] >= SPAN_MIN_SHARE * big)
+    if chosen == spans[-1]:
+        return chosen, ""
+    many = len(spans) - spans.index(chosen) > 2
+    return chosen, (f"the later span{'s hold' if many else ' holds'} under {SPAN_MIN_SHARE:.0%} of its bytes: "
+                    "a fragment the profiler wrote as it stopped")
+
+
+def _size(f: Path) -> int:
+    try:
+        return f.stat().st_size
+    except OSError:
+        return 0
 
 
 def _span_of(worker: str, ts: str, tb: list[tuple[Path, re.Match[str] | None]]) -> str:

@@ -30,7 +30,7 @@ from stepscope.ingest import cache_dir, load_rank_file
 from stepscope.ingest.build import diagnose_ranks
 from stepscope.ingest.empty import no_events_error
 from stepscope.ingest.engines import RAY_TASK_RETRIES, check_engine, import_ray, ray_get, ray_session
-from stepscope.ingest.layout import RunFiles, resolve
+from stepscope.ingest.layout import RunFiles, resolve, spans_note
 from stepscope.ingest.step_records import with_given_step
 from stepscope.mapreduce.worker import (
     JobFacts,
@@ -184,8 +184,7 @@ def _reduce(source: str, run: RunFiles, summaries: list[RankSummary], batch_size
     for s in summaries:  # by rank
         diags.extend(s.diagnostics)
     if len(run.spans) > 1:
-        diags.add("multiple-spans", "info", f"{len(run.spans)} spans found; showing span {run.span} "
-                  f"(choose with --span N)", source=source)
+        diags.add("multiple-spans", "info", spans_note(run), source=source)
     diagnose_ranks([RankInfo(s.rank, "", world_size=s.world_size) for s in summaries], diags)
     head = document(source, [], cluster_section(bundle), verdict_items(advice.verdicts, findings), findings,
                     [d.to_dict() for d in diags.freeze()])

@@ -101,17 +101,28 @@ def verdict_text(v: Verdict) -> str:
     share = v.shares_pct.get(v.bound, 0.0)
     busy = (f"; {device} busy with kernels or copies {v.device_busy_pct:.0f}%"
             if v.device_busy_pct is not None else "")
-    stage = _stage(v.bound, device, v.host_timeline, v.has_device)
-    if v.bound == "host" and v.compiling_pct > share / 2:  # most of the host's path is the compiler's
-        stage = VERDICT_STAGES["host-compiling"]
-    elif v.bound == "host" and v.untraced_pct > share / 2 and v.host_timeline:  # most of it no op covers
-        stage = VERDICT_STAGES["host-untraced-native" if v.platform.endswith("+native") else "host-untraced"]
-    head = f"{who}: bound by {stage} ({share:.0f}% of the {v.step_ns / 1e6:.1f} ms {window}{busy})"
+    stage, part = _host_part(v, share) if v.bound == "host" else (None, share)
+    stage = stage or _stage(v.bound, device, v.host_timeline, v.has_device)
+    said = f"{part:.0f}%"
+    if f"{part:.0f}" != f"{share:.0f}":  # the host's whole share beside the part that names it
+        busy = f"; the host {share:.0f}%{busy}"
+    head = f"{who}: bound by {stage} ({said} of the {v.step_ns / 1e6:.1f} ms {window}{busy})"
     others = sorted(((s, p) for s, p in v.shares_pct.items() if s != v.bound), key=lambda sp: -sp[1])
     rest = ", ".join(f"{_stage(s, device, v.host_timeline, v.has_device)} {p:.0f}%" for s, p in others if p >= 0.5)
     if v.rank is None and v.ranks:
-        head = _job_head(v, stage, f"{share:.0f}%", window, busy)
+        head = _job_head(v, stage, said, window, busy)
     return f"{head} — {rest}" if rest else head
+
+
+def _host_part(v: Verdict, share: float) -> tuple[str | None, float]:
+    """A host bound most of which one part holds — the compiler, or time no op covers: that part's words
+    and share of the step (the host's whole share is said beside it), else (None, the host's share)."""
+    if v.compiling_pct > share / 2:
+        return VERDICT_STAGES["host-compiling"], v.compiling_pct
+    if v.untraced_pct > share / 2 and v.host_timeline:
+        key = "host-untraced-native" if v.platform.endswith("+native") else "host-untraced"
+        return VERDICT_STAGES[key], v.untraced_pct
+    return None, share
 
 
 def _job_head(v: Verdict, stage: str, share: str, window: str, busy: str) -> str:

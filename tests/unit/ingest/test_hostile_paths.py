@@ -168,3 +168,22 @@ def test_a_side_file_beside_the_traces_is_said_and_not_read(tmp_path: Path) -> N
     (run / "host.pt.trace.json").unlink()
     with pytest.raises(TraceFormatError, match="traceEvents"):
         stepscope.load(run, use_cache=False)
+
+
+def test_a_fragment_after_the_last_cycle_is_not_the_default_span(tmp_path: Path) -> None:
+    """A profiler schedule without ``repeat`` stopped mid-cycle writes a last, tiny trace: the default span is
+    the latest one that is not such a fragment (and the diagnostic says why); ``--span`` still picks any."""
+    run = tmp_path / "run"
+    run.mkdir()
+    big, small = TraceBuilder(), TraceBuilder()
+    for i in range(3):
+        big.step(i + 1, i * 100, 100)
+        big.launch_kernel("sgemm", i * 100 + 10, 2, i * 100 + 20, 50)
+    small.step(4, 1_000, 10)
+    (run / "host_1.1000.pt.trace.json").write_text(dumps(big.document()))
+    (run / "host_1.2000.pt.trace.json").write_text(dumps(small.document()))
+    trace = stepscope.load(run, use_cache=False)
+    assert trace.event_count > 4 * len(small.events)
+    (note,) = [d for d in trace.diagnostics if d.name == "multiple-spans"]
+    assert "showing span 1000" in note.example and "the later span holds under 50% of its bytes" in note.example
+    assert stepscope.load(run, use_cache=False, span=2).event_count < trace.event_count

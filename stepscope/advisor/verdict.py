@@ -57,6 +57,11 @@ class Verdict:
     set_by: str = ""  # job: "waited-for" (the rank the others wait for at the collectives) or "slowest"
     compiling_pct: float = 0.0  # the host's time compiling (torch.compile) on the path, % of the step
     untraced_pct: float = 0.0  # the host's time on the path outside every recorded op, % of the step
+    #: the median step, and the slowest step's number and length: a mean far above the median is one or a few
+    #: steps (an evaluation, a warm-up), said beside it (None / -1 for the job's verdict)
+    median_step_ns: int | None = None
+    slowest_step: int = -1
+    slowest_step_ns: int = 0
     shares_rank: int | None = None  # job: the rank whose verdict it is built from: the shares, device busy and
     #  compiling % are of that rank's own window, ``shares_step_ns``; ``step_ns`` is the job's step
     shares_step_ns: int | None = None
@@ -97,6 +102,8 @@ class Verdict:
                 "host_timeline": self.host_timeline, "set_by": self.set_by,
                 "job_step_ms": None if self.job_step_ns is None else self.job_step_ns / 1e6,
                 "compiling_pct": round(self.compiling_pct, 2), "untraced_pct": round(self.untraced_pct, 2),
+                "median_step_ms": None if self.median_step_ns is None else self.median_step_ns / 1e6,
+                "slowest_step": self.slowest_step, "slowest_step_ms": self.slowest_step_ns / 1e6,
                 "unprofiled": None if self.unprofiled_bound is None else {
                     "bound": self.unprofiled_bound, "avg_step_ms": (self.unprofiled_step_ns or 0) / 1e6,
                     "bound_pct": round(self.unprofiled_share_pct or 0.0, 2),
@@ -124,8 +131,16 @@ def verdict_of(bundle: Bundle, rank: int) -> Verdict | None:
     v = Verdict(rank, cp.bound, round(cp.avg_step_ns), cp.share_pct(), cp.step_count, cp.whole_trace,
                 cp.device_busy_pct() if cp.has_device else None, cp.has_device,
                 platform=platform_of(bundle.trace, rank), host_timeline=no_host_timeline(bundle.trace, rank) is None,
-                compiling_pct=cp.host_share_pct()["compile"], untraced_pct=cp.host_share_pct()["untraced"])
+                compiling_pct=cp.host_share_pct()["compile"], untraced_pct=cp.host_share_pct()["untraced"],
+                **_spread(cp))
     return _without_profiler(v, bundle.ranks[rank].get(PROFILER_COST))
+
+
+def _spread(cp: CriticalPath) -> dict[str, Any]:
+    """The median step and the slowest one (its number and length) of a rank's windows."""
+    slowest = int(np.argmax(cp.step_ns))
+    return {"median_step_ns": round(float(np.median(cp.step_ns))), "slowest_step": int(cp.step[slowest]),
+            "slowest_step_ns": int(cp.step_ns[slowest])}
 
 
 def _without_profiler(v: Verdict, p: ProfilerCost | None) -> Verdict:

@@ -106,12 +106,23 @@ def verdict_text(v: Verdict) -> str:
     said = f"{part:.0f}%"
     if f"{part:.0f}" != f"{share:.0f}":  # the host's whole share beside the part that names it
         busy = f"; the host {share:.0f}%{busy}"
-    head = f"{who}: bound by {stage} ({said} of the {v.step_ns / 1e6:.1f} ms {window}{busy})"
+    head = f"{who}: bound by {stage} ({said} of the {v.step_ns / 1e6:.1f} ms {window}{_skew(v)}{busy})"
     others = sorted(((s, p) for s, p in v.shares_pct.items() if s != v.bound), key=lambda sp: -sp[1])
     rest = ", ".join(f"{_stage(s, device, v.host_timeline, v.has_device)} {p:.0f}%" for s, p in others if p >= 0.5)
     if v.rank is None and v.ranks:
         head = _job_head(v, stage, said, window, busy)
     return f"{head} — {rest}" if rest else head
+
+
+#: a mean step this many times the median is one or a few steps' (an evaluation, a warm-up): said beside it
+SKEWED_MEAN = 1.25
+
+
+def _skew(v: Verdict) -> str:
+    """``; the median 21.9 ms: step 7 took 1,234.5 ms`` where the mean is far above the median, else ""."""
+    if v.median_step_ns is None or v.step_count < 3 or v.step_ns < SKEWED_MEAN * v.median_step_ns:
+        return ""
+    return f"; the median {v.median_step_ns / 1e6:.1f} ms: step {v.slowest_step} took {v.slowest_step_ns / 1e6:,.1f} ms"
 
 
 def _host_part(v: Verdict, share: float) -> tuple[str | None, float]:

@@ -25,12 +25,16 @@ import numpy as np
 
 from stepscope.advisor.config import AdvisorConfig
 from stepscope.advisor.rules.straggler_rank import claimed_culprits
+from stepscope.analysis.annotations import AnnotationView
 from stepscope.analysis.arrivals import Arrivals
 from stepscope.analysis.bundle import Bundle
 from stepscope.analysis.critical_path import CriticalPath
+from stepscope.analysis.idle import is_dataloader_name
 from stepscope.analysis.platform import no_host_timeline, platform_of
 from stepscope.analysis.profiler_cost import LOW_COST_SHARE, ProfilerCost
-from stepscope.analysis.registry import ARRIVALS, CRITICAL_PATH, JOB_WHATIF, PROFILER_COST
+from stepscope.analysis.registry import ANNOTATIONS, ARRIVALS, CRITICAL_PATH, JOB_WHATIF, PROFILER_COST
+from stepscope.model.steps import STEP_NAME
+from stepscope.model.trace import Trace
 
 #: Every bound a verdict can name.
 BOUNDS = ("input", "host", "compute", "communication", "copy", "imbalance")
@@ -60,6 +64,10 @@ class Verdict:
     #: the median step, and the slowest step's number and length: a mean far above the median is one or a few
     #: steps (an evaluation, a warm-up), said beside it (None / -1 for the job's verdict)
     median_step_ns: int | None = None
+    #: a host-bound rank's largest ``record_function`` range (step markers and the DataLoader's aside) and its
+    #: share of the steps, where it holds at least a quarter of them: where the host's time is, in the user's words
+    top_annotation: str = ""
+    top_annotation_pct: float = 0.0
     slowest_step: int = -1
     slowest_step_ns: int = 0
     shares_rank: int | None = None  # job: the rank whose verdict it is built from: the shares, device busy and
@@ -103,6 +111,7 @@ class Verdict:
                 "job_step_ms": None if self.job_step_ns is None else self.job_step_ns / 1e6,
                 "compiling_pct": round(self.compiling_pct, 2), "untraced_pct": round(self.untraced_pct, 2),
                 "median_step_ms": None if self.median_step_ns is None else self.median_step_ns / 1e6,
+                "top_annotation": self.top_annotation or None, "top_annotation_pct": round(self.top_annotation_pct, 2),
                 "slowest_step": self.slowest_step, "slowest_step_ms": self.slowest_step_ns / 1e6,
                 "unprofiled": None if self.unprofiled_bound is None else {
                     "bound": self.unprofiled_bound, "avg_step_ms": (self.unprofiled_step_ns or 0) / 1e6,
@@ -132,8 +141,43 @@ def verdict_of(bundle: Bundle, rank: int) -> Verdict | None:
                 cp.device_busy_pct() if cp.has_device else None, cp.has_device,
                 platform=platform_of(bundle.trace, rank), host_timeline=no_host_timeline(bundle.trace, rank) is None,
                 compiling_pct=cp.host_share_pct()["compile"], untraced_pct=cp.host_share_pct()["untraced"],
-                **_spread(cp))
+                **_spread(cp), **_top_annotation(bundle.ranks[rank].get(ANNOTATIONS), cp,
+                                                 _step_marker_names(bundle.trace, rank)))
     return _without_profiler(v, bundle.ranks[rank].get(PROFILER_COST))
+
+
+#: a user range holding at least this share of the steps is named in a host-bound verdict, short of this one
+#: (a range around the whole step: ``model_inference``)
+ANNOTATION_MIN_PCT = 25.0
+ANNOTATION_WRAPPER_PCT = 90.0
+#: torch.compile's own ranges around the compiled model's call: not the user's words for a part of the step
+COMPILE_WRAPPERS = ("## Call CompiledFxGraph", "Torch-Compiled Region", "CompiledFunction", "TorchDynamo")
+
+
+def _step_marker_names(trace: Trace, rank: int) -> set[str]:
+    """The names of the ranges the rank's steps were read from (``ProfilerStep#N``, or an iteration range)."""
+    rows = trace.steps["row"][(trace.steps["rank"] == rank) & (trace.steps["row"] >= 0)]
+    return {str(n) for n in trace.strings.decode(np.unique(trace.events["name"][rows]))}
+
+
+def _top_annotation(view: AnnotationView | None, cp: CriticalPath, markers: set[str]) -> dict[str, Any]:
+    """The largest user range of the rank (not a step marker, not the DataLoader's) and its share of the
+    steps' time, where the host bounds the step and it holds at least :data:`ANNOTATION_MIN_PCT` of it."""
+    if view is None or cp.bound != "host" or not len(view.host.name):
+        return {}
+    names = [str(n) for n in view.host.name]
+    keep = [i for i, n in enumerate(names) if n not in markers and not STEP_NAME.match(n)
+            and not is_dataloader_name(n) and not n.startswith(COMPILE_WRAPPERS)]
+    if not keep:
+        return {}
+    total = max(float(cp.step_ns.sum()), 1.0)
+    shares = {i: 100.0 * float(view.host.total_ns[i]) / total for i in keep}
+    # a range around (nearly) the whole step says nothing of where in it the time goes
+    inside = [i for i, p in shares.items() if ANNOTATION_MIN_PCT <= p < ANNOTATION_WRAPPER_PCT]
+    if not inside:
+        return {}
+    i = max(inside, key=lambda k: shares[k])
+    return {"top_annotation": names[i], "top_annotation_pct": shares[i]}
 
 
 def _spread(cp: CriticalPath) -> dict[str, Any]:

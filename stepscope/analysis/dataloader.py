@@ -16,6 +16,7 @@ from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.breakdown import is_dataloader
 from stepscope.analysis.common import in_step_rows, kept_steps
 from stepscope.analysis.named import NamedRows, named_rows
+from stepscope.analysis.platform import has_device
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
 
@@ -29,6 +30,7 @@ class DataLoaderResult:
     rank: int
     step_count: int  # steps the per-step numbers average over (0 without steps)
     calls: NamedRows  # the DataLoader events (its __next__ calls)
+    has_device: bool = True  # False: a CPU-only run (the model's ops, not a GPU, run beside the loading)
 
     @property
     def loading(self) -> str:
@@ -42,4 +44,4 @@ def compute_dataloader(trace: Trace, rank: int) -> DataLoaderResult:
     rows = rows[trace.strings.mask(is_dataloader)[trace.events["name"][rows]]]
     if len(rows) == 0:
         raise NotApplicable("no DataLoader events")
-    return DataLoaderResult(rank, len(kept_steps(trace, rank)), named_rows(trace, rows))
+    return DataLoaderResult(rank, len(kept_steps(trace, rank)), named_rows(trace, rows), has_device(trace, rank))

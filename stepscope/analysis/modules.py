@@ -28,7 +28,8 @@ from stepscope.model.tree import depths, nearest_marked_ancestor
 I64 = npt.NDArray[np.int64]
 S = npt.NDArray[np.object_]
 PREFIX = "nn.Module: "
-NO_MODULES = "no nn.Module events: profile with with_stack=True (or with_modules=True) to see modules"
+NO_MODULES = ("no nn.Module events: profile with with_stack=True to see modules (with_modules=True records them "
+              "for TorchScript models only)")
 NO_MODULES_NATIVE = "no nn.Module events: a program without PyTorch has no modules"
 
 

@@ -207,8 +207,14 @@ def compute_operators(trace: Trace, rank: int) -> OperatorView:
                       trace.strings.decode(dims.astype(np.int32)))
     return OperatorView(rank=rank, by_name=by_name, by_name_shape=by_shape, call_stacks=_call_stacks(trace, rs),
                         has_shapes=bool((ev["input_dims"][rs.rows] >= 0).any()),
-                        has_call_stacks=bool((ev["call_stack"][rs.rows] >= 0).any()),
+                        has_call_stacks=bool((ev["call_stack"][rs.rows] >= 0).any()) or _has_python_frames(trace, rank),
                         has_device=has_device(trace, rank))
+
+
+def _has_python_frames(trace: Trace, rank: int) -> bool:
+    """Whether ``with_stack=True`` recorded the stacks as Python frames (PyTorch 2.x), not as op args."""
+    ev = trace.events
+    return bool(((ev["kind"] == EventKind.PYTHON_FUNCTION) & (ev["rank"] == rank)).any())
 
 
 __all__ = ["CallStackTable", "OperatorTable", "OperatorView", "compute_operators", "is_excluded_op",

@@ -106,7 +106,7 @@ def compute_profiler_cost(trace: Trace, rank: int) -> ProfilerCost:
         raise NotApplicable("the profiler's cost per event was measured on NVIDIA CUDA traces only (and no step "
                             "log of `stepscope run` lies beside this trace)")
     cp = compute_critical_path(trace, rank)
-    if not cp.step_count or not cp.has_device:
+    if not cp.step_count or not (cp.has_device or measured or given is not None):  # a timed CPU step: its own cost
         raise NotApplicable("no steps with device work")
     per_step = _recorded_per_step(trace, rank, cp)
     measured_ns = _timed_step_ns(measured, given)

@@ -126,3 +126,20 @@ def test_a_cpu_jobs_late_rank_is_late_for_its_cpu_work_in_every_renderer() -> No
     md = render_markdown(to_json(bundle))
     for text in (out.getvalue(), md):
         assert "culprit rank 0: its CPU work (the model's ops)" in text and "launches" not in text
+
+
+def test_a_cpu_step_timed_without_the_profiler_measures_its_cost() -> None:
+    """--step-ms on a CPU run (no calibration there): the cost per recorded op is measured from the step the
+    program timed without the profiler (its median, the first step's warm-up aside), and the verdict says the
+    step it would be."""
+    import statistics
+
+    from stepscope.ingest.step_records import with_given_step
+    timing = json.loads((CASES / "tiny_ops" / "timing.json").read_text())
+    step_ms = statistics.median(timing["unprofiled_step_ms"][1:])
+    adv = run_advisor(analyze(with_given_step(load(CASES / "tiny_ops"), step_ms)))
+    v = adv.verdicts[0]
+    assert v.cost_source == "given" and v.unprofiled_step_ns is not None
+    assert v.unprofiled_step_ns / 1e6 == pytest.approx(step_ms, rel=0.05)
+    assert 0.3e3 < (v.event_cost_ns or 0) < 1e3  # ~0.56 µs an op: a CPU's RecordFunction, not CUPTI's 8 µs
+    assert "this machine's: the" in texts.verdict_text(v) or "you timed" in texts.unprofiled_text(v)

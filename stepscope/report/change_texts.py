@@ -56,6 +56,10 @@ CHANGES: dict[str, str] = {
                         "every N), a larger batch per rank, a compression hook "
                         "(model.register_comm_hook with ddp_comm_hooks.default_hooks.fp16_compress_hook), or fewer, "
                         "larger buckets (DistributedDataParallel's bucket_cap_mb).",
+    "keep-workers": "The waits come in bursts: {steps_waiting} of the {steps} steps hold {share_pct}% of them — an "
+                    "epoch's first batches, its worker processes started again for each epoch's iterator. Keep "
+                    "them: DataLoader(..., persistent_workers=True) (and prefetch_factor to fill their queue "
+                    "across the epoch's start); if the slow batches are slow samples, more workers.",
     "fewer-ops": "{untraced_pct}% of the step passes between the model's ops, in many short gaps: its own Python "
                  "for each of many small ops. Issue fewer, larger ops: vectorise (one op over stacked tensors "
                  "instead of a loop of small ones), torch.compile the model (fuses the ops and drops the per-op "

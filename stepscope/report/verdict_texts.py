@@ -75,7 +75,8 @@ def unaddressed_text(v: Verdict, any_findings: bool = True) -> str:
     act on other parts of the path, or there is none (``any_findings`` False). The bound is that of
     the step without the profiler's own cost where it is another (the one the findings are ranked by)."""
     bound = v.unprofiled_bound or v.bound
-    stage = _stage(bound, device_noun(v.platform), v.host_timeline, v.has_device)
+    part = _host_part(v, v.shares_pct.get("host", 0.0))[0] if bound == "host" == v.bound else None
+    stage = part or _stage(bound, device_noun(v.platform), v.host_timeline, v.has_device)
     hint = (UNADDRESSED_HINT if v.has_device else CPU_UNADDRESSED_HINT).get(bound)
     if bound == "host" and v.top_annotation:  # the user's own range holds most of it: start there
         hint = (f"start with record_function '{v.top_annotation}' ({v.top_annotation_pct:.0f}% of the step; the "

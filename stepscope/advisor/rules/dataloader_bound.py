@@ -9,6 +9,9 @@ Gain: the steps replayed with background workers (what-if ``loader-workers``: ea
 replay, the exposed input time per average step. Workers share the host's CPU cores with the main
 process, which can slow its remaining work: the gain is an upper bound.
 
+The change: workers for a single-process loader; where a quarter of the steps hold three quarters of
+the waits (a multi-process loader's epoch starts: its workers started again for each epoch's iterator),
+``persistent_workers=True``; else a faster pipeline (more workers, prefetch, cheaper samples).
 Evidence: per-step DataLoader time, the DataLoader events (dataloader analysis; their names say
 single- or multi-process loading), the GPU host-wait inside DataLoader periods (idle analysis, when
 it ran).
@@ -17,6 +20,7 @@ it ran).
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from stepscope.advisor.context import RuleContext, rank_breakdown
 from stepscope.advisor.finding import Change, Finding
@@ -62,12 +66,30 @@ def detect(ctx: RuleContext) -> list[Finding]:
     idle = ctx.optional(IDLE)
     if idle is not None and len(idle.step):
         evidence["gpu_host_wait_in_dataloader_ms"] = ms(float(np.mean(idle.host_wait_in_dataloader_ns)))
+    few = _few_steps_hold_it(bd.category_ns[:, col].astype(np.float64))
     if loading != "multi-process":
         change = Change("set-num-workers", {"num_workers": ctx.cfg.dataloader_default_workers,
                                             "pin_memory": True, "persistent_workers": True})
+    elif few is not None:  # the waits come in bursts: an epoch's first batches, its workers started again
+        change = Change("keep-workers", {"steps_waiting": few[0], "steps": len(bd.step), "share_pct": few[1]})
     else:
         change = Change("speed-up-input-pipeline", {"prefetch_factor": 4, "persistent_workers": True})
     gain = replayed_saving(ctx, "loader-workers", evidence)
     if gain is None:
         return [ctx.finding(RULE_ID, dl_ns, "exposed-input-time", evidence, change)]
     return [ctx.finding(RULE_ID, gain, "replayed", evidence, change)]
+
+
+#: the DataLoader's waits come in bursts when this share of them lies in a quarter of the steps (at least 4)
+BURST_SHARE = 0.75
+
+
+def _few_steps_hold_it(per_step_ns: npt.NDArray[np.float64]) -> tuple[int, float] | None:
+    """(steps, % of the waits) where a quarter of the steps hold :data:`BURST_SHARE` of the DataLoader's
+    waits — an epoch's first batches, the workers started again for each epoch's iterator — else None."""
+    total = float(per_step_ns.sum())
+    if len(per_step_ns) < 4 or total <= 0:
+        return None
+    k = max(len(per_step_ns) // 4, 1)
+    top = float(np.sort(per_step_ns)[::-1][:k].sum())
+    return (k, round(100.0 * top / total, 1)) if top >= BURST_SHARE * total else None

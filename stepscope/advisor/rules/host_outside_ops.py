@@ -3,13 +3,14 @@
 Detects: on a rank without a device (a CPU-only run), the critical path's *untraced* host part —
 time on the step's path that no recorded op covers (:mod:`stepscope.analysis.host_traced`): the
 loop's Python, I/O such as ``torch.save`` of a checkpoint or logging, garbage collection — is at least
-``loop_code_min_pct`` of the step (the median over steps, so one disturbed step does not drive it).
+``loop_code_min_pct`` of the step (the mean over steps, the slowest aside from 4 steps on: one disturbed
+step does not drive it, and code that runs every few steps — an epoch's start — still counts).
 The operators view cannot show that time: no op holds it. On a rank with a device the same time is
 ``launch-bound``'s (its ``move-python-off-path`` change), where the GPU waits for it.
 
 Gain: the ``move-loop-code`` what-if (:class:`~stepscope.analysis.whatif.loop_code.MoveLoopCode`): that
 time taken off the step, replayed, so the DataLoader, collectives and ops keep theirs. Without the
-replay: the median untraced time per step.
+replay: that mean untraced time per step.
 
 The change: find the code (``with_stack=True`` names the lines; time it with ``time.perf_counter``)
 and move it out of the step — checkpoints and logs every N steps or on a background thread,
@@ -19,6 +20,7 @@ and move it out of the step — checkpoints and logs every N steps or on a backg
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
@@ -39,11 +41,11 @@ def detect(ctx: RuleContext) -> list[Finding]:
     if cp is None or cp.has_device or not len(cp.step):  # with a device: launch-bound's
         return []
     per_step = cp.host_parts_ns[:, HOST_PARTS.index("untraced")].astype(np.float64)
-    untraced_ns = float(np.median(per_step))
+    untraced_ns = _typical(per_step)
     if ctx.pct_of_step(untraced_ns) < ctx.cfg.loop_code_min_pct:
         return []
-    longest_ns = float(np.median(cp.untraced_longest_ns))
-    freed_mb = float(np.median(cp.untraced_freed_bytes)) / 1e6
+    longest_ns = _typical(cp.untraced_longest_ns.astype(np.float64))
+    freed_mb = _typical(cp.untraced_freed_bytes.astype(np.float64)) / 1e6
     untraced_pct = round(ctx.pct_of_step(untraced_ns), 1)
     evidence: dict[str, object] = {
         "untraced_ms": ms(untraced_ns), "untraced_pct": round(ctx.pct_of_step(untraced_ns), 2),
@@ -55,6 +57,14 @@ def detect(ctx: RuleContext) -> list[Finding]:
     if replayed is None:
         return [ctx.finding(RULE_ID, untraced_ns, "untraced-host-time", evidence, change)]
     return [ctx.finding(RULE_ID, replayed, "replayed", evidence, change)]
+
+
+def _typical(per_step: npt.NDArray[np.float64]) -> float:
+    """The mean over steps, the slowest aside from 4 steps on: one disturbed step does not drive it, and
+    code that runs every few steps (an epoch's start, a checkpoint every N steps) still counts."""
+    if len(per_step) >= 4:
+        per_step = np.sort(per_step)[:-1]
+    return float(per_step.mean())
 
 
 def _change(untraced_ns: float, longest_ns: float, freed_mb: float, untraced_pct: float) -> Change:

@@ -143,3 +143,29 @@ def test_a_cpu_step_timed_without_the_profiler_measures_its_cost() -> None:
     assert v.unprofiled_step_ns / 1e6 == pytest.approx(step_ms, rel=0.05)
     assert 0.3e3 < (v.event_cost_ns or 0) < 1e3  # ~0.56 µs an op: a CPU's RecordFunction, not CUPTI's 8 µs
     assert "this machine's: the" in texts.verdict_text(v) or "you timed" in texts.unprofiled_text(v)
+
+
+def test_the_users_logging_range_is_named_in_the_verdict() -> None:
+    v = advice("c4_logging_annot").verdicts[0]
+    assert v.top_annotation == "logging" and 55 < v.top_annotation_pct < 75  # the program timed 12.9 of 20.1 ms
+    assert "inside record_function 'logging'" in texts.verdict_text(v)
+
+
+def test_a_periodic_evaluation_step_is_named_beside_the_mean() -> None:
+    v = advice("c6_periodic_eval").verdicts[0]
+    assert v.median_step_ns is not None and v.step_ns > 2 * v.median_step_ns
+    assert f"step {v.slowest_step} took" in texts.verdict_text(v) and v.slowest_step_ns > 300e6
+
+
+def test_the_full_span_not_the_stop_fragment_and_workers_kept() -> None:
+    trace = load(CASES / "c7_respawn_workers")
+    assert trace.event_count > 1_000  # the fragment holds 13 events
+    adv = run_advisor(analyze(trace))
+    (f,) = [f for f in adv.findings if f.rule == "dataloader-bound"]
+    assert f.change is not None and f.change.key == "keep-workers"
+
+
+def test_iteration_ranges_are_steps_not_a_users_range() -> None:
+    v = advice("c9_jit_rnn").verdicts[0]
+    assert v.step_count >= 4 and not v.top_annotation.startswith("batch")
+    assert "step 0 took" in texts.verdict_text(v)  # the first batch, 119 ms against ~15

@@ -79,3 +79,12 @@ def wait_healthy(base: str) -> None:
         except OSError:
             time.sleep(0.1)
     pytest.fail("server did not answer /api/v1/health")
+
+
+def wait_until(page: Any, expr: str, timeout_s: float = 120) -> None:
+    """Poll a JS expression (page.wait_for_function would eval it in the page, which the CSP forbids)."""
+    deadline = time.monotonic() + timeout_s
+    while not page.evaluate(expr):
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {expr}")
+        page.wait_for_timeout(50)

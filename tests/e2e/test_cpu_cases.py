@@ -93,38 +93,30 @@ def test_recompiling_every_step_is_compile_bound_and_said_plainly() -> None:
     assert "; a graph recompiled" in texts.found_text(f) and "times runs" not in texts.found_text(f)
 
 
-@pytest.mark.parametrize("case", ["compile_steady", "compile_recompile"])
-def test_the_compiled_view_of_a_cpu_run_names_no_device_kernels(case: str) -> None:
+def view_and_markdown(case: str, view: str) -> tuple[str, str]:
+    """The terminal view ``view`` of a case and its Markdown report."""
     import io
 
-    from stepscope.analysis.bundle import analyze as analyze_bundle
     from stepscope.report import terminal
     from stepscope.report.console import terminal_console
     from stepscope.report.json_out import to_json
     from stepscope.report.markdown import render_markdown
-    bundle = analyze_bundle(load(CASES / case))
+    bundle = analyze(load(CASES / case))
     out = io.StringIO()
-    terminal.render(bundle, terminal_console(file=out, width=200), views=["compiled"])
-    md = render_markdown(to_json(bundle))
-    for text in (out.getvalue(), md):
+    terminal.render(bundle, terminal_console(file=out, width=200), views=[view])
+    return out.getvalue(), render_markdown(to_json(bundle))
+
+
+@pytest.mark.parametrize("case", ["compile_steady", "compile_recompile"])
+def test_the_compiled_view_of_a_cpu_run_names_no_device_kernels(case: str) -> None:
+    for text in view_and_markdown(case, "compiled"):
         assert "Inductor's CPU kernels run inside the host's ops" in text and "Triton kernels" not in text
 
 
 def test_a_cpu_jobs_late_rank_is_late_for_its_cpu_work_in_every_renderer() -> None:
     """The arrivals view and the Markdown report word a CPU-only culprit's host cause as the verdict does
     (its model's ops), not as a GPU rank's (CPU ops, launches)."""
-    import io
-
-    from stepscope.analysis.bundle import analyze as analyze_bundle
-    from stepscope.report import terminal
-    from stepscope.report.console import terminal_console
-    from stepscope.report.json_out import to_json
-    from stepscope.report.markdown import render_markdown
-    bundle = analyze_bundle(load(CASES / "ddp_gloo"))
-    out = io.StringIO()
-    terminal.render(bundle, terminal_console(file=out, width=200), views=["arrivals"])
-    md = render_markdown(to_json(bundle))
-    for text in (out.getvalue(), md):
+    for text in view_and_markdown("ddp_gloo", "arrivals"):
         assert "culprit rank 0: its CPU work (the model's ops)" in text and "launches" not in text
 
 

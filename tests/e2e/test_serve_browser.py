@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from browser import launch, need_playwright, record, serve
+from browser import launch, need_playwright, record, serve, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -63,15 +62,6 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if DLRM.is_dir():
         shutil.copytree(DLRM, root / "dlrm_8rank_v100")
     yield from serve(root, tmp_path_factory.mktemp("cache"), REPO)
-
-
-def wait_until(page: Any, expr: str, timeout_s: float = 60) -> None:
-    """Poll a JS expression (page.wait_for_function would eval it in the page, which the CSP forbids)."""
-    deadline = time.monotonic() + timeout_s
-    while not page.evaluate(expr):
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {expr}")
-        page.wait_for_timeout(50)
 
 
 def api(base: str, path: str) -> Any:

@@ -16,7 +16,6 @@ import json
 import os
 import shutil
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -25,7 +24,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from browser import launch, need_playwright, record, serve
+from browser import launch, need_playwright, record, serve, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -57,15 +56,6 @@ def browser() -> Iterator[Any]:
 def api(base: str, path: str) -> Any:
     with urllib.request.urlopen(base + path, timeout=180) as r:
         return json.load(r)
-
-
-def wait_until(page: Any, expr: str, timeout_s: float = 120) -> None:
-    """Poll a JS expression (page.wait_for_function would eval it in the page, which the CSP forbids)."""
-    deadline = time.monotonic() + timeout_s
-    while not page.evaluate(expr):
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {expr}")
-        page.wait_for_timeout(50)
 
 
 @dataclass

@@ -28,6 +28,7 @@ from stepscope.advisor.rules.straggler_rank import claimed_culprits
 from stepscope.analysis.annotations import AnnotationView
 from stepscope.analysis.arrivals import Arrivals
 from stepscope.analysis.bundle import Bundle
+from stepscope.analysis.comm import CollType, collective_of
 from stepscope.analysis.critical_path import CriticalPath
 from stepscope.analysis.idle import is_dataloader_name
 from stepscope.analysis.platform import no_host_timeline, platform_of
@@ -161,13 +162,15 @@ def _step_marker_names(trace: Trace, rank: int) -> set[str]:
 
 
 def _top_annotation(view: AnnotationView | None, cp: CriticalPath, markers: set[str]) -> dict[str, Any]:
-    """The largest user range of the rank (not a step marker, not the DataLoader's) and its share of the
-    steps' time, where the host bounds the step and it holds at least :data:`ANNOTATION_MIN_PCT` of it."""
+    """The largest user range of the rank (not a step marker, the DataLoader's, torch.compile's or a collective's
+    — gloo's ``gloo:all_reduce`` on its own thread) and its share of the steps' time, where the host bounds the
+    step and it holds at least :data:`ANNOTATION_MIN_PCT` of it."""
     if view is None or cp.bound != "host" or not len(view.host.name):
         return {}
     names = [str(n) for n in view.host.name]
-    keep = [i for i, n in enumerate(names) if n not in markers and not STEP_NAME.match(n)
-            and not is_dataloader_name(n) and not n.startswith(COMPILE_WRAPPERS)]
+    keep = [i for i, n in enumerate(names) if n not in markers and not STEP_NAME.match(n)  # per name
+            and not is_dataloader_name(n) and not n.startswith(COMPILE_WRAPPERS)
+            and collective_of(n) == CollType.OTHER]
     if not keep:
         return {}
     total = max(float(cp.step_ns.sum()), 1.0)

@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -29,6 +30,7 @@ from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.comm import classify
 from stepscope.analysis.comm_records import CommRecords, comm_records, match_records
 from stepscope.analysis.common import F64, I64, interval_set, pct, rank_rows, step_windows
+from stepscope.analysis.critical_path import PARTS, compute_critical_path
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
 
@@ -104,9 +106,16 @@ class ClusterResult:
     slow_reasons: dict[int, list[str]]
     excess_pct: dict[int, dict[str, float]]  # slow rank → metric → % above the median
     imbalance_pct: float
-    imbalance_of: str  # what imbalance_pct compares: "compute" (GPU compute time) | "step" (no rank has any)
+    imbalance_of: str  # what imbalance_pct compares: "compute" (GPU compute time) | "host" (a CPU-only job's host
+    #                   work on its steps' critical path) | "step" (neither)
     wait_method: str
     verdict: str  # "balanced" | "imbalanced": whether the detector flags ranks with more work (slow_ranks)
+    host_ns: F64 = dataclasses.field(default_factory=lambda: np.zeros(0))  # a CPU-only rank's host work per step
+
+    @property
+    def work_ns(self) -> F64:
+        """What the ranks' work is compared on (``imbalance_of``): GPU compute, else host work, else the step."""
+        return {"compute": self.compute_ns, "host": self.host_ns}.get(self.imbalance_of, self.step_ns)
 
     @property
     def rank_count(self) -> int:
@@ -141,7 +150,8 @@ def combine_cluster(records: Mapping[int, ClusterRecord], detector: Detector | N
     m = {k: np.array([c[k] for c in cols], np.float64) for k in cols[0]}
     work = {k: m[k] for k in WORK_METRICS}
     slow = (detector or default_detector)(work, ranks)
-    base = m["compute_ns"] if m["compute_ns"].max() > 0 else m["step_ns"]
+    of = "compute" if m["compute_ns"].max() > 0 else "host" if m["host_ns"].max() > 0 else "step"
+    base = m[f"{of}_ns"]
     mean = float(base.mean())
     imbalance = pct(float(base.max()) - mean, mean)
     excess = {r: {k: pct(float(work[k][ranks.index(r)] - np.median(work[k])), float(np.median(work[k])))
@@ -150,8 +160,18 @@ def combine_cluster(records: Mapping[int, ClusterRecord], detector: Detector | N
         ranks=ranks, kernel_count=m["kernel_count"], compute_ns=m["compute_ns"], step_ns=m["step_ns"],
         comm_ns=m["comm_ns"], wait_ns=m["wait_ns"], transfer_ns=m["transfer_ns"],
         slow_ranks=sorted(slow), slow_reasons=slow, excess_pct=excess, imbalance_pct=imbalance,
-        imbalance_of="compute" if m["compute_ns"].max() > 0 else "step",
-        wait_method=records[ranks[0]].wait_method, verdict="imbalanced" if slow else "balanced")
+        imbalance_of=of, wait_method=records[ranks[0]].wait_method, verdict="imbalanced" if slow else "balanced",
+        host_ns=m["host_ns"])
+
+
+def _host_work_ns(trace: Trace, rank: int) -> float:
+    """A rank without kernels (a CPU-only job): its host work per step on its critical path — its own work,
+    without its waits in the collectives or the DataLoader (its step window holds those too)."""
+    try:
+        cp = compute_critical_path(trace, rank)
+    except NotApplicable:
+        return 0.0
+    return float(cp.parts_ns[:, PARTS.index("host")].sum()) / max(cp.step_count, 1)
 
 
 def _rank_metrics(trace: Trace, rank: int, match: CollectiveMatch) -> dict[str, float]:
@@ -167,6 +187,7 @@ def _rank_metrics(trace: Trace, rank: int, match: CollectiveMatch) -> dict[str, 
     comp = intervals.covered_in_windows(interval_set(trace, kernels[~comm]), wins.start_ns, wins.end_ns)
     mine = np.isin(match.rows, kernels[comm])
     return {"kernel_count": len(kernels) / nwin, "compute_ns": float(comp.sum()) / nwin,
+            "host_ns": _host_work_ns(trace, rank) if len(kernels) == 0 else 0.0,
             "step_ns": float(wins.dur_ns.sum()) / nwin,
             "comm_ns": float(trace.events["dur_ns"][kernels[comm]].sum()) / nwin,
             "wait_ns": float(match.wait_ns[mine].sum()) / nwin,

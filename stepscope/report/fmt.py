@@ -142,7 +142,8 @@ def verdict_text(doc: Mapping[str, Any]) -> str:
 
 
 #: what the cluster's ``imbalance_pct`` compares across ranks (``imbalance_of``)
-IMBALANCE_OF = {"compute": "compute time (kernels)", "step": "step time"}
+IMBALANCE_OF = {"compute": "compute time (kernels)", "host": "host work (its waits in collectives aside)",
+                "step": "step time"}
 
 
 def imbalance_text(pct_text: str, of: object) -> str:

@@ -30,7 +30,7 @@ CAUSE_WORDS = {"late_start": "it started the step late (before the trace)", "com
                "communication": "other communication", "copy": "copies", "input": "the input pipeline",
                "host": "its host (CPU ops, launches)"}
 #: the same where the program has no device (CPU-only: its model's ops are its host work)
-CPU_CAUSE_WORDS = {**CAUSE_WORDS, "host": "its CPU work (the model's ops)"}
+CPU_CAUSE_WORDS = {**CAUSE_WORDS, "host": "its CPU work (its ops and the code around them)"}
 
 
 def cause_words(platform: str) -> dict[str, str]:

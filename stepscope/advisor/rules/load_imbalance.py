@@ -1,7 +1,8 @@
 """``load-imbalance``: ranks do unequal amounts of work (SPEC §6; HTA/MSA load balance).
 
 Detects: the cluster analysis' ``imbalance_pct`` = (max − mean) / mean of per-rank GPU compute time
-per step is at least ``imbalance_min_pct``. Unlike ``straggler-rank`` it needs no single outlier: it
+per step (a CPU-only job's host work, its waits in the collectives aside) is at least ``imbalance_min_pct``.
+Unlike ``straggler-rank`` it needs no single outlier: it
 fires for a spread-out imbalance too (uneven embedding tables, uneven sequence lengths, pipeline
 stages of unequal size).
 
@@ -29,9 +30,7 @@ def detect(ctx: RuleContext) -> list[Finding]:
     c = ctx.result(CLUSTER)
     if c.imbalance_pct < ctx.cfg.imbalance_min_pct:
         return []
-    compute = np.asarray(c.compute_ns, np.float64)
-    if not np.any(compute > 0):
-        compute = np.asarray(c.step_ns, np.float64)
+    compute = np.asarray(c.work_ns, np.float64)  # GPU compute; a CPU-only job's host work; else the steps
     busiest = int(np.argmax(compute))
     excess = float(compute.max() - compute.mean())
     arrivals = ctx.optional(ARRIVALS)

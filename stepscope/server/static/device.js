@@ -27,8 +27,8 @@ function graphsCard(g) {
 const NO_DEVICE_COMPILED = "No device time: Inductor's CPU kernels run inside the host's ops (see the operators view).";
 
 function compiledCard(c) {
-  const head = !c.device_ms ? NO_DEVICE_COMPILED
-    : `${n(c.triton_kernels)} Triton kernels, ${ms3(c.triton_ms)} (${fmtPct(c.triton_pct)} of device time); `
+  if (!c.device_ms) return card("compiled", "Compiled kernels", NO_DEVICE_COMPILED);
+  const head = `${n(c.triton_kernels)} Triton kernels, ${ms3(c.triton_ms)} (${fmtPct(c.triton_pct)} of device time); `
     + `${fmtPct(c.in_graphs_pct)} of device time inside compiled graphs.`;
   const graphs = dataTable(c.graphs || [], [{key: "name", label: "compiled graph"}, {key: "calls", label: "calls", num: true, fmt: n},
     {key: "kernels", label: "kernels", num: true, fmt: n}, {key: "triton_kernels", label: "Triton", num: true, fmt: n},

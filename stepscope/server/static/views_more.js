@@ -60,7 +60,7 @@ const CAUSES = {late_start: "started the step late", compute: "GPU compute", com
   copy: "copies", input: "input pipeline", host: "host: CPU ops, launches"};
 
 function causeText(cause, cpuOnly) {
-  return cause === "host" && cpuOnly ? "CPU work: the model's ops" : CAUSES[cause] || String(cause).replace(/_/g, " ");
+  return cause === "host" && cpuOnly ? "CPU work: its ops and the code around them" : CAUSES[cause] || String(cause).replace(/_/g, " ");
 }
 
 function ranksText(list) {
@@ -114,7 +114,8 @@ export async function distributedView(ctx) {
         {key: "wait_ms", label: "wait in comm kernels", num: true, fmt: fmtMs}, {key: "transfer_ms", label: "transfer", num: true, fmt: fmtMs},
         {key: "kernel_count", label: "kernels", num: true, fmt: (v) => fmtNum(v)}] : []), {key: "slow", label: "more work"}];
     // the imbalance figure as what it measures, never "balanced": ranks that wait for a late one have equal steps
-    const of = cluster.imbalance_of === "step" ? "step time" : "compute time (kernels)";
+    const of = {step: "step time", host: "host work (its waits in collectives aside)"}[cluster.imbalance_of]
+      || "compute time (kernels)";
     const head = `Per average step. Load imbalance of ${of} across ranks ${fmtPct(cluster.imbalance_pct)} (the busiest rank over the mean); `
       + `ranks with more work (kernels, compute, step): ${(cluster.slow_ranks || []).join(", ") || "none"}; who arrives late at the collectives: below.`;
     const sub = kernels ? head : `${head} No rank runs kernels, so the kernel columns (compute, communication kernels, their wait and `

@@ -29,7 +29,7 @@ from stepscope.analysis.annotations import AnnotationView
 from stepscope.analysis.arrivals import Arrivals
 from stepscope.analysis.bundle import Bundle
 from stepscope.analysis.comm import CollType, collective_of
-from stepscope.analysis.critical_path import CriticalPath
+from stepscope.analysis.critical_path import HOST_PARTS, CriticalPath
 from stepscope.analysis.idle import is_dataloader_name
 from stepscope.analysis.platform import no_host_timeline, platform_of
 from stepscope.analysis.profiler_cost import LOW_COST_SHARE, ProfilerCost
@@ -62,6 +62,7 @@ class Verdict:
     set_by: str = ""  # job: "waited-for" (the rank the others wait for at the collectives) or "slowest"
     compiling_pct: float = 0.0  # the host's time compiling (torch.compile) on the path, % of the step
     untraced_pct: float = 0.0  # the host's time on the path outside every recorded op, % of the step
+    untraced_in_gaps: bool = False  # ... spread over many short gaps between ops (no stretch holds half of it)
     #: the median step, and the slowest step's number and length: a mean far above the median is one or a few
     #: steps (an evaluation, a warm-up), said beside it (None / -1 for the job's verdict)
     median_step_ns: int | None = None
@@ -111,6 +112,7 @@ class Verdict:
                 "host_timeline": self.host_timeline, "set_by": self.set_by,
                 "job_step_ms": None if self.job_step_ns is None else self.job_step_ns / 1e6,
                 "compiling_pct": round(self.compiling_pct, 2), "untraced_pct": round(self.untraced_pct, 2),
+                "untraced_in_gaps": self.untraced_in_gaps,
                 "median_step_ms": None if self.median_step_ns is None else self.median_step_ns / 1e6,
                 "top_annotation": self.top_annotation or None, "top_annotation_pct": round(self.top_annotation_pct, 2),
                 "slowest_step": self.slowest_step, "slowest_step_ms": self.slowest_step_ns / 1e6,
@@ -142,6 +144,7 @@ def verdict_of(bundle: Bundle, rank: int) -> Verdict | None:
                 cp.device_busy_pct() if cp.has_device else None, cp.has_device,
                 platform=platform_of(bundle.trace, rank), host_timeline=no_host_timeline(bundle.trace, rank) is None,
                 compiling_pct=cp.host_share_pct()["compile"], untraced_pct=cp.host_share_pct()["untraced"],
+                untraced_in_gaps=_in_gaps(cp),
                 **_spread(cp), **_top_annotation(bundle.ranks[rank].get(ANNOTATIONS), cp,
                                                  _step_marker_names(bundle.trace, rank)))
     return _without_profiler(v, bundle.ranks[rank].get(PROFILER_COST))
@@ -181,6 +184,13 @@ def _top_annotation(view: AnnotationView | None, cp: CriticalPath, markers: set[
         return {}
     i = max(inside, key=lambda k: shares[k])
     return {"top_annotation": names[i], "top_annotation_pct": shares[i]}
+
+
+def _in_gaps(cp: CriticalPath) -> bool:
+    """Whether the host's untraced time lies in many short gaps (the model's own Python between its ops)
+    rather than in one stretch a step (loop code): its longest stretches hold under half of it."""
+    untraced = float(cp.host_parts_ns[:, HOST_PARTS.index("untraced")].sum())
+    return untraced > 0 and float(cp.untraced_longest_ns.sum()) < 0.5 * untraced
 
 
 def _spread(cp: CriticalPath) -> dict[str, Any]:

@@ -18,6 +18,7 @@ VERDICT_STAGES: dict[str, str] = {
     "host-compiling": "torch.compile compiling on the host",
     "host-untraced": "the host's time outside every recorded op (the loop's Python, I/O, garbage collection)",
     "host-untraced-native": "the host's code between its traced calls",
+    "host-untraced-gaps": "the host's Python between its ops (many short gaps: the per-op overhead)",
     "compute": "{device} compute",
     "communication": "communication",
     "copy": "memory copies",
@@ -137,7 +138,8 @@ def _host_part(v: Verdict, share: float) -> tuple[str | None, float]:
     if v.compiling_pct > share / 2:
         return VERDICT_STAGES["host-compiling"], v.compiling_pct
     if v.untraced_pct > share / 2 and v.host_timeline:
-        key = "host-untraced-native" if v.platform.endswith("+native") else "host-untraced"
+        key = ("host-untraced-native" if v.platform.endswith("+native") else
+               "host-untraced-gaps" if v.untraced_in_gaps else "host-untraced")
         return VERDICT_STAGES[key], v.untraced_pct
     return None, share
 

@@ -116,3 +116,19 @@ def test_a_device_rank_leaves_it_to_launch_bound(tmp_path: Path) -> None:
         b.launch_kernel("volta_sgemm_128x64_nn", launch_ts=t + 20, launch_dur=10, ts=t + 40, dur=900)
     f, _ = finding(b, tmp_path)
     assert f is None
+
+
+def test_most_of_the_step_in_short_gaps_is_worded_as_per_op_python(tmp_path: Path) -> None:
+    """100 ops of 30 µs a 10 ms step, 70 µs apart: 70 % of the step between ops, no gap over 70 µs — the
+    model's own Python per op, not a block of loop code; the finding says fewer ops."""
+    b = TraceBuilder(device=None)
+    for i in range(3):
+        t = i * STEP
+        b.step(i + 1, t, STEP)
+        for k in range(100):
+            b.op("aten::mul", ts=t + 100 * k + 70, dur=30)
+    f, adv = finding(b, tmp_path)
+    v = adv.verdicts[0]
+    assert v.untraced_in_gaps and v.untraced_pct == pytest.approx(70.0, abs=0.1)
+    assert "the host's Python between its ops (many short gaps" in verdict_text(v)
+    assert f is not None and f.change is not None and f.change.key == "fewer-ops"

@@ -25,6 +25,7 @@ from stepscope.analysis.categories import CategoryView, compute_categories
 from stepscope.analysis.comm_matrix import CommMatrix, combine_comm_matrix, comm_matrix_record
 from stepscope.analysis.compiled import CompiledResult, compute_compiled
 from stepscope.analysis.convolutions import ConvolutionResult, compute_convolutions
+from stepscope.analysis.cpu_optimizer import CpuOptimizer, compute_cpu_optimizer
 from stepscope.analysis.critical_path import CriticalPath, compute_critical_path
 from stepscope.analysis.dataloader import DataLoaderResult, compute_dataloader
 from stepscope.analysis.distributed import DistributedResult, compute_distributed
@@ -136,6 +137,8 @@ CACHING_ALLOCATOR = RankAnalysis("caching_allocator", compute_caching_allocator,
                                  ("caching_allocator",), device=True)
 INPUT_SHAPES = RankAnalysis("input_shapes", compute_input_shapes, InputShapesResult, ("input_shapes",))
 SOFTWARE = RankAnalysis("software", compute_software, SoftwareResult, ("software",))
+# a CPU-only rank's optimizer steps: the ops they run (the fusion view reads a device's optimizer kernels)
+CPU_OPTIMIZER = RankAnalysis("cpu_optimizer", compute_cpu_optimizer, CpuOptimizer, ("cpu_optimizer",))
 
 CLUSTER = ClusterAnalysis("cluster", cluster_record, combine_cluster, ClusterResult, ("cluster",))
 COMM_MATRIX = ClusterAnalysis("comm_matrix", comm_matrix_record, combine_comm_matrix, CommMatrix,
@@ -158,6 +161,7 @@ RANK_ANALYSES: tuple[RankAnalysis[object], ...] = (
     DISTRIBUTED, IDLE, CRITICAL_PATH, SYNC, MEMCPY, LAUNCH, LAUNCH_CONFIG, FUSION, GRAPHS, COMPILED, PHASES,
     REMEDIES, PROFILER_COST,
     DATALOADER, TENSOR_CORES, CONVOLUTIONS, GEMM_DIMS, HOST_OPS, ZERO_GRAD, CACHING_ALLOCATOR, INPUT_SHAPES, SOFTWARE,
+    CPU_OPTIMIZER,
 )
 CLUSTER_ANALYSES: tuple[ClusterAnalysis[object], ...] = (CLUSTER, COMM_MATRIX, ARRIVALS, SLOW_LINKS, JOB_WHATIF,
                                                             PIPELINE, ALL_TO_ALL, EXPOSED_COMM)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from stepscope.analysis.registry import (
     CACHING_ALLOCATOR,
     CONVOLUTIONS,
+    CPU_OPTIMIZER,
     DATALOADER,
     GEMM_DIMS,
     HOST_OPS,
@@ -129,9 +130,20 @@ def software_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
             "legacy_schema": r.legacy_schema, "pytorch": r.pytorch, "compiled": r.compiled}
 
 
+def cpu_optimizer_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
+    r = rr.get(CPU_OPTIMIZER)
+    if r is None:
+        return None
+    n = max(r.step_count, 1)
+    return {"optimizer": r.name, "steps": r.step_count, "ops_per_step": r.ops_per_step,
+            "multi_tensor_pct": r.multi_tensor_pct, "per_tensor": r.per_tensor, "ms_per_step": r.time_ns / MS / n,
+            "ops": named_list(r.ops, n)}
+
+
 #: per-rank §12 keys owned by the evidence analyses
 EVIDENCE_RANK_SECTIONS = {
     "dataloader": dataloader_section, "tensor_cores": tensor_cores_section, "convolutions": convolutions_section,
     "gemm_dims": gemm_dims_section, "host_ops": host_ops_section, "zero_grad": zero_grad_section,
     "caching_allocator": caching_allocator_section, "input_shapes": input_shapes_section, "software": software_section,
+    "cpu_optimizer": cpu_optimizer_section,
 }

@@ -261,14 +261,29 @@ def _values(f: Finding) -> dict[str, Any]:
     return {**general, **ev, **dict(f.change.params), **derived}
 
 
+#: a rule's title and finding as said for a platform (``cpu``: no device, the optimizer's ops, not kernels)
+RULES_BY_PLATFORM: dict[str, dict[str, RuleText]] = {
+    "cpu": {"small-kernel-optimizer": RuleText(
+        "The optimizer steps tensor by tensor",
+        "Each optimizer step runs {ops_per_optimizer_step:g} ops on the CPU ({multi_tensor_pct:.0f}% of their time "
+        "multi-tensor or fused), {optimizer_host_ms:.2f} ms a step in {optimizer}.step: one pass over each "
+        "parameter's memory per op.",
+        ("https://pytorch.org/docs/stable/optim.html#algorithms",))},
+}
+
+
+def _rule_text(f: Finding) -> RuleText | None:
+    return RULES_BY_PLATFORM.get(platform_key(f.platform), {}).get(f.rule) or RULES.get(f.rule)
+
+
 def title_text(f: Finding) -> str:
-    rt = RULES.get(f.rule)
+    rt = _rule_text(f)
     title = TITLE_BY_BASIS.get((f.rule, f.basis), rt.title if rt is not None else f.rule)
     return dialect(title, f.platform, f.whole_trace)
 
 
 def found_text(f: Finding) -> str:
-    rt = RULES.get(f.rule)
+    rt = _rule_text(f)
     tpl = FOUND_BY_BASIS.get((f.rule, f.basis), rt.found if rt is not None else None)
     text = fill(tpl, _values(f)) if tpl is not None else ""
     if f.ranks:

@@ -161,3 +161,13 @@ def test_iteration_ranges_are_steps_not_a_users_range() -> None:
     v = advice("c9_jit_rnn").verdicts[0]
     assert v.step_count >= 4 and not v.top_annotation.startswith("batch")
     assert "step 0 took" in texts.verdict_text(v)  # the first batch, 119 ms against ~15
+
+
+def test_a_cpu_adam_stepping_tensor_by_tensor_is_a_finding_after_the_checkpoint() -> None:
+    """ckpt_every_step's Adam runs 144 ops a step on the CPU (16 tensors), none multi-tensor: the second
+    finding, after the checkpoint's; AdamW(foreach=True) in c4_logging_annot is none."""
+    adv = advice("ckpt_every_step")
+    assert [f.rule for f in adv.findings[:2]] == ["host-outside-ops", "small-kernel-optimizer"]
+    f = adv.findings[1]
+    assert f.evidence["ops_per_optimizer_step"] == 144.0 and texts.title_text(f).endswith("tensor by tensor")
+    assert "small-kernel-optimizer" not in {f.rule for f in advice("c4_logging_annot").findings}

@@ -10,6 +10,10 @@ a third of their time, each counted where it reaches the step's critical path �
 the host part is most of it (an H200 pair: 12-20 ms of host work per step in the per-tensor Adam,
 1.1-1.3 ms fused; the kernels 0.7 ms). Without a replay: the optimizer kernels' GPU time per step ×
 (1 − 1 / ``optimizer_fused_speedup``).
+
+On a CPU-only rank (no kernels) it reads the cpu_optimizer analysis instead: an ``Optimizer.step`` that runs
+at least 30 ops a step, most of their time single-tensor ones (PyTorch steps CPU parameters tensor by
+tensor by default), is the finding, its gain the same replay (at least ``severity_medium_pct`` of the step).
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from __future__ import annotations
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
 from stepscope.advisor.rules._util import ms, per_step, replayed_saving, top_names
-from stepscope.analysis.registry import FUSION
+from stepscope.analysis.cpu_optimizer import CpuOptimizer
+from stepscope.analysis.registry import CPU_OPTIMIZER, FUSION
 
 RULE_ID = "small-kernel-optimizer"
 SCOPE = "rank"
@@ -26,6 +31,9 @@ NEEDS_HOST_TIMELINE = True  # reads host ops, launches or annotations: not run o
 
 
 def detect(ctx: RuleContext) -> list[Finding]:
+    cpu = ctx.optional(CPU_OPTIMIZER)
+    if cpu is not None:  # a CPU-only rank: no kernels, its optimizer's ops
+        return _on_the_cpu(ctx, cpu)
     opt = ctx.result(FUSION).optimizer
     if opt.verdict != "many-small-kernels" or opt.kernels_per_step < ctx.cfg.optimizer_min_kernels_per_step:
         return []
@@ -41,3 +49,18 @@ def detect(ctx: RuleContext) -> list[Finding]:
         return [ctx.finding(RULE_ID, replayed, "replayed", evidence, change)]
     gain = per_step(ctx, opt.time_ns) * (1.0 - 1.0 / max(ctx.cfg.optimizer_fused_speedup, 1.0))
     return [ctx.finding(RULE_ID, gain, "fused-optimizer-speedup", evidence, change)]
+
+
+def _on_the_cpu(ctx: RuleContext, cpu: CpuOptimizer) -> list[Finding]:
+    """A CPU-only rank whose optimizer steps tensor by tensor (PyTorch's default for CPU parameters): the
+    fused-optimizer remedy replayed — what a fused / foreach step gives back of the step."""
+    if not cpu.per_tensor:
+        return []
+    n = max(cpu.step_count, 1)
+    evidence = {"optimizer_steps": cpu.step_count, "ops_per_optimizer_step": round(cpu.ops_per_step, 1),
+                "multi_tensor_pct": round(cpu.multi_tensor_pct, 1), "optimizer_host_ms": ms(cpu.time_ns / n),
+                "optimizer": cpu.name, "ops": top_names(cpu.ops, per=n)}
+    replayed = replayed_saving(ctx, "fused-optimizer", evidence)
+    if replayed is None or ctx.pct_of_step(replayed) < ctx.cfg.severity_medium_pct:
+        return []
+    return [ctx.finding(RULE_ID, replayed, "replayed", evidence, Change("fused-optimizer", {"optimizer": cpu.name}))]

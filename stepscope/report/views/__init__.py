@@ -22,6 +22,7 @@ from stepscope.analysis.registry import (
     COMM_MATRIX,
     COMPILED,
     CONVOLUTIONS,
+    CPU_OPTIMIZER,
     CRITICAL_PATH,
     DATALOADER,
     EXPOSED_COMM,
@@ -62,6 +63,7 @@ from stepscope.report.views.breakdown import render_breakdown
 from stepscope.report.views.caching_allocator import render_caching_allocator
 from stepscope.report.views.categories import render_categories
 from stepscope.report.views.convolutions import render_convolutions
+from stepscope.report.views.cpu_optimizer import render_cpu_optimizer
 from stepscope.report.views.critical_path import render_critical_path
 from stepscope.report.views.dataloader import render_dataloader
 from stepscope.report.views.device import render_compiled, render_graphs, render_phases
@@ -178,6 +180,7 @@ RENDERERS: dict[str, RankView] = {
     "caching_allocator": rank_view(CACHING_ALLOCATOR, render_caching_allocator),
     "input_shapes": rank_view(INPUT_SHAPES, render_input_shapes),
     "software": worded_view(SOFTWARE, render_software),
+    "cpu_optimizer": rank_view(CPU_OPTIMIZER, render_cpu_optimizer),
 }
 
 #: cluster-level renderers

@@ -36,14 +36,14 @@ def block_trace(tmp_path: Path, ops_us: int, frees_mb: int = 0) -> TraceBuilder:
     return b
 
 
-def gaps_trace() -> TraceBuilder:
-    """Each step: 100 ops of 60 µs, 40 µs apart (40 % of the step between ops, no gap over 40 µs)."""
+def gaps_trace(op_us: int = 60) -> TraceBuilder:
+    """Each step: 100 ops of ``op_us`` µs, one every 100 µs (the rest of each 100 µs between ops)."""
     b = TraceBuilder(device=None)
     for i in range(3):
         t = i * STEP
         b.step(i + 1, t, STEP)
         for k in range(100):
-            b.op("aten::mul", ts=t + 100 * k + 40, dur=60)
+            b.op("aten::mul", ts=t + 100 * k + 100 - op_us, dur=op_us)
     return b
 
 
@@ -121,13 +121,7 @@ def test_a_device_rank_leaves_it_to_launch_bound(tmp_path: Path) -> None:
 def test_most_of_the_step_in_short_gaps_is_worded_as_per_op_python(tmp_path: Path) -> None:
     """100 ops of 30 µs a 10 ms step, 70 µs apart: 70 % of the step between ops, no gap over 70 µs — the
     model's own Python per op, not a block of loop code; the finding says fewer ops."""
-    b = TraceBuilder(device=None)
-    for i in range(3):
-        t = i * STEP
-        b.step(i + 1, t, STEP)
-        for k in range(100):
-            b.op("aten::mul", ts=t + 100 * k + 70, dur=30)
-    f, adv = finding(b, tmp_path)
+    f, adv = finding(gaps_trace(op_us=30), tmp_path)
     v = adv.verdicts[0]
     assert v.untraced_in_gaps and v.untraced_pct == pytest.approx(70.0, abs=0.1)
     assert "the host's Python between its ops (many short gaps" in verdict_text(v)

@@ -29,7 +29,7 @@ from stepscope.analysis.annotations import AnnotationView
 from stepscope.analysis.arrivals import Arrivals
 from stepscope.analysis.bundle import Bundle
 from stepscope.analysis.comm import CollType, collective_of
-from stepscope.analysis.critical_path import HOST_PARTS, CriticalPath
+from stepscope.analysis.critical_path import CriticalPath
 from stepscope.analysis.idle import is_dataloader_name
 from stepscope.analysis.platform import no_host_timeline, platform_of
 from stepscope.analysis.profiler_cost import LOW_COST_SHARE, ProfilerCost
@@ -140,11 +140,11 @@ def verdict_of(bundle: Bundle, rank: int) -> Verdict | None:
     cp = rank_critical_path(bundle, rank)
     if cp is None:
         return None
+    host = cp.host_share_pct()
     v = Verdict(rank, cp.bound, round(cp.avg_step_ns), cp.share_pct(), cp.step_count, cp.whole_trace,
                 cp.device_busy_pct() if cp.has_device else None, cp.has_device,
                 platform=platform_of(bundle.trace, rank), host_timeline=no_host_timeline(bundle.trace, rank) is None,
-                compiling_pct=cp.host_share_pct()["compile"], untraced_pct=cp.host_share_pct()["untraced"],
-                untraced_in_gaps=_in_gaps(cp),
+                compiling_pct=host["compile"], untraced_pct=host["untraced"], untraced_in_gaps=cp.untraced_in_gaps(),
                 **_spread(cp), **_top_annotation(bundle.ranks[rank].get(ANNOTATIONS), cp,
                                                  _step_marker_names(bundle.trace, rank)))
     return _without_profiler(v, bundle.ranks[rank].get(PROFILER_COST))
@@ -184,13 +184,6 @@ def _top_annotation(view: AnnotationView | None, cp: CriticalPath, markers: set[
         return {}
     i = max(inside, key=lambda k: shares[k])
     return {"top_annotation": names[i], "top_annotation_pct": shares[i]}
-
-
-def _in_gaps(cp: CriticalPath) -> bool:
-    """Whether the host's untraced time lies in many short gaps (the model's own Python between its ops)
-    rather than in one stretch a step (loop code): its longest stretches hold under half of it."""
-    untraced = float(cp.host_parts_ns[:, HOST_PARTS.index("untraced")].sum())
-    return untraced > 0 and float(cp.untraced_longest_ns.sum()) < 0.5 * untraced
 
 
 def _spread(cp: CriticalPath) -> dict[str, Any]:

@@ -54,7 +54,7 @@ from stepscope.analysis.breakdown import tb_step_windows
 from stepscope.analysis.comm import host_collective_mask
 from stepscope.analysis.common import I32, I64, interval_set, pct, rank_rows
 from stepscope.analysis.compilation import compile_rows
-from stepscope.analysis.host_traced import freed_outside_ops_bytes, launch_and_op_rows
+from stepscope.analysis.host_traced import freed_outside_ops_bytes, in_short_gaps, launch_and_op_rows
 from stepscope.analysis.idle import is_dataloader_name
 from stepscope.analysis.sync import blocking_calls, driver_rows
 from stepscope.model.masks import any_of
@@ -129,6 +129,11 @@ class CriticalPath:
         """Share of all steps' time on the critical path of each part."""
         total = float(self.step_ns.sum())
         return {p: pct(float(self.parts_ns[:, j].sum()), total) for j, p in enumerate(PARTS)}
+
+    def untraced_in_gaps(self) -> bool:
+        """The host's untraced time over the windows lies in many short gaps, not one block a step."""
+        return in_short_gaps(float(self.host_parts_ns[:, HOST_PARTS.index("untraced")].sum()),
+                             float(self.untraced_longest_ns.sum()))
 
     def host_share_pct(self) -> dict[str, float]:
         total = float(self.step_ns.sum())

@@ -20,6 +20,15 @@ from stepscope.model.steps import STEP_NAME
 from stepscope.model.trace import Trace
 
 LAUNCH_CALL = ("Launch", "MemcpyAsync", "MemsetAsync")  # GraphLaunch contains Launch
+#: untraced time whose longest stretches hold under this share of it lies in many short gaps between ops (the
+#: model's own Python per op), not in one block of loop code a step
+ONE_BLOCK_SHARE = 0.5
+
+
+def in_short_gaps(untraced_ns: float, longest_ns: float) -> bool:
+    """Whether untraced time lies in many short gaps (``longest_ns``: its longest stretches) rather than in
+    one block: the verdict's words, ``launch-bound``'s and ``host-outside-ops``' changes read it alike."""
+    return untraced_ns > 0 and longest_ns < ONE_BLOCK_SHARE * untraced_ns
 
 
 def launch_and_op_rows(trace: Trace, driver: I64) -> tuple[I64, I64]:

@@ -154,11 +154,21 @@ def analyse_run(entry: RunEntry, loader: Loader, step_ms: float | None = None) -
         return _results(entry, bundle)
 
 
-def _results(entry: RunEntry, bundle: Bundle) -> RunResults:
-    trace = bundle.trace
+def document_of(bundle: Bundle) -> tuple[dict[str, Any], tuple[int, ...], dict[int, bytes]]:
+    """The bundle's document (with its findings), its ranks, and each rank's object compressed (a section)."""
     doc = to_json(bundle, findings_of(bundle))
     ranks = tuple(int(r["rank"]) for r in doc["ranks"])
-    sections = {r: zlib.compress(dumps(obj), 6) for r, obj in zip(ranks, doc["ranks"])}
+    return doc, ranks, {r: zlib.compress(dumps(obj), 6) for r, obj in zip(ranks, doc["ranks"])}
+
+
+def findings_answer(doc: dict[str, Any]) -> bytes:
+    """The ``findings`` route's answer: the document's findings and verdicts."""
+    return dumps({"findings": doc.get("findings") or [], "verdicts": doc.get("verdicts") or []})
+
+
+def _results(entry: RunEntry, bundle: Bundle) -> RunResults:
+    trace = bundle.trace
+    doc, ranks, sections = document_of(bundle)
     summary = summary_of(entry, doc, ranks)
     summary["events"] = trace.event_count
     infos = [rank_info(trace, r) for r in ranks]
@@ -167,8 +177,7 @@ def _results(entry: RunEntry, bundle: Bundle) -> RunResults:
         launched_by_track(trace, r)
     return RunResults(
         entry=entry, bundle=bundle, models=WholeRun(bundle), ranks=ranks, head=split_head(doc), sections=sections,
-        findings=dumps({"findings": doc.get("findings") or [], "verdicts": doc.get("verdicts") or []}),
-        memory={r: dumps(memory_of(trace, r)) for r in ranks},
+        findings=findings_answer(doc), memory={r: dumps(memory_of(trace, r)) for r in ranks},
         info=dumps({"ranks": infos}), extents={i["rank"]: (i["start_ns"], i["end_ns"]) for i in infos},
         summary=summary)
 

@@ -28,9 +28,8 @@ import numpy as np
 from stepscope.analysis.bundle import analyze
 from stepscope.analysis.whatif.unprofiled import EVENT_COST_NS
 from stepscope.ingest.step_records import with_given_step
-from stepscope.report.json_out import to_json
 from stepscope.server.ranks import WholeRun
-from stepscope.server.results import RunResults, dumps, findings_of, split_head, summary_of
+from stepscope.server.results import RunResults, document_of, findings_answer, split_head, summary_of
 
 #: the profiler's cost per op said so when a rank's cost was measured (``profiler_cost.cost_source``)
 MEASURED_SOURCES = ("measured", "given")
@@ -42,9 +41,7 @@ def restepped(base: RunResults, step_ms: float) -> RunResults:
     if base.bundle is not None:
         bundle = analyze(with_given_step(base.bundle.trace, step_ms))
         with bundle.memo.active():
-            doc = to_json(bundle, findings_of(bundle))
-        ranks = tuple(int(r["rank"]) for r in doc["ranks"])
-        sections = {r: zlib.compress(dumps(obj), 6) for r, obj in zip(ranks, doc["ranks"])}
+            doc, _, sections = document_of(bundle)
         return _answered(base, doc, sections, bundle=bundle, models=WholeRun(bundle))
     from stepscope.mapreduce.driver import map_reduce
     from stepscope.mapreduce.worker import unpack
@@ -58,8 +55,8 @@ def restepped(base: RunResults, step_ms: float) -> RunResults:
 def _answered(base: RunResults, doc: dict[str, Any], sections: dict[int, bytes], **kw: Any) -> RunResults:
     """``base`` with the document ``doc`` (its ``ranks`` as ``sections``) and what is made of it."""
     summary = {**summary_of(base.entry, doc, base.ranks), "events": base.summary.get("events")}
-    findings = dumps({"findings": doc.get("findings") or [], "verdicts": doc.get("verdicts") or []})
-    return replace(base, head=split_head(doc), sections=sections, findings=findings, summary=summary, **kw)
+    return replace(base, head=split_head(doc), sections=sections, findings=findings_answer(doc), summary=summary,
+                   **kw)
 
 
 def own_cost_us(res: RunResults) -> float:

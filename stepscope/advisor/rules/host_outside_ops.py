@@ -26,6 +26,7 @@ from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
 from stepscope.advisor.rules._util import ms, replayed_saving
 from stepscope.analysis.critical_path import HOST_PARTS
+from stepscope.analysis.host_traced import in_short_gaps
 from stepscope.analysis.registry import CRITICAL_PATH
 
 RULE_ID = "host-outside-ops"
@@ -70,7 +71,7 @@ def _typical(per_step: npt.NDArray[np.float64]) -> float:
 def _change(untraced_ns: float, longest_ns: float, freed_mb: float, untraced_pct: float) -> Change:
     """Many short gaps between ops are the model's own Python per op (vectorise, compile); one block a
     step is loop code — freeing big tensors where the profile recorded the frees, else code to move."""
-    if longest_ns < 0.5 * untraced_ns:
+    if in_short_gaps(untraced_ns, longest_ns):
         return Change("fewer-ops", {"untraced_pct": untraced_pct})
     if freed_mb >= FREED_MIN_MB:
         return Change("reuse-buffers", {"untraced_pct": untraced_pct, "freed_mb": round(freed_mb)})

@@ -42,7 +42,7 @@ import numpy.typing as npt
 from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
 from stepscope.advisor.rules._util import ms, replayed_saving
-from stepscope.analysis.critical_path import HOST_PARTS, PARTS
+from stepscope.analysis.critical_path import PARTS
 from stepscope.analysis.registry import CRITICAL_PATH, IDLE, LAUNCH, PROFILER_COST, SOFTWARE
 
 RULE_ID = "launch-bound"
@@ -76,9 +76,7 @@ def detect(ctx: RuleContext) -> list[Finding]:
         evidence["host_path_pct"] = {k: round(v, 1) for k, v in host.items()}
         # what a graph captures (the launch calls and the ops around them) against Python between ops
         launches_dominate = host["launch"] + host["host_ops"] >= host["untraced"]
-        untraced_ns = float(cp.host_parts_ns[:, HOST_PARTS.index("untraced")].sum())
-        in_one_block = float(cp.untraced_longest_ns.sum()) >= 0.5 * untraced_ns
-        if host["untraced"] > host["launch"] + host["host_ops"] and in_one_block:
+        if host["untraced"] > host["launch"] + host["host_ops"] and not cp.untraced_in_gaps():
             untraced_pct = host["untraced"]
     unprofiled = ctx.optional(PROFILER_COST)
     if unprofiled is not None and unprofiled.unprofiled_step_ns is not None and unprofiled.unprofiled_shares_pct:

@@ -154,7 +154,7 @@ def measured_cost_us(trace: Trace) -> float | None:
         if step_ns is None:
             continue
         cp = compute_critical_path(trace, rank)
-        if cp.step_count and cp.has_device:
+        if cp.step_count:  # a timed step measures the cost on a CPU-only rank too, as compute_profiler_cost does
             costs.append(_measured_cost_ns(cp.avg_step_ns, step_ns, _recorded_per_step(trace, rank, cp)) / 1e3)
     return float(np.median(costs)) if costs else None
 

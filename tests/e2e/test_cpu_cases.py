@@ -171,3 +171,12 @@ def test_a_cpu_adam_stepping_tensor_by_tensor_is_a_finding_after_the_checkpoint(
     f = adv.findings[1]
     assert f.evidence["ops_per_optimizer_step"] == 144.0 and texts.title_text(f).endswith("tensor by tensor")
     assert "small-kernel-optimizer" not in {f.rule for f in advice("c4_logging_annot").findings}
+
+
+def test_whatif_without_the_profiler_on_a_timed_cpu_step_removes_its_measured_cost() -> None:
+    """``whatif --unprofiled`` without a value takes the cost the given step measures on a CPU run too (it
+    had fallen back to the calibrated 8 µs, and tiny_ops' 2.6 ms step to nothing)."""
+    from stepscope.analysis.profiler_cost import measured_cost_us
+    from stepscope.ingest.step_records import with_given_step
+    cost = measured_cost_us(with_given_step(load(CASES / "tiny_ops"), 1.5))
+    assert cost is not None and 0.3 < cost < 1.0

@@ -20,6 +20,7 @@ from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import ancestor_with, in_step_rows, is_optimizer_step, optimizer_steps
 from stepscope.analysis.fusion import FOREACH, optimizer_name
 from stepscope.analysis.named import NamedRows, named_rows
+from stepscope.analysis.optimizer_pass import FUSED_ARRAYS, OptimizerPass, optimizer_pass
 from stepscope.analysis.platform import has_device
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
@@ -40,6 +41,24 @@ class CpuOptimizer:
     ops: NamedRows
     multi_tensor_ns: int  # the ops' time in multi-tensor / fused ones (``_foreach_``, ``_fused_``)
     time_ns: int  # the host's time inside the optimizer steps
+    #: the loop's parameter elements and the bandwidth its large in-place ops reached (None: no recorded
+    #: shapes, or no large in-place op)
+    memory_pass: OptimizerPass | None = None
+
+    @property
+    def fused_step_ns(self) -> float | None:
+        """One fused pass over the parameters' arrays at the loop's own bandwidth, per optimizer step
+        (None: no pass measured, or an optimizer without a fused CPU kernel)."""
+        arrays = FUSED_ARRAYS.get(self.name)
+        return self.memory_pass.fused_ns(arrays) if self.memory_pass is not None and arrays else None
+
+    @property
+    def fused_factor(self) -> float | None:
+        """The fused step's time over the loop's (at most 1; None where :attr:`fused_step_ns` is)."""
+        fused = self.fused_step_ns
+        if fused is None or self.time_ns <= 0:
+            return None
+        return min(1.0, fused / (self.time_ns / max(self.step_count, 1)))
 
     @property
     def ops_per_step(self) -> float:
@@ -74,4 +93,5 @@ def compute_cpu_optimizer(trace: Trace, rank: int) -> CpuOptimizer:
     ops = ops[outer & (ancestor_with(trace, parent, trace.strings.mask(is_optimizer_step)) >= 0)]
     multi = trace.strings.mask(lambda s: bool(FOREACH.search(s)))[ev["name"][ops]]
     return CpuOptimizer(rank, optimizer_name(trace), len(steps), named_rows(trace, ops),
-                        int(ev["dur_ns"][ops][multi].sum()), int(ev["dur_ns"][steps].sum()))
+                        int(ev["dur_ns"][ops][multi].sum()), int(ev["dur_ns"][steps].sum()),
+                        optimizer_pass(trace, ops, len(steps)))

@@ -26,6 +26,7 @@ from stepscope.report.json_deep import MS, named_list
 
 if TYPE_CHECKING:
     from stepscope.analysis.bundle import RankResults
+    from stepscope.analysis.cpu_optimizer import CpuOptimizer
     from stepscope.model.trace import Trace
 
 
@@ -137,7 +138,17 @@ def cpu_optimizer_section(rr: RankResults, trace: Trace) -> dict[str, Any] | Non
     n = max(r.step_count, 1)
     return {"optimizer": r.name, "steps": r.step_count, "ops_per_step": r.ops_per_step,
             "multi_tensor_pct": r.multi_tensor_pct, "per_tensor": r.per_tensor, "ms_per_step": r.time_ns / MS / n,
-            "ops": named_list(r.ops, n)}
+            "ops": named_list(r.ops, n), "memory_pass": _memory_pass(r)}
+
+
+def _memory_pass(r: CpuOptimizer) -> dict[str, Any] | None:
+    """The loop's memory pass and the fused step it gives (null: no shapes or no large in-place op)."""
+    p = r.memory_pass
+    if p is None:
+        return None
+    fused = r.fused_step_ns
+    return {"param_elems": p.param_elems, "elem_bytes": p.elem_bytes, "gb_per_s": p.bytes_per_ns,
+            "fused_ms_per_step": fused / MS if fused is not None else None, "fused_factor": r.fused_factor}
 
 
 #: per-rank §12 keys owned by the evidence analyses

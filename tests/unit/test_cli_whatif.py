@@ -9,6 +9,7 @@ import pytest
 
 from stepscope import load
 from stepscope.analysis.whatif import transforms as tf
+from stepscope.analysis.whatif.optimizer import FusedOptimizer
 from stepscope.analysis.whatif.simulate import simulate
 from stepscope.cli import main
 
@@ -38,14 +39,14 @@ def test_json_is_the_simulation(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_fused_optimizer_is_the_transform(capsys: pytest.CaptureFixture[str]) -> None:
-    """``--fused-optimizer`` replays :class:`tf.FusedOptimizer` (the base's per-tensor SGD) and says its basis."""
+    """``--fused-optimizer`` replays :class:`FusedOptimizer` (the base's per-tensor SGD) and says its basis."""
     rc, out, _ = _main(["whatif", str(BASE), "--fused-optimizer", "--json", "--no-cache"], capsys)
     assert rc == 0
     doc = json.loads(out)
-    w = simulate(load(BASE), [tf.FusedOptimizer()])
+    w = simulate(load(BASE), [FusedOptimizer()])
     assert doc["job"]["predicted_mean_ms"] == pytest.approx(w.mean_ns(True) / 1e6, abs=1e-3)
     assert w.mean_ns(True) < w.mean_ns(False)
-    assert doc["changes"] == [tf.FusedOptimizer().basis()]
+    assert doc["changes"] == [FusedOptimizer().basis()]
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -21,6 +21,7 @@ from stepscope.analysis.whatif.kernel_remedies import (
 )
 from stepscope.analysis.whatif.launch_blocking import NoLaunchBlocking
 from stepscope.analysis.whatif.loop_code import MoveLoopCode
+from stepscope.analysis.whatif.optimizer import FusedOptimizer
 from stepscope.analysis.whatif.precision import Bf16OverTf32, MixedPrecision
 from stepscope.analysis.whatif.remedies import REMEDIES
 from stepscope.analysis.whatif.unprofiled import WithoutProfiler
@@ -114,7 +115,7 @@ def transforms_of(workers: int | None, drop_syncs: str | None, pin: bool, scales
         out.append(tf.HostOverhead(factor_of(host_overhead, "--host-overhead")))
     out += [tf.HostOverhead(f, tf.Select(p)) for p, f in (pair(s, "--host-in") for s in host_in)]
     if fused_optimizer:
-        out.append(tf.FusedOptimizer())
+        out.append(FusedOptimizer())
     if no_compile:
         out.append(tf.NoCompile())
     if batch_copies:

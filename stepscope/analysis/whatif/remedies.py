@@ -49,6 +49,7 @@ from stepscope.analysis.whatif.kernel_remedies import (
 )
 from stepscope.analysis.whatif.launch_blocking import NoLaunchBlocking
 from stepscope.analysis.whatif.loop_code import MoveLoopCode
+from stepscope.analysis.whatif.optimizer import FusedOptimizer, fused_basis_of
 from stepscope.analysis.whatif.precision import Bf16OverTf32, MixedPrecision, amp_speedup_of, bf16_speedup_of
 from stepscope.analysis.whatif.replay import Durations, replay_all
 from stepscope.analysis.whatif.unprofiled import WithoutProfiler
@@ -68,7 +69,7 @@ REMEDIES: dict[str, tf.Transform] = {
     "drop-syncs": tf.DropSyncs(),
     "pinned-copies": tf.PinnedCopies(),
     "graph-capture": tf.HostOverhead(0.0),
-    "fused-optimizer": tf.FusedOptimizer(),
+    "fused-optimizer": FusedOptimizer(),
     "keep-allocations": tf.KeepAllocations(),
     "no-compile": tf.NoCompile(),
     "batch-copies": tf.BatchSmallCopies(),
@@ -235,6 +236,8 @@ def _basis(trace: Trace, rank: int, name: str, change: tf.Transform) -> str:
         return MixedPrecision(amp_speedup_of(trace, rank)).basis()
     if isinstance(change, Bf16OverTf32) and change.speedup is None:
         return Bf16OverTf32(bf16_speedup_of(trace, rank)).basis()
+    if isinstance(change, FusedOptimizer) and change.factor is None:
+        return fused_basis_of(trace, rank)
     return change.basis()
 
 

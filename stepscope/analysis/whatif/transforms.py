@@ -299,26 +299,6 @@ FUSED_OPTIMIZER_FACTOR = 1.0 / 3.0
 
 
 @dataclass(frozen=True)
-class FusedOptimizer:
-    """A ``foreach`` / ``fused`` optimizer: the optimizer step's host work (launching one kernel per
-    op and tensor, inside ``Optimizer.step`` annotations) and the device work launched inside it
-    take ``factor`` × their time — the same math in a few multi-tensor kernels, a few launches."""
-
-    factor: float = FUSED_OPTIMIZER_FACTOR
-    name: str = field(default="fused-optimizer", init=False)
-
-    def basis(self) -> str:
-        return (f"the optimizer step's host work and the kernels it launches take {self.factor:.3g} × their time "
-                "(a fused / foreach optimizer)")
-
-    def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
-        d = HostOverhead(self.factor, Select(OPTIMIZER_STEP)).change(trace, g, d)
-        host = rank_rows(trace, g.rank, tuple(int(k) for k in HOST_KINDS))
-        return d.scaled(launched_inside(trace, g.device.row, host[Select(OPTIMIZER_STEP).mask(trace, host)]),
-                        self.factor)
-
-
-@dataclass(frozen=True)
 class OverlapComm:
     """Communication hidden under compute (the upper bound of overlapping it): communication kernels
     take ``factor`` × their time on their streams, and so does the host's time inside host-side

@@ -47,3 +47,56 @@ def test_a_foreach_step_is_no_finding(tmp_path: Path) -> None:
     trace = optimizer_trace(["aten::_foreach_mul_", "aten::_foreach_add_", "aten::_foreach_sqrt"]).load(tmp_path)
     assert not compute_cpu_optimizer(trace, 0).per_tensor
     assert "small-kernel-optimizer" not in {f.rule for f in run_advisor(analyze(trace)).findings}
+
+
+def shaped_optimizer_trace() -> TraceBuilder:
+    """Three 10 ms CPU steps: 6 ms of model ops, then a 1 ms ``Optimizer.step#Adam.step`` stepping two
+    parameters tensor by tensor with their shapes recorded: A of 64,000 floats (each in-place op 100 µs,
+    its ``sqrt`` 200 µs) and four of 10 (10 µs each), each step counter's scalar ``add_`` 5 µs (30 ops)."""
+    b = TraceBuilder(device=None)
+    for i in range(3):
+        t = i * 10_000
+        b.step(i + 1, t, 10_000)
+        b.op("aten::mm", ts=t, dur=6_000)
+        b.op("Optimizer.step#Adam.step", ts=t + 6_000, dur=1_000, cat="user_annotation")
+        at = t + 6_000
+        for n, each in ((64_000, 100), *[(10, 10)] * 4):
+            x, s = [n], []
+            for name, dims in (("aten::add_", [s, s]), ("aten::lerp_", [x, x, s]), ("aten::mul_", [x, s]),
+                               ("aten::addcmul_", [x, x, x, s]), ("aten::sqrt", [x]), ("aten::addcdiv_", [x, x, x, s])):
+                dur = 5 if not dims[0] else 2 * each if name == "aten::sqrt" else each
+                b.op(name, ts=at, dur=dur, **{"Input Dims": dims, "Input type": ["float"] * len(dims)})
+                at += dur
+    return b
+
+
+def test_the_fused_step_is_one_pass_at_the_loops_own_bandwidth(tmp_path: Path) -> None:
+    """By hand: A's four in-place ops move 64,000 × 4 B × (3 + 2 + 4 + 4) streams = 3,328,000 B in 400 µs
+    a step (8.32 B/ns; the small tensors' and the counters' are small, ``sqrt`` allocates: left out). The
+    parameters: 64,040 elements (each of lerp_ / mul_ / addcmul_ / addcdiv_ once per tensor; add_ touches
+    only the scalar counters). Fused Adam: 7 arrays × 64,040 × 4 B / 8.32 B/ns = 215,519 ns, 0.2155 of the
+    1 ms step; the replayed step saves 1 ms × (1 − 0.2155)."""
+    trace = shaped_optimizer_trace().load(tmp_path)
+    opt = compute_cpu_optimizer(trace, 0)
+    p = opt.memory_pass
+    assert p is not None
+    assert (p.param_elems, p.elem_bytes, p.inplace_bytes, p.inplace_ns) == (64_040, 4, 3 * 3_328_000, 3 * 400_000)
+    assert opt.fused_step_ns == pytest.approx(7 * 64_040 * 4 / 8.32, rel=1e-9)
+    assert opt.fused_factor == pytest.approx(0.215519, abs=1e-6)
+    adv = run_advisor(analyze(trace))
+    (f,) = [f for f in adv.findings if f.rule == "small-kernel-optimizer"]
+    assert f.est_gain_ms == pytest.approx(1.0 * (1 - 0.215519), abs=0.002)
+    assert "one fused pass over 7 arrays of the parameters' 64,040 elements at the 8.32 GB/s" in \
+        str(f.evidence["whatif_basis"])
+
+
+def test_without_shapes_or_a_fused_kernel_the_factor_is_the_default(tmp_path: Path) -> None:
+    """No recorded shapes: no pass measured (the replay takes the default third: the first test); an
+    optimizer without a fused CPU kernel (RMSprop) has no fused step either."""
+    opt = compute_cpu_optimizer(optimizer_trace(["aten::mul_", "aten::lerp_"] * 20).load(tmp_path), 0)
+    assert opt.memory_pass is None and opt.fused_factor is None
+    b = shaped_optimizer_trace()
+    for e in b.events:
+        e["name"] = e["name"].replace("Adam", "RMSprop")
+    rms = compute_cpu_optimizer(b.load(tmp_path, "rms.json"), 0)
+    assert rms.name == "RMSprop" and rms.memory_pass is not None and rms.fused_factor is None

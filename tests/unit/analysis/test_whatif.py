@@ -16,6 +16,7 @@ import pytest
 from stepscope.analysis.whatif import replay as replay_mod
 from stepscope.analysis.whatif import transforms as tf
 from stepscope.analysis.whatif.graph import step_graph
+from stepscope.analysis.whatif.optimizer import FusedOptimizer
 from stepscope.analysis.whatif.replay import Durations, replay, replay_all
 from stepscope.analysis.whatif.simulate import simulate
 from stepscope.analysis.whatif.streams import Streams
@@ -228,7 +229,7 @@ def test_fused_optimizer_scales_the_optimizer_host_work_and_its_kernels(tmp_path
     b.launch_kernel("k", launch_ts=12, launch_dur=2, ts=20, dur=60)
     b.add(ph="X", cat=b.RUNTIME_CAT, name="cudaStreamSynchronize", pid=b.pid, tid=b.tid, ts=30, dur=55, args={})
     trace = b.load(tmp_path)
-    fused = simulate(trace, [tf.FusedOptimizer()]).ranks[0].predicted_ns
+    fused = simulate(trace, [FusedOptimizer()]).ranks[0].predicted_ns
     host_only = simulate(trace, [tf.HostOverhead(1 / 3, tf.Select(r"^Optimizer\.step"))]).ranks[0].predicted_ns
     assert fused.tolist() == pytest.approx([58_667], abs=2)
     assert host_only.tolist() == pytest.approx([98_667], abs=2)

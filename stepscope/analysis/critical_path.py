@@ -51,9 +51,9 @@ from stepscope.analysis import intervals
 from stepscope.analysis._memo import per_rank
 from stepscope.analysis.activity import Activity, activity_of
 from stepscope.analysis.breakdown import tb_step_windows
-from stepscope.analysis.comm import host_collective_mask
 from stepscope.analysis.common import I32, I64, interval_set, pct, rank_rows
 from stepscope.analysis.compilation import compile_rows
+from stepscope.analysis.host_comm import collectives_on_path
 from stepscope.analysis.host_traced import freed_outside_ops_bytes, in_short_gaps, launch_and_op_rows
 from stepscope.analysis.idle import is_dataloader_name
 from stepscope.analysis.sync import blocking_calls, driver_rows
@@ -310,10 +310,9 @@ def _host_claims(trace: Trace, rank: int, driver: I64) -> tuple[Iv, Iv, Iv]:
     ev, pool = trace.events, trace.strings
     host = rank_rows(trace, rank, tuple(int(k) for k in HOST_KINDS))
     loader = host[pool.mask(is_dataloader_name)[ev["name"][host]]]
-    comm = driver[host_collective_mask(trace)[driver]]
     rt = driver[any_of(ev["kind"][driver], [EventKind.RUNTIME, EventKind.DRIVER])]
     copy = rt[blocking_calls(trace, rt) & pool.mask(lambda s: "emcpy" in s)[ev["name"][rt]]]
-    return interval_set(trace, loader), interval_set(trace, comm), interval_set(trace, copy)
+    return interval_set(trace, loader), collectives_on_path(trace, rank, driver), interval_set(trace, copy)
 
 
 def _pending(trace: Trace, dev: I64) -> Iv:

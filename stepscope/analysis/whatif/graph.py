@@ -40,9 +40,10 @@ from stepscope.analysis.breakdown import launched_in_steps, tb_step_windows
 from stepscope.analysis.collective_records import host_collective_rows
 from stepscope.analysis.comm import host_collective_mask
 from stepscope.analysis.common import I64, interval_set, rank_rows
+from stepscope.analysis.host_comm import collectives_on_path, loop_threads
 from stepscope.analysis.host_traced import LAUNCH_CALL
 from stepscope.analysis.idle import is_dataloader_name
-from stepscope.analysis.platform import no_host_timeline
+from stepscope.analysis.platform import has_device, no_host_timeline
 from stepscope.analysis.sync import blocking_calls, driver_rows
 from stepscope.analysis.whatif.queue_full import MIN_PENDING, long_launch_calls, pending_at, waited_for_the_queue
 from stepscope.model.masks import any_of
@@ -128,11 +129,16 @@ class StepNodes:
 class HostCollectives:
     """The collectives the host runs (gloo, MPI on the CPU), in time order: their rows and the host
     points of their start and end. Alone, a rank's replay keeps their measured lengths; the job
-    replay (:mod:`.job`) ends each at its last participant's arrival plus its transfer."""
+    replay (:mod:`.job`) ends each at its last participant's arrival plus its transfer. A collective
+    that runs ``beside`` the loop (a CPU-only rank's, on a gloo worker thread: :mod:`~stepscope.analysis.host_comm`)
+    does not hold the host chain while it runs: the loop waits for it from its first communication segment
+    (``wait_pt``; -1 where none lies in its span), and its own work there takes its time."""
 
     row: I64
     start_pt: I64
     end_pt: I64
+    beside: npt.NDArray[np.bool_]
+    wait_pt: I64
 
 
 @dataclass(frozen=True)
@@ -158,7 +164,7 @@ def step_graph(trace: Trace, rank: int) -> StepGraph:
     sync_rows = rt[blocking_calls(trace, rt)]
     launch_rows = rt[pool.mask(lambda s: any(m in s for m in LAUNCH_CALL))[ev["name"][rt]]]
     loader = driver[pool.mask(is_dataloader_name)[ev["name"][driver]]]
-    comm = driver[host_collective_mask(trace)[driver]]
+    comm = collectives_on_path(trace, rank, driver)  # a CPU rank's worker-thread collectives: beside no op
     wins = tb_step_windows(trace, rank)
     whole = not (len(wins.step) and int(wins.step[0]) >= 0)
     hs = wins.host_start_ns if not whole else np.zeros(0, np.int64)
@@ -166,7 +172,9 @@ def step_graph(trace: Trace, rank: int) -> StepGraph:
     gpu, pc, inside = launched_in_steps(trace, rank, hs, he)
     if whole:  # the one window's host ends, as the step breakdown draws it (its device ends are the activities')
         hs, he = _whole_window_host_ends(trace, rank, int(wins.start_ns[0]) if len(wins.start_ns) else 0)
-    t = _points(trace, np.concatenate([rt, comm]), loader, hs, he)
+    colls = driver[host_collective_mask(trace)[driver]]  # their own ends too: the job replay ties them
+    t = _points(trace, np.concatenate([rt, colls]), loader, np.concatenate([hs, comm[0]]),
+                np.concatenate([he, comm[1]]))
     device, order = _device_work(trace, gpu, t)
     queued = _queue_full(trace, launch_rows, device)  # launch calls that waited for a free queue slot
     sync_rows = np.union1d(sync_rows, queued)
@@ -176,7 +184,7 @@ def step_graph(trace: Trace, rank: int) -> StepGraph:
     g_end = ev["ts_ns"][gpu] + ev["dur_ns"][gpu]
     steps = StepNodes(wins.step, np.searchsorted(t, hs), np.searchsorted(t, he), work_step,
                       g_end[~inside], wins.start_ns, wins.end_ns, whole)
-    return StepGraph(rank, host, syncs, device, steps, _host_collectives(trace, rank, driver, t))
+    return StepGraph(rank, host, syncs, device, steps, _host_collectives(trace, rank, driver, t, host.seg_kind))
 
 
 def unlinked_device(g: StepGraph) -> bool:
@@ -192,14 +200,26 @@ def require_linked(g: StepGraph) -> None:
         raise NotApplicable("no device work is linked to a launch call: the replay cannot move it")
 
 
-def _host_collectives(trace: Trace, rank: int, driver: I64, t: I64) -> HostCollectives:
+def _host_collectives(trace: Trace, rank: int, driver: I64, t: I64, seg_kind: npt.NDArray[np.int8]) -> HostCollectives:
     """The rank's host-run collectives on its driver threads (the arrival analysis' own records)."""
     ev = trace.events
     rows = host_collective_rows(trace, rank)
     rows = rows[np.isin(rows, driver)]
     rows = rows[np.argsort(ev["ts_ns"][rows], kind="stable")]
-    return HostCollectives(rows, np.searchsorted(t, ev["ts_ns"][rows]),
-                           np.searchsorted(t, ev["ts_ns"][rows] + ev["dur_ns"][rows]))
+    loop = loop_threads(trace, rank)
+    beside = (~np.isin(ev["track"][rows], loop) if len(loop) and not has_device(trace, rank)
+              else np.zeros(len(rows), bool))
+    start, end = np.searchsorted(t, ev["ts_ns"][rows]), np.searchsorted(t, ev["ts_ns"][rows] + ev["dur_ns"][rows])
+    return HostCollectives(rows, start, end, beside, np.where(beside, _wait_start(seg_kind, start, end), start))
+
+
+def _wait_start(seg_kind: npt.NDArray[np.int8], start: I64, end: I64) -> I64:
+    """Per span of points [start, end): its first communication segment; -1 where it has none."""
+    comm = np.flatnonzero(seg_kind == SEG_COMM)
+    k = np.searchsorted(comm, start)
+    first = comm[np.minimum(k, max(len(comm) - 1, 0))] if len(comm) else np.full(len(start), -1, np.int64)
+    out: I64 = np.where((k < len(comm)) & (first < end), first, -1)
+    return out
 
 
 def _whole_window_host_ends(trace: Trace, rank: int, window_start_ns: int) -> tuple[I64, I64]:
@@ -221,13 +241,15 @@ def _points(trace: Trace, rt: I64, loader: I64, hs: I64, he: I64) -> I64:
     return unique(np.concatenate([ts, end, hs, he]))
 
 
-def _host_chain(trace: Trace, t: I64, sync_rows: I64, loader: I64, launch_rows: I64, comm: I64) -> HostChain:
+def _host_chain(trace: Trace, t: I64, sync_rows: I64, loader: I64, launch_rows: I64,
+                comm: intervals.Intervals) -> HostChain:
     """Label each segment between consecutive points by :data:`SEG_KINDS` precedence."""
     n = max(len(t) - 1, 0)
     mid = t[:-1] + (t[1:] - t[:-1]) // 2 if n else np.zeros(0, np.int64)
     kind = np.full(n, SEG_HOST, np.int8)
-    for k, rows in ((SEG_LAUNCH, launch_rows), (SEG_COMM, comm), (SEG_INPUT, loader), (SEG_SYNC, sync_rows)):
-        kind[_inside(interval_set(trace, rows), mid)] = k  # later kinds take precedence
+    for k, iv in ((SEG_LAUNCH, interval_set(trace, launch_rows)), (SEG_COMM, comm),
+                  (SEG_INPUT, interval_set(trace, loader)), (SEG_SYNC, interval_set(trace, sync_rows))):
+        kind[_inside(iv, mid)] = k  # later kinds take precedence
     calls = interval_set(trace, loader)
     call = np.searchsorted(calls[0], mid, side="right") - 1
     in_call = (call >= 0) & (kind == SEG_INPUT)

@@ -23,7 +23,7 @@ from stepscope.analysis import intervals
 from stepscope.analysis.arrivals import TIE_NS, Arrivals, Matched, compute_arrivals
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import I64
-from stepscope.analysis.whatif.graph import _NONE, StepGraph
+from stepscope.analysis.whatif.graph import _NONE, SEG_COMM, StepGraph
 from stepscope.analysis.whatif.p2p import P2PRecords, p2p_records, pair_p2p
 from stepscope.analysis.whatif.replay import Durations, RankRun, Replay, replay
 from stepscope.model.trace import Trace
@@ -160,7 +160,8 @@ def replay_job(graphs: Mapping[int, StepGraph], durs: Mapping[int, Durations], e
     """Replay every rank with these durations, tied by the collectives (alone when ``e`` is None)."""
     if e is None:
         return {r: replay(g, durs[r]) for r, g in graphs.items()}
-    runs = {r: RankRun(g, durs[r], _transfers(g, durs[r], e, r), _host_transfers(g, e, r)) for r, g in graphs.items()}
+    runs = {r: RankRun(g, durs[r], _transfers(g, durs[r], e, r), _host_transfers(g, durs[r], e, r))
+            for r, g in graphs.items()}
     cols = {r: e.ranks.index(r) for r in runs if r in e.ranks}  # a rank in no matched edge runs untied
     known = np.zeros(len(e.act), bool)
     while True:  # each turn publishes a collective's last arrival or breaks a cycle: it ends
@@ -197,13 +198,27 @@ def _transfers(g: StepGraph, dur: Durations, e: JobEdges, rank: int) -> I64:
     return out
 
 
-def _host_transfers(g: StepGraph, e: JobEdges, rank: int) -> I64:
-    """Per host-run collective of the rank: its measured transfer where the job ties it, else _NONE."""
+def _host_transfers(g: StepGraph, dur: Durations, e: JobEdges, rank: int) -> I64:
+    """Per host-run collective of the rank: its transfer where the job ties it (scaled as the host's
+    communication segments over it were: a change that hides communication hides its transfer too),
+    else _NONE."""
     out = np.full(len(g.host_colls.row), _NONE, np.int64)
     if rank in e.ranks:
         i = e.ranks.index(rank)
         mine = e.hact[:, i] >= 0
-        out[e.hact[mine, i]] = e.transfer_ns[mine, i]
+        k = e.hact[mine, i]
+        out[k] = np.round(e.transfer_ns[mine, i] * _comm_scale(g, dur)[k]).astype(np.int64)
+    return out
+
+
+def _comm_scale(g: StepGraph, dur: Durations) -> npt.NDArray[np.float64]:
+    """Per host-run collective: its span's communication segments' time with these durations over the
+    measured (1 where its span has none)."""
+    comm = g.host.seg_kind == SEG_COMM
+    cum = [np.concatenate([[0], np.cumsum(np.where(comm, s, 0))]) for s in (np.diff(g.host.t_ns), dur.host_seg_ns)]
+    hc = g.host_colls
+    before, after = (c[hc.end_pt] - c[hc.start_pt] for c in cum)
+    out: npt.NDArray[np.float64] = np.divide(after, before, out=np.ones(len(hc.row)), where=before > 0)
     return out
 
 

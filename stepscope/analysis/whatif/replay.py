@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from stepscope.analysis.breakdown import stretch_windows
 from stepscope.analysis.common import I64
-from stepscope.analysis.whatif.graph import _NONE, StepGraph
+from stepscope.analysis.whatif.graph import _NONE, SEG_COMM, StepGraph
 from stepscope.analysis.whatif.streams import I2, Streams
 
 
@@ -108,7 +108,7 @@ class RankRun:
             _advance_host(tp, seg, self.cur, a)
             self.cur = max(self.cur, a)
             self.streams.advance(tp, a)
-            back = (self._coll_return(j, tp[:, a]) if st.coll[self.k]
+            back = (self._coll_return(j, tp[:, a], self._own_ns(a, b)) if st.coll[self.k]
                     else _return_time(self.g, self.dropped[:, j], self.streams, j, tp[:, a]))
             if back is None:
                 if self.alone and self.streams.unblock():
@@ -126,13 +126,24 @@ class RankRun:
         self.done = bool(self.streams.timed.all())
         return self.done
 
-    def _coll_return(self, j: int, called: I64) -> I64 | None:
-        """When the host leaves tied host collective j: after the last arrival (None: not known yet)."""
+    def _coll_return(self, j: int, called: I64, own_ns: I64) -> I64 | None:
+        """When the host leaves tied host collective j: after the last arrival (None: not known yet). One
+        that runs beside the loop began before the loop's wait (``called``) and ends at its arrival or
+        the last one's plus its transfer, and not before the loop's own work over the wait (``own_ns``)."""
         last = self.hc_last[:, j]
         if (last <= _NONE).any():
             return None
-        back: I64 = np.maximum(called, last) + self.hc_transfer[j]
+        hc = self.g.host_colls
+        if not hc.beside[j]:
+            on_path: I64 = np.maximum(called, last) + self.hc_transfer[j]
+            return on_path
+        back: I64 = np.maximum(called + own_ns, np.maximum(self.tp[:, hc.start_pt[j]], last) + self.hc_transfer[j])
         return back
+
+    def _own_ns(self, a: int, b: int) -> I64:
+        """The host chain's own (not communication) segments' time between points a and b, per variant."""
+        own: I64 = np.where(self.g.host.seg_kind[a:b] != SEG_COMM, self.seg[:, a:b], 0).sum(axis=1)
+        return own
 
     def host_arrivals(self, j: I64) -> I64:
         """When the rank arrived at host collectives ``j`` (the first variant), _NONE where not replayed yet."""
@@ -191,8 +202,8 @@ def _stops(g: StepGraph, tied: npt.NDArray[np.bool_]) -> Stops:
     sy, hc = g.syncs, g.host_colls
     if not tied.any():
         return Stops(sy.start_pt, sy.end_pt, np.arange(len(sy.row), dtype=np.int64), np.zeros(len(sy.row), bool))
-    k = np.flatnonzero(tied)
-    a = np.concatenate([hc.start_pt[k], sy.start_pt])
+    k = np.flatnonzero(tied & (hc.wait_pt >= 0))  # one beside the loop is waited for only where a wait ends it
+    a = np.concatenate([hc.wait_pt[k], sy.start_pt])
     b = np.concatenate([hc.end_pt[k], sy.end_pt])
     coll = np.concatenate([np.ones(len(k), bool), np.zeros(len(sy.row), bool)])
     idx = np.concatenate([k, np.arange(len(sy.row))]).astype(np.int64)

@@ -12,8 +12,11 @@ from stepscope.analysis.bundle import analyze
 from stepscope.analysis.critical_path import HOST_PARTS, PARTS, compute_critical_path
 from stepscope.analysis.host_comm import collectives_on_path, loop_threads
 from stepscope.analysis.sync import driver_rows
+from stepscope.analysis.whatif.graph import step_graph
+from stepscope.analysis.whatif.simulate import simulate
+from stepscope.analysis.whatif.transforms import OverlapComm
 from stepscope.model.trace import Trace
-from tests.builders import TraceBuilder
+from tests.builders import TraceBuilder, load_ranks
 
 GLOO = 200  # a gloo worker thread
 
@@ -62,3 +65,29 @@ def test_overlapped_communication_is_no_finding(tmp_path: Path) -> None:
     assert advice.verdicts[0].bound != "communication"
     comm = [f for f in advice.findings if f.rule == "comm-not-overlapped"]
     assert all(f.est_gain_ms == pytest.approx(1.0, abs=0.01) for f in comm)
+
+
+def beside_rank(rank: int) -> TraceBuilder:
+    """Two ranks, one 10 ms step each: the loop's thread runs ``aten::mm`` 0-6000, waits 6000-7000, runs
+    ``aten::add`` 7000-10000; the all-reduce runs on the worker thread from the rank's arrival (rank 0
+    at 2000, rank 1 at 5000) to 7000 (2000 µs of transfer after the later arrival, on both)."""
+    b = TraceBuilder(device=None, rank=rank, world_size=2)
+    b.step(1, 0, 10_000)
+    b.op("aten::mm", 0, 6_000)
+    b.op("gloo:all_reduce", 2_000 if rank == 0 else 5_000, 5_000 if rank == 0 else 2_000,
+         cat="user_annotation", tid=GLOO)
+    b.op("aten::add", 7_000, 3_000)
+    return b
+
+
+def test_the_job_replay_does_not_squeeze_the_loops_work_into_a_collective_beside_it(tmp_path: Path) -> None:
+    """Unchanged, every step replays to 10 ms. Communication hidden (--overlap-comm): the wait 6000-7000
+    goes and so does the transfer; the all-reduce returns at the later arrival (5000), before the loop's
+    ``mm`` ends, so the step is 6000 + 3000 = 9 ms on both ranks — the ``mm`` keeps its 6 ms (holding
+    the loop from the all-reduce's start, 2000 on rank 0, would have cut it to end at 5000: 8 ms)."""
+    trace = load_ranks([beside_rank(0), beside_rank(1)], tmp_path)
+    g = step_graph(trace, 0)
+    assert g.host_colls.beside.tolist() == [True]
+    assert simulate(trace, []).job_steps_ns(True).tolist() == [10_000_000]
+    w = simulate(trace, [OverlapComm()])
+    assert [r.predicted_ns.tolist() for r in w.ranks] == [[9_000_000], [9_000_000]]

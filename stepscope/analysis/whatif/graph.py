@@ -37,14 +37,14 @@ from stepscope.analysis import intervals
 from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.breakdown import launched_in_steps, tb_step_windows
-from stepscope.analysis.collective_records import host_collective_rows
 from stepscope.analysis.comm import host_collective_mask
 from stepscope.analysis.common import I64, interval_set, rank_rows
-from stepscope.analysis.host_comm import collectives_on_path, loop_threads
+from stepscope.analysis.host_comm import collectives_on_path
 from stepscope.analysis.host_traced import LAUNCH_CALL
 from stepscope.analysis.idle import is_dataloader_name
-from stepscope.analysis.platform import has_device, no_host_timeline
+from stepscope.analysis.platform import no_host_timeline
 from stepscope.analysis.sync import blocking_calls, driver_rows
+from stepscope.analysis.whatif.host_colls import HostCollectives, host_collectives
 from stepscope.analysis.whatif.queue_full import MIN_PENDING, long_launch_calls, pending_at, waited_for_the_queue
 from stepscope.model.masks import any_of
 from stepscope.model.schema import EventKind
@@ -126,22 +126,6 @@ class StepNodes:
 
 
 @dataclass(frozen=True)
-class HostCollectives:
-    """The collectives the host runs (gloo, MPI on the CPU), in time order: their rows and the host
-    points of their start and end. Alone, a rank's replay keeps their measured lengths; the job
-    replay (:mod:`.job`) ends each at its last participant's arrival plus its transfer. A collective
-    that runs ``beside`` the loop (a CPU-only rank's, on a gloo worker thread: :mod:`~stepscope.analysis.host_comm`)
-    does not hold the host chain while it runs: the loop waits for it from its first communication segment
-    (``wait_pt``; -1 where none lies in its span), and its own work there takes its time."""
-
-    row: I64
-    start_pt: I64
-    end_pt: I64
-    beside: npt.NDArray[np.bool_]
-    wait_pt: I64
-
-
-@dataclass(frozen=True)
 class StepGraph:
     rank: int
     host: HostChain
@@ -184,7 +168,8 @@ def step_graph(trace: Trace, rank: int) -> StepGraph:
     g_end = ev["ts_ns"][gpu] + ev["dur_ns"][gpu]
     steps = StepNodes(wins.step, np.searchsorted(t, hs), np.searchsorted(t, he), work_step,
                       g_end[~inside], wins.start_ns, wins.end_ns, whole)
-    return StepGraph(rank, host, syncs, device, steps, _host_collectives(trace, rank, driver, t, host.seg_kind))
+    tied = host_collectives(trace, rank, driver, t, host.seg_kind == SEG_COMM)
+    return StepGraph(rank, host, syncs, device, steps, tied)
 
 
 def unlinked_device(g: StepGraph) -> bool:
@@ -198,28 +183,6 @@ def require_linked(g: StepGraph) -> None:
     device keeps its measured times there, so a host-side change would only shorten the host's span."""
     if unlinked_device(g):
         raise NotApplicable("no device work is linked to a launch call: the replay cannot move it")
-
-
-def _host_collectives(trace: Trace, rank: int, driver: I64, t: I64, seg_kind: npt.NDArray[np.int8]) -> HostCollectives:
-    """The rank's host-run collectives on its driver threads (the arrival analysis' own records)."""
-    ev = trace.events
-    rows = host_collective_rows(trace, rank)
-    rows = rows[np.isin(rows, driver)]
-    rows = rows[np.argsort(ev["ts_ns"][rows], kind="stable")]
-    loop = loop_threads(trace, rank)
-    beside = (~np.isin(ev["track"][rows], loop) if len(loop) and not has_device(trace, rank)
-              else np.zeros(len(rows), bool))
-    start, end = np.searchsorted(t, ev["ts_ns"][rows]), np.searchsorted(t, ev["ts_ns"][rows] + ev["dur_ns"][rows])
-    return HostCollectives(rows, start, end, beside, np.where(beside, _wait_start(seg_kind, start, end), start))
-
-
-def _wait_start(seg_kind: npt.NDArray[np.int8], start: I64, end: I64) -> I64:
-    """Per span of points [start, end): its first communication segment; -1 where it has none."""
-    comm = np.flatnonzero(seg_kind == SEG_COMM)
-    k = np.searchsorted(comm, start)
-    first = comm[np.minimum(k, max(len(comm) - 1, 0))] if len(comm) else np.full(len(start), -1, np.int64)
-    out: I64 = np.where((k < len(comm)) & (first < end), first, -1)
-    return out
 
 
 def _whole_window_host_ends(trace: Trace, rank: int, window_start_ns: int) -> tuple[I64, I64]:

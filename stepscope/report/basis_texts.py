@@ -41,7 +41,7 @@ BASIS: dict[str, str] = {
                       "beside it): an upper bound, since the collectives on the device still take part of it",
     "cpu-comm": "the time inside the CPU's collectives on the step's critical path per step: an upper bound "
                 "(communicating less shortens them, and waiting there for a late rank is not transfer)",
-    "untraced-host-time": "the mean over steps (the slowest aside) of the host's time on the step's critical path "
+    "untraced-host-time": "the mean over steps of the host's time on the step's critical path "
                           "outside every recorded op",
     "excess-over-median": "the slow rank's excess time per step over the median rank",
     "culprit-lateness": "what-if the slow rank is fixed: it arrives with the second-to-last rank at every "

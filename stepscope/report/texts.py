@@ -167,7 +167,7 @@ RULES: dict[str, RuleText] = {
         "({gpu_idle_in_ops_pct:.1f}%); the largest: {op}.", ()),
     "host-outside-ops": RuleText(
         "The step's time is outside every recorded op",
-        "{untraced_ms:.1f} ms per step ({untraced_pct:.1f}%, the slowest step aside) pass on the host outside every op "
+        "{untraced_ms:.1f} ms per step ({untraced_pct:.1f}%) pass on the host outside every op "
         "the profiler recorded (the longest stretch {longest_stretch_ms:.1f} ms a step): the loop's Python, I/O, "
         "garbage collection — no operators view shows it.",
         ("https://docs.python.org/3/library/gc.html#gc.freeze",

@@ -3,8 +3,9 @@
 Detects: on a rank without a device (a CPU-only run), the critical path's *untraced* host part —
 time on the step's path that no recorded op covers (:mod:`stepscope.analysis.host_traced`): the
 loop's Python, I/O such as ``torch.save`` of a checkpoint or logging, garbage collection — is at least
-``loop_code_min_pct`` of the step (the mean over steps, the slowest aside from 4 steps on: one disturbed
-step does not drive it, and code that runs every few steps — an epoch's start — still counts).
+``loop_code_min_pct`` of the step (decided on the mean over steps with the largest value aside from 4
+steps on: one disturbed step does not make the finding, and code that runs every few steps — an epoch's
+start — still does; the figures shown are the plain mean, the same as the replayed gain).
 The operators view cannot show that time: no op holds it. On a rank with a device the same time is
 ``launch-bound``'s (its ``move-python-off-path`` change), where the GPU waits for it.
 
@@ -42,9 +43,9 @@ def detect(ctx: RuleContext) -> list[Finding]:
     if cp is None or cp.has_device or not len(cp.step):  # with a device: launch-bound's
         return []
     per_step = cp.host_parts_ns[:, HOST_PARTS.index("untraced")].astype(np.float64)
-    untraced_ns = _typical(per_step)
-    if ctx.pct_of_step(untraced_ns) < ctx.cfg.loop_code_min_pct:
+    if ctx.pct_of_step(_typical(per_step)) < ctx.cfg.loop_code_min_pct:
         return []
+    untraced_ns = float(per_step.mean())  # what is shown, and what the replay takes off: every step's
     longest_ns = _typical(cp.untraced_longest_ns.astype(np.float64))
     freed_mb = _typical(cp.untraced_freed_bytes.astype(np.float64)) / 1e6
     untraced_pct = round(ctx.pct_of_step(untraced_ns), 1)
@@ -61,8 +62,8 @@ def detect(ctx: RuleContext) -> list[Finding]:
 
 
 def _typical(per_step: npt.NDArray[np.float64]) -> float:
-    """The mean over steps, the slowest aside from 4 steps on: one disturbed step does not drive it, and
-    code that runs every few steps (an epoch's start, a checkpoint every N steps) still counts."""
+    """The mean over steps, the largest value aside from 4 steps on: one disturbed step does not drive it,
+    and code that runs every few steps (an epoch's start, a checkpoint every N steps) still counts."""
     if len(per_step) >= 4:
         per_step = np.sort(per_step)[:-1]
     return float(per_step.mean())

@@ -62,7 +62,7 @@ class Verdict:
     set_by: str = ""  # job: "waited-for" (the rank the others wait for at the collectives) or "slowest"
     compiling_pct: float = 0.0  # the host's time compiling (torch.compile) on the path, % of the step
     untraced_pct: float = 0.0  # the host's time on the path outside every recorded op, % of the step
-    untraced_in_gaps: bool = False  # ... spread over many short gaps between ops (no stretch holds half of it)
+    untraced_in_gaps: bool = False  # ... mostly in short gaps between ops (stretches under 0.5 ms hold half of it)
     #: the median step, and the slowest step's number and length: a mean far above the median is one or a few
     #: steps (an evaluation, a warm-up), said beside it (None / -1 for the job's verdict)
     median_step_ns: int | None = None

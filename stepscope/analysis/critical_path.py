@@ -54,7 +54,7 @@ from stepscope.analysis.breakdown import tb_step_windows
 from stepscope.analysis.common import I32, I64, interval_set, pct, rank_rows
 from stepscope.analysis.compilation import compile_rows
 from stepscope.analysis.host_comm import collectives_on_path
-from stepscope.analysis.host_traced import freed_outside_ops_bytes, in_short_gaps, launch_and_op_rows
+from stepscope.analysis.host_traced import SHORT_GAP_NS, freed_outside_ops_bytes, in_short_gaps, launch_and_op_rows
 from stepscope.analysis.idle import is_dataloader_name
 from stepscope.analysis.sync import blocking_calls, driver_rows
 from stepscope.model.masks import any_of
@@ -100,6 +100,9 @@ class CriticalPath:
     #                           loop code, against the many short gaps of a model's Python between ops)
     #: per window, host memory freed outside every traced op (bytes; zeros without memory events)
     untraced_freed_bytes: I64
+    #: per window, the untraced time in stretches shorter than :data:`~.host_traced.SHORT_GAP_NS` (a model's
+    #: Python between its ops, not loop code)
+    untraced_short_ns: I64
 
     def on_path_share(self, trace: Trace, rows: I64) -> float | None:
         """The share (0-1) of these device activities' time inside the windows that is on the path:
@@ -133,7 +136,7 @@ class CriticalPath:
     def untraced_in_gaps(self) -> bool:
         """The host's untraced time over the windows lies in many short gaps, not one block a step."""
         return in_short_gaps(float(self.host_parts_ns[:, HOST_PARTS.index("untraced")].sum()),
-                             float(self.untraced_longest_ns.sum()))
+                             float(self.untraced_short_ns.sum()))
 
     def host_share_pct(self) -> dict[str, float]:
         total = float(self.step_ns.sum())
@@ -166,10 +169,10 @@ def compute_critical_path(trace: Trace, rank: int) -> CriticalPath:
     """The critical-path attribution of every step of a rank (see the module docstring)."""
     start, end, step, whole = _windows(trace, rank)
     claims, driver, dev, on_path_rows = _rank_claims(trace, rank)
-    parts, host_parts, waits, longest = _attribute(trace, claims, driver, start, end)
+    parts, host_parts, waits, stretches = _attribute(trace, claims, driver, start, end)
     busy = intervals.covered_in_windows(interval_set(trace, dev), start, end)
     return CriticalPath(rank, step, start, end, parts, host_parts, busy, waits, whole, len(dev) > 0, on_path_rows,
-                        longest, freed_outside_ops_bytes(trace, rank, driver, start, end))
+                        stretches[:, 0], freed_outside_ops_bytes(trace, rank, driver, start, end), stretches[:, 1])
 
 
 def attribute_windows(trace: Trace, rank: int, start: I64, end: I64) -> npt.NDArray[np.int64]:
@@ -235,7 +238,7 @@ _EMPTY: Iv = (np.zeros(0, np.int64), np.zeros(0, np.int64))
 
 def _attribute(trace: Trace, claims: list[Iv], driver: I64, start: I64,
                end: I64) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], I64]:
-    """Parts, host parts, waits and the longest untraced stretch per window from the claim sets."""
+    """Parts, host parts, waits and the untraced stretches (:func:`_stretches`) per window from the claim sets."""
     c, free = _claim(claims[:-2], start, end)
     host_parts, longest = _split_host(trace, driver, free, start, end)
     host = host_parts.sum(axis=1)
@@ -353,17 +356,19 @@ def _split_host(trace: Trace, driver: I64, free: Iv, start: I64, end: I64) -> tu
     got_ops = intervals.intersect(rest, ops)
     untraced = intervals.subtract(rest, got_ops)
     cols = [intervals.covered_in_windows(iv, start, end) for iv in (got_launch, got_ops, untraced, got_compile)]
-    return np.stack(cols, axis=1).reshape(len(start), len(HOST_PARTS)), _longest(untraced, start, end)
+    return np.stack(cols, axis=1).reshape(len(start), len(HOST_PARTS)), _stretches(untraced, start, end)
 
 
-def _longest(iv: Iv, start: I64, end: I64) -> I64:
-    """Per window, the longest of the intervals inside it (clipped to it), 0 where none."""
-    out = np.zeros(len(start), np.int64)
+def _stretches(iv: Iv, start: I64, end: I64) -> npt.NDArray[np.int64]:
+    """Per window (rows): the longest of the intervals inside it (clipped to it) and the time in those shorter
+    than :data:`SHORT_GAP_NS`; 0 where none."""
+    out = np.zeros((len(start), 2), np.int64)
     lo, hi = iv
     win = np.searchsorted(start, lo, side="right") - 1
     ok = win >= 0
     if ok.any():
         w = win[ok]
-        length = np.minimum(hi[ok], end[w]) - np.maximum(lo[ok], start[w])
-        np.maximum.at(out, w, np.maximum(length, 0))
+        length = np.maximum(np.minimum(hi[ok], end[w]) - np.maximum(lo[ok], start[w]), 0)
+        np.maximum.at(out[:, 0], w, length)
+        np.add.at(out[:, 1], w, np.where(length < SHORT_GAP_NS, length, 0))
     return out

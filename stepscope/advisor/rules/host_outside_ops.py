@@ -47,6 +47,7 @@ def detect(ctx: RuleContext) -> list[Finding]:
         return []
     untraced_ns = float(per_step.mean())  # what is shown, and what the replay takes off: every step's
     longest_ns = _typical(cp.untraced_longest_ns.astype(np.float64))
+    short_ns = _typical(cp.untraced_short_ns.astype(np.float64))
     freed_mb = _typical(cp.untraced_freed_bytes.astype(np.float64)) / 1e6
     untraced_pct = round(ctx.pct_of_step(untraced_ns), 1)
     evidence: dict[str, object] = {
@@ -54,7 +55,7 @@ def detect(ctx: RuleContext) -> list[Finding]:
         "per_step_untraced_ms": [ms(v) for v in per_step.tolist()], "longest_stretch_ms": ms(longest_ns),
         "freed_outside_ops_mb": round(freed_mb, 1),
         "host_path_pct": {k: round(v, 1) for k, v in cp.host_share_pct().items()}}
-    change = _change(untraced_ns, longest_ns, freed_mb, untraced_pct)
+    change = _change(_typical(per_step), short_ns, longest_ns, freed_mb, untraced_pct)
     replayed = replayed_saving(ctx, "move-loop-code", evidence)
     if replayed is None:
         return [ctx.finding(RULE_ID, untraced_ns, "untraced-host-time", evidence, change)]
@@ -69,10 +70,10 @@ def _typical(per_step: npt.NDArray[np.float64]) -> float:
     return float(per_step.mean())
 
 
-def _change(untraced_ns: float, longest_ns: float, freed_mb: float, untraced_pct: float) -> Change:
+def _change(untraced_ns: float, short_ns: float, longest_ns: float, freed_mb: float, untraced_pct: float) -> Change:
     """Many short gaps between ops are the model's own Python per op (vectorise, compile); one block a
     step is loop code — freeing big tensors where the profile recorded the frees, else code to move."""
-    if in_short_gaps(untraced_ns, longest_ns):
+    if in_short_gaps(untraced_ns, short_ns):
         return Change("fewer-ops", {"untraced_pct": untraced_pct})
     if freed_mb >= FREED_MIN_MB:
         return Change("reuse-buffers", {"untraced_pct": untraced_pct, "freed_mb": round(freed_mb)})

@@ -126,3 +126,33 @@ def test_most_of_the_step_in_short_gaps_is_worded_as_per_op_python(tmp_path: Pat
     assert v.untraced_in_gaps and v.untraced_pct == pytest.approx(70.0, abs=0.1)
     assert "the host's Python between its ops (many short gaps" in verdict_text(v)
     assert f is not None and f.change is not None and f.change.key == "fewer-ops"
+
+
+def few_blocks_trace() -> TraceBuilder:
+    """Each step: ``aten::mm`` 0-1000; three blocks of loop code, 1000-3000, 3500-5000 and 5500-7000 µs (2000 +
+    1500 + 1500), separated by two ops (3000-3500, 5000-5500); then 30 ops of 60 µs one every 100 µs from
+    7040 to the step's end (the third block runs to 7040; 29 gaps of 40 µs between them: 1160 µs) — untraced
+    10000 − 3800 traced = 6200, of it 1160 in stretches under 0.5 ms: 19 %. The longest stretch (2000) is
+    under half of it, which had read as "many short gaps"."""
+    b = TraceBuilder(device=None)
+    for i in range(3):
+        t = i * STEP
+        b.step(i + 1, t, STEP)
+        b.op("aten::mm", ts=t, dur=1_000)
+        b.op("aten::add", ts=t + 3_000, dur=500)
+        b.op("aten::add", ts=t + 5_000, dur=500)
+        for k in range(30):
+            b.op("aten::mul", ts=t + 7_040 + 100 * k, dur=60)
+    return b
+
+
+def test_a_few_blocks_of_loop_code_are_not_short_gaps(tmp_path: Path) -> None:
+    trace = few_blocks_trace().load(tmp_path)
+    cp = compute_critical_path(trace, 0)
+    assert cp.host_parts_ns[:, HOST_PARTS.index("untraced")].tolist() == [6_200_000] * 3
+    assert cp.untraced_longest_ns.tolist() == [2_000_000] * 3
+    assert cp.untraced_short_ns.tolist() == [1_160_000] * 3
+    assert not cp.untraced_in_gaps()
+    (tmp_path / "advise").mkdir()
+    f, _ = finding(few_blocks_trace(), tmp_path / "advise")
+    assert f is not None and f.change is not None and f.change.key == "move-loop-code"

@@ -163,8 +163,9 @@ def verdict_of(bundle: Bundle, rank: int) -> Verdict | None:
 
 
 def _stalled_pct(stalls: HostStalls | None) -> float:
-    """The host's time lost inside its ops on the path (host_stalls), % of the steps' time; 0 where not run."""
-    return 0.0 if stalls is None else stalls.on_path_pct
+    """The host's time lost inside its ops on the path (host_stalls: the median step's, of the mean step),
+    %; 0 where not run."""
+    return 0.0 if stalls is None else stalls.typical_pct
 
 
 #: a user range holding at least this share of the steps is named in a host-bound verdict, short of this one

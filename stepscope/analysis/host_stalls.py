@@ -15,7 +15,9 @@ its children's aside: a parent never counts its child's stall) against its group
 
 * a group is weighed from :data:`MIN_CALLS` calls (a median of fewer is no typical value); a
   metadata-only op (:data:`METADATA_OPS`: views, no data touched) in any group, its typical value at most
-  :data:`METADATA_TYPICAL_NS`, since its work is microseconds whatever its shapes;
+  :data:`METADATA_TYPICAL_NS`, since its work is microseconds whatever its shapes. Where the trace
+  recorded no shapes (``record_shapes=False``) only those are weighed: one name covers calls of any size
+  (Adam's ``aten::sqrt`` over a bias and over an embedding), so a name's median says nothing of one call;
 * a call is *stalled* when its self time is at least :data:`STALL_TIMES` x the typical value and exceeds
   it by at least :data:`MIN_EXCESS_NS`: normal spread (a few x) and small noise never count;
 * its *excess* is its self time beyond the typical value: time the thread lost, not work the op did.
@@ -116,16 +118,15 @@ class HostStalls:
         return 100.0 * float(self.on_path_ns.sum()) / total if total > 0 else 0.0
 
     def typical_on_path_ns(self) -> float:
-        """The mean over steps of the time lost on the path, the slowest aside from 4 steps on (one
-        disturbed step does not drive it)."""
-        return typical_over_steps(self.on_path_ns.astype(np.float64))
+        """The median over steps of the time lost on the path: a stall that recurs (a thread beside the loop,
+        too many threads) is in most steps; one step's warm-up (a JIT's first runs) or evaluation is not."""
+        return float(np.median(self.on_path_ns)) if len(self.on_path_ns) else 0.0
 
-
-def typical_over_steps(per_step: F64) -> float:
-    """The mean over steps, the largest aside from 4 steps on."""
-    if len(per_step) >= 4:
-        per_step = np.sort(per_step)[:-1]
-    return float(per_step.mean()) if len(per_step) else 0.0
+    @property
+    def typical_pct(self) -> float:
+        """:meth:`typical_on_path_ns` as % of the mean step."""
+        mean = float(self.step_ns.mean()) if len(self.step_ns) else 0.0
+        return 100.0 * self.typical_on_path_ns() / mean if mean > 0 else 0.0
 
 
 @per_rank
@@ -137,12 +138,13 @@ def compute_host_stalls(trace: Trace, rank: int) -> HostStalls:
         raise NotApplicable("no host ops on the driving threads inside the steps")
     ev = trace.events
     shapes = bool((ev["input_dims"][rows] >= 0).any())
-    (uniq_name, _, _), inv = group_keys(ev["name"][rows], ev["input_dims"][rows], ev["input_types"][rows])
+    launched = _launched(trace, rank, rows)
+    (uniq_name, *_), inv = group_keys(ev["name"][rows], ev["input_dims"][rows], ev["input_types"][rows], launched)
     self_ns = ev["self_ns"][rows].astype(np.int64)
     stats = duration_stats(inv, self_ns, len(uniq_name))
     metadata = trace.strings.mask(lambda s: s in METADATA_OPS)[ev["name"][rows]]
     typical = np.where(metadata, np.minimum(stats.median_ns[inv], METADATA_TYPICAL_NS), stats.median_ns[inv])
-    weighed = (stats.calls[inv] >= MIN_CALLS) | metadata
+    weighed = ((stats.calls[inv] >= MIN_CALLS) & shapes) | metadata
     excess = self_ns - typical
     stalled = weighed & (self_ns >= STALL_TIMES * typical) & (excess >= MIN_EXCESS_NS)
     n = len(wins)
@@ -172,6 +174,15 @@ def _driving_ops(trace: Trace, rank: int, wins: Windows) -> tuple[I64, I64]:
     loader = ancestor_with(trace, ops, trace.strings.mask(is_dataloader_name)) >= 0
     keep = ~loader & ~host_collective_mask(trace)[ops] & ~inside_host_collective(trace, ops)
     return ops[keep], win[keep]
+
+
+def _launched(trace: Trace, rank: int, rows: I64) -> I64:
+    """Per op row: the device activities it launched itself (its own launch calls'): a call that launches
+    other work than its group's (cuDNN's algorithm search: its trial kernels) does other work."""
+    op = trace.events["op"][rank_rows(trace, rank, tuple(int(k) for k in GPU_KINDS))].astype(np.int64)
+    op = np.sort(op[op >= 0])
+    out: I64 = (np.searchsorted(op, rows, side="right") - np.searchsorted(op, rows, side="left")).astype(np.int64)
+    return out
 
 
 def _device_idle_share(trace: Trace, rank: int, stalled: I64, wins: Windows) -> F64:

@@ -161,6 +161,7 @@ def host_stalls_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
     return {"calls": r.calls, "stalled_calls": r.stalled_calls, "shapes_recorded": r.shapes_recorded,
             "excess_ms": float(r.excess_ns.sum()) / MS / n, "on_path_ms": float(r.on_path_ns.sum()) / MS / n,
             "on_path_pct": r.on_path_pct, "typical_on_path_ms": r.typical_on_path_ns() / MS,
+            "typical_pct": r.typical_pct,
             "metadata_ms": float(r.metadata_ns.sum()) / MS / n,
             "per_step": [{"step": int(s), "step_ms": d / MS, "excess_ms": e / MS, "on_path_ms": o / MS}
                          for s, d, e, o in zip(r.step.tolist(), r.step_ns.tolist(), r.excess_ns.tolist(),

@@ -6,7 +6,7 @@ own time is at least 10x that of the same op on the same input shapes and a mill
 did not grow: the thread waited for the GIL (another Python thread in the process), for a core (more busy
 threads than cores: ``torch.set_num_threads`` above the physical cores, several processes' OpenMP pools) or
 behind other processes. Fires where the time lost on the step's path is at least ``host_stall_min_pct``
-of the step (the mean over steps, the slowest aside from 4 steps on).
+of the step (the median over steps: a stall that recurs, not one step's warm-up).
 
 Gain: that time (on a CPU-only rank the driving thread is the path; on a device rank the part of the
 stalled calls' own time during which the device was idle). A lower bound: a stall under 10x its op's

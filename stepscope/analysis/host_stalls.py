@@ -154,7 +154,8 @@ def compute_host_stalls(trace: Trace, rank: int) -> HostStalls:
     device = has_device(trace, rank)
     on_path = excess_ns if not device else np.rint(
         excess_ns * _device_idle_share(trace, rank, rows[stalled], wins)).astype(np.int64)
-    groups = _groups(trace, rows, inv, stats.calls, stalled, typical, self_ns, lost)
+    groups = _groups(trace, np.stack([ev["name"][rows], ev["input_dims"][rows]]), inv, stats.calls, stalled, typical,
+                     self_ns, lost)
     return HostStalls(rank, wins.step, wins.dur_ns, excess_ns, on_path, meta_ns, int(weighed.sum()),
                       np.sort(rows[stalled]), groups, device, shapes)
 
@@ -199,25 +200,25 @@ def _device_idle_share(trace: Trace, rank: int, stalled: I64, wins: Windows) -> 
     return out
 
 
-def _groups(trace: Trace, rows: I64, inv: I64, calls: I64, stalled: npt.NDArray[np.bool_], typical: F64,
+def _groups(trace: Trace, keys: I64, inv: I64, calls: I64, stalled: npt.NDArray[np.bool_], typical: F64,
             self_ns: I64, lost: F64) -> StalledGroups:
-    """The groups with stalled calls (per group, not per event), most excess first, the top ones."""
+    """The groups with stalled calls (per group, not per event), most excess first, the top ones; ``keys``
+    holds each call's name and input dims ids."""
     ng = len(calls)
     excess = np.bincount(inv, weights=lost, minlength=ng)
     count = np.bincount(inv, weights=stalled, minlength=ng).astype(np.int64)
     longest = np.zeros(ng, np.int64)
     np.maximum.at(longest, inv, self_ns)
-    first = np.full(ng, len(rows), np.int64)
-    np.minimum.at(first, inv, np.arange(len(rows)))
+    first = np.full(ng, len(inv), np.int64)
+    np.minimum.at(first, inv, np.arange(len(inv)))
     hit = np.flatnonzero(count > 0)
-    ev, pool = trace.events, trace.strings
-    names = [str(s) for s in pool.decode(ev["name"][rows[first[hit]]])]
+    pool = trace.strings
+    names = [str(s) for s in pool.decode(keys[0][first[hit]])]  # per group
     order = hit[largest_first(excess[hit], names)][:TOP_GROUPS]
-    at = rows[first[order]]
-    dims = ev["input_dims"][at]
+    name_ids, dims = keys[0][first[order]], keys[1][first[order]]
     shapes = tuple(compact_json(str(s)) if d >= 0 else "" for s, d in
                    zip(pool.decode(np.maximum(dims, 0)), dims.tolist()))  # per group kept
     typ = np.zeros(ng)
     typ[inv] = typical
-    return StalledGroups(tuple(str(s) for s in pool.decode(ev["name"][at])), shapes, calls[order], count[order],
+    return StalledGroups(tuple(str(s) for s in pool.decode(name_ids)), shapes, calls[order], count[order],
                          typ[order], longest[order], np.rint(excess[order]).astype(np.int64))

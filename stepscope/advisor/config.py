@@ -85,6 +85,8 @@ class AdvisorConfig:
     host_op_min_pct: float = 5.0
     # host-outside-ops: a CPU-only step's time outside every recorded op, % of the step
     loop_code_min_pct: float = 10.0
+    # host-stalled: the driving host thread's time lost inside its ops (stalled calls), % of the step
+    host_stall_min_pct: float = 10.0
     # cudnn-benchmark-off / conv-algo-search
     cudnn_fallback_min_pct: float = 10.0
     cudnn_benchmark_gain: float = 0.15

@@ -30,10 +30,18 @@ from stepscope.analysis.arrivals import Arrivals
 from stepscope.analysis.bundle import Bundle
 from stepscope.analysis.comm import CollType, collective_of
 from stepscope.analysis.critical_path import CriticalPath
+from stepscope.analysis.host_stalls import HostStalls
 from stepscope.analysis.idle import is_dataloader_name
 from stepscope.analysis.platform import no_host_timeline, platform_of
 from stepscope.analysis.profiler_cost import LOW_COST_SHARE, ProfilerCost
-from stepscope.analysis.registry import ANNOTATIONS, ARRIVALS, CRITICAL_PATH, JOB_WHATIF, PROFILER_COST
+from stepscope.analysis.registry import (
+    ANNOTATIONS,
+    ARRIVALS,
+    CRITICAL_PATH,
+    HOST_STALLS,
+    JOB_WHATIF,
+    PROFILER_COST,
+)
 from stepscope.model.steps import STEP_NAME
 from stepscope.model.trace import Trace
 
@@ -63,6 +71,9 @@ class Verdict:
     compiling_pct: float = 0.0  # the host's time compiling (torch.compile) on the path, % of the step
     untraced_pct: float = 0.0  # the host's time on the path outside every recorded op, % of the step
     untraced_in_gaps: bool = False  # ... mostly in short gaps between ops (stretches under 0.5 ms hold half of it)
+    #: the driving host thread's time lost inside its ops on the path (stalled calls: waiting for the GIL or a
+    #: core, :mod:`stepscope.analysis.host_stalls`), % of the step
+    stalled_pct: float = 0.0
     #: the median step, and the slowest step's number and length: a mean far above the median is one or a few
     #: steps (an evaluation, a warm-up), said beside it (None / -1 for the job's verdict)
     median_step_ns: int | None = None
@@ -112,7 +123,7 @@ class Verdict:
                 "host_timeline": self.host_timeline, "set_by": self.set_by,
                 "job_step_ms": None if self.job_step_ns is None else self.job_step_ns / 1e6,
                 "compiling_pct": round(self.compiling_pct, 2), "untraced_pct": round(self.untraced_pct, 2),
-                "untraced_in_gaps": self.untraced_in_gaps,
+                "untraced_in_gaps": self.untraced_in_gaps, "stalled_pct": round(self.stalled_pct, 2),
                 "median_step_ms": None if self.median_step_ns is None else self.median_step_ns / 1e6,
                 "top_annotation": self.top_annotation or None, "top_annotation_pct": round(self.top_annotation_pct, 2),
                 "slowest_step": self.slowest_step, "slowest_step_ms": self.slowest_step_ns / 1e6,
@@ -145,9 +156,16 @@ def verdict_of(bundle: Bundle, rank: int) -> Verdict | None:
                 cp.device_busy_pct() if cp.has_device else None, cp.has_device,
                 platform=platform_of(bundle.trace, rank), host_timeline=no_host_timeline(bundle.trace, rank) is None,
                 compiling_pct=host["compile"], untraced_pct=host["untraced"], untraced_in_gaps=cp.untraced_in_gaps(),
+                stalled_pct=_stalled_pct(bundle.ranks[rank].get(HOST_STALLS)),
                 **_spread(cp), **_top_annotation(bundle.ranks[rank].get(ANNOTATIONS), cp,
                                                  _step_marker_names(bundle.trace, rank)))
     return _without_profiler(v, bundle.ranks[rank].get(PROFILER_COST))
+
+
+def _stalled_pct(stalls: HostStalls | None) -> float:
+    """The host's time lost inside its ops on the path (host_stalls: the median step's, of the mean step),
+    %; 0 where not run."""
+    return 0.0 if stalls is None else stalls.typical_pct
 
 
 #: a user range holding at least this share of the steps is named in a host-bound verdict, short of this one

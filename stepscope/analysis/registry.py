@@ -34,6 +34,7 @@ from stepscope.analysis.fusion import FusionResult, compute_fusion
 from stepscope.analysis.gemm_dims import GemmDimsResult, compute_gemm_dims
 from stepscope.analysis.graphs import GraphResult, compute_graphs
 from stepscope.analysis.host_ops import HostOpsResult, compute_host_ops
+from stepscope.analysis.host_stalls import HostStalls, compute_host_stalls
 from stepscope.analysis.idle import IdleResult, compute_idle
 from stepscope.analysis.input_shapes import InputShapesResult, compute_input_shapes
 from stepscope.analysis.kernels import KernelView, compute_kernels
@@ -139,6 +140,8 @@ INPUT_SHAPES = RankAnalysis("input_shapes", compute_input_shapes, InputShapesRes
 SOFTWARE = RankAnalysis("software", compute_software, SoftwareResult, ("software",))
 # a CPU-only rank's optimizer steps: the ops they run (the fusion view reads a device's optimizer kernels)
 CPU_OPTIMIZER = RankAnalysis("cpu_optimizer", compute_cpu_optimizer, CpuOptimizer, ("cpu_optimizer",))
+# the driving host thread stalled inside its ops: calls far slower than the same op on the same shapes
+HOST_STALLS = RankAnalysis("host_stalls", compute_host_stalls, HostStalls, ("host_stalls",))
 
 CLUSTER = ClusterAnalysis("cluster", cluster_record, combine_cluster, ClusterResult, ("cluster",))
 COMM_MATRIX = ClusterAnalysis("comm_matrix", comm_matrix_record, combine_comm_matrix, CommMatrix,
@@ -161,7 +164,7 @@ RANK_ANALYSES: tuple[RankAnalysis[object], ...] = (
     DISTRIBUTED, IDLE, CRITICAL_PATH, SYNC, MEMCPY, LAUNCH, LAUNCH_CONFIG, FUSION, GRAPHS, COMPILED, PHASES,
     REMEDIES, PROFILER_COST,
     DATALOADER, TENSOR_CORES, CONVOLUTIONS, GEMM_DIMS, HOST_OPS, ZERO_GRAD, CACHING_ALLOCATOR, INPUT_SHAPES, SOFTWARE,
-    CPU_OPTIMIZER,
+    CPU_OPTIMIZER, HOST_STALLS,
 )
 CLUSTER_ANALYSES: tuple[ClusterAnalysis[object], ...] = (CLUSTER, COMM_MATRIX, ARRIVALS, SLOW_LINKS, JOB_WHATIF,
                                                             PIPELINE, ALL_TO_ALL, EXPOSED_COMM)

@@ -43,6 +43,10 @@ BASIS: dict[str, str] = {
                 "(communicating less shortens them, and waiting there for a late rank is not transfer)",
     "untraced-host-time": "the mean over steps of the host's time on the step's critical path "
                           "outside every recorded op",
+    "stalled-excess": "the median over steps of the stalled op calls' own time beyond the "
+                      "typical time of the same op on the same shapes (calls of 10x it and 1 ms beyond), where it "
+                      "lies on the step's path (all of it on a CPU-only rank; on a device rank while the device "
+                      "idles): a lower bound, smaller stalls not counted",
     "excess-over-median": "the slow rank's excess time per step over the median rank",
     "culprit-lateness": "what-if the slow rank is fixed: it arrives with the second-to-last rank at every "
                         "collective it is last at, so each of them, and the job's step, ends earlier by its "

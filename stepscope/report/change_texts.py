@@ -60,6 +60,13 @@ CHANGES: dict[str, str] = {
                     "epoch's first batches, its worker processes started again for each epoch's iterator. Keep "
                     "them: DataLoader(..., persistent_workers=True) (and prefetch_factor to fill their queue "
                     "across the epoch's start); if the slow batches are slow samples, more workers.",
+    "unstall-host": "{lost_pct}% of the step is the host thread kept waiting inside its ops ({op} and others "
+                    "taking many times their usual time): not the model's work. Give the thread its core: move "
+                    "another Python thread's work in the process (metrics, logging, data handling) to a process, "
+                    "or make it release the GIL (vectorised numpy, torch ops); set torch.set_num_threads / "
+                    "OMP_NUM_THREADS to at most the physical cores less the other busy threads (several "
+                    "processes' thread pools on one machine add up); keep other jobs off the cores (taskset, "
+                    "fewer processes per machine).",
     "fewer-ops": "{untraced_pct}% of the step passes between the model's ops, in many short gaps: its own Python "
                  "for each of many small ops. Issue fewer, larger ops: vectorise (one op over stacked tensors "
                  "instead of a loop of small ones), torch.compile the model (fuses the ops and drops the per-op "

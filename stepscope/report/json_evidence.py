@@ -16,6 +16,7 @@ from stepscope.analysis.registry import (
     DATALOADER,
     GEMM_DIMS,
     HOST_OPS,
+    HOST_STALLS,
     INPUT_SHAPES,
     SOFTWARE,
     TENSOR_CORES,
@@ -151,10 +152,30 @@ def _memory_pass(r: CpuOptimizer) -> dict[str, Any] | None:
             "fused_ms_per_step": fused / MS if fused is not None else None, "fused_factor": r.fused_factor}
 
 
+def host_stalls_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
+    r = rr.get(HOST_STALLS)
+    if r is None:
+        return None
+    n = max(len(r.step), 1)
+    g = r.groups
+    return {"calls": r.calls, "stalled_calls": r.stalled_calls, "shapes_recorded": r.shapes_recorded,
+            "excess_ms": float(r.excess_ns.sum()) / MS / n, "on_path_ms": float(r.on_path_ns.sum()) / MS / n,
+            "on_path_pct": r.on_path_pct, "typical_on_path_ms": r.typical_on_path_ns() / MS,
+            "typical_pct": r.typical_pct,
+            "metadata_ms": float(r.metadata_ns.sum()) / MS / n,
+            "per_step": [{"step": int(s), "step_ms": d / MS, "excess_ms": e / MS, "on_path_ms": o / MS}
+                         for s, d, e, o in zip(r.step.tolist(), r.step_ns.tolist(), r.excess_ns.tolist(),
+                                               r.on_path_ns.tolist())],  # per step
+            "groups": [{"name": g.name[i], "shapes": g.shapes[i], "calls": int(g.calls[i]),
+                        "stalled": int(g.stalled[i]), "typical_us": float(g.typical_ns[i]) / 1e3,
+                        "max_ms": int(g.max_ns[i]) / MS, "excess_ms": int(g.excess_ns[i]) / MS / n}
+                       for i in range(len(g))]}  # the top groups
+
+
 #: per-rank §12 keys owned by the evidence analyses
 EVIDENCE_RANK_SECTIONS = {
     "dataloader": dataloader_section, "tensor_cores": tensor_cores_section, "convolutions": convolutions_section,
     "gemm_dims": gemm_dims_section, "host_ops": host_ops_section, "zero_grad": zero_grad_section,
     "caching_allocator": caching_allocator_section, "input_shapes": input_shapes_section, "software": software_section,
-    "cpu_optimizer": cpu_optimizer_section,
+    "cpu_optimizer": cpu_optimizer_section, "host_stalls": host_stalls_section,
 }

@@ -172,6 +172,14 @@ RULES: dict[str, RuleText] = {
         "garbage collection — no operators view shows it.",
         ("https://docs.python.org/3/library/gc.html#gc.freeze",
          "https://pytorch.org/docs/stable/profiler.html#torch.profiler.profile")),
+    "host-stalled": RuleText(
+        "The host thread is stalled inside its ops",
+        "{stalled_calls_per_step} op calls a step take at least 10x as long as the same op on the same shapes: "
+        "{lost_ms:.1f} ms per step ({lost_pct:.1f}%, the median step's) lost inside them, not work — the "
+        "most in {op}⟨ on {op_shapes}⟩, typically {op_typical_us} µs, up to {op_max_ms:.1f} ms⟨; {metadata_ms:.1f} ms "
+        "a step in ops that only make a view⟩. The thread was waiting for the GIL or a core.",
+        ("https://docs.python.org/3/library/sys.html#sys.setswitchinterval",
+         "https://pytorch.org/docs/stable/notes/cpu_threading_torchscript_inference.html")),
     "cudnn-benchmark-off": RuleText(
         "Convolutions use cuDNN's fallback algorithms",
         "{fallback_conv_kernel_pct:.0f}% of kernel time is in cuDNN's generic algorithm-0 kernels "

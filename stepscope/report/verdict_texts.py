@@ -19,6 +19,7 @@ VERDICT_STAGES: dict[str, str] = {
     "host-untraced": "the host's time outside every recorded op (the loop's Python, I/O, garbage collection)",
     "host-untraced-native": "the host's code between its traced calls",
     "host-untraced-gaps": "the host's Python between its ops (many short gaps: the per-op overhead)",
+    "host-stalled": "the host thread stalled inside its ops (waiting for the GIL or a core: not the model's work)",
     "compute": "{device} compute",
     "communication": "communication",
     "copy": "memory copies",
@@ -132,12 +133,21 @@ def _skew(v: Verdict) -> str:
     return f"; the median {v.median_step_ns / 1e6:.1f} ms: step {v.slowest_step} took {v.slowest_step_ns / 1e6:,.1f} ms"
 
 
+#: a host bound whose stalled part (the host thread kept waiting inside its ops) holds at least this share of
+#: the step is named by it: the rest is the model's work, but that part is none of it and is fixed elsewhere
+STALLED_MIN_PCT = 25.0
+
+
 def _host_part(v: Verdict, share: float) -> tuple[str | None, float]:
-    """A host bound most of which one part holds — the compiler, or time no op covers: that part's words
-    and share of the step (the host's whole share is said beside it), else (None, the host's share)."""
+    """A host bound most of which one part holds — the compiler, or time no op covers — or a quarter of which
+    the thread lost stalled inside its ops: that part's words and share of the step (the host's whole share is
+    said beside it), else (None, the host's share)."""
     if v.compiling_pct > share / 2:
         return VERDICT_STAGES["host-compiling"], v.compiling_pct
-    if v.untraced_pct > share / 2 and v.host_timeline:
+    untraced = v.untraced_pct > share / 2 and v.host_timeline
+    if v.stalled_pct >= STALLED_MIN_PCT and (not untraced or v.stalled_pct >= v.untraced_pct):
+        return VERDICT_STAGES["host-stalled"], v.stalled_pct
+    if untraced:
         key = ("host-untraced-native" if v.platform.endswith("+native") else
                "host-untraced-gaps" if v.untraced_in_gaps else "host-untraced")
         return VERDICT_STAGES[key], v.untraced_pct

@@ -30,6 +30,7 @@ from stepscope.analysis.registry import (
     GEMM_DIMS,
     GRAPHS,
     HOST_OPS,
+    HOST_STALLS,
     IDLE,
     INPUT_SHAPES,
     JOB_WHATIF,
@@ -76,6 +77,7 @@ from stepscope.report.views.distributed import (
 from stepscope.report.views.fusion import render_fusion
 from stepscope.report.views.gemm_dims import render_gemm_dims
 from stepscope.report.views.host_ops import render_host_ops
+from stepscope.report.views.host_stalls import render_host_stalls
 from stepscope.report.views.idle import render_idle
 from stepscope.report.views.input_shapes import render_input_shapes
 from stepscope.report.views.kernels import render_kernels
@@ -181,6 +183,7 @@ RENDERERS: dict[str, RankView] = {
     "input_shapes": rank_view(INPUT_SHAPES, render_input_shapes),
     "software": worded_view(SOFTWARE, render_software),
     "cpu_optimizer": rank_view(CPU_OPTIMIZER, render_cpu_optimizer),
+    "host_stalls": rank_view(HOST_STALLS, render_host_stalls),
 }
 
 #: cluster-level renderers

@@ -311,6 +311,17 @@ def outside_ops(b: TraceBuilder, on: bool) -> None:
         b.op("aten::mm", ts=t + 10, dur=1_990 if on else 9_980)
 
 
+def stalled(b: TraceBuilder, on: bool) -> None:
+    """A CPU-only program: each step five ``aten::mm`` (64x64) of 200 µs, 1.1 ms apart; on: in steps 2 and 3
+    the last one takes 3,200 µs — 16x the median of the 15 calls and 3,000 µs beyond it, the thread kept
+    waiting: the median step loses 3 ms (30 %)."""
+    b.meta.pop("deviceProperties", None)
+    dims = {"Input Dims": [[64, 64], [64, 64]], "Input type": ["float", "float"]}
+    for s, t in enumerate(steps(b)):
+        for i in range(5):
+            b.op("aten::mm", ts=t + 10 + i * 1_100, dur=3_200 if on and s >= 1 and i == 4 else 200, **dims)
+
+
 SCENES: dict[str, Scene] = {
     "dataloader-bound": dataloader,
     "pageable-memcpy": pageable,
@@ -338,4 +349,5 @@ SCENES: dict[str, Scene] = {
     "small-memcpy": small_copies,
     "cuda-launch-blocking": launch_blocking,
     "host-outside-ops": outside_ops,
+    "host-stalled": stalled,
 }

@@ -30,6 +30,7 @@ from stepscope.analysis.arrivals import Arrivals
 from stepscope.analysis.bundle import Bundle
 from stepscope.analysis.comm import CollType, collective_of
 from stepscope.analysis.critical_path import CriticalPath
+from stepscope.analysis.host_ops import top_self_op
 from stepscope.analysis.host_stalls import HostStalls
 from stepscope.analysis.idle import is_dataloader_name
 from stepscope.analysis.platform import no_host_timeline, platform_of
@@ -81,6 +82,10 @@ class Verdict:
     #: share of the steps, where it holds at least a quarter of them: where the host's time is, in the user's words
     top_annotation: str = ""
     top_annotation_pct: float = 0.0
+    #: a CPU-only host-bound rank's op with the most host self time in the steps, where it holds at least a
+    #: quarter of them and no user range is named: where the model's CPU work goes (``aten::sort`` 80 %)
+    top_op: str = ""
+    top_op_pct: float = 0.0
     slowest_step: int = -1
     slowest_step_ns: int = 0
     shares_rank: int | None = None  # job: the rank whose verdict it is built from: the shares, device busy and
@@ -126,6 +131,7 @@ class Verdict:
                 "untraced_in_gaps": self.untraced_in_gaps, "stalled_pct": round(self.stalled_pct, 2),
                 "median_step_ms": None if self.median_step_ns is None else self.median_step_ns / 1e6,
                 "top_annotation": self.top_annotation or None, "top_annotation_pct": round(self.top_annotation_pct, 2),
+                "top_op": self.top_op or None, "top_op_pct": round(self.top_op_pct, 2),
                 "slowest_step": self.slowest_step, "slowest_step_ms": self.slowest_step_ns / 1e6,
                 "unprofiled": None if self.unprofiled_bound is None else {
                     "bound": self.unprofiled_bound, "avg_step_ms": (self.unprofiled_step_ns or 0) / 1e6,
@@ -159,7 +165,17 @@ def verdict_of(bundle: Bundle, rank: int) -> Verdict | None:
                 stalled_pct=_stalled_pct(bundle.ranks[rank].get(HOST_STALLS)),
                 **_spread(cp), **_top_annotation(bundle.ranks[rank].get(ANNOTATIONS), cp,
                                                  _step_marker_names(bundle.trace, rank)))
-    return _without_profiler(v, bundle.ranks[rank].get(PROFILER_COST))
+    return _without_profiler(_with_top_op(v, bundle.trace, cp), bundle.ranks[rank].get(PROFILER_COST))
+
+
+def _with_top_op(v: Verdict, trace: Trace, cp: CriticalPath) -> Verdict:
+    """On a CPU-only rank bound by its ops (no user range, untraced or stalled part named): the op with the
+    most host self time in the steps, where it holds at least :data:`ANNOTATION_MIN_PCT` of them."""
+    if cp.has_device or v.bound != "host" or v.top_annotation or max(v.untraced_pct, v.stalled_pct) >= 50.0:
+        return v
+    name, self_ns = top_self_op(trace, v.rank if v.rank is not None else 0)
+    share = 100.0 * self_ns / max(float(cp.step_ns.sum()), 1.0)
+    return replace(v, top_op=name, top_op_pct=share) if name and share >= ANNOTATION_MIN_PCT else v
 
 
 def _stalled_pct(stalls: HostStalls | None) -> float:

@@ -127,3 +127,18 @@ def _launching(trace: Trace, gpu: I64) -> B:
     marked[launch[launch >= 0]] = True
     marked[op[op >= 0]] = True
     return marked
+
+
+@per_rank
+def top_self_op(trace: Trace, rank: int) -> tuple[str, int]:
+    """The op name holding the most host self time inside the rank's steps, and that time (ns); ("", 0)
+    where the steps hold no op. On a CPU-only rank that is where the model's CPU work goes (one
+    ``aten::sort`` a step can be most of it: the verdict names it)."""
+    ev = trace.events
+    ops = in_step_rows(trace, rank, (int(EventKind.CPU_OP),))
+    if len(ops) == 0:
+        return "", 0
+    names, inv = np.unique(ev["name"][ops], return_inverse=True)
+    self_ns = np.bincount(inv.ravel(), weights=ev["self_ns"][ops].astype(np.float64), minlength=len(names))
+    i = int(np.argmax(self_ns))
+    return str(trace.strings[int(names[i])]), int(self_ns[i])

@@ -83,6 +83,8 @@ def unaddressed_text(v: Verdict, any_findings: bool = True) -> str:
     if bound == "host" and v.top_annotation:  # the user's own range holds most of it: start there
         hint = (f"start with record_function '{v.top_annotation}' ({v.top_annotation_pct:.0f}% of the step; the "
                 "annotations view, and the operators inside it by host self time)")
+    elif bound == "host" and v.top_op:  # one op holds most of it
+        hint = f"start with {v.top_op} ({v.top_op_pct:.0f}% of the step in its own time; the operators view)"
     if not any_findings:
         return f"No finding shortens {stage}" + (f"; to shorten it, {hint}." if hint else ".")
     tail = f"; to shorten {stage} itself, {hint}" if hint else ""
@@ -113,7 +115,7 @@ def verdict_text(v: Verdict) -> str:
     if f"{part:.0f}" != f"{share:.0f}":  # the host's whole share beside the part that names it
         busy = f"; the host {share:.0f}%{busy}"
     named = (f"; {v.top_annotation_pct:.0f}% of it inside record_function '{v.top_annotation[:60]}'"
-             if v.top_annotation else "")
+             if v.top_annotation else f"; {v.top_op_pct:.0f}% of it in {v.top_op[:60]}" if v.top_op else "")
     head = f"{who}: bound by {stage} ({said} of the {v.step_ns / 1e6:.1f} ms {window}{_skew(v)}{named}{busy})"
     others = sorted(((s, p) for s, p in v.shares_pct.items() if s != v.bound), key=lambda sp: -sp[1])
     rest = ", ".join(f"{_stage(s, device, v.host_timeline, v.has_device)} {p:.0f}%" for s, p in others if p >= 0.5)

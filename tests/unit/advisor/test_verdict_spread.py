@@ -24,7 +24,7 @@ def steps_trace(tmp_path: Path, lengths_us: list[int]):  # type: ignore[no-untyp
 def test_one_slow_step_is_named_beside_the_mean(tmp_path: Path) -> None:
     v = steps_trace(tmp_path, [10_000, 10_000, 10_000, 50_000])  # mean 20 ms, median 10 ms
     assert (v.step_ns, v.median_step_ns, v.slowest_step, v.slowest_step_ns) == (20_000_000, 10_000_000, 4, 50_000_000)
-    assert "of the 20.0 ms step; the median 10.0 ms: step 4 took 50.0 ms)" in verdict_text(v)
+    assert "of the 20.0 ms step; the median 10.0 ms: step 4 took 50.0 ms; 100% of it in aten::mm)" in verdict_text(v)
     d = v.to_dict()
     assert (d["median_step_ms"], d["slowest_step"], d["slowest_step_ms"]) == (10.0, 4, 50.0)
 

@@ -4,14 +4,22 @@ Detects: the step breakdown's DataLoader category — time inside ``DataLoader._
 kernel, copy, memset, communication or runtime call running — is at least ``dataloader_min_pct`` of the
 average step. That category *is* "GPU idle while the host is in the DataLoader" by construction.
 
-Gain: the steps replayed with background workers (what-if ``loader-workers``: each call then waits
-``max(0, fetch / 4 − rest of its step)``), so only input time on the critical path counts; without a
-replay, the exposed input time per average step. Workers share the host's CPU cores with the main
-process, which can slow its remaining work: the gain is an upper bound.
+Gain: the steps replayed with the what-if ``loader-workers`` remedy, so only input time on the critical
+path counts: a loader without workers given 4 (each call then waits ``max(0, fetch / 4 − rest of its
+step)``); a loader with workers — its calls are waits for them, not fetches, and the trace does not say
+how many there are — its time per batch halved (twice the workers on free cores, or each sample half as
+costly: each step waits ``max(0, P / 2 − rest)``, P the period its batches arrive at, from the measured
+mean step; :mod:`stepscope.analysis.whatif.loader`). Without a replay, the exposed input time per
+average step. Workers share the host's CPU cores with the main process, which can slow its remaining
+work: the gain is an upper bound, and on a CPU-only rank (the workers take the cores the model computes
+on) its basis says so.
 
 The change: workers for a single-process loader; where a quarter of the steps hold three quarters of
 the waits (a multi-process loader's epoch starts: its workers started again for each epoch's iterator),
-``persistent_workers=True``; else a faster pipeline (more workers, prefetch, cheaper samples).
+``persistent_workers=True``; else, the loader already having workers, more of them where cores are free
+or cheaper samples (cached decoded samples, fewer small files, cheaper augmentation) — cheaper samples
+first on a CPU-only rank.
+
 Evidence: per-step DataLoader time, the DataLoader events (dataloader analysis; their names say
 single- or multi-process loading), the GPU host-wait inside DataLoader periods (idle analysis, when
 it ran).

@@ -43,6 +43,8 @@ def test_todays_two_workers_predict_no_change() -> None:
     r = w.ranks[0]
     assert (r.predicted_ns == r.measured_ns).all()
     assert r.measured_ns.mean() / MS == pytest.approx(62.06, abs=0.01)
+    assert w.bases == ("2 → 2 DataLoader workers: the count the trace ran with, nothing changes",)
+    assert not [c for c in w.caveats if c.startswith("nothing in this trace")]  # not "nothing to act on"
 
 
 def test_four_workers_halve_the_period_the_ideal_with_cores_to_spare() -> None:

@@ -63,7 +63,14 @@ class LoaderWorkers:
     times_if_running: int | None = None
     name: str = field(default="loader-workers", init=False)
 
+    @property
+    def todays(self) -> bool:
+        """``--workers 2:2``: the count the trace ran with, which changes nothing by design."""
+        return self.from_workers == self.workers
+
     def basis(self) -> str:
+        if self.todays:
+            return f"{self.workers} → {self.workers} DataLoader workers: the count the trace ran with, nothing changes"
         if self.from_workers:
             return running_basis(self.from_workers / self.workers, f"{self.from_workers} → {self.workers}")
         single = (f"{self.workers} DataLoader workers: each call waits max(0, its fetch time / {self.workers}"

@@ -45,3 +45,13 @@ def compute_dataloader(trace: Trace, rank: int) -> DataLoaderResult:
     if len(rows) == 0:
         raise NotApplicable("no DataLoader events")
     return DataLoaderResult(rank, len(kept_steps(trace, rank)), named_rows(trace, rows), has_device(trace, rank))
+
+
+def multi_process_loading(trace: Trace, rank: int) -> bool:
+    """Whether the rank's DataLoader loads in worker processes (False: in the main process, or no
+    DataLoader call inside its steps)."""
+    try:
+        dl = compute_dataloader(trace, rank)
+    except NotApplicable:
+        return False
+    return len(dl.calls) > 0 and dl.loading == "multi-process"

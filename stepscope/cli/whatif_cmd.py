@@ -56,8 +56,10 @@ OWN_COST = -1.0
 
 @click.command("whatif", cls=_WhatifCommand, short_help="Predict the step after a change, before making it.")
 @click.argument("path", required=False, type=InputPath())
-@click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="DataLoader with N background workers (each call waits max(0, fetch/N - rest of step)).")
+@click.option("--workers", default=None, metavar="N|FROM:TO",
+              help="DataLoader with N background workers (each call waits max(0, fetch/N - rest of step)); "
+                   "where the trace's loader already has workers, FROM:TO: the num_workers it ran with and after "
+                   "(e.g. 2:4).")
 @click.option("--host-overhead", type=click.FloatRange(min=0), default=None, metavar="FACTOR",
               help="Launch calls and host work between them take FACTOR x their time (0: CUDA/HIP graphs).")
 @click.option("--host-in", multiple=True, metavar="REGEX=FACTOR",
@@ -95,7 +97,7 @@ OWN_COST = -1.0
                                    "traces); the other changes then apply to that step.")
 @click.option("--json", "as_json", is_flag=True, help="Print the prediction as JSON.")
 @trace_options
-def command(path: str | None, workers: int | None, host_overhead: float | None, host_in: tuple[str, ...],
+def command(path: str | None, workers: str | None, host_overhead: float | None, host_in: tuple[str, ...],
             fused_optimizer: bool, no_compile: bool, batch_copies: bool, drop_syncs: str | None, pin: bool, amp: bool,
             bf16: bool, scales: tuple[str, ...], overlap_comm: bool, fix_ranks: tuple[int, ...], batch: str | None,
             unprofiled_us: float | None, as_json: bool, no_cache: bool, span: str | None,

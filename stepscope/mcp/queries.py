@@ -145,7 +145,8 @@ def diff(base: Loaded, new: Loaded, top: int = 10) -> dict[str, Any]:
     return {"base_source": base.trace.source, "new_source": new.trace.source, **doc}
 
 
-def whatif(loaded: Loaded, rank: int | None = None, workers: int | None = None, host_overhead: float | None = None,
+def whatif(loaded: Loaded, rank: int | None = None, workers: int | str | None = None,
+           host_overhead: float | None = None,
            host_in: list[str] | None = None, drop_syncs: str | None = None, pin_copies: bool = False,
            scale: list[str] | None = None, overlap_comm: bool = False, fix_rank: list[int] | None = None,
            batch: str | None = None, fused_optimizer: bool = False, no_compile: bool = False,

@@ -112,7 +112,9 @@ class Tools:
 
 
     def whatif(self, path: TracePath, rank: Rank = None,
-               workers: Annotated[int | None, Field(ge=1, description="DataLoader with N workers")] = None,
+               workers: Annotated[int | str | None, Field(description=(
+                   "DataLoader with N workers; where the trace's loader already has workers, 'FROM:TO' (the "
+                   "num_workers it ran with and after, e.g. '2:4')"))] = None,
                host_overhead: Annotated[float | None, Field(description="Launch calls and host work between "
                                                             "them take FACTOR x their time (0: CUDA graphs)")] = None,
                host_in: Annotated[list[str] | None, Field(description="REGEX=FACTOR: the same, only inside "

@@ -11,6 +11,9 @@ BASIS: dict[str, str] = {
                 "{whatif_unprofiled_us:g}⟩ --remedy {whatif_remedy})",
     "exposed-input-time": "time per step spent only in the DataLoader (GPU idle, no other work) — what "
                           "background workers can hide; an upper bound, since workers share the host CPU",
+    "burst-waits": "the waits of the steps that hold the bursts (an epoch's first batches, its workers started "
+                   "again) brought down to the other steps' median wait, per average step ({burst_excess_ms:.2f} ms): "
+                   "what workers kept across epochs save — the steady waits stay",
     "amp-speedup": "eligible non-Tensor-Core kernel time per step ({eligible_non_tc_ms:.1f} ms) x "
                    "(1 - 1/{amp_speedup}): the device's half-precision Tensor-Core peak over its FP32 peak (2 "
                    "where the device is unknown)"

@@ -12,9 +12,11 @@ CHANGES: dict[str, str] = {
     "set-num-workers": "Load batches in background workers: DataLoader(..., num_workers={num_workers}, "
                        "pin_memory=True, persistent_workers=True) — size num_workers to the free CPU cores; "
                        "move heavy preprocessing to the GPU (e.g. DALI) or pre-decode the data set.",
-    "speed-up-input-pipeline": "Workers do not keep up: raise num_workers (up to the free cores), "
-                               "prefetch_factor={prefetch_factor}, persistent_workers=True; make each sample "
-                               "cheaper (pre-decoded binary shards, fewer small files, GPU-side augmentation).",
+    "speed-up-input-pipeline": "The loader already has workers and they do not keep up: more workers if the CPU "
+                               "has cores to spare (num_workers up to the free cores, prefetch_factor="
+                               "{prefetch_factor}, persistent_workers=True), else make each sample cheaper: cache "
+                               "the decoded samples (pre-decoded binary shards), fewer small files, augmentation on "
+                               "the GPU.",
     "pin-memory": "Copy from pinned memory: DataLoader(..., pin_memory=True), or tensor.pin_memory() for "
                   "buffers you reuse, then .to(device, non_blocking=True).",
     "remove-step-sync": "Remove per-step host syncs⟨ (here {call}⟨ under {op}⟩⟨ from {call_site}⟩)⟩: no .item() / "

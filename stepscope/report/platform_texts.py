@@ -56,10 +56,12 @@ CHANGES_BY_PLATFORM: dict[str, dict[str, str]] = {
                            "persistent_workers=True) — size num_workers to the cores the model's ops leave free "
                            "(they share the CPU: torch.set_num_threads); pre-decode the data set or make each "
                            "sample cheaper.",
-        "speed-up-input-pipeline": "Workers do not keep up: raise num_workers (up to the cores the model's ops "
-                                   "leave free), prefetch_factor={prefetch_factor}, persistent_workers=True; make "
-                                   "each sample cheaper (pre-decoded binary shards, fewer small files, cheaper "
-                                   "augmentation).",
+        "speed-up-input-pipeline": "The loader already has workers and they do not keep up; they share the cores "
+                                   "the model's ops compute on, so more workers help only where cores are free "
+                                   "(num_workers + torch.set_num_threads within the cores): first make each sample "
+                                   "cheaper — cache the decoded samples (pre-decoded shards, the data set held in "
+                                   "memory), vectorise the augmentation, fewer small files; prefetch_factor="
+                                   "{prefetch_factor}, persistent_workers=True.",
     },
     "rocm": {
         "set-num-workers": "Load batches in background workers: DataLoader(..., num_workers={num_workers}, "

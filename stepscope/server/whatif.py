@@ -21,7 +21,16 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, TypeVar
 
-from stepscope.analysis.whatif.options import MAX_FACTOR, REMEDY_FLAGS, batch_of, pair, regex_of, transforms_of
+from stepscope.analysis.whatif.options import (
+    MAX_FACTOR,
+    MAX_WORKERS,
+    REMEDY_FLAGS,
+    batch_of,
+    pair,
+    regex_of,
+    transforms_of,
+    workers_of,
+)
 from stepscope.analysis.whatif.remedies import REMEDIES
 from stepscope.analysis.whatif.transforms import Transform
 from stepscope.analysis.whatif.unprofiled import EVENT_COST_NS
@@ -32,7 +41,6 @@ from stepscope.server.params import ApiError
 MAX_BODY_BYTES = 8192
 MAX_PATTERN_CHARS = 200
 MAX_PAIRS = 8
-MAX_WORKERS = 1024
 T = TypeVar("T")
 FIELDS = ("workers", "drop_syncs", "pin_copies", "host_overhead", "host_in", "fused_optimizer", "no_compile",
           "batch_copies", "amp", "bf16", "fill_sms", "pad_gemms", "fuse_elementwise", "fused_attention",
@@ -80,9 +88,14 @@ def _object(body: bytes) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if v is not None}
 
 
-def _workers(value: Any) -> int:
+def _workers(value: Any) -> int | str:
+    """N, or 'FROM:TO' where the trace's loader already has workers (``--workers 2:4``)."""
+    if isinstance(value, str) and ":" in value and len(value) <= 16:
+        _usage(lambda: workers_of(value, "workers"))
+        return value
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_WORKERS:
-        raise ApiError(400, f"workers must be an integer from 1 to {MAX_WORKERS}")
+        raise ApiError(400, f"workers must be an integer from 1 to {MAX_WORKERS}, or 'FROM:TO' (the workers the "
+                       "trace ran with and after, e.g. '2:4')")
     return value
 
 

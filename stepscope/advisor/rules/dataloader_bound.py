@@ -4,14 +4,24 @@ Detects: the step breakdown's DataLoader category — time inside ``DataLoader._
 kernel, copy, memset, communication or runtime call running — is at least ``dataloader_min_pct`` of the
 average step. That category *is* "GPU idle while the host is in the DataLoader" by construction.
 
-Gain: the steps replayed with background workers (what-if ``loader-workers``: each call then waits
-``max(0, fetch / 4 − rest of its step)``), so only input time on the critical path counts; without a
-replay, the exposed input time per average step. Workers share the host's CPU cores with the main
-process, which can slow its remaining work: the gain is an upper bound.
+Gain: the steps replayed with the what-if ``loader-workers`` remedy, so only input time on the critical
+path counts: a loader without workers given 4 (each call then waits ``max(0, fetch / 4 − rest of its
+step)``); a loader with workers — its calls are waits for them, not fetches, and the trace does not say
+how many there are — its time per batch halved (twice the workers on free cores, or each sample half as
+costly: each step waits ``max(0, P / 2 − rest)``, P the period its batches arrive at, from the measured
+mean step; :mod:`stepscope.analysis.whatif.loader`). Without a replay, the exposed input time per
+average step. Workers share the host's CPU cores with the main process, which can slow its remaining
+work: the gain is an upper bound, and on a CPU-only rank (the workers take the cores the model computes
+on) its basis says so. Where the waits come in bursts (``keep-workers``, below) the gain is the bursts'
+waits above the other steps' median wait, per average step (basis ``burst-waits``): keeping the workers
+stops their restarts, which a faster loader would not.
 
 The change: workers for a single-process loader; where a quarter of the steps hold three quarters of
 the waits (a multi-process loader's epoch starts: its workers started again for each epoch's iterator),
-``persistent_workers=True``; else a faster pipeline (more workers, prefetch, cheaper samples).
+``persistent_workers=True``; else, the loader already having workers, more of them where cores are free
+or cheaper samples (cached decoded samples, fewer small files, cheaper augmentation) — cheaper samples
+first on a CPU-only rank.
+
 Evidence: per-step DataLoader time, the DataLoader events (dataloader analysis; their names say
 single- or multi-process loading), the GPU host-wait inside DataLoader periods (idle analysis, when
 it ran).
@@ -72,6 +82,9 @@ def detect(ctx: RuleContext) -> list[Finding]:
                                             "pin_memory": True, "persistent_workers": True})
     elif few is not None:  # the waits come in bursts: an epoch's first batches, its workers started again
         change = Change("keep-workers", {"steps_waiting": few[0], "steps": len(bd.step), "share_pct": few[1]})
+        excess_ns = _burst_excess_ns(bd.category_ns[:, col].astype(np.float64), few[0])
+        evidence["burst_excess_ms"] = ms(excess_ns)
+        return [ctx.finding(RULE_ID, excess_ns, "burst-waits", evidence, change)]
     else:
         change = Change("speed-up-input-pipeline", {"prefetch_factor": 4, "persistent_workers": True})
     gain = replayed_saving(ctx, "loader-workers", evidence)
@@ -93,3 +106,11 @@ def _few_steps_hold_it(per_step_ns: npt.NDArray[np.float64]) -> tuple[int, float
     k = max(len(per_step_ns) // 4, 1)
     top = float(np.sort(per_step_ns)[::-1][:k].sum())
     return (k, round(100.0 * top / total, 1)) if top >= BURST_SHARE * total else None
+
+
+def _burst_excess_ns(per_step_ns: npt.NDArray[np.float64], k: int) -> float:
+    """Per average step, what the ``k`` steps holding the bursts wait beyond the other steps' median wait:
+    what keeping the workers across epochs saves (their restart waits go; the others' steady waits stay)."""
+    order = np.argsort(per_step_ns)[::-1]
+    steady = float(np.median(per_step_ns[order[k:]])) if len(order) > k else 0.0
+    return float(np.maximum(per_step_ns[order[:k]] - steady, 0.0).sum()) / len(per_step_ns)

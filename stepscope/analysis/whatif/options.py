@@ -90,7 +90,25 @@ def batch_of(text: str, option: str) -> LargerBatch:
     return LargerBatch(a, b / a)
 
 
-def transforms_of(workers: int | None, drop_syncs: str | None, pin: bool, scales: tuple[str, ...],
+#: the most DataLoader workers ``--workers`` takes (the server's limit too)
+MAX_WORKERS = 1024
+
+
+def workers_of(value: int | str, option: str) -> tf.LoaderWorkers:
+    """``N`` (a loader without workers given N) or ``FROM:TO`` (the workers the trace ran with and after,
+    e.g. ``2:4``; FROM 0 for a loader without workers) → the change; a usage error otherwise."""
+    now, sep, after = str(value).partition(":")
+    try:
+        a, b = (int(now), int(after)) if sep else (0, int(now))
+    except ValueError:
+        a, b = -1, 0
+    if not 0 <= a <= MAX_WORKERS or not 1 <= b <= MAX_WORKERS:
+        raise UsageError(f"{option} takes N or FROM:TO, the DataLoader's workers after (N, TO: 1 to {MAX_WORKERS}) "
+                         f"and those the trace ran with (FROM: 0 to {MAX_WORKERS}; e.g. 2:4) (got {value!r})")
+    return tf.LoaderWorkers(b, a if sep else None)
+
+
+def transforms_of(workers: int | str | None, drop_syncs: str | None, pin: bool, scales: tuple[str, ...],
                   host_overhead: float | None, host_in: tuple[str, ...], overlap_comm: bool,
                   fix_ranks: tuple[int, ...] = (), batch: str | None = None,
                   fused_optimizer: bool = False, no_compile: bool = False,
@@ -110,7 +128,7 @@ def transforms_of(workers: int | None, drop_syncs: str | None, pin: bool, scales
     if batch is not None:
         out.append(batch_of(batch, "--batch"))
     if workers is not None:
-        out.append(tf.LoaderWorkers(workers))
+        out.append(workers_of(workers, "--workers"))
     if host_overhead is not None:
         out.append(tf.HostOverhead(factor_of(host_overhead, "--host-overhead")))
     out += [tf.HostOverhead(f, tf.Select(p)) for p, f in (pair(s, "--host-in") for s in host_in)]

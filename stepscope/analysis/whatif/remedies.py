@@ -24,10 +24,10 @@ from stepscope.analysis.attention_fallback import math_attention
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.convolutions import FALLBACK, compute_convolutions
 from stepscope.analysis.critical_path import compute_critical_path
-from stepscope.analysis.dataloader import compute_dataloader
 from stepscope.analysis.elementwise_runs import compute_elementwise_runs
 from stepscope.analysis.gemm_dims import compute_gemm_dims
 from stepscope.analysis.launch_config import compute_launch_config
+from stepscope.analysis.platform import has_device
 from stepscope.analysis.profiler_cost import compute_profiler_cost
 from stepscope.analysis.tensor_cores import compute_tensor_cores
 from stepscope.analysis.whatif import transforms as tf
@@ -56,8 +56,12 @@ from stepscope.analysis.whatif.unprofiled import WithoutProfiler
 from stepscope.analysis.whatif.zero_grad import SetToNone
 from stepscope.model.trace import Trace
 
-#: Default DataLoader workers of the ``loader-workers`` remedy (the advisor's suggested count).
+#: Default DataLoader workers of the ``loader-workers`` remedy (the advisor's suggested count) where the trace
+#: loads in the main process; where its loader already has workers, their time per batch divided by
+#: ``RUNNING_FACTOR`` (twice the workers on free cores, or each sample half as costly: the trace does not
+#: record how many workers there are, and this needs no count)
 DEFAULT_WORKERS = 4
+RUNNING_FACTOR = 2
 #: cuDNN's fallback convolution kernels (the convolutions analysis' ``FALLBACK``) and the share of their
 #: time ``cudnn.benchmark`` saves them (the advisor's ``cudnn_benchmark_gain`` default, a conservative
 #: share: the real one depends on the layer shapes)
@@ -65,7 +69,7 @@ CUDNN_FALLBACK_PATTERN = FALLBACK.pattern
 CUDNN_BENCHMARK_GAIN = 0.15
 #: name → the transformation a remedy stands for
 REMEDIES: dict[str, tf.Transform] = {
-    "loader-workers": tf.LoaderWorkers(DEFAULT_WORKERS),
+    "loader-workers": tf.LoaderWorkers(DEFAULT_WORKERS, times_if_running=RUNNING_FACTOR),
     "drop-syncs": tf.DropSyncs(),
     "pinned-copies": tf.PinnedCopies(),
     "graph-capture": tf.HostOverhead(0.0),
@@ -90,7 +94,7 @@ REMEDIES: dict[str, tf.Transform] = {
 #: name → the ``stepscope whatif`` options (and web UI fields) that replay the same change
 #: (:func:`stepscope.analysis.whatif.options.transforms_of`; ``drop_syncs`` "." matches every call)
 REMEDY_OPTIONS: dict[str, dict[str, int | float | str | bool | list[str]]] = {
-    "loader-workers": {"workers": DEFAULT_WORKERS},
+    "loader-workers": {"remedy": ["loader-workers"]},  # `--workers 4` on a loader without workers, not on one with
     "drop-syncs": {"drop_syncs": "."},
     "pinned-copies": {"pin_copies": True},
     "graph-capture": {"host_overhead": 0.0},
@@ -226,12 +230,11 @@ def _unprofiled(trace: Trace, rank: int, g: StepGraph, base: Durations
 
 
 def _basis(trace: Trace, rank: int, name: str, change: tf.Transform) -> str:
-    """The remedy's basis; on a multi-process DataLoader the calls' times are waits for the workers,
-    not fetches (the trace does not show how many workers there are nor what a batch costs them), so
-    the worker formula then hides them: said as the upper bound it is."""
-    if name == "loader-workers" and _multi_process_loading(trace, rank):
-        return ("the DataLoader's waits for its workers hidden (more workers or prefetch keeping ahead; "
-                "the trace shows the waits, not what a batch costs a worker): an upper bound")
+    """The remedy's basis in this rank's terms: the DataLoader model its loading takes (with the CPU
+    caveat on a rank without a device), the device's speed-ups, the optimizer's pass."""
+    if isinstance(change, tf.LoaderWorkers):
+        cpu = "" if has_device(trace, rank) else CPU_LOADER_CAVEAT
+        return change.basis_on(trace, rank) + cpu
     if isinstance(change, MixedPrecision) and change.speedup is None:  # the rank's device says how much
         return MixedPrecision(amp_speedup_of(trace, rank)).basis()
     if isinstance(change, Bf16OverTf32) and change.speedup is None:
@@ -241,12 +244,9 @@ def _basis(trace: Trace, rank: int, name: str, change: tf.Transform) -> str:
     return change.basis()
 
 
-def _multi_process_loading(trace: Trace, rank: int) -> bool:
-    try:
-        dl = compute_dataloader(trace, rank)
-    except NotApplicable:
-        return False
-    return len(dl.calls) > 0 and dl.loading == "multi-process"
+#: said of the loader-workers remedy on a rank without a device (a CPU-only job)
+CPU_LOADER_CAVEAT = ("; CPU-only: workers take the cores its ops compute on, so this assumes cores to spare (on a "
+                     "busy or small machine the step can even grow; cheaper samples need none)")
 
 
 def _kernel_sets(trace: Trace, rank: int) -> tuple[tuple[str, ...], list[float]]:

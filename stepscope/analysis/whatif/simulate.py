@@ -177,7 +177,8 @@ def caveats(transforms: Sequence[Transform], ranks: Sequence[RankWhatIf], unlink
     loader = any(isinstance(t, LoaderWorkers) for t in transforms)
     cpu_only = any(not r.before.has_device for r in ranks)
     out = (CPU_WORKERS_CAVEAT,) if loader and cpu_only else ()
-    idle = tuple(IDLE_CAVEAT.format(basis=t.basis()) for t, a in zip(transforms, acted or ()) if not a)
+    idle = tuple(IDLE_CAVEAT.format(basis=t.basis()) for t, a in zip(transforms, acted or ())
+                 if not a and not (isinstance(t, LoaderWorkers) and t.todays))  # --workers 2:2: nothing, by design
     return (*out, *idle, UNLINKED_CAVEAT) if unlinked and transforms else (*out, *idle)
 
 

@@ -25,7 +25,8 @@ from stepscope.analysis.host_ops import copy_only_ops_of, cpu_only_top_ops
 from stepscope.analysis.memcpy import compute_memcpy
 from stepscope.analysis.sync import not_the_steps
 from stepscope.analysis.whatif.fix_rank import fix_rank_basis, fixed_durations
-from stepscope.analysis.whatif.graph import SEG_COMM, SEG_HOST, SEG_INPUT, SEG_LAUNCH, StepGraph
+from stepscope.analysis.whatif.graph import SEG_COMM, SEG_HOST, SEG_LAUNCH, StepGraph
+from stepscope.analysis.whatif.loader import LoaderWorkers as LoaderWorkers  # the DataLoader's model, named here too
 from stepscope.analysis.whatif.replay import Durations
 from stepscope.model.schema import HOST_KINDS, EventKind
 from stepscope.model.trace import Trace
@@ -52,45 +53,6 @@ class Select:
             op = ev["op"][rows]
             out |= hit[ev["name"][rows]] | ((op >= 0) & hit[ev["name"][np.maximum(op, 0)]])
         return out
-
-
-@dataclass(frozen=True)
-class LoaderWorkers:
-    """DataLoader workers: W workers prepare batches while the step runs, one batch per fetch/W,
-    so a call waits ``max(0, fetch / W − rest of its step)`` (fetch: its measured time)."""
-
-    workers: int = 4
-    name: str = field(default="loader-workers", init=False)
-
-    def basis(self) -> str:
-        return (f"{self.workers} DataLoader workers: each call waits max(0, its fetch time / {self.workers}"
-                " − the rest of its step)")
-
-    def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
-        kind, call = g.host.seg_kind, g.host.seg_input_call
-        inp = (kind == SEG_INPUT) & (call >= 0)
-        if not inp.any():
-            return d
-        n_calls = int(call.max()) + 1
-        fetch = np.bincount(call[inp], weights=d.host_seg_ns[inp], minlength=n_calls)
-        first_seg = np.full(n_calls, len(kind), np.int64)
-        np.minimum.at(first_seg, call[inp], np.flatnonzero(inp))
-        step_ns = _step_of_points(g, g.host.t_ns[np.minimum(first_seg, len(g.host.t_ns) - 1)])
-        new = np.maximum(0.0, fetch / max(self.workers, 1) - np.maximum(step_ns - fetch, 0.0))
-        factor = np.divide(new, fetch, out=np.zeros(n_calls), where=fetch > 0)
-        seg = d.host_seg_ns.copy()
-        seg[inp] = np.round(seg[inp] * factor[call[inp]]).astype(np.int64)
-        return replace(d, host_seg_ns=seg)
-
-
-def _step_of_points(g: StepGraph, t: I64) -> npt.NDArray[np.float64]:
-    """Measured length of the step window each instant falls in (the whole span when none)."""
-    st = g.steps
-    start, end = st.measured_start_ns, st.measured_end_ns
-    if len(start) == 0:
-        return np.zeros(len(t))
-    k = np.clip(np.searchsorted(start, t, side="right") - 1, 0, len(start) - 1)
-    return (end - start)[k].astype(np.float64)
 
 
 @dataclass(frozen=True)

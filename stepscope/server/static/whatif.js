@@ -16,8 +16,8 @@ const PARTS = [["compute", "GPU compute", "#4c78a8"], ["communication", "communi
   ["copy", "memory copies", "#f58518"], ["input", "input pipeline", "#eeca3b"], ["host", "host (CPU, launches)", "#b279a2"]];
 
 const FIELDS = [
-  {name: "workers", label: "DataLoader workers", type: "number", attrs: {min: 1, max: 1024, step: 1, placeholder: "e.g. 8"},
-    hint: "N workers prepare batches while the step runs"},
+  {name: "workers", label: "DataLoader workers", type: "workers", attrs: {placeholder: "e.g. 8, or 2:4"},
+    hint: "N workers prepare batches while the step runs; where the loader already has workers, FROM:TO (the num_workers it ran with and after)"},
   {name: "drop_syncs", label: "Drop syncs (regex)", type: "text", attrs: {placeholder: "e.g. item, or . for all"},
     hint: "blocking calls whose name or op matches no longer block"},
   {name: "pin_copies", label: "Pinned copies", type: "checkbox", hint: "pageable copies pinned: half their time, non-blocking"},
@@ -60,6 +60,8 @@ const FIELDS = [
     hint: "work on tensors with a batch dimension of FROM, and the DataLoader, grow TO/FROM × (an upper bound)"},
   {name: "unprofiled", label: "Without the profiler (µs / op)", type: "number", attrs: {min: 0, max: 1000, step: "any", placeholder: "8"},
     hint: "each op the profiler recorded costs this much less (its own cost); the other changes then act on that step"},
+  {name: "remedy", label: "Standard remedies (names)", type: "lines", attrs: {placeholder: "loader-workers"},
+    hint: "one per line: a remedy by the name the findings and the remedies table give, replayed as they replay it"},
   {name: "fix_rank", label: "Fix a slow rank", type: "rank", multiRank: true, attrs: {min: 0, step: 1, placeholder: "e.g. 7"},
     hint: "rank R arrives with the second-to-last rank at every collective it was last at (the job replayed)"},
 ];
@@ -91,7 +93,7 @@ function field(f, hints = {}) {
   const id = `wi-${f.name}`;
   const attrs = {id, name: f.name, spellcheck: "false", ...(f.attrs || {})};
   const input = f.type === "lines" ? el("textarea", {rows: 2, ...attrs})
-    : el("input", {type: f.type === "checkbox" ? "checkbox" : f.type === "rank" ? "number" : f.type, ...attrs});
+    : el("input", {type: f.type === "checkbox" ? "checkbox" : f.type === "rank" ? "number" : f.type === "workers" ? "text" : f.type, ...attrs});
   return el("div", {class: `wi-field wi-${f.type}`}, el("label", {for: id}, f.label), input,
     el("div", {class: "hint", id: `${id}-hint`}, hints[f.name] || f.hint));
 }
@@ -110,6 +112,7 @@ export function readForm(form) {
     if (!text) continue;
     if (f.type === "lines") body[f.name] = text.split("\n").map((s) => s.trim()).filter(Boolean);
     else if (f.type === "rank") body[f.name] = [Number(text)];
+    else if (f.type === "workers") body[f.name] = /^\d+$/.test(text) ? Number(text) : text;  // N, or FROM:TO
     else body[f.name] = f.type === "number" ? Number(text) : text;
   }
   return body;

@@ -76,6 +76,18 @@ def test_each_remedy_replayed_through_its_options(client: TestClient, ids: dict[
         assert job["measured_mean_ms"] == pytest.approx(sec["measured_mean_ms"], abs=1e-3)
 
 
+def test_workers_from_to_on_a_loader_that_has_workers(client: TestClient, ids: dict[str, str]) -> None:
+    """h100/fixed loads with worker processes: its count is asked for (422, one line), and '8:16' is the
+    simulation of LoaderWorkers(16, 8); 'FROM:TO' with FROM > 0 on the base (no workers) is refused too."""
+    r = post(client, ids["h100/fixed"], {"workers": 8})
+    assert r.status_code == 422 and "give --workers FROM:TO" in r.json()["error"]
+    got = post(client, ids["h100/fixed"], {"workers": "8:16"}).json()
+    want = _expected(stepscope.load(DATA / "h100_cuda_train" / "fixed"), [tf.LoaderWorkers(16, 8)], "h100/fixed")
+    assert got["job"] == want["job"] and got["options"] == {"workers": "8:16"}
+    r = post(client, ids["h100/base"], {"workers": "2:4"})
+    assert r.status_code == 422 and "loads in the main process" in r.json()["error"]
+
+
 def test_two_ranks(client: TestClient, ids: dict[str, str]) -> None:
     got = post(client, ids["cpu_ddp_2rank"], {"workers": 2, "overlap_comm": True}).json()
     want = _expected(stepscope.load(DATA / "cpu_ddp_2rank"), [tf.LoaderWorkers(2), tf.OverlapComm()], "x")
@@ -106,6 +118,7 @@ BAD = [
     ({"workers": 8, "bogus": 1}, "unknown field 'bogus'"), ({"workers": "8"}, "workers must be an integer"),
     ({"workers": 0}, "workers must be an integer"), ({"workers": True}, "workers must be an integer"),
     ({"workers": 2.5}, "workers must be an integer"), ({"workers": 5000}, "workers must be an integer"),
+    ({"workers": "a:b"}, "workers takes N or FROM:TO"), ({"workers": "2:0"}, "workers takes N or FROM:TO"),
     ({"drop_syncs": "("}, "drop_syncs: not a regular expression"), ({"drop_syncs": ""}, "drop_syncs must be"),
     ({"drop_syncs": 5}, "drop_syncs must be"), ({"drop_syncs": "a" * 300}, "drop_syncs must be"),
     ({"pin_copies": "yes"}, "pin_copies must be true or false"), ({"overlap_comm": 1}, "overlap_comm must be"),

@@ -72,6 +72,9 @@ class AdvisorConfig:
     imbalance_dwarfed_by: float = 2.0
     straggler_min_pct: float = 2.0  # a culprit's lateness explained in the trace, % of the job's step
     straggler_min_times_last: int = 2  # ... and it arrives last at this many collectives (consistently late)
+    # the slow rank moves from step to step: no rank is last at more than this % of the late collectives (the job
+    # verdict's "imbalance" without a culprit) / the busiest at more than this % of the steps (load-imbalance)
+    moving_max_last_pct: float = 65.0
     # pipeline-bubble: the busiest stage's bubble, % of the step, and the share of it inside recv / send kernels
     pipeline_bubble_min_pct: float = 10.0
     pipeline_wait_min_share_pct: float = 25.0

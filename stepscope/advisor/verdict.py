@@ -9,8 +9,13 @@ the breakdown's.
 A job's verdict comes first: ``imbalance`` when the arrival analysis (:mod:`stepscope.analysis.arrivals`)
 finds culprits — ranks late at the collectives for reasons inside the trace (``straggler_min_pct``)
 — whose lateness, the time the others wait for them alone, is at least ``imbalance_min_pct`` % of
-the job's step; otherwise the bound of the rank the others wait for at the collectives (the one that
-waits least: it arrives last), or without collectives the slowest rank's. Its step is the job's step
+the job's step; ``imbalance`` too, with no culprit (``set_by`` "moving"), when the collectives' lateness
+summed over whichever rank is last is that large while no rank is last at more than
+``moving_max_last_pct`` % of them and the ranks' work changes from step to step (their input shapes
+vary: ``ClusterResult.per_step``): the slow rank moves from step to step (uneven sequence lengths), and
+each rank's lateness is mostly what it waited for the others' (net of it, nobody is late);
+otherwise the bound of the rank the others wait for at the collectives (the one that waits least: it
+arrives last), or without collectives the slowest rank's. Its step is the job's step
 in every case (the one the straggler finding and the job replay state); its shares are those of the
 rank it is built from, of that rank's own window. Wording lives in :mod:`stepscope.report.texts`.
 """
@@ -38,6 +43,7 @@ from stepscope.analysis.profiler_cost import LOW_COST_SHARE, ProfilerCost
 from stepscope.analysis.registry import (
     ANNOTATIONS,
     ARRIVALS,
+    CLUSTER,
     CRITICAL_PATH,
     HOST_STALLS,
     JOB_WHATIF,
@@ -68,7 +74,7 @@ class Verdict:
     causes: tuple[str, ...] = field(default=())  # job imbalance: each culprit's cause (arrivals.CAUSES)
     platform: str = "cuda"  # what the device is called in words (analysis.platform)
     host_timeline: bool = True  # False: a summary-only trace, whose "host" share is device idle time of unknown cause
-    set_by: str = ""  # job: "waited-for" (the rank the others wait for at the collectives) or "slowest"
+    set_by: str = ""  # job: "waited-for" (the rank the others wait for at the collectives), "slowest" or "moving"
     compiling_pct: float = 0.0  # the host's time compiling (torch.compile) on the path, % of the step
     untraced_pct: float = 0.0  # the host's time on the path outside every recorded op, % of the step
     untraced_in_gaps: bool = False  # ... mostly in short gaps between ops (stretches under 0.5 ms hold half of it)
@@ -106,10 +112,14 @@ class Verdict:
     #: with the calibrated cost: the step replayed at half of it (analysis.profiler_cost ``LOW_COST_SHARE``:
     #: how far the step moves with the cost, which captures have needed anywhere from 4.3 to 15 µs)
     low_cost_step_ns: int | None = None
+    #: job imbalance whose slow rank moves (``set_by`` "moving"): the most collectives one rank is last at, of
+    #: all those a rank is last at; and the largest share of op calls whose input shapes vary across steps
+    most_last: tuple[int, int] = (0, 0)
+    varying_shapes_pct: float | None = None
 
     @property
     def job_step_ns(self) -> int | None:
-        """The job's step (the job's verdict only): at each step the slowest rank's window, averaged."""
+        """The job's step (the job's verdict only): the slowest rank's mean window (``arrivals.job_steps_ns``)."""
         return self.step_ns if self.rank is None else None
 
     @property
@@ -129,6 +139,8 @@ class Verdict:
                 "job_step_ms": None if self.job_step_ns is None else self.job_step_ns / 1e6,
                 "compiling_pct": round(self.compiling_pct, 2), "untraced_pct": round(self.untraced_pct, 2),
                 "untraced_in_gaps": self.untraced_in_gaps, "stalled_pct": round(self.stalled_pct, 2),
+                "most_last": list(self.most_last) if self.set_by == "moving" else None,
+                "varying_shapes_pct": None if self.varying_shapes_pct is None else round(self.varying_shapes_pct, 1),
                 "median_step_ms": None if self.median_step_ns is None else self.median_step_ns / 1e6,
                 "top_annotation": self.top_annotation or None, "top_annotation_pct": round(self.top_annotation_pct, 2),
                 "top_op": self.top_op or None, "top_op_pct": round(self.top_op_pct, 2),
@@ -260,11 +272,31 @@ def job_verdict(bundle: Bundle, per_rank: tuple[Verdict, ...], cfg: AdvisorConfi
         if leads and share >= cfg.imbalance_min_pct:
             return _as_job(slowest, job_ns, bound="imbalance", ranks=tuple(culprits), excess_pct=share,
                            causes=tuple(arrivals.culprit_cause[r] for r in culprits))
+        cluster = bundle.cluster_result(CLUSTER)
+        if (not culprits and cluster is not None and cluster.per_step
+                and moving_share_pct(arrivals, cfg.moving_max_last_pct) >= cfg.imbalance_min_pct):
+            return _as_job(slowest, job_ns, bound="imbalance", set_by="moving",
+                           excess_pct=round(moving_share_pct(arrivals, cfg.moving_max_last_pct), 1),
+                           most_last=_most_last(arrivals), varying_shapes_pct=cluster.varying_shapes_pct)
     setter = _waited_for(arrivals, per_rank)
     if setter is not None:  # the job's bound is that of the rank the others wait for, whatever its window
         return _as_job(setter, job_ns, ranks=(setter.rank,) if setter.rank is not None else (), set_by="waited-for")
     return _as_job(slowest, job_ns, ranks=(slowest.rank,) if slowest.rank is not None else (), excess_pct=excess,
                    set_by="slowest")
+
+
+def moving_share_pct(a: Arrivals, max_last_pct: float) -> float:
+    """The collectives' lateness (whichever rank is last) in % of the job's step where the slow rank moves: no
+    rank is last at more than ``max_last_pct`` % of the collectives some rank is late at; else 0."""
+    last, named = _most_last(a)
+    if not named or 100.0 * last / named > max_last_pct or a.m.job_step_ns <= 0:
+        return 0.0
+    return 100.0 * float(a.late_ns.sum()) / max(a.m.step_count, 1) / a.m.job_step_ns
+
+
+def _most_last(a: Arrivals) -> tuple[int, int]:
+    """The most collectives one rank is last at, and how many collectives a rank is last at."""
+    return int(a.times_last.max(initial=0)), int(a.times_last.sum())
 
 
 def _imbalance_leads(arrivals: Arrivals, culprits: list[int], late_ns: float, per_rank: tuple[Verdict, ...],
@@ -288,8 +320,8 @@ def _as_job(v: Verdict, job_ns: int, **changes: Any) -> Verdict:
 
 
 def job_step_of(bundle: Bundle, slowest: Verdict) -> int:
-    """The job's step: the arrival analysis' (``arrivals.job_mean_step_ns``: at each step the slowest
-    rank's window, averaged — the straggler finding's and the job replay's measured step), else the
+    """The job's step: the arrival analysis' (``arrivals.job_mean_step_ns``: the slowest rank's mean
+    window over the steps all ranks have — the straggler finding's and the job replay's measured step), else the
     job replay's measured step, else (no collective or transfer matched) the slowest rank's window."""
     arrivals = bundle.cluster_result(ARRIVALS)
     if arrivals is not None and arrivals.m.job_step_ns > 0:

@@ -6,8 +6,10 @@ point-to-point send / recv excluded: they wait for one peer, not for the group) 
 without one, per collective its host runs (gloo or MPI on the CPU: :func:`host_collective_rows`) —
 in start order: its device start and end, the host time its launch call was made (``enqueue_ns``, -1 when the
 kernel has no linked launch), its stream, collective type, process group and size, and what the rank
-did before it: the *gap* from the end of its previous communication kernel (or from the start of
-the step window that holds it, whichever is later) to its start, attributed by the rank's
+did before it: the *gap* from the end of its previous communication kernel — across its step
+boundary: work a rank does at the end of its step (a checkpoint, a log) delays its next step's first
+collective, and is that collective's cause, not a "late start" — or, for its first collective in the
+trace, from the start of the step window that holds it, to its start, attributed by the rank's
 critical path (:func:`stepscope.analysis.critical_path.attribute_windows`: compute,
 communication, copy, input, host). Plus the rank's step windows.
 
@@ -65,7 +67,7 @@ class CollectiveRecords:
     bytes: I64  # max(in, out) bytes, -1 unknown
     gap_start_ns: I64
     gap_parts_ns: npt.NDArray[np.int64]
-    first_in_step: npt.NDArray[np.bool_]  # the gap starts at its step window's start
+    from_step_start: npt.NDArray[np.bool_]  # the gap starts at its step's start: no earlier collective in the trace
     step_start_ns: I64
     step_end_ns: I64
     row: I64  # the kernels' event rows (what the job replay ties across ranks; host rows for host collectives)
@@ -115,8 +117,9 @@ def collective_records(trace: Trace, rank: int) -> CollectiveRecords:
     inside = (win >= 0) & (start < w_end[np.maximum(win, 0)]) if len(w_start) else np.zeros(len(rows), bool)
     step_lo = np.where(inside, w_start[np.maximum(win, 0)], start)
     prev_end = np.concatenate([[np.iinfo(np.int64).min], np.maximum.accumulate(end)[:-1]]) if len(rows) else end
-    gap_start = np.minimum(np.maximum(prev_end, step_lo), start)
-    first = inside & (gap_start == step_lo) & (prev_end <= step_lo)
+    first = np.arange(len(rows)) == 0  # before the rank's first collective the trace holds only its step's start
+    gap_start = np.minimum(np.where(first, step_lo, prev_end), start)
+    first &= inside
     parts = attribute_windows(trace, rank, gap_start, start) if len(rows) else np.zeros((0, len(PARTS)), np.int64)
     ids, inv = np.unique(cls.pg_name[rows], return_inverse=True)
     pg_of = np.array([trace.strings[int(i)] for i in ids] + [""], dtype=object)[inv.reshape(-1)]  # per group

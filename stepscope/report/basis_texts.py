@@ -54,8 +54,11 @@ BASIS: dict[str, str] = {
     "culprit-lateness": "what-if the slow rank is fixed: it arrives with the second-to-last rank at every "
                         "collective it is last at, so each of them, and the job's step, ends earlier by its "
                         "lateness; summed per step, capped by the step",
-    "imbalance-excess": "(max - mean) of the per-rank compute time per step, capped by what the collectives "
-                        "lose to uneven arrivals (last - mean arrival, per step)",
+    "imbalance-excess": "(max - mean) of the per-rank compute time at each step, averaged, capped by what the "
+                        "collectives lose to uneven arrivals (last - mean arrival, per step)",
+    "imbalance-moving": "(max - mean) of the per-rank compute time at each step (the busiest rank changes from "
+                        "step to step), averaged, capped by what the collectives lose to uneven arrivals (last - "
+                        "mean arrival, per step)",
     "critical-bubble": "the busiest pipeline stage's idle time per step (step - its compute - its other device "
                        "work): on the critical path, since the step cannot be shorter than that stage's work",
     "overlap-bound": "per step the smaller of the copies' and the compute's time on the critical path: the most "
@@ -86,6 +89,10 @@ TITLE_BY_BASIS: dict[tuple[str, str], str] = {
     ("launch-bound", "host-on-path"): "The host's work holds up the step",
 }
 FOUND_BY_BASIS: dict[tuple[str, str], str] = {
+    ("load-imbalance", "imbalance-moving"):
+        "The busiest rank changes from step to step (rank {busiest_steps_text} at the steps in turn): at each "
+        "step the busiest one computes {step_excess_ms:.2f} ms longer than the average rank ({imbalance_pct:.0f}% "
+        "of the work), where their averages differ less ({rank_compute_text} ms per step).",
     ("launch-bound", "host-on-path"):
         "The host's own work is on the step's critical path {host_wait_ms:.1f} ms per step ({host_wait_pct:.1f}%, "
         "median over steps, DataLoader time excluded): the trace links no device work to its launch, so the "

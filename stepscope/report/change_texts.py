@@ -109,6 +109,11 @@ CHANGES: dict[str, str] = {
                      "a slower input pipeline).",
     "balance-work": "Balance the work across ranks: even sharding of embedding tables / data, equal "
                     "sequence lengths per rank (bucketing), pipeline stages of equal cost.",
+    "balance-per-step": "Balance each step's work across ranks, not only the average: the inputs differ in size "
+                        "from rank to rank at each step (sequence lengths, images, graphs) — bucket samples by "
+                        "length so that every rank draws similar ones at a step, pack sequences to a fixed number "
+                        "of tokens, or batch by tokens rather than samples. No one rank is slow: fixing one does "
+                        "not help.",
     "shrink-pipeline-bubble": "Shrink the pipeline bubble of the {stages} stages: more micro-batches per step (the "
                               "GPipe / 1F1B bubble is (stages - 1) / (micro-batches + stages - 1) of the step), an "
                               "interleaved 1F1B schedule (virtual stages: ScheduleInterleaved1F1B, Megatron "

@@ -264,7 +264,10 @@ def _values(f: Finding) -> dict[str, Any]:
                "victims_text": _victims([int(v) for v in ev.get("victims", [])]),
                "cause_word": words.get(str(f.change.params.get("cause", "")), "its own work"),
                "versions_text": f" ({', '.join(versions)})" if versions else "",
-               "tf32_where": TF32_WHERE.get(f.change.params.get("tf32", False))}
+               "tf32_where": TF32_WHERE.get(f.change.params.get("tf32", False)),
+               "busiest_steps_text": ", ".join(str(r) for r in ev.get("busiest_per_step", [])),
+               "rank_compute_text": ", ".join(f"rank {r} {float(v):.1f}" for r, v in
+                                              dict(ev.get("per_rank_compute_ms", {})).items())}
     general = {"gain_ms": f.est_gain_ms, "gain_pct": f.est_gain_pct, "step_ms": f.step_ns / 1e6, "rank": f.rank}
     return {**general, **ev, **dict(f.change.params), **derived}
 

@@ -99,6 +99,8 @@ def verdict_text(v: Verdict) -> str:
     device = device_noun(v.platform)
     window = "window (whole trace, no step markers)" if v.whole_trace else "step"
     who = "job" if v.rank is None else f"rank {v.rank}"
+    if v.bound == "imbalance" and v.set_by == "moving":
+        return _moving_text(v, window)
     if v.bound == "imbalance":
         ranks = ", ".join(str(r) for r in v.ranks)
         causes = "; ".join(cause_words(v.platform).get(c, c) for c in dict.fromkeys(v.causes)) or "their own work"
@@ -122,6 +124,16 @@ def verdict_text(v: Verdict) -> str:
     if v.rank is None and v.ranks:
         head = _job_head(v, stage, said, window, busy)
     return f"{head} — {rest}" if rest else head
+
+
+def _moving_text(v: Verdict, window: str) -> str:
+    """The job's imbalance whose slow rank moves from step to step: no culprit, the ranks take turns."""
+    most, named = v.most_last
+    shapes = (f"; {v.varying_shapes_pct:.0f}% of the op calls see input shapes that change from step to step"
+              if v.varying_shapes_pct else "")
+    return (f"job: bound by imbalance between ranks — the slow rank changes from step to step (no rank is last at "
+            f"more than {most} of the {named} collectives a rank is late at{shapes}); the ranks wait for each other "
+            f"{v.excess_pct or 0:.0f}% of the {v.step_ns / 1e6:.1f} ms {window}")
 
 
 #: a mean step this many times the median is one or a few steps' (an evaluation, a warm-up): said beside it
@@ -161,7 +173,7 @@ def _job_head(v: Verdict, stage: str, share: str, window: str, busy: str) -> str
     window, said apart where it is not the job's step (the waited-for rank's is shorter)."""
     by = (f"set by rank {v.ranks[0]}, the rank the others wait for at the collectives" if v.set_by == "waited-for"
           else f"set by its slowest rank ({v.ranks[0]})")
-    if v.set_by != "waited-for" and v.window_ns == v.step_ns:
+    if round(v.window_ns / 1e5) == round(v.step_ns / 1e5):  # its own window is the job's step: said once
         return f"job: bound by {stage} ({share} of the {v.step_ns / 1e6:.1f} ms {window}{busy}), {by}"
     return (f"job: bound by {stage} (the {v.step_ns / 1e6:.1f} ms {window}), {by} ({share} of its own "
             f"{v.window_ns / 1e6:.1f} ms {window}{busy})")

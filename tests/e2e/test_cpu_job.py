@@ -79,14 +79,15 @@ def test_identity_job_replay_through_the_gloo_collectives(run: str, tied: int) -
 
 
 def test_one_job_step_everywhere() -> None:
-    """The job's step is one number — at each step the slower rank's window, averaged — in the
+    """The job's step is one number — the slower rank's mean window (44.39 ms; rank 0's 44.32) — in the
     verdict, the straggler's evidence and every job replay's measured step (3 steps here, in which
     rank 1's window is the longer one in some and rank 0's in others: the mean of the per-step
-    maxima is not the larger rank's mean)."""
+    maxima, 44.97 ms, counts rank 1's wait for rank 0 and rank 0's own long step both)."""
     trace = load(RUN)
     windows = [analyze(trace).rank(r).require(BREAKDOWN).total_ns for r in trace.rank_ids]
-    job_ms = float(np.max(np.stack(windows), axis=0).mean()) / 1e6
-    assert job_ms > max(float(w.mean()) for w in windows) / 1e6 + 0.1
+    job_ms = max(float(w.mean()) for w in windows) / 1e6
+    assert float(np.max(np.stack(windows), axis=0).mean()) / 1e6 > job_ms + 0.1
+    assert job_ms == pytest.approx(44.387, abs=1e-3)
     adv = advice()
     assert adv.verdicts[0].step_ns / 1e6 == pytest.approx(job_ms, abs=1e-3)
     straggler = next(f for f in adv.findings if f.rule == "straggler-rank")

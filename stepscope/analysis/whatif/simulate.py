@@ -44,8 +44,9 @@ class RankWhatIf:
 @dataclass(frozen=True)
 class WhatIf:
     """The prediction for a trace: per rank, and the job's mean and median step (the slowest rank's
-    window at each step), measured and predicted. The job's bound is that of the rank the others wait
-    for at the collectives (``paced_by``, before and after: the one waiting least, as the job verdict
+    mean window, :func:`~stepscope.analysis.arrivals.job_steps_ns`), measured and predicted. The job's
+    bound is that of the rank the others wait for at the collectives (``paced_by``, before and after:
+    the one waiting least, as the job verdict
     reads it), else the slowest rank's."""
 
     bases: tuple[str, ...]

@@ -103,8 +103,10 @@ def test_records_are_enough_for_the_cross_rank_step(tmp_path: Path) -> None:
     assert sorted(a.ranks) == b.ranks and a.culprits == b.culprits and a.victims == b.victims
     assert np.array_equal(np.sort(a.late_ns), np.sort(b.late_ns))
     r3 = trace_records(trace)[3]
-    assert r3.gap_start_ns.tolist() == [0, 7000 * US, STEP * US, (STEP + 7000) * US]
-    assert r3.first_in_step.tolist() == [True, False, True, False]
+    # step 2's first all-reduce: its gap from the previous all-reduce's end (T+15000 of step 1), across the
+    # step boundary; only the rank's first collective in the trace starts its gap at its step's start
+    assert r3.gap_start_ns.tolist() == [0, 7000 * US, 15_000 * US, (STEP + 7000) * US]
+    assert r3.from_step_start.tolist() == [True, False, False, False]
     assert (r3.gap_parts_ns.sum(axis=1) == r3.start_ns - r3.gap_start_ns).all()  # the parts fill the gap
 
 

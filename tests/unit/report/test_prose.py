@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from stepscope.advisor.config import AdvisorConfig
 from stepscope.advisor.engine import run_advisor
 from stepscope.advisor.finding import Change, Finding, Severity
 from stepscope.analysis.bundle import analyze
@@ -88,8 +89,11 @@ def test_every_rule_reads_as_prose(tmp_path: Path, rule: str) -> None:
 
 
 def test_cluster_rules_read_as_prose(tmp_path: Path) -> None:
-    trace = load_ranks([rank_builder(r, 6_000 if r == 3 else 2_000) for r in range(4)], tmp_path)
-    findings = list(run_advisor(analyze(trace)).findings)
+    """Rank 3's unequal work, as the straggler finding (by default) and as load-imbalance (its straggler not
+    claimed: ``straggler_min_pct`` 100; one finding for one cause)."""
+    bundle = analyze(load_ranks([rank_builder(r, 6_000 if r == 3 else 2_000) for r in range(4)], tmp_path))
+    unclaimed = AdvisorConfig(straggler_min_pct=100)
+    findings = list(run_advisor(bundle).findings) + list(run_advisor(bundle, unclaimed).findings)
     assert {"straggler-rank", "load-imbalance"} <= {f.rule for f in findings}
     for text in _all_texts(findings):
         assert not PYTHONISH.search(text), text

@@ -70,14 +70,17 @@ def test_runs_list_whatif_and_diff_are_byte_identical(pair: tuple[TestClient, Te
 
 
 def test_the_run_card_shows_the_jobs_step(pair: tuple[TestClient, TestClient, RunStore, dict[str, str]]) -> None:
-    """A multi-rank run's card: the job's step (its verdict's, the arrivals'), not rank 0's own window."""
+    """A multi-rank run's card: the job's step (its verdict's, the arrivals': the slowest rank's mean window), not
+    rank 0's own window."""
     for c in pair[:2]:
         doc = c.get(f"/api/v1/runs/{pair[3][DDP]}").json()
         card = next(r for r in c.get("/api/v1/runs").json()["runs"] if r["label"] == DDP)
         job = doc["verdicts"][0]
         assert job["rank"] is None and card["avg_step_ms"] == job["avg_step_ms"] == job["job_step_ms"]
         assert card["avg_step_ms"] == pytest.approx(doc["cluster"]["arrivals"]["job_step_ms"], abs=1e-6)
-        assert abs(card["avg_step_ms"] - doc["ranks"][0]["overview"]["avg_step_ms"]) > 0.1
+        # the slowest rank's mean window (rank 1's 44.387 ms), not rank 0's own (44.322)
+        own = [r["overview"]["avg_step_ms"] for r in doc["ranks"]]
+        assert card["avg_step_ms"] == pytest.approx(max(own), abs=1e-3) and card["avg_step_ms"] - own[0] > 0.05
 
 
 def test_a_whatif_loads_one_rank_at_a_time_never_the_whole_model(

@@ -75,5 +75,7 @@ def test_a_moving_slow_rank_is_an_imbalance_without_a_culprit() -> None:
     c = b.cluster_result(CLUSTER)
     assert c is not None and c.per_step and c.busiest_per_step.tolist() == [0, 1, 1, 0]
     assert li.basis == "imbalance-moving" and li.change.key == "balance-per-step"
-    assert li.est_gain_ns / 1e6 == pytest.approx(87.2, abs=1.0)
+    # each rank's work per step is its step less its communication on the path: the worker threads' all-reduces
+    # only where its loop thread runs no op (analysis/host_comm.py)
+    assert li.est_gain_ns / 1e6 == pytest.approx(81.4, abs=1.0)
     assert adv.findings[0].rule == "load-imbalance"  # it shortens the bound: first

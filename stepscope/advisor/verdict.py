@@ -116,6 +116,10 @@ class Verdict:
     #: all those a rank is last at; and the largest share of op calls whose input shapes vary across steps
     most_last: tuple[int, int] = (0, 0)
     varying_shapes_pct: float | None = None
+    #: a rank bound by communication: the time it waited there for other ranks to arrive (the arrivals'
+    #: ``suffered_ns``), % of its step, and the job's culprits it waited for (empty: no one rank)
+    waiting_pct: float = 0.0
+    waiting_for: tuple[int, ...] = field(default=())
 
     @property
     def job_step_ns(self) -> int | None:
@@ -141,6 +145,7 @@ class Verdict:
                 "untraced_in_gaps": self.untraced_in_gaps, "stalled_pct": round(self.stalled_pct, 2),
                 "most_last": list(self.most_last) if self.set_by == "moving" else None,
                 "varying_shapes_pct": None if self.varying_shapes_pct is None else round(self.varying_shapes_pct, 1),
+                "waiting_pct": round(self.waiting_pct, 2), "waiting_for": list(self.waiting_for),
                 "median_step_ms": None if self.median_step_ns is None else self.median_step_ns / 1e6,
                 "top_annotation": self.top_annotation or None, "top_annotation_pct": round(self.top_annotation_pct, 2),
                 "top_op": self.top_op or None, "top_op_pct": round(self.top_op_pct, 2),
@@ -355,4 +360,27 @@ def verdicts_of(bundle: Bundle, per_rank: tuple[Verdict, ...], cfg: AdvisorConfi
     """The job's verdict (from ``bundle``'s cluster results and the ranks' verdicts, by rank) first,
     then the ranks'."""
     job = job_verdict(bundle, per_rank, cfg)
+    per_rank = _with_waits(per_rank, bundle.cluster_result(ARRIVALS), job)
     return ((job,) if job is not None else ()) + per_rank
+
+
+#: a communication-bound rank's wait for the others, from this share of its step, is said in its verdict
+WAITING_MIN_PCT = 10.0
+
+
+def _with_waits(per_rank: tuple[Verdict, ...], arrivals: Arrivals | None, job: Verdict | None) -> tuple[Verdict, ...]:
+    """The ranks bound by communication with the time they waited there for the others to arrive: a
+    rank waiting for a late one is not slowed by its own communication."""
+    if arrivals is None or not len(arrivals.ranks):
+        return per_rank
+    culprits = job.ranks if job is not None and job.bound == "imbalance" else ()
+    out = []
+    for v in per_rank:
+        if v.bound == "communication" and v.rank in arrivals.ranks and v.step_ns > 0:
+            per_step = int(arrivals.suffered_ns[arrivals.ranks.index(v.rank)]) / max(arrivals.m.step_count, 1)
+            # the arrivals' wait intervals and the path's communication part are read apart: never more than it
+            pct = min(100.0 * per_step / v.step_ns, v.shares_pct.get("communication", 0.0))
+            if pct >= WAITING_MIN_PCT:
+                v = replace(v, waiting_pct=pct, waiting_for=tuple(r for r in culprits if r != v.rank))
+        out.append(v)
+    return tuple(out)

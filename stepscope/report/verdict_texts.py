@@ -117,7 +117,7 @@ def verdict_text(v: Verdict) -> str:
     if f"{part:.0f}" != f"{share:.0f}":  # the host's whole share beside the part that names it
         busy = f"; the host {share:.0f}%{busy}"
     named = (f"; {v.top_annotation_pct:.0f}% of it inside record_function '{v.top_annotation[:60]}'"
-             if v.top_annotation else f"; {v.top_op_pct:.0f}% of it in {v.top_op[:60]}" if v.top_op else "")
+             if v.top_annotation else f"; {v.top_op_pct:.0f}% of it in {v.top_op[:60]}" if v.top_op else _waiting(v))
     head = f"{who}: bound by {stage} ({said} of the {v.step_ns / 1e6:.1f} ms {window}{_skew(v)}{named}{busy})"
     others = sorted(((s, p) for s, p in v.shares_pct.items() if s != v.bound), key=lambda sp: -sp[1])
     rest = ", ".join(f"{_stage(s, device, v.host_timeline, v.has_device)} {p:.0f}%" for s, p in others if p >= 0.5)
@@ -138,6 +138,16 @@ def _moving_text(v: Verdict, window: str) -> str:
 
 #: a mean step this many times the median is one or a few steps' (an evaluation, a warm-up): said beside it
 SKEWED_MEAN = 1.25
+
+
+def _waiting(v: Verdict) -> str:
+    """``; 40% of the step waiting there for rank 1 to arrive`` for a rank bound by communication that waits
+    for the others, else ""."""
+    if not v.waiting_pct:
+        return ""
+    who = (f"rank{'s' if len(v.waiting_for) > 1 else ''} {', '.join(map(str, v.waiting_for))}" if v.waiting_for
+           else "the other ranks")
+    return f"; {v.waiting_pct:.0f}% of the step waiting there for {who} to arrive"
 
 
 def _skew(v: Verdict) -> str:

@@ -22,6 +22,7 @@ from stepscope.analysis.whatif.graph import step_graph
 from stepscope.analysis.whatif.job import job_edges, replay_job
 from stepscope.analysis.whatif.replay import Durations
 from stepscope.model.trace import Trace
+from stepscope.report import texts
 from tests.builders import TraceBuilder, load_ranks
 
 STEP = 10_000
@@ -102,6 +103,17 @@ def test_the_job_verdict_and_first_finding(job: Trace) -> None:
     first = advice.findings[0]
     assert first.rule == "dataloader-bound" and first.addresses_bound  # what makes rank 0 late
     assert "straggler-rank" in [f.rule for f in advice.findings]
+
+
+def test_the_waiting_ranks_verdict_says_whom_it_waits_for(job: Trace) -> None:
+    """Rank 1 is bound by communication: its all-reduce 3100-7600 of each 9.9 ms step and the 10 µs of
+    ``c10d::allreduce_`` before it, 4510 µs (45.6 %); 4 ms of it waiting for rank 0: 4 / 9.9 = 40.4 %."""
+    r1 = run_advisor(analyze(job)).verdicts[2]
+    assert r1.rank == 1 and r1.bound == "communication"
+    assert round(r1.waiting_pct, 1) == 40.4 and r1.waiting_for == (0,)
+    assert "; 40% of the step waiting there for rank 0 to arrive)" in texts.verdict_text(r1)
+    r0 = run_advisor(analyze(job)).verdicts[1]
+    assert r0.waiting_pct == 0.0 and "waiting there" not in texts.verdict_text(r0)
 
 
 def test_a_host_run_collective_is_never_matched_with_a_kernel(tmp_path: Path) -> None:

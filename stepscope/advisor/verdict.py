@@ -188,7 +188,8 @@ def verdict_of(bundle: Bundle, rank: int) -> Verdict | None:
 def _with_top_op(v: Verdict, trace: Trace, cp: CriticalPath) -> Verdict:
     """On a CPU-only rank bound by its ops (no user range, untraced or stalled part named): the op with the
     most host self time in the steps, where it holds at least :data:`ANNOTATION_MIN_PCT` of them."""
-    if cp.has_device or v.bound != "host" or v.top_annotation or max(v.untraced_pct, v.stalled_pct) >= 50.0:
+    named_part = max(v.untraced_pct, v.stalled_pct, v.compiling_pct) >= 50.0  # the verdict names that part
+    if cp.has_device or v.bound != "host" or v.top_annotation or named_part:
         return v
     name, self_ns = top_self_op(trace, v.rank if v.rank is not None else 0)
     share = 100.0 * self_ns / max(float(cp.step_ns.sum()), 1.0)

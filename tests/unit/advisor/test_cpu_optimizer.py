@@ -3,6 +3,7 @@ analysis), a per-tensor step a finding, a foreach one none (micro traces, µs, h
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,20 +15,29 @@ from stepscope.report import texts
 from tests.builders import TraceBuilder
 
 
-def optimizer_trace(ops: list[str]) -> TraceBuilder:
-    """Three 10 ms CPU steps: 6 ms of model ops, then a 4 ms ``Optimizer.step#Adam.step`` running ``ops``
-    one after another (each 4000 / len(ops) µs, the first under a Python frame as with_stack=True has it)."""
+def adam_steps(opt_us: int, fill: Callable[[TraceBuilder, int], None]) -> TraceBuilder:
+    """Three 10 ms CPU steps: 6 ms of model ops, then an ``opt_us`` ``Optimizer.step#Adam.step`` whose ops
+    ``fill(builder, its start)`` writes."""
     b = TraceBuilder(device=None)
     for i in range(3):
         t = i * 10_000
         b.step(i + 1, t, 10_000)
         b.op("aten::mm", ts=t, dur=6_000)
-        b.op("Optimizer.step#Adam.step", ts=t + 6_000, dur=4_000, cat="user_annotation")
-        each = 4_000 // len(ops)
-        b.op("torch/optim/adam.py(300): _single_tensor_adam", ts=t + 6_000, dur=each, cat="python_function")
-        for k, name in enumerate(ops):
-            b.op(name, ts=t + 6_000 + k * each, dur=each)
+        b.op("Optimizer.step#Adam.step", ts=t + 6_000, dur=opt_us, cat="user_annotation")
+        fill(b, t + 6_000)
     return b
+
+
+def optimizer_trace(ops: list[str]) -> TraceBuilder:
+    """A 4 ms optimizer step running ``ops`` one after another (each 4000 / len(ops) µs, the first under a
+    Python frame as with_stack=True has it)."""
+    each = 4_000 // len(ops)
+
+    def fill(b: TraceBuilder, at: int) -> None:
+        b.op("torch/optim/adam.py(300): _single_tensor_adam", ts=at, dur=each, cat="python_function")
+        for k, name in enumerate(ops):
+            b.op(name, ts=at + k * each, dur=each)
+    return adam_steps(4_000, fill)
 
 
 def test_a_per_tensor_step_is_found_and_replayed(tmp_path: Path) -> None:
@@ -50,16 +60,10 @@ def test_a_foreach_step_is_no_finding(tmp_path: Path) -> None:
 
 
 def shaped_optimizer_trace() -> TraceBuilder:
-    """Three 10 ms CPU steps: 6 ms of model ops, then a 1 ms ``Optimizer.step#Adam.step`` stepping two
-    parameters tensor by tensor with their shapes recorded: A of 64,000 floats (each in-place op 100 µs,
-    its ``sqrt`` 200 µs) and four of 10 (10 µs each), each step counter's scalar ``add_`` 5 µs (30 ops)."""
-    b = TraceBuilder(device=None)
-    for i in range(3):
-        t = i * 10_000
-        b.step(i + 1, t, 10_000)
-        b.op("aten::mm", ts=t, dur=6_000)
-        b.op("Optimizer.step#Adam.step", ts=t + 6_000, dur=1_000, cat="user_annotation")
-        at = t + 6_000
+    """A 1 ms optimizer step stepping parameters tensor by tensor with their shapes recorded: A of 64,000
+    floats (each in-place op 100 µs, its ``sqrt`` 200 µs) and four of 10 (10 µs each), each step counter's
+    scalar ``add_`` 5 µs (30 ops)."""
+    def fill(b: TraceBuilder, at: int) -> None:
         for n, each in ((64_000, 100), *[(10, 10)] * 4):
             x, s = [n], []
             for name, dims in (("aten::add_", [s, s]), ("aten::lerp_", [x, x, s]), ("aten::mul_", [x, s]),
@@ -67,7 +71,7 @@ def shaped_optimizer_trace() -> TraceBuilder:
                 dur = 5 if not dims[0] else 2 * each if name == "aten::sqrt" else each
                 b.op(name, ts=at, dur=dur, **{"Input Dims": dims, "Input type": ["float"] * len(dims)})
                 at += dur
-    return b
+    return adam_steps(1_000, fill)
 
 
 def test_the_fused_step_is_one_pass_at_the_loops_own_bandwidth(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ import numpy as np
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import I64, pct, rank_rows, step_windows
 from stepscope.analysis.compilation import Compilation, compute_compilation
+from stepscope.analysis.dynamo_frames import DynamoFrames, compute_dynamo_frames, is_lookup
 from stepscope.analysis.named import NamedRows, named_rows
 from stepscope.model.schema import GPU_KINDS, HOST_KINDS, EventKind
 from stepscope.model.trace import Trace
@@ -120,6 +121,7 @@ class CompiledResult:
     device_ns: int  # all device time of the rank
     window_ns: int  # all step windows (the whole trace's span without steps)
     compilation: Compilation  # the host's time compiling inside the steps (:mod:`.compilation`)
+    frames: DynamoFrames  # Dynamo's cache lookups per step and the frames that ran eager (:mod:`.dynamo_frames`)
 
     @property
     def triton_pct(self) -> float:
@@ -137,18 +139,20 @@ def compute_compiled(trace: Trace, rank: int) -> CompiledResult:
     host = rank_rows(trace, rank, tuple(int(k) for k in HOST_KINDS))
     ranges = host[pool.mask(_is_compiled_range)[ev["name"][host]]]
     tri = gpu[pool.mask(is_triton_kernel)[ev["name"][gpu]] & (ev["kind"][gpu] == EventKind.KERNEL)]
-    if len(ranges) == 0 and len(tri) == 0:
-        raise NotApplicable("no torch.compile kernels or compiled-graph ranges in this trace")
+    if len(ranges) == 0 and len(tri) == 0 and not pool.mask(is_lookup)[ev["name"][host]].any():
+        raise NotApplicable("no torch.compile kernels, compiled-graph ranges or Dynamo cache lookups in this trace")
     triton = named_rows(trace, tri)
     decoded = [decode_kernel(n) or ("triton", ()) for n in triton.names]
     op = ev["op"][tri]
     same = (op >= 0) & (ev["name"][np.maximum(op, 0)] == ev["name"][tri])
     wins = step_windows(trace, rank)
     window = int(wins.dur_ns.sum()) if len(wins) else 0
+    comp = compute_compilation(trace, rank)
     return CompiledResult(rank=rank, triton=triton, triton_kinds=tuple(k for k, _ in decoded),
                           triton_ops=tuple(o for _, o in decoded), triton_launch_op=int(same.sum()),
                           graphs=_graphs(trace, gpu, ranges, window), device_ns=int(ev["dur_ns"][gpu].sum()),
-                          window_ns=window, compilation=compute_compilation(trace, rank))
+                          window_ns=window, compilation=comp,
+                          frames=compute_dynamo_frames(trace, host, ranges, wins, comp.compile_ns))
 
 
 def _graphs(trace: Trace, gpu: I64, ranges: I64, window_ns: int) -> CompiledGraphs:

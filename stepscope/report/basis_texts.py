@@ -78,6 +78,13 @@ BASIS: dict[str, str] = {
     "search-time": ("the larger of the searching calls' kernel time per step beyond one kernel per call and their "
                     "host time beyond a call's that did not search (which holds the waits for the trials)"),
     "not-estimated": "no time estimate",
+    "eager-time-unknown": "no time estimate: what the {eager_ops_ms:.2f} ms of eager ops a step would take compiled "
+                          "cannot be read from a trace where they ran eager (compiled can be much faster, or no "
+                          "faster: a small CPU MLP measured the same either way); profile a step where the frame "
+                          "compiles and compare",
+    "compiled-steps-measured": "the steps where frames ran eager ({eager_step_ms:.2f} ms) measured against the steady "
+                               "steps of the same trace where every frame ran compiled ({compiled_step_ms:.2f} ms, "
+                               "{steps_compiled} steps), per average step",
     "kernel-time-removed": "the zeroing kernels' and the first accumulations' GPU time per step",
     "copy-latency": "half of the small copies' GPU time per step",
     "launch-excess": "blocking launch calls' host time beyond 5 µs each, per step",

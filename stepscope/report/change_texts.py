@@ -144,6 +144,13 @@ CHANGES: dict[str, str] = {
     "avoid-recompiles": "Stop recompiling: TORCH_LOGS=recompiles names the guard that fails; for a size that "
                         "varies, torch._dynamo.mark_dynamic(x, dim) (or torch.compile(dynamic=True)), else pad to "
                         "a few fixed sizes; keep the Python values the graph reads (ints, flags) constant.",
+    "compile-the-frame": "Find why Dynamo gave up on the frame: TORCH_LOGS=recompiles,graph_breaks names the guard "
+                         "that fails on every call and the warning 'hit config.recompile_limit' the frame. Take the "
+                         "data-dependent Python out of the compiled function (.item() results, list appends, Python "
+                         "values that change each call: log them outside it, or keep them as tensors) or mark that "
+                         "code @torch.compiler.disable; use dynamic=True (or torch._dynamo.mark_dynamic) where shapes "
+                         "vary; raise torch._dynamo.config.recompile_limit only for a bounded set of variants. Then "
+                         "profile the compiled step and compare (stepscope diff).",
     "profile-after-warmup": "The profile caught the first compile: run warm-up steps before recording "
                             "(torch.profiler.schedule(wait=1, warmup=2, active=N)) so it shows the compiled step.",
     "bucket-by-length": "Batch by length (bucketing / sorting by sequence length) or pad to a few fixed "

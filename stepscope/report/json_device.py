@@ -14,6 +14,7 @@ from stepscope.analysis.registry import COMPILED, GRAPHS, PHASES
 
 if TYPE_CHECKING:
     from stepscope.analysis.bundle import RankResults
+    from stepscope.analysis.dynamo_frames import DynamoFrames
     from stepscope.model.trace import Trace
 
 MS = 1e6
@@ -53,12 +54,20 @@ def compiled_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
         "compile_ms": r.compilation.total_ns / max(len(r.compilation.step_ns), 1) / MS,
         "compile_pct": pct(r.compilation.total_ns, int(r.compilation.step_ns.sum())),
         "steps_compiling": r.compilation.steps_with_compile, "max_recompile": r.compilation.max_recompile,
+        **_frames(r.frames),
         "graphs": [{"name": g.name[i], "calls": int(g.calls[i]), "kernels": int(g.kernels[i]),
                     "triton_kernels": int(g.triton_kernels[i]), "ms": int(g.device_ns[i]) / MS,
                     "step_share_pct": g.step_share_pct[i]} for i in range(min(TOP, len(g.name)))],
         "kernels": [{"name": n, "kind": r.triton_kinds[index[n]], "fused_ops": list(r.triton_ops[index[n]]),
                      "count": c, "ms": t / MS} for n, c, t in r.triton.top(TOP)],
     }
+
+
+def _frames(f: DynamoFrames) -> dict[str, Any]:
+    """Dynamo's cache lookups and compiled regions a step, and the frames that run eager."""
+    return {"cache_lookups_per_step": f.lookups_per_step, "compiled_regions_per_step": f.regions_per_step,
+            "eager_frames_per_step": f.eager_frames_per_step, "steps_falling_back": int(f.falling_back.sum()),
+            "steady_steps": int(f.steady.sum()), "eager_ops_ms_per_step": f.eager_ns_per_step / MS}
 
 
 def phases_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:

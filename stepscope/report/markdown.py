@@ -38,7 +38,7 @@ from stepscope.report.fmt import (
     verdict_text,
 )
 from stepscope.report.texts import CAUSE_WORDS, CPU_CAUSE_WORDS, gain_share
-from stepscope.report.verdict_texts import NO_DEVICE_COMPILED
+from stepscope.report.verdict_texts import NO_DEVICE_COMPILED, dynamo_frames_text
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|#~])")
 MAX_STEP_ROWS = 12
@@ -270,6 +270,14 @@ def _kernels(rank: Mapping[str, Any], top: int) -> list[str]:
     return ["**Top kernels**", "", *_table(["kernel", "calls", "total", "share"], rows, right=(1, 2, 3)), ""]
 
 
+def _frames_line(c: Mapping[str, Any]) -> str:
+    """The compiled section's Dynamo line (cache lookups, compiled regions, frames run eager)."""
+    return md(dynamo_frames_text(float(c.get("cache_lookups_per_step") or 0),
+                                 float(c.get("compiled_regions_per_step") or 0),
+                                 float(c.get("eager_frames_per_step") or 0), int(c.get("steps_falling_back") or 0),
+                                 int(c.get("steady_steps") or 0)), width=240)
+
+
 def _device(rank: Mapping[str, Any], top: int) -> list[str]:
     """Graph replays, compiled graphs and inference phases, where their analyses applied."""
     out: list[str] = []
@@ -288,6 +296,7 @@ def _device(rank: Mapping[str, Any], top: int) -> list[str]:
     if isinstance(c, Mapping):
         rows = [[md(x.get("name"), 50), fmt_int(x.get("calls")), fmt_int(x.get("kernels")), fmt_ms(x.get("ms")),
                  fmt_pct(x.get("step_share_pct"))] for x in (c.get("graphs") or [])[:top]]
+        out += [f"**Dynamo**: {_frames_line(c)}", ""] if c.get("cache_lookups_per_step") else []
         out += [f"**Compiled kernels**: {fmt_int(c.get('triton_kernels'))} Triton kernels, "
                 f"{fmt_ms(c.get('triton_ms'))} ({fmt_pct(c.get('triton_pct'))} of device time)" if c.get("device_ms")
                 else f"**Compiled kernels**: {NO_DEVICE_COMPILED}", ""]

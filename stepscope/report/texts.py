@@ -212,6 +212,15 @@ RULES: dict[str, RuleText] = {
         "profiled steps⟩⟨; a graph recompiled {recompile} times⟩.",
         ("https://pytorch.org/docs/stable/torch.compiler_troubleshooting.html",
          "https://pytorch.org/docs/stable/torch.compiler_dynamic_shapes.html")),
+    "compile-fell-back": RuleText(
+        "torch.compile gave up: the compiled function runs eager",
+        "Dynamo's cache lookups a step: {cache_lookups_per_step:g}; compiled regions run after them: "
+        "{compiled_regions_per_step:g} (in {steps_falling_back} of the {steady_steps} steps that do not compile): "
+        "{eager_frames_per_step:g} frame(s) a step run eager under the torch.compile wrapper — Dynamo skips them "
+        "(its recompile limit reached, or an error or construct it gave up on). The step's ops outside compiled "
+        "regions take {eager_ops_ms:.2f} ms ({eager_ops_pct:.0f}% of the step)⟨: {top_eager_ops_text}⟩.",
+        ("https://pytorch.org/docs/stable/torch.compiler_troubleshooting.html",
+         "https://pytorch.org/docs/stable/torch.compiler_faq.html")),
     "variable-input-shapes": RuleText(
         "Input shapes change from step to step",
         "{varying_calls_pct:.0f}% of the ops that run every step see shapes that differ between steps, "

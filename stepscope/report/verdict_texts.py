@@ -54,6 +54,19 @@ def _stage(stage: str, device: str, host_timeline: bool = True, has_device: bool
 NO_DEVICE_COMPILED = "no device time: Inductor's CPU kernels run inside the host's ops (see the operators view)"
 
 
+def dynamo_frames_text(lookups: float, regions: float, eager: float, falling_back: int, steady: int) -> str:
+    """The compiled view's line on Dynamo's frames: lookups and compiled regions a step, and the frames
+    that run eager (``eager`` a step, in ``falling_back`` of the ``steady`` steps that do not compile)."""
+    ran = f"Dynamo ran {lookups:g} cache lookup{'' if lookups == 1 else 's'} a step and "
+    if falling_back == 0:
+        return ran + f"{regions:g} compiled region{'' if regions == 1 else 's'}: the frames run compiled"
+    where = f"(in {falling_back} of the {steady} steps that do not compile)"
+    if regions == 0:
+        return ran + f"no compiled region: the frame runs eager under its torch.compile wrapper {where}"
+    return ran + (f"{regions:g} compiled region{'' if regions == 1 else 's'}: {eager:g} frame(s) a step run eager "
+                  f"under the torch.compile wrapper {where}")
+
+
 #: where to look when no finding shortens the bound itself, per bound
 UNADDRESSED_HINT: dict[str, str] = {
     "compute": "start from the longest kernels (the kernels view: their time, Tensor-Core use and occupancy)",

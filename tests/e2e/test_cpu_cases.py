@@ -107,10 +107,40 @@ def view_and_markdown(case: str, view: str) -> tuple[str, str]:
     return out.getvalue(), render_markdown(to_json(bundle))
 
 
-@pytest.mark.parametrize("case", ["compile_steady", "compile_recompile"])
+@pytest.mark.parametrize("case", ["compile_steady", "compile_recompile", "compile_fallback"])
 def test_the_compiled_view_of_a_cpu_run_names_no_device_kernels(case: str) -> None:
     for text in view_and_markdown(case, "compiled"):
         assert "Inductor's CPU kernels run inside the host's ops" in text and "Triton kernels" not in text
+
+
+@pytest.mark.parametrize("case", ["compile_fallback", "c07_compile_break_listappend"])
+def test_torch_compile_giving_up_is_said(case: str) -> None:
+    """A list append of an ``.item()`` in the compiled forward: Dynamo recompiled every warm-up call until its
+    recompile limit, then runs the forward eager (``timing.json``'s warm-up steps). In the profiled steps one
+    cache lookup a step and no compiled region: the first finding says the function runs eager, with no gain
+    claimed (compiled, ``compile_fallback``'s MLP measured 1.9 ms a step against 2.1-2.2 eager; the tester's 6.7
+    against 7.0), and the compiled view says it."""
+    adv = advice(case)
+    f = adv.findings[0]
+    assert f.rule == "compile-fell-back" and f.change.key == "compile-the-frame" and f.basis == "eager-time-unknown"
+    e = f.evidence
+    assert (e["cache_lookups_per_step"], e["compiled_regions_per_step"], e["eager_frames_per_step"]) == (1, 0, 1)
+    assert e["steps_falling_back"] == e["steady_steps"] == e["steps"] and e["eager_ops_pct"] > 50
+    assert e["top_eager_ops"][0]["name"] in ("aten::mm", "aten::addmm") and f.est_gain_ns == 0
+    for text in view_and_markdown(case, "compiled"):
+        assert "cache lookup a step and no compiled region: the frame runs eager" in text
+
+
+@pytest.mark.parametrize(("case", "lookups"), [("compile_steady", 1), ("compile_recompile", 1),
+                                               ("c07_compile_break", 2)])
+def test_compiled_frames_and_a_graph_break_are_not_a_fallback(case: str, lookups: int) -> None:
+    """Each lookup runs its compiled region (the graph break: two frames, two regions a step); the recompiling
+    case compiles in every step (compile-in-step's)."""
+    from stepscope.analysis.registry import COMPILED
+    r = analyze(load(CASES / case)).rank(0).get(COMPILED)
+    assert r is not None and r.frames.lookups.tolist() == r.frames.regions.tolist() == [lookups] * len(r.frames.step)
+    assert not r.frames.falling_back.any()
+    assert "compile-fell-back" not in {f.rule for f in advice(case).findings}
 
 
 def test_a_cpu_jobs_late_rank_is_late_for_its_cpu_work_in_every_renderer() -> None:

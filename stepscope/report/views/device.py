@@ -7,7 +7,7 @@ from rich.console import Console
 from stepscope.analysis.compiled import CompiledResult
 from stepscope.analysis.graphs import GraphResult
 from stepscope.analysis.phases import PHASES, PhaseResult
-from stepscope.report.verdict_texts import NO_DEVICE_COMPILED
+from stepscope.report.verdict_texts import NO_DEVICE_COMPILED, dynamo_frames_text
 from stepscope.report.views._deep import ms, pct, short, table, us
 
 
@@ -35,6 +35,11 @@ def render_graphs(r: GraphResult, console: Console, top: int) -> None:
 
 
 def render_compiled(r: CompiledResult, console: Console, top: int) -> None:
+    f = r.frames
+    if f.has_lookups:
+        console.print(f"[bold]rank {r.rank}:[/bold] " + dynamo_frames_text(
+            f.lookups_per_step, f.regions_per_step, f.eager_frames_per_step, int(f.falling_back.sum()),
+            int(f.steady.sum())))
     if r.device_ns == 0:  # a CPU-only rank
         console.print(f"[bold]rank {r.rank}: compiled kernels[/bold]: {NO_DEVICE_COMPILED}")
         return

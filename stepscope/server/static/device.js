@@ -26,8 +26,22 @@ function graphsCard(g) {
 // a CPU-only rank (no device time): Inductor's kernels are C++ run inside the host's ops
 const NO_DEVICE_COMPILED = "No device time: Inductor's CPU kernels run inside the host's ops (see the operators view).";
 
+// Dynamo's cache lookups and compiled regions a step (report/verdict_texts.dynamo_frames_text's words)
+function framesNote(c) {
+  const lookups = c.cache_lookups_per_step || 0, regions = c.compiled_regions_per_step || 0;
+  if (!lookups) return null;
+  const s = (v) => (v === 1 ? "" : "s");
+  const ran = `Dynamo ran ${lookups} cache lookup${s(lookups)} a step and `;
+  const where = ` (in ${c.steps_falling_back} of the ${c.steady_steps} steps that do not compile).`;
+  const text = !c.steps_falling_back ? `${ran}${regions} compiled region${s(regions)}: the frames run compiled.`
+    : !regions ? `${ran}no compiled region: the frame runs eager under its torch.compile wrapper${where}`
+      : `${ran}${regions} compiled region${s(regions)}: ${c.eager_frames_per_step} frame(s) a step run eager under `
+        + `the torch.compile wrapper${where}`;
+  return el("p", {class: "note", id: "dynamo-frames"}, text);
+}
+
 function compiledCard(c) {
-  if (!c.device_ms) return card("compiled", "Compiled kernels", NO_DEVICE_COMPILED);
+  if (!c.device_ms) return card("compiled", "Compiled kernels", NO_DEVICE_COMPILED, framesNote(c));
   const head = `${n(c.triton_kernels)} Triton kernels, ${ms3(c.triton_ms)} (${fmtPct(c.triton_pct)} of device time); `
     + `${fmtPct(c.in_graphs_pct)} of device time inside compiled graphs.`;
   const graphs = dataTable(c.graphs || [], [{key: "name", label: "compiled graph"}, {key: "calls", label: "calls", num: true, fmt: n},
@@ -37,7 +51,8 @@ function compiledCard(c) {
   const kernels = (c.kernels || []).map((k) => ({...k, ops: (k.fused_ops || []).join(", ")}));
   const triton = dataTable(kernels, [{key: "name", label: "kernel"}, {key: "kind", label: "kind"}, {key: "ops", label: "fused ops"},
     {key: "count", label: "count", num: true, fmt: n}, {key: "ms", label: "time", num: true, fmt: fmtMs}], {id: "triton-kernels", sortKey: "ms"});
-  return card("compiled", "Compiled kernels", head, el("h3", null, "Compiled graphs"), graphs, el("h3", null, "Triton kernels"), triton);
+  return card("compiled", "Compiled kernels", head, framesNote(c), el("h3", null, "Compiled graphs"), graphs,
+    el("h3", null, "Triton kernels"), triton);
 }
 
 function phasesCard(p) {

@@ -17,6 +17,7 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -178,8 +179,57 @@ def compiled(recompile: bool) -> tuple[Step, dict[str, object]]:
     return step, {"unprofiled_steps": 1 if recompile else 5}
 
 
+class StatsMLP(nn.Module):
+    """The compiled MLP of :func:`compiled`, logging an activation statistic into a list in its forward."""
+
+    def __init__(self, log: bool) -> None:
+        super().__init__()
+        self.a = nn.Sequential(nn.Linear(256, 512), nn.GELU(), nn.LayerNorm(512), nn.Linear(512, 512), nn.GELU())
+        self.b = nn.Linear(512, 10)
+        self.log, self.stats = log, list[float]()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.a(x)
+        if self.log:  # Dynamo guards on len(self.stats): a recompile every call, until the recompile limit
+            self.stats.append(h.abs().mean().item())
+        return self.b(h)
+
+
+def unprofiled_ms(step: Step, n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        step()
+        out.append(round((time.perf_counter() - t) * 1e3, 2))
+    return out
+
+
+def compile_fallback() -> tuple[Step, dict[str, object]]:
+    """:class:`StatsMLP` compiled with the list append in its forward: each warm-up call recompiles until
+    Dynamo's recompile limit, then the frame runs eager under the wrapper. Also timed without the profiler:
+    the same model eager (no torch.compile) and compiled without the append (the frame compiled)."""
+    x, y = torch.randn(64, 256), torch.randint(0, 10, (64,))
+    timings: dict[str, object] = {"recompile_limit": torch._dynamo.config.recompile_limit}
+    for name, compile_it in (("eager", False), ("compiled_no_append", True)):
+        plain = StatsMLP(False)
+        step = partial(sgd_step, torch.compile(plain) if compile_it else plain,
+                       torch.optim.SGD(plain.parameters(), lr=1e-3), x, y)
+        unprofiled_ms(step, 3)  # warm-up (the compilation)
+        timings[f"{name}_step_ms"] = unprofiled_ms(step, 10)
+    model = StatsMLP(True)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    cm = torch.compile(model)
+
+    def logged() -> None:
+        with piece("step"):
+            sgd_step(cm, opt, x, y)
+    timings["warmup_step_ms"] = unprofiled_ms(logged, 12)  # recompiles until the limit, then eager
+    return logged, {"unprofiled_steps": 10, "extra": timings}
+
+
 CASES: dict[str, Callable[[], tuple[Step, dict[str, object]]]] = {
     "compile_steady": lambda: compiled(False), "compile_recompile": lambda: compiled(True),
+    "compile_fallback": compile_fallback,
     "gc_pause": gc_pause, "ckpt_every_step": ckpt_every_step, "alloc_churn": alloc_churn,
     "tiny_ops": tiny_ops, "matmul_chain": matmul_chain}
 
@@ -230,6 +280,9 @@ def main() -> None:
     step, opts = CASES[args.case]()
     timings = run(step, out, unprofiled_steps=int(str(opts.get("unprofiled_steps", 3))),
                   profile_memory=bool(opts.get("profile_memory", False)))
+    extra = opts.get("extra")
+    if isinstance(extra, dict):  # the case's own timings (compile_fallback's runs without the profiler)
+        timings.update(extra)
     (out / "timing.json").write_text(json.dumps(timings, indent=1))
 
 

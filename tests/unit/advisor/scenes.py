@@ -303,6 +303,16 @@ def compiling(b: TraceBuilder, on: bool) -> None:
         gemm(b, t + 3_100, dur=6_000)
 
 
+def fell_back(b: TraceBuilder, on: bool) -> None:
+    """A compiled step: Dynamo's cache lookup, then its frame's region holding the GEMM; on: the lookup and no
+    region — the GEMM runs eager under the wrapper (Dynamo gave up on the frame)."""
+    for t in steps(b):
+        b.op("TorchDynamo Cache Lookup", ts=t + 5, dur=3)
+        if not on:
+            b.op("Torch-Compiled Region: 0/0", ts=t + 10, dur=9_900)
+        gemm(b, t + 100, dur=6_000)
+
+
 def outside_ops(b: TraceBuilder, on: bool) -> None:
     """A CPU-only program (no device): each step an op of 1.99 ms, then 8 ms that no op covers (on: the
     loop's code, a checkpoint), or an op over the whole step (off)."""
@@ -342,6 +352,7 @@ SCENES: dict[str, Scene] = {
     "conv-algo-search": algo_search,
     "variable-input-shapes": shapes,
     "compile-in-step": compiling,
+    "compile-fell-back": fell_back,
     "copy-bound": copy_bound,
     "attention-math-fallback": attention,
     "outdated-software": outdated,

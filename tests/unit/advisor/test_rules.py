@@ -34,6 +34,7 @@ EXPECTED_GAIN_MS = {
     "heavy-host-op-no-gpu": 3.0,  # 3 ms host op, GPU idle throughout
     "copy-bound": 3.0,  # the 3 ms GEMM the 6 ms copy could run under, both on the path
     "compile-in-step": 3.0,  # replayed: the 3 ms compile before the GEMM's launch leaves the host's step
+    "compile-fell-back": 0.0,  # what the eager GEMM takes compiled is not in the trace: no estimate
     # replayed: the math kernels (2 x 3 ms) take the 0.94 GFLOP at the V100's 125 TFLOP/s fp16 peak (3.76 µs
     # each); the forward one ran under the host's gap before the backward op anyway, the backward one now ends
     # (t + 3,123.8) before the sync is called (t + 3,130), which returns after its own 10 µs: 6,130 -> 3,140

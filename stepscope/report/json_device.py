@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from stepscope.analysis.common import pct
 from stepscope.analysis.phases import PHASES as PHASE_NAMES
 from stepscope.analysis.registry import COMPILED, GRAPHS, PHASES
+from stepscope.report.verdict_texts import dynamo_frames_text
 
 if TYPE_CHECKING:
     from stepscope.analysis.bundle import RankResults
@@ -65,9 +66,12 @@ def compiled_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
 
 def _frames(f: DynamoFrames) -> dict[str, Any]:
     """Dynamo's cache lookups and compiled regions a step, and the frames that run eager."""
+    falling_back, steady = int(f.falling_back.sum()), int(f.steady.sum())
     return {"cache_lookups_per_step": f.lookups_per_step, "compiled_regions_per_step": f.regions_per_step,
-            "eager_frames_per_step": f.eager_frames_per_step, "steps_falling_back": int(f.falling_back.sum()),
-            "steady_steps": int(f.steady.sum()), "eager_ops_ms_per_step": f.eager_ns_per_step / MS}
+            "eager_frames_per_step": f.eager_frames_per_step, "steps_falling_back": falling_back,
+            "steady_steps": steady, "eager_ops_ms_per_step": f.eager_ns_per_step / MS,
+            "frames_text": dynamo_frames_text(f.lookups_per_step, f.regions_per_step, f.eager_frames_per_step,
+                                              falling_back, steady) + "." if f.lookups_per_step else None}
 
 
 def phases_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:

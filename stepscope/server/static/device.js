@@ -26,18 +26,9 @@ function graphsCard(g) {
 // a CPU-only rank (no device time): Inductor's kernels are C++ run inside the host's ops
 const NO_DEVICE_COMPILED = "No device time: Inductor's CPU kernels run inside the host's ops (see the operators view).";
 
-// Dynamo's cache lookups and compiled regions a step (report/verdict_texts.dynamo_frames_text's words)
+// Dynamo's cache lookups and compiled regions a step: the document's sentence (report/verdict_texts)
 function framesNote(c) {
-  const lookups = c.cache_lookups_per_step || 0, regions = c.compiled_regions_per_step || 0;
-  if (!lookups) return null;
-  const s = (v) => (v === 1 ? "" : "s");
-  const ran = `Dynamo ran ${lookups} cache lookup${s(lookups)} a step and `;
-  const where = ` (in ${c.steps_falling_back} of the ${c.steady_steps} steps that do not compile).`;
-  const text = !c.steps_falling_back ? `${ran}${regions} compiled region${s(regions)}: the frames run compiled.`
-    : !regions ? `${ran}no compiled region: the frame runs eager under its torch.compile wrapper${where}`
-      : `${ran}${regions} compiled region${s(regions)}: ${c.eager_frames_per_step} frame(s) a step run eager under `
-        + `the torch.compile wrapper${where}`;
-  return el("p", {class: "note", id: "dynamo-frames"}, text);
+  return c.frames_text ? el("p", {class: "note", id: "dynamo-frames"}, c.frames_text) : null;
 }
 
 function compiledCard(c) {

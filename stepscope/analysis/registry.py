@@ -38,6 +38,7 @@ from stepscope.analysis.host_stalls import HostStalls, compute_host_stalls
 from stepscope.analysis.idle import IdleResult, compute_idle
 from stepscope.analysis.input_shapes import InputShapesResult, compute_input_shapes
 from stepscope.analysis.kernels import KernelView, compute_kernels
+from stepscope.analysis.kv_cache import GrowingCache, compute_kv_cache
 from stepscope.analysis.launch import LaunchResult, compute_launch
 from stepscope.analysis.launch_config import LaunchConfigResult, compute_launch_config
 from stepscope.analysis.memcpy import MemcpyResult, compute_memcpy
@@ -142,6 +143,8 @@ SOFTWARE = RankAnalysis("software", compute_software, SoftwareResult, ("software
 CPU_OPTIMIZER = RankAnalysis("cpu_optimizer", compute_cpu_optimizer, CpuOptimizer, ("cpu_optimizer",))
 # the driving host thread stalled inside its ops: calls far slower than the same op on the same shapes
 HOST_STALLS = RankAnalysis("host_stalls", compute_host_stalls, HostStalls, ("host_stalls",))
+# a cache grown by concatenation every token (autoregressive decoding's keys and values): shapes that change
+KV_CACHE = RankAnalysis("kv_cache", compute_kv_cache, GrowingCache, ("kv_cache",))
 
 CLUSTER = ClusterAnalysis("cluster", cluster_record, combine_cluster, ClusterResult, ("cluster",))
 COMM_MATRIX = ClusterAnalysis("comm_matrix", comm_matrix_record, combine_comm_matrix, CommMatrix,
@@ -164,7 +167,7 @@ RANK_ANALYSES: tuple[RankAnalysis[object], ...] = (
     DISTRIBUTED, IDLE, CRITICAL_PATH, SYNC, MEMCPY, LAUNCH, LAUNCH_CONFIG, FUSION, GRAPHS, COMPILED, PHASES,
     REMEDIES, PROFILER_COST,
     DATALOADER, TENSOR_CORES, CONVOLUTIONS, GEMM_DIMS, HOST_OPS, ZERO_GRAD, CACHING_ALLOCATOR, INPUT_SHAPES, SOFTWARE,
-    CPU_OPTIMIZER, HOST_STALLS,
+    CPU_OPTIMIZER, HOST_STALLS, KV_CACHE,
 )
 CLUSTER_ANALYSES: tuple[ClusterAnalysis[object], ...] = (CLUSTER, COMM_MATRIX, ARRIVALS, SLOW_LINKS, JOB_WHATIF,
                                                             PIPELINE, ALL_TO_ALL, EXPOSED_COMM)

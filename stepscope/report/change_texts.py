@@ -8,6 +8,12 @@ from __future__ import annotations
 #: capability >= 8.0), or its compute capability is unknown; not at all on a device without TF32 (False)
 TF32_WHERE: dict[bool | None, str] = {True: "on this GPU (TF32)", None: "on Ampere or newer (TF32)"}
 
+#: said after a graph-capture change where a tensor grows by concatenation every call (analysis/kv_cache.py)
+GROWING_CACHE = ("⟨ A graph keeps the shapes it was captured with, and a {growing_cache} tensor grows by one "
+                 "position a call by torch.cat (a KV cache: lengths {cache_lengths} here): preallocate it and write "
+                 "each position in place (Hugging Face: generate(..., cache_implementation='static'), a "
+                 "StaticCache).⟩")
+
 CHANGES: dict[str, str] = {
     "set-num-workers": "Load batches in background workers: DataLoader(..., num_workers={num_workers}, "
                        "pin_memory=True, persistent_workers=True) — size num_workers to the free CPU cores; "
@@ -36,11 +42,11 @@ CHANGES: dict[str, str] = {
                               "bytes (keep the consumer on the GPU, copy bf16 instead of fp32).",
     "cuda-graphs-or-compile": "Launch less: capture the step with CUDA Graphs (torch.cuda.graphs / "
                               "torch.compile(mode='reduce-overhead')), fuse small ops (torch.compile), or give "
-                              "each launch more work (a larger batch).",
+                              "each launch more work (a larger batch)." + GROWING_CACHE,
     "graph-capture-compiled": "The model already runs under torch.compile, so fusing is done: capture it in CUDA "
                               "Graphs (torch.compile(mode='reduce-overhead') or torch.cuda.graphs) so the host stops "
                               "launching each of its small kernels, or make the kernels larger (a larger batch, "
-                              "max-autotune).",
+                              "max-autotune)." + GROWING_CACHE,
     "reduce-host-work": "Take the host off the critical path: less Python per step (move bookkeeping out "
                         "of the loop), torch.compile, a larger batch per launch; find the slow host ops in "
                         "the operator view (host self time).",

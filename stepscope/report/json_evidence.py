@@ -18,6 +18,7 @@ from stepscope.analysis.registry import (
     HOST_OPS,
     HOST_STALLS,
     INPUT_SHAPES,
+    KV_CACHE,
     SOFTWARE,
     TENSOR_CORES,
     ZERO_GRAD,
@@ -172,10 +173,20 @@ def host_stalls_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
                        for i in range(len(g))]}  # the top groups
 
 
+def kv_cache_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
+    r = rr.get(KV_CACHE)
+    if r is None:
+        return None
+    n = max(r.step_count, 1)
+    return {"families": r.families, "cat_calls_per_step": r.calls_per_step, "cat_ms_per_step": r.host_ns / MS / n,
+            "device_ms_per_step": r.device_ns / MS / n, "shortest": r.shortest, "longest": r.longest,
+            "cache_shape": r.cache_shape}
+
+
 #: per-rank §12 keys owned by the evidence analyses
 EVIDENCE_RANK_SECTIONS = {
     "dataloader": dataloader_section, "tensor_cores": tensor_cores_section, "convolutions": convolutions_section,
     "gemm_dims": gemm_dims_section, "host_ops": host_ops_section, "zero_grad": zero_grad_section,
     "caching_allocator": caching_allocator_section, "input_shapes": input_shapes_section, "software": software_section,
-    "cpu_optimizer": cpu_optimizer_section, "host_stalls": host_stalls_section,
+    "cpu_optimizer": cpu_optimizer_section, "host_stalls": host_stalls_section, "kv_cache": kv_cache_section,
 }

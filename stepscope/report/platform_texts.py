@@ -8,6 +8,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
+from stepscope.report.change_texts import GROWING_CACHE
+
 #: Remedies worded for a platform: ``native`` (a CUDA / MPI program without PyTorch), ``cpu`` (no
 #: device), ``rocm``, ``ascend``. A key missing here falls back to :data:`CHANGES`.
 CHANGES_BY_PLATFORM: dict[str, dict[str, str]] = {
@@ -81,11 +83,11 @@ CHANGES_BY_PLATFORM: dict[str, dict[str, str]] = {
                            "the fastest kept.",
         "cuda-graphs-or-compile": "Launch less: capture the step with HIP graphs (torch.cuda.graphs, which are HIP "
                                   "graphs on ROCm, or torch.compile(mode='reduce-overhead')), fuse small ops "
-                                  "(torch.compile), or give each launch more work (a larger batch).",
+                                  "(torch.compile), or give each launch more work (a larger batch)." + GROWING_CACHE,
         "graph-capture-compiled": "The model already runs under torch.compile, so fusing is done: capture it in HIP "
                                   "graphs (torch.compile(mode='reduce-overhead') or torch.cuda.graphs, HIP graphs "
                                   "on ROCm) so the host stops launching each of its small kernels, or make the "
-                                  "kernels larger (a larger batch, max-autotune).",
+                                  "kernels larger (a larger batch, max-autotune)." + GROWING_CACHE,
     },
     "ascend": {
         "cuda-graphs-or-compile": "Launch less: run the step in graph mode (torch_npu's torchair / "

@@ -43,7 +43,7 @@ from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
 from stepscope.advisor.rules._util import ms, replayed_saving
 from stepscope.analysis.critical_path import PARTS
-from stepscope.analysis.registry import CRITICAL_PATH, IDLE, LAUNCH, PROFILER_COST, SOFTWARE
+from stepscope.analysis.registry import CRITICAL_PATH, IDLE, KV_CACHE, LAUNCH, PROFILER_COST, SOFTWARE
 
 RULE_ID = "launch-bound"
 SCOPE = "rank"
@@ -88,9 +88,9 @@ def detect(ctx: RuleContext) -> list[Finding]:
     if untraced_pct:
         change = Change("move-python-off-path", {"untraced_pct": round(untraced_pct, 1)})
     elif compiled:
-        change = Change("graph-capture-compiled", {"short_kernel_pct": round(short_pct)})
+        change = Change("graph-capture-compiled", {"short_kernel_pct": round(short_pct), **_growing(ctx)})
     elif short_pct >= ctx.cfg.short_kernel_min_share_pct and launches_dominate:
-        change = Change("cuda-graphs-or-compile", {"short_kernel_pct": round(short_pct)})
+        change = Change("cuda-graphs-or-compile", {"short_kernel_pct": round(short_pct), **_growing(ctx)})
     else:
         change = Change("reduce-host-work", {})
     remedy = "graph-capture" if change.key != "move-python-off-path" else "move-loop-code"  # the change's own
@@ -112,3 +112,12 @@ def _host_wait_per_step(ctx: RuleContext) -> tuple[npt.NDArray[np.float64], str]
     waits = (idle.host_wait_ns - idle.host_wait_in_dataloader_ns - idle.host_wait_in_comm_ns
              - idle.host_wait_in_compile_ns)
     return waits.astype(np.float64), "host-wait-idle"
+
+
+def _growing(ctx: RuleContext) -> dict[str, object]:
+    """A tensor grown by concatenation every call (a KV cache): its shape and lengths, which a graph capture
+    must first make fixed (:mod:`stepscope.analysis.kv_cache`); nothing where none grows."""
+    kv = ctx.optional(KV_CACHE)
+    if kv is None:
+        return {}
+    return {"growing_cache": kv.cache_shape, "cache_lengths": f"{kv.shortest}-{kv.longest}"}

@@ -35,6 +35,7 @@ from stepscope.analysis.registry import (
     INPUT_SHAPES,
     JOB_WHATIF,
     KERNELS,
+    KV_CACHE,
     LAUNCH,
     LAUNCH_CONFIG,
     MEMCPY,
@@ -81,6 +82,7 @@ from stepscope.report.views.host_stalls import render_host_stalls
 from stepscope.report.views.idle import render_idle
 from stepscope.report.views.input_shapes import render_input_shapes
 from stepscope.report.views.kernels import render_kernels
+from stepscope.report.views.kv_cache import render_kv_cache
 from stepscope.report.views.launch import render_launch
 from stepscope.report.views.launch_config import render_launch_config
 from stepscope.report.views.memcpy import render_memcpy
@@ -184,6 +186,7 @@ RENDERERS: dict[str, RankView] = {
     "software": worded_view(SOFTWARE, render_software),
     "cpu_optimizer": rank_view(CPU_OPTIMIZER, render_cpu_optimizer),
     "host_stalls": rank_view(HOST_STALLS, render_host_stalls),
+    "kv_cache": rank_view(KV_CACHE, render_kv_cache),
 }
 
 #: cluster-level renderers

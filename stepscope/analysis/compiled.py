@@ -28,6 +28,7 @@ from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import I64, pct, rank_rows, step_windows
 from stepscope.analysis.compilation import Compilation, compute_compilation
 from stepscope.analysis.named import NamedRows, named_rows
+from stepscope.analysis.platform import has_device
 from stepscope.model.schema import GPU_KINDS, HOST_KINDS, EventKind
 from stepscope.model.trace import Trace
 from stepscope.model.tree import nearest_marked_ancestor
@@ -138,7 +139,8 @@ def compute_compiled(trace: Trace, rank: int) -> CompiledResult:
     ranges = host[pool.mask(_is_compiled_range)[ev["name"][host]]]
     tri = gpu[pool.mask(is_triton_kernel)[ev["name"][gpu]] & (ev["kind"][gpu] == EventKind.KERNEL)]
     if len(ranges) == 0 and len(tri) == 0:
-        raise NotApplicable("no torch.compile kernels or compiled-graph ranges in this trace")
+        raise NotApplicable("no torch.compile kernels or compiled-graph ranges in this trace" if has_device(trace, rank)
+                            else "no torch.compile compiled-graph ranges in this trace")
     triton = named_rows(trace, tri)
     decoded = [decode_kernel(n) or ("triton", ()) for n in triton.names]
     op = ev["op"][tri]

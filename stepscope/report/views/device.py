@@ -36,7 +36,7 @@ def render_graphs(r: GraphResult, console: Console, top: int) -> None:
 
 def render_compiled(r: CompiledResult, console: Console, top: int) -> None:
     if r.device_ns == 0:  # a CPU-only rank
-        console.print(f"[bold]rank {r.rank}: compiled kernels[/bold]: {NO_DEVICE_COMPILED}")
+        console.print(f"[bold]rank {r.rank}: torch.compile[/bold]: {NO_DEVICE_COMPILED}")
         return
     console.print(f"[bold]rank {r.rank}: compiled kernels[/bold]: {len(r.triton):,} Triton kernels, "
                   f"{ms(r.triton.total_ns)} ms ({pct(r.triton_pct)} of device time); "

@@ -181,7 +181,8 @@ def _cli(*args: str) -> tuple[int, str]:
 
 
 #: the replays a CPU-only program can take, beside each standard remedy it can take (`--remedy NAME`)
-CPU_OPTIONS = [["--overlap-comm"], ["--unprofiled"], ["--host-in", "^Optimizer=0.5"], ["--fused-optimizer", "--move-loop-code"]]
+CPU_OPTIONS = [["--overlap-comm"], ["--unprofiled"], ["--host-in", "^Optimizer=0.5"],
+               ["--fused-optimizer", "--move-loop-code"]]
 
 
 @pytest.mark.parametrize("run", ALL)

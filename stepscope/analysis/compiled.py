@@ -29,6 +29,7 @@ from stepscope.analysis.common import I64, pct, rank_rows, step_windows
 from stepscope.analysis.compilation import Compilation, compute_compilation
 from stepscope.analysis.dynamo_frames import DynamoFrames, compute_dynamo_frames, is_lookup
 from stepscope.analysis.named import NamedRows, named_rows
+from stepscope.analysis.platform import has_device
 from stepscope.model.schema import GPU_KINDS, HOST_KINDS, EventKind
 from stepscope.model.trace import Trace
 from stepscope.model.tree import nearest_marked_ancestor
@@ -140,7 +141,9 @@ def compute_compiled(trace: Trace, rank: int) -> CompiledResult:
     ranges = host[pool.mask(_is_compiled_range)[ev["name"][host]]]
     tri = gpu[pool.mask(is_triton_kernel)[ev["name"][gpu]] & (ev["kind"][gpu] == EventKind.KERNEL)]
     if len(ranges) == 0 and len(tri) == 0 and not pool.mask(is_lookup)[ev["name"][host]].any():
-        raise NotApplicable("no torch.compile kernels, compiled-graph ranges or Dynamo cache lookups in this trace")
+        raise NotApplicable("no torch.compile kernels, compiled-graph ranges or Dynamo cache lookups in this trace"
+                            if has_device(trace, rank)
+                            else "no torch.compile compiled-graph ranges or Dynamo cache lookups in this trace")
     triton = named_rows(trace, tri)
     decoded = [decode_kernel(n) or ("triton", ()) for n in triton.names]
     op = ev["op"][tri]

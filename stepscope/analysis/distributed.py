@@ -27,6 +27,7 @@ from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.comm import CollType, classify, coll_type_name
 from stepscope.analysis.common import F64, I32, I64, B, Windows, interval_set, pct, rank_rows, step_windows, window_of
+from stepscope.analysis.platform import has_device
 from stepscope.analysis.stragglers import match_collectives
 from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
@@ -100,7 +101,9 @@ def compute_distributed(trace: Trace, rank: int) -> DistributedResult:
     kernels = rank_rows(trace, rank, (int(EventKind.KERNEL),))
     is_comm = cls.is_comm[kernels]
     if not is_comm.any():
-        raise NotApplicable("no communication kernels on this rank")
+        raise NotApplicable("no communication kernels on this rank" if has_device(trace, rank) else
+                            "no device on this rank: its collectives, if any, run on the host (the step breakdown's "
+                            "Comm)")
     wins = step_windows(trace, rank)
     comp = interval_set(trace, kernels[~is_comm])
     comm = interval_set(trace, kernels[is_comm])

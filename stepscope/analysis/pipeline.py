@@ -132,7 +132,7 @@ def combine_pipeline(records: Mapping[int, PipelineRecord | None]) -> Pipeline:
     """The registry's cross-rank step, from every rank's :func:`pipeline_record`."""
     recs = {r: x for r, x in records.items() if x is not None}
     if len(recs) < 2:
-        raise NotApplicable("fewer than two ranks run point-to-point (send / recv) kernels: no pipeline")
+        raise NotApplicable("fewer than two ranks send and receive point to point on a device: no pipeline")
     chains = find_chains(recs)
     got = [_chain_tables(i, chain, order, recs) for i, (chain, order) in enumerate(chains)]  # per pipeline
     parts = [p for p in got if p is not None]

@@ -9,8 +9,15 @@ from typing import Any, TypeVar
 import click
 
 from stepscope.analysis.base import NotApplicable
+from stepscope.analysis.platform import has_device
 from stepscope.analysis.profiler_cost import measured_cost_us
-from stepscope.analysis.whatif.options import REMEDY_FLAGS, check_ranks, remedy_flags_of, transforms_of
+from stepscope.analysis.whatif.options import (
+    REMEDY_FLAGS,
+    check_ranks,
+    refuse_without_device,
+    remedy_flags_of,
+    transforms_of,
+)
 from stepscope.analysis.whatif.remedies import REMEDIES
 from stepscope.analysis.whatif.simulate import simulate
 from stepscope.analysis.whatif.transforms import Transform
@@ -114,6 +121,7 @@ def command(path: str | None, workers: str | None, host_overhead: float | None, 
     if own and (measured_us := measured_cost_us(trace)) is not None:
         changes = changes_with(measured_us)
     check_ranks(fix_ranks, trace.rank_ids)
+    refuse_without_device(changes, any(has_device(trace, r) for r in (ranks or trace.rank_ids)))
     try:
         result = simulate(trace, changes)
     except NotApplicable as exc:

@@ -16,8 +16,9 @@ import numpy as np
 
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.breakdown import tb_step_windows
+from stepscope.analysis.platform import has_device
 from stepscope.analysis.timeline import timeline_window
-from stepscope.analysis.whatif.options import check_ranks, transforms_of
+from stepscope.analysis.whatif.options import check_ranks, refuse_without_device, transforms_of
 from stepscope.analysis.whatif.simulate import simulate
 from stepscope.compare.diff import compare
 from stepscope.compare.document import to_json as diff_json
@@ -159,6 +160,7 @@ def whatif(loaded: Loaded, rank: int | None = None, workers: int | str | None = 
     trace = loaded.trace
     check_ranks(tuple(fix_rank or ()), trace.rank_ids)
     ranks = None if rank is None else [_rank_of(trace, rank)]
+    refuse_without_device(changes, any(has_device(trace, r) for r in (ranks or trace.rank_ids)))
     with loaded.bundle.memo.active():
         try:
             return whatif_dict(simulate(trace, changes, ranks), trace.source)

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from stepscope.advisor.finding import Finding, NotRun
 from stepscope.advisor.verdict import Verdict
+from stepscope.analysis.platform import NO_DEVICE
 from stepscope.report import texts
 from stepscope.report._prose import findings_order_text, prose
 from stepscope.report.advice_json import verdict_dicts
@@ -82,8 +83,14 @@ def _findings_table(findings: Sequence[Finding], shown: Sequence[Finding], width
 
 
 def render_not_run(not_run: Sequence[NotRun], console: Console, platform: str = "") -> None:
-    """Rules that could not run on this trace, once each and quietly, in the platform's words."""
+    """Rules that could not run on this trace, once each and quietly, in the platform's words; the rules of a
+    device's work that did not run for want of a device (a CPU-only run) in one line, unnamed."""
+    deviceless = [n for n in not_run if n.reason == NO_DEVICE]
+    if deviceless:
+        console.print(f"[dim]{texts.deviceless_rules_text(len(deviceless))}[/dim]", highlight=False)
     for n in not_run:
+        if n.reason == NO_DEVICE:
+            continue
         ranks = f" (ranks {', '.join(map(str, n.ranks))})" if len(n.ranks) > 1 else ""
         console.print(f"[dim]{texts.not_run_text(n.rule, n.reason, platform)}{ranks}[/dim]", highlight=False)
 

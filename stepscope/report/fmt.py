@@ -142,7 +142,7 @@ def verdict_text(doc: Mapping[str, Any]) -> str:
 
 
 #: what the cluster's ``imbalance_pct`` compares across ranks (``imbalance_of``)
-IMBALANCE_OF = {"compute": "compute time (kernels)", "host": "host work (its waits in collectives aside)",
+IMBALANCE_OF = {"compute": "compute time (kernels)", "host": "the model's CPU work (its waits in collectives aside)",
                 "step": "step time"}
 
 

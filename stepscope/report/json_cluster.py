@@ -15,7 +15,7 @@ from stepscope.analysis.arrivals import CAUSES, TIE_NS, Arrivals
 from stepscope.analysis.comm import coll_type_name
 from stepscope.analysis.registry import ALL_TO_ALL, ARRIVALS, EXPOSED_COMM, JOB_WHATIF, PIPELINE, SLOW_LINKS
 from stepscope.analysis.slow_links import SLOW_FRACTION
-from stepscope.analysis.whatif.remedies import REMEDIES, REMEDY_OPTIONS
+from stepscope.analysis.whatif.remedies import REMEDY_OPTIONS
 
 if TYPE_CHECKING:
     from stepscope.analysis.bundle import Bundle
@@ -102,11 +102,11 @@ def job_whatif_section(bundle: Bundle) -> dict[str, Any] | None:
                        "saved_ms": float(j.fix_change_ns[i]) / MS,
                        "options": {"fix_rank": [r]}}
                       for i, r in enumerate(j.culprits)],
-            "remedies": [{"remedy": n, "basis": REMEDIES[n].basis(),
+            "remedies": [{"remedy": n, "basis": j.remedy_basis(n),
                           "predicted_mean_ms": float(j.remedy_predicted_mean_ns[i]) / MS,
                           "saved_ms": float(j.remedy_change_ns[i]) / MS,  # signed
                           "options": dict(REMEDY_OPTIONS[n])}
-                         for i, n in enumerate(j.remedy)]}
+                         for i, n in enumerate(j.remedy) if j.remedy_possible[i]]}
 
 
 def _num(x: float) -> float | None:

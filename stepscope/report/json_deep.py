@@ -30,6 +30,7 @@ from stepscope.analysis.registry import (
     SYNC,
 )
 from stepscope.analysis.whatif.remedies import REMEDY_OPTIONS
+from stepscope.report.fmt import IMBALANCE_OF
 from stepscope.report.json_cluster import (
     all_to_all_section,
     arrivals_section,
@@ -38,6 +39,7 @@ from stepscope.report.json_cluster import (
     pipeline_section,
     slow_links_section,
 )
+from stepscope.report.verdict_texts import part_words
 
 if TYPE_CHECKING:
     from stepscope.analysis.bundle import Bundle, RankResults
@@ -112,7 +114,9 @@ def critical_path_section(rr: RankResults, trace: Trace) -> dict[str, Any] | Non
     if r is None:
         return None
     parts = {c: r.parts_ns[:, j] for j, c in enumerate(PARTS)}
-    return {"bound_by": r.bound, "share_pct": r.share_pct(), "host_share_pct": r.host_share_pct(),
+    words = part_words(r.has_device)
+    return {"bound_by": r.bound, "part_words": words, "bound_text": words.get(r.bound, r.bound),
+            "share_pct": r.share_pct(), "host_share_pct": r.host_share_pct(),
             "wait_share_pct": r.wait_share_pct(), "device_busy_pct": r.device_busy_pct(),
             "whole_trace": r.whole_trace, "avg_ms": {c: _avg_ms(v) for c, v in parts.items()},
             "host_avg_ms": {c: _avg_ms(r.host_parts_ns[:, j]) for j, c in enumerate(HOST_PARTS)},
@@ -217,9 +221,11 @@ def cluster_section(bundle: Bundle) -> dict[str, Any] | None:
             "rank_count": r.rank_count, "slow_ranks": r.slow_ranks,
             "imbalance_pct": r.imbalance_pct, "imbalance_of": r.imbalance_of, "verdict": r.verdict,
             "wait_method": r.wait_method,
+            "imbalance_words": IMBALANCE_OF.get(r.imbalance_of, r.imbalance_of),
             "ranks": [{"rank": rank, "kernel_count": float(r.kernel_count[i]), "compute_ms": r.compute_ns[i] / MS,
                        "step_ms": r.step_ns[i] / MS, "comm_ms": r.comm_ns[i] / MS, "wait_ms": r.wait_ns[i] / MS,
                        "transfer_ms": r.transfer_ns[i] / MS, "slow_in": r.slow_reasons.get(rank, []),
+                       "host_ms": float(r.host_ns[i]) / MS if i < len(r.host_ns) else None,
                        "excess_pct": r.excess_pct.get(rank)} for i, rank in enumerate(r.ranks)]}
 
 
@@ -254,6 +260,7 @@ def remedies_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
     if r is None:
         return None
     return {"measured_mean_ms": r.measured_mean_ns / MS,
+            # (a remedy that cannot act on the rank — a device's alone on a CPU-only rank — is not listed)
             "remedies": [{"remedy": n, "basis": r.basis[i], "predicted_mean_ms": float(r.predicted_mean_ns[i]) / MS,
                           "saved_ms": float(r.change_ns[i]) / MS,  # signed
                           "options": dict(REMEDY_OPTIONS.get(n, {})),
@@ -262,7 +269,7 @@ def remedies_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
                           else float(r.unprofiled_predicted_ns[i]) / MS,
                           "unprofiled_saved_ms": None if r.unprofiled_predicted_ns is None
                           else (r.unprofiled_saved_ns(n) or 0.0) / MS}
-                         for i, n in enumerate(r.name)],
+                         for i, n in enumerate(r.name) if r.shown(i)],
             "unprofiled_mean_ms": None if r.unprofiled_mean_ns is None else r.unprofiled_mean_ns / MS}
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from stepscope.analysis.bundle import Bundle, RankResults, with_bundle_memo
+from stepscope.analysis.platform import platform_of
 from stepscope.analysis.registry import SUMMARY
 from stepscope.model.trace import Trace
 from stepscope.report.advice_json import verdict_section
@@ -52,6 +53,8 @@ def _events(rr: RankResults, trace: Trace) -> dict[str, int] | None:
 #: §12 per-rank keys → builder. Views and deep analyses add their keys here.
 RANK_SECTIONS: dict[str, RankSection] = {
     "device": _device,
+    # cuda | rocm | ascend | cpu (a CPU-only run: the front ends leave the device's views and columns out), +native
+    "platform": lambda rr, trace: platform_of(trace, rr.rank),
     "event_counts": _events,
     "gpu": _gpu,  # replaced by the overview's (launched-in-steps) busy/span when the overview ran
     **VIEW_RANK_SECTIONS,  # overview, steps, gpu, kernels, operators, memory, modules, annotations

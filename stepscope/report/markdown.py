@@ -123,7 +123,8 @@ def _host_collectives(ranks: Sequence[Mapping[str, Any]]) -> list[str]:
     r = ranks[0]
     comm, step = _host_comm_ms(r), num((r.get("overview") or {}).get("avg_step_ms"))
     cpu = " (the CPU)" if r.get("device") is None else ""
-    return [f"**Communication** (rank {md(r.get('rank'))}): no communication kernels — the collectives run on the "
+    kernels = "" if cpu else "no communication kernels — "  # a CPU-only rank has none to miss
+    return [f"**Communication** (rank {md(r.get('rank'))}): {kernels}the collectives run on the "
             f"host{cpu}: {fmt_ms(comm)} per step inside them, {fmt_pct(100 * comm / step if step else None, 0)} of the "
             "step (the breakdown's Communication, waiting for the other ranks included).", ""]
 
@@ -299,9 +300,9 @@ def _device(rank: Mapping[str, Any], top: int) -> list[str]:
         out += [f"**Dynamo**: {_frames_line(c)}", ""] if c.get("cache_lookups_per_step") else []
         out += [f"**Compiled kernels**: {fmt_int(c.get('triton_kernels'))} Triton kernels, "
                 f"{fmt_ms(c.get('triton_ms'))} ({fmt_pct(c.get('triton_pct'))} of device time)" if c.get("device_ms")
-                else f"**Compiled kernels**: {NO_DEVICE_COMPILED}", ""]
+                else f"**torch.compile**: {NO_DEVICE_COMPILED}", ""]
         out += [*_table(["compiled graph", "calls", "kernels", "time", "of step"], rows, right=(1, 2, 3, 4)),
-                ""] if rows else []
+                ""] if rows and c.get("device_ms") else []  # a CPU-only rank's graphs launch nothing (the terminal's)
     p = rank.get("phases")
     if isinstance(p, Mapping):
         rows = [[md(x.get("phase")), fmt_int(x.get("steps")), fmt_int(x.get("tokens")),

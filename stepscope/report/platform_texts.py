@@ -51,8 +51,8 @@ CHANGES_BY_PLATFORM: dict[str, dict[str, str]] = {
                          "cudaMalloc per iteration, and split the problem into chunks that fit.",
     },
     "cpu": {  # no device: the model's ops run on the CPU, beside the loading workers
-        "fused-optimizer": "Step the parameters together: torch.optim.{optimizer}(..., fused=True) (a fused CPU "
-                           "kernel, PyTorch 2.4 or later) or foreach=True — PyTorch steps CPU parameters tensor by "
+        "fused-optimizer": "Step the parameters together: torch.optim.{optimizer}(..., fused=True) (one fused pass "
+                           "on the CPU, PyTorch 2.4 or later) or foreach=True — PyTorch steps CPU parameters tensor by "
                            "tensor by default.",
         "set-num-workers": "Load batches in background workers: DataLoader(..., num_workers={num_workers}, "
                            "persistent_workers=True) — size num_workers to the cores the model's ops leave free "

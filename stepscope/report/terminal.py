@@ -65,9 +65,10 @@ def _render_rank(rr: RankResults, console: Console, wanted: set[str] | None, top
     names = [n for n in RENDERERS if wanted is None or n in wanted]
     gone = [n for n in names if not device and n in DEVICE_VIEWS]
     for name in names:
-        if name in gone:  # one line for them all, where the first would be
+        if name in gone:  # one line for them all, where the first would be: named where they were asked for
             if name == gone[0]:
-                console.print(f"[dim]{', '.join(gone)} (rank {rr.rank}): {NO_DEVICE}[/dim]")
+                what = ", ".join(gone) if wanted is not None else f"the {len(gone)} views of a device's work"
+                console.print(f"[dim]{what} (rank {rr.rank}): {NO_DEVICE}[/dim]")
             continue
         if RENDERERS[name](rr, console, top, platform):
             continue

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from stepscope.analysis.platform import NO_DEVICE
 from stepscope.report._prose import fill
 
 if TYPE_CHECKING:
@@ -360,6 +361,12 @@ def links(rule: str, platform: str = "") -> tuple[str, ...]:
 def not_run_text(rule: str, reason: str, platform: str = "") -> str:
     """Why a rule did not run, in the platform's words (an NPU's on Ascend, as its findings)."""
     return dialect(f"{rule}: not run: {reason}", platform)
+
+
+def deviceless_rules_text(count: int) -> str:
+    """The rules of a device's work that did not run on a trace without a device, said once (not named: their
+    names speak of hardware the program never ran on)."""
+    return f"{count} rules on a device's work not run: {NO_DEVICE}"
 
 
 __all__ = ["CAUSE_WORDS", "CLUSTER_RULES", "CPU_CAUSE_WORDS", "CPU_UNADDRESSED_HINT", "NO_HOST_STAGE", "RULES",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from stepscope.analysis.critical_path import PARTS
 from stepscope.report.platform_texts import device_noun
 
 if TYPE_CHECKING:
@@ -39,6 +40,19 @@ def cause_words(platform: str) -> dict[str, str]:
     return CPU_CAUSE_WORDS if platform.split("+")[0] == "cpu" else CAUSE_WORDS
 
 
+#: the critical path's parts as its tables, the what-if and the web UI name them (the §12 document's
+#: ``critical_path.part_words``, the what-if's ``job.part_words``)
+PART_WORDS = {p: p for p in PARTS}
+#: the same on a rank without a device (a CPU-only run): no device to compute or copy on (those parts are
+#: always 0 there, left out), and its host is what its verdict calls it
+CPU_PART_WORDS = {"communication": "communication", "input": "input", "host": VERDICT_STAGES["host-cpu-only"]}
+
+
+def part_words(has_device: bool) -> dict[str, str]:
+    """The critical path's parts shown, in their words (:data:`PART_WORDS`, :data:`CPU_PART_WORDS`)."""
+    return dict(PART_WORDS if has_device else CPU_PART_WORDS)
+
+
 #: the host share of a rank without a host timeline (a summary-only trace): the device idles, and
 #: nothing in the trace says whether the host, the input or a wait kept it idle
 NO_HOST_STAGE = "{device} idle (no host timeline to say why)"
@@ -51,7 +65,8 @@ def _stage(stage: str, device: str, host_timeline: bool = True, has_device: bool
 
 
 #: the compiled view of a rank without device time (a CPU-only run)
-NO_DEVICE_COMPILED = "no device time: Inductor's CPU kernels run inside the host's ops (see the operators view)"
+NO_DEVICE_COMPILED = ("no device time: the code Inductor generates for the CPU runs inside the host's ops (see the "
+                      "operators view)")
 
 
 def dynamo_frames_text(lookups: float, regions: float, eager: float, falling_back: int, steady: int) -> str:

@@ -11,6 +11,7 @@ from stepscope.analysis.whatif.simulate import WhatIf
 from stepscope.report import json_out
 from stepscope.report.console import said
 from stepscope.report.platform_texts import window_words
+from stepscope.report.verdict_texts import part_words
 from stepscope.report.views._deep import step_label
 
 
@@ -22,6 +23,7 @@ def whatif_dict(w: WhatIf, source: str) -> dict[str, Any]:
     """The prediction: the changes' bases, the job's steps before/after, each rank's steps, bounds."""
     measured, predicted = w.job_steps_ns(False), w.job_steps_ns(True)
     steps = w.ranks[0].step.tolist() if w.ranks else []
+    device = not w.ranks or any(r.before.has_device for r in w.ranks)
     doc: dict[str, Any] = json_out.clean({
         "schema_version": json_out.SCHEMA_VERSION, "source": source,
         "changes": list(w.bases),
@@ -36,6 +38,8 @@ def whatif_dict(w: WhatIf, source: str) -> dict[str, Any]:
             "bound_rank_before": w.bound_rank(False) if len(w.ranks) > 1 else None,
             "bound_rank_after": w.bound_rank(True) if len(w.ranks) > 1 else None,
             "paced_by_before": w.paced_by[0], "paced_by_after": w.paced_by[1],
+            # the parts shown, in their words (a CPU-only job: no device parts, its host as its verdict says it)
+            "part_words": part_words(device),
             "critical_path_pct_before": {k: round(v, 4) for k, v in w.share_pct(False).items()},
             "critical_path_pct_after": {k: round(v, 4) for k, v in w.share_pct(True).items()},
             "steps": [{"step": int(s), "measured_ms": _ms(float(m)), "predicted_ms": _ms(float(p))}
@@ -84,7 +88,8 @@ def _render(doc: dict[str, Any], source: str, console: Console, whole: bool) -> 
         console.print(f"samples per step x{job['samples_per_step_factor']:g}: samples/s "
                       f"{job['throughput_change_pct']:+,.1f} % (mean step)")
     before, after = job["critical_path_pct_before"], job["critical_path_pct_after"]
-    parts = ", ".join(f"{k} {before[k]:.0f} -> {after[k]:.0f} %" for k in before)
+    words = job.get("part_words") or {k: k for k in before}
+    parts = ", ".join(f"{words[k]} {before[k]:.0f} -> {after[k]:.0f} %" for k in before if k in words)
     console.print(f"bound by {bound_text(job, 'before')} now; after this, bound by {bound_text(job, 'after')} "
                   f"({parts})")
 
@@ -93,7 +98,9 @@ def bound_text(job: dict[str, Any], when: str) -> str:
     """``host`` on one rank; ``host (rank 7, the rank the others wait for)`` or ``(rank 3, the slowest)``
     on a job."""
     rank = job.get(f"bound_rank_{when}")
+    bound = str(job[f"bound_{when}"])
+    bound = str((job.get("part_words") or {}).get(bound, bound))
     if rank is None:
-        return str(job[f"bound_{when}"])
+        return bound
     why = "the rank the others wait for" if job.get(f"paced_by_{when}") is not None else "the slowest"
-    return f"{job[f'bound_{when}']} (rank {rank}, {why})"
+    return f"{bound} (rank {rank}, {why})"

@@ -137,7 +137,8 @@ def summary_of(entry: RunEntry, doc: dict[str, Any], ranks: Sequence[int]) -> di
     job = verdicts[0] if verdicts and verdicts[0].get("rank") is None else None
     # a multi-rank run: the job's step, the number its verdict states (not the first rank's window)
     step = job.get("avg_step_ms") if job is not None else ov.get("avg_step_ms")
-    return {"ranks": list(ranks), "device": dev.get("name"), "avg_step_ms": step,
+    cpu_only = bool(doc.get("ranks")) and all(str(r.get("platform", "")).split("+")[0] == "cpu" for r in doc["ranks"])
+    return {"ranks": list(ranks), "device": dev.get("name"), "cpu_only": cpu_only, "avg_step_ms": step,
             "step_count": ov.get("step_count"), "findings": len(doc.get("findings") or []),
             "verdict": verdicts[0].get("text") if verdicts else None, "bound": verdicts[0].get("bound") if verdicts
             else None}

@@ -32,7 +32,7 @@ from stepscope.analysis.bundle import Bundle, rank_results
 from stepscope.analysis.timeline import timeline_window
 from stepscope.analysis.timeline_event import NoSuchEvent, event_details, search_events
 from stepscope.analysis.whatif.by_rank import simulate_by_rank
-from stepscope.analysis.whatif.options import check_ranks
+from stepscope.analysis.whatif.options import check_ranks, refuse_without_device
 from stepscope.analysis.whatif.simulate import simulate
 from stepscope.errors import StepscopeError, UsageError
 from stepscope.model.trace import Trace
@@ -311,6 +311,7 @@ def _whatif_bytes(res: RunResults, request: WhatIfRequest) -> bytes:
     durations kept, its events let go), never the whole model."""
     try:
         check_ranks(tuple(request.options.get("fix_rank", ())), list(res.ranks))
+        refuse_without_device(request.changes, not res.summary.get("cpu_only", False))
         if request.own_cost:  # "unprofiled": true: the cost the run measured, else the calibrated one
             request = request.at_cost(own_cost_us(res))
         if res.bundle is not None:

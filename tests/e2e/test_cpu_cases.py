@@ -110,7 +110,8 @@ def view_and_markdown(case: str, view: str) -> tuple[str, str]:
 @pytest.mark.parametrize("case", ["compile_steady", "compile_recompile", "compile_fallback"])
 def test_the_compiled_view_of_a_cpu_run_names_no_device_kernels(case: str) -> None:
     for text in view_and_markdown(case, "compiled"):
-        assert "Inductor's CPU kernels run inside the host's ops" in text and "Triton kernels" not in text
+        assert "the code Inductor generates for the CPU runs inside the host's ops" in text
+        assert "Triton kernels" not in text
 
 
 @pytest.mark.parametrize("case", ["compile_fallback", "c07_compile_break_listappend"])

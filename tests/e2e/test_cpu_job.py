@@ -140,12 +140,17 @@ def test_a_rank_with_more_work_is_the_jobs_straggler() -> None:
 def test_graph_capture_changes_nothing_on_a_cpu_only_job() -> None:
     """A CPU-only rank launches nothing: its host work is the model's own ops, which no CUDA graph
     holds (the replay cut every op on skew's ranks: 51.8 -> 10.8 ms). A change to chosen ops still
-    applies."""
+    applies. The front ends refuse graph capture there in one line (it models a GPU's launches)."""
+    from click.testing import CliRunner
+
     from stepscope.analysis.whatif.simulate import simulate
     from stepscope.analysis.whatif.transforms import HostOverhead, Select
+    from stepscope.cli import cli
 
     trace = load(RUN)
     w = simulate(trace, [HostOverhead(0.0)])
     assert w.mean_ns(True) == w.mean_ns(False)
     chosen = simulate(trace, [HostOverhead(0.5, Select("^Optimizer\\.step"))])
     assert chosen.mean_ns(True) < chosen.mean_ns(False)
+    res = CliRunner().invoke(cli, ["whatif", str(RUN), "--remedy", "graph-capture"])
+    assert "a GPU's kernel launches" in str(res.exception) and "ran on the CPU alone" in str(res.exception)

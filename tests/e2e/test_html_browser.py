@@ -367,10 +367,10 @@ def test_a_job_bound_by_imbalance_is_never_called_balanced(tmp_path: Path, brows
     opened.go("distributed", wait="#cluster p.sub")
     text = opened.page.locator("#cluster p.sub").text_content() or ""
     pct = doc["cluster"]["imbalance_pct"]
-    assert text.startswith(f"Per average step. Load imbalance of host work (its waits in collectives aside) across "
-                           f"ranks {pct:.1f} % (the busiest rank "
+    assert text.startswith(f"Per average step. Load imbalance of the model's CPU work (its waits in collectives aside) "
+                           f"across ranks {pct:.1f} % (the busiest rank "
                            "over the mean); "
-                           "ranks with more work (kernels, compute, step): none"), text
+                           "ranks with more work (step): none"), text
     assert not re.search(r"\bbalanced\b", opened.page.locator("main#view").text_content() or "", re.IGNORECASE)
     # a CPU-only job: its overview shows no device figures (they read "–" under GPU / SM / Tensor Core labels)
     opened.go("overview", wait="#verdict")
@@ -598,7 +598,8 @@ def test_distributed_view_of_a_cpu_job_shows_its_host_collectives(tmp_path: Path
     assert page.locator("#rank-host-table tbody tr").count() == 2
     heads = page.locator("#cluster-table th").all_text_contents()
     assert not any(h.startswith(("compute", "comm kernels", "wait in comm")) for h in heads), heads
-    assert "of host work (its waits in collectives aside)" in page.locator("#cluster p.sub").inner_text()
+    assert "of the model's CPU work (its waits in collectives aside)" in page.locator("#cluster p.sub").inner_text()
+    assert "the model's CPU work" in heads, heads  # the ranks compared on it, as their verdicts name it
     sub = page.locator("#arrivals p.sub").inner_text()
     assert arr["victims"] == [0] and "): rank 0." in sub and "Victims: 0." not in sub, sub
     assert "ms per average step" in sub and "last at 8 of 8 collectives" in sub, sub

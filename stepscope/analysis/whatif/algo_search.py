@@ -17,6 +17,7 @@ The replay says what of it reaches the step.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -46,6 +47,7 @@ class NoAlgoSearch:
     min_kernels: int = CONV_SEARCH_MIN_KERNELS
     over_median: float = CONV_SEARCH_OVER_MEDIAN
     name: str = field(default="no-algo-search", init=False)
+    device_part: ClassVar[str] = "cuDNN's convolution algorithm search on a GPU"
 
     def basis(self) -> str:
         return ("static shapes, so cuDNN searches convolution algorithms once: each call that tried many runs one "

@@ -74,8 +74,14 @@ class LargerBatch:
     name: str = field(default="larger-batch", init=False)
 
     def basis(self) -> str:
+        return self._said(" and the device work they launch")
+
+    def cpu_basis(self) -> str:
+        return self._said("")
+
+    def _said(self, launched: str) -> str:
         return (f"batch {self.batch_size} → {self.batch_size * self.factor:g}: ops on tensors with a dimension of "
-                f"{self.batch_size} (their recorded input shapes) and the device work they launch take "
+                f"{self.batch_size} (their recorded input shapes){launched} take "
                 f"{self.factor:g} × their time, the DataLoader fetches {self.factor:g} × the samples; an upper "
                 "bound: larger tensors often run more efficiently")
 

@@ -38,6 +38,7 @@ from stepscope.analysis.whatif.simulate import (
     caveats,
     paced_by,
     replayed_trace,
+    said_bases,
     samples_factor,
 )
 from stepscope.analysis.whatif.transforms import FixSlowRank, Transform
@@ -86,7 +87,7 @@ def simulate_by_rank(rank_ids: Sequence[int], open_rank: RankOpener, transforms:
             after = compute_critical_path(replayed_trace(trace, g, rp), r)
         measured = g.steps.measured_end_ns - g.steps.measured_start_ns
         out.append(RankWhatIf(r, g.steps.step, measured, rp.step_ns, before[r], after))
-    return WhatIf(tuple(t.basis() for t in transforms), caveats(transforms, out, acted=tuple(acted.tolist())),
+    return WhatIf(said_bases(transforms, out), caveats(transforms, out, acted=tuple(acted.tolist())),
                   tuple(out), paced, samples_factor(transforms))
 
 

@@ -17,6 +17,7 @@ Tensor-Core convolution is left as it is (the remedy does not apply: its layout 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -39,6 +40,7 @@ class ChannelsLast:
 
     factor: float = NCHW_VARIANT_FACTOR
     name: str = field(default="channels-last", init=False)
+    device_part: ClassVar[str] = "a GPU's convolution layout kernels"
 
     def basis(self) -> str:
         return (f"channels-last: the layout transforms around the convolutions take 0 × their time, the NCHW batch "

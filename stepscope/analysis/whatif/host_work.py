@@ -10,6 +10,7 @@ reaches the step: time the GPU spent idle behind them, less what other work then
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -30,6 +31,7 @@ class MoveHostWork:
 
     min_pct: float = HOST_OP_MIN_PCT
     name: str = field(default="move-host-work", init=False)
+    device_part: ClassVar[str] = "host ops that leave a GPU idle"
 
     def basis(self) -> str:
         return (f"the step's top-level ops that launch nothing and idle the GPU ≥ {self.min_pct:g} % of the step "

@@ -30,12 +30,14 @@ from stepscope.analysis.arrivals import Arrivals, arrivals_of, job_mean_step_ns
 from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.collective_records import CollectiveRecords, collective_records
 from stepscope.analysis.common import I64
+from stepscope.analysis.platform import has_device
 from stepscope.analysis.whatif.fix_rank import fix_rank_basis, fixed_durations
 from stepscope.analysis.whatif.graph import StepGraph, require_linked, step_graph
 from stepscope.analysis.whatif.job import JobEdges, matched_edges, replay_job
 from stepscope.analysis.whatif.p2p import P2PRecords, p2p_records
-from stepscope.analysis.whatif.remedies import REMEDIES
+from stepscope.analysis.whatif.remedies import REMEDIES, remedies_possible
 from stepscope.analysis.whatif.replay import Durations
+from stepscope.analysis.whatif.transforms import basis_for
 from stepscope.model.trace import Trace
 
 B = npt.NDArray[np.bool_]
@@ -88,6 +90,7 @@ class JobRecord:
     coll: CollectiveRecords
     remedies: tuple[DurationsDelta | Durations | None, ...] = ()
     p2p: P2PRecords | None = None  # its sends and receives that name their peer (:mod:`.p2p`)
+    device: bool = True  # whether the rank ran on a device (False: a CPU-only rank)
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,17 @@ class JobWhatIf:
     predicted_mean_ns: npt.NDArray[np.float64]
     remedy: tuple[str, ...]
     remedy_predicted_mean_ns: npt.NDArray[np.float64]
+    device: bool = True  # whether any rank ran on a device (False: a CPU-only job)
+
+    @property
+    def remedy_possible(self) -> tuple[bool, ...]:
+        """Per remedy, whether it can act on the job at all: not a change to a device's work alone on a job
+        without a device (:func:`~.remedies.remedies_possible`; not named there)."""
+        return remedies_possible(self.device)
+
+    def remedy_basis(self, name: str) -> str:
+        """The remedy's basis in the job's terms (a CPU-only job's: :func:`~.transforms.basis_for`)."""
+        return basis_for(REMEDIES[name], self.device)
 
     @property
     def fix_change_ns(self) -> npt.NDArray[np.float64]:
@@ -146,7 +160,8 @@ def job_record(trace: Trace, rank: int) -> JobRecord:
                             f"({JOB_RECORD_MAX_BYTES >> 10} KiB): `stepscope whatif --fix-rank` replays it")
     base = Durations.measured(g)
     remedies = tuple(_changed(t.change(trace, g, base), base) for t in REMEDIES.values())
-    return JobRecord(g, activity_of(trace)[g.device.row] == Activity.COMMUNICATION, coll, remedies, p2p)
+    return JobRecord(g, activity_of(trace)[g.device.row] == Activity.COMMUNICATION, coll, remedies, p2p,
+                     has_device(trace, rank))
 
 
 def _changed(d: Durations, base: Durations) -> DurationsDelta | Durations | None:
@@ -184,7 +199,7 @@ def combine_job_whatif(records: Mapping[int, JobRecord]) -> JobWhatIf:
             continue
         remedies.append(_job_mean(graphs, {r: _applied(changed.get(r), measured[r]) for r in graphs}, e))
     return JobWhatIf(tuple(culprits), job_measured, np.asarray(fixes, np.float64),
-                     tuple(REMEDIES), np.asarray(remedies, np.float64))
+                     tuple(REMEDIES), np.asarray(remedies, np.float64), any(r.device for r in records.values()))
 
 
 def _applied(change: DurationsDelta | Durations | None, base: Durations) -> Durations:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -67,6 +68,7 @@ class FillSms:
     recoverable: float = UNDERFILL_RECOVERABLE
     min_kernel_us: float = UNDERFILL_MIN_KERNEL_US
     name: str = field(default="fill-sms", init=False)
+    device_part: ClassVar[str] = "the grids of a GPU's kernels against its SMs"
 
     def basis(self) -> str:
         return (f"the under-filled grids (kernels of ≥ {self.min_kernel_us:g} µs with fewer blocks than ¾ of the "
@@ -91,6 +93,7 @@ class PadGemms:
     recoverable: float = GEMM_MISALIGNED_RECOVERABLE
     align: int = GEMM_ALIGN
     name: str = field(default="pad-gemms", init=False)
+    device_part: ClassVar[str] = "a GPU's half-precision GEMM kernels"
 
     def basis(self) -> str:
         return (f"the fp16 / bf16 GEMMs with N or K not a multiple of {self.align} padded: each takes its padded "
@@ -119,6 +122,7 @@ class FuseElementwise:
     """Each run of unfused elementwise kernels costs its longest kernel."""
 
     name: str = field(default="fuse-elementwise", init=False)
+    device_part: ClassVar[str] = "a GPU's elementwise kernels"
 
     def basis(self) -> str:
         return ("each run of unfused elementwise kernels fused into one pass: its longest kernel's time "
@@ -137,6 +141,7 @@ class FusedAttention:
     """SDPA's math-backend kernels take the attention's FLOPs at the device's dense peak."""
 
     name: str = field(default="fused-attention", init=False)
+    device_part: ClassVar[str] = "a GPU's attention kernels"
 
     def basis(self) -> str:
         return ("scaled-dot-product attention on a fused kernel: the math backend's kernels take the attention's "

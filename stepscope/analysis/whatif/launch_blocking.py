@@ -10,6 +10,7 @@ kernels still take their time, so much of what the host waited is not saved.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
 import numpy as np
 
@@ -28,6 +29,7 @@ class NoLaunchBlocking:
 
     normal_ns: int = NORMAL_LAUNCH_NS
     name: str = field(default="no-launch-blocking", init=False)
+    device_part: ClassVar[str] = "a GPU's kernel launches under CUDA_LAUNCH_BLOCKING"
 
     def basis(self) -> str:
         return (f"CUDA_LAUNCH_BLOCKING unset: the launch calls that returned after their kernel ended take "

@@ -32,6 +32,10 @@ class MoveLoopCode:
                 "collection) moved off the step; ops, launch calls, the DataLoader, blocking calls and "
                 "collectives keep their time")
 
+    def cpu_basis(self) -> str:
+        return ("the host's time outside every op the profiler recorded (the loop's Python, I/O, garbage "
+                "collection) moved off the step; ops, the DataLoader and collectives keep their time")
+
     def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
         host = g.host.seg_kind == SEG_HOST
         if not host.any():

@@ -15,9 +15,16 @@ from stepscope.analysis.base import NotApplicable
 from stepscope.analysis.common import launched_inside, rank_rows
 from stepscope.analysis.cpu_optimizer import CpuOptimizer, compute_cpu_optimizer
 from stepscope.analysis.optimizer_pass import FUSED_ARRAYS
+from stepscope.analysis.platform import has_device
 from stepscope.analysis.whatif.graph import StepGraph
 from stepscope.analysis.whatif.replay import Durations
-from stepscope.analysis.whatif.transforms import FUSED_OPTIMIZER_FACTOR, OPTIMIZER_STEP, HostOverhead, Select
+from stepscope.analysis.whatif.transforms import (
+    FUSED_OPTIMIZER_FACTOR,
+    OPTIMIZER_STEP,
+    HostOverhead,
+    Select,
+    basis_for,
+)
 from stepscope.model.schema import HOST_KINDS
 from stepscope.model.trace import Trace
 
@@ -41,6 +48,14 @@ class FusedOptimizer:
         return (f"the optimizer step's host work and the kernels it launches take {self.factor:.3g} × their time "
                 "(a fused / foreach optimizer)")
 
+    def cpu_basis(self) -> str:
+        """On a rank without a device: the optimizer step's own ops (no kernel is launched)."""
+        if self.factor is None:
+            return (f"the optimizer step takes {FUSED_OPTIMIZER_FACTOR:.3g} × its time (a fused / foreach optimizer); "
+                    "where its per-tensor loop was recorded with shapes, one pass over the parameters at the memory "
+                    "bandwidth its in-place ops reach")
+        return f"the optimizer step takes {self.factor:.3g} × its time (a fused / foreach optimizer)"
+
     def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
         factor = self.factor if self.factor is not None else fused_factor_of(trace, g.rank)
         d = HostOverhead(factor, Select(OPTIMIZER_STEP)).change(trace, g, d)
@@ -59,7 +74,7 @@ def fused_basis_of(trace: Trace, rank: int) -> str:
     """The fused-optimizer remedy's basis on ``rank``: the pass it was estimated from, where it was."""
     cpu = _cpu_fused(trace, rank)
     if cpu is None or cpu.fused_factor is None or cpu.memory_pass is None or cpu.fused_step_ns is None:
-        return FusedOptimizer(FUSED_OPTIMIZER_FACTOR).basis()
+        return basis_for(FusedOptimizer(FUSED_OPTIMIZER_FACTOR), has_device(trace, rank))
     p = cpu.memory_pass
     return (f"the optimizer step takes {cpu.fused_factor:.3g} × its time: one fused pass over "
             f"{FUSED_ARRAYS[cpu.name]} arrays of the parameters' {p.param_elems:,} elements at the "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 
 from stepscope.analysis.whatif import transforms as tf
 from stepscope.analysis.whatif.algo_search import NoAlgoSearch
@@ -180,6 +181,20 @@ def _named(names: tuple[str, ...], given: list[tf.Transform]) -> list[tf.Transfo
 def _target(t: tf.Transform) -> object:
     """What a change acts on, where its class takes a selection (a pattern's kernels, ops' host time)."""
     return getattr(t, "select", None)
+
+
+def refuse_without_device(transforms: Sequence[tf.Transform], device: bool) -> None:
+    """A one-line usage error for a change that acts on a device's work alone (:func:`~.transforms.device_part`:
+    Tensor-Core math, kernel grids, copies to the device, launches, device syncs) asked of a trace without a
+    device (``device`` False: a CPU-only run): replayed, it would change nothing, and its basis speaks of
+    hardware the program never ran on. The replay itself (:func:`~.simulate.simulate`) still takes it."""
+    if device:
+        return
+    for t in transforms:
+        part = tf.device_part(t)
+        if part is not None:
+            raise UsageError(f"no what-if for this trace: {t.name} models {part}, and this trace ran on the CPU "
+                             "alone (no device): there is nothing for it to act on")
 
 
 def check_ranks(fix_ranks: tuple[int, ...], rank_ids: list[int]) -> None:

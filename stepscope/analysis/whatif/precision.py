@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -74,6 +75,7 @@ class MixedPrecision:
 
     speedup: float | None = None
     name: str = field(default="amp", init=False)
+    device_part: ClassVar[str] = "a GPU's Tensor Cores (its FP32 matrix math moved onto them)"
 
     def basis(self) -> str:
         by = (f"{self.speedup:.3g} × faster" if self.speedup is not None
@@ -91,6 +93,7 @@ class Bf16OverTf32:
 
     speedup: float | None = None
     name: str = field(default="bf16", init=False)
+    device_part: ClassVar[str] = "a GPU's Tensor Cores (their TF32 math moved to bf16)"
 
     def basis(self) -> str:
         by = (f"{self.speedup:.3g} × faster" if self.speedup is not None

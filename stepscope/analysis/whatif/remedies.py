@@ -159,6 +159,13 @@ class Remedies:
     unprofiled_mean_ns: float | None = None
     unprofiled_predicted_ns: npt.NDArray[np.float64] | None = None
     unprofiled_cost_ns: int = 0  # the profiler's cost per recorded op removed there
+    #: per remedy, whether it can act on this rank at all: False for a change to a device's work alone
+    #: (:func:`~.transforms.device_part`) on a rank without a device — shown nowhere there, not even as left out
+    possible: tuple[bool, ...] = ()
+
+    def shown(self, i: int) -> bool:
+        """Whether the remedy at ``i`` is named on this rank at all (:attr:`possible`)."""
+        return not self.possible or self.possible[i]
 
     def unprofiled_saved_ns(self, name: str) -> float | None:
         """What the remedy saves on the step without the profiler's own cost (None: not replayed there)."""
@@ -203,10 +210,16 @@ def compute_remedies(trace: Trace, rank: int) -> Remedies:
         predicted[i] = float(r.step_ns.mean())
     names, share = _kernel_sets(trace, rank)
     unprofiled_mean, unprofiled, cost_ns = _unprofiled(trace, rank, g, base)
+    device = has_device(trace, rank)
     return Remedies(rank, tuple(REMEDIES), tuple(_basis(trace, rank, n, t) for n, t in REMEDIES.items()),
                     float(measured.mean()), np.asarray(predicted, np.float64),
                     names, np.asarray(share, np.float64), tuple(i in changed for i in range(len(durations))),
-                    unprofiled_mean, unprofiled, cost_ns)
+                    unprofiled_mean, unprofiled, cost_ns, remedies_possible(device))
+
+
+def remedies_possible(device: bool) -> tuple[bool, ...]:
+    """Per remedy of :data:`REMEDIES`: whether it can act on a rank with (``device``) or without a device."""
+    return tuple(device or tf.device_part(t) is None for t in REMEDIES.values())
 
 
 def _unprofiled(trace: Trace, rank: int, g: StepGraph, base: Durations
@@ -231,7 +244,8 @@ def _unprofiled(trace: Trace, rank: int, g: StepGraph, base: Durations
 
 def _basis(trace: Trace, rank: int, name: str, change: tf.Transform) -> str:
     """The remedy's basis in this rank's terms: the DataLoader model its loading takes (with the CPU
-    caveat on a rank without a device), the device's speed-ups, the optimizer's pass."""
+    caveat on a rank without a device), the device's speed-ups, the optimizer's pass; on a rank without a
+    device, in a CPU-only program's terms (:func:`~.transforms.basis_for`)."""
     if isinstance(change, tf.LoaderWorkers):
         cpu = "" if has_device(trace, rank) else CPU_LOADER_CAVEAT
         return change.basis_on(trace, rank) + cpu
@@ -241,7 +255,7 @@ def _basis(trace: Trace, rank: int, name: str, change: tf.Transform) -> str:
         return Bf16OverTf32(bf16_speedup_of(trace, rank)).basis()
     if isinstance(change, FusedOptimizer) and change.factor is None:
         return fused_basis_of(trace, rank)
-    return change.basis()
+    return tf.basis_for(change, has_device(trace, rank))
 
 
 #: said of the loader-workers remedy on a rank without a device (a CPU-only job)

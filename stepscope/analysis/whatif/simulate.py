@@ -19,7 +19,7 @@ from stepscope.analysis.whatif.batch import LargerBatch
 from stepscope.analysis.whatif.graph import StepGraph, step_graph, unlinked_device
 from stepscope.analysis.whatif.job import JobEdges, collective_waits_ns, job_edges, replay_job
 from stepscope.analysis.whatif.replay import Durations, Replay
-from stepscope.analysis.whatif.transforms import LoaderWorkers, Transform
+from stepscope.analysis.whatif.transforms import LoaderWorkers, Transform, basis_for
 from stepscope.model.masks import any_of
 from stepscope.model.schema import HOST_KINDS
 from stepscope.model.trace import Trace
@@ -117,8 +117,18 @@ def simulate(trace: Trace, transforms: Sequence[Transform], ranks: Sequence[int]
         measured = g.steps.measured_end_ns - g.steps.measured_start_ns
         out.append(RankWhatIf(rank, g.steps.step, measured, rp.step_ns, before[rank], after))
     unlinked = any(unlinked_device(g) for g, _ in replayed.values())
-    return WhatIf(tuple(t.basis() for t in transforms), caveats(transforms, out, unlinked, acted), tuple(out),
+    return WhatIf(said_bases(transforms, out), caveats(transforms, out, unlinked, acted), tuple(out),
                   paced, samples_factor(transforms))
+
+
+def said_bases(transforms: Sequence[Transform], ranks: Sequence[RankWhatIf]) -> tuple[str, ...]:
+    """The changes' bases, in a CPU-only program's terms where no rank has a device (:func:`basis_for`)."""
+    device = _any_device(ranks)
+    return tuple(basis_for(t, device) for t in transforms)
+
+
+def _any_device(ranks: Sequence[RankWhatIf]) -> bool:
+    return not ranks or any(r.before.has_device for r in ranks)
 
 
 def _arrivals(trace: Trace) -> Arrivals | None:
@@ -178,7 +188,8 @@ def caveats(transforms: Sequence[Transform], ranks: Sequence[RankWhatIf], unlink
     loader = any(isinstance(t, LoaderWorkers) for t in transforms)
     cpu_only = any(not r.before.has_device for r in ranks)
     out = (CPU_WORKERS_CAVEAT,) if loader and cpu_only else ()
-    idle = tuple(IDLE_CAVEAT.format(basis=t.basis()) for t, a in zip(transforms, acted or ())
+    device = _any_device(ranks)
+    idle = tuple(IDLE_CAVEAT.format(basis=basis_for(t, device)) for t, a in zip(transforms, acted or ())
                  if not a and not (isinstance(t, LoaderWorkers) and t.todays))  # --workers 2:2: nothing, by design
     return (*out, *idle, UNLINKED_CAVEAT) if unlinked and transforms else (*out, *idle)
 

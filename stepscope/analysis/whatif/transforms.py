@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -64,6 +64,7 @@ class DropSyncs:
 
     select: Select = Select()
     name: str = field(default="drop-syncs", init=False)
+    device_part: ClassVar[str] = "the host's waits for a GPU (its sync calls and synchronous copies)"
 
     def basis(self) -> str:
         what = f" matching {self.select.pattern!r}" if self.select.pattern else ""
@@ -82,6 +83,7 @@ class ScaleDevice:
     select: Select = Select()
     factor: float = 0.5
     name: str = field(default="scale-device", init=False)
+    device_part: ClassVar[str] = "a GPU's kernels and copies"
 
     def basis(self) -> str:
         what = f" matching {self.select.pattern!r}" if self.select.pattern else ""
@@ -99,6 +101,7 @@ class PinnedCopies:
 
     factor: float = 0.5
     name: str = field(default="pinned-copies", init=False)
+    device_part: ClassVar[str] = "copies between the host and a GPU"
 
     def basis(self) -> str:
         return f"pageable copies pinned: {self.factor:g} × their device time, the host does not wait for them"
@@ -127,6 +130,18 @@ class HostOverhead:
     factor: float = 0.0
     select: Select = Select()
     name: str = field(default="host-overhead", init=False)
+
+    @property
+    def device_part(self) -> str | None:
+        """Everywhere: the launches a CUDA / HIP graph captures (none on a CPU-only rank); inside ops: their host
+        work (None)."""
+        if self.select.pattern is not None or self.select.rows:
+            return None
+        return "a GPU's kernel launches (what a CUDA / HIP graph captures)"
+
+    def cpu_basis(self) -> str:
+        where = f" inside ops matching {self.select.pattern!r}" if self.select.pattern else " inside the ops chosen"
+        return f"the host's work{where} takes {self.factor:g} × its time; the DataLoader is kept"
 
     def basis(self) -> str:
         where = f" inside ops matching {self.select.pattern!r}" if self.select.pattern else ""
@@ -161,8 +176,10 @@ class NoCompile:
     name: str = field(default="no-compile", init=False)
 
     def basis(self) -> str:
-        return ("the host's time inside torch.compile's compilation ranges takes no time; the kernels and "
-                "syncs of its autotuning go with it")
+        return f"{self.cpu_basis()}; the kernels and syncs of its autotuning go with it"
+
+    def cpu_basis(self) -> str:
+        return "the host's time inside torch.compile's compilation ranges takes no time"
 
     def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
         rows = rank_compile_rows(trace, g.rank)
@@ -185,6 +202,7 @@ class BatchSmallCopies:
     copy's wait for the stream) no longer block."""
 
     name: str = field(default="batch-copies", init=False)
+    device_part: ClassVar[str] = "small copies between the host and a GPU"
 
     def basis(self) -> str:
         return ("the ops that issue the small host-device copies (and run no kernel) take no host time, the copies no "
@@ -244,6 +262,7 @@ class KeepAllocations:
     ``--host-in ALLOCATOR_CALLS=0 --drop-syncs ALLOCATOR_CALLS``."""
 
     name: str = field(default="keep-allocations", init=False)
+    device_part: ClassVar[str] = "a GPU's caching allocator (its cudaMalloc / cudaFree calls)"
 
     def basis(self) -> str:
         return "the allocator's cudaMalloc / cudaFree calls take no time and no longer wait for the device"
@@ -272,6 +291,10 @@ class OverlapComm:
     def basis(self) -> str:
         return (f"communication kernels and the host's time in collectives take {self.factor:g} × their time "
                 "(fully overlapped with compute)")
+
+    def cpu_basis(self) -> str:
+        return (f"the host's time in collectives takes {self.factor:g} × its time (fully overlapped with the model's "
+                "CPU work)")
 
     def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
         comm = activity_of(trace)[g.device.row] == Activity.COMMUNICATION
@@ -318,3 +341,18 @@ class Transform(Protocol):
     def basis(self) -> str: ...
 
     def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations: ...
+
+
+def device_part(t: Transform) -> str | None:
+    """What of a device's work a change acts on, where it acts on nothing else (its ``device_part``: Tensor-Core
+    math, kernel grids, host-device copies, launches, device syncs), else None: on a trace without a device
+    (a CPU-only run) such a change has nothing to act on, ever."""
+    part = getattr(t, "device_part", None)
+    return part if isinstance(part, str) else None
+
+
+def basis_for(t: Transform, device: bool) -> str:
+    """The change's basis as said for a trace with a device (``basis()``), or, without one, in a CPU-only
+    program's terms where its basis names kernels or launches (its ``cpu_basis()``, where it has one)."""
+    cpu = getattr(t, "cpu_basis", None)
+    return str(cpu()) if not device and callable(cpu) else t.basis()

@@ -62,8 +62,10 @@ class WithoutProfiler:
     name: str = field(default="unprofiled", init=False)
 
     def basis(self) -> str:
-        return (f"each op the profiler recorded costs {self.cost_ns / 1e3:g} µs less: the profiler's own cost "
-                f"per op; launch and blocking calls keep their time")
+        return f"{self.cpu_basis()}; launch and blocking calls keep their time"
+
+    def cpu_basis(self) -> str:
+        return f"each op the profiler recorded costs {self.cost_ns / 1e3:g} µs less: the profiler's own cost per op"
 
     def change(self, trace: Trace, g: StepGraph, d: Durations) -> Durations:
         t = g.host.t_ns

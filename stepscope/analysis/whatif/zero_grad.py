@@ -12,6 +12,7 @@ host-bound step the launches, on a device-bound one the kernels.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -32,6 +33,7 @@ class SetToNone:
     into the zeroed gradients take no time."""
 
     name: str = field(default="set-to-none", init=False)
+    device_part: ClassVar[str] = "the GPU kernels that zero the gradients"
 
     def basis(self) -> str:
         return ("zero_grad(set_to_none=True): the kernels zeroing the gradients take no time, nor the host's "

@@ -76,5 +76,7 @@ def render_job_whatif(j: JobWhatIf, console: Console, top: int) -> None:
     t = table("the job replayed with each standard remedy on every rank", "remedy", "predicted mean ms", "saved ms",
               right_from=1)
     for i, n in enumerate(j.remedy):  # a handful of remedies
+        if not j.remedy_possible[i]:  # a change to a device's work alone, on a job without a device
+            continue
         t.add_row(n, ms(float(j.remedy_predicted_mean_ns[i])), ms(float(j.remedy_change_ns[i])))  # signed
     console.print(t)

@@ -41,7 +41,7 @@ def render_compiled(r: CompiledResult, console: Console, top: int) -> None:
             f.lookups_per_step, f.regions_per_step, f.eager_frames_per_step, int(f.falling_back.sum()),
             int(f.steady.sum())))
     if r.device_ns == 0:  # a CPU-only rank
-        console.print(f"[bold]rank {r.rank}: compiled kernels[/bold]: {NO_DEVICE_COMPILED}")
+        console.print(f"[bold]rank {r.rank}: torch.compile[/bold]: {NO_DEVICE_COMPILED}")
         return
     console.print(f"[bold]rank {r.rank}: compiled kernels[/bold]: {len(r.triton):,} Triton kernels, "
                   f"{ms(r.triton.total_ns)} ms ({pct(r.triton_pct)} of device time); "

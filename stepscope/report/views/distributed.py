@@ -12,6 +12,7 @@ from stepscope.analysis.exposed_comm import ExposedComm
 from stepscope.analysis.registry import BREAKDOWN, DISTRIBUTED, SOFTWARE
 from stepscope.analysis.stragglers import ClusterResult
 from stepscope.report.fmt import imbalance_text
+from stepscope.report.verdict_texts import CPU_PART_WORDS
 from stepscope.report.views._deep import gbps, ms, nbytes, pct, step_label, table
 
 
@@ -29,7 +30,9 @@ def show_distributed(rr: RankResults, console: Console, top: int, platform: str 
         return False
     where = ", ".join(w for w in (sw.comm_backend if sw is not None else None,
                                   "on the CPU" if sw is not None and not sw.has_device else None) if w)
-    console.print(f"[bold]rank {rr.rank}: distributed[/bold]: no communication kernels: the collectives run on the "
+    # a CPU-only rank has no kernels to miss
+    kernels = "" if sw is not None and not sw.has_device else "no communication kernels: "
+    console.print(f"[bold]rank {rr.rank}: distributed[/bold]: {kernels}the collectives run on the "
                   f"host{f' ({where})' if where else ''}; {ms(comm)} ms per step inside them, "
                   f"{pct(100.0 * comm / bd.avg_step_ns)} of the step (the step breakdown's Comm: the time in the "
                   "collectives, waiting for the other ranks included)")
@@ -61,13 +64,19 @@ LABELS = {"kernel_count": "kernels", "compute_ns": "compute", "step_ns": "step t
 
 
 def render_cluster(r: ClusterResult, console: Console, top: int) -> None:
-    t = table("ranks (per average step)", "rank", "kernels", "compute ms", "step ms", "comm kernels ms",
-              "wait in comm kernels ms", "transfer ms", "more work in")
+    """The ranks' work per average step; a job without device work (no rank ran a kernel: a CPU-only job) is
+    compared on its host work, said as its verdict says it, without the device's columns (all 0 there)."""
+    device = bool(r.kernel_count.max(initial=0) > 0 or r.comm_ns.max(initial=0) > 0)
+    cols = (("kernels", "compute ms", "step ms", "comm kernels ms", "wait in comm kernels ms", "transfer ms") if device
+            else (f"{CPU_PART_WORDS['host']} ms", "step ms"))
+    t = table("ranks (per average step)", "rank", *cols, "more work in")
     for i, rank in enumerate(r.ranks):  # per rank
         reasons = ", ".join(LABELS.get(m, m) for m in r.slow_reasons.get(rank, []))
         style = "bold red" if rank in r.slow_reasons else ""
-        t.add_row(str(rank), f"{r.kernel_count[i]:,.0f}", ms(r.compute_ns[i]), ms(r.step_ns[i]), ms(r.comm_ns[i]),
-                  ms(r.wait_ns[i]), ms(r.transfer_ns[i]), reasons, style=style)
+        cells = ((f"{r.kernel_count[i]:,.0f}", ms(r.compute_ns[i]), ms(r.step_ns[i]), ms(r.comm_ns[i]),
+                  ms(r.wait_ns[i]), ms(r.transfer_ns[i])) if device
+                 else (ms(r.host_ns[i]) if i < len(r.host_ns) else "-", ms(r.step_ns[i])))
+        t.add_row(str(rank), *cells, reasons, style=style)
     console.print(t)
     more = "none"
     if r.slow_ranks:
@@ -75,7 +84,8 @@ def render_cluster(r: ClusterResult, console: Console, top: int) -> None:
             f"rank {rank}: " + ", ".join(f"{LABELS.get(k, k)} +{v:.0f} %" for k, v in r.excess_pct[rank].items()
                                          if v > 0)
             for rank in r.slow_ranks) + " vs the median)"
-    console.print(f"  ranks with more work (kernels, compute, step time): {more}; "
+    metrics = "kernels, compute, step time" if device else "step time"
+    console.print(f"  ranks with more work ({metrics}): {more}; "
                   f"{imbalance_text(pct(r.imbalance_pct), r.imbalance_of)}")
 
 

@@ -1,5 +1,6 @@
 """Terminal view of the what-if remedies: each standard remedy's predicted mean step; a remedy with
-nothing in the trace to change (no DataLoader call, no optimizer step) is named, not tabled."""
+nothing in the trace to change (no DataLoader call, no optimizer step) is named, not tabled; one that
+cannot act on the rank at all (a change to a device's work, on a CPU-only rank) is not named."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from stepscope.report.views._deep import ms, table
 
 
 def render_remedies(r: Remedies, console: Console, top: int) -> None:
-    shown = [i for i in range(len(r.name)) if not r.applies or r.applies[i]]
-    idle = ", ".join(n for i, n in enumerate(r.name) if i not in shown)
+    # a remedy that cannot act on the rank (a device's alone, on a CPU-only rank) is named nowhere
+    shown = [i for i in range(len(r.name)) if r.shown(i) and (not r.applies or r.applies[i])]
+    idle = ", ".join(n for i, n in enumerate(r.name) if i not in shown and r.shown(i))
     if not shown:
         console.print(f"[bold]rank {r.rank}: what-if[/bold]: no standard remedy has anything to change in this "
                       f"trace ({idle})")

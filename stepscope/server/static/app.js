@@ -26,6 +26,9 @@ const VIEWS = [
   ["distributed", "Distributed", distributedView], ["graphs", "Graphs", graphsView],
   ["timeline", "Timeline", timelineView], ["whatif", "What-if", whatifView], ["roofline", "Roofline", rooflineView],
 ];
+// the views of a device's work: not offered on a run without a device (a CPU-only run: `cpu_only`, from its ranks'
+// `platform`), as the terminal leaves them out there
+const DEVICE_VIEWS = new Set(["kernels", "graphs", "roofline"]);
 // the views of an allocator snapshot run (kind "snapshot")
 const SNAPSHOT_VIEWS = [["snapshot", "Memory snapshot", snapshotView]];
 
@@ -81,6 +84,7 @@ function navLinks(route, run, rank) {
   if (route.page === "run" && run) {
     const views = run.kind === "snapshot" ? SNAPSHOT_VIEWS : carriesSnapshot() ? [...VIEWS, ...SNAPSHOT_VIEWS] : VIEWS;
     for (const [key, label] of views) {
+      if (run.cpu_only && DEVICE_VIEWS.has(key) && key !== route.view) continue;
       nav.append(el("a", {href: href(run.id, key, rank, route.stepMs), "data-view": key, class: key === route.view ? "on" : null}, label));
     }
   }

@@ -52,6 +52,7 @@ function summary() {
   const job = verdict && (verdict.rank === null || verdict.rank === undefined) ? verdict : null;
   return {id: REPORT_ID, label: embedded.title || doc.source || "report", kind: "report", state: "ready",
     ranks: (doc.ranks || []).map((r) => r.rank), device: first.device ? first.device.name : null,
+    cpu_only: (doc.ranks || []).length > 0 && doc.ranks.every((r) => String(r.platform || "").split("+")[0] === "cpu"),
     avg_step_ms: job ? job.avg_step_ms : first.overview ? first.overview.avg_step_ms : null, findings: (doc.findings || []).length,
     verdict: verdict ? verdict.text : null};
 }

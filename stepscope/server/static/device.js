@@ -23,8 +23,8 @@ function graphsCard(g) {
   return card("graphs", "Graph replays", head, el("h3", null, "Launches"), launches, el("h3", null, "Ops at capture"), capture);
 }
 
-// a CPU-only rank (no device time): Inductor's kernels are C++ run inside the host's ops
-const NO_DEVICE_COMPILED = "No device time: Inductor's CPU kernels run inside the host's ops (see the operators view).";
+// a CPU-only rank (no device time): Inductor's code is C++ run inside the host's ops (report/verdict_texts.py)
+const NO_DEVICE_COMPILED = "No device time: the code Inductor generates for the CPU runs inside the host's ops (see the operators view).";
 
 // Dynamo's cache lookups and compiled regions a step: the document's sentence (report/verdict_texts)
 function framesNote(c) {
@@ -32,7 +32,7 @@ function framesNote(c) {
 }
 
 function compiledCard(c) {
-  if (!c.device_ms) return card("compiled", "Compiled kernels", NO_DEVICE_COMPILED, framesNote(c));
+  if (!c.device_ms) return card("compiled", "torch.compile", NO_DEVICE_COMPILED, framesNote(c));
   const head = `${n(c.triton_kernels)} Triton kernels, ${ms3(c.triton_ms)} (${fmtPct(c.triton_pct)} of device time); `
     + `${fmtPct(c.in_graphs_pct)} of device time inside compiled graphs.`;
   const graphs = dataTable(c.graphs || [], [{key: "name", label: "compiled graph"}, {key: "calls", label: "calls", num: true, fmt: n},

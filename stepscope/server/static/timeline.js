@@ -16,6 +16,7 @@ import {DetailsPanel} from "./tl_panel.js";
 const LEGEND = [["cpu_op", "CPU op"], ["python_function", "Python"], ["user_annotation", "annotation"],
   ["runtime", "runtime API"], ["dataloader", "DataLoader"], ["kernel", "kernel"], ["communication", "communication"],
   ["memcpy", "memcpy"], ["memset", "memset"]].map(([k, label]) => [k, label, kindColor(k)]);
+const DEVICE_KINDS = new Set(["runtime", "kernel", "memcpy", "memset"]);
 const HINT = "wheel: zoom · drag: pan · click: details & flows · click a label: collapse";
 const LAST_NS = (1n << 62n) - 1n;  // "before the end": the last page of matches
 let allRanks = false;  // the "all ranks" choice survives switching views
@@ -56,8 +57,11 @@ export async function timelineView(ctx) {
     ? "This report carries every event of this rank, with its details: search finds any of them."
     : `This report carries ${stepText}the whole rank aggregated; other windows show the nearest of these, and search finds `
       + `events in what it carries (${SERVE_HINT} for the rest).`) : null;
-  section = card("timeline", heading(), "CPU threads and GPU streams; aggregated when zoomed out, exact events when zoomed in.",
-    note, ui.bar(toggle), legend(LEGEND), host, ui.panel.node);
+  // a CPU-only run: its threads alone, and no device kinds in the legend
+  const cpu = Boolean(ctx.run?.cpu_only);
+  section = card("timeline", heading(), `${cpu ? "CPU threads" : "CPU threads and GPU streams"}; aggregated when zoomed out, `
+    + "exact events when zoomed in.", note, ui.bar(toggle), legend(cpu ? LEGEND.filter(([k]) => !DEVICE_KINDS.has(k)) : LEGEND),
+  host, ui.panel.node);
   return [section];
 }
 

@@ -133,6 +133,20 @@ export const BREAKDOWN = [
   ["dataloader", "DataLoader", "#eeca3b"], ["cpu_exec", "CPU Exec", "#b279a2"], ["other", "Other", "#bab0ac"],
 ];
 
+// the categories of a device's work: none on a rank without a device (a CPU-only run, its `platform` "cpu"),
+// whose views leave them out as the terminal's step breakdown does
+const DEVICE_CATEGORIES = new Set(["kernel", "memcpy", "memset", "runtime"]);
+
+/** A rank object of the document that ran on no device (its `platform`, report/json_out.py). */
+export function cpuRank(r) {
+  return String(r?.platform || "").split("+")[0] === "cpu";
+}
+
+/** The step breakdown's categories a rank shows: without the device's on a CPU-only rank. */
+export function breakdownOf(r) {
+  return cpuRank(r) ? BREAKDOWN.filter(([k]) => !DEVICE_CATEGORIES.has(k)) : BREAKDOWN;
+}
+
 export const KIND_COLORS = {
   kernel: "#4c78a8", memcpy: "#f58518", memset: "#e45756", communication: "#72b7b2", runtime: "#54a24b",
   driver: "#54a24b", cpu_op: "#b279a2", user_annotation: "#c9b8a6", gpu_user_annotation: "#d8cfc4",

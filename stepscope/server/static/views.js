@@ -1,6 +1,6 @@
 // The per-run views drawn from a rank's §12 document: overview, step breakdown, kernels, operators.
 
-import {el, card, empty, fmtMs, fmtPct, fmtNum, isNum, BREAKDOWN} from "./util.js";
+import {el, card, empty, fmtMs, fmtPct, fmtNum, isNum, BREAKDOWN, breakdownOf, cpuRank} from "./util.js";
 import {stackedColumns, legend} from "./charts.js";
 import {dataTable} from "./tables.js";
 import {stepControl} from "./stepms.js";
@@ -118,7 +118,8 @@ export function overviewView(ctx) {
       stat("steps / s", isNum(ov.steps_per_s) ? ov.steps_per_s.toFixed(2) : "–")) : empty(r.skipped?.overview || "no overview for this rank"));
   hero.classList.add("hero");
   const parts = [hero];
-  if (ov) parts.push(card("avg-step-card", "Average step", "Where the average step's wall time goes (priority: Kernel > Memcpy > Memset > Communication > Runtime > DataLoader > CPU Exec > Other).", avgBreakdown(ov)));
+  const priority = breakdownOf(r).map(([, label]) => label).join(" > ");
+  if (ov) parts.push(card("avg-step-card", "Average step", `Where the average step's wall time goes (priority: ${priority}).`, avgBreakdown(ov)));
   parts.push(card("findings", `Findings (${found.length})`, "What shortens the bound first, then by estimated time saved per step.",
     found.length ? el("ol", {class: "findings"}, found.map((f) => findingCard(f, ctx.runId, rank, ctx.stepMs))) : el("p", {class: "empty ok", id: "no-findings"}, "No findings: nothing stands out.")));
   parts.push(deepCard(r, dev));
@@ -163,12 +164,13 @@ function rankText(rank, count) {
 function deepCard(r, dev) {
   const idle = r.idle, sync = r.sync, launch = r.launch, cp = r.critical_path;
   const stats = [];
-  if (cp && cp.bound_by) stats.push(stat("critical path bound by", String(cp.bound_by).replace(/_/g, " "), {class: "stat textual"}));
+  // the bound in the words the verdict uses ("the model's CPU work" on a CPU-only rank: report/verdict_texts.py part_words)
+  if (cp && cp.bound_by) stats.push(stat("critical path bound by", String(cp.bound_text || cp.bound_by).replace(/_/g, " "), {class: "stat textual"}));
   if (idle) {
     stats.push(stat(said("GPU idle / step", dev), fmtMs(idle.idle_ms)), stat("idle: host wait", fmtMs(idle.host_wait_ms)),
       stat("idle: kernel wait", fmtMs(idle.kernel_wait_ms)), stat("idle: other gaps", fmtMs(idle.other_ms)));
   }
-  if (sync) stats.push(stat("sync calls / step", isNum(sync.sync_calls_per_step) ? sync.sync_calls_per_step.toFixed(1) : "–"));
+  if (sync && !cpuRank(r)) stats.push(stat("sync calls / step", isNum(sync.sync_calls_per_step) ? sync.sync_calls_per_step.toFixed(1) : "–"));
   if (launch) stats.push(stat("short kernels", fmtPct(launch.short_kernel_pct)));
   if (!stats.length) return null;
   return card("deep", "Deep analyses", "Per average step; the findings above say what to change.", el("div", {class: "stats"}, stats));
@@ -186,12 +188,13 @@ export function stepsView(ctx) {
   const steps = r.steps || [];
   if (!steps.length) return [card("breakdown", "Step time breakdown", null, empty(r.skipped?.breakdown || "no steps"))];
   const cols = steps.map((s) => ({label: String(s.step), values: s.breakdown_ms || {}}));
-  const chart = stackedColumns("step-chart", cols, BREAKDOWN, {xTitle: "ProfilerStep"});
+  const cats = breakdownOf(r);  // a CPU-only rank: no device categories (all 0 there)
+  const chart = stackedColumns("step-chart", cols, cats, {xTitle: "ProfilerStep"});
   const rows = steps.map((s) => ({step: String(s.step), total_ms: s.total_ms, ...s.breakdown_ms}));
   const columns = [{key: "step", label: "step"}, {key: "total_ms", label: "total", num: true, fmt: fmtMs},
-    ...BREAKDOWN.map(([k, label]) => ({key: k, label, num: true, fmt: fmtMs}))];
+    ...cats.map(([k, label]) => ({key: k, label, num: true, fmt: fmtMs}))];
   return [card("breakdown", "Step time breakdown", "Each step's wall time split by priority; the parts sum to the step.",
-    legend(BREAKDOWN), chart), card("steps-table", "Steps", null, dataTable(rows, columns, {id: "steps-data", sortKey: "step", desc: false, filterKey: "step", limit: 100}))];
+    legend(cats), chart), card("steps-table", "Steps", null, dataTable(rows, columns, {id: "steps-data", sortKey: "step", desc: false, filterKey: "step", limit: 100}))];
 }
 
 export function kernelsView(ctx) {

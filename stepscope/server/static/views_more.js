@@ -98,7 +98,8 @@ export async function distributedView(ctx) {
     const columns = [{key: "rank", label: "rank", num: true, fmt: (v) => String(v)}, {key: "step_ms", label: "step", num: true, fmt: fmtMs},
       ...keys.map(([k, label]) => ({key: k, label: k === "communication" ? "communication (in collectives)" : label, num: true, fmt: fmtMs}))];
     out.push(card("distributed", "Per-rank split of the average step — collectives on the host",
-      `No communication kernel: this job's collectives run on the host${cpuOnly ? " (gloo on the CPU)" : ""}, so its communication is `
+      `${cpuOnly ? "This job's collectives run on the host (gloo on the CPU)" : "No communication kernel: this job's collectives "
+        + "run on the host"}, so its communication is `
       + "the time a rank spends inside them, waiting for the others included. Each rank's average step split as its Overview "
       + "splits it (ms per step).", legend(keys), stackedColumns("rank-host-chart", cols, keys, {colName: "rank", xTitle: "rank"}),
       dataTable(rows, columns, {id: "rank-host-table", sortKey: "rank", desc: false, limit: 100})));
@@ -109,17 +110,23 @@ export async function distributedView(ctx) {
     const slow = new Set(cluster.slow_ranks || []);
     const rows = cluster.ranks.map((r) => ({...r, slow: slow.has(r.rank) ? "slow" : ""}));
     const kernels = cluster.ranks.some((r) => (r.kernel_count || 0) > 0);
-    const columns = [{key: "rank", label: "rank", num: true, fmt: (v) => String(v)}, {key: "step_ms", label: "step", num: true, fmt: fmtMs},
+    // a CPU-only job: its ranks compared on their host work, named as their verdicts and critical paths name it
+    const hostWords = ranks.find((r) => r.critical_path?.part_words)?.critical_path.part_words.host || "host work";
+    const host = !kernels && cpuOnly && cluster.ranks.some((r) => isNum(r.host_ms));
+    const columns = [{key: "rank", label: "rank", num: true, fmt: (v) => String(v)},
+      ...(host ? [{key: "host_ms", label: hostWords, num: true, fmt: fmtMs}] : []), {key: "step_ms", label: "step", num: true, fmt: fmtMs},
       ...(kernels ? [{key: "compute_ms", label: "compute", num: true, fmt: fmtMs}, {key: "comm_ms", label: "comm kernels", num: true, fmt: fmtMs},
         {key: "wait_ms", label: "wait in comm kernels", num: true, fmt: fmtMs}, {key: "transfer_ms", label: "transfer", num: true, fmt: fmtMs},
         {key: "kernel_count", label: "kernels", num: true, fmt: (v) => fmtNum(v)}] : []), {key: "slow", label: "more work"}];
     // the imbalance figure as what it measures, never "balanced": ranks that wait for a late one have equal steps
-    const of = {step: "step time", host: "host work (its waits in collectives aside)"}[cluster.imbalance_of]
+    const of = cluster.imbalance_words || {step: "step time", host: "host work (its waits in collectives aside)"}[cluster.imbalance_of]
       || "compute time (kernels)";
     const head = `Per average step. Load imbalance of ${of} across ranks ${fmtPct(cluster.imbalance_pct)} (the busiest rank over the mean); `
-      + `ranks with more work (kernels, compute, step): ${(cluster.slow_ranks || []).join(", ") || "none"}; who arrives late at the collectives: below.`;
-    const sub = kernels ? head : `${head} No rank runs kernels, so the kernel columns (compute, communication kernels, their wait and `
-      + `transfer) are left out; step times even out when the early ranks wait in the collectives.`;
+      + `ranks with more work (${kernels ? "kernels, compute, step" : "step"}): ${(cluster.slow_ranks || []).join(", ") || "none"}; `
+      + "who arrives late at the collectives: below.";
+    const sub = kernels ? head : cpuOnly ? `${head} No rank ran on a device: the ranks are compared on ${of} and their steps; step `
+      + "times even out when the early ranks wait in the collectives." : `${head} No rank runs kernels, so the kernel columns (compute, `
+      + "communication kernels, their wait and transfer) are left out; step times even out when the early ranks wait in the collectives.";
     out.push(card("cluster", "Ranks", sub, dataTable(rows, columns, {id: "cluster-table", sortKey: "rank", desc: false, filterKey: "slow", limit: 100})));
   }
   if (arr && arr.ranks) out.push(...arrivalsCards(arr, onHost, cpuOnly));

@@ -15,13 +15,31 @@ import {stepControl} from "./stepms.js";
 const PARTS = [["compute", "GPU compute", "#4c78a8"], ["communication", "communication", "#72b7b2"],
   ["copy", "memory copies", "#f58518"], ["input", "input pipeline", "#eeca3b"], ["host", "host (CPU, launches)", "#b279a2"]];
 
+/** The parts a prediction shows, in its words (`job.part_words`, report/verdict_texts.py part_words: a CPU-only
+ *  run has no device parts, and its host is "the model's CPU work", as its verdict says); PARTS' elsewhere. */
+function partsOf(job) {
+  const words = job.part_words;
+  return words ? PARTS.filter(([k]) => k in words).map(([k, , color]) => [k, words[k], color]) : PARTS;
+}
+
+/** A bound in the prediction's words ("the model's CPU work" on a CPU-only run). */
+function boundWord(job, bound) {
+  return (job.part_words || {})[bound] || bound;
+}
+
+/** A run none of whose ranks ran on a device (a CPU-only run): its critical path has no device part. */
+export function cpuOnly(doc) {
+  const ranks = doc?.ranks || [];
+  return ranks.length > 0 && ranks.every((r) => r.critical_path?.part_words && !("compute" in r.critical_path.part_words));
+}
+
 const FIELDS = [
   {name: "workers", label: "DataLoader workers", type: "workers", attrs: {placeholder: "e.g. 8, or 2:4"},
     hint: "N workers prepare batches while the step runs; where the loader already has workers, FROM:TO (the num_workers it ran with and after)"},
-  {name: "drop_syncs", label: "Drop syncs (regex)", type: "text", attrs: {placeholder: "e.g. item, or . for all"},
+  {name: "drop_syncs", device: true, label: "Drop syncs (regex)", type: "text", attrs: {placeholder: "e.g. item, or . for all"},
     hint: "blocking calls whose name or op matches no longer block"},
-  {name: "pin_copies", label: "Pinned copies", type: "checkbox", hint: "pageable copies pinned: half their time, non-blocking"},
-  {name: "host_overhead", label: "Host overhead ×", type: "number", attrs: {min: 0, max: 1000, step: "any", placeholder: "0 = CUDA graphs"},
+  {name: "pin_copies", device: true, label: "Pinned copies", type: "checkbox", hint: "pageable copies pinned: half their time, non-blocking"},
+  {name: "host_overhead", device: true, label: "Host overhead ×", type: "number", attrs: {min: 0, max: 1000, step: "any", placeholder: "0 = CUDA graphs"},
     hint: "launch calls and host work between them take F × their time"},
   {name: "host_in", label: "Host work in ops (REGEX=F)", type: "lines", attrs: {placeholder: "^Optimizer.step=0.5"},
     hint: "one per line: host work inside matching ops × F (a fused optimizer)"},
@@ -29,31 +47,31 @@ const FIELDS = [
     hint: "the optimizer step's host work and its kernels take 1/3 of their time (foreach / fused=True)"},
   {name: "no_compile", label: "No compiling in steps", type: "checkbox",
     hint: "torch.compile compiles once, before the steps: no recompiles (the host's compile time removed)"},
-  {name: "batch_copies", label: "Batch small copies", type: "checkbox",
+  {name: "batch_copies", device: true, label: "Batch small copies", type: "checkbox",
     hint: "the small host-device copies made as one: the ops issuing them take no host time"},
-  {name: "amp", label: "Mixed precision", type: "checkbox",
+  {name: "amp", device: true, label: "Mixed precision", type: "checkbox",
     hint: "the eligible ops' kernels without Tensor Cores run faster by the device's half-precision peak over its FP32 one"},
-  {name: "bf16", label: "bf16 over TF32", type: "checkbox",
+  {name: "bf16", device: true, label: "bf16 over TF32", type: "checkbox",
     hint: "the TF32 Tensor-Core kernels run faster by the device's bf16 peak over its TF32 one (bf16 autocast)"},
-  {name: "fill_sms", label: "Fill the SMs", type: "checkbox",
+  {name: "fill_sms", device: true, label: "Fill the SMs", type: "checkbox",
     hint: "under-filled grids (kernels of ≥ 10 µs with fewer blocks than ¾ of the SMs) recover half the SM time they leave idle"},
-  {name: "pad_gemms", label: "Pad GEMM dims", type: "checkbox",
+  {name: "pad_gemms", device: true, label: "Pad GEMM dims", type: "checkbox",
     hint: "fp16 / bf16 GEMMs with N or K not a multiple of 8 padded: their kernels take half their time"},
-  {name: "fuse_elementwise", label: "Fuse elementwise", type: "checkbox",
+  {name: "fuse_elementwise", device: true, label: "Fuse elementwise", type: "checkbox",
     hint: "each run of unfused elementwise kernels fused into one pass, its longest kernel's time (torch.compile)"},
-  {name: "fused_attention", label: "Fused attention", type: "checkbox",
+  {name: "fused_attention", device: true, label: "Fused attention", type: "checkbox",
     hint: "SDPA's math-backend kernels replaced by a fused kernel: the attention's FLOPs at the device's peak"},
-  {name: "set_to_none", label: "zero_grad to None", type: "checkbox",
+  {name: "set_to_none", device: true, label: "zero_grad to None", type: "checkbox",
     hint: "zero_grad(set_to_none=True): the zeroing kernels and the host's work in Optimizer.zero_grad take no time"},
-  {name: "no_launch_blocking", label: "No launch blocking", type: "checkbox",
+  {name: "no_launch_blocking", device: true, label: "No launch blocking", type: "checkbox",
     hint: "CUDA_LAUNCH_BLOCKING unset: launch calls that waited for their kernel take 5 µs"},
-  {name: "move_host_work", label: "Move host work", type: "checkbox",
+  {name: "move_host_work", device: true, label: "Move host work", type: "checkbox",
     hint: "the step's top-level ops that launch nothing and idle the GPU ≥ 5 % of the step moved off it"},
-  {name: "no_algo_search", label: "No algorithm search", type: "checkbox",
+  {name: "no_algo_search", device: true, label: "No algorithm search", type: "checkbox",
     hint: "static shapes: the convolution calls that tried many cuDNN algorithms run one (1 / count of their kernels' time)"},
   {name: "move_loop_code", label: "Move loop code", type: "checkbox",
     hint: "the host's time outside every recorded op (the loop's Python, I/O, garbage collection) moved off the step"},
-  {name: "scale", label: "Scale kernels (REGEX=F)", type: "lines", attrs: {placeholder: "gemm|conv=0.5"},
+  {name: "scale", device: true, label: "Scale kernels (REGEX=F)", type: "lines", attrs: {placeholder: "gemm|conv=0.5"},
     hint: "one per line: matching kernels and copies take F × their time (AMP, Tensor Cores)"},
   {name: "overlap_comm", label: "Overlap communication", type: "checkbox", hint: "communication hidden under compute (an upper bound)"},
   {name: "batch", label: "Larger batch (FROM:TO)", type: "text", attrs: {placeholder: "e.g. 32:64"},
@@ -68,8 +86,10 @@ const FIELDS = [
 /** The route's `remedy` of the straggler-rank finding's link: the route's rank fixed. */
 const FIX_RANK = "fix-rank";
 
-function fieldsOf(multiRank) {
-  return FIELDS.filter((f) => multiRank || !f.multiRank);
+/** The form's fields: "fix a slow rank" on a multi-rank run only; on a CPU-only run none that changes a device's
+ *  work alone (`device`: the changes `stepscope whatif` refuses there, analysis/whatif/transforms.py device_part). */
+function fieldsOf(multiRank, device = true) {
+  return FIELDS.filter((f) => (multiRank || !f.multiRank) && (device || !f.device));
 }
 
 function stat(label, value, attrs = {}) {
@@ -255,9 +275,9 @@ function replayButton(attrs, onClick) {
   standalone ? "show" : "replay");
 }
 
-function shareBar(id, shares) {
+function shareBar(id, shares, parts = PARTS) {
   const bar = el("div", {class: "hstack", id});
-  for (const [k, label, color] of PARTS) {
+  for (const [k, label, color] of parts) {
     const v = shares[k];
     if (!isNum(v) || v <= 0) continue;
     const seg = el("span", {class: "hseg", "data-cat": k, "data-value": v, title: `${label}: ${fmtPct(v)}`});
@@ -278,14 +298,15 @@ function sharesTitle(job) {
 
 function sharesBlock(job) {
   const before = job.critical_path_pct_before || {}, after = job.critical_path_pct_after || {};
-  const rows = PARTS.filter(([k]) => (before[k] || 0) > 0 || (after[k] || 0) > 0).map(([k, label, color]) => {
+  const parts = partsOf(job);
+  const rows = parts.filter(([k]) => (before[k] || 0) > 0 || (after[k] || 0) > 0).map(([k, label, color]) => {
     const sw = el("i", {class: "sw"});
     sw.style.background = color;
     return el("tr", {"data-part": k}, el("td", null, sw, label), el("td", {class: "num"}, fmtPct(before[k])), el("td", {class: "num"}, fmtPct(after[k])));
   });
   return el("div", {class: "wi-shares"}, el("h3", null, sharesTitle(job)),
-    el("div", {class: "wi-barrow"}, el("span", {class: "k"}, "before"), shareBar("whatif-shares-before", before)),
-    el("div", {class: "wi-barrow"}, el("span", {class: "k"}, "after"), shareBar("whatif-shares-after", after)),
+    el("div", {class: "wi-barrow"}, el("span", {class: "k"}, "before"), shareBar("whatif-shares-before", before, parts)),
+    el("div", {class: "wi-barrow"}, el("span", {class: "k"}, "after"), shareBar("whatif-shares-after", after, parts)),
     el("table", {class: "data compact", id: "whatif-shares"}, el("thead", null, el("tr", null, el("th", null, "part"),
       el("th", {class: "num"}, "before"), el("th", {class: "num"}, "after"))), el("tbody", null, rows)));
 }
@@ -300,10 +321,10 @@ function stepsTable(res) {
 
 /** "host", or on a job "host (rank 7, the rank the others wait for)" (report/whatif_view.py bound_text). */
 function boundText(job, when) {
-  const rank = job[`bound_rank_${when}`];
-  if (rank === null || rank === undefined) return job[`bound_${when}`];
+  const rank = job[`bound_rank_${when}`], bound = boundWord(job, job[`bound_${when}`]);
+  if (rank === null || rank === undefined) return bound;
   const why = job[`paced_by_${when}`] !== null && job[`paced_by_${when}`] !== undefined ? "the rank the others wait for" : "the slowest";
-  return `${job[`bound_${when}`]} (rank ${rank}, ${why})`;
+  return `${bound} (rank ${rank}, ${why})`;
 }
 
 /** The prediction: headline numbers, the verdict before → after, the changes, shares, the steps. */
@@ -322,7 +343,7 @@ export function resultNodes(res) {
         ? [stat(`samples/s (×${job.samples_per_step_factor} samples a step)`,
           `${job.throughput_change_pct >= 0 ? "+" : ""}${fmtPct(job.throughput_change_pct)}`,
           {id: "whatif-throughput", "data-value": job.throughput_change_pct})] : []),
-      stat("bound by", `${job.bound_before} → ${job.bound_after}`, {id: "whatif-bound", class: "stat textual",
+      stat("bound by", `${boundWord(job, job.bound_before)} → ${boundWord(job, job.bound_after)}`, {id: "whatif-bound", class: "stat textual",
         "data-before": job.bound_before, "data-after": job.bound_after})),
     el("h3", null, "Changes replayed together"),
     el("ul", {class: "story", id: "whatif-changes"}, res.changes.map((c) => el("li", null, c))),
@@ -332,8 +353,8 @@ export function resultNodes(res) {
   if (res.ranks.length > 1) {
     out.push(el("h3", null, "Per rank"), el("table", {class: "data compact", id: "whatif-ranks"},
       el("thead", null, el("tr", null, ["rank", "bound before", "bound after"].map((h) => el("th", null, h)))),
-      el("tbody", null, res.ranks.map((r) => el("tr", null, el("td", null, String(r.rank)), el("td", null, r.bound_before ?? "–"),
-        el("td", null, r.bound_after ?? "–"))))));
+      el("tbody", null, res.ranks.map((r) => el("tr", null, el("td", null, String(r.rank)), el("td", null, r.bound_before ? boundWord(job, r.bound_before) : "–"),
+        el("td", null, r.bound_after ? boundWord(job, r.bound_after) : "–"))))));
   }
   return out;
 }
@@ -362,7 +383,7 @@ export function whatifView(ctx) {
   const go = el("button", {type: "submit", class: "primary", id: "whatif-go"}, "Predict");
   const hints = remedyHints(ctx.doc);
   const form = el("form", {id: "whatif-form", class: "wi-form", novalidate: true, on: {submit: (e) => { e.preventDefault(); predict(ctx, form, output, go); }}},
-    el("div", {class: "wi-grid"}, fieldsOf(multiRank).map((f) => field(f, hints))),
+    el("div", {class: "wi-grid"}, fieldsOf(multiRank, !cpuOnly(ctx.doc)).map((f) => field(f, hints))),
     el("div", {class: "wi-actions"}, go, el("button", {type: "button", id: "whatif-clear", on: {click: () => form.reset()}}, "Clear")));
   // served: a row's button replays its options; standalone: it shows what the report carries for it
   const replay = (row, measured, what, job) => {

@@ -37,7 +37,7 @@ def test_one_entry_per_analysis_whose_result_class_is_what_its_function_returns(
 
 def test_the_json_document_and_the_terminal_have_a_place_for_every_analysis() -> None:
     rank_keys = {k for a in RANK_ANALYSES for k in a.json_keys}
-    assert rank_keys | {"device"} == set(RANK_SECTIONS)
+    assert rank_keys | {"device", "platform"} == set(RANK_SECTIONS)
     assert {k for c in CLUSTER_ANALYSES for k in c.json_keys} <= set(CLUSTER_SECTIONS)
     assert [a.name for a in RANK_ANALYSES] == list(RENDERERS)
     assert [c.name for c in CLUSTER_ANALYSES] == list(CLUSTER_RENDERERS)

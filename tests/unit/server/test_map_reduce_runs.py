@@ -57,10 +57,13 @@ def test_precomputed_answers_are_byte_identical(pair: tuple[TestClient, TestClie
 def test_runs_list_whatif_and_diff_are_byte_identical(pair: tuple[TestClient, TestClient, RunStore, dict[str, str]]
                                                       ) -> None:
     cw, cm, lazy, ids = pair
-    for body in ({"workers": 2, "overlap_comm": True}, {"scale": ["gemm|conv=0.5"], "host_overhead": 0.5}):
+    for body in ({"workers": 2, "overlap_comm": True}, {"host_in": ["^Optimizer=0.5"], "fused_optimizer": True}):
         a, b = _post(cw, ids[DDP], body), _post(cm, ids[DDP], body)
         assert a.status_code == b.status_code == 200 and a.content == b.content
         assert [r["rank"] for r in b.json()["ranks"]] == [0, 1]
+    # a change to a GPU's work alone, asked of the CPU-only job: refused alike, in one line, by both paths
+    a, b = (_post(c, ids[DDP], {"scale": ["gemm|conv=0.5"], "host_overhead": 0.5}) for c in (cw, cm))
+    assert a.status_code == b.status_code == 422 and a.content == b.content and b"ran on the CPU alone" in a.content
     for base, new in ((DDP, H100), (H100, DDP), (DDP, DDP)):
         url = f"/api/v1/diff?base={ids[base]}&new={ids[new]}"
         a, b = cw.get(url), cm.get(url)

@@ -14,6 +14,7 @@ from stepscope.analysis.profiler_cost import measured_cost_us
 from stepscope.analysis.whatif.options import (
     REMEDY_FLAGS,
     check_ranks,
+    refuse_calibrated_cost_without_device,
     refuse_without_device,
     remedy_flags_of,
     transforms_of,
@@ -101,7 +102,8 @@ OWN_COST = -1.0
 @click.option("--unprofiled", "unprofiled_us", type=float, is_flag=False, flag_value=OWN_COST, default=None,
               metavar="[US]", help="Without the profiler's own cost: each op it recorded costs US µs less (default: "
                                    "the cost this trace's step log or --step-ms measures, else 8, measured on CUDA "
-                                   "traces); the other changes then apply to that step.")
+                                   "traces — refused on a CPU-only run: give --step-ms); the other changes then "
+                                   "apply to that step.")
 @click.option("--json", "as_json", is_flag=True, help="Print the prediction as JSON.")
 @trace_options
 def command(path: str | None, workers: str | None, host_overhead: float | None, host_in: tuple[str, ...],
@@ -118,10 +120,13 @@ def command(path: str | None, workers: str | None, host_overhead: float | None, 
     own = unprofiled_us == OWN_COST
     changes = changes_with(EVENT_COST_NS / 1e3 if own else unprofiled_us)  # bad options fail before the load
     trace = load_trace(path, no_cache, span, ranks)
-    if own and (measured_us := measured_cost_us(trace)) is not None:
+    measured_us = measured_cost_us(trace) if own else None
+    if measured_us is not None:
         changes = changes_with(measured_us)
     check_ranks(fix_ranks, trace.rank_ids)
-    refuse_without_device(changes, any(has_device(trace, r) for r in (ranks or trace.rank_ids)))
+    device = any(has_device(trace, r) for r in (ranks or trace.rank_ids))
+    refuse_calibrated_cost_without_device(own, measured_us, device, EVENT_COST_NS / 1e3)
+    refuse_without_device(changes, device)
     try:
         result = simulate(trace, changes)
     except NotApplicable as exc:

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from stepscope.analysis.bundle import analyze
+from stepscope.analysis.whatif.options import refuse_calibrated_cost_without_device
 from stepscope.analysis.whatif.unprofiled import EVENT_COST_NS
 from stepscope.ingest.step_records import with_given_step
 from stepscope.server.ranks import WholeRun
@@ -62,10 +63,13 @@ def _answered(base: RunResults, doc: dict[str, Any], sections: dict[int, bytes],
 def own_cost_us(res: RunResults) -> float:
     """The profiler's cost per recorded op (µs) the run's ranks measured — from a step log or the given
     step, the median over the ranks that have one (``analysis.profiler_cost.measured_cost_us``, read from
-    their ``profiler_cost`` sections) —, else the calibrated cost."""
+    their ``profiler_cost`` sections) —, else the calibrated cost; a usage error on a CPU-only run that
+    measured none (the calibrated cost is a CUDA host's)."""
     costs = []
     for rank in res.ranks:
         section = json.loads(zlib.decompress(res.sections[rank])).get("profiler_cost") or {}
         if section.get("cost_source") in MEASURED_SOURCES:
             costs.append(float(section["event_cost_us"]))
-    return float(np.median(costs)) if costs else EVENT_COST_NS / 1e3
+    measured = float(np.median(costs)) if costs else None
+    refuse_calibrated_cost_without_device(True, measured, not res.summary.get("cpu_only", False), EVENT_COST_NS / 1e3)
+    return measured if measured is not None else EVENT_COST_NS / 1e3

@@ -74,6 +74,17 @@ def test_bad_changes_are_usage_errors(capsys: pytest.CaptureFixture[str], argv: 
     assert message in err and len(err.strip().splitlines()) == 1
 
 
+def test_the_calibrated_cost_is_refused_on_a_cpu_only_run(capsys: pytest.CaptureFixture[str]) -> None:
+    """--unprofiled without a value on a CPU-only run that measured no cost: the 8 µs calibrated on CUDA hosts
+    exceeds most CPU ops' own time (small CPU steps replayed to 0.00 ms; the embedded sample's 82.45 ms step lost
+    8.00 ms to it): one line, naming --step-ms."""
+    rc, out, err = _main(["whatif", "--unprofiled", "--no-cache"], capsys)
+    assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "this CPU-only run measured none" in err and "--step-ms MS" in err
+    rc, out, _ = _main(["whatif", "--unprofiled", "0.5", "--json", "--no-cache"], capsys)  # a cost given: replayed
+    assert rc == 0 and json.loads(out)["job"]["predicted_mean_ms"] > 0
+
+
 def test_workers_on_a_cpu_only_run_carry_the_cores_caveat(capsys: pytest.CaptureFixture[str]) -> None:
     """A CPU-only trace (the embedded sample): the workers would take the training's own cores."""
     rc, out, _ = _main(["whatif", "--workers", "2", "--json", "--no-cache"], capsys)

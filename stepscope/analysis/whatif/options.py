@@ -197,6 +197,21 @@ def refuse_without_device(transforms: Sequence[tf.Transform], device: bool) -> N
                              "alone (no device): there is nothing for it to act on")
 
 
+#: why ``--unprofiled`` without a value is refused on a CPU-only run that measured no cost of its own
+CPU_COST_UNKNOWN = ("--unprofiled without a value takes the profiler's cost per recorded op the run measured, and "
+                    "this CPU-only run measured none (the calibrated {cost_us:g} µs is a CUDA host's, more than a "
+                    "CPU op's whole time): give the step the program took without the profiler (--step-ms MS) or "
+                    "a cost (--unprofiled US)")
+
+
+def refuse_calibrated_cost_without_device(own_cost: bool, measured_us: float | None, device: bool,
+                                          calibrated_us: float) -> None:
+    """A one-line usage error for the calibrated cost per op asked of a CPU-only run: measured on CUDA hosts
+    (a launch path per op), it exceeds most CPU ops' time and would replay steps to nothing (0.00 ms)."""
+    if own_cost and measured_us is None and not device:
+        raise UsageError(CPU_COST_UNKNOWN.format(cost_us=calibrated_us))
+
+
 def check_ranks(fix_ranks: tuple[int, ...], rank_ids: list[int]) -> None:
     """A usage error when a rank to fix is not in the trace."""
     missing = [r for r in fix_ranks if r not in rank_ids]

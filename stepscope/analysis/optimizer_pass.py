@@ -31,6 +31,22 @@ from stepscope.model.trace import Trace
 #: fused kernels: Adam / AdamW param, grad, exp_avg, exp_avg_sq read, three written; SGD with momentum
 #: param, grad, momentum buffer read, two written; Adagrad param, grad, state_sum read, two written)
 FUSED_ARRAYS = {"Adam": 7, "AdamW": 7, "SGD": 5, "Adagrad": 5}
+#: the torch.optim classes with a multi-tensor (``foreach=True``) implementation; SparseAdam and LBFGS have none
+FOREACH_OPTIMIZERS = frozenset({"Adadelta", "Adagrad", "Adam", "Adamax", "AdamW", "ASGD", "NAdam", "RAdam",
+                                "RMSprop", "Rprop", "SGD"})
+
+
+def multi_tensor_kwargs(optimizer: str) -> str | None:
+    """What to pass a torch.optim class to step its parameters together: ``fused=True`` (where it has a fused
+    kernel) or ``foreach=True``; None for a class with neither (SparseAdam: both keywords are a TypeError). An
+    optimizer the trace does not name ("optimizer") gets the general advice."""
+    if optimizer in FUSED_ARRAYS:
+        return "fused=True) or foreach=True"
+    if optimizer in FOREACH_OPTIMIZERS:
+        return "foreach=True)"
+    return None if optimizer[:1].isupper() else "fused=True) or foreach=True"
+
+
 #: an in-place op on a tensor of at least this many elements times the memory, not the call's overhead
 LARGE_NUMEL = 1 << 15
 

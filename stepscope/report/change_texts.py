@@ -83,8 +83,8 @@ CHANGES: dict[str, str] = {
                      "a step: big temporaries dropped at the end of the step, their pages returned to the system. "
                      "Allocate them once and reuse them (preallocated buffers, out= and in-place ops, writing into "
                      "slices instead of torch.cat / clone).",
-    "fused-optimizer": "Use the multi-tensor optimizer: torch.optim.{optimizer}(..., fused=True) "
-                       "(or foreach=True), and fold weight decay into the step.",
+    "fused-optimizer": "Use the multi-tensor optimizer: torch.optim.{optimizer}(..., {kwargs}, and fold weight "
+                       "decay into the step.",
     "enable-amp": "Run the model under mixed precision: with torch.autocast('cuda', dtype=torch.{dtype}): ... "
                   "(fp16 needs torch.cuda.amp.GradScaler; on Ampere+ bf16 does not).⟨ "
                   "One-line alternative {tf32_where}: torch.backends.cuda.matmul.allow_tf32 = True; "

@@ -51,9 +51,9 @@ CHANGES_BY_PLATFORM: dict[str, dict[str, str]] = {
                          "cudaMalloc per iteration, and split the problem into chunks that fit.",
     },
     "cpu": {  # no device: the model's ops run on the CPU, beside the loading workers
-        "fused-optimizer": "Step the parameters together: torch.optim.{optimizer}(..., fused=True) (one fused pass "
-                           "on the CPU, PyTorch 2.4 or later) or foreach=True — PyTorch steps CPU parameters tensor by "
-                           "tensor by default.",
+        "fused-optimizer": "Step the parameters together: torch.optim.{optimizer}(..., {kwargs} — PyTorch steps CPU "
+                           "parameters tensor by tensor by default; fused=True, where a class offers it, is one pass "
+                           "on the CPU (PyTorch 2.4 or later).",
         "set-num-workers": "Load batches in background workers: DataLoader(..., num_workers={num_workers}, "
                            "persistent_workers=True) — size num_workers to the cores the model's ops leave free "
                            "(they share the CPU: torch.set_num_threads); pre-decode the data set or make each "

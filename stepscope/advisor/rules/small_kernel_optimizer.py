@@ -22,6 +22,7 @@ from stepscope.advisor.context import RuleContext
 from stepscope.advisor.finding import Change, Finding
 from stepscope.advisor.rules._util import ms, per_step, replayed_saving, top_names
 from stepscope.analysis.cpu_optimizer import CpuOptimizer
+from stepscope.analysis.optimizer_pass import multi_tensor_kwargs
 from stepscope.analysis.registry import CPU_OPTIMIZER, FUSION
 
 RULE_ID = "small-kernel-optimizer"
@@ -37,13 +38,16 @@ def detect(ctx: RuleContext) -> list[Finding]:
     opt = ctx.result(FUSION).optimizer
     if opt.verdict != "many-small-kernels" or opt.kernels_per_step < ctx.cfg.optimizer_min_kernels_per_step:
         return []
+    kwargs = multi_tensor_kwargs(opt.name)
+    if kwargs is None:  # SparseAdam, LBFGS: no multi-tensor step to switch to
+        return []
     n = max(opt.step_count, 1)
     time_ns = opt.time_ns / n
     evidence = {"optimizer_steps": opt.step_count, "kernels_per_optimizer_step": round(opt.kernels_per_step, 1),
                 "elementwise_pct": round(opt.elementwise_pct, 1), "optimizer_kernel_ms": ms(time_ns),
                 "optimizer": opt.name, "kernels": top_names(opt.kernels, per=n),
                 "fused_speedup": ctx.cfg.optimizer_fused_speedup}
-    change = Change("fused-optimizer", {"optimizer": evidence["optimizer"]})
+    change = Change("fused-optimizer", {"optimizer": evidence["optimizer"], "kwargs": kwargs})
     replayed = replayed_saving(ctx, "fused-optimizer", evidence)
     if replayed is not None:
         return [ctx.finding(RULE_ID, replayed, "replayed", evidence, change)]
@@ -54,7 +58,8 @@ def detect(ctx: RuleContext) -> list[Finding]:
 def _on_the_cpu(ctx: RuleContext, cpu: CpuOptimizer) -> list[Finding]:
     """A CPU-only rank whose optimizer steps tensor by tensor (PyTorch's default for CPU parameters): the
     fused-optimizer remedy replayed — what a fused / foreach step gives back of the step."""
-    if not cpu.per_tensor:
+    kwargs = multi_tensor_kwargs(cpu.name)
+    if not cpu.per_tensor or kwargs is None:  # SparseAdam, LBFGS: no multi-tensor step to switch to
         return []
     n = max(cpu.step_count, 1)
     evidence = {"optimizer_steps": cpu.step_count, "ops_per_optimizer_step": round(cpu.ops_per_step, 1),
@@ -63,4 +68,5 @@ def _on_the_cpu(ctx: RuleContext, cpu: CpuOptimizer) -> list[Finding]:
     replayed = replayed_saving(ctx, "fused-optimizer", evidence)
     if replayed is None or ctx.pct_of_step(replayed) < ctx.cfg.severity_medium_pct:
         return []
-    return [ctx.finding(RULE_ID, replayed, "replayed", evidence, Change("fused-optimizer", {"optimizer": cpu.name}))]
+    return [ctx.finding(RULE_ID, replayed, "replayed", evidence,
+                        Change("fused-optimizer", {"optimizer": cpu.name, "kwargs": kwargs}))]

@@ -104,3 +104,19 @@ def test_without_shapes_or_a_fused_kernel_the_factor_is_the_default(tmp_path: Pa
         e["name"] = e["name"].replace("Adam", "RMSprop")
     rms = compute_cpu_optimizer(b.load(tmp_path, "rms.json"), 0)
     assert rms.name == "RMSprop" and rms.memory_pass is not None and rms.fused_factor is None
+
+
+@pytest.mark.parametrize(("optimizer", "said"), [("Adam", "fused=True) or foreach=True"), ("RMSprop", "foreach=True)"),
+                                                 ("SparseAdam", None)])
+def test_the_change_names_only_keywords_the_class_takes(tmp_path: Path, optimizer: str, said: str | None) -> None:
+    """A per-tensor step of each class: Adam takes fused=True, RMSprop only foreach=True, SparseAdam neither
+    (``SparseAdam(..., fused=True)`` is a TypeError): no finding for it."""
+    b = optimizer_trace(["aten::mul_", "aten::add_", "aten::lerp_", "aten::sqrt"] * 10)
+    for e in b.events:
+        e["name"] = e["name"].replace("#Adam.", f"#{optimizer}.")
+    found = [f for f in run_advisor(analyze(b.load(tmp_path))).findings if f.rule == "small-kernel-optimizer"]
+    if said is None:
+        assert found == []
+        return
+    (f,) = found
+    assert f"torch.optim.{optimizer}(..., {said}" in texts.change_text(f)

@@ -181,7 +181,7 @@ def _cli(*args: str) -> tuple[int, str]:
 
 
 #: the replays a CPU-only program can take, beside each standard remedy it can take (`--remedy NAME`)
-CPU_OPTIONS = [["--overlap-comm"], ["--unprofiled"], ["--host-in", "^Optimizer=0.5"],
+CPU_OPTIONS = [["--overlap-comm"], ["--unprofiled", "0.5"], ["--host-in", "^Optimizer=0.5"],
                ["--fused-optimizer", "--move-loop-code"]]
 
 
@@ -208,6 +208,8 @@ def test_advise_and_whatif_on_a_cpu_program_are_in_its_words(run: str) -> None:
     for option in ("--amp", "--bf16", "--fill-sms", "--pin-copies", "--host-overhead=0"):
         rc, text = _cli("whatif", path, option)
         assert rc == 2 and "ran on the CPU alone" in text, (option, text)
+    rc, text = _cli("whatif", path, "--unprofiled")  # the calibrated cost is a CUDA host's: refused, one line
+    assert rc == 2 and "CPU-only run measured none" in text and len(text.strip().splitlines()) == 1
     rc, text = _cli("whatif", path, "--fused-optimizer", "--json")
     bad += [f"whatif --json: {t}" for t in _prose(json.loads(text)) if bad_words(t)]
     assert not bad, bad

@@ -13,7 +13,7 @@ DOCS = Path(__file__).resolve().parents[1] / "docs"
 PENDING: set[str] = set()
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 #: an index table row naming an analysis: | `name` | [...](page.md) |
-ROW = re.compile(r"^\|\s*`([a-z_]+)`\s*\|\s*\[[^\]]*\]\(([^)#\s]+)")
+ROW = re.compile(r"^\|\s*`([a-z0-9_]+)`\s*\|\s*\[[^\]]*\]\(([^)#\s]+)")
 
 
 def _index() -> str:

@@ -90,6 +90,8 @@ class AdvisorConfig:
     loop_code_min_pct: float = 10.0
     # host-stalled: the driving host thread's time lost inside its ops (stalled calls), % of the step
     host_stall_min_pct: float = 10.0
+    # float64-ops: the float64 ops' time on the step's path, % of the step
+    float64_min_pct: float = 5.0
     # cudnn-benchmark-off / conv-algo-search
     cudnn_fallback_min_pct: float = 10.0
     cudnn_benchmark_gain: float = 0.15

@@ -30,6 +30,7 @@ from stepscope.analysis.critical_path import CriticalPath, compute_critical_path
 from stepscope.analysis.dataloader import DataLoaderResult, compute_dataloader
 from stepscope.analysis.distributed import DistributedResult, compute_distributed
 from stepscope.analysis.exposed_comm import ExposedComm, combine_exposed, exposed_record
+from stepscope.analysis.fp64 import Float64Ops, compute_fp64
 from stepscope.analysis.fusion import FusionResult, compute_fusion
 from stepscope.analysis.gemm_dims import GemmDimsResult, compute_gemm_dims
 from stepscope.analysis.graphs import GraphResult, compute_graphs
@@ -145,6 +146,8 @@ CPU_OPTIMIZER = RankAnalysis("cpu_optimizer", compute_cpu_optimizer, CpuOptimize
 HOST_STALLS = RankAnalysis("host_stalls", compute_host_stalls, HostStalls, ("host_stalls",))
 # a cache grown by concatenation every token (autoregressive decoding's keys and values): shapes that change
 KV_CACHE = RankAnalysis("kv_cache", compute_kv_cache, GrowingCache, ("kv_cache",))
+# ops on float64 tensors in the steps (numpy's default dtype, a .double() loss): half the float32 rate or less
+FP64 = RankAnalysis("fp64", compute_fp64, Float64Ops, ("fp64",))
 
 CLUSTER = ClusterAnalysis("cluster", cluster_record, combine_cluster, ClusterResult, ("cluster",))
 COMM_MATRIX = ClusterAnalysis("comm_matrix", comm_matrix_record, combine_comm_matrix, CommMatrix,
@@ -167,7 +170,7 @@ RANK_ANALYSES: tuple[RankAnalysis[object], ...] = (
     DISTRIBUTED, IDLE, CRITICAL_PATH, SYNC, MEMCPY, LAUNCH, LAUNCH_CONFIG, FUSION, GRAPHS, COMPILED, PHASES,
     REMEDIES, PROFILER_COST,
     DATALOADER, TENSOR_CORES, CONVOLUTIONS, GEMM_DIMS, HOST_OPS, ZERO_GRAD, CACHING_ALLOCATOR, INPUT_SHAPES, SOFTWARE,
-    CPU_OPTIMIZER, HOST_STALLS, KV_CACHE,
+    CPU_OPTIMIZER, HOST_STALLS, KV_CACHE, FP64,
 )
 CLUSTER_ANALYSES: tuple[ClusterAnalysis[object], ...] = (CLUSTER, COMM_MATRIX, ARRIVALS, SLOW_LINKS, JOB_WHATIF,
                                                             PIPELINE, ALL_TO_ALL, EXPOSED_COMM)

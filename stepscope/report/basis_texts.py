@@ -46,6 +46,8 @@ BASIS: dict[str, str] = {
                 "(communicating less shortens them, and waiting there for a late rank is not transfer)",
     "untraced-host-time": "the mean over steps of the host's time on the step's critical path "
                           "outside every recorded op",
+    "float32-half": "half the float64 ops' time on the step's path: a lower bound (float32 halves the bytes and "
+                    "doubles the elements per vector⟨; {device_rate}⟩)",
     "stalled-excess": "the median over steps of the stalled op calls' own time beyond the "
                       "typical time of the same op on the same shapes (calls of 10x it and 1 ms beyond), where it "
                       "lies on the step's path (all of it on a CPU-only rank; on a device rank while the device "

@@ -68,6 +68,10 @@ CHANGES: dict[str, str] = {
                     "epoch's first batches, its worker processes started again for each epoch's iterator. Keep "
                     "them: DataLoader(..., persistent_workers=True) (and prefetch_factor to fill their queue "
                     "across the epoch's start); if the slow batches are slow samples, more workers.",
+    "keep-float32": "Keep the tensors float32 ({float64_pct}% of the step is float64 math): torch.from_numpy keeps "
+                    "numpy's float64 default (make the arrays np.float32, or .float() the tensor), torch.tensor(..., "
+                    "dtype=torch.float64) and .double() / .to(torch.float64) make it; a loss is stable in float32 "
+                    "(cross_entropy works in log space).⟨ {device_rate}⟩",
     "unstall-host": "{lost_pct}% of the step is the host thread kept waiting inside its ops ({op} and others "
                     "taking many times their usual time): not the model's work. Give the thread its core: move "
                     "another Python thread's work in the process (metrics, logging, data handling) to a process, "

@@ -14,6 +14,7 @@ from stepscope.analysis.registry import (
     CONVOLUTIONS,
     CPU_OPTIMIZER,
     DATALOADER,
+    FP64,
     GEMM_DIMS,
     HOST_OPS,
     HOST_STALLS,
@@ -183,10 +184,21 @@ def kv_cache_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
             "cache_shape": r.cache_shape}
 
 
+def fp64_section(rr: RankResults, trace: Trace) -> dict[str, Any] | None:
+    r = rr.get(FP64)
+    if r is None:
+        return None
+    n = max(r.step_count, 1)
+    return {"calls_per_step": r.calls_per_step, "host_self_ms_per_step": r.host_self_ns / MS / n,
+            "device_ms_per_step": r.device_ns / MS / n, "on_path_ms_per_step": r.on_path_ns / MS,
+            "ops": named_list(r.ops, n)}
+
+
 #: per-rank §12 keys owned by the evidence analyses
 EVIDENCE_RANK_SECTIONS = {
     "dataloader": dataloader_section, "tensor_cores": tensor_cores_section, "convolutions": convolutions_section,
     "gemm_dims": gemm_dims_section, "host_ops": host_ops_section, "zero_grad": zero_grad_section,
     "caching_allocator": caching_allocator_section, "input_shapes": input_shapes_section, "software": software_section,
     "cpu_optimizer": cpu_optimizer_section, "host_stalls": host_stalls_section, "kv_cache": kv_cache_section,
+    "fp64": fp64_section,
 }

@@ -181,6 +181,12 @@ RULES: dict[str, RuleText] = {
         "a step in ops that only make a view⟩. The thread was waiting for the GIL or a core.",
         ("https://docs.python.org/3/library/sys.html#sys.setswitchinterval",
          "https://pytorch.org/docs/stable/notes/cpu_threading_torchscript_inference.html")),
+    "float64-ops": RuleText(
+        "Ops run on float64 tensors",
+        "{calls_per_step:g} op calls a step take float64 tensors: {float64_ms:.1f} ms per step ({float64_pct:.1f}%) on "
+        "the step's path, the most in {op} — double precision where the model computes in float32.",
+        ("https://pytorch.org/docs/stable/tensor_attributes.html#torch.dtype",
+         "https://pytorch.org/docs/stable/generated/torch.from_numpy.html")),
     "cudnn-benchmark-off": RuleText(
         "Convolutions use cuDNN's fallback algorithms",
         "{fallback_conv_kernel_pct:.0f}% of kernel time is in cuDNN's generic algorithm-0 kernels "

@@ -26,6 +26,7 @@ from stepscope.analysis.registry import (
     CRITICAL_PATH,
     DATALOADER,
     EXPOSED_COMM,
+    FP64,
     FUSION,
     GEMM_DIMS,
     GRAPHS,
@@ -75,6 +76,7 @@ from stepscope.report.views.distributed import (
     render_exposed_comm,
     show_distributed,
 )
+from stepscope.report.views.fp64 import render_fp64
 from stepscope.report.views.fusion import render_fusion
 from stepscope.report.views.gemm_dims import render_gemm_dims
 from stepscope.report.views.host_ops import render_host_ops
@@ -187,6 +189,7 @@ RENDERERS: dict[str, RankView] = {
     "cpu_optimizer": rank_view(CPU_OPTIMIZER, render_cpu_optimizer),
     "host_stalls": rank_view(HOST_STALLS, render_host_stalls),
     "kv_cache": rank_view(KV_CACHE, render_kv_cache),
+    "fp64": rank_view(FP64, render_fp64),
 }
 
 #: cluster-level renderers

@@ -332,6 +332,20 @@ def stalled(b: TraceBuilder, on: bool) -> None:
             b.op("aten::mm", ts=t + 10 + i * 1_100, dur=3_200 if on and s >= 1 and i == 4 else 200, **dims)
 
 
+def float64(b: TraceBuilder, on: bool) -> None:
+    """A CPU-only program: each step an ``aten::_log_softmax`` of 2,000 µs on [256, 32000] logits (on: float64;
+    off: float32) and an ``aten::mm`` of 3,000 µs; a Python float multiplying a float tensor is typed "double"
+    too, and is no float64 tensor: half the 2 ms is the gain."""
+    b.meta.pop("deviceProperties", None)
+    dtype = "double" if on else "float"
+    for t in steps(b):
+        b.op("aten::_log_softmax", ts=t + 10, dur=2_000, **{"Input Dims": [[256, 32000], [], []],
+                                                               "Input type": [dtype, "Scalar", "Scalar"]})
+        b.op("aten::mul", ts=t + 2_100, dur=100, **{"Input Dims": [[256, 64], []], "Input type": ["float", "double"]})
+        b.op("aten::mm", ts=t + 2_300, dur=3_000,
+             **{"Input Dims": [[256, 64], [64, 64]], "Input type": ["float", "float"]})
+
+
 SCENES: dict[str, Scene] = {
     "dataloader-bound": dataloader,
     "pageable-memcpy": pageable,
@@ -361,4 +375,5 @@ SCENES: dict[str, Scene] = {
     "cuda-launch-blocking": launch_blocking,
     "host-outside-ops": outside_ops,
     "host-stalled": stalled,
+    "float64-ops": float64,
 }

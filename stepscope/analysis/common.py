@@ -12,7 +12,7 @@ import numpy.typing as npt
 from stepscope.analysis import intervals
 from stepscope.analysis._memo import per_rank, shared
 from stepscope.analysis.breakdown import tb_step_windows
-from stepscope.model.schema import HOST_KINDS, EventKind
+from stepscope.model.schema import GPU_KINDS, HOST_KINDS, EventKind
 from stepscope.model.trace import Trace
 from stepscope.model.tree import nearest_marked_ancestor
 
@@ -123,6 +123,13 @@ def optimizer_steps(trace: Trace, rank: int) -> I64:
     """The rank's ``Optimizer.step`` annotations (host rows)."""
     host = rank_rows(trace, rank, tuple(int(k) for k in HOST_KINDS))
     return host[trace.strings.mask(is_optimizer_step)[trace.events["name"][host]]]
+
+
+def launched_by(trace: Trace, rank: int, ops: I64) -> I64:
+    """The rank's device rows whose launching op (``op``: the innermost op around the launch) is one of ``ops``."""
+    dev = rank_rows(trace, rank, tuple(int(k) for k in GPU_KINDS))
+    out: I64 = dev[np.isin(trace.events["op"][dev], ops)]
+    return out
 
 
 def launched_inside(trace: Trace, rows: I64, host_rows: I64) -> B:

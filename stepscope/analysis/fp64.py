@@ -21,11 +21,11 @@ import numpy as np
 
 from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
-from stepscope.analysis.common import I64, in_step_rows
+from stepscope.analysis.common import I64, in_step_rows, launched_by
 from stepscope.analysis.critical_path import compute_critical_path
 from stepscope.analysis.dims import numel, tensor_dims
 from stepscope.analysis.named import NamedRows, named_rows
-from stepscope.model.schema import GPU_KINDS, EventKind
+from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
 
 #: an op on a float64 tensor counts from this many elements in it (a 0-dim double — a Python float made a
@@ -74,8 +74,8 @@ class Float64Ops:
 def compute_fp64(trace: Trace, rank: int) -> Float64Ops:
     """The rank's float64 ops in its steps (NotApplicable without recorded input types, or without any)."""
     ev = trace.events
-    ops = in_step_rows(trace, rank, (int(EventKind.CPU_OP),))
-    ops = ops[ev["input_types"][ops] >= 0]
+    in_steps = in_step_rows(trace, rank, (int(EventKind.CPU_OP),))
+    ops = in_steps[ev["input_types"][in_steps] >= 0]
     if len(ops) == 0:
         raise NotApplicable("no input types recorded")
     ops = ops[trace.strings.mask(_has_double)[ev["input_types"][ops]]]
@@ -86,9 +86,8 @@ def compute_fp64(trace: Trace, rank: int) -> Float64Ops:
     ops = ops[large[inv.ravel()]] if len(ops) else ops
     if len(ops) == 0:
         raise NotApplicable("no op on a float64 tensor in the steps")
-    steps = len(np.unique(ev["step"][in_step_rows(trace, rank, (int(EventKind.CPU_OP),))]))
-    dev = np.flatnonzero((ev["rank"] == rank) & np.isin(ev["kind"], [int(k) for k in GPU_KINDS]))
-    dev = dev[np.isin(ev["op"][dev], ops)].astype(np.int64)
+    steps = len(np.unique(ev["step"][in_steps]))
+    dev = launched_by(trace, rank, ops)
     named = named_rows(trace, ops, dur_ns=ev["self_ns"][ops])
     host_ns, device_ns = int(ev["self_ns"][ops].sum()), int(ev["dur_ns"][dev].sum())
     return Float64Ops(rank, steps, named, host_ns, dev, device_ns, _on_path_ns(trace, rank, dev, host_ns, device_ns)

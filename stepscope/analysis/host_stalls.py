@@ -51,6 +51,7 @@ from stepscope.analysis.common import (
     window_of,
 )
 from stepscope.analysis.gemm_dims import compact_json
+from stepscope.analysis.host_comm import loop_threads
 from stepscope.analysis.idle import is_dataloader_name
 from stepscope.analysis.platform import has_device
 from stepscope.analysis.sync import driver_rows
@@ -166,7 +167,7 @@ def _driving_ops(trace: Trace, rank: int, wins: Windows) -> tuple[I64, I64]:
     a device rank's driving threads launch its work or wait for it."""
     ev = trace.events
     host = rank_rows(trace, rank, tuple(int(k) for k in HOST_KINDS))
-    threads = np.unique(ev["track"][trace.steps["row"][(trace.steps["rank"] == rank) & (trace.steps["row"] >= 0)]])
+    threads = loop_threads(trace, rank)
     driver = host[np.isin(ev["track"][host], threads)] if len(threads) and not has_device(trace, rank) \
         else driver_rows(trace, rank)
     ops = driver[ev["kind"][driver] == EventKind.CPU_OP]

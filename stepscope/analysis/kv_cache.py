@@ -30,12 +30,11 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
 from stepscope.analysis._memo import per_rank
 from stepscope.analysis.base import NotApplicable
-from stepscope.analysis.common import I64, in_step_rows
-from stepscope.model.schema import GPU_KINDS, EventKind
+from stepscope.analysis.common import I64, in_step_rows, launched_by
+from stepscope.model.schema import EventKind
 from stepscope.model.trace import Trace
 
 #: a family of concatenations is a growing cache from this many distinct cached lengths in the steps
@@ -105,7 +104,8 @@ def compute_kv_cache(trace: Trace, rank: int) -> GrowingCache:
     seen = sorted(length for key in growing for length in lengths[key])
     steps = np.unique(ev["step"][rows])
     return GrowingCache(rank, len(growing), len(steps), rows, int(ev["dur_ns"][rows].sum()),
-                        _launched_ns(trace, rank, rows), seen[0], seen[-1], _largest_shape(parsed, growing))
+                        int(ev["dur_ns"][launched_by(trace, rank, rows)].sum()), seen[0], seen[-1],
+                        _largest_shape(parsed, growing))
 
 
 def _largest_shape(parsed: list[tuple[tuple[int, ...], int, int] | None], growing: set[tuple[tuple[int, ...], int]]
@@ -115,10 +115,3 @@ def _largest_shape(parsed: list[tuple[tuple[int, ...], int, int] | None], growin
               for p in parsed if p is not None and p[:2] in growing]  # a key: the first tensor's shape, the second's
     return " × ".join(map(str, max(shapes, key=lambda sh: (math.prod(sh), sh))))
 
-
-def _launched_ns(trace: Trace, rank: int, rows: I64) -> int:
-    """The device time of the activities these ops launched (their ``op`` link)."""
-    ev = trace.events
-    dev = np.flatnonzero((ev["rank"] == rank) & np.isin(ev["kind"], [int(k) for k in GPU_KINDS]))
-    mine: npt.NDArray[np.bool_] = np.isin(ev["op"][dev], rows)
-    return int(ev["dur_ns"][dev[mine]].sum())
